@@ -1,0 +1,104 @@
+// Package testenv holds the helpers every conformance test stands on: the
+// requirement tag, facts as JUnit properties, the run configuration, the host
+// root, and the skip-or-fail rule for absent hardware (GDR_STRICT).
+package testenv
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/reqs"
+)
+
+var (
+	loadOnce sync.Once
+	loaded   config.Config
+	loadErr  error
+)
+
+// Config returns the run configuration; a bad GDR_* value fails the test with
+// the variable's name, its value and what is accepted.
+func Config(t testing.TB) config.Config {
+	t.Helper()
+	loadOnce.Do(func() { loaded, loadErr = config.Load() })
+	if loadErr != nil {
+		t.Fatalf("configuration: %v", loadErr)
+	}
+	return loaded
+}
+
+// Root returns the host root (GDR_HOST_ROOT) every /sys, /proc and /dev read goes through.
+func Root(t testing.TB) *hostfs.Root {
+	t.Helper()
+	c := Config(t)
+	r, err := hostfs.New(c.HostRoot)
+	if err != nil {
+		t.Fatalf("GDR_HOST_ROOT=%q: %v", c.HostRoot, err)
+	}
+	return r
+}
+
+// Req tags the test with its requirement ID (JUnit property gdr.req). An ID
+// missing from the catalogue is a suite bug and fails the test.
+func Req(t testing.TB, id string) {
+	t.Helper()
+	if _, ok := reqs.Lookup(id); !ok {
+		t.Fatalf("suite bug: requirement %s is not in internal/reqs", id)
+	}
+	t.Attr("gdr.req", id)
+}
+
+// Attr records a fact or measurement as a JUnit property (key gdr.<name>).
+// Floats are written with 3 significant decimals.
+func Attr(t testing.TB, key string, value any) {
+	t.Helper()
+	if !strings.HasPrefix(key, "gdr.") {
+		key = "gdr." + key
+	}
+	var s string
+	switch v := value.(type) {
+	case float64:
+		s = strconv.FormatFloat(v, 'f', 3, 64)
+	case float32:
+		s = strconv.FormatFloat(float64(v), 'f', 3, 32)
+	case string:
+		s = v
+	default:
+		s = fmt.Sprint(v)
+	}
+	// Attribute values may not contain newlines (go test -json framing).
+	t.Attr(key, strings.ReplaceAll(s, "\n", " "))
+}
+
+// Absent ends the test because hardware or software it needs is not there.
+// The message must say what is missing and where the suite looked. Under
+// GDR_STRICT=1 this is a failure, not a skip.
+func Absent(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Config(t).Strict {
+		t.Attr("gdr.absent", msg)
+		t.Fatalf("GDR_STRICT=1: %s", msg)
+	}
+	t.Attr("gdr.skip", msg)
+	t.Skip(msg)
+}
+
+// Failf reports something present but wrong and stops the test. The message
+// is the cause, then what to do about it.
+func Failf(t testing.TB, remedy, format string, args ...any) {
+	t.Helper()
+	t.Fatalf("%s; remedy: %s", fmt.Sprintf(format, args...), remedy)
+}
+
+// Errorf is Failf without stopping the test, for checks that report every
+// offender (each bridge, each device) before the test ends.
+func Errorf(t testing.TB, remedy, format string, args ...any) {
+	t.Helper()
+	t.Errorf("%s; remedy: %s", fmt.Sprintf(format, args...), remedy)
+}

@@ -1,0 +1,297 @@
+// Package config reads the suite's GDR_* environment variables into one struct.
+//
+// Every variable is optional. A bad value is an error that names the variable,
+// the value and what is accepted, so a qualification pipeline fails at once
+// with a fixable message instead of running half a suite on a default.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gdrconf/gdrconf/internal/pathclass"
+)
+
+// DefaultPort is the out-of-band TCP port when GDR_PEER or GDR_LISTEN names none.
+const DefaultPort = 18515
+
+// Role of this host in a two-host run.
+type Role string
+
+const (
+	Loopback Role = ""       // one host, both ends local
+	Server   Role = "server" // waits for the peer
+	Client   Role = "client" // dials GDR_PEER
+)
+
+// Mem selects where pingpong buffers live.
+type Mem string
+
+const (
+	MemAuto Mem = ""     // gpu when built with the gpu tag and a GPU exists, else host
+	MemGPU  Mem = "gpu"  // cuMemAlloc memory
+	MemHost Mem = "host" // page-aligned host memory
+)
+
+// Config is the whole run configuration. The zero value is not the default;
+// use Defaults or Load.
+type Config struct {
+	HostRoot   string          // GDR_HOST_ROOT: root of every /sys, /proc, /dev read
+	Strict     bool            // GDR_STRICT: absent hardware fails instead of skipping
+	GPU        string          // GDR_GPU: index or PCI address; "" = all
+	RDMADevice string          // GDR_RDMA_DEVICE: e.g. mlx5_0; "" = nearest to the GPU
+	IBPort     int             // GDR_IB_PORT: 1-based port number
+	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
+	Role       Role            // GDR_ROLE
+	Peer       string          // GDR_PEER: host:port of the server, for the client
+	Listen     string          // GDR_LISTEN: host:port the server listens on
+	Token      string          // GDR_TOKEN: shared secret for the out-of-band session
+	Timeout    time.Duration   // GDR_TIMEOUT: deadline for any wait on the peer or NIC
+	MaxPath    pathclass.Class // GDR_MAX_PATH: worst acceptable GPU<->NIC class
+	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
+	Mem        Mem             // GDR_MEM: gpu|host
+	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
+
+	// Thresholds; zero means "derive from the port rate on real NICs, or none".
+	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
+	MaxLatUS  float64 // GDR_MAX_LAT_US: p50 latency ceiling for small WRITEs
+	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
+	// floor as a fraction of the PCIe link's theoretical rate.
+	MinCopyFraction float64
+}
+
+// Defaults returns the configuration with every variable unset.
+func Defaults() Config {
+	return Config{
+		HostRoot:        "/",
+		IBPort:          1,
+		GIDIndex:        -1,
+		Listen:          fmt.Sprintf(":%d", DefaultPort),
+		Timeout:         30 * time.Second,
+		MaxPath:         pathclass.PXB,
+		Iters:           1000,
+		MinCopyFraction: 0.6,
+	}
+}
+
+// Vars lists every variable Load reads, for documentation and tests.
+var Vars = []string{
+	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_IB_PORT",
+	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
+	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_ITERS", "GDR_MIN_BW_GBPS",
+	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION",
+}
+
+// Load reads the process environment.
+func Load() (Config, error) { return Parse(os.LookupEnv) }
+
+// Parse reads variables through lookup (os.LookupEnv in production). All bad
+// values are reported together.
+func Parse(lookup func(string) (string, bool)) (Config, error) {
+	c := Defaults()
+	var errs []error
+	get := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if !ok {
+			return "", false
+		}
+		return strings.TrimSpace(v), true
+	}
+	bad := func(name, val, accepted string) {
+		errs = append(errs, fmt.Errorf("%s=%q is not valid: want %s", name, val, accepted))
+	}
+
+	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
+		c.HostRoot = v
+	}
+	if v, ok := get("GDR_STRICT"); ok {
+		b, err := parseBool(v)
+		if err != nil {
+			bad("GDR_STRICT", v, "1 or 0 (also true/false, yes/no)")
+		}
+		c.Strict = b
+	}
+	if v, ok := get("GDR_GPU"); ok {
+		c.GPU = strings.ToLower(v)
+		if v != "" && !validGPUSelector(c.GPU) {
+			bad("GDR_GPU", v, "a GPU index (0, 1, ...) or a PCI address like 0000:3b:00.0")
+		}
+	}
+	if v, ok := get("GDR_RDMA_DEVICE"); ok {
+		if strings.ContainsAny(v, "/ ") {
+			bad("GDR_RDMA_DEVICE", v, "an RDMA device name as in /sys/class/infiniband (e.g. mlx5_0)")
+		}
+		c.RDMADevice = v
+	}
+	if v, ok := get("GDR_IB_PORT"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 255 {
+			bad("GDR_IB_PORT", v, "a port number from 1 to 255")
+		}
+		c.IBPort = n
+	}
+	if v, ok := get("GDR_GID_INDEX"); ok && v != "" {
+		if strings.EqualFold(v, "auto") {
+			c.GIDIndex = -1
+		} else if n, err := strconv.Atoi(v); err != nil || n < 0 || n > 65535 {
+			bad("GDR_GID_INDEX", v, "a GID table index from 0 to 65535, or auto")
+		} else {
+			c.GIDIndex = n
+		}
+	}
+	if v, ok := get("GDR_ROLE"); ok {
+		switch Role(strings.ToLower(v)) {
+		case Loopback, Server, Client:
+			c.Role = Role(strings.ToLower(v))
+		default:
+			bad("GDR_ROLE", v, "server, client, or unset for loopback on one host")
+		}
+	}
+	if v, ok := get("GDR_PEER"); ok && v != "" {
+		hp, err := withPort(v)
+		if err != nil {
+			bad("GDR_PEER", v, "host or host:port of the server")
+		}
+		c.Peer = hp
+	}
+	if v, ok := get("GDR_LISTEN"); ok && v != "" {
+		hp, err := withPort(v)
+		if err != nil {
+			bad("GDR_LISTEN", v, "[host]:port to listen on")
+		}
+		c.Listen = hp
+	}
+	if v, ok := get("GDR_TOKEN"); ok {
+		c.Token = v
+	}
+	if v, ok := get("GDR_TIMEOUT"); ok && v != "" {
+		d, err := parseDuration(v)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			bad("GDR_TIMEOUT", v, "a duration like 30s or 2m (or seconds), above 0 and at most 24h")
+		}
+		c.Timeout = d
+	}
+	if v, ok := get("GDR_MAX_PATH"); ok && v != "" {
+		pc, err := pathclass.Parse(v)
+		if err != nil {
+			bad("GDR_MAX_PATH", v, pathclass.Accepted)
+		}
+		c.MaxPath = pc
+	}
+	if v, ok := get("GDR_ALLOW_IOMMU"); ok {
+		b, err := parseBool(v)
+		if err != nil {
+			bad("GDR_ALLOW_IOMMU", v, "1 or 0")
+		}
+		c.AllowIOMMU = b
+	}
+	if v, ok := get("GDR_MEM"); ok {
+		switch Mem(strings.ToLower(v)) {
+		case MemAuto, MemGPU, MemHost:
+			c.Mem = Mem(strings.ToLower(v))
+		default:
+			bad("GDR_MEM", v, "gpu or host")
+		}
+	}
+	if v, ok := get("GDR_ITERS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10_000_000 {
+			bad("GDR_ITERS", v, "a whole number from 1 to 10000000")
+		}
+		c.Iters = n
+	}
+	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, c.MinBWGbps, bad)
+	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, c.MaxLatUS, bad)
+	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, c.MinCopyFraction, bad)
+
+	if c.Role == Client && c.Peer == "" {
+		errs = append(errs, errors.New("GDR_ROLE=client needs GDR_PEER=host[:port] naming the server"))
+	}
+	if c.Role == Loopback && c.Peer != "" {
+		errs = append(errs, fmt.Errorf("GDR_PEER=%q is set but GDR_ROLE is not: set GDR_ROLE=client (or server on the other host)", c.Peer))
+	}
+	return c, errors.Join(errs...)
+}
+
+func parseFloat(get func(string) (string, bool), name string, lo, hi, def float64, bad func(string, string, string)) float64 {
+	v, ok := get(name)
+	if !ok || v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f != f || f < lo || f > hi {
+		bad(name, v, fmt.Sprintf("a number from %g to %g", lo, hi))
+		return def
+	}
+	return f
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "no", "off":
+		return false, nil
+	case "1", "true", "yes", "on":
+		return true, nil
+	}
+	return false, fmt.Errorf("not a boolean: %q", v)
+}
+
+// parseDuration takes Go durations ("30s") and plain seconds ("30", "0.5").
+func parseDuration(v string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f != f || f > 1e9 {
+			return 0, fmt.Errorf("bad seconds %q", v)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	return time.ParseDuration(v)
+}
+
+func withPort(v string) (string, error) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		// No port given (a bare host name or IPv4 address).
+		if strings.Count(v, ":") > 1 && !strings.HasPrefix(v, "[") {
+			return net.JoinHostPort(v, strconv.Itoa(DefaultPort)), nil // bare IPv6
+		}
+		if strings.Contains(v, ":") {
+			return "", err
+		}
+		return net.JoinHostPort(v, strconv.Itoa(DefaultPort)), nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("bad port %q", port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func validGPUSelector(s string) bool {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n >= 0
+	}
+	// dddd:bb:dd.f or bb:dd.f
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	last := parts[len(parts)-1]
+	df := strings.Split(last, ".")
+	if len(df) != 2 {
+		return false
+	}
+	for _, h := range append(parts[:len(parts)-1], df...) {
+		if h == "" {
+			return false
+		}
+		if _, err := strconv.ParseUint(h, 16, 32); err != nil {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,248 @@
+// Package hostfs reads a host's /sys, /proc and /dev through one root directory,
+// so that the same checks run against the live host ("/"), a host mounted into a
+// container, or a recorded fixture tree.
+//
+// Symbolic links are resolved inside the root: an absolute link target is taken
+// relative to the root, and ".." never climbs above it. sysfs is made of relative
+// links (device -> ../../../0000:00:01.0), and fixtures recorded from real hosts
+// keep them, so resolution must behave like the kernel's without leaving the tree.
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// maxLinks bounds symlink resolution; a cycle in a fixture must give an error, not a hang.
+const maxLinks = 64
+
+// Root is a host root directory. The zero value is not usable; use New.
+type Root struct {
+	dir string // absolute, cleaned, no trailing slash except for "/"
+}
+
+// New returns a Root for dir. An empty dir means "/".
+func New(dir string) (*Root, error) {
+	if dir == "" {
+		dir = "/"
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("host root %q: %w", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("host root %q: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("host root %q is not a directory", dir)
+	}
+	return &Root{dir: filepath.Clean(abs)}, nil
+}
+
+// Dir is the root directory on this machine.
+func (r *Root) Dir() string { return r.dir }
+
+// IsLive reports whether the root is the running host's own "/".
+func (r *Root) IsLive() bool { return r.dir == "/" }
+
+// Host maps a host path ("/sys/bus/pci") to the path on this machine, without
+// resolving links. Use it only for messages and for handing paths to tools.
+func (r *Root) Host(p string) string {
+	return filepath.Join(r.dir, clean(p))
+}
+
+// clean makes p an absolute, cleaned host path.
+func clean(p string) string {
+	return path.Clean("/" + p)
+}
+
+// Resolve follows every symlink in host path p inside the root and returns the
+// resolved host path (absolute, relative to the root). Missing final components
+// are allowed (the result names where the file would be); a dangling link in
+// the middle of the path is an error.
+func (r *Root) Resolve(p string) (string, error) {
+	parts := strings.Split(strings.TrimPrefix(clean(p), "/"), "/")
+	resolved := "/"
+	links := 0
+	for len(parts) > 0 {
+		part := parts[0]
+		parts = parts[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			resolved = path.Dir(resolved)
+			continue
+		}
+		next := path.Join(resolved, part)
+		fi, err := os.Lstat(r.Host(next))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && len(parts) == 0 {
+				return next, nil
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("resolve %s: %s does not exist under %s", p, next, r.dir)
+			}
+			return "", fmt.Errorf("resolve %s: %w", p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		links++
+		if links > maxLinks {
+			return "", fmt.Errorf("resolve %s: more than %d symbolic links (a loop?)", p, maxLinks)
+		}
+		target, err := os.Readlink(r.Host(next))
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", p, err)
+		}
+		if strings.HasPrefix(target, "/") {
+			resolved = "/"
+		}
+		parts = append(strings.Split(target, "/"), parts...)
+	}
+	return resolved, nil
+}
+
+// Real returns the path on this machine of host path p with links resolved.
+func (r *Root) Real(p string) (string, error) {
+	rp, err := r.Resolve(p)
+	if err != nil {
+		return "", err
+	}
+	return r.Host(rp), nil
+}
+
+// ReadFile reads host file p.
+func (r *Root) ReadFile(p string) ([]byte, error) {
+	real, err := r.Real(p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.describe(p), unwrapPath(err))
+	}
+	return b, nil
+}
+
+// ReadString reads host file p and trims surrounding white space, the way
+// sysfs attribute files are meant to be read.
+func (r *Root) ReadString(p string) (string, error) {
+	b, err := r.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Exists reports whether host path p exists (after resolving links).
+func (r *Root) Exists(p string) bool {
+	real, err := r.Real(p)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(real)
+	return err == nil
+}
+
+// Lstat describes host path p itself, without following a final link.
+func (r *Root) Lstat(p string) (fs.FileInfo, error) {
+	dir, base := path.Split(clean(p))
+	rd, err := r.Resolve(dir)
+	if err != nil {
+		return nil, err
+	}
+	return os.Lstat(r.Host(path.Join(rd, base)))
+}
+
+// Stat describes host path p after resolving links.
+func (r *Root) Stat(p string) (fs.FileInfo, error) {
+	real, err := r.Real(p)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", r.describe(p), unwrapPath(err))
+	}
+	return fi, nil
+}
+
+// ReadLink returns the target of the link at host path p, as written.
+func (r *Root) ReadLink(p string) (string, error) {
+	dir, base := path.Split(clean(p))
+	rd, err := r.Resolve(dir)
+	if err != nil {
+		return "", err
+	}
+	t, err := os.Readlink(r.Host(path.Join(rd, base)))
+	if err != nil {
+		return "", fmt.Errorf("readlink %s: %w", r.describe(p), unwrapPath(err))
+	}
+	return t, nil
+}
+
+// ReadDir lists the names in host directory p, sorted. A missing directory
+// gives an error that satisfies errors.Is(err, fs.ErrNotExist).
+func (r *Root) ReadDir(p string) ([]string, error) {
+	real, err := r.Real(p)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(real)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", r.describe(p), unwrapPath(err))
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Glob matches a host path pattern (path.Match syntax per component) and
+// returns host paths, sorted.
+func (r *Root) Glob(pattern string) ([]string, error) {
+	ms, err := filepath.Glob(r.Host(pattern))
+	if err != nil {
+		return nil, fmt.Errorf("glob %s: %w", pattern, err)
+	}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		rel, err := filepath.Rel(r.dir, m)
+		if err != nil {
+			continue
+		}
+		out = append(out, clean(rel))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// describe names a host path for messages, with the root when it is not "/".
+func (r *Root) describe(p string) string {
+	if r.IsLive() {
+		return clean(p)
+	}
+	return fmt.Sprintf("%s (under %s)", clean(p), r.dir)
+}
+
+// unwrapPath drops the *fs.PathError wrapper (whose path is the machine path,
+// not the host path we already name) but keeps the errno for errors.Is.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

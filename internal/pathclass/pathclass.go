@@ -1,0 +1,51 @@
+// Package pathclass names the PCIe path classes between two devices, with the
+// meanings `nvidia-smi topo -m` gives them, ordered from nearest to farthest.
+package pathclass
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Class is a PCIe path class. Larger is farther.
+type Class int
+
+const (
+	Unknown Class = iota
+	// PIX: through at most one PCIe switch.
+	PIX
+	// PXB: through several PCIe switches, no host bridge.
+	PXB
+	// PHB: through a PCIe host bridge (the CPU's root complex).
+	PHB
+	// NODE: between host bridges of one NUMA node.
+	NODE
+	// SYS: across NUMA nodes (the SMP interconnect, QPI/UPI/Infinity Fabric).
+	SYS
+)
+
+var names = [...]string{"UNKNOWN", "PIX", "PXB", "PHB", "NODE", "SYS"}
+
+func (c Class) String() string {
+	if c < 0 || int(c) >= len(names) {
+		return fmt.Sprintf("Class(%d)", int(c))
+	}
+	return names[c]
+}
+
+// Accepted lists the names Parse takes, for error messages.
+const Accepted = "PIX, PXB, PHB, NODE or SYS"
+
+// Parse reads a class name, case-insensitively.
+func Parse(s string) (Class, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	for i, n := range names {
+		if i > 0 && n == u {
+			return Class(i), nil
+		}
+	}
+	return Unknown, fmt.Errorf("%q is not a path class (want %s)", s, Accepted)
+}
+
+// FartherThan reports whether c is a worse path than limit.
+func (c Class) FartherThan(limit Class) bool { return c > limit }
