@@ -1,0 +1,35 @@
+// Package membuf is the memory the RDMA tests move data through: page-aligned
+// host memory, or GPU memory (harness/cuda provides that kind, tag gpu). The
+// pingpong and memreg tests register a Buffer with the NIC and check its
+// contents through Fill/ReadBack, so the same test code runs on either kind.
+package membuf
+
+// Kind says where a buffer's memory is.
+type Kind string
+
+const (
+	Host Kind = "host"
+	GPU  Kind = "gpu"
+)
+
+// Buffer is a registrable memory region.
+type Buffer interface {
+	// Kind is where the memory lives.
+	Kind() Kind
+	// Addr is the virtual address to register and to put in work requests
+	// (a CUdeviceptr for GPU memory, which peer memory maps at the same value).
+	Addr() uintptr
+	// Len is the length in bytes.
+	Len() int
+	// Fill copies p to the start of the buffer (host-to-device for GPU memory).
+	Fill(p []byte) error
+	// ReadBack copies the start of the buffer into p (device-to-host for GPU
+	// memory), so received data is checked, not trusted.
+	ReadBack(p []byte) error
+	// DmabufFD exports the buffer as a dma-buf file descriptor for
+	// ibv_reg_dmabuf_mr, with the offset of Addr inside it. ok is false
+	// when the kind cannot export (host memory).
+	DmabufFD() (fd int, offset uint64, ok bool, err error)
+	// Close frees the memory; safe to call twice.
+	Close() error
+}
