@@ -1,0 +1,146 @@
+package nvml
+
+import (
+	"errors"
+	"testing"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNormalizeBusID(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"00000000:00:06.0", "0000:00:06.0"},
+		{"00000000:3B:00.0", "0000:3b:00.0"},
+		{"0000:3b:00.0", "0000:3b:00.0"},
+		{"3B:00.1", "0000:3b:00.1"},
+		{" 00000001:C1:1F.7\n", "0001:c1:1f.7"},
+	} {
+		got, err := NormalizeBusID(tc.in)
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+	for _, bad := range []string{"", "garbage", "0000:3b:00", "0000:3b:20.0", "0000:3b:00.8",
+		"0000:100:00.0", "000000001:3b:00.0", "00010000:3b:00.0", "0000:3b:00.0.1", ":3b:00.0",
+		"0000::00.0", "0000:3b:.0", "0000:3b:00.", "x:3b:00.0", "-1:3b:00.0", "0000:+3:00.0"} {
+		_, err := NormalizeBusID(bad)
+		assert.Error(t, err, "%q", bad)
+		if err != nil {
+			assert.Contains(t, err.Error(), "dddd:bb:dd.f", bad)
+		}
+	}
+}
+
+func FuzzNormalizeBusID(f *testing.F) {
+	for _, s := range []string{"00000000:00:06.0", "3b:00.0", "", "::.", "0000:3b:00.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := NormalizeBusID(s)
+		if err != nil {
+			return
+		}
+		// A normalised id is a fixed point and has the sysfs shape.
+		again, err := NormalizeBusID(got)
+		if err != nil || again != got || len(got) != 12 {
+			t.Fatalf("NormalizeBusID(%q) = %q, again %q, %v", s, got, again, err)
+		}
+	})
+}
+
+func TestFormatCUDAVersion(t *testing.T) {
+	assert.Equal(t, "13.0", FormatCUDAVersion(13000))
+	assert.Equal(t, "12.4", FormatCUDAVersion(12040))
+	assert.Equal(t, "11.8", FormatCUDAVersion(11080))
+}
+
+func busID(s string) [32]int8 {
+	var b [32]int8
+	for i := 0; i < len(s) && i < 31; i++ {
+		b[i] = int8(s[i])
+	}
+	return b
+}
+
+func h200(id string) *mock.Device {
+	return &mock.Device{
+		GetPciInfoFunc: func() (gonvml.PciInfo, gonvml.Return) {
+			return gonvml.PciInfo{BusId: busID(id)}, gonvml.SUCCESS
+		},
+		GetNameFunc:                  func() (string, gonvml.Return) { return "NVIDIA H200", gonvml.SUCCESS },
+		GetCudaComputeCapabilityFunc: func() (int, int, gonvml.Return) { return 9, 0, gonvml.SUCCESS },
+		GetBAR1MemoryInfoFunc: func() (gonvml.BAR1Memory, gonvml.Return) {
+			return gonvml.BAR1Memory{Bar1Total: 256 << 30, Bar1Free: 255 << 30}, gonvml.SUCCESS
+		},
+	}
+}
+
+func TestHandleOverMock(t *testing.T) {
+	devs := []*mock.Device{h200("00000000:00:06.0"), h200("00000000:3B:00.0")}
+	devs[1].GetBAR1MemoryInfoFunc = func() (gonvml.BAR1Memory, gonvml.Return) {
+		return gonvml.BAR1Memory{}, gonvml.ERROR_NOT_SUPPORTED
+	}
+	h := Wrap(&mock.Interface{
+		SystemGetDriverVersionFunc:     func() (string, gonvml.Return) { return "580.159.04", gonvml.SUCCESS },
+		SystemGetCudaDriverVersionFunc: func() (int, gonvml.Return) { return 13000, gonvml.SUCCESS },
+		DeviceGetCountFunc:             func() (int, gonvml.Return) { return len(devs), gonvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (gonvml.Device, gonvml.Return) {
+			if i < 0 || i >= len(devs) {
+				return nil, gonvml.ERROR_INVALID_ARGUMENT
+			}
+			return devs[i], gonvml.SUCCESS
+		},
+	})
+	v, err := h.DriverVersion()
+	require.NoError(t, err)
+	assert.Equal(t, "580.159.04", v)
+	cv, err := h.CUDADriverVersion()
+	require.NoError(t, err)
+	assert.Equal(t, "13.0", FormatCUDAVersion(cv))
+
+	ds, err := h.Devices()
+	require.NoError(t, err)
+	require.Len(t, ds, 2)
+	assert.Equal(t, Device{Index: 0, BusID: "0000:00:06.0", Name: "NVIDIA H200", CCMajor: 9, BAR1Total: 256 << 30, BAR1Free: 255 << 30}, ds[0])
+	assert.Equal(t, "0000:3b:00.0", ds[1].BusID)
+	assert.Zero(t, ds[1].BAR1Total, "NOT_SUPPORTED leaves BAR1 unknown")
+	assert.Equal(t, "9.0", ds[0].CC())
+
+	_, err = h.Device(5)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "DeviceGetHandleByIndex(5)")
+	assert.True(t, errors.Is(err, gonvml.ERROR_INVALID_ARGUMENT))
+}
+
+func TestHandleErrors(t *testing.T) {
+	bad := h200("garbage")
+	h := Wrap(&mock.Interface{
+		SystemGetDriverVersionFunc: func() (string, gonvml.Return) { return "", gonvml.ERROR_DRIVER_NOT_LOADED },
+		DeviceGetCountFunc:         func() (int, gonvml.Return) { return 1, gonvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(int) (gonvml.Device, gonvml.Return) { return bad, gonvml.SUCCESS },
+	})
+	_, err := h.DriverVersion()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SystemGetDriverVersion")
+	assert.Contains(t, Remedy(err), "modprobe nvidia")
+
+	_, err = h.Devices()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"garbage"`)
+
+	bad.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) { return gonvml.PciInfo{}, gonvml.ERROR_GPU_IS_LOST }
+	_, err = h.Devices()
+	require.Error(t, err)
+	assert.Contains(t, Remedy(err), "Xid 79")
+}
+
+// TestOpen runs against whatever this machine has: without libnvidia-ml it
+// must skip naming the library (the Absent path), with it Init must work.
+func TestOpen(t *testing.T) {
+	h := Open(t)
+	n, err := h.DeviceCount()
+	require.NoError(t, err)
+	t.Logf("NVML sees %d GPU(s)", n)
+}
