@@ -154,7 +154,7 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get("GDR_PEER"); ok && v != "" {
 		hp, err := withPort(v)
-		if err != nil {
+		if err != nil || strings.HasPrefix(hp, ":") {
 			bad("GDR_PEER", v, "host or host:port of the server")
 		}
 		c.Peer = hp
@@ -257,6 +257,9 @@ func withPort(v string) (string, error) {
 	if err != nil {
 		// No port given (a bare host name or IPv4 address).
 		if strings.Count(v, ":") > 1 && !strings.HasPrefix(v, "[") {
+			if net.ParseIP(v) == nil {
+				return "", fmt.Errorf("%q is neither host:port nor an IPv6 address", v)
+			}
 			return net.JoinHostPort(v, strconv.Itoa(DefaultPort)), nil // bare IPv6
 		}
 		if strings.Contains(v, ":") {

@@ -64,9 +64,9 @@ func clean(p string) string {
 }
 
 // Resolve follows every symlink in host path p inside the root and returns the
-// resolved host path (absolute, relative to the root). Missing final components
-// are allowed (the result names where the file would be); a dangling link in
-// the middle of the path is an error.
+// resolved host path (absolute, relative to the root). Missing components are
+// allowed: the result names where the file would be, and reading it gives an
+// error satisfying errors.Is(err, fs.ErrNotExist).
 func (r *Root) Resolve(p string) (string, error) {
 	parts := strings.Split(strings.TrimPrefix(clean(p), "/"), "/")
 	resolved := "/"
@@ -83,13 +83,12 @@ func (r *Root) Resolve(p string) (string, error) {
 		}
 		next := path.Join(resolved, part)
 		fi, err := os.Lstat(r.Host(next))
+		if errors.Is(err, fs.ErrNotExist) {
+			// Nothing below a missing component can be a link: the rest is
+			// lexical, and the caller's read reports the missing file.
+			return path.Join(append([]string{next}, parts...)...), nil
+		}
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && len(parts) == 0 {
-				return next, nil
-			}
-			if errors.Is(err, fs.ErrNotExist) {
-				return "", fmt.Errorf("resolve %s: %s does not exist under %s", p, next, r.dir)
-			}
 			return "", fmt.Errorf("resolve %s: %w", p, err)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {

@@ -1,0 +1,128 @@
+package hostfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tree builds a small sysfs-like tree: relative and absolute links, a loop and
+// a dangling link.
+func tree(t testing.TB) *Root {
+	t.Helper()
+	dir := t.TempDir()
+	mk := func(p, content string) {
+		full := filepath.Join(dir, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	ln := func(target, p string) {
+		full := filepath.Join(dir, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.Symlink(target, full))
+	}
+	mk("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/vendor", "0x10de\n")
+	ln("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0", "sys/bus/pci/devices/0000:01:00.0")
+	ln("/sys/devices/pci0000:00/0000:00:01.0", "sys/bus/pci/devices/0000:00:01.0")
+	ln("../../../../../../etc/passwd", "sys/devices/pci0000:00/escape")
+	ln("loop2", "sys/loop1")
+	ln("loop1", "sys/loop2")
+	ln("nowhere/at/all", "sys/dangling")
+	r, err := New(dir)
+	require.NoError(t, err)
+	return r
+}
+
+func TestResolveRelativeAndAbsoluteLinks(t *testing.T) {
+	r := tree(t)
+	got, err := r.Resolve("/sys/bus/pci/devices/0000:01:00.0/vendor")
+	require.NoError(t, err)
+	assert.Equal(t, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/vendor", got)
+
+	got, err = r.Resolve("/sys/bus/pci/devices/0000:00:01.0")
+	require.NoError(t, err)
+	assert.Equal(t, "/sys/devices/pci0000:00/0000:00:01.0", got, "absolute targets are taken inside the root")
+
+	s, err := r.ReadString("/sys/bus/pci/devices/0000:01:00.0/vendor")
+	require.NoError(t, err)
+	assert.Equal(t, "0x10de", s)
+}
+
+func TestResolveStaysInsideRoot(t *testing.T) {
+	r := tree(t)
+	got, err := r.Resolve("/sys/devices/pci0000:00/escape")
+	require.NoError(t, err)
+	assert.Equal(t, "/etc/passwd", got, ".. stops at the root")
+	_, err = r.ReadFile("/sys/devices/pci0000:00/escape")
+	require.Error(t, err, "the host's /etc/passwd must not be read through a fixture")
+	assert.True(t, errors.Is(err, fs.ErrNotExist))
+}
+
+func TestLoopsAndDanglingLinksAreErrors(t *testing.T) {
+	r := tree(t)
+	_, err := r.ReadFile("/sys/loop1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symbolic links")
+
+	_, err = r.ReadFile("/sys/dangling")
+	require.Error(t, err)
+	_, err = r.ReadFile("/sys/dangling/x")
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+	assert.Contains(t, err.Error(), "/sys/dangling/x")
+	assert.False(t, r.Exists("/sys/dangling"))
+}
+
+func TestReadDirGlobLink(t *testing.T) {
+	r := tree(t)
+	names, err := r.ReadDir("/sys/bus/pci/devices")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0000:00:01.0", "0000:01:00.0"}, names)
+
+	_, err = r.ReadDir("/sys/class/infiniband")
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, fs.ErrNotExist))
+	assert.Contains(t, err.Error(), "/sys/class/infiniband (under ")
+
+	g, err := r.Glob("/sys/bus/pci/devices/*")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/sys/bus/pci/devices/0000:00:01.0", "/sys/bus/pci/devices/0000:01:00.0"}, g)
+
+	target, err := r.ReadLink("/sys/bus/pci/devices/0000:01:00.0")
+	require.NoError(t, err)
+	assert.Equal(t, "../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0", target)
+
+	fi, err := r.Lstat("/sys/bus/pci/devices/0000:01:00.0")
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&fs.ModeSymlink)
+}
+
+func TestNewRejectsBadRoots(t *testing.T) {
+	_, err := New(filepath.Join(t.TempDir(), "missing"))
+	require.Error(t, err)
+	f := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(f, nil, 0o644))
+	_, err = New(f)
+	require.ErrorContains(t, err, "not a directory")
+	r, err := New("")
+	require.NoError(t, err)
+	assert.True(t, r.IsLive())
+}
+
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"/sys/bus/pci/devices/0000:01:00.0/vendor", "../..", "/sys/loop1/x", "//a/./b/../c", ""} {
+		f.Add(s)
+	}
+	r := tree(f)
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := r.Resolve(p)
+		if err == nil && (len(got) == 0 || got[0] != '/') {
+			t.Fatalf("Resolve(%q) = %q: not an absolute host path", p, got)
+		}
+	})
+}
