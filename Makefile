@@ -7,7 +7,7 @@ TAGS    ?= gpu,rdma
 REPORTS := reports
 GOTESTSUM := $(GO) tool gotestsum
 
-.PHONY: all conformance test unit lint deps lab lab-bench bench fuzz clean
+.PHONY: all conformance test unit lint deps lab lab-bench bench fuzz clean dist
 
 all: test
 
@@ -37,3 +37,7 @@ test: lint unit lab
 
 clean:
 	rm -rf $(REPORTS)
+
+# A copy of the suite for hosts without Go: dist/run.sh writes the same reports.
+dist: deps
+	harness/dist/build.sh '$(TAGS)' dist
