@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +126,16 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The README documents every variable Load reads.
+func TestReadmeDocumentsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	s := string(b)
+	i, j := strings.Index(s, "<!-- config:begin -->"), strings.Index(s, "<!-- config:end -->")
+	require.True(t, i >= 0 && j > i, "README.md lacks the configuration table markers")
+	for _, v := range Vars {
+		assert.Contains(t, s[i:j], "`"+v+"`", "README's configuration table does not document %s", v)
+	}
 }

@@ -1,0 +1,75 @@
+// Package cudaver reads CUDA versions in the two spellings a host offers:
+// the driver's integer (cuDriverGetVersion / nvmlSystemGetCudaDriverVersion,
+// 13000 = 13.0) and the toolkit compiler's `nvcc -V` text.
+package cudaver
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// Version is a CUDA major.minor, with the toolkit's patch when known.
+type Version struct {
+	Major, Minor, Patch int
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// Full is "13.0.88" when the patch is known, else "13.0".
+func (v Version) Full() string {
+	if v.Patch == 0 {
+		return v.String()
+	}
+	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+}
+
+// Int encodes the version the way the driver API does (major*1000 + minor*10).
+func (v Version) Int() int { return v.Major*1000 + v.Minor*10 }
+
+// AtMost reports whether v (major.minor; patch ignored) is not newer than o.
+func (v Version) AtMost(o Version) bool {
+	if v.Major != o.Major {
+		return v.Major < o.Major
+	}
+	return v.Minor <= o.Minor
+}
+
+// FromInt decodes a driver version int. CUDA drivers report 1000 and up
+// (1.0); anything else is an error naming the value.
+func FromInt(n int) (Version, error) {
+	if n < 1000 || n > 999_990 || n%10 != 0 {
+		return Version{}, fmt.Errorf("CUDA driver version %d is not of the form major*1000+minor*10 (e.g. 13000 for 13.0)", n)
+	}
+	return Version{Major: n / 1000, Minor: (n % 1000) / 10}, nil
+}
+
+// nvcc prints "Cuda compilation tools, release 13.0, V13.0.88".
+var nvccRe = regexp.MustCompile(`(?m)^Cuda compilation tools, release (\d{1,3})\.(\d{1,3}), V(\d{1,3})\.(\d{1,3})\.(\d{1,6})\s*$`)
+
+// ParseNvcc reads the toolkit version from `nvcc -V` (or --version) output.
+// The "release" and "V" numbers must agree.
+func ParseNvcc(out string) (Version, error) {
+	m := nvccRe.FindStringSubmatch(out)
+	if m == nil {
+		return Version{}, fmt.Errorf("nvcc -V output has no line \"Cuda compilation tools, release X.Y, VX.Y.Z\": %q", clip(out))
+	}
+	n := make([]int, 5)
+	for i := range n {
+		n[i], _ = strconv.Atoi(m[i+1]) // the pattern admits only short digit runs
+	}
+	if n[0] != n[2] || n[1] != n[3] {
+		return Version{}, fmt.Errorf("nvcc -V: release %d.%d disagrees with V%d.%d.%d", n[0], n[1], n[2], n[3], n[4])
+	}
+	if n[0] == 0 {
+		return Version{}, fmt.Errorf("nvcc -V: release %d.%d is not a CUDA version", n[0], n[1])
+	}
+	return Version{Major: n[0], Minor: n[1], Patch: n[4]}, nil
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}

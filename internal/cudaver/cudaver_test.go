@@ -1,0 +1,96 @@
+package cudaver
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const nvcc13 = `nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2025 NVIDIA Corporation
+Built on Wed_Aug_20_01:58:59_PM_PDT_2025
+Cuda compilation tools, release 13.0, V13.0.88
+Build cuda_13.0.r13.0/compiler.36424714_0
+`
+
+const nvcc118 = `nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2022 NVIDIA Corporation
+Built on Wed_Sep_21_10:33:58_PDT_2022
+Cuda compilation tools, release 11.8, V11.8.89
+Build cuda_11.8.r11.8/compiler.31833905_0
+`
+
+func TestParseNvcc(t *testing.T) {
+	v, err := ParseNvcc(nvcc13)
+	require.NoError(t, err)
+	assert.Equal(t, Version{13, 0, 88}, v)
+	assert.Equal(t, "13.0", v.String())
+	assert.Equal(t, "13.0.88", v.Full())
+	assert.Equal(t, 13000, v.Int())
+
+	v, err = ParseNvcc(nvcc118)
+	require.NoError(t, err)
+	assert.Equal(t, Version{11, 8, 89}, v)
+
+	for _, bad := range []string{
+		"",
+		"bash: nvcc: command not found",
+		"Cuda compilation tools, release 13.0, V12.9.41",
+		"Cuda compilation tools, release 13.0",
+		"Cuda compilation tools, release 0.0, V0.0.1",
+		"Cuda compilation tools, release 99999999999999999999.0, V99999999999999999999.0.1",
+	} {
+		_, err := ParseNvcc(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestFromInt(t *testing.T) {
+	for n, want := range map[int]string{13000: "13.0", 12040: "12.4", 11080: "11.8", 1000: "1.0", 12090: "12.9"} {
+		v, err := FromInt(n)
+		require.NoError(t, err)
+		assert.Equal(t, want, v.String())
+		assert.Equal(t, n, v.Int())
+	}
+	for _, n := range []int{0, -1, 999, 13001, 1 << 40} {
+		_, err := FromInt(n)
+		assert.Error(t, err, n)
+	}
+}
+
+func TestAtMost(t *testing.T) {
+	v := func(a, b int) Version { return Version{Major: a, Minor: b} }
+	assert.True(t, v(13, 0).AtMost(v(13, 0)))
+	assert.True(t, Version{13, 0, 88}.AtMost(v(13, 0)), "patch ignored")
+	assert.True(t, v(12, 9).AtMost(v(13, 0)))
+	assert.False(t, v(13, 1).AtMost(v(13, 0)))
+	assert.False(t, v(14, 0).AtMost(v(13, 9)))
+}
+
+func FuzzParseNvcc(f *testing.F) {
+	f.Add(nvcc13)
+	f.Add(nvcc118)
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseNvcc(s)
+		if err != nil {
+			return
+		}
+		if v.Major <= 0 || v.Minor < 0 || v.Patch < 0 {
+			t.Fatalf("ParseNvcc accepted %+v", v)
+		}
+	})
+}
+
+func FuzzFromInt(f *testing.F) {
+	f.Add(13000)
+	f.Fuzz(func(t *testing.T, n int) {
+		v, err := FromInt(n)
+		if err != nil {
+			return
+		}
+		if v.Int() != n {
+			t.Fatalf("FromInt(%d).Int() = %d", n, v.Int())
+		}
+	})
+}

@@ -1,0 +1,139 @@
+// Package nvdriver reads the NVIDIA kernel driver's self-description,
+// /proc/driver/nvidia/version, which the driver writes in two flavours:
+//
+//	NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@...)  <date>
+//	NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023
+//
+// The first is the open GPU kernel module (the one dma-buf based GPUDirect
+// RDMA needs), the second the proprietary one.
+package nvdriver
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// VersionFile is where the driver describes itself.
+const VersionFile = "/proc/driver/nvidia/version"
+
+// Info is what /proc/driver/nvidia/version says.
+type Info struct {
+	Version string // "580.159.04"
+	Open    bool   // open GPU kernel module
+	Arch    string // x86_64, aarch64, ppc64le; "" when not stated
+	GCC     string // compiler the module was built with, from the "GCC version:" line
+	Line    string // the NVRM line as read
+}
+
+// Flavour is "open" or "proprietary", the value of attr gdr.kernel_module.
+func (i Info) Flavour() string {
+	if i.Open {
+		return "open"
+	}
+	return "proprietary"
+}
+
+// ParseVersionFile parses the file's contents. Errors name what was wrong and
+// quote the line.
+func ParseVersionFile(b []byte) (Info, error) {
+	var info Info
+	found := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "NVRM version:"):
+			if found {
+				return info, fmt.Errorf("%s: two NVRM version lines", VersionFile)
+			}
+			found = true
+			var err error
+			if info, err = parseNVRM(line); err != nil {
+				return info, err
+			}
+		case strings.HasPrefix(line, "GCC version:"):
+			info.GCC = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(line, "GCC version:")), "gcc version"))
+		}
+	}
+	if !found {
+		return info, fmt.Errorf("%s has no \"NVRM version:\" line: %q", VersionFile, clip(string(b)))
+	}
+	return info, nil
+}
+
+func parseNVRM(line string) (Info, error) {
+	info := Info{Line: line}
+	rest := strings.TrimSpace(strings.TrimPrefix(line, "NVRM version:"))
+	i := strings.Index(rest, "Kernel Module")
+	if !strings.HasPrefix(rest, "NVIDIA UNIX") || i < 0 {
+		return info, fmt.Errorf("%s: NVRM line is not \"NVIDIA UNIX ... Kernel Module <version> ...\": %q", VersionFile, clip(line))
+	}
+	head := strings.Fields(rest[:i])
+	tail := strings.Fields(rest[i+len("Kernel Module"):])
+	for _, w := range head {
+		switch w {
+		case "Open":
+			info.Open = true
+		case "x86_64", "aarch64", "ppc64le", "arm64":
+			info.Arch = w
+		}
+	}
+	// "for <arch>" follows "Kernel Module" in the open flavour.
+	if len(tail) >= 2 && tail[0] == "for" {
+		info.Arch = tail[1]
+		tail = tail[2:]
+	}
+	if len(tail) == 0 {
+		return info, fmt.Errorf("%s: no driver version after \"Kernel Module\": %q", VersionFile, clip(line))
+	}
+	if _, err := ParseDriverVersion(tail[0]); err != nil {
+		return info, fmt.Errorf("%s: %w in %q", VersionFile, err, clip(line))
+	}
+	info.Version = tail[0]
+	return info, nil
+}
+
+// ParseDriverVersion splits a driver version ("580.159.04", "535.54.03",
+// "550.54") into numbers, for comparison. Leading zeros ("04") are kept in
+// the string form only.
+func ParseDriverVersion(s string) ([]int, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return nil, fmt.Errorf("driver version %q is not of the form NNN.NN[.NN]", clip(s))
+	}
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		if p == "" || len(p) > 6 || strings.Trim(p, "0123456789") != "" {
+			return nil, fmt.Errorf("driver version %q is not of the form NNN.NN[.NN]", clip(s))
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("driver version %q is not of the form NNN.NN[.NN]", clip(s))
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// SameVersion reports whether two driver version strings name one version
+// (NVML and /proc agree on "580.159.04" but may differ in padding).
+func SameVersion(a, b string) bool {
+	x, err1 := ParseDriverVersion(strings.TrimSpace(a))
+	y, err2 := ParseDriverVersion(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
