@@ -1,0 +1,674 @@
+//go:build gpu
+
+// Package cuda is the CUDA driver API, opened at run time from libcuda.so.1
+// with dlopen. Nothing from the CUDA toolkit is needed to build it: the few
+// types, enums and prototypes used are declared below, with the _v2 entry
+// points the 64-bit ABI exports. A host without the driver gets an error
+// naming libcuda.so.1 and the package that ships it, not a loader failure.
+//
+// CUDA calls that need a context run through Context.Do, which locks the
+// goroutine to its OS thread and makes the device's primary context current
+// there for the duration of the call.
+package cuda
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef unsigned long long CUdeviceptr; // 64-bit ABI (the _v2 entry points)
+
+// The driver's function table, filled by gdr_cuda_load.
+static struct {
+	CUresult (*Init)(unsigned int);
+	CUresult (*DriverGetVersion)(int *);
+	CUresult (*DeviceGetCount)(int *);
+	CUresult (*DeviceGet)(CUdevice *, int);
+	CUresult (*DeviceGetName)(char *, int, CUdevice);
+	CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+	CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
+	CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+	CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+	CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+	CUresult (*CtxSetCurrent)(CUcontext);
+	CUresult (*CtxGetCurrent)(CUcontext *);
+	CUresult (*CtxSynchronize)(void);
+	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+	CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned int);
+	CUresult (*MemFree)(CUdeviceptr);
+	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
+	CUresult (*MemFreeHost)(void *);
+	CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+	CUresult (*PointerSetAttribute)(const void *, int, CUdeviceptr);
+	CUresult (*GetErrorName)(CUresult, const char **);
+	CUresult (*GetErrorString)(CUresult, const char **);
+	// Optional: CUDA 11.7 and later.
+	CUresult (*MemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
+} gdr_cu;
+
+static void *gdr_cu_lib;
+
+// gdr_cuda_load opens the library and resolves every required symbol. On
+// failure it returns the dlerror text or the name of the missing symbol in
+// *why (static storage; valid until the next call on this thread).
+static int gdr_cuda_load(const char *name, const char **why, const char **missing) {
+	*why = "";
+	*missing = "";
+	if (gdr_cu_lib) return 0;
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		*why = e ? e : "dlopen failed";
+		return -1;
+	}
+#define SYM(field, sym) do { \
+		*(void **)(&gdr_cu.field) = dlsym(h, sym); \
+		if (!gdr_cu.field) { *missing = sym; dlclose(h); return -2; } \
+	} while (0)
+	SYM(Init, "cuInit");
+	SYM(DriverGetVersion, "cuDriverGetVersion");
+	SYM(DeviceGetCount, "cuDeviceGetCount");
+	SYM(DeviceGet, "cuDeviceGet");
+	SYM(DeviceGetName, "cuDeviceGetName");
+	SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
+	SYM(DeviceGetPCIBusId, "cuDeviceGetPCIBusId");
+	SYM(DeviceTotalMem, "cuDeviceTotalMem_v2");
+	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+	SYM(CtxSetCurrent, "cuCtxSetCurrent");
+	SYM(CtxGetCurrent, "cuCtxGetCurrent");
+	SYM(CtxSynchronize, "cuCtxSynchronize");
+	SYM(MemAlloc, "cuMemAlloc_v2");
+	SYM(MemAllocManaged, "cuMemAllocManaged");
+	SYM(MemFree, "cuMemFree_v2");
+	SYM(MemcpyHtoD, "cuMemcpyHtoD_v2");
+	SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
+	SYM(MemsetD8, "cuMemsetD8_v2");
+	SYM(MemHostAlloc, "cuMemHostAlloc");
+	SYM(MemFreeHost, "cuMemFreeHost");
+	SYM(PointerGetAttribute, "cuPointerGetAttribute");
+	SYM(PointerSetAttribute, "cuPointerSetAttribute");
+	SYM(GetErrorName, "cuGetErrorName");
+	SYM(GetErrorString, "cuGetErrorString");
+#undef SYM
+	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = dlsym(h, "cuMemGetHandleForAddressRange");
+	gdr_cu_lib = h;
+	return 0;
+}
+
+static int gdr_has_dmabuf_export(void) { return gdr_cu.MemGetHandleForAddressRange != NULL; }
+
+static CUresult gdr_cuInit(unsigned int f) { return gdr_cu.Init(f); }
+static CUresult gdr_cuDriverGetVersion(int *v) { return gdr_cu.DriverGetVersion(v); }
+static CUresult gdr_cuDeviceGetCount(int *n) { return gdr_cu.DeviceGetCount(n); }
+static CUresult gdr_cuDeviceGet(CUdevice *d, int i) { return gdr_cu.DeviceGet(d, i); }
+static CUresult gdr_cuDeviceGetName(char *s, int n, CUdevice d) { return gdr_cu.DeviceGetName(s, n, d); }
+static CUresult gdr_cuDeviceGetAttribute(int *v, int a, CUdevice d) { return gdr_cu.DeviceGetAttribute(v, a, d); }
+static CUresult gdr_cuDeviceGetPCIBusId(char *s, int n, CUdevice d) { return gdr_cu.DeviceGetPCIBusId(s, n, d); }
+static CUresult gdr_cuDeviceTotalMem(size_t *b, CUdevice d) { return gdr_cu.DeviceTotalMem(b, d); }
+static CUresult gdr_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { return gdr_cu.DevicePrimaryCtxRetain(c, d); }
+static CUresult gdr_cuDevicePrimaryCtxRelease(CUdevice d) { return gdr_cu.DevicePrimaryCtxRelease(d); }
+static CUresult gdr_cuCtxSetCurrent(CUcontext c) { return gdr_cu.CtxSetCurrent(c); }
+static CUresult gdr_cuCtxGetCurrent(CUcontext *c) { return gdr_cu.CtxGetCurrent(c); }
+static CUresult gdr_cuCtxSynchronize(void) { return gdr_cu.CtxSynchronize(); }
+static CUresult gdr_cuMemAlloc(CUdeviceptr *p, size_t n) { return gdr_cu.MemAlloc(p, n); }
+static CUresult gdr_cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int f) { return gdr_cu.MemAllocManaged(p, n, f); }
+static CUresult gdr_cuMemFree(CUdeviceptr p) { return gdr_cu.MemFree(p); }
+static CUresult gdr_cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { return gdr_cu.MemcpyHtoD(d, s, n); }
+static CUresult gdr_cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { return gdr_cu.MemcpyDtoH(d, s, n); }
+static CUresult gdr_cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { return gdr_cu.MemsetD8(d, v, n); }
+static CUresult gdr_cuMemHostAlloc(void **p, size_t n, unsigned int f) { return gdr_cu.MemHostAlloc(p, n, f); }
+static CUresult gdr_cuMemFreeHost(void *p) { return gdr_cu.MemFreeHost(p); }
+static CUresult gdr_cuPointerGetAttribute(void *v, int a, CUdeviceptr p) { return gdr_cu.PointerGetAttribute(v, a, p); }
+static CUresult gdr_cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) { return gdr_cu.PointerSetAttribute(v, a, p); }
+static CUresult gdr_cuMemGetHandleForAddressRange(int *fd, CUdeviceptr p, size_t n, int type) {
+	return gdr_cu.MemGetHandleForAddressRange(fd, p, n, type, 0);
+}
+static const char *gdr_cuGetErrorName(CUresult r) {
+	const char *s = NULL;
+	if (gdr_cu.GetErrorName(r, &s) != 0 || !s) return "";
+	return s;
+}
+static const char *gdr_cuGetErrorString(CUresult r) {
+	const char *s = NULL;
+	if (gdr_cu.GetErrorString(r, &s) != 0 || !s) return "";
+	return s;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/gdrconf/gdrconf/internal/pcie"
+)
+
+// Library is the soname opened at run time.
+const Library = "libcuda.so.1"
+
+// Package names what ships Library, for messages.
+const Package = "the NVIDIA driver's CUDA library (Ubuntu/Debian: libnvidia-compute-<driver version>; RHEL: nvidia-driver-cuda-libs from nvidia-driver-cuda; runfile: NVIDIA-Linux-x86_64-<version>.run)"
+
+// Result codes the suite tells apart.
+const (
+	Success           = 0
+	ErrInvalidValue   = 1
+	ErrOutOfMemory    = 2
+	ErrNoDevice       = 100
+	ErrInvalidDevice  = 101
+	ErrNotSupported   = 801
+	ErrDriverMismatch = 803
+	ErrStubLibrary    = 34
+	ErrInsufficientDr = 35 // CUDA_ERROR_INSUFFICIENT_DRIVER
+)
+
+// Attribute is a CUdevice_attribute value.
+type Attribute int
+
+// Device attributes used by the suite (values from the CUDA driver ABI).
+const (
+	AttrPCIBusID                  Attribute = 33
+	AttrPCIDeviceID               Attribute = 34
+	AttrUnifiedAddressing         Attribute = 41
+	AttrPCIDomainID               Attribute = 50
+	AttrComputeCapabilityMajor    Attribute = 75
+	AttrComputeCapabilityMinor    Attribute = 76
+	AttrGPUDirectRDMAWithVMM      Attribute = 110 // GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED
+	AttrGPUDirectRDMASupported    Attribute = 116
+	AttrGPUDirectRDMAFlushOptions Attribute = 117 // bitmask of FlushHost|FlushMemOps
+	AttrGPUDirectRDMAWritesOrder  Attribute = 118 // WritesOrdering*
+	AttrDMABufSupported           Attribute = 124
+)
+
+// Values of AttrGPUDirectRDMAFlushOptions (CUflushGPUDirectRDMAWritesOptions).
+const (
+	FlushHost   = 1 << 0 // cuFlushGPUDirectRDMAWrites is available
+	FlushMemOps = 1 << 1 // CU_STREAM_WAIT_VALUE_FLUSH is available
+)
+
+// Values of AttrGPUDirectRDMAWritesOrder (CUGPUDirectRDMAWritesOrdering).
+const (
+	WritesOrderingNone       = 0
+	WritesOrderingOwner      = 100
+	WritesOrderingAllDevices = 200
+)
+
+// WritesOrderingName names an AttrGPUDirectRDMAWritesOrder value.
+func WritesOrderingName(v int) string {
+	switch v {
+	case WritesOrderingNone:
+		return "NONE"
+	case WritesOrderingOwner:
+		return "OWNER"
+	case WritesOrderingAllDevices:
+		return "ALL_DEVICES"
+	}
+	return fmt.Sprintf("unknown(%d)", v)
+}
+
+// Pointer attributes (CUpointer_attribute).
+const (
+	ptrAttrMemoryType = 2
+	ptrAttrSyncMemops = 6
+	ptrAttrIsManaged  = 8
+)
+
+// Memory types (CUmemorytype).
+const (
+	memTypeHost    = 1
+	memTypeDevice  = 2
+	memTypeArray   = 3
+	memTypeUnified = 4
+)
+
+const (
+	memHostAllocPortable = 1 // pinned for every context, not only the current one
+	memAttachGlobal      = 1
+	rangeHandleDmabufFD  = 1 // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
+)
+
+// Error is a failed CUDA call. Its text is
+// "cuMemAlloc(2 MiB): CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+type Error struct {
+	Op   string // the call and its main argument
+	Code int    // CUresult
+	Name string // cuGetErrorName
+	Desc string // cuGetErrorString
+}
+
+func (e *Error) Error() string {
+	name := e.Name
+	if name == "" {
+		name = fmt.Sprintf("CUresult %d", e.Code)
+	}
+	if e.Desc == "" {
+		return fmt.Sprintf("%s: %s", e.Op, name)
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Op, name, e.Desc)
+}
+
+// Code returns the CUresult inside err, or -1 when err is not a CUDA error.
+func Code(err error) int {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return -1
+}
+
+func check(op string, r C.CUresult) error {
+	if r == 0 {
+		return nil
+	}
+	return &Error{Op: op, Code: int(r),
+		Name: C.GoString(C.gdr_cuGetErrorName(r)), Desc: C.GoString(C.gdr_cuGetErrorString(r))}
+}
+
+// LoadError says libcuda.so.1 is missing or unusable; tests turn it into
+// testenv.Absent (missing) or a failure (present but broken).
+type LoadError struct {
+	Missing bool   // the library itself did not open
+	Msg     string // dlerror text or the missing symbol
+}
+
+func (e *LoadError) Error() string {
+	if e.Missing {
+		return fmt.Sprintf("%s does not open (%s); install %s", Library, e.Msg, Package)
+	}
+	return fmt.Sprintf("%s opened but %s", Library, e.Msg)
+}
+
+// Driver is the initialised CUDA driver API.
+type Driver struct {
+	version int
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *Driver
+	loadErr  error
+)
+
+// Load opens libcuda.so.1 and calls cuInit(0), once per process: the driver
+// cannot be unloaded and initialised again, so the library stays open.
+func Load() (*Driver, error) {
+	loadOnce.Do(func() { loaded, loadErr = load() })
+	return loaded, loadErr
+}
+
+func load() (*Driver, error) {
+	name := C.CString(Library)
+	defer C.free(unsafe.Pointer(name))
+	// dlerror's text is per thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var why, missing *C.char
+	switch C.gdr_cuda_load(name, &why, &missing) {
+	case -1:
+		return nil, &LoadError{Missing: true, Msg: C.GoString(why)}
+	case -2:
+		return nil, &LoadError{Msg: fmt.Sprintf("has no symbol %s: the driver is older than this suite supports (CUDA 11.0); upgrade the NVIDIA driver", C.GoString(missing))}
+	}
+	if err := check("cuInit(0)", C.gdr_cuInit(0)); err != nil {
+		return nil, err
+	}
+	var v C.int
+	if err := check("cuDriverGetVersion", C.gdr_cuDriverGetVersion(&v)); err != nil {
+		return nil, err
+	}
+	return &Driver{version: int(v)}, nil
+}
+
+// InitRemedy says what to do about a cuInit failure.
+func InitRemedy(err error) string {
+	switch Code(err) {
+	case ErrNoDevice:
+		return "no CUDA-capable GPU is visible: check nvidia-smi, CUDA_VISIBLE_DEVICES, and the container's GPU runtime"
+	case ErrDriverMismatch:
+		return "libcuda and the loaded nvidia kernel module differ in version: reboot, or reload the module, or reinstall one driver version"
+	case ErrInsufficientDr:
+		return "the kernel driver is older than libcuda: install matching driver packages"
+	case ErrStubLibrary:
+		return "libcuda.so.1 is the toolkit's stub (…/cuda/lib64/stubs): remove that directory from LD_LIBRARY_PATH and install the NVIDIA driver"
+	}
+	return "check dmesg for NVRM/Xid errors and that /dev/nvidia* exist and are accessible"
+}
+
+// Version is cuDriverGetVersion: 1000*major + 10*minor (13000 is 13.0).
+func (d *Driver) Version() int { return d.version }
+
+// VersionString formats a CUDA version number as "13.0".
+func VersionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10) }
+
+// DmabufVersion is the first CUDA driver with cuMemGetHandleForAddressRange.
+const DmabufVersion = 11070
+
+// HasDmabufExport reports whether the driver exports cuMemGetHandleForAddressRange.
+func (d *Driver) HasDmabufExport() bool { return C.gdr_has_dmabuf_export() != 0 }
+
+// Device is one GPU as the CUDA driver numbers it.
+type Device struct {
+	Ordinal  int
+	Name     string
+	PCI      string // lowercase dddd:bb:dd.f
+	TotalMem uint64
+	h        C.CUdevice
+}
+
+// Devices lists every GPU the driver sees, in CUDA ordinal order.
+func (d *Driver) Devices() ([]Device, error) {
+	var n C.int
+	if err := check("cuDeviceGetCount", C.gdr_cuDeviceGetCount(&n)); err != nil {
+		return nil, err
+	}
+	out := make([]Device, 0, int(n))
+	for i := 0; i < int(n); i++ {
+		dev := Device{Ordinal: i}
+		if err := check(fmt.Sprintf("cuDeviceGet(%d)", i), C.gdr_cuDeviceGet(&dev.h, C.int(i))); err != nil {
+			return out, err
+		}
+		var buf [256]C.char
+		if err := check(fmt.Sprintf("cuDeviceGetName(%d)", i), C.gdr_cuDeviceGetName(&buf[0], C.int(len(buf)), dev.h)); err != nil {
+			return out, err
+		}
+		dev.Name = C.GoString(&buf[0])
+		if err := check(fmt.Sprintf("cuDeviceGetPCIBusId(%d)", i), C.gdr_cuDeviceGetPCIBusId(&buf[0], C.int(len(buf)), dev.h)); err != nil {
+			return out, err
+		}
+		pci, err := pcie.NormalizeAddr(C.GoString(&buf[0]))
+		if err != nil {
+			return out, fmt.Errorf("cuDeviceGetPCIBusId(%d): %w", i, err)
+		}
+		dev.PCI = pci
+		var mem C.size_t
+		if err := check(fmt.Sprintf("cuDeviceTotalMem(%d)", i), C.gdr_cuDeviceTotalMem(&mem, dev.h)); err != nil {
+			return out, err
+		}
+		dev.TotalMem = uint64(mem)
+		out = append(out, dev)
+	}
+	return out, nil
+}
+
+// Attr reads a device attribute.
+func (dev Device) Attr(a Attribute) (int, error) {
+	var v C.int
+	err := check(fmt.Sprintf("cuDeviceGetAttribute(%s, gpu %d)", a, dev.Ordinal), C.gdr_cuDeviceGetAttribute(&v, C.int(a), dev.h))
+	return int(v), err
+}
+
+func (a Attribute) String() string {
+	switch a {
+	case AttrPCIBusID:
+		return "PCI_BUS_ID"
+	case AttrPCIDeviceID:
+		return "PCI_DEVICE_ID"
+	case AttrUnifiedAddressing:
+		return "UNIFIED_ADDRESSING"
+	case AttrPCIDomainID:
+		return "PCI_DOMAIN_ID"
+	case AttrComputeCapabilityMajor:
+		return "COMPUTE_CAPABILITY_MAJOR"
+	case AttrComputeCapabilityMinor:
+		return "COMPUTE_CAPABILITY_MINOR"
+	case AttrGPUDirectRDMAWithVMM:
+		return "GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED"
+	case AttrGPUDirectRDMASupported:
+		return "GPU_DIRECT_RDMA_SUPPORTED"
+	case AttrGPUDirectRDMAFlushOptions:
+		return "GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS"
+	case AttrGPUDirectRDMAWritesOrder:
+		return "GPU_DIRECT_RDMA_WRITES_ORDERING"
+	case AttrDMABufSupported:
+		return "DMA_BUF_SUPPORTED"
+	}
+	return fmt.Sprintf("attribute %d", int(a))
+}
+
+// ComputeCapability returns the major and minor compute capability.
+func (dev Device) ComputeCapability() (major, minor int, err error) {
+	if major, err = dev.Attr(AttrComputeCapabilityMajor); err != nil {
+		return 0, 0, err
+	}
+	minor, err = dev.Attr(AttrComputeCapabilityMinor)
+	return major, minor, err
+}
+
+// Context is a retained primary context of one device.
+type Context struct {
+	Dev Device
+	mu  sync.Mutex
+	ctx C.CUcontext
+}
+
+// Retain retains the device's primary context (the one the CUDA runtime,
+// NCCL and PyTorch share). Release it with Release.
+func (dev Device) Retain() (*Context, error) {
+	c := &Context{Dev: dev}
+	if err := check(fmt.Sprintf("cuDevicePrimaryCtxRetain(gpu %d)", dev.Ordinal), C.gdr_cuDevicePrimaryCtxRetain(&c.ctx, dev.h)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Release drops the retain; a second Release is a no-op.
+func (c *Context) Release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		return nil
+	}
+	c.ctx = nil
+	return check(fmt.Sprintf("cuDevicePrimaryCtxRelease(gpu %d)", c.Dev.Ordinal), C.gdr_cuDevicePrimaryCtxRelease(c.Dev.h))
+}
+
+// Do runs f on a locked OS thread with the context current, and restores the
+// thread's previous current context afterwards (none, unless Do is nested),
+// so a thread going back to Go's pool carries no context. f must not hand
+// CUDA work to other goroutines: they run on other threads.
+func (c *Context) Do(f func() error) error {
+	c.mu.Lock()
+	ctx := c.ctx
+	c.mu.Unlock()
+	if ctx == nil {
+		return fmt.Errorf("gpu %d: primary context already released", c.Dev.Ordinal)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var prev C.CUcontext
+	if err := check("cuCtxGetCurrent", C.gdr_cuCtxGetCurrent(&prev)); err != nil {
+		return err
+	}
+	if prev != ctx {
+		if err := check("cuCtxSetCurrent", C.gdr_cuCtxSetCurrent(ctx)); err != nil {
+			return err
+		}
+		defer C.gdr_cuCtxSetCurrent(prev)
+	}
+	return f()
+}
+
+// Synchronize waits for all work in the context.
+func (c *Context) Synchronize() error {
+	return c.Do(func() error { return check("cuCtxSynchronize", C.gdr_cuCtxSynchronize()) })
+}
+
+// Size formats a byte count for call descriptions ("2 MiB").
+func Size(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// MemoryType is what CU_POINTER_ATTRIBUTE_MEMORY_TYPE and IS_MANAGED say about
+// an address.
+type MemoryType string
+
+const (
+	MemDevice  MemoryType = "device"  // cuMemAlloc memory: what GPUDirect RDMA registers
+	MemManaged MemoryType = "managed" // cuMemAllocManaged: DEVICE type, but migratable
+	MemHost    MemoryType = "host"    // cuMemHostAlloc / registered host memory
+	MemArray   MemoryType = "array"
+	MemUnknown MemoryType = "unknown" // not CUDA memory at all (plain malloc)
+)
+
+// PointerType classifies addr. Managed memory reports type DEVICE, so
+// IS_MANAGED is read too: only MemDevice is genuine device memory.
+func (c *Context) PointerType(addr uintptr) (MemoryType, error) {
+	var mt MemoryType
+	err := c.Do(func() error {
+		var t C.uint
+		r := C.gdr_cuPointerGetAttribute(unsafe.Pointer(&t), ptrAttrMemoryType, C.CUdeviceptr(addr))
+		if r == ErrInvalidValue {
+			mt = MemUnknown // not allocated or registered with CUDA
+			return nil
+		}
+		if err := check(fmt.Sprintf("cuPointerGetAttribute(MEMORY_TYPE, %#x)", addr), r); err != nil {
+			return err
+		}
+		switch t {
+		case memTypeHost:
+			mt = MemHost
+		case memTypeArray:
+			mt = MemArray
+		case memTypeDevice, memTypeUnified:
+			mt = MemDevice
+			var managed C.int
+			if err := check(fmt.Sprintf("cuPointerGetAttribute(IS_MANAGED, %#x)", addr),
+				C.gdr_cuPointerGetAttribute(unsafe.Pointer(&managed), ptrAttrIsManaged, C.CUdeviceptr(addr))); err != nil {
+				return err
+			}
+			if managed != 0 {
+				mt = MemManaged
+			}
+		default:
+			return fmt.Errorf("cuPointerGetAttribute(MEMORY_TYPE, %#x): unknown memory type %d", addr, t)
+		}
+		return nil
+	})
+	return mt, err
+}
+
+// SetSyncMemops sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the allocation
+// holding addr, so CUDA memory operations on it complete synchronously and
+// data a NIC reads or writes is never raced by a copy still in flight (the
+// GPUDirect RDMA guide asks for it on every buffer RDMA touches).
+func (c *Context) SetSyncMemops(addr uintptr) error {
+	return c.Do(func() error {
+		one := C.uint(1)
+		return check(fmt.Sprintf("cuPointerSetAttribute(SYNC_MEMOPS, %#x)", addr),
+			C.gdr_cuPointerSetAttribute(unsafe.Pointer(&one), ptrAttrSyncMemops, C.CUdeviceptr(addr)))
+	})
+}
+
+// SyncMemops reads CU_POINTER_ATTRIBUTE_SYNC_MEMOPS back.
+func (c *Context) SyncMemops(addr uintptr) (bool, error) {
+	var v C.int
+	err := c.Do(func() error {
+		return check(fmt.Sprintf("cuPointerGetAttribute(SYNC_MEMOPS, %#x)", addr),
+			C.gdr_cuPointerGetAttribute(unsafe.Pointer(&v), ptrAttrSyncMemops, C.CUdeviceptr(addr)))
+	})
+	return v != 0, err
+}
+
+// memAlloc allocates device memory (managed when managed is set).
+func (c *Context) memAlloc(size int, managed bool) (uintptr, error) {
+	if size <= 0 {
+		return 0, fmt.Errorf("cuMemAlloc: size %d is not positive", size)
+	}
+	var p C.CUdeviceptr
+	err := c.Do(func() error {
+		if managed {
+			return check(fmt.Sprintf("cuMemAllocManaged(%s)", Size(size)), C.gdr_cuMemAllocManaged(&p, C.size_t(size), memAttachGlobal))
+		}
+		return check(fmt.Sprintf("cuMemAlloc(%s)", Size(size)), C.gdr_cuMemAlloc(&p, C.size_t(size)))
+	})
+	return uintptr(p), err
+}
+
+func (c *Context) memFree(p uintptr) error {
+	return c.Do(func() error {
+		return check(fmt.Sprintf("cuMemFree(%#x)", p), C.gdr_cuMemFree(C.CUdeviceptr(p)))
+	})
+}
+
+// HtoD copies n bytes from host address src to device address dst. src must
+// be C or pinned memory, or Go memory that holds no Go pointers.
+func (c *Context) HtoD(dst uintptr, src unsafe.Pointer, n int) error {
+	return c.Do(func() error { return c.htod(dst, src, n) })
+}
+
+// DtoH copies n bytes from device address src to host address dst.
+func (c *Context) DtoH(dst unsafe.Pointer, src uintptr, n int) error {
+	return c.Do(func() error { return c.dtoh(dst, src, n) })
+}
+
+// htod and dtoh assume the context is current (inside Do).
+func (c *Context) htod(dst uintptr, src unsafe.Pointer, n int) error {
+	return check(fmt.Sprintf("cuMemcpyHtoD(%s)", Size(n)), C.gdr_cuMemcpyHtoD(C.CUdeviceptr(dst), src, C.size_t(n)))
+}
+
+func (c *Context) dtoh(dst unsafe.Pointer, src uintptr, n int) error {
+	return check(fmt.Sprintf("cuMemcpyDtoH(%s)", Size(n)), C.gdr_cuMemcpyDtoH(dst, C.CUdeviceptr(src), C.size_t(n)))
+}
+
+// hostAlloc pins n bytes of host memory for every context (PORTABLE).
+func (c *Context) hostAlloc(n int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	err := c.Do(func() error {
+		return check(fmt.Sprintf("cuMemHostAlloc(%s)", Size(n)), C.gdr_cuMemHostAlloc(&p, C.size_t(n), memHostAllocPortable))
+	})
+	return p, err
+}
+
+func (c *Context) hostFree(p unsafe.Pointer, n int) error {
+	return c.Do(func() error {
+		return check(fmt.Sprintf("cuMemFreeHost(%s)", Size(n)), C.gdr_cuMemFreeHost(p))
+	})
+}
+
+// Memset sets n bytes at dst to v.
+func (c *Context) Memset(dst uintptr, v byte, n int) error {
+	return c.Do(func() error {
+		return check(fmt.Sprintf("cuMemsetD8(%s)", Size(n)), C.gdr_cuMemsetD8(C.CUdeviceptr(dst), C.uchar(v), C.size_t(n)))
+	})
+}
+
+// dmabufFD exports [addr, addr+size) as a dma-buf. Both must be host-page
+// aligned (the driver rejects anything else with CUDA_ERROR_INVALID_VALUE).
+func (c *Context) dmabufFD(addr uintptr, size int) (int, error) {
+	if C.gdr_has_dmabuf_export() == 0 {
+		return -1, &Error{Op: "cuMemGetHandleForAddressRange", Code: ErrNotSupported, Name: "symbol missing",
+			Desc: fmt.Sprintf("the CUDA driver predates %s; dma-buf export needs driver CUDA %s or later", VersionString(DmabufVersion), VersionString(DmabufVersion))}
+	}
+	page := pageSize()
+	if addr%uintptr(page) != 0 || size%page != 0 || size <= 0 {
+		return -1, fmt.Errorf("cuMemGetHandleForAddressRange(%#x, %d): address and size must be multiples of the %d-byte host page", addr, size, page)
+	}
+	fd := C.int(-1)
+	err := c.Do(func() error {
+		return check(fmt.Sprintf("cuMemGetHandleForAddressRange(DMA_BUF_FD, %s)", Size(size)),
+			C.gdr_cuMemGetHandleForAddressRange(&fd, C.CUdeviceptr(addr), C.size_t(size), rangeHandleDmabufFD))
+	})
+	return int(fd), err
+}
+
+func pageSize() int { return os.Getpagesize() }

@@ -1,0 +1,249 @@
+//go:build gpu
+
+package cuda
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gdrconf/gdrconf/harness/membuf"
+)
+
+// Mem is device memory from cuMemAlloc (or cuMemAllocManaged, for negative
+// controls). It implements membuf.Buffer: Addr is host-page aligned and the
+// allocation is rounded up to whole pages, so the same buffer can be exported
+// as a dma-buf.
+type Mem struct {
+	ctx     *Context
+	raw     uintptr // what cuMemAlloc returned; freed on Close
+	addr    uintptr // page-aligned start handed out
+	size    int     // requested length
+	span    int     // page-rounded length from addr (what DmabufFD exports)
+	managed bool
+	mu      sync.Mutex
+	closed  bool
+}
+
+var _ membuf.Buffer = (*Mem)(nil)
+
+func roundUp(n, to int) int { return (n + to - 1) / to * to }
+
+// Alloc allocates size bytes of device memory, page aligned.
+func (c *Context) Alloc(size int) (*Mem, error) { return c.alloc(size, false) }
+
+// AllocManaged allocates managed (unified) memory: its pointer type is
+// DEVICE, yet it is not what GPUDirect RDMA registers, so checks use it to
+// prove they tell the two apart.
+func (c *Context) AllocManaged(size int) (*Mem, error) { return c.alloc(size, true) }
+
+func (c *Context) alloc(size int, managed bool) (*Mem, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("GPU buffer of %d bytes: size must be positive", size)
+	}
+	page := pageSize()
+	span := roundUp(size, page)
+	raw, err := c.memAlloc(span, managed)
+	if err != nil {
+		return nil, err
+	}
+	addr := raw
+	if raw%uintptr(page) != 0 {
+		// cuMemAlloc aligns large allocations to 2 MiB but small ones only
+		// to 512 bytes: take one page more and start at the next boundary.
+		if err := c.memFree(raw); err != nil {
+			return nil, err
+		}
+		if raw, err = c.memAlloc(span+page, managed); err != nil {
+			return nil, err
+		}
+		addr = (raw + uintptr(page) - 1) &^ uintptr(page-1)
+	}
+	return &Mem{ctx: c, raw: raw, addr: addr, size: size, span: span, managed: managed}, nil
+}
+
+// Kind is membuf.GPU.
+func (m *Mem) Kind() membuf.Kind { return membuf.GPU }
+
+// Addr is the CUdeviceptr (page aligned).
+func (m *Mem) Addr() uintptr { return m.addr }
+
+// Len is the requested length.
+func (m *Mem) Len() int { return m.size }
+
+// Span is the page-rounded length DmabufFD exports.
+func (m *Mem) Span() int { return m.span }
+
+// Context is the context the memory belongs to.
+func (m *Mem) Context() *Context { return m.ctx }
+
+// Managed reports whether this is cuMemAllocManaged memory.
+func (m *Mem) Managed() bool { return m.managed }
+
+func (m *Mem) live(op string, n int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("%s on a freed GPU buffer", op)
+	}
+	if n > m.size {
+		return fmt.Errorf("%s of %d bytes into a %d-byte GPU buffer", op, n, m.size)
+	}
+	return nil
+}
+
+// Fill copies p to the start of the buffer (host to device).
+func (m *Mem) Fill(p []byte) error {
+	if err := m.live("Fill", len(p)); err != nil || len(p) == 0 {
+		return err
+	}
+	return m.ctx.HtoD(m.addr, unsafe.Pointer(&p[0]), len(p))
+}
+
+// ReadBack copies the start of the buffer into p (device to host).
+func (m *Mem) ReadBack(p []byte) error {
+	if err := m.live("ReadBack", len(p)); err != nil || len(p) == 0 {
+		return err
+	}
+	return m.ctx.DtoH(unsafe.Pointer(&p[0]), m.addr, len(p))
+}
+
+// DmabufFD exports the buffer's pages with cuMemGetHandleForAddressRange. The
+// caller owns the fd and closes it after deregistering the MR.
+func (m *Mem) DmabufFD() (int, uint64, bool, error) {
+	if err := m.live("DmabufFD", 0); err != nil {
+		return -1, 0, true, err
+	}
+	fd, err := m.ctx.dmabufFD(m.addr, m.span)
+	if err != nil {
+		return -1, 0, true, err
+	}
+	return fd, 0, true, nil
+}
+
+// Close frees the memory; safe to call twice.
+func (m *Mem) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	return m.ctx.memFree(m.raw)
+}
+
+// Pinned is page-locked host memory from cuMemHostAlloc: the copy engines
+// reach it by DMA, so copies from it run at link speed.
+type Pinned struct {
+	ctx    *Context
+	p      unsafe.Pointer
+	n      int
+	mu     sync.Mutex
+	closed bool
+}
+
+// HostAlloc allocates n bytes of pinned host memory usable from every context.
+func (c *Context) HostAlloc(n int) (*Pinned, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("pinned host buffer of %d bytes: size must be positive", n)
+	}
+	p, err := c.hostAlloc(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Pinned{ctx: c, p: p, n: n}, nil
+}
+
+// Bytes is the memory as a slice; invalid after Close.
+func (h *Pinned) Bytes() []byte { return unsafe.Slice((*byte)(h.p), h.n) }
+
+// Addr is the host address.
+func (h *Pinned) Addr() uintptr { return uintptr(h.p) }
+
+// Close frees the memory; safe to call twice.
+func (h *Pinned) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	return h.ctx.hostFree(h.p, h.n)
+}
+
+// Direction of a copy.
+type Direction string
+
+const (
+	HtoD Direction = "HtoD"
+	DtoH Direction = "DtoH"
+)
+
+// Copy runs reps synchronous copies of n bytes between dev and host in
+// direction dir on one locked thread and returns each copy's duration.
+func (c *Context) Copy(dir Direction, dev *Mem, host *Pinned, n, reps int) ([]time.Duration, error) {
+	if n > dev.span || n > host.n || n <= 0 {
+		return nil, fmt.Errorf("copy of %d bytes between a %d-byte GPU buffer and a %d-byte host buffer", n, dev.span, host.n)
+	}
+	out := make([]time.Duration, 0, reps)
+	err := c.Do(func() error {
+		for i := 0; i < reps; i++ {
+			start := time.Now()
+			var err error
+			if dir == HtoD {
+				err = c.htod(dev.addr, host.p, n)
+			} else {
+				err = c.dtoh(host.p, dev.addr, n)
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, time.Since(start))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CopyUntil copies n bytes in direction dir back to back until stop is
+// closed or limit has passed, keeping the link busy while someone else
+// samples it. It returns the number of copies made.
+func (c *Context) CopyUntil(dir Direction, dev *Mem, host *Pinned, n int, stop <-chan struct{}, limit time.Duration) (int, error) {
+	if n > dev.span || n > host.n || n <= 0 {
+		return 0, fmt.Errorf("copy of %d bytes between a %d-byte GPU buffer and a %d-byte host buffer", n, dev.span, host.n)
+	}
+	count := 0
+	deadline := time.Now().Add(limit)
+	err := c.Do(func() error {
+		for {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+			if time.Now().After(deadline) {
+				return nil
+			}
+			var err error
+			if dir == HtoD {
+				err = c.htod(dev.addr, host.p, n)
+			} else {
+				err = c.dtoh(host.p, dev.addr, n)
+			}
+			if err != nil {
+				return err
+			}
+			count++
+		}
+	})
+	return count, err
+}
+
+// GBps converts bytes moved in d to GB/s (10^9 bytes per second).
+func GBps(bytes int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(bytes) / d.Seconds() / 1e9
+}

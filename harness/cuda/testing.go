@@ -1,0 +1,158 @@
+//go:build gpu
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/pcie"
+)
+
+// Open loads the CUDA driver for t. No libcuda.so.1, or a driver that sees no
+// GPU, is testenv.Absent naming what was looked for; a driver that is there
+// but broken fails with CUDA's error and a remedy.
+func Open(t testing.TB) *Driver {
+	t.Helper()
+	d, err := Load()
+	if err == nil {
+		return d
+	}
+	var le *LoadError
+	switch {
+	case errors.As(err, &le) && le.Missing:
+		testenv.Absent(t, "no CUDA driver: %v", err)
+	case errors.As(err, &le):
+		testenv.Failf(t, "install a complete NVIDIA driver (one version for the kernel module and libcuda)", "%v", err)
+	case Code(err) == ErrNoDevice:
+		testenv.Absent(t, "no GPU: %v (libcuda.so.1 loaded; the driver sees no CUDA device: check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES)", err)
+	default:
+		testenv.Failf(t, InitRemedy(err), "%v", err)
+	}
+	return nil
+}
+
+// GPUs returns the GPUs under test: all of them, or the one GDR_GPU names
+// (an ordinal or a PCI address). No GPU is testenv.Absent; a GDR_GPU that
+// matches none fails, listing what is there.
+func GPUs(t testing.TB, d *Driver) []Device {
+	t.Helper()
+	devs, err := d.Devices()
+	if err != nil {
+		testenv.Failf(t, InitRemedy(err), "listing GPUs: %v", err)
+	}
+	if len(devs) == 0 {
+		testenv.Absent(t, "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded; check nvidia-smi and CUDA_VISIBLE_DEVICES)")
+	}
+	sel := testenv.Config(t).GPU
+	if sel == "" {
+		return devs
+	}
+	dev, err := Select(devs, sel)
+	if err != nil {
+		testenv.Failf(t, "set GDR_GPU to one of the GPUs listed, or unset it to test all", "%v", err)
+	}
+	return []Device{dev}
+}
+
+// Select picks the GPU sel names: a CUDA ordinal ("0") or a PCI address in
+// any spelling ("3b:00.0", "0000:3B:00.0").
+func Select(devs []Device, sel string) (Device, error) {
+	var seen []string
+	for _, d := range devs {
+		seen = append(seen, fmt.Sprintf("%d=%s", d.Ordinal, d.PCI))
+	}
+	if n, err := strconv.Atoi(sel); err == nil {
+		for _, d := range devs {
+			if d.Ordinal == n {
+				return d, nil
+			}
+		}
+		return Device{}, fmt.Errorf("GDR_GPU=%s: no GPU with that index (GPUs: %s)", sel, strings.Join(seen, ", "))
+	}
+	addr, err := pcie.NormalizeAddr(sel)
+	if err != nil {
+		return Device{}, fmt.Errorf("GDR_GPU=%s: %w", sel, err)
+	}
+	for _, d := range devs {
+		if d.PCI == addr {
+			return d, nil
+		}
+	}
+	return Device{}, fmt.Errorf("GDR_GPU=%s: no GPU at that PCI address (GPUs: %s)", sel, strings.Join(seen, ", "))
+}
+
+// Primary retains dev's primary context for t and releases it in t.Cleanup.
+func Primary(t testing.TB, dev Device) *Context {
+	t.Helper()
+	c, err := dev.Retain()
+	if err != nil {
+		testenv.Failf(t, InitRemedy(err), "GPU %s: %v", dev.PCI, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Release(); err != nil {
+			t.Errorf("GPU %s: %v", dev.PCI, err)
+		}
+	})
+	return c
+}
+
+// Alloc allocates size bytes of device memory for t (freed in t.Cleanup) and
+// sets SYNC_MEMOPS on it, as every buffer RDMA touches needs.
+func Alloc(t testing.TB, c *Context, size int) *Mem {
+	t.Helper()
+	m, err := c.Alloc(size)
+	if err != nil {
+		testenv.Failf(t, allocRemedy(err), "GPU %s: %v", c.Dev.PCI, err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
+		}
+	})
+	if err := c.SetSyncMemops(m.Addr()); err != nil {
+		testenv.Failf(t, "upgrade the NVIDIA driver", "GPU %s: %v", c.Dev.PCI, err)
+	}
+	return m
+}
+
+// AllocManaged allocates managed memory for t (freed in t.Cleanup).
+func AllocManaged(t testing.TB, c *Context, size int) *Mem {
+	t.Helper()
+	m, err := c.AllocManaged(size)
+	if err != nil {
+		testenv.Failf(t, allocRemedy(err), "GPU %s: %v", c.Dev.PCI, err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
+		}
+	})
+	return m
+}
+
+// HostAlloc allocates n bytes of pinned host memory for t (freed in t.Cleanup).
+func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
+	t.Helper()
+	h, err := c.HostAlloc(n)
+	if err != nil {
+		testenv.Failf(t, "free host memory, or raise the locked-memory limit (ulimit -l unlimited)", "GPU %s: %v", c.Dev.PCI, err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
+		}
+	})
+	return h
+}
+
+func allocRemedy(err error) string {
+	if Code(err) == ErrOutOfMemory {
+		return "free GPU memory (nvidia-smi shows which processes hold it) or pick another GPU with GDR_GPU"
+	}
+	return "check dmesg for NVRM/Xid errors; a driver/library version mismatch also shows here"
+}
