@@ -41,3 +41,8 @@ clean:
 # A copy of the suite for hosts without Go: dist/run.sh writes the same reports.
 dist: deps
 	harness/dist/build.sh '$(TAGS)' dist
+
+# Pinned 256 MiB host<->GPU copy bandwidth next to the PCIe link's theoretical
+# rate, per GPU (GPU machine; needs libcuda.so.1).
+bench:
+	$(GO) test -tags gpu -count=1 -run '^$$' -bench . -benchtime 20x ./conformance/gpu/

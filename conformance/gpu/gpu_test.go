@@ -1,0 +1,377 @@
+//go:build gpu
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/nvml"
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/pcie"
+)
+
+const (
+	minCCMajor = 6 // Pascal: the first generation GPUDirect RDMA supports fully
+
+	// copySize is the size of each timed copy: large enough that per-call
+	// overhead is below 1% at 60 GB/s.
+	copySize = 256 << 20
+	copyReps = 5
+
+	// bar1MinFree: every registered GPU buffer is mapped through BAR1;
+	// with less free than this the pingpong and memreg buffers do not fit.
+	bar1MinFree = 64 << 20
+	// bar1Warn: data-center GPUs expose 16 GiB or more; under 1 GiB (a
+	// consumer card's 256 MiB) limits how much memory can be registered.
+	bar1Warn = 1 << 30
+)
+
+// forEachGPU runs check once per GPU under test (GDR_GPU picks one), in a
+// subtest named by its PCI address, with the requirement and gdr.gpu set.
+func forEachGPU(t *testing.T, id string, check func(t *testing.T, d *cuda.Driver, dev cuda.Device)) {
+	t.Helper()
+	testenv.Req(t, id)
+	d := cuda.Open(t)
+	for _, dev := range cuda.GPUs(t, d) {
+		t.Run(dev.PCI, func(t *testing.T) {
+			testenv.Req(t, id)
+			testenv.Attr(t, "gpu", dev.PCI)
+			testenv.Attr(t, "gpu_name", dev.Name)
+			check(t, d, dev)
+		})
+	}
+}
+
+func TestGPU01Driver(t *testing.T) {
+	testenv.Req(t, "GPU-01")
+	d := cuda.Open(t)
+	testenv.Attr(t, "cuda_driver", cuda.VersionString(d.Version()))
+	devs := cuda.GPUs(t, d)
+	var list []string
+	for _, dev := range devs {
+		list = append(list, fmt.Sprintf("%d=%s %s", dev.Ordinal, dev.PCI, dev.Name))
+	}
+	testenv.Attr(t, "gpus", strings.Join(list, ", "))
+	t.Logf("CUDA driver %s (%d); GPUs: %s", cuda.VersionString(d.Version()), d.Version(), strings.Join(list, ", "))
+	if d.Version() < 11000 {
+		testenv.Failf(t, "upgrade the NVIDIA driver to R450 or newer",
+			"CUDA driver %s is older than 11.0, the oldest this suite supports", cuda.VersionString(d.Version()))
+	}
+	// A context and a tiny allocation prove the driver works, not only loads.
+	for _, dev := range devs {
+		c := cuda.Primary(t, dev)
+		m := cuda.Alloc(t, c, 4096)
+		want := []byte("gdr")
+		if err := m.Fill(want); err != nil {
+			testenv.Failf(t, cuda.InitRemedy(err), "GPU %s: %v", dev.PCI, err)
+		}
+		got := make([]byte, len(want))
+		if err := m.ReadBack(got); err != nil {
+			testenv.Failf(t, cuda.InitRemedy(err), "GPU %s: %v", dev.PCI, err)
+		}
+		if string(got) != string(want) {
+			testenv.Failf(t, "check dmesg for Xid errors and reset the GPU", "GPU %s: wrote %q to device memory, read back %q", dev.PCI, want, got)
+		}
+	}
+}
+
+func TestGPU02ComputeCapability(t *testing.T) {
+	forEachGPU(t, "GPU-02", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		maj, min, err := dev.ComputeCapability()
+		if err != nil {
+			testenv.Failf(t, "upgrade the NVIDIA driver", "%v", err)
+		}
+		testenv.Attr(t, "cc", fmt.Sprintf("%d.%d", maj, min))
+		if maj < minCCMajor {
+			testenv.Failf(t, "use a Pascal (6.x) or newer GPU for GPUDirect RDMA",
+				"GPU %s (%s) has compute capability %d.%d, below 6.0", dev.PCI, dev.Name, maj, min)
+		}
+	})
+}
+
+// attrCheck reads one attribute, records it, and fails when it is not want.
+func attrCheck(t *testing.T, dev cuda.Device, a cuda.Attribute, key string, want int, remedy string) int {
+	t.Helper()
+	v, err := dev.Attr(a)
+	if err != nil {
+		testenv.Failf(t, "the driver does not know this attribute: upgrade the NVIDIA driver", "%v", err)
+	}
+	testenv.Attr(t, key, v)
+	if want >= 0 && v != want {
+		testenv.Failf(t, remedy, "GPU %s (%s): %s is %d, want %d", dev.PCI, dev.Name, a, v, want)
+	}
+	return v
+}
+
+func TestGPU03GPUDirectRDMA(t *testing.T) {
+	forEachGPU(t, "GPU-03", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		attrCheck(t, dev, cuda.AttrGPUDirectRDMASupported, "gdr_supported", 1,
+			"GPUDirect RDMA needs a data-center or professional GPU (Tesla/Quadro/RTX A-series and newer) and a driver that enables it; GeForce boards report 0")
+	})
+}
+
+func TestGPU04DmabufCapable(t *testing.T) {
+	forEachGPU(t, "GPU-04", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
+		testenv.Attr(t, "cuda_driver", cuda.VersionString(d.Version()))
+		if d.Version() < cuda.DmabufVersion || !d.HasDmabufExport() {
+			testenv.Failf(t, "upgrade the NVIDIA driver to R515 or newer (CUDA 11.7+), or rely on nvidia_peermem (MREG-03)",
+				"CUDA driver %s has no dma-buf export (cuMemGetHandleForAddressRange needs 11.7)", cuda.VersionString(d.Version()))
+		}
+		attrCheck(t, dev, cuda.AttrDMABufSupported, "dmabuf_supported", 1,
+			"dma-buf export needs the open GPU kernel module (nvidia-open / kernel-open flavour, Turing or newer) and a Linux kernel >= 5.12; otherwise use nvidia_peermem (MREG-03)")
+	})
+}
+
+func TestGPU05VMM(t *testing.T) {
+	forEachGPU(t, "GPU-05", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		attrCheck(t, dev, cuda.AttrGPUDirectRDMAWithVMM, "gdr_vmm_supported", 1,
+			"upgrade the NVIDIA driver; until then libraries that allocate with cuMemCreate (NCCL's default) cannot register that memory: set NCCL_CUMEM_ENABLE=0")
+	})
+}
+
+func TestGPU06WritesOrdering(t *testing.T) {
+	forEachGPU(t, "GPU-06", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		order := attrCheck(t, dev, cuda.AttrGPUDirectRDMAWritesOrder, "writes_ordering_value", -1, "")
+		flush := attrCheck(t, dev, cuda.AttrGPUDirectRDMAFlushOptions, "flush_options", -1, "")
+		testenv.Attr(t, "writes_ordering", cuda.WritesOrderingName(order))
+		var opts []string
+		if flush&cuda.FlushHost != 0 {
+			opts = append(opts, "HOST")
+		}
+		if flush&cuda.FlushMemOps != 0 {
+			opts = append(opts, "MEMOPS")
+		}
+		testenv.Attr(t, "flush_options_names", strings.Join(opts, ","))
+		t.Logf("GPU %s: writes ordering %s, flush options %v", dev.PCI, cuda.WritesOrderingName(order), opts)
+		if order == cuda.WritesOrderingNone && flush == 0 {
+			testenv.Failf(t, "upgrade the NVIDIA driver (11.3+ reports OWNER on Ampere and newer)",
+				"GPU %s: RDMA writes into GPU memory are not ordered for CUDA (writes ordering NONE) and no flush option exists, so a kernel may read data the NIC has not finished writing", dev.PCI)
+		}
+	})
+}
+
+func TestGPU07BAR1(t *testing.T) {
+	forEachGPU(t, "GPU-07", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		h := nvml.Open(t)
+		devs, err := h.Devices()
+		if err != nil {
+			testenv.Failf(t, nvml.Remedy(err), "%v", err)
+		}
+		var nd *nvml.Device
+		var seen []string
+		for i := range devs {
+			seen = append(seen, devs[i].BusID)
+			if devs[i].BusID == dev.PCI {
+				nd = &devs[i]
+			}
+		}
+		if nd == nil {
+			testenv.Failf(t, "CUDA and NVML disagree on the GPUs: reinstall one driver version (check CUDA_VISIBLE_DEVICES is not remapping)",
+				"NVML has no GPU at %s (NVML sees %s)", dev.PCI, strings.Join(seen, ", "))
+		}
+		if nd.BAR1Total == 0 {
+			testenv.Absent(t, "NVML does not report BAR1 for GPU %s (vGPU or MIG); looked with nvmlDeviceGetBAR1MemoryInfo", dev.PCI)
+		}
+		testenv.Attr(t, "bar1_total_mib", nd.BAR1Total>>20)
+		testenv.Attr(t, "bar1_free_mib", nd.BAR1Free>>20)
+		t.Logf("GPU %s: BAR1 %d MiB, %d MiB free", dev.PCI, nd.BAR1Total>>20, nd.BAR1Free>>20)
+		if nd.BAR1Total < bar1Warn {
+			msg := fmt.Sprintf("BAR1 is %d MiB: GPU memory registered for RDMA at any one time is limited to that; data-center GPUs expose 16 GiB or more (enable large BAR / Resizable BAR in the BIOS)", nd.BAR1Total>>20)
+			testenv.Attr(t, "bar1_warning", msg)
+			t.Log("warning: " + msg)
+		}
+		if nd.BAR1Free < bar1MinFree {
+			testenv.Failf(t, "stop processes that hold GPU registrations (nvidia-smi -q -d MEMORY shows BAR1 use), or enable large BAR in the BIOS",
+				"GPU %s: only %d MiB of BAR1 free, below the %d MiB the suite's registrations need", dev.PCI, nd.BAR1Free>>20, bar1MinFree>>20)
+		}
+	})
+}
+
+func TestGPU08DmabufExport(t *testing.T) {
+	forEachGPU(t, "GPU-08", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
+		sup, err := dev.Attr(cuda.AttrDMABufSupported)
+		if err != nil || sup != 1 || !d.HasDmabufExport() {
+			// GPU-04 fails for this; exporting would only repeat it.
+			t.Skipf("GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s): see GPU-04", dev.PCI, sup, cuda.VersionString(d.Version()))
+		}
+		c := cuda.Primary(t, dev)
+		m := cuda.Alloc(t, c, 2<<20)
+		fd, off, _, err := m.DmabufFD()
+		if err != nil {
+			testenv.Attr(t, "dmabuf_export", "fail")
+			testenv.Failf(t, "dma-buf export needs the open GPU kernel module and a kernel >= 5.12; check dmesg for NVRM messages",
+				"GPU %s: %v", dev.PCI, err)
+		}
+		t.Cleanup(func() { _ = unix.Close(fd) })
+		info, err := cuda.InspectFD(fd)
+		if err != nil {
+			testenv.Failf(t, "check that /proc is mounted", "GPU %s: exported fd %d: %v", dev.PCI, fd, err)
+		}
+		testenv.Attr(t, "dmabuf_fd_link", info.Link)
+		testenv.Attr(t, "dmabuf_fs_magic", fmt.Sprintf("%#x", info.FSType))
+		if info.Exporter != "" {
+			testenv.Attr(t, "dmabuf_exporter", info.Exporter)
+		}
+		t.Logf("GPU %s: 2 MiB exported as fd %d (offset %d): %+v", dev.PCI, fd, off, info)
+		if !info.IsDmabuf {
+			testenv.Attr(t, "dmabuf_export", "fail")
+			testenv.Failf(t, "report this driver to NVIDIA: cuMemGetHandleForAddressRange must return a dma-buf",
+				"GPU %s: fd %d from cuMemGetHandleForAddressRange is not a dma-buf (fstatfs type %#x, link %q)", dev.PCI, fd, info.FSType, info.Link)
+		}
+		if info.Size != 0 && info.Size < int64(m.Span()) {
+			testenv.Failf(t, "report this driver to NVIDIA", "GPU %s: dma-buf of %d bytes exported for a %d-byte range", dev.PCI, info.Size, m.Span())
+		}
+		testenv.Attr(t, "dmabuf_export", "ok")
+	})
+}
+
+// gpuLink reads the GPU's PCIe link, or ends the test when there is none to
+// read (a virtual bus without link registers).
+func gpuLink(t *testing.T, dev cuda.Device) pcie.Link {
+	t.Helper()
+	root := testenv.Root(t)
+	l, err := pcie.ReadLink(root, dev.PCI)
+	if pcie.IsNotExist(err) {
+		testenv.Absent(t, "no PCIe link registers for GPU %s: %v", dev.PCI, err)
+	}
+	if err != nil {
+		testenv.Failf(t, "check the GPU's PCI function in sysfs (lspci -vvv -s "+dev.PCI+")", "%v", err)
+	}
+	testenv.Attr(t, "link", l.String())
+	rate, err := l.MaxGBps()
+	if err != nil {
+		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
+	}
+	testenv.Attr(t, "link_gbps", rate)
+	return l
+}
+
+// measure times copyReps pinned copies of copySize bytes after one warm-up and
+// returns the best and mean rates in GB/s.
+func measure(t testing.TB, c *cuda.Context, dir cuda.Direction, dev *cuda.Mem, host *cuda.Pinned) (best, mean float64) {
+	t.Helper()
+	if _, err := c.Copy(dir, dev, host, copySize, 1); err != nil {
+		testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: %v", c.Dev.PCI, err)
+	}
+	ds, err := c.Copy(dir, dev, host, copySize, copyReps)
+	if err != nil {
+		testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: %v", c.Dev.PCI, err)
+	}
+	var total time.Duration
+	fastest := ds[0]
+	for _, d := range ds {
+		total += d
+		fastest = min(fastest, d)
+	}
+	return cuda.GBps(copySize, fastest), cuda.GBps(copySize*len(ds), total)
+}
+
+func copyCheck(t *testing.T, id string, dir cuda.Direction) {
+	forEachGPU(t, id, func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		frac := testenv.Config(t).MinCopyFraction
+		l := gpuLink(t, dev)
+		rate, _ := l.MaxGBps()
+		c := cuda.Primary(t, dev)
+		m := cuda.Alloc(t, c, copySize)
+		h := cuda.HostAlloc(t, c, copySize)
+		best, mean := measure(t, c, dir, m, h)
+		key := map[cuda.Direction]string{cuda.HtoD: "h2d", cuda.DtoH: "d2h"}[dir]
+		testenv.Attr(t, key+"_gbps", best)
+		testenv.Attr(t, key+"_gbps_mean", mean)
+		testenv.Attr(t, key+"_fraction", best/rate)
+		testenv.Attr(t, "min_copy_fraction", frac)
+		t.Logf("GPU %s %s pinned %s: best %.2f GB/s, mean %.2f GB/s = %.0f%% of %.2f GB/s (%s x%d)",
+			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pcie.Generation(l.MaxGTs), l.MaxWidth)
+		if best < frac*rate {
+			testenv.Failf(t, "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
+				"GPU %s: pinned %s copies reach %.2f GB/s, %.0f%% of the %.2f GB/s a %s x%d link carries, below GDR_MIN_COPY_FRACTION=%.2f (%.2f GB/s)",
+				dev.PCI, dir, best, 100*best/rate, rate, pcie.Generation(l.MaxGTs), l.MaxWidth, frac, frac*rate)
+		}
+	})
+}
+
+func TestGPU09HtoDBandwidth(t *testing.T) { copyCheck(t, "GPU-09", cuda.HtoD) }
+
+func TestGPU10DtoHBandwidth(t *testing.T) { copyCheck(t, "GPU-10", cuda.DtoH) }
+
+func TestGPU11LinkUnderLoad(t *testing.T) {
+	forEachGPU(t, "GPU-11", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		root := testenv.Root(t)
+		idle := gpuLink(t, dev)
+		testenv.Attr(t, "link_idle", fmt.Sprintf("%g GT/s x%d", idle.CurGTs, idle.CurWidth))
+		if idle.CurGTs < idle.MaxGTs {
+			t.Logf("GPU %s idle at %g GT/s of %g GT/s (power management); re-reading under load", dev.PCI, idle.CurGTs, idle.MaxGTs)
+		}
+
+		c := cuda.Primary(t, dev)
+		const chunk = 64 << 20 // short copies so the loop stops promptly
+		m := cuda.Alloc(t, c, chunk)
+		h := cuda.HostAlloc(t, c, chunk)
+		stop := make(chan struct{})
+		type result struct {
+			n   int
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			n, err := c.CopyUntil(cuda.HtoD, m, h, chunk, stop, 5*time.Second)
+			done <- result{n, err}
+		}()
+
+		// Sample while busy: the link retrains to full speed within
+		// microseconds of traffic; 20 samples over ~1 s see it.
+		var busy pcie.Link
+		var sampleErr error
+		time.Sleep(100 * time.Millisecond)
+		for i := 0; i < 20; i++ {
+			cur, err := pcie.ReadCurrent(root, dev.PCI)
+			if err != nil {
+				sampleErr = err
+				break
+			}
+			if cur.CurGTs > busy.CurGTs || (cur.CurGTs == busy.CurGTs && cur.CurWidth > busy.CurWidth) {
+				busy = cur
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		close(stop)
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(10 * time.Second):
+			testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: copy loop did not stop within 10 s", dev.PCI)
+		}
+		if r.err != nil {
+			testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: copy while sampling the link: %v", dev.PCI, r.err)
+		}
+		if sampleErr != nil {
+			testenv.Failf(t, "check the GPU's PCI function in sysfs", "GPU %s: reading the link during the copy: %v", dev.PCI, sampleErr)
+		}
+		if r.n == 0 {
+			testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: no copy completed while sampling the link", dev.PCI)
+		}
+		testenv.Attr(t, "link_busy", fmt.Sprintf("%g GT/s x%d", busy.CurGTs, busy.CurWidth))
+		testenv.Attr(t, "link_busy_copies", r.n)
+		t.Logf("GPU %s: idle %g GT/s x%d, busy %g GT/s x%d, max %g GT/s x%d (%d copies of %s during sampling)",
+			dev.PCI, idle.CurGTs, idle.CurWidth, busy.CurGTs, busy.CurWidth, idle.MaxGTs, idle.MaxWidth, r.n, cuda.Size(chunk))
+		var errs []error
+		if busy.CurGTs < idle.MaxGTs {
+			errs = append(errs, fmt.Errorf("link stays at %g GT/s (%s) while the GPU copies, below its maximum %g GT/s (%s)",
+				busy.CurGTs, pcie.Generation(busy.CurGTs), idle.MaxGTs, pcie.Generation(idle.MaxGTs)))
+		}
+		if busy.CurWidth < idle.MaxWidth {
+			errs = append(errs, fmt.Errorf("link trained to x%d of x%d lanes", busy.CurWidth, idle.MaxWidth))
+		}
+		if err := errors.Join(errs...); err != nil {
+			testenv.Failf(t, "reseat the GPU or its riser, check the slot's BIOS link-speed setting (Auto/GenN), and look for AER errors in dmesg",
+				"GPU %s: %v", dev.PCI, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	})
+}
