@@ -1,0 +1,97 @@
+package membuf
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// HostBuffer is page-aligned anonymous host memory from mmap: outside the Go
+// heap, so its address is stable for the NIC and may be handed to C.
+type HostBuffer struct {
+	mu  sync.Mutex
+	mem []byte
+}
+
+// NewHost maps size bytes (rounded up to whole pages), zeroed.
+func NewHost(size int) (*HostBuffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("membuf: host buffer size %d must be positive", size)
+	}
+	pg := os.Getpagesize()
+	n := (size + pg - 1) / pg * pg
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("membuf: mmap %d bytes of host memory: %w", n, err)
+	}
+	return &HostBuffer{mem: mem[:size:n]}, nil
+}
+
+func (b *HostBuffer) Kind() Kind { return Host }
+
+func (b *HostBuffer) Addr() uintptr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mem == nil {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b.mem)))
+}
+
+func (b *HostBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.mem)
+}
+
+// Bytes is the memory itself (host buffers only); nil after Close.
+func (b *HostBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mem
+}
+
+func (b *HostBuffer) Fill(p []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mem == nil {
+		return fmt.Errorf("membuf: Fill on a closed host buffer")
+	}
+	if len(p) > len(b.mem) {
+		return fmt.Errorf("membuf: Fill of %d bytes into a %d-byte host buffer", len(p), len(b.mem))
+	}
+	copy(b.mem, p)
+	return nil
+}
+
+func (b *HostBuffer) ReadBack(p []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mem == nil {
+		return fmt.Errorf("membuf: ReadBack on a closed host buffer")
+	}
+	if len(p) > len(b.mem) {
+		return fmt.Errorf("membuf: ReadBack of %d bytes from a %d-byte host buffer", len(p), len(b.mem))
+	}
+	copy(p, b.mem)
+	return nil
+}
+
+// DmabufFD: host memory has no dma-buf exporter here.
+func (b *HostBuffer) DmabufFD() (int, uint64, bool, error) { return -1, 0, false, nil }
+
+func (b *HostBuffer) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(b.mem[:cap(b.mem)])
+	b.mem = nil
+	return err
+}
+
+var _ Buffer = (*HostBuffer)(nil)

@@ -1,0 +1,37 @@
+package membuf
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHostBuffer(t *testing.T) {
+	b, err := NewHost(5000)
+	require.NoError(t, err)
+	assert.Equal(t, Host, b.Kind())
+	assert.Equal(t, 5000, b.Len())
+	assert.Zero(t, b.Addr()%uintptr(os.Getpagesize()), "page aligned")
+	assert.Equal(t, make([]byte, 5000), b.Bytes(), "zeroed")
+
+	require.NoError(t, b.Fill([]byte("pattern")))
+	got := make([]byte, 7)
+	require.NoError(t, b.ReadBack(got))
+	assert.Equal(t, "pattern", string(got))
+	assert.ErrorContains(t, b.Fill(make([]byte, 5001)), "5001 bytes into a 5000-byte")
+	assert.ErrorContains(t, b.ReadBack(make([]byte, 5001)), "5001 bytes from a 5000-byte")
+	fd, _, ok, err := b.DmabufFD()
+	assert.False(t, ok)
+	assert.Equal(t, -1, fd)
+	assert.NoError(t, err)
+
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close(), "second Close is a no-op")
+	assert.Zero(t, b.Addr())
+	assert.ErrorContains(t, b.Fill([]byte("x")), "closed")
+
+	_, err = NewHost(0)
+	assert.ErrorContains(t, err, "size 0")
+}

@@ -1,0 +1,545 @@
+//go:build rdma
+
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct {
+	void *h;
+	struct ibv_device **(*get_device_list)(int *);
+	void (*free_device_list)(struct ibv_device **);
+	const char *(*get_device_name)(struct ibv_device *);
+	__be64 (*get_device_guid)(struct ibv_device *);
+	struct ibv_context *(*open_device)(struct ibv_device *);
+	int (*close_device)(struct ibv_context *);
+	int (*query_device)(struct ibv_context *, struct ibv_device_attr *);
+	int (*query_port)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *);
+	int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
+	int (*dealloc_pd)(struct ibv_pd *);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
+	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *, uint64_t, size_t, uint64_t, int, int);
+	int (*dereg_mr)(struct ibv_mr *);
+	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
+	int (*destroy_cq)(struct ibv_cq *);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
+	int (*destroy_qp)(struct ibv_qp *);
+	int (*modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int);
+	const char *(*wc_status_str)(enum ibv_wc_status);
+} G;
+
+static char load_err[512];
+
+#define SYM(field, name)                                                        \
+	do {                                                                    \
+		*(void **)(&G.field) = dlsym(h, name);                          \
+		if (!G.field) {                                                 \
+			snprintf(load_err, sizeof load_err, "%s has no symbol %s", lib, name); \
+			return load_err;                                        \
+		}                                                               \
+	} while (0)
+
+const char *gdr_load(const char *lib) {
+	void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(load_err, sizeof load_err, "%s", e ? e : "dlopen failed");
+		return load_err;
+	}
+	SYM(get_device_list, "ibv_get_device_list");
+	SYM(free_device_list, "ibv_free_device_list");
+	SYM(get_device_name, "ibv_get_device_name");
+	SYM(get_device_guid, "ibv_get_device_guid");
+	SYM(open_device, "ibv_open_device");
+	SYM(close_device, "ibv_close_device");
+	SYM(query_device, "ibv_query_device");
+	SYM(query_port, "ibv_query_port");
+	SYM(query_gid, "ibv_query_gid");
+	SYM(alloc_pd, "ibv_alloc_pd");
+	SYM(dealloc_pd, "ibv_dealloc_pd");
+	SYM(reg_mr, "ibv_reg_mr");
+	SYM(dereg_mr, "ibv_dereg_mr");
+	SYM(create_cq, "ibv_create_cq");
+	SYM(destroy_cq, "ibv_destroy_cq");
+	SYM(create_qp, "ibv_create_qp");
+	SYM(destroy_qp, "ibv_destroy_qp");
+	SYM(modify_qp, "ibv_modify_qp");
+	SYM(wc_status_str, "ibv_wc_status_str");
+	// Optional: older libibverbs lack these.
+	*(void **)(&G.reg_mr_iova2) = dlsym(h, "ibv_reg_mr_iova2");
+	*(void **)(&G.reg_dmabuf_mr) = dlsym(h, "ibv_reg_dmabuf_mr");
+	G.h = h;
+	return NULL;
+}
+
+int gdr_has_dmabuf(void) { return G.reg_dmabuf_mr != NULL; }
+int gdr_has_iova2(void) { return G.reg_mr_iova2 != NULL; }
+
+struct ibv_device **gdr_get_device_list(int *n, int *err) {
+	errno = 0;
+	struct ibv_device **l = G.get_device_list(n);
+	*err = errno;
+	return l;
+}
+void gdr_free_device_list(struct ibv_device **l) { G.free_device_list(l); }
+struct ibv_device *gdr_dev_at(struct ibv_device **l, int i) { return l[i]; }
+const char *gdr_dev_name(struct ibv_device *d) { return G.get_device_name(d); }
+uint64_t gdr_dev_guid(struct ibv_device *d) { return be64toh(G.get_device_guid(d)); }
+
+struct ibv_context *gdr_open(struct ibv_device *d, int *err) {
+	errno = 0;
+	struct ibv_context *c = G.open_device(d);
+	*err = c ? 0 : (errno ? errno : EIO);
+	return c;
+}
+int gdr_close(struct ibv_context *c) { return G.close_device(c) ? (errno ? errno : EIO) : 0; }
+
+static int rc_errno(int rc) { return rc == 0 ? 0 : (rc > 0 ? rc : (errno ? errno : EIO)); }
+
+int gdr_query_device(struct ibv_context *c, struct ibv_device_attr *a) {
+	errno = 0;
+	return rc_errno(G.query_device(c, a));
+}
+
+// Same as the header's inline ibv_query_port: the provider's extended query
+// when present, else the exported compat symbol.
+int gdr_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a) {
+	struct verbs_context *vctx = verbs_get_ctx_op(c, query_port);
+	errno = 0;
+	if (!vctx) {
+		memset(a, 0, sizeof(*a));
+		return rc_errno(G.query_port(c, port, (struct _compat_ibv_port_attr *)a));
+	}
+	return rc_errno(vctx->query_port(c, port, a, sizeof(*a)));
+}
+
+int gdr_query_gid(struct ibv_context *c, uint8_t port, int idx, uint8_t out[16]) {
+	union ibv_gid g;
+	errno = 0;
+	int rc = rc_errno(G.query_gid(c, port, idx, &g));
+	if (rc == 0)
+		memcpy(out, g.raw, 16);
+	return rc;
+}
+
+struct ibv_pd *gdr_alloc_pd(struct ibv_context *c, int *err) {
+	errno = 0;
+	struct ibv_pd *pd = G.alloc_pd(c);
+	*err = pd ? 0 : (errno ? errno : ENOMEM);
+	return pd;
+}
+int gdr_dealloc_pd(struct ibv_pd *pd) { errno = 0; return rc_errno(G.dealloc_pd(pd)); }
+
+struct ibv_mr *gdr_reg_mr(struct ibv_pd *pd, uintptr_t addr, size_t len, int access, int *err) {
+	errno = 0;
+	struct ibv_mr *mr;
+	// Flags from IBV_ACCESS_OPTIONAL_FIRST up need the iova2 entry point,
+	// exactly as the header's ibv_reg_mr macro decides.
+	if ((access & IBV_ACCESS_OPTIONAL_RANGE) && G.reg_mr_iova2)
+		mr = G.reg_mr_iova2(pd, (void *)addr, len, (uint64_t)addr, (unsigned)access);
+	else
+		mr = G.reg_mr(pd, (void *)addr, len, access & ~IBV_ACCESS_OPTIONAL_RANGE);
+	*err = mr ? 0 : (errno ? errno : EINVAL);
+	return mr;
+}
+
+struct ibv_mr *gdr_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off, size_t len, uint64_t iova, int fd, int access, int *err) {
+	if (!G.reg_dmabuf_mr) {
+		*err = ENOSYS;
+		return NULL;
+	}
+	errno = 0;
+	struct ibv_mr *mr = G.reg_dmabuf_mr(pd, off, len, iova, fd, access);
+	*err = mr ? 0 : (errno ? errno : EINVAL);
+	return mr;
+}
+int gdr_dereg_mr(struct ibv_mr *mr) { errno = 0; return rc_errno(G.dereg_mr(mr)); }
+uint32_t gdr_mr_lkey(struct ibv_mr *mr) { return mr->lkey; }
+uint32_t gdr_mr_rkey(struct ibv_mr *mr) { return mr->rkey; }
+
+struct ibv_cq *gdr_create_cq(struct ibv_context *c, int cqe, int *err) {
+	errno = 0;
+	struct ibv_cq *cq = G.create_cq(c, cqe, NULL, NULL, 0);
+	*err = cq ? 0 : (errno ? errno : ENOMEM);
+	return cq;
+}
+int gdr_destroy_cq(struct ibv_cq *cq) { errno = 0; return rc_errno(G.destroy_cq(cq)); }
+
+struct ibv_qp *gdr_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
+	uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline, uint32_t *got_inline, int *err) {
+	struct ibv_qp_init_attr a;
+	memset(&a, 0, sizeof a);
+	a.send_cq = scq;
+	a.recv_cq = rcq;
+	a.qp_type = IBV_QPT_RC;
+	a.sq_sig_all = 0; // selective signaling
+	a.cap.max_send_wr = max_send_wr;
+	a.cap.max_recv_wr = max_recv_wr;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.cap.max_inline_data = max_inline;
+	errno = 0;
+	struct ibv_qp *qp = G.create_qp(pd, &a);
+	*err = qp ? 0 : (errno ? errno : ENOMEM);
+	if (qp)
+		*got_inline = a.cap.max_inline_data;
+	return qp;
+}
+int gdr_destroy_qp(struct ibv_qp *qp) { errno = 0; return rc_errno(G.destroy_qp(qp)); }
+uint32_t gdr_qp_num(struct ibv_qp *qp) { return qp->qp_num; }
+
+int gdr_qp_init(struct ibv_qp *qp, uint8_t port, int access) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = port;
+	a.qp_access_flags = access;
+	errno = 0;
+	return rc_errno(G.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+}
+
+int gdr_qp_rtr(struct ibv_qp *qp, uint8_t port, int mtu_enum, uint32_t dest_qpn, uint32_t rq_psn,
+	uint16_t dlid, int global, const uint8_t dgid[16], uint8_t sgid_index, uint8_t max_dest_rd_atomic) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = (enum ibv_mtu)mtu_enum;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = max_dest_rd_atomic;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = port;
+	a.ah_attr.dlid = dlid;
+	a.ah_attr.sl = 0;
+	a.ah_attr.src_path_bits = 0;
+	if (global) {
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
+		a.ah_attr.grh.sgid_index = sgid_index;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.grh.traffic_class = 0;
+		a.ah_attr.grh.flow_label = 0;
+	}
+	errno = 0;
+	return rc_errno(G.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+}
+
+int gdr_qp_rts(struct ibv_qp *qp, uint32_t sq_psn, uint8_t max_rd_atomic, uint8_t timeout, uint8_t retry) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = timeout;
+	a.retry_cnt = retry;
+	a.rnr_retry = 7; // infinite: a receiver that is late posting must not kill the QP
+	a.max_rd_atomic = max_rd_atomic;
+	errno = 0;
+	return rc_errno(G.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
+}
+
+const char *gdr_wc_status_str(int status) { return G.wc_status_str((enum ibv_wc_status)status); }
+
+#define STACK_WRS 16
+
+int gdr_post_send(struct ibv_qp *qp, const gdr_wr *w, int n, int *bad) {
+	struct ibv_send_wr swr[STACK_WRS], *wr = swr, *badwr = NULL;
+	struct ibv_sge ssge[STACK_WRS], *sge = ssge;
+	*bad = -1;
+	if (n <= 0)
+		return EINVAL;
+	if (n > STACK_WRS) {
+		wr = calloc(n, sizeof *wr);
+		sge = calloc(n, sizeof *sge);
+		if (!wr || !sge) {
+			free(wr);
+			free(sge);
+			return ENOMEM;
+		}
+	}
+	memset(wr, 0, n * sizeof *wr);
+	for (int i = 0; i < n; i++) {
+		sge[i].addr = w[i].laddr;
+		sge[i].length = w[i].len;
+		sge[i].lkey = w[i].lkey;
+		wr[i].wr_id = w[i].wr_id;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = w[i].len ? 1 : 0;
+		wr[i].opcode = (enum ibv_wr_opcode)w[i].opcode;
+		wr[i].send_flags = (unsigned)w[i].flags;
+		wr[i].imm_data = htobe32(w[i].imm);
+		wr[i].wr.rdma.remote_addr = w[i].raddr;
+		wr[i].wr.rdma.rkey = w[i].rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	int rc = ibv_post_send(qp, wr, &badwr);
+	if (rc && badwr)
+		*bad = (int)(badwr - wr);
+	if (wr != swr) {
+		free(wr);
+		free(sge);
+	}
+	return rc;
+}
+
+int gdr_post_recv(struct ibv_qp *qp, const gdr_wr *w, int n, int *bad) {
+	struct ibv_recv_wr swr[STACK_WRS], *wr = swr, *badwr = NULL;
+	struct ibv_sge ssge[STACK_WRS], *sge = ssge;
+	*bad = -1;
+	if (n <= 0)
+		return EINVAL;
+	if (n > STACK_WRS) {
+		wr = calloc(n, sizeof *wr);
+		sge = calloc(n, sizeof *sge);
+		if (!wr || !sge) {
+			free(wr);
+			free(sge);
+			return ENOMEM;
+		}
+	}
+	memset(wr, 0, n * sizeof *wr);
+	for (int i = 0; i < n; i++) {
+		sge[i].addr = w[i].laddr;
+		sge[i].length = w[i].len;
+		sge[i].lkey = w[i].lkey;
+		wr[i].wr_id = w[i].wr_id;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = w[i].len ? 1 : 0;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	int rc = ibv_post_recv(qp, wr, &badwr);
+	if (rc && badwr)
+		*bad = (int)(badwr - wr);
+	if (wr != swr) {
+		free(wr);
+		free(sge);
+	}
+	return rc;
+}
+
+int64_t gdr_now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// Spinning waits check the clock and yield every SPIN_CHECK empty rounds:
+// on a one-CPU VM the kernel thread that completes our work needs the CPU.
+#define SPIN_CHECK 64
+
+int gdr_poll(struct ibv_cq *cq, gdr_wc *out, int max, int min, int64_t timeout_ns) {
+	struct ibv_wc wc[32];
+	int got = 0, spins = 0;
+	int64_t deadline = gdr_now_ns() + timeout_ns;
+	if (min > max)
+		min = max;
+	while (got < max) {
+		int want = max - got;
+		if (want > 32)
+			want = 32;
+		int n = ibv_poll_cq(cq, want, wc);
+		if (n < 0)
+			return n < -1 ? n : -EIO;
+		for (int i = 0; i < n; i++) {
+			gdr_wc *o = &out[got + i];
+			o->wr_id = wc[i].wr_id;
+			o->status = wc[i].status;
+			o->opcode = wc[i].opcode;
+			o->byte_len = wc[i].byte_len;
+			o->imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? be32toh(wc[i].imm_data) : 0;
+			o->vendor_err = wc[i].vendor_err;
+			o->wc_flags = wc[i].wc_flags;
+			o->qp_num = wc[i].qp_num;
+			o->pad = 0;
+		}
+		got += n;
+		if (got >= min && (n < want || got >= max))
+			break;
+		if (n == 0 && ++spins % SPIN_CHECK == 0) {
+			if (gdr_now_ns() > deadline)
+				break;
+			sched_yield();
+		}
+	}
+	return got;
+}
+
+int gdr_wait_u8(uintptr_t addr, uint8_t want, int64_t timeout_ns) {
+	volatile uint8_t *p = (volatile uint8_t *)addr;
+	int64_t deadline = gdr_now_ns() + timeout_ns;
+	int spins = 0;
+	while (*p != want) {
+		if (++spins % SPIN_CHECK == 0) {
+			if (gdr_now_ns() > deadline)
+				return ETIMEDOUT;
+			sched_yield();
+		}
+	}
+	return 0;
+}
+
+// poll_one waits for one completion on cq; returns 0, ETIMEDOUT, or EIO with
+// *wc_status set for a failed completion.
+static int poll_one(struct ibv_cq *cq, int64_t timeout_ns, int *wc_status, struct ibv_wc *wc) {
+	int64_t deadline = gdr_now_ns() + timeout_ns;
+	int spins = 0;
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n < 0)
+			return EIO;
+		if (n == 1) {
+			if (wc->status != IBV_WC_SUCCESS) {
+				*wc_status = wc->status;
+				return EIO;
+			}
+			return 0;
+		}
+		if (++spins % SPIN_CHECK == 0) {
+			if (gdr_now_ns() > deadline)
+				return ETIMEDOUT;
+			sched_yield();
+		}
+	}
+}
+
+static int post_recv0(struct ibv_qp *qp) {
+	struct ibv_recv_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+int gdr_lat(const gdr_lat_args *a, int64_t *stamps, int *wc_status, int *done) {
+	struct ibv_sge sge = {.addr = a->laddr, .length = a->size, .lkey = a->lkey};
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	volatile uint8_t *post_buf = (volatile uint8_t *)(a->laddr + a->size - 1);
+	int scnt = 0, rcnt = 0, outstanding = 0, rc;
+	*wc_status = -1;
+	*done = 0;
+	memset(&wr, 0, sizeof wr);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = a->use_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = a->raddr;
+	wr.wr.rdma.rkey = a->rkey;
+	if (a->use_imm) {
+		for (int i = 0; i < 2 && i < a->iters; i++)
+			if ((rc = post_recv0(a->qp)))
+				return rc;
+	}
+	while (scnt < a->iters || rcnt < a->iters) {
+		if (rcnt < a->iters && !(scnt < 1 && a->first)) {
+			rcnt++;
+			if (a->use_imm) {
+				if ((rc = poll_one(a->rcq, a->timeout_ns, wc_status, &wc)))
+					return rc;
+				if (rcnt + 1 < a->iters && (rc = post_recv0(a->qp)))
+					return rc;
+			} else {
+				rc = gdr_wait_u8(a->poll_addr, (uint8_t)rcnt, a->timeout_ns);
+				if (rc)
+					return rc;
+			}
+		}
+		if (scnt < a->iters) {
+			stamps[scnt] = gdr_now_ns();
+			scnt++;
+			if (!a->use_imm)
+				*post_buf = (uint8_t)scnt; // the tag the peer waits for
+			wr.imm_data = htobe32((uint32_t)scnt);
+			wr.wr_id = (uint64_t)scnt;
+			wr.send_flags = IBV_SEND_SIGNALED | (a->inline_ok ? IBV_SEND_INLINE : 0);
+			if ((rc = ibv_post_send(a->qp, &wr, &bad)))
+				return rc;
+			outstanding++;
+		}
+		// Reap send completions without waiting unless the queue is full.
+		while (outstanding > 0) {
+			int n = ibv_poll_cq(a->scq, 1, &wc);
+			if (n < 0)
+				return EIO;
+			if (n == 0) {
+				if (outstanding < a->sq_depth - 1)
+					break;
+				if ((rc = poll_one(a->scq, a->timeout_ns, wc_status, &wc)))
+					return rc;
+				outstanding--;
+				continue;
+			}
+			if (wc.status != IBV_WC_SUCCESS) {
+				*wc_status = wc.status;
+				return EIO;
+			}
+			outstanding--;
+		}
+		*done = rcnt < scnt ? rcnt : scnt;
+	}
+	while (outstanding > 0) {
+		if ((rc = poll_one(a->scq, a->timeout_ns, wc_status, &wc)))
+			return rc;
+		outstanding--;
+	}
+	*done = a->iters;
+	return 0;
+}
+
+int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done) {
+	struct ibv_sge sge = {.addr = a->laddr, .length = a->size, .lkey = a->lkey};
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc[16];
+	int scnt = 0, ccnt = 0, rc, spins = 0;
+	int cq_mod = a->cq_mod < 1 ? 1 : a->cq_mod;
+	int64_t start = 0, last = gdr_now_ns();
+	*wc_status = -1;
+	*done = 0;
+	memset(&wr, 0, sizeof wr);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = (enum ibv_wr_opcode)a->opcode;
+	wr.wr.rdma.remote_addr = a->raddr;
+	wr.wr.rdma.rkey = a->rkey;
+	while (ccnt < a->iters) {
+		while (scnt < a->iters && scnt - ccnt < a->tx_depth) {
+			wr.wr_id = (uint64_t)scnt;
+			// ib_write_bw signals every cq_mod-th WR and the last one; a
+			// completion then accounts for all WRs since the previous one.
+			wr.send_flags = (scnt % cq_mod == cq_mod - 1 || scnt == a->iters - 1) ? IBV_SEND_SIGNALED : 0;
+			if (scnt == 0)
+				start = gdr_now_ns();
+			if ((rc = ibv_post_send(a->qp, &wr, &bad)))
+				return rc;
+			scnt++;
+		}
+		int n = ibv_poll_cq(a->scq, 16, wc);
+		if (n < 0)
+			return EIO;
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				*wc_status = wc[i].status;
+				*done = ccnt;
+				return EIO;
+			}
+			int id = (int)wc[i].wr_id;
+			ccnt = id + 1; // everything up to a signaled WR is complete
+		}
+		if (n > 0) {
+			last = gdr_now_ns();
+			*done = ccnt;
+		} else if (++spins % SPIN_CHECK == 0) {
+			if (gdr_now_ns() - last > a->timeout_ns)
+				return ETIMEDOUT;
+			sched_yield();
+		}
+	}
+	*elapsed_ns = gdr_now_ns() - start;
+	return 0;
+}

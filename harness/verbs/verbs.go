@@ -1,0 +1,861 @@
+//go:build rdma
+
+package verbs
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Library is the soname opened at run time.
+const Library = "libibverbs.so.1"
+
+// LoadError is libibverbs.so.1 missing or unusable; tests turn it into an absence.
+type LoadError struct{ Msg string }
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("%s does not load (%s): install rdma-core's verbs library (Debian/Ubuntu: libibverbs1 and ibverbs-providers; RHEL: libibverbs / rdma-core; or MLNX_OFED)", Library, e.Msg)
+}
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+)
+
+// Load opens libibverbs.so.1 once; later calls return the first result.
+func Load() error {
+	loadOnce.Do(func() {
+		cs := C.CString(Library)
+		defer C.free(unsafe.Pointer(cs))
+		if e := C.gdr_load(cs); e != nil {
+			loadErr = &LoadError{Msg: C.GoString(e)}
+		}
+	})
+	return loadErr
+}
+
+// HasDmabuf reports whether the loaded libibverbs exports ibv_reg_dmabuf_mr.
+func HasDmabuf() bool { return Load() == nil && C.gdr_has_dmabuf() != 0 }
+
+// Error is a failed verb: its name, errno and errno's symbolic name.
+type Error struct {
+	Verb  string // e.g. "ibv_modify_qp(RTR)"
+	Errno syscall.Errno
+	Hint  string // what usually causes this errno for this verb, if known
+}
+
+func (e *Error) Error() string {
+	name := unix.ErrnoName(e.Errno)
+	if name == "" {
+		name = "unknown"
+	}
+	s := fmt.Sprintf("%s: errno %d (%s)", e.Verb, int(e.Errno), name)
+	if e.Hint != "" {
+		s += ": " + e.Hint
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Errno }
+
+func verr(verb string, errno C.int, hint string) error {
+	if errno == 0 {
+		errno = C.int(syscall.EIO)
+	}
+	return &Error{Verb: verb, Errno: syscall.Errno(errno), Hint: hint}
+}
+
+// DeviceInfo is one entry of ibv_get_device_list.
+type DeviceInfo struct {
+	Name string
+	GUID uint64
+}
+
+// Devices lists the RDMA devices libibverbs sees.
+func Devices() ([]DeviceInfo, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	var n, e C.int
+	l := C.gdr_get_device_list(&n, &e)
+	if l == nil {
+		if syscall.Errno(e) == syscall.ENOSYS {
+			return nil, nil // no kernel support: no devices
+		}
+		return nil, verr("ibv_get_device_list", e, "")
+	}
+	defer C.gdr_free_device_list(l)
+	out := make([]DeviceInfo, 0, int(n))
+	for i := 0; i < int(n); i++ {
+		d := C.gdr_dev_at(l, C.int(i))
+		out = append(out, DeviceInfo{Name: C.GoString(C.gdr_dev_name(d)), GUID: uint64(C.gdr_dev_guid(d))})
+	}
+	return out, nil
+}
+
+// Context is an open device.
+type Context struct {
+	Name string
+	ctx  *C.struct_ibv_context
+	attr DeviceAttr
+}
+
+// Open opens the device called name; "" opens the first one.
+func Open(name string) (*Context, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	var n, e C.int
+	l := C.gdr_get_device_list(&n, &e)
+	if l == nil {
+		return nil, verr("ibv_get_device_list", e, "")
+	}
+	defer C.gdr_free_device_list(l)
+	var names []string
+	for i := 0; i < int(n); i++ {
+		d := C.gdr_dev_at(l, C.int(i))
+		dn := C.GoString(C.gdr_dev_name(d))
+		names = append(names, dn)
+		if name != "" && dn != name {
+			continue
+		}
+		c := C.gdr_open(d, &e)
+		if c == nil {
+			return nil, verr("ibv_open_device("+dn+")", e, "check /dev/infiniband/uverbs* exists and is accessible (ib_uverbs loaded, permissions)")
+		}
+		ctx := &Context{Name: dn, ctx: c}
+		a, err := ctx.queryDevice()
+		if err != nil {
+			ctx.Close()
+			return nil, err
+		}
+		ctx.attr = a
+		return ctx, nil
+	}
+	if name == "" {
+		return nil, errors.New("ibv_get_device_list: no RDMA devices")
+	}
+	return nil, fmt.Errorf("RDMA device %q not found; libibverbs lists: %s", name, strings.Join(names, ", "))
+}
+
+// Close closes the device; safe to call twice.
+func (c *Context) Close() error {
+	if c == nil || c.ctx == nil {
+		return nil
+	}
+	rc := C.gdr_close(c.ctx)
+	c.ctx = nil
+	if rc != 0 {
+		return verr("ibv_close_device", rc, "")
+	}
+	return nil
+}
+
+// DeviceAttr is the part of ibv_device_attr the suite uses.
+type DeviceAttr struct {
+	FWVer        string
+	VendorID     uint32
+	VendorPartID uint32
+	MaxQPWR      int
+	MaxCQE       int
+	MaxSGE       int
+	MaxQPRdAtom  int
+	MaxMRSize    uint64
+	PhysPorts    int
+}
+
+func (c *Context) queryDevice() (DeviceAttr, error) {
+	var a C.struct_ibv_device_attr
+	if rc := C.gdr_query_device(c.ctx, &a); rc != 0 {
+		return DeviceAttr{}, verr("ibv_query_device", rc, "")
+	}
+	return DeviceAttr{
+		FWVer:        C.GoString(&a.fw_ver[0]),
+		VendorID:     uint32(a.vendor_id),
+		VendorPartID: uint32(a.vendor_part_id),
+		MaxQPWR:      int(a.max_qp_wr),
+		MaxCQE:       int(a.max_cqe),
+		MaxSGE:       int(a.max_sge),
+		MaxQPRdAtom:  int(a.max_qp_rd_atom),
+		MaxMRSize:    uint64(a.max_mr_size),
+		PhysPorts:    int(a.phys_port_cnt),
+	}, nil
+}
+
+// Attr returns the device attributes read at Open.
+func (c *Context) Attr() DeviceAttr { return c.attr }
+
+// Port states and link layers, as in verbs.h.
+const (
+	PortActive = 4
+
+	LinkLayerUnspecified = 0
+	LinkLayerIB          = 1
+	LinkLayerEthernet    = 2
+)
+
+// PortAttr is the part of ibv_port_attr the suite uses.
+type PortAttr struct {
+	State       int
+	StateName   string
+	MaxMTU      int // bytes
+	ActiveMTU   int // bytes
+	LID         uint16
+	LinkLayer   string // InfiniBand or Ethernet
+	ActiveWidth int    // lanes
+	ActiveSpeed float64
+	RateGbps    float64 // lanes x per-lane rate; 0 when unknown
+	GIDTableLen int
+}
+
+var portStates = map[int]string{0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+
+// MTUBytes converts an ibv_mtu enum (1..5) to bytes.
+func MTUBytes(e int) int {
+	if e < 1 || e > 5 {
+		return 0
+	}
+	return 128 << e
+}
+
+// MTUEnum converts bytes to the ibv_mtu enum, or 0.
+func MTUEnum(b int) int {
+	for e := 1; e <= 5; e++ {
+		if 128<<e == b {
+			return e
+		}
+	}
+	return 0
+}
+
+// Per-lane rates in Gbit/s of ibv_port_attr.active_speed codes (nominal, as
+// sysfs's rate file prints them).
+var laneGbps = map[int]float64{1: 2.5, 2: 5, 4: 10, 8: 10, 16: 14, 32: 25, 64: 50, 128: 100}
+var widthLanes = map[int]int{1: 1, 2: 4, 4: 8, 8: 12, 16: 2}
+
+// QueryPort reads port's attributes.
+func (c *Context) QueryPort(port int) (PortAttr, error) {
+	if port < 1 || port > 255 {
+		return PortAttr{}, fmt.Errorf("port %d out of range 1..255", port)
+	}
+	var a C.struct_ibv_port_attr
+	if rc := C.gdr_query_port(c.ctx, C.uint8_t(port), &a); rc != 0 {
+		return PortAttr{}, verr(fmt.Sprintf("ibv_query_port(%s, %d)", c.Name, port), rc, "the device may not have this port (GDR_IB_PORT)")
+	}
+	p := PortAttr{
+		State:       int(a.state),
+		StateName:   portStates[int(a.state)],
+		MaxMTU:      MTUBytes(int(a.max_mtu)),
+		ActiveMTU:   MTUBytes(int(a.active_mtu)),
+		LID:         uint16(a.lid),
+		GIDTableLen: int(a.gid_tbl_len),
+	}
+	switch int(a.link_layer) {
+	case LinkLayerEthernet:
+		p.LinkLayer = "Ethernet"
+	default:
+		p.LinkLayer = "InfiniBand"
+	}
+	p.ActiveWidth = widthLanes[int(a.active_width)]
+	p.ActiveSpeed = laneGbps[int(a.active_speed)]
+	p.RateGbps = float64(p.ActiveWidth) * p.ActiveSpeed
+	return p, nil
+}
+
+// QueryGID reads GID index of port.
+func (c *Context) QueryGID(port, index int) ([16]byte, error) {
+	var g [16]byte
+	if rc := C.gdr_query_gid(c.ctx, C.uint8_t(port), C.int(index), (*C.uint8_t)(unsafe.Pointer(&g[0]))); rc != 0 {
+		return g, verr(fmt.Sprintf("ibv_query_gid(%s, port %d, index %d)", c.Name, port, index), rc, "")
+	}
+	return g, nil
+}
+
+// PD is a protection domain.
+type PD struct {
+	pd  *C.struct_ibv_pd
+	ctx *Context
+}
+
+// AllocPD allocates a protection domain.
+func (c *Context) AllocPD() (*PD, error) {
+	var e C.int
+	pd := C.gdr_alloc_pd(c.ctx, &e)
+	if pd == nil {
+		return nil, verr("ibv_alloc_pd", e, "")
+	}
+	return &PD{pd: pd, ctx: c}, nil
+}
+
+// Close deallocates the PD; safe to call twice.
+func (p *PD) Close() error {
+	if p == nil || p.pd == nil {
+		return nil
+	}
+	rc := C.gdr_dealloc_pd(p.pd)
+	p.pd = nil
+	if rc != 0 {
+		return verr("ibv_dealloc_pd", rc, "a QP or MR of this PD is still open")
+	}
+	return nil
+}
+
+// Access flags.
+const (
+	AccessLocalWrite  = C.IBV_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite = C.IBV_ACCESS_REMOTE_WRITE
+	AccessRemoteRead  = C.IBV_ACCESS_REMOTE_READ
+	AccessRelaxed     = C.IBV_ACCESS_RELAXED_ORDERING
+	AccessRW          = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead
+)
+
+// MR is a registered memory region.
+type MR struct {
+	mr   *C.struct_ibv_mr
+	Addr uint64
+	Len  int
+	LKey uint32
+	RKey uint32
+}
+
+// RegMR registers [addr, addr+n) with access flags.
+func (p *PD) RegMR(addr uintptr, n int, access int) (*MR, error) {
+	var e C.int
+	mr := C.gdr_reg_mr(p.pd, C.uintptr_t(addr), C.size_t(n), C.int(access), &e)
+	if mr == nil {
+		hint := ""
+		switch syscall.Errno(e) {
+		case syscall.EFAULT:
+			hint = "the address range is not mapped, or is GPU memory without peer memory support (load nvidia-peermem, or use dma-buf)"
+		case syscall.ENOMEM:
+			hint = "locked-memory limit too low (ulimit -l unlimited) or the NIC is out of MR resources"
+		case syscall.EINVAL:
+			hint = "bad length/alignment or access flags for this device"
+		}
+		return nil, verr(fmt.Sprintf("ibv_reg_mr(0x%x, %d)", addr, n), e, hint)
+	}
+	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr))}, nil
+}
+
+// ErrNoDmabufSymbol: the loaded libibverbs predates ibv_reg_dmabuf_mr (rdma-core 34).
+var ErrNoDmabufSymbol = errors.New("ibv_reg_dmabuf_mr is not supported by this libibverbs (rdma-core older than v34): upgrade rdma-core / MLNX_OFED")
+
+// RegDmabufMR registers length bytes at offset of dma-buf fd, addressed by
+// work requests as iova.
+func (p *PD) RegDmabufMR(offset uint64, n int, iova uint64, fd int, access int) (*MR, error) {
+	if C.gdr_has_dmabuf() == 0 {
+		return nil, ErrNoDmabufSymbol
+	}
+	var e C.int
+	mr := C.gdr_reg_dmabuf_mr(p.pd, C.uint64_t(offset), C.size_t(n), C.uint64_t(iova), C.int(fd), C.int(access), &e)
+	if mr == nil {
+		hint := ""
+		switch syscall.Errno(e) {
+		case syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT:
+			hint = "the kernel or the NIC driver does not support dma-buf MRs (needs Linux 5.12+ and a driver with dma-buf support, e.g. mlx5)"
+		case syscall.EBADF:
+			hint = "the fd is not a dma-buf"
+		}
+		return nil, verr(fmt.Sprintf("ibv_reg_dmabuf_mr(fd %d, offset %d, %d bytes)", fd, offset, n), e, hint)
+	}
+	return &MR{mr: mr, Addr: iova, Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr))}, nil
+}
+
+// DmabufSupport is the kernel probe's answer.
+type DmabufSupport struct {
+	Supported bool
+	Errno     syscall.Errno // what the probe returned
+	Reason    string
+}
+
+// ProbeDmabuf calls ibv_reg_dmabuf_mr with fd -1: EBADF means the kernel
+// and driver implement dma-buf MRs (they got as far as looking up the fd);
+// EOPNOTSUPP/EPROTONOSUPPORT means they do not.
+func (p *PD) ProbeDmabuf() (DmabufSupport, error) {
+	if C.gdr_has_dmabuf() == 0 {
+		return DmabufSupport{Reason: ErrNoDmabufSymbol.Error()}, nil
+	}
+	var e C.int
+	mr := C.gdr_reg_dmabuf_mr(p.pd, 0, 4096, 0, -1, C.int(AccessLocalWrite), &e)
+	if mr != nil { // cannot happen with fd -1; do not leak it if it does
+		C.gdr_dereg_mr(mr)
+		return DmabufSupport{}, errors.New("ibv_reg_dmabuf_mr accepted fd -1: the driver is broken")
+	}
+	switch en := syscall.Errno(e); en {
+	case syscall.EBADF:
+		return DmabufSupport{Supported: true, Errno: en, Reason: "ibv_reg_dmabuf_mr(fd=-1) returned EBADF: dma-buf MRs are supported"}, nil
+	case syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS:
+		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", unix.ErrnoName(en), p.ctx.Name)}, nil
+	default:
+		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", e, "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
+	}
+}
+
+// Close deregisters the MR; safe to call twice.
+func (m *MR) Close() error {
+	if m == nil || m.mr == nil {
+		return nil
+	}
+	rc := C.gdr_dereg_mr(m.mr)
+	m.mr = nil
+	if rc != 0 {
+		return verr("ibv_dereg_mr", rc, "")
+	}
+	return nil
+}
+
+// CQ is a completion queue.
+type CQ struct {
+	cq  *C.struct_ibv_cq
+	buf []C.gdr_wc
+}
+
+// CreateCQ creates a CQ with at least cqe entries.
+func (c *Context) CreateCQ(cqe int) (*CQ, error) {
+	var e C.int
+	cq := C.gdr_create_cq(c.ctx, C.int(cqe), &e)
+	if cq == nil {
+		return nil, verr(fmt.Sprintf("ibv_create_cq(%d)", cqe), e, fmt.Sprintf("the device allows at most %d entries", c.attr.MaxCQE))
+	}
+	return &CQ{cq: cq}, nil
+}
+
+// Close destroys the CQ; safe to call twice.
+func (q *CQ) Close() error {
+	if q == nil || q.cq == nil {
+		return nil
+	}
+	rc := C.gdr_destroy_cq(q.cq)
+	q.cq = nil
+	if rc != 0 {
+		return verr("ibv_destroy_cq", rc, "a QP using it is still open")
+	}
+	return nil
+}
+
+// Opcode of a send work request.
+type Opcode int
+
+const (
+	OpWrite    Opcode = C.IBV_WR_RDMA_WRITE
+	OpWriteImm Opcode = C.IBV_WR_RDMA_WRITE_WITH_IMM
+	OpSend     Opcode = C.IBV_WR_SEND
+	OpRead     Opcode = C.IBV_WR_RDMA_READ
+)
+
+func (o Opcode) String() string {
+	switch o {
+	case OpWrite:
+		return "RDMA_WRITE"
+	case OpWriteImm:
+		return "RDMA_WRITE_WITH_IMM"
+	case OpSend:
+		return "SEND"
+	case OpRead:
+		return "RDMA_READ"
+	}
+	return fmt.Sprintf("opcode %d", int(o))
+}
+
+// Completion opcodes (ibv_wc_opcode).
+const (
+	WCSend         = C.IBV_WC_SEND
+	WCWrite        = C.IBV_WC_RDMA_WRITE
+	WCRead         = C.IBV_WC_RDMA_READ
+	WCRecv         = C.IBV_WC_RECV
+	WCRecvWriteImm = C.IBV_WC_RECV_RDMA_WITH_IMM
+)
+
+// SendWR is one send work request with a single SGE (Len 0: no SGE).
+type SendWR struct {
+	ID         uint64
+	Op         Opcode
+	LocalAddr  uint64
+	Len        uint32
+	LKey       uint32
+	RemoteAddr uint64
+	RKey       uint32
+	Imm        uint32
+	Signaled   bool
+	Inline     bool
+}
+
+// RecvWR is one receive work request (Len 0: no SGE, e.g. for WRITE_WITH_IMM).
+type RecvWR struct {
+	ID        uint64
+	LocalAddr uint64
+	Len       uint32
+	LKey      uint32
+}
+
+// QP is an RC queue pair.
+type QP struct {
+	qp        *C.struct_ibv_qp
+	pd        *PD
+	Num       uint32
+	MaxInline int
+	SQDepth   int
+	RQDepth   int
+	port      int
+}
+
+// QPCaps sizes a QP.
+type QPCaps struct {
+	SendWR, RecvWR int
+	MaxInline      int // requested; QP.MaxInline is what the device granted
+}
+
+// CreateRCQP creates an RC QP on pd. A device that refuses the inline size
+// gets a second try without inline data.
+func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps) (*QP, error) {
+	var e C.int
+	var got C.uint32_t
+	qp := C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), C.uint32_t(caps.MaxInline), &got, &e)
+	if qp == nil && caps.MaxInline > 0 {
+		qp = C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), 0, &got, &e)
+	}
+	if qp == nil {
+		return nil, verr(fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendWR, caps.RecvWR), e,
+			fmt.Sprintf("the device allows at most %d WRs per queue", p.ctx.attr.MaxQPWR))
+	}
+	return &QP{qp: qp, pd: p, Num: uint32(C.gdr_qp_num(qp)), MaxInline: int(got), SQDepth: caps.SendWR, RQDepth: caps.RecvWR}, nil
+}
+
+// Close destroys the QP; safe to call twice.
+func (q *QP) Close() error {
+	if q == nil || q.qp == nil {
+		return nil
+	}
+	rc := C.gdr_destroy_qp(q.qp)
+	q.qp = nil
+	if rc != 0 {
+		return verr("ibv_destroy_qp", rc, "")
+	}
+	return nil
+}
+
+// Init moves the QP RESET -> INIT on port with remote access flags.
+func (q *QP) Init(port, access int) error {
+	q.port = port
+	if rc := C.gdr_qp_init(q.qp, C.uint8_t(port), C.int(access)); rc != 0 {
+		return verr("ibv_modify_qp(INIT)", rc, fmt.Sprintf("check port %d exists (GDR_IB_PORT)", port))
+	}
+	return nil
+}
+
+// Remote is what RTR needs about the peer.
+type Remote struct {
+	QPN     uint32
+	PSN     uint32
+	LID     uint16
+	GID     [16]byte
+	UseGRH  bool // RoCE (always) or IB across subnets
+	MTU     int  // path MTU in bytes: min of both ends' active MTU
+	RdAtom  int  // outstanding RDMA READs we accept as responder
+	SGIDIdx int  // our GID index (with GRH)
+}
+
+// RTR moves INIT -> RTR towards r.
+func (q *QP) RTR(r Remote) error {
+	mtu := MTUEnum(r.MTU)
+	if mtu == 0 {
+		return fmt.Errorf("ibv_modify_qp(RTR): path MTU %d is not 256..4096", r.MTU)
+	}
+	global := C.int(0)
+	if r.UseGRH {
+		global = 1
+	}
+	rc := C.gdr_qp_rtr(q.qp, C.uint8_t(q.port), C.int(mtu), C.uint32_t(r.QPN), C.uint32_t(r.PSN), C.uint16_t(r.LID),
+		global, (*C.uint8_t)(unsafe.Pointer(&r.GID[0])), C.uint8_t(r.SGIDIdx), C.uint8_t(clampRd(r.RdAtom)))
+	if rc != 0 {
+		hint := "check the peer's QPN/GID/LID, the GID index (GDR_GID_INDEX) and the path MTU"
+		if r.UseGRH {
+			hint = fmt.Sprintf("RoCE: GID index %d must be a valid GID of port %d with a route to the peer's GID (GDR_GID_INDEX); path MTU %d", r.SGIDIdx, q.port, r.MTU)
+		} else if r.LID == 0 {
+			hint = "InfiniBand without GRH needs the peer's LID, and it is 0: is a subnet manager running (opensm)?"
+		}
+		return verr("ibv_modify_qp(RTR)", rc, hint)
+	}
+	return nil
+}
+
+func clampRd(n int) int {
+	if n < 1 {
+		return 1
+	}
+	if n > 16 {
+		return 16
+	}
+	return n
+}
+
+// RTS moves RTR -> RTS with our send PSN.
+func (q *QP) RTS(psn uint32, rdAtom int) error {
+	if rc := C.gdr_qp_rts(q.qp, C.uint32_t(psn), C.uint8_t(clampRd(rdAtom)), 14, 7); rc != 0 {
+		return verr("ibv_modify_qp(RTS)", rc, "")
+	}
+	return nil
+}
+
+func toC(ws []SendWR) []C.gdr_wr {
+	out := make([]C.gdr_wr, len(ws))
+	for i, w := range ws {
+		f := 0
+		if w.Signaled {
+			f |= C.IBV_SEND_SIGNALED
+		}
+		if w.Inline {
+			f |= C.IBV_SEND_INLINE
+		}
+		out[i] = C.gdr_wr{wr_id: C.uint64_t(w.ID), laddr: C.uint64_t(w.LocalAddr), raddr: C.uint64_t(w.RemoteAddr),
+			len: C.uint32_t(w.Len), lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), imm: C.uint32_t(w.Imm),
+			opcode: C.int32_t(w.Op), flags: C.int32_t(f)}
+	}
+	return out
+}
+
+// PostSend posts a chained list of send WRs in one ibv_post_send.
+func (q *QP) PostSend(ws ...SendWR) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	cw := toC(ws)
+	var bad C.int
+	if rc := C.gdr_post_send(q.qp, &cw[0], C.int(len(cw)), &bad); rc != 0 {
+		return verr(fmt.Sprintf("ibv_post_send(%v, %d WRs, first bad %d)", ws[0].Op, len(ws), int(bad)), rc,
+			"send queue full (too many unsignaled WRs), QP not in RTS, or inline data larger than the QP allows")
+	}
+	return nil
+}
+
+// PostRecv posts a chained list of receive WRs in one ibv_post_recv.
+func (q *QP) PostRecv(ws ...RecvWR) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	cw := make([]C.gdr_wr, len(ws))
+	for i, w := range ws {
+		cw[i] = C.gdr_wr{wr_id: C.uint64_t(w.ID), laddr: C.uint64_t(w.LocalAddr), len: C.uint32_t(w.Len), lkey: C.uint32_t(w.LKey)}
+	}
+	var bad C.int
+	if rc := C.gdr_post_recv(q.qp, &cw[0], C.int(len(cw)), &bad); rc != 0 {
+		return verr(fmt.Sprintf("ibv_post_recv(%d WRs, first bad %d)", len(ws), int(bad)), rc, "receive queue full")
+	}
+	return nil
+}
+
+// WC is one work completion.
+type WC struct {
+	ID        uint64
+	Status    int
+	Opcode    int
+	ByteLen   uint32
+	Imm       uint32
+	HasImm    bool
+	VendorErr uint32
+	QPNum     uint32
+}
+
+// OK reports a successful completion.
+func (w WC) OK() bool { return w.Status == 0 }
+
+// StatusString is libibverbs' text for Status.
+func StatusString(status int) string { return C.GoString(C.gdr_wc_status_str(C.int(status))) }
+
+// WCError is a completion with an error status.
+type WCError struct {
+	WC   WC
+	What string
+}
+
+func (e *WCError) Error() string {
+	return fmt.Sprintf("%s: work completion error: wr_id %d status %d (%s), vendor error 0x%x%s",
+		e.What, e.WC.ID, e.WC.Status, StatusString(e.WC.Status), e.WC.VendorErr, wcHint(e.WC.Status))
+}
+
+func wcHint(status int) string {
+	switch status {
+	case C.IBV_WC_REM_ACCESS_ERR:
+		return ": the peer's MR rejected the access (rkey, address range or access flags)"
+	case C.IBV_WC_RETRY_EXC_ERR:
+		return ": the peer did not acknowledge (unreachable GID/LID, wrong QPN, or the peer's QP is gone)"
+	case C.IBV_WC_RNR_RETRY_EXC_ERR:
+		return ": the peer had no receive posted"
+	case C.IBV_WC_LOC_PROT_ERR:
+		return ": local lkey/address mismatch"
+	case C.IBV_WC_LOC_QP_OP_ERR:
+		return ": local QP operation error (bad WR or routing problem)"
+	case C.IBV_WC_WR_FLUSH_ERR:
+		return ": flushed because the QP went to the error state after an earlier failure"
+	}
+	return ""
+}
+
+// TimeoutError is a poll or wait that passed its deadline.
+type TimeoutError struct {
+	What    string
+	Timeout time.Duration
+	Got     int
+	Want    int
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: no completion within %v (got %d of %d): the peer stopped, the fabric drops packets, or GDR_TIMEOUT is too short for this link", e.What, e.Timeout, e.Got, e.Want)
+}
+
+// Poll collects completions into out until it holds at least min of them
+// (min <= len(out)) or timeout passes; one cgo call for the whole wait.
+// Completions with an error status are returned as well; use Check.
+func (q *CQ) Poll(out []WC, min int, timeout time.Duration) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	if cap(q.buf) < len(out) {
+		q.buf = make([]C.gdr_wc, len(out))
+	}
+	b := q.buf[:len(out)]
+	n := int(C.gdr_poll(q.cq, &b[0], C.int(len(out)), C.int(min), C.int64_t(timeout)))
+	if n < 0 {
+		return 0, verr("ibv_poll_cq", C.int(-n), "")
+	}
+	for i := 0; i < n; i++ {
+		w := b[i]
+		out[i] = WC{ID: uint64(w.wr_id), Status: int(w.status), Opcode: int(w.opcode), ByteLen: uint32(w.byte_len),
+			Imm: uint32(w.imm), HasImm: w.wc_flags&C.IBV_WC_WITH_IMM != 0, VendorErr: uint32(w.vendor_err), QPNum: uint32(w.qp_num)}
+	}
+	if n < min {
+		return n, &TimeoutError{What: "ibv_poll_cq", Timeout: timeout, Got: n, Want: min}
+	}
+	return n, nil
+}
+
+// Wait polls for exactly n completions and fails on the first error status.
+func (q *CQ) Wait(n int, what string, timeout time.Duration) ([]WC, error) {
+	out := make([]WC, n)
+	got := 0
+	deadline := time.Now().Add(timeout)
+	for got < n {
+		left := time.Until(deadline)
+		if left < 0 {
+			left = 0
+		}
+		k, err := q.Poll(out[got:], n-got, left)
+		for _, w := range out[got : got+k] {
+			if !w.OK() {
+				return out[:got+k], &WCError{WC: w, What: what}
+			}
+		}
+		got += k
+		if err != nil {
+			var te *TimeoutError
+			if errors.As(err, &te) {
+				te.What, te.Got, te.Want = what, got, n
+			}
+			return out[:got], err
+		}
+	}
+	return out, nil
+}
+
+// WaitByte spins until the byte at addr (host memory) equals want.
+func WaitByte(addr uintptr, want byte, timeout time.Duration) error {
+	if C.gdr_wait_u8(C.uintptr_t(addr), C.uint8_t(want), C.int64_t(timeout)) != 0 {
+		return &TimeoutError{What: fmt.Sprintf("waiting for byte 0x%02x at 0x%x", want, addr), Timeout: timeout, Want: 1}
+	}
+	return nil
+}
+
+// LatArgs drive a perftest-style WRITE latency ping-pong run in C.
+type LatArgs struct {
+	SendCQ, RecvCQ *CQ
+	Local          *MR
+	SendAddr       uint64 // what we write from; its last byte carries the tag
+	PollAddr       uint64 // host byte the peer's write tags (ignored with UseImm)
+	RemoteAddr     uint64
+	RKey           uint32
+	Size           int
+	Iters          int
+	First          bool // this side posts first (client)
+	UseImm         bool // wait on RECV_RDMA_WITH_IMM completions (non-host memory)
+	Timeout        time.Duration
+}
+
+// Latency runs the ping-pong; it returns the post timestamps (ns), so
+// consecutive differences are round trips.
+func (q *QP) Latency(a LatArgs) ([]int64, error) {
+	if a.Iters < 1 || a.Size < 1 {
+		return nil, fmt.Errorf("latency: iters %d and size %d must be >= 1", a.Iters, a.Size)
+	}
+	stamps := make([]int64, a.Iters)
+	ca := C.gdr_lat_args{qp: q.qp, scq: a.SendCQ.cq, rcq: a.RecvCQ.cq, laddr: C.uint64_t(a.SendAddr), lkey: C.uint32_t(a.Local.LKey),
+		poll_addr: C.uint64_t(a.PollAddr), raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size),
+		iters: C.int32_t(a.Iters), sq_depth: C.int32_t(q.SQDepth), timeout_ns: C.int64_t(a.Timeout)}
+	if a.First {
+		ca.first = 1
+	}
+	if a.UseImm {
+		ca.use_imm = 1
+	}
+	if a.Size <= q.MaxInline {
+		ca.inline_ok = 1
+	}
+	var st, done C.int
+	rc := C.gdr_lat(&ca, (*C.int64_t)(unsafe.Pointer(&stamps[0])), &st, &done)
+	return stamps, q.runErr("latency ping-pong", rc, st, int(done), a.Iters, a.Timeout)
+}
+
+func (q *QP) runErr(what string, rc, st C.int, done, iters int, to time.Duration) error {
+	switch {
+	case rc == 0:
+		return nil
+	case syscall.Errno(rc) == syscall.ETIMEDOUT:
+		return &TimeoutError{What: fmt.Sprintf("%s (after %d of %d iterations)", what, done, iters), Timeout: to, Got: done, Want: iters}
+	case st >= 0:
+		return &WCError{WC: WC{Status: int(st)}, What: fmt.Sprintf("%s (after %d of %d iterations)", what, done, iters)}
+	}
+	return verr(what, rc, "")
+}
+
+// BWArgs drive a perftest-style bandwidth run in C.
+type BWArgs struct {
+	CQ         *CQ
+	Op         Opcode
+	Local      *MR
+	LocalAddr  uint64
+	RemoteAddr uint64
+	RKey       uint32
+	Size       int
+	Iters      int
+	TxDepth    int
+	CQMod      int
+	Timeout    time.Duration // longest time without progress
+}
+
+// Bandwidth posts Iters WRs as ib_write_bw does and returns the time from
+// the first post to the last completion.
+func (q *QP) Bandwidth(a BWArgs) (time.Duration, error) {
+	if a.Iters < 1 || a.Size < 1 || a.TxDepth < 1 || a.TxDepth > q.SQDepth {
+		return 0, fmt.Errorf("bandwidth: iters %d, size %d, tx depth %d (send queue %d) out of range", a.Iters, a.Size, a.TxDepth, q.SQDepth)
+	}
+	ca := C.gdr_bw_args{qp: q.qp, scq: a.CQ.cq, opcode: C.int32_t(a.Op), laddr: C.uint64_t(a.LocalAddr), lkey: C.uint32_t(a.Local.LKey),
+		raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size), iters: C.int32_t(a.Iters),
+		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), timeout_ns: C.int64_t(a.Timeout)}
+	var el C.int64_t
+	var st, done C.int
+	rc := C.gdr_bw(&ca, &el, &st, &done)
+	return time.Duration(el), q.runErr(fmt.Sprintf("%v bandwidth", a.Op), rc, st, int(done), a.Iters, a.Timeout)
+}
