@@ -56,6 +56,7 @@ type Config struct {
 	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
 	Mem        Mem             // GDR_MEM: gpu|host
 	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
+	BWSizes    []int           // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
 
 	// Thresholds; zero means "derive from the port rate on real NICs, or none".
 	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
@@ -75,6 +76,7 @@ func Defaults() Config {
 		Timeout:         30 * time.Second,
 		MaxPath:         pathclass.PXB,
 		Iters:           1000,
+		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
 	}
 }
@@ -84,7 +86,7 @@ var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_IB_PORT",
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_ITERS", "GDR_MIN_BW_GBPS",
-	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION",
+	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 }
 
 // Load reads the process environment.
@@ -205,6 +207,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		}
 		c.Iters = n
 	}
+	if v, ok := get("GDR_BW_SIZES"); ok && v != "" {
+		sizes, err := parseSizes(v)
+		if err != nil {
+			bad("GDR_BW_SIZES", v, "comma-separated message sizes in bytes from 1 to 1073741824, e.g. 65536,1048576 (k/m suffixes allowed: 64k,1m)")
+		} else {
+			c.BWSizes = sizes
+		}
+	}
 	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, c.MinBWGbps, bad)
 	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, c.MaxLatUS, bad)
 	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, c.MinCopyFraction, bad)
@@ -229,6 +239,27 @@ func parseFloat(get func(string) (string, bool), name string, lo, hi, def float6
 		return def
 	}
 	return f
+}
+
+// parseSizes reads "65536,1m,4k" (binary suffixes) into byte counts.
+func parseSizes(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		mul := 1
+		switch {
+		case strings.HasSuffix(f, "k"):
+			mul, f = 1<<10, strings.TrimSuffix(f, "k")
+		case strings.HasSuffix(f, "m"):
+			mul, f = 1<<20, strings.TrimSuffix(f, "m")
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > (1<<30)/mul {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		out = append(out, n*mul)
+	}
+	return out, nil
 }
 
 func parseBool(v string) (bool, error) {

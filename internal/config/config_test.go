@@ -86,6 +86,10 @@ func TestBadValuesNameVariableAndValue(t *testing.T) {
 		{"GDR_MIN_BW_GBPS", "fast", "number"},
 		{"GDR_MIN_COPY_FRACTION", "1.5", "0 to 1"},
 		{"GDR_MAX_LAT_US", "NaN", "number"},
+		{"GDR_BW_SIZES", "64k,,1m", "comma-separated message sizes"},
+		{"GDR_BW_SIZES", "0", "comma-separated message sizes"},
+		{"GDR_BW_SIZES", "2048m", "comma-separated message sizes"},
+		{"GDR_BW_SIZES", "big", "comma-separated message sizes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.val, func(t *testing.T) {
@@ -96,6 +100,16 @@ func TestBadValuesNameVariableAndValue(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestBWSizes(t *testing.T) {
+	assert.Equal(t, []int{4096, 65536, 1048576}, Defaults().BWSizes)
+	c, err := Parse(env("GDR_BW_SIZES", "65536, 1m,4K,2"))
+	require.NoError(t, err)
+	assert.Equal(t, []int{65536, 1 << 20, 4096, 2}, c.BWSizes)
+	c, err = Parse(env("GDR_BW_SIZES", ""))
+	require.NoError(t, err)
+	assert.Equal(t, Defaults().BWSizes, c.BWSizes)
 }
 
 func TestRoleAndPeerMustAgree(t *testing.T) {
