@@ -1,0 +1,283 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
+)
+
+// needLive ends a check that must run host tools or load host libraries
+// when the root is a recorded tree: those would describe this machine, not
+// the recorded one.
+func needLive(t *testing.T, what string) *hostfs.Root {
+	t.Helper()
+	root := testenv.Root(t)
+	if !root.IsLive() {
+		testenv.Absent(t, "%s needs the running host, but GDR_HOST_ROOT=%s is a recorded tree (unset GDR_HOST_ROOT to check this machine)", what, root.Dir())
+	}
+	return root
+}
+
+// pciDev is a PCI function as sysfs shows it.
+type pciDev struct {
+	Addr   string // 0000:3b:00.0
+	Vendor string // 0x10de
+	Class  string // 0x030200
+	Driver string // bound driver, "" when none
+}
+
+func (d pciDev) String() string {
+	drv := d.Driver
+	if drv == "" {
+		drv = "no driver"
+	}
+	return fmt.Sprintf("%s (%s)", d.Addr, drv)
+}
+
+// pciDevices lists /sys/bus/pci/devices. A missing directory is no devices;
+// unreadable or malformed vendor/class files fail the test naming the file.
+func pciDevices(t *testing.T, root *hostfs.Root) []pciDev {
+	t.Helper()
+	const dir = "/sys/bus/pci/devices"
+	names, err := root.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("list PCI devices: %v", err)
+	}
+	var out []pciDev
+	for _, n := range names {
+		p := dir + "/" + n
+		d := pciDev{Addr: strings.ToLower(n)}
+		for _, f := range []struct {
+			file string
+			dst  *string
+			len  int
+		}{{"vendor", &d.Vendor, 6}, {"class", &d.Class, 8}} {
+			v, err := root.ReadString(p + "/" + f.file)
+			if err != nil {
+				t.Fatalf("PCI device %s: %v", n, err)
+			}
+			v = strings.ToLower(v)
+			if len(v) != f.len || !strings.HasPrefix(v, "0x") || strings.Trim(v[2:], "0123456789abcdef") != "" {
+				t.Fatalf("PCI device %s: %s/%s is %q, want a hex value like %s", n, p, f.file, v, map[string]string{"vendor": "0x10de", "class": "0x030200"}[f.file])
+			}
+			*f.dst = v
+		}
+		if l, err := root.ReadLink(p + "/driver"); err == nil {
+			d.Driver = path.Base(l)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// nvidiaGPUs are the PCI functions with vendor 0x10de and a display class
+// (0x03xxxx: VGA or 3D controller). NVSwitches (0x0680) are not GPUs.
+func nvidiaGPUs(t *testing.T, root *hostfs.Root) []pciDev {
+	t.Helper()
+	var out []pciDev
+	for _, d := range pciDevices(t, root) {
+		if d.Vendor == "0x10de" && strings.HasPrefix(d.Class, "0x03") {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func joinDevs(ds []pciDev) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = d.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// driverInfo reads /proc/driver/nvidia/version; ok is false when the file is
+// missing (no driver loaded). A malformed file fails the test.
+func driverInfo(t *testing.T, root *hostfs.Root) (nvdriver.Info, bool) {
+	t.Helper()
+	b, err := root.ReadFile(nvdriver.VersionFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nvdriver.Info{}, false
+	}
+	if err != nil {
+		t.Fatalf("NVIDIA driver: %v", err)
+	}
+	info, err := nvdriver.ParseVersionFile(b)
+	if err != nil {
+		testenv.Failf(t, "reinstall the NVIDIA driver; the loaded module describes itself in an unknown way", "%v", err)
+	}
+	return info, true
+}
+
+// needDriver ends the test as absent when no NVIDIA driver is loaded.
+func needDriver(t *testing.T, root *hostfs.Root, why string) nvdriver.Info {
+	t.Helper()
+	info, ok := driverInfo(t, root)
+	if !ok {
+		testenv.Absent(t, "no NVIDIA driver loaded (%s missing), so %s cannot be checked; INST-01 says why", root.Host(nvdriver.VersionFile), why)
+	}
+	return info
+}
+
+func modules(t *testing.T, root *hostfs.Root) *kmod.Host {
+	t.Helper()
+	h, err := kmod.New(root)
+	if err != nil {
+		t.Fatalf("kernel modules: %v", err)
+	}
+	return h
+}
+
+func lookupMod(t *testing.T, h *kmod.Host, name string) kmod.Status {
+	t.Helper()
+	st, err := h.Lookup(name)
+	if err != nil {
+		t.Fatalf("kernel module %s: %v", name, err)
+	}
+	return st
+}
+
+// rdmaPort is one port of an RDMA device.
+type rdmaPort struct {
+	Num                            string
+	State, PhysState, Layer, Rate string
+}
+
+// rdmaDev is one /sys/class/infiniband entry.
+type rdmaDev struct {
+	Name   string
+	PCI    string // resolved PCI address of its device link; "" for software devices
+	Driver string // module of the bound driver (mlx5_core), or the parent netdev's
+	Parent string // software devices (rxe, siw): the netdev they sit on
+	Ports  []rdmaPort
+}
+
+// rdmaDevices reads /sys/class/infiniband. exists is false when the class
+// directory itself is missing (ib_core not loaded).
+func rdmaDevices(t *testing.T, root *hostfs.Root) (devs []rdmaDev, exists bool) {
+	t.Helper()
+	const dir = "/sys/class/infiniband"
+	names, err := root.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("RDMA devices: %v", err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") { // recorders keep empty dirs with .gitkeep
+			continue
+		}
+		p := dir + "/" + n
+		d := rdmaDev{Name: n}
+		if rp, err := root.Resolve(p + "/device"); err == nil && root.Exists(p+"/device") {
+			d.PCI = path.Base(rp)
+			if l, err := root.ReadLink(p + "/device/driver/module"); err == nil {
+				d.Driver = path.Base(l)
+			} else if l, err := root.ReadLink(p + "/device/driver"); err == nil {
+				d.Driver = path.Base(l)
+			}
+		}
+		if v, err := root.ReadString(p + "/parent"); err == nil {
+			d.Parent = v
+		}
+		ports, err := root.ReadDir(p + "/ports")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("RDMA device %s: %v", n, err)
+		}
+		for _, pn := range ports {
+			if strings.HasPrefix(pn, ".") {
+				continue
+			}
+			pp := p + "/ports/" + pn
+			port := rdmaPort{Num: pn}
+			port.State, _ = root.ReadString(pp + "/state")
+			port.PhysState, _ = root.ReadString(pp + "/phys_state")
+			port.Layer, _ = root.ReadString(pp + "/link_layer")
+			port.Rate, _ = root.ReadString(pp + "/rate")
+			d.Ports = append(d.Ports, port)
+		}
+		devs = append(devs, d)
+	}
+	return devs, true
+}
+
+func devNames(ds []rdmaDev) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = d.Name
+	}
+	return strings.Join(s, ", ")
+}
+
+// lookTool finds an executable in PATH, then in the extra directories
+// (globs allowed, newest-looking match first). looked lists where it searched.
+func lookTool(name string, extra ...string) (found string, looked []string) {
+	looked = append(looked, "PATH="+os.Getenv("PATH"))
+	if p, err := exec.LookPath(name); err == nil {
+		return p, looked
+	}
+	for _, e := range extra {
+		dirs, _ := filepath.Glob(e)
+		sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+		looked = append(looked, e)
+		for _, d := range dirs {
+			p := filepath.Join(d, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p, looked
+			}
+		}
+	}
+	return "", looked
+}
+
+// runTool runs a host tool with the suite's deadline (GDR_TIMEOUT) and
+// returns its combined output. The error says whether it timed out.
+func runTool(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	timeout := testenv.Config(t).Timeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	cmd.WaitDelay = 2 * time.Second // a child holding the pipe open must not hang us
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("%s timed out after %v (GDR_TIMEOUT)", name, timeout)
+	} else if err != nil {
+		err = fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(out.String()), err
+}
+
+// firstLines keeps tool output short enough for a failure message.
+func firstLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("... (%d more lines)", len(lines)-n))
+	}
+	return strings.Join(lines, "\n")
+}

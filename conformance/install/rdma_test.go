@@ -1,0 +1,468 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gdrconf/gdrconf/harness/dl"
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/ofed"
+)
+
+// rdmaLibs are the rdma-core libraries a GPUDirect RDMA program links.
+var rdmaLibs = []struct{ soname, pkg string }{
+	{"libibverbs.so.1", "libibverbs1 (Debian/Ubuntu), libibverbs (RHEL/SUSE), or MLNX_OFED"},
+	{"librdmacm.so.1", "librdmacm1 (Debian/Ubuntu), librdmacm (RHEL/SUSE), or MLNX_OFED"},
+}
+
+// INST-07: the rdma-core libraries load.
+func TestRDMACoreLibraries(t *testing.T) {
+	testenv.Req(t, "INST-07")
+	root := needLive(t, "loading libibverbs and librdmacm")
+	devs, _ := rdmaDevices(t, root)
+	var errs []string
+	var missing int
+	for _, lib := range rdmaLibs {
+		err := dl.Probe(lib.soname)
+		if err == nil {
+			t.Logf("%s loads", lib.soname)
+			continue
+		}
+		missing++
+		errs = append(errs, fmt.Sprintf("%v; install %s", err, lib.pkg))
+	}
+	if missing == len(rdmaLibs) && len(devs) == 0 {
+		testenv.Absent(t, "rdma-core is not installed and there is no RDMA device (%s empty or missing): %s", root.Host("/sys/class/infiniband"), strings.Join(errs, "; "))
+	}
+	for _, e := range errs {
+		testenv.Errorf(t, "install the package named above (rdma-core user space)", "%s", e)
+	}
+}
+
+// providerDirs hold libibverbs' driver plug-ins; configDir names them.
+var providerDirs = []string{"/usr/lib/*/libibverbs", "/usr/lib64/libibverbs", "/usr/lib/libibverbs", "/usr/local/lib/libibverbs"}
+
+const providerConfigDir = "/etc/libibverbs.d"
+
+// providerFor maps the kernel driver of an RDMA device to the libibverbs
+// provider that serves it.
+var providerFor = map[string]string{
+	"mlx5_core": "mlx5", "mlx5_ib": "mlx5", "mlx4_core": "mlx4", "mlx4_ib": "mlx4",
+	"bnxt_en": "bnxt_re", "bnxt_re": "bnxt_re", "irdma": "irdma", "ice": "irdma", "i40e": "irdma",
+	"efa": "efa", "qede": "qedr", "qedr": "qedr", "hfi1": "hfi1verbs", "vmw_pvrdma": "vmw_pvrdma",
+	"hns_roce_hw_v2": "hns", "erdma": "erdma", "mana_ib": "mana", "ionic_rdma": "ionic",
+	"rdma_rxe": "rxe", "siw": "siw",
+}
+
+// installedProviders returns provider names from /etc/libibverbs.d/*.driver
+// ("driver mlx5") and the plug-in files (libmlx5-rdmav34.so).
+func installedProviders(t *testing.T, root *hostfs.Root) (names map[string]string, looked []string) {
+	t.Helper()
+	names = map[string]string{}
+	looked = append(looked, root.Host(providerConfigDir)+"/*.driver")
+	cfgs, _ := root.Glob(providerConfigDir + "/*.driver")
+	for _, c := range cfgs {
+		s, err := root.ReadString(c)
+		if err != nil {
+			t.Fatalf("libibverbs provider config: %v", err)
+		}
+		for _, line := range strings.Split(s, "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "driver" {
+				names[f[1]] = c
+			}
+		}
+	}
+	for _, d := range providerDirs {
+		looked = append(looked, root.Host(d))
+		libs, _ := root.Glob(d + "/lib*-rdmav*.so")
+		for _, l := range libs {
+			base := strings.TrimPrefix(path.Base(l), "lib")
+			if i := strings.Index(base, "-rdmav"); i > 0 {
+				names[base[:i]] = l
+			}
+		}
+	}
+	return names, looked
+}
+
+// INST-08: a libibverbs provider is installed, and one for every RDMA
+// device's driver.
+func TestVerbsProviders(t *testing.T) {
+	testenv.Req(t, "INST-08")
+	root := testenv.Root(t)
+	devs, _ := rdmaDevices(t, root)
+	provs, looked := installedProviders(t, root)
+	const remedy = "install the libibverbs providers (Debian/Ubuntu: ibverbs-providers; RHEL/SUSE: rdma-core (libibverbs); or MLNX_OFED)"
+	if len(provs) == 0 {
+		libibverbs := false
+		for _, g := range []string{"/usr/lib/*/libibverbs.so.1", "/usr/lib64/libibverbs.so.1", "/usr/lib/libibverbs.so.1"} {
+			if m, _ := root.Glob(g); len(m) > 0 {
+				libibverbs = true
+			}
+		}
+		if len(devs) == 0 && !libibverbs {
+			testenv.Absent(t, "no libibverbs provider and no RDMA device: nothing in %s; %s empty or missing", strings.Join(looked, ", "), root.Host("/sys/class/infiniband"))
+		}
+		testenv.Failf(t, remedy, "no libibverbs provider installed (looked in %s); RDMA devices: [%s]; ibv_get_device_list will return no device", strings.Join(looked, ", "), devNames(devs))
+	}
+	testenv.Attr(t, "verbs_providers", strings.Join(sortedKeys(provs), ","))
+	for _, d := range devs {
+		drv := d.Driver
+		if drv == "" && d.Parent != "" {
+			drv = softDriver(d)
+		}
+		want, known := providerFor[drv]
+		switch {
+		case !known:
+			t.Logf("RDMA device %s: driver %q has no known provider mapping; providers installed: %s", d.Name, drv, strings.Join(sortedKeys(provs), ","))
+		case provs[want] == "":
+			testenv.Errorf(t, remedy, "RDMA device %s (driver %s) needs the libibverbs provider %q, which is not installed (have: %s)", d.Name, drv, want, strings.Join(sortedKeys(provs), ","))
+		default:
+			t.Logf("RDMA device %s (driver %s): provider %s at %s", d.Name, drv, want, provs[want])
+		}
+	}
+}
+
+// softDriver guesses the kernel driver of a software RDMA device (no PCI
+// device; a parent netdev): siw devices are named siw*, rxe the rest.
+func softDriver(d rdmaDev) string {
+	if strings.HasPrefix(d.Name, "siw") {
+		return "siw"
+	}
+	return "rdma_rxe"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// INST-09: which RDMA stack is installed (MLNX_OFED or inbox rdma-core),
+// and its service is not in a failed state.
+func TestRDMAStack(t *testing.T) {
+	testenv.Req(t, "INST-09")
+	root := needLive(t, "running ofed_info and systemctl")
+	ofedInfo, looked := lookTool("ofed_info", "/usr/bin", "/usr/sbin")
+	ofedInstalled := ofedInfo != ""
+	if ofedInstalled {
+		out, err := runTool(t, "", nil, ofedInfo, "-s")
+		if err != nil {
+			testenv.Failf(t, "reinstall MLNX_OFED/DOCA-OFED (mlnxofedinstall) or remove its leftovers", "%v:\n%s", err, firstLines(out, 10))
+		}
+		v, err := ofed.ParseS(out)
+		if err != nil {
+			testenv.Failf(t, "reinstall MLNX_OFED/DOCA-OFED", "%s: %v", ofedInfo, err)
+		}
+		testenv.Attr(t, "ofed_version", v.String())
+		testenv.Attr(t, "rdma_stack", "ofed")
+		t.Logf("MLNX_OFED: %s", v)
+	} else {
+		verbsErr := dl.Probe("libibverbs.so.1")
+		if verbsErr != nil {
+			devs, _ := rdmaDevices(t, root)
+			if len(devs) == 0 {
+				testenv.Absent(t, "no RDMA stack: ofed_info not found (looked in %s) and %v; no RDMA device", strings.Join(looked, ", "), verbsErr)
+			}
+			testenv.Failf(t, "install rdma-core (Debian/Ubuntu: rdma-core ibverbs-providers libibverbs1 librdmacm1; RHEL: rdma-core libibverbs librdmacm) or MLNX_OFED",
+				"RDMA device(s) %s present but no RDMA user space: ofed_info not found and %v", devNames(devs), verbsErr)
+		}
+		testenv.Attr(t, "rdma_stack", "inbox")
+		ver := packageVersion(t, "rdma-core", "libibverbs1", "libibverbs")
+		if ver != "" {
+			testenv.Attr(t, "rdma_core_version", ver)
+		}
+		t.Logf("inbox rdma-core (no MLNX_OFED: ofed_info not in %s); package version %q", strings.Join(looked, ", "), ver)
+	}
+	systemctl, _ := lookTool("systemctl", "/usr/bin", "/bin")
+	if systemctl == "" {
+		t.Logf("no systemctl: service state not checked")
+		return
+	}
+	// sd_booted(3): systemd is PID 1 exactly when /run/systemd/system exists.
+	if !root.Exists("/run/systemd/system") {
+		t.Logf("systemd is not running (no /run/systemd/system; a container?): service state not checked")
+		return
+	}
+	units := []string{"rdma-load-modules@rdma.service", "rdma.service"}
+	if ofedInstalled {
+		units = append([]string{"openibd.service"}, units...)
+	}
+	for _, u := range units {
+		// is-active exits non-zero for inactive units; only the word matters.
+		out, _ := runTool(t, "", nil, systemctl, "is-active", u)
+		state := strings.TrimSpace(firstLines(out, 1))
+		t.Logf("%s: %s", u, state)
+		if state == "failed" {
+			testenv.Errorf(t, fmt.Sprintf("see journalctl -u %s, fix the cause, then systemctl restart %s", u, u), "%s is in the failed state", u)
+		}
+		if u == "openibd.service" {
+			testenv.Attr(t, "openibd", state)
+		}
+	}
+}
+
+// packageVersion asks dpkg or rpm for the first of pkgs that is installed.
+func packageVersion(t *testing.T, pkgs ...string) string {
+	t.Helper()
+	if dpkg, _ := lookTool("dpkg-query"); dpkg != "" {
+		for _, p := range pkgs {
+			if out, err := runTool(t, "", nil, dpkg, "-W", "-f=${Version}", p); err == nil && out != "" {
+				return out
+			}
+		}
+	}
+	if rpm, _ := lookTool("rpm"); rpm != "" {
+		for _, p := range pkgs {
+			if out, err := runTool(t, "", nil, rpm, "-q", "--qf", "%{VERSION}-%{RELEASE}", p); err == nil && out != "" {
+				return out
+			}
+		}
+	}
+	return ""
+}
+
+// moduleEvidence names sysfs/dev paths that exist only while a module's code
+// runs; they show built-in modules that have no /sys/module entry (a
+// built-in module without parameters has none).
+var moduleEvidence = map[string][]string{
+	"ib_core":   {"/sys/class/infiniband"},
+	"ib_uverbs": {"/sys/class/infiniband_verbs/abi_version"},
+	"rdma_ucm":  {"/sys/class/misc/rdma_cm", "/dev/infiniband/rdma_cm"},
+}
+
+// ibDriverFor maps a NIC's PCI driver to the module that registers its RDMA device.
+var ibDriverFor = map[string]string{
+	"mlx5_core": "mlx5_ib", "mlx4_core": "mlx4_ib", "bnxt_en": "bnxt_re", "ice": "irdma",
+	"qede": "qedr", "efa": "efa",
+}
+
+// moduleState is a module's status plus the sysfs evidence that settles it.
+func moduleState(t *testing.T, root *hostfs.Root, km *kmod.Host, name string) (bool, string) {
+	t.Helper()
+	st := lookupMod(t, km, name)
+	if st.Loaded() {
+		return true, st.String()
+	}
+	for _, p := range moduleEvidence[name] {
+		if root.Exists(p) {
+			return true, fmt.Sprintf("present (%s exists; built in or loaded)", p)
+		}
+	}
+	return false, st.String()
+}
+
+// rdmaNICs are PCI functions that should carry an RDMA device: InfiniBand
+// controllers (class 0x0207) and NVIDIA/Mellanox (0x15b3) network functions.
+func rdmaNICs(t *testing.T, root *hostfs.Root) []pciDev {
+	t.Helper()
+	var out []pciDev
+	for _, d := range pciDevices(t, root) {
+		if strings.HasPrefix(d.Class, "0x0207") || d.Vendor == "0x15b3" && strings.HasPrefix(d.Class, "0x02") {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// INST-10: the RDMA kernel modules are loaded, and every RDMA-capable NIC
+// has its RDMA driver.
+func TestRDMAKernelModules(t *testing.T) {
+	testenv.Req(t, "INST-10")
+	root := testenv.Root(t)
+	km := modules(t, root)
+	devs, classExists := rdmaDevices(t, root)
+	nics := rdmaNICs(t, root)
+	coreOK, coreState := moduleState(t, root, km, "ib_core")
+	if len(devs) == 0 && len(nics) == 0 && !coreOK {
+		testenv.Absent(t, "no RDMA device (%s %s), no InfiniBand or NVIDIA/Mellanox NIC in %s, and ib_core %s (looked in %s)",
+			root.Host("/sys/class/infiniband"), map[bool]string{true: "empty", false: "missing"}[classExists],
+			root.Host("/sys/bus/pci/devices"), coreState, km.Sources())
+	}
+	for _, m := range []string{"ib_core", "ib_uverbs", "rdma_ucm"} {
+		ok, state := moduleState(t, root, km, m)
+		if !ok {
+			testenv.Errorf(t, "modprobe "+m+" (persist it in /etc/modules-load.d/rdma.conf; MLNX_OFED: /etc/init.d/openibd restart)",
+				"kernel module %s is not loaded (%s; looked in %s and %s)", m, state, km.Sources(), strings.Join(moduleEvidence[m], ", "))
+			continue
+		}
+		t.Logf("%s: %s", m, state)
+	}
+	covered := map[string]bool{}
+	for _, d := range devs {
+		if d.PCI != "" {
+			covered[d.PCI] = true
+			covered[slot(d.PCI)] = true
+		}
+		drv := d.Driver
+		if drv == "" {
+			drv = softDriver(d)
+		}
+		t.Logf("RDMA device %s: driver %s, PCI %q, parent %q", d.Name, drv, d.PCI, d.Parent)
+		if d.PCI == "" {
+			// Software devices: their module is what made the device exist,
+			// but say so when the module list disagrees.
+			if ok, state := moduleState(t, root, km, drv); !ok {
+				t.Logf("software RDMA device %s: module %s %s", d.Name, drv, state)
+			}
+		}
+	}
+	// A NIC whose PCI driver is bound but that has no RDMA device lacks its
+	// RDMA driver (mlx5_core bound, mlx5_ib not loaded). Functions of one
+	// card share an RDMA device under bonding/multiport, hence the slot match.
+	for _, n := range nics {
+		if covered[n.Addr] || covered[slot(n.Addr)] {
+			continue
+		}
+		switch ib, ok := ibDriverFor[n.Driver]; {
+		case n.Driver == "":
+			testenv.Errorf(t, "modprobe mlx5_core (or the NIC vendor's driver); check dmesg for probe errors",
+				"RDMA-capable NIC %s (vendor %s, class %s) has no driver bound", n.Addr, n.Vendor, n.Class)
+		case n.Driver == "vfio-pci":
+			t.Logf("NIC %s is bound to vfio-pci (passed through): no RDMA device expected here", n.Addr)
+		case ok:
+			testenv.Errorf(t, "modprobe "+ib+" (MLNX_OFED: /etc/init.d/openibd restart)",
+				"NIC %s (driver %s) has no RDMA device in /sys/class/infiniband: its RDMA driver %s is not loaded (%s)", n.Addr, n.Driver, ib, lookupMod(t, km, ib))
+		default:
+			testenv.Errorf(t, "load the RDMA driver for "+n.Driver+" and check dmesg",
+				"NIC %s (driver %s) has no RDMA device in /sys/class/infiniband", n.Addr, n.Driver)
+		}
+	}
+}
+
+// slot is the PCI address without its function: 0000:3b:00.
+func slot(addr string) string {
+	if i := strings.LastIndexByte(addr, '.'); i > 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+// INST-11: one /dev/infiniband/uverbsN per RDMA device and rdma_cm exist,
+// and this user can open them read-write.
+func TestRDMADeviceNodes(t *testing.T) {
+	testenv.Req(t, "INST-11")
+	root := testenv.Root(t)
+	devs, exists := rdmaDevices(t, root)
+	nodes, _ := root.Glob("/dev/infiniband/*")
+	if len(devs) == 0 && len(nodes) == 0 {
+		testenv.Absent(t, "no RDMA device (%s %s) and nothing in %s", root.Host("/sys/class/infiniband"), map[bool]string{true: "is empty", false: "is missing"}[exists], root.Host("/dev/infiniband"))
+	}
+	// /sys/class/infiniband_verbs/uverbsN/ibdev names the device each node serves.
+	verbs, _ := root.Glob("/sys/class/infiniband_verbs/uverbs*")
+	want := map[string]string{}
+	for _, v := range verbs {
+		ib, _ := root.ReadString(v + "/ibdev")
+		want["/dev/infiniband/"+path.Base(v)] = ib
+	}
+	if len(devs) > 0 && len(verbs) == 0 {
+		testenv.Errorf(t, "modprobe ib_uverbs", "RDMA device(s) %s but no /sys/class/infiniband_verbs/uverbs*: ib_uverbs is not loaded, so user space cannot reach them", devNames(devs))
+	}
+	check := func(node, what string) {
+		if !root.Exists(node) {
+			testenv.Errorf(t, "check udev (rdma-core installs 90-rdma-umad/rdma-ucm rules; udevadm trigger) or create it with mknod", "%s (%s) is missing", root.Host(node), what)
+			return
+		}
+		if !root.IsLive() {
+			t.Logf("%s present (recorded tree: not opened)", node)
+			return
+		}
+		fi, err := os.Stat(node)
+		if err == nil && fi.Mode()&os.ModeCharDevice == 0 {
+			testenv.Errorf(t, "remove it and let udev recreate the device node (udevadm trigger)", "%s is not a character device (mode %v)", node, fi.Mode())
+			return
+		}
+		f, err := os.OpenFile(node, os.O_RDWR, 0)
+		if err != nil {
+			remedy := "check dmesg"
+			if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+				remedy = "make it 0666 (rdma-core's udev rules do) or add the user to its group, and in containers pass the device (--device " + node + ")"
+			}
+			testenv.Errorf(t, remedy, "%s (%s) does not open read-write: %v (mode %v)", node, what, err, modeOf(node))
+			return
+		}
+		f.Close()
+		t.Logf("%s opens read-write (%s)", node, what)
+	}
+	for _, v := range sortedKeys(want) {
+		check(v, "verbs of "+want[v])
+	}
+	if len(devs) > 0 || root.Exists("/dev/infiniband/rdma_cm") {
+		check("/dev/infiniband/rdma_cm", "RDMA connection manager")
+	}
+}
+
+func modeOf(p string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "unknown"
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%v uid %d gid %d", fi.Mode(), st.Uid, st.Gid)
+	}
+	return fi.Mode().String()
+}
+
+// INST-12: some RDMA device has an ACTIVE port (what ibv_devinfo shows as
+// PORT_ACTIVE), read from sysfs so it needs no verbs library.
+func TestRDMAPortActive(t *testing.T) {
+	testenv.Req(t, "INST-12")
+	root := testenv.Root(t)
+	devs, exists := rdmaDevices(t, root)
+	cfg := testenv.Config(t)
+	if len(devs) == 0 {
+		testenv.Absent(t, "no RDMA device: %s is %s", root.Host("/sys/class/infiniband"), map[bool]string{true: "empty", false: "missing (ib_core not loaded)"}[exists])
+	}
+	if cfg.RDMADevice != "" {
+		var keep []rdmaDev
+		for _, d := range devs {
+			if d.Name == cfg.RDMADevice {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) == 0 {
+			testenv.Failf(t, "set GDR_RDMA_DEVICE to one of: "+devNames(devs), "GDR_RDMA_DEVICE=%s is not in %s", cfg.RDMADevice, root.Host("/sys/class/infiniband"))
+		}
+		devs = keep
+	}
+	var active []string
+	var report []string
+	ib := false
+	for _, d := range devs {
+		for _, p := range d.Ports {
+			desc := fmt.Sprintf("%s port %s: state %q, phys_state %q, link_layer %q, rate %q", d.Name, p.Num, p.State, p.PhysState, p.Layer, p.Rate)
+			t.Log(desc)
+			report = append(report, desc)
+			if strings.Contains(p.State, "ACTIVE") {
+				active = append(active, d.Name+"/"+p.Num)
+			}
+			if p.Layer == "InfiniBand" {
+				ib = true
+			}
+		}
+	}
+	if len(active) > 0 {
+		testenv.Attr(t, "nic", strings.SplitN(active[0], "/", 2)[0])
+		testenv.Attr(t, "active_ports", strings.Join(active, ","))
+		return
+	}
+	remedy := "check the cable and the switch port (phys_state LinkUp is needed); for RoCE bring the netdev up (ip link set <dev> up)"
+	if ib {
+		remedy = "InfiniBand ports stay INIT until a subnet manager runs: start opensm on one host (systemctl start opensm) or on the switch; check the cable (phys_state LinkUp)"
+	}
+	if len(report) == 0 {
+		testenv.Failf(t, "check dmesg for the NIC driver's errors", "RDMA device(s) %s have no ports in sysfs", devNames(devs))
+	}
+	testenv.Failf(t, remedy, "no RDMA port is ACTIVE:\n%s", strings.Join(report, "\n"))
+}

@@ -1,0 +1,43 @@
+package kmod
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParseRelease reads the major and minor version from a kernel release
+// string ("6.18.44-fc-v657-gpu", "5.14.0-427.13.1.el9_4.x86_64", "6.1.0-28-amd64").
+func ParseRelease(s string) (major, minor int, err error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "-+_ "); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 {
+		return 0, 0, fmt.Errorf("kernel release %q is not of the form <major>.<minor>[...]", clip(orig))
+	}
+	var n [2]int
+	for i := range n {
+		p := parts[i]
+		if p == "" || len(p) > 4 || strings.Trim(p, "0123456789") != "" {
+			return 0, 0, fmt.Errorf("kernel release %q is not of the form <major>.<minor>[...]", clip(orig))
+		}
+		n[i], _ = strconv.Atoi(p)
+	}
+	if n[0] == 0 {
+		return 0, 0, fmt.Errorf("kernel release %q has major version 0", clip(orig))
+	}
+	return n[0], n[1], nil
+}
+
+// AtLeast reports whether release s is major.minor or newer; an unparsable
+// release is an error.
+func AtLeast(s string, major, minor int) (bool, error) {
+	a, b, err := ParseRelease(s)
+	if err != nil {
+		return false, err
+	}
+	return a > major || a == major && b >= minor, nil
+}

@@ -1,0 +1,43 @@
+// Package ofed reads the version line MLNX_OFED / DOCA-OFED print with
+// `ofed_info -s` ("MLNX_OFED_LINUX-23.10-1.1.9.0:", "OFED-internal-24.07-0.6.1:").
+package ofed
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Version is an OFED release as ofed_info names it.
+type Version struct {
+	Distro  string // MLNX_OFED_LINUX, OFED-internal, ...
+	Release string // 23.10-1.1.9.0
+}
+
+func (v Version) String() string { return v.Distro + "-" + v.Release }
+
+// The release starts at the first "-<digit>"; the distro part is letters,
+// digits, '_' and '-'.
+var sRe = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*?)-(\d+(?:\.\d+)+(?:-[0-9A-Za-z.]+)*)$`)
+
+// ParseS parses `ofed_info -s` output: one line, with or without the
+// trailing ':'. Anything else is an error quoting the text.
+func ParseS(out string) (Version, error) {
+	line := strings.TrimSpace(out)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		return Version{}, fmt.Errorf("ofed_info -s printed more than one line: %q", clip(out))
+	}
+	line = strings.TrimSuffix(line, ":")
+	m := sRe.FindStringSubmatch(line)
+	if m == nil {
+		return Version{}, fmt.Errorf("ofed_info -s output %q is not <distro>-<release> (e.g. MLNX_OFED_LINUX-23.10-1.1.9.0)", clip(out))
+	}
+	return Version{Distro: m[1], Release: m[2]}, nil
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
