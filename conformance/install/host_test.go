@@ -157,7 +157,7 @@ func lookupMod(t *testing.T, h *kmod.Host, name string) kmod.Status {
 
 // rdmaPort is one port of an RDMA device.
 type rdmaPort struct {
-	Num                            string
+	Num                           string
 	State, PhysState, Layer, Rate string
 }
 
