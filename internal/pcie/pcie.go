@@ -219,3 +219,50 @@ func NormalizeAddr(s string) (string, error) {
 	}
 	return fmt.Sprintf("%04x:%02x:%02x.%x", d, b, dv, fn), nil
 }
+
+// SharedDepth counts the leading path components two resolved sysfs device
+// paths have in common: /sys/devices/pci0000:00/0000:00:01.0/0000:3b:00.0 and
+// /sys/devices/pci0000:00/0000:00:01.0/0000:3c:00.0 share 4 (sys, devices,
+// the root bus and the bridge). More shared components is a closer PCIe path;
+// an empty path (a software device) shares nothing.
+func SharedDepth(a, b string) int {
+	if a == "" || b == "" {
+		return 0
+	}
+	pa := strings.Split(strings.Trim(a, "/"), "/")
+	pb := strings.Split(strings.Trim(b, "/"), "/")
+	n := 0
+	for n < len(pa) && n < len(pb) && pa[n] == pb[n] {
+		n++
+	}
+	return n
+}
+
+// Nearest returns the index of the candidate path closest to target by
+// SharedDepth; the first wins a tie. It returns -1 for no candidates.
+func Nearest(target string, candidates []string) int {
+	best, bestDepth := -1, -1
+	for i, c := range candidates {
+		if d := SharedDepth(target, c); d > bestDepth {
+			best, bestDepth = i, d
+		}
+	}
+	return best
+}
+
+// DevicePath resolves a PCI function's real sysfs path through root
+// (/sys/bus/pci/devices/<addr> is a link into /sys/devices).
+func DevicePath(root *hostfs.Root, addr string) (string, error) {
+	a, err := NormalizeAddr(addr)
+	if err != nil {
+		return "", err
+	}
+	p, err := root.Resolve("/sys/bus/pci/devices/" + a)
+	if err != nil {
+		return "", err
+	}
+	if !root.Exists(p) {
+		return "", fmt.Errorf("%s: %w", root.Host("/sys/bus/pci/devices/"+a), fs.ErrNotExist)
+	}
+	return p, nil
+}

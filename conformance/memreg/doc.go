@@ -1,0 +1,8 @@
+// Package memreg checks, with the gpu and rdma build tags, that the NIC can
+// register GPU memory: the host-memory baseline, a negative control proving
+// the buffer is device memory, the peermem path (ibv_reg_mr on cuMemAlloc
+// memory through nvidia_peermem) and the dma-buf path (ibv_reg_dmabuf_mr on
+// an fd from cuMemGetHandleForAddressRange). Requirements MREG-01...
+//
+//	go test -tags gpu,rdma ./conformance/memreg/
+package memreg

@@ -1,0 +1,425 @@
+//go:build gpu && rdma
+
+package memreg
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/pcie"
+)
+
+// bufSize is what each registration covers: one 2 MiB GPU page, the unit
+// nvidia_peermem pins and the smallest a dma-buf export maps.
+const bufSize = 2 << 20
+
+// nicEnv is the NIC under test, opened for t.
+type nicEnv struct {
+	name   string
+	choice string // how it was chosen, for gdr.nic_choice
+	ctx    *verbs.Context
+	pd     *verbs.PD
+}
+
+// gpuEnv is the GPU under test with its primary context.
+type gpuEnv struct {
+	drv *cuda.Driver
+	dev cuda.Device
+	ctx *cuda.Context
+}
+
+// rdmaNames lists the RDMA devices, or ends the test as absent.
+func rdmaNames(t *testing.T) []string {
+	t.Helper()
+	root := testenv.Root(t)
+	names, err := verbs.SysDevices(root)
+	if err != nil {
+		testenv.Failf(t, "check that sysfs is mounted", "listing %s: %v", root.Host(verbs.ClassDir), err)
+	}
+	if len(names) == 0 {
+		mods, _ := verbs.RDMAModules(root)
+		state := "is empty"
+		if !root.Exists(verbs.ClassDir) {
+			state = "does not exist"
+		}
+		testenv.Absent(t, "no RDMA device: %s %s (RDMA-related modules loaded: %s)",
+			root.Host(verbs.ClassDir), state, orNone(mods))
+	}
+	if err := verbs.Load(); err != nil {
+		testenv.Absent(t, "RDMA devices %s exist but %v", strings.Join(names, ", "), err)
+	}
+	return names
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// nicPath is the resolved sysfs path of an RDMA device's PCI function, ""
+// for a software device.
+func nicPath(t *testing.T, name string) string {
+	root := testenv.Root(t)
+	if sw, _ := verbs.IsSoftware(root, name); sw {
+		return ""
+	}
+	p, err := root.Resolve(path.Join(verbs.ClassDir, name, "device"))
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// pickNIC chooses GDR_RDMA_DEVICE, else the device nearest the GPU (most
+// sysfs path components shared with it), else the first, and opens it.
+func pickNIC(t *testing.T, gpuPCI string) *nicEnv {
+	t.Helper()
+	names := rdmaNames(t)
+	cfg := testenv.Config(t)
+	n := &nicEnv{}
+	switch {
+	case cfg.RDMADevice != "":
+		for _, name := range names {
+			if name == cfg.RDMADevice {
+				n.name, n.choice = name, "GDR_RDMA_DEVICE"
+			}
+		}
+		if n.name == "" {
+			testenv.Failf(t, "set GDR_RDMA_DEVICE to one of the devices listed, or unset it",
+				"GDR_RDMA_DEVICE=%s is not in %s (%s)", cfg.RDMADevice, testenv.Root(t).Host(verbs.ClassDir), strings.Join(names, ", "))
+		}
+	case len(names) == 1:
+		n.name, n.choice = names[0], "the only RDMA device"
+	case gpuPCI != "":
+		gp, err := pcie.DevicePath(testenv.Root(t), gpuPCI)
+		if err != nil {
+			t.Logf("GPU %s has no sysfs path (%v): taking the first RDMA device", gpuPCI, err)
+		}
+		paths := make([]string, len(names))
+		for i, name := range names {
+			paths[i] = nicPath(t, name)
+		}
+		i := pcie.Nearest(gp, paths)
+		n.name = names[i]
+		n.choice = fmt.Sprintf("nearest to GPU %s (%d shared sysfs path components)", gpuPCI, pcie.SharedDepth(gp, paths[i]))
+	default:
+		n.name, n.choice = names[0], "first RDMA device"
+	}
+	testenv.Attr(t, "nic", n.name)
+	testenv.Attr(t, "nic_choice", n.choice)
+
+	ctx, err := verbs.Open(n.name)
+	if err != nil {
+		testenv.Failf(t, "check ib_uverbs is loaded and /dev/infiniband/uverbs* is accessible", "%v", err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Errorf("%s: %v", n.name, err)
+		}
+	})
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		testenv.Failf(t, "check dmesg for the NIC driver's errors", "%s: %v", n.name, err)
+	}
+	t.Cleanup(func() {
+		if err := pd.Close(); err != nil {
+			t.Errorf("%s: %v", n.name, err)
+		}
+	})
+	n.ctx, n.pd = ctx, pd
+	return n
+}
+
+// pickGPU chooses GDR_GPU, else the first GPU; with GDR_RDMA_DEVICE set and
+// GDR_GPU unset, the GPU nearest that NIC.
+func pickGPU(t *testing.T) *gpuEnv {
+	t.Helper()
+	d := cuda.Open(t)
+	devs := cuda.GPUs(t, d) // one when GDR_GPU is set
+	dev := devs[0]
+	choice := "first GPU"
+	switch cfg := testenv.Config(t); {
+	case cfg.GPU != "":
+		choice = "GDR_GPU"
+	case cfg.RDMADevice != "" && len(devs) > 1:
+		root := testenv.Root(t)
+		np, _ := root.Resolve(path.Join(verbs.ClassDir, cfg.RDMADevice, "device"))
+		paths := make([]string, len(devs))
+		for i, g := range devs {
+			paths[i], _ = pcie.DevicePath(root, g.PCI)
+		}
+		if i := pcie.Nearest(np, paths); i >= 0 {
+			dev = devs[i]
+			choice = "nearest to GDR_RDMA_DEVICE=" + cfg.RDMADevice
+		}
+	case len(devs) == 1:
+		choice = "the only GPU"
+	}
+	testenv.Attr(t, "gpu", dev.PCI)
+	testenv.Attr(t, "gpu_choice", choice)
+	return &gpuEnv{drv: d, dev: dev, ctx: cuda.Primary(t, dev)}
+}
+
+// setup picks and opens the (GPU, NIC) pair. The RDMA device is looked for
+// first, so a GPU host without a NIC skips naming /sys/class/infiniband.
+func setup(t *testing.T) (*gpuEnv, *nicEnv) {
+	t.Helper()
+	rdmaNames(t)
+	g := pickGPU(t)
+	return g, pickNIC(t, g.dev.PCI)
+}
+
+// requireDevice is the negative control every GPU registration runs first:
+// the buffer must be cuMemAlloc device memory, so a registration that only
+// works on managed or host memory can never pass as GPUDirect RDMA.
+func requireDevice(t *testing.T, g *gpuEnv, m *cuda.Mem) {
+	t.Helper()
+	mt, err := g.ctx.PointerType(m.Addr())
+	if err != nil {
+		testenv.Failf(t, "upgrade the NVIDIA driver", "GPU %s: %v", g.dev.PCI, err)
+	}
+	testenv.Attr(t, "mem_type", string(mt))
+	if mt != cuda.MemDevice {
+		testenv.Failf(t, "suite bug or broken driver: the buffer must come from cuMemAlloc",
+			"GPU %s: buffer at %#x is %s memory, not device memory", g.dev.PCI, m.Addr(), mt)
+	}
+}
+
+func TestMREG01HostBaseline(t *testing.T) {
+	testenv.Req(t, "MREG-01")
+	rdmaNames(t)
+	gpuPCI := ""
+	if d, err := cuda.Load(); err == nil {
+		// Choose the NIC the GPU tests use, when there is a GPU; the
+		// baseline itself needs none.
+		if devs, err := d.Devices(); err == nil && len(devs) > 0 {
+			if sel := testenv.Config(t).GPU; sel != "" {
+				if dev, err := cuda.Select(devs, sel); err == nil {
+					gpuPCI = dev.PCI
+				}
+			} else {
+				gpuPCI = devs[0].PCI
+			}
+		}
+	}
+	n := pickNIC(t, gpuPCI)
+	buf, err := membuf.NewHost(bufSize)
+	if err != nil {
+		testenv.Failf(t, "free host memory", "%v", err)
+	}
+	t.Cleanup(func() { _ = buf.Close() })
+	mr, err := n.pd.RegMR(buf.Addr(), buf.Len(), verbs.AccessRW)
+	if err != nil {
+		testenv.Attr(t, "host_mr", "fail")
+		testenv.Failf(t, "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg",
+			"%s: registering %s of host memory: %v", n.name, cuda.Size(bufSize), err)
+	}
+	t.Cleanup(func() {
+		if err := mr.Close(); err != nil {
+			t.Errorf("%s: %v", n.name, err)
+		}
+	})
+	testenv.Attr(t, "host_mr", "ok")
+	t.Logf("%s: host MR %s lkey %#x rkey %#x", n.name, cuda.Size(bufSize), mr.LKey, mr.RKey)
+}
+
+func TestMREG02DeviceMemoryControl(t *testing.T) {
+	testenv.Req(t, "MREG-02")
+	// No NIC needed: this proves the classifier the registrations rely on.
+	g := pickGPU(t)
+	m := cuda.Alloc(t, g.ctx, bufSize)
+	requireDevice(t, g, m)
+
+	// The classifier must reject everything else, or requireDevice proves nothing.
+	man := cuda.AllocManaged(t, g.ctx, bufSize)
+	pinned := cuda.HostAlloc(t, g.ctx, bufSize)
+	plain, err := membuf.NewHost(bufSize)
+	if err != nil {
+		testenv.Failf(t, "free host memory", "%v", err)
+	}
+	t.Cleanup(func() { _ = plain.Close() })
+	for _, c := range []struct {
+		what string
+		addr uintptr
+		want cuda.MemoryType
+	}{
+		{"cuMemAllocManaged", man.Addr(), cuda.MemManaged},
+		{"cuMemHostAlloc", pinned.Addr(), cuda.MemHost},
+		{"mmap host memory", plain.Addr(), cuda.MemUnknown},
+	} {
+		mt, err := g.ctx.PointerType(c.addr)
+		if err != nil {
+			testenv.Failf(t, "upgrade the NVIDIA driver", "%s: %v", c.what, err)
+		}
+		testenv.Attr(t, "control_"+strings.ReplaceAll(c.what, " ", "_"), string(mt))
+		if mt != c.want {
+			testenv.Errorf(t, "report this driver: CU_POINTER_ATTRIBUTE_MEMORY_TYPE/IS_MANAGED misreport memory",
+				"%s memory at %#x classified %s, want %s", c.what, c.addr, mt, c.want)
+		}
+	}
+}
+
+// outcome of one registration path.
+type outcome struct {
+	state string // ok, fail, unsupported
+	err   error
+	why   string // for unsupported/fail: cause and remedy
+}
+
+// peermemState describes nvidia_peermem and the legacy nv_peer_mem as the
+// host shows them.
+func peermemState(t *testing.T) (loaded bool, legacy bool, desc string) {
+	t.Helper()
+	root := testenv.Root(t)
+	h, err := kmod.New(root)
+	if err != nil {
+		return false, false, fmt.Sprintf("module state unreadable: %v", err)
+	}
+	st, err := h.Lookup("nvidia_peermem")
+	if err != nil {
+		return false, false, fmt.Sprintf("nvidia_peermem state unreadable: %v", err)
+	}
+	old, _ := h.Lookup("nv_peer_mem")
+	desc = fmt.Sprintf("nvidia_peermem %s (%s %s)", st, root.Host("/sys/module/nvidia_peermem"), map[bool]string{true: "present", false: "absent"}[st.SysModule])
+	if old.Loaded() {
+		desc += "; legacy nv_peer_mem " + old.String()
+	}
+	return st.Loaded(), old.Loaded(), desc
+}
+
+// tryPeermem registers cuMemAlloc memory with plain ibv_reg_mr.
+func tryPeermem(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
+	t.Helper()
+	m := cuda.Alloc(t, g.ctx, bufSize)
+	requireDevice(t, g, m)
+	mr, err := n.pd.RegMR(m.Addr(), m.Len(), verbs.AccessRW)
+	loaded, legacy, desc := peermemState(t)
+	testenv.Attr(t, "nvidia_peermem", desc)
+	if err == nil {
+		t.Cleanup(func() {
+			if err := mr.Close(); err != nil {
+				t.Errorf("%s: %v", n.name, err)
+			}
+		})
+		return outcome{state: "ok", why: desc}
+	}
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	switch {
+	case legacy:
+		return outcome{"fail", err, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"}
+	case loaded:
+		return outcome{"fail", err, "nvidia_peermem is loaded but the NIC stack refused GPU memory: nvidia_peermem was probably built against another OFED/rdma-core kernel stack than the running one (reinstall the NVIDIA driver after MLNX_OFED, or rebuild with DKMS), or the NIC driver lacks peer-memory support; look for nvidia_peermem/ib_umem lines in dmesg (" + desc + ")"}
+	case errno == syscall.EFAULT || errno == syscall.EINVAL:
+		return outcome{"fail", err, "nvidia_peermem is not loaded, so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"}
+	}
+	return outcome{"fail", err, "unexpected error registering GPU memory (" + desc + ")"}
+}
+
+// tryDmabuf probes dma-buf MR support, then registers an exported GPU buffer.
+func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
+	t.Helper()
+	if !verbs.HasDmabuf() {
+		return outcome{state: "unsupported", err: verbs.ErrNoDmabufSymbol, why: verbs.ErrNoDmabufSymbol.Error()}
+	}
+	probe, err := n.pd.ProbeDmabuf()
+	if err != nil {
+		return outcome{"fail", err, "the kernel's answer to a dma-buf MR probe was unexpected"}
+	}
+	testenv.Attr(t, "dmabuf_probe", probe.Reason)
+	if !probe.Supported {
+		return outcome{state: "unsupported", why: probe.Reason + ": needs Linux >= 5.12 and a NIC driver with dma-buf MRs (mlx5, irdma, efa, bnxt_re)"}
+	}
+	sup, aerr := g.dev.Attr(cuda.AttrDMABufSupported)
+	if aerr != nil || sup != 1 || !g.drv.HasDmabufExport() {
+		return outcome{state: "unsupported", why: fmt.Sprintf("GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s; see GPU-04)", g.dev.PCI, sup, cuda.VersionString(g.drv.Version()))}
+	}
+	m := cuda.Alloc(t, g.ctx, bufSize)
+	requireDevice(t, g, m)
+	fd, off, _, err := m.DmabufFD()
+	if err != nil {
+		return outcome{"fail", err, "the GPU claims dma-buf support but export failed: check dmesg for NVRM errors (see GPU-08)"}
+	}
+	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
+	mr, err := n.pd.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, verbs.AccessRW)
+	if err != nil {
+		return outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.name, g.dev.PCI)}
+	}
+	t.Cleanup(func() {
+		if err := mr.Close(); err != nil {
+			t.Errorf("%s: %v", n.name, err)
+		}
+	})
+	return outcome{state: "ok", why: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}
+}
+
+func TestMREG03Peermem(t *testing.T) {
+	testenv.Req(t, "MREG-03")
+	g, n := setup(t)
+	o := tryPeermem(t, g, n)
+	testenv.Attr(t, "peermem", o.state)
+	switch {
+	case o.state == "ok":
+		t.Logf("GPU %s -> %s: ibv_reg_mr on %s of device memory works (%s)", g.dev.PCI, n.name, cuda.Size(bufSize), o.why)
+	case strings.HasPrefix(o.why, "nvidia_peermem is not loaded"):
+		// Not a failure on its own: dma-buf is the other way (MREG-04), and
+		// MREG-05 fails when neither works.
+		testenv.Attr(t, "peermem_error", o.err.Error())
+		t.Skipf("peermem path unavailable: %v; %s", o.err, o.why)
+	default:
+		testenv.Attr(t, "peermem_error", o.err.Error())
+		testenv.Failf(t, o.why, "GPU %s -> %s: %v", g.dev.PCI, n.name, o.err)
+	}
+}
+
+func TestMREG04Dmabuf(t *testing.T) {
+	testenv.Req(t, "MREG-04")
+	g, n := setup(t)
+	o := tryDmabuf(t, g, n)
+	testenv.Attr(t, "dmabuf", o.state)
+	switch o.state {
+	case "ok":
+		t.Logf("GPU %s -> %s: ibv_reg_dmabuf_mr works (%s)", g.dev.PCI, n.name, o.why)
+	case "unsupported":
+		t.Skipf("dma-buf path unsupported here: %s", o.why)
+	default:
+		testenv.Attr(t, "dmabuf_error", o.err.Error())
+		testenv.Failf(t, o.why, "GPU %s -> %s: %v", g.dev.PCI, n.name, o.err)
+	}
+}
+
+func TestMREG05AnyPath(t *testing.T) {
+	testenv.Req(t, "MREG-05")
+	g, n := setup(t)
+	p := tryPeermem(t, g, n)
+	d := tryDmabuf(t, g, n)
+	testenv.Attr(t, "peermem", p.state)
+	testenv.Attr(t, "dmabuf", d.state)
+	t.Logf("GPU %s -> %s: peermem=%s, dmabuf=%s", g.dev.PCI, n.name, p.state, d.state)
+	if p.state == "ok" || d.state == "ok" {
+		return
+	}
+	pe, de := "", ""
+	if p.err != nil {
+		pe = p.err.Error() + ": "
+	}
+	if d.err != nil {
+		de = d.err.Error() + ": "
+	}
+	testenv.Failf(t, "load nvidia_peermem (modprobe nvidia-peermem), or enable dma-buf: NVIDIA open kernel module, Linux >= 5.12, rdma-core >= 34 and a NIC driver with dma-buf MRs",
+		"GPU %s -> %s: GPU memory cannot be registered by either path: peermem: %s%s; dma-buf: %s%s",
+		g.dev.PCI, n.name, pe, p.why, de, d.why)
+}
