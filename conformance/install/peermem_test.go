@@ -64,7 +64,7 @@ func TestPeerMemory(t *testing.T) {
 		t.Logf("nvidia_peermem is not loaded; GPU memory registration uses dma-buf (%s). Applications that pass cudaMalloc pointers to plain ibv_reg_mr (the peer-memory path) still need: modprobe nvidia-peermem", why)
 	default:
 		testenv.Failf(t, "modprobe nvidia-peermem (ships with NVIDIA driver >= 470; persist it in /etc/modules-load.d; it needs MLNX_OFED or a kernel with the peer-memory patches), or enable the dma-buf path: open GPU kernel module, Linux >= 5.12, rdma-core >= 34",
-			"no GPU peer-memory path: nvidia_peermem is not loaded (%s) and dma-buf is unavailable (%s)", state, why)
+			"no GPU peer-memory path: %s, and dma-buf is unavailable (%s)", state, why)
 	}
 }
 

@@ -299,7 +299,7 @@ func TestRDMAKernelModules(t *testing.T) {
 		ok, state := moduleState(t, root, km, m)
 		if !ok {
 			testenv.Errorf(t, "modprobe "+m+" (persist it in /etc/modules-load.d/rdma.conf; MLNX_OFED: /etc/init.d/openibd restart)",
-				"kernel module %s is not loaded (%s; looked in %s and %s)", m, state, km.Sources(), strings.Join(moduleEvidence[m], ", "))
+				"kernel module %s is not loaded (status %q; looked in %s and %s)", m, state, km.Sources(), strings.Join(moduleEvidence[m], ", "))
 			continue
 		}
 		t.Logf("%s: %s", m, state)
