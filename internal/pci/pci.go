@@ -1,0 +1,345 @@
+// Package pci reads PCI functions from a host's sysfs (through a hostfs.Root):
+// identity, class, link speed and width, NUMA node, driver, IOMMU group, the
+// sysfs path from the host bridge down (for path classification) and the
+// configuration space with its capability lists (for ACS and link checks).
+//
+// Malformed sysfs content (empty files, garbage numbers, dangling links,
+// truncated config space, capability-list loops) is an error naming the file
+// and the value; nothing here panics on bad input.
+package pci
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/pcie"
+)
+
+// DevicesDir is where the kernel lists every PCI function.
+const DevicesDir = "/sys/bus/pci/devices"
+
+// ClassBridgePCI is the class code (base<<8|sub) of a PCI-to-PCI bridge,
+// which is what PCIe root ports and switch ports present as.
+const ClassBridgePCI = 0x0604
+
+// Device is one PCI function.
+type Device struct {
+	BDF     string // dddd:bb:dd.f, lowercase
+	SysPath string // resolved host path, /sys/devices/pci0000:00/.../<BDF>
+	// Root is the host bridge directory the device hangs under
+	// (/sys/devices/pci0000:00); different Roots are different root complexes.
+	Root string
+	// Chain is the PCI functions from the first one below Root down to this
+	// device, this device last: [root port, switch ports..., device].
+	Chain []string
+
+	Vendor uint16
+	Device uint16
+	Class  uint32 // 0xBBSSPP as in the sysfs class file
+
+	// Link state; 0 means the attribute is absent or "Unknown".
+	CurSpeed float64 // GT/s
+	MaxSpeed float64
+	CurWidth int
+	MaxWidth int
+
+	NUMANode   int    // -1: unknown
+	Driver     string // "" when unbound
+	IOMMUGroup string // "" when the device is in no IOMMU group
+	IOMMUType  string // the group's type file: DMA, DMA-FQ, identity, blocked, ... ("" if absent)
+
+	Config    *Config // nil if config could not be read or parsed at all
+	ConfigErr error   // why Config is missing or incomplete (ErrNeedRoot for 64-byte reads)
+}
+
+// IsBridge reports whether the function is a PCI-to-PCI bridge (root port or switch port).
+func (d *Device) IsBridge() bool { return d.Class>>8 == ClassBridgePCI }
+
+// IsGPU reports an NVIDIA display-class function (vendor 0x10de, class 0x03xxxx).
+func (d *Device) IsGPU() bool { return d.Vendor == 0x10de && d.Class>>16 == 0x03 }
+
+// Parent is the BDF of the function above this one, or "" on the root bus.
+func (d *Device) Parent() string {
+	if len(d.Chain) < 2 {
+		return ""
+	}
+	return d.Chain[len(d.Chain)-2]
+}
+
+// PortType is the PCIe device/port type from config space, or -1 if unknown.
+func (d *Device) PortType() int {
+	if d.Config == nil || d.Config.PCIe == nil {
+		return -1
+	}
+	return d.Config.PCIe.PortType
+}
+
+var bdfRE = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+
+// IsBDF reports whether s is a lowercase sysfs PCI address (dddd:bb:dd.f).
+func IsBDF(s string) bool { return bdfRE.MatchString(s) }
+
+var hostBridgeRE = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
+
+// SplitPath splits a resolved sysfs device path into its host bridge
+// directory and the chain of PCI functions below it. Non-PCI components
+// between the host bridge and the device are an error: the path is not a
+// PCI device path.
+func SplitPath(p string) (root string, chain []string, err error) {
+	parts := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
+	hb := -1
+	for i, c := range parts {
+		if hostBridgeRE.MatchString(c) {
+			hb = i
+		}
+		if IsBDF(c) {
+			break
+		}
+	}
+	if hb < 0 {
+		return "", nil, fmt.Errorf("sysfs path %q has no host bridge component (pciDDDD:BB)", p)
+	}
+	root = "/" + strings.Join(parts[:hb+1], "/")
+	for _, c := range parts[hb+1:] {
+		if !IsBDF(c) {
+			return "", nil, fmt.Errorf("sysfs path %q: %q below the host bridge is not a PCI address", p, c)
+		}
+		chain = append(chain, c)
+	}
+	if len(chain) == 0 {
+		return "", nil, fmt.Errorf("sysfs path %q names no PCI function below %s", p, root)
+	}
+	return root, chain, nil
+}
+
+// ParseHex reads a sysfs hex attribute ("0x10de") of at most bits bits.
+func ParseHex(s string, bits int) (uint64, error) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
+		return 0, fmt.Errorf("%q is not a 0x-prefixed hex number", s)
+	}
+	v, err := strconv.ParseUint(t[2:], 16, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a %d-bit hex number", s, bits)
+	}
+	return v, nil
+}
+
+// ParseNUMA reads numa_node: a node number, or -1 for unknown.
+func ParseNUMA(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	n, err := strconv.Atoi(t)
+	if err != nil || n < -1 || n > 4095 {
+		return 0, fmt.Errorf("numa_node %q: want -1 or a node number", s)
+	}
+	return n, nil
+}
+
+// ParseSpeed reads current_link_speed/max_link_speed: "32.0 GT/s PCIe",
+// "8.0 GT/s", "2.5 GT/s"; "Unknown" (link down, or a virtual function) is 0.
+func ParseSpeed(s string) (float64, error) {
+	v, err := pcie.ParseSpeed(s)
+	if errors.Is(err, pcie.ErrUnknown) {
+		return 0, nil
+	}
+	// pcie.ParseSpeed's range check lets NaN through (NaN compares false).
+	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		return 0, fmt.Errorf("link speed %q: not a number", s)
+	}
+	return v, err
+}
+
+// ParseWidth reads current_link_width/max_link_width ("16"; 0 = link down).
+func ParseWidth(s string) (int, error) { return pcie.ParseWidth(s) }
+
+// Scan reads every function in /sys/bus/pci/devices. Devices that cannot be
+// read are left out and their errors joined into the returned error, so one
+// broken entry does not hide the rest. A missing directory is an error that
+// satisfies errors.Is(err, fs.ErrNotExist).
+func Scan(r *hostfs.Root) ([]*Device, error) {
+	names, err := r.ReadDir(DevicesDir)
+	if err != nil {
+		return nil, err
+	}
+	var devs []*Device
+	var errs []error
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
+			continue // not a kernel entry (e.g. a fixture's .gitkeep)
+		}
+		d, err := Load(r, n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		devs = append(devs, d)
+	}
+	return devs, errors.Join(errs...)
+}
+
+// Load reads one function by its address.
+func Load(r *hostfs.Root, bdf string) (*Device, error) {
+	a, err := pcie.NormalizeAddr(bdf)
+	if err != nil || a != bdf {
+		return nil, fmt.Errorf("%s/%s: not a PCI address (want dddd:bb:dd.f)", DevicesDir, bdf)
+	}
+	link := DevicesDir + "/" + bdf
+	real, err := r.Resolve(link)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", link, err)
+	}
+	if fi, err := r.Stat(link); err != nil {
+		return nil, fmt.Errorf("%s -> %s: dangling link: %w", link, real, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s -> %s: not a directory", link, real)
+	}
+	d := &Device{BDF: bdf, SysPath: real, NUMANode: -1}
+	if d.Root, d.Chain, err = SplitPath(real); err != nil {
+		return nil, fmt.Errorf("%s: %w", link, err)
+	}
+	if last := d.Chain[len(d.Chain)-1]; last != bdf {
+		return nil, fmt.Errorf("%s resolves to %s, which names %s", link, real, last)
+	}
+	attr := func(name string) string { return real + "/" + name }
+	read := func(name string) (string, bool, error) {
+		s, err := r.ReadString(attr(name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	}
+	var errs []error
+	hexAttr := func(name string, bits int, required bool) uint64 {
+		s, ok, err := read(name)
+		if err != nil {
+			errs = append(errs, err)
+			return 0
+		}
+		if !ok {
+			if required {
+				errs = append(errs, fmt.Errorf("%s: missing", attr(name)))
+			}
+			return 0
+		}
+		v, err := ParseHex(s, bits)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", attr(name), err))
+		}
+		return v
+	}
+	d.Vendor = uint16(hexAttr("vendor", 16, true))
+	d.Device = uint16(hexAttr("device", 16, true))
+	d.Class = uint32(hexAttr("class", 24, true))
+
+	speed := func(name string) float64 {
+		s, ok, err := read(name)
+		if err != nil || !ok {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			return 0
+		}
+		v, err := ParseSpeed(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", attr(name), err))
+		}
+		return v
+	}
+	width := func(name string) int {
+		s, ok, err := read(name)
+		if err != nil || !ok {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			return 0
+		}
+		v, err := ParseWidth(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", attr(name), err))
+		}
+		return v
+	}
+	d.CurSpeed, d.MaxSpeed = speed("current_link_speed"), speed("max_link_speed")
+	d.CurWidth, d.MaxWidth = width("current_link_width"), width("max_link_width")
+
+	if s, ok, err := read("numa_node"); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		if d.NUMANode, err = ParseNUMA(s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", attr("numa_node"), err))
+			d.NUMANode = -1
+		}
+	}
+	if t, err := r.ReadLink(attr("driver")); err == nil {
+		d.Driver = path.Base(t)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	if _, err := r.Lstat(attr("iommu_group")); err == nil {
+		t, err := r.ReadLink(attr("iommu_group"))
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			d.IOMMUGroup = path.Base(t)
+			g, err := r.Resolve(attr("iommu_group"))
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", attr("iommu_group"), err))
+			case !r.Exists(g):
+				errs = append(errs, fmt.Errorf("%s -> %s: dangling link", attr("iommu_group"), t))
+			default:
+				if typ, err := r.ReadString(g + "/type"); err == nil {
+					if typ == "" {
+						errs = append(errs, fmt.Errorf("%s/type: empty", g))
+					}
+					d.IOMMUType = typ
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if b, err := r.ReadFile(attr("config")); err != nil {
+		d.ConfigErr = err
+	} else {
+		d.Config, d.ConfigErr = ParseConfig(b)
+		if d.ConfigErr != nil {
+			d.ConfigErr = fmt.Errorf("%s: %w", attr("config"), d.ConfigErr)
+		}
+		if d.Config != nil && d.ConfigErr == nil && (d.Config.VendorID != d.Vendor || d.Config.DeviceID != d.Device) {
+			d.ConfigErr = fmt.Errorf("%s: config space says %04x:%04x but sysfs says %04x:%04x",
+				attr("config"), d.Config.VendorID, d.Config.DeviceID, d.Vendor, d.Device)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return d, nil
+}
+
+// String is "0000:3b:00.0 [10de:2335]".
+func (d *Device) String() string {
+	return fmt.Sprintf("%s [%04x:%04x]", d.BDF, d.Vendor, d.Device)
+}
+
+// LinkString is "32 GT/s x16 (max 32 GT/s x16)".
+func (d *Device) LinkString() string {
+	return fmt.Sprintf("%s x%d (max %s x%d)", speedStr(d.CurSpeed), d.CurWidth, speedStr(d.MaxSpeed), d.MaxWidth)
+}
+
+func speedStr(v float64) string {
+	if v == 0 {
+		return "unknown speed"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64) + " GT/s"
+}

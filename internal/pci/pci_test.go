@@ -1,0 +1,335 @@
+package pci
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/pci/cfgbuild"
+)
+
+func fixture(t *testing.T, name string) *hostfs.Root {
+	t.Helper()
+	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", name))
+	require.NoError(t, err)
+	return r
+}
+
+func TestParseSpeed(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		bad  bool
+	}{
+		{"32.0 GT/s PCIe", 32, false},
+		{"8.0 GT/s", 8, false},
+		{"2.5 GT/s PCIe\n", 2.5, false},
+		{"5 GT/s", 5, false},
+		{"Unknown", 0, false},
+		{"Unknown speed", 0, false},
+		{"", 0, true},
+		{"fast", 0, true},
+		{"32.0 Gb/s", 0, true},
+		{"-8 GT/s", 0, true},
+		{"NaN GT/s", 0, true},
+	} {
+		got, err := ParseSpeed(tc.in)
+		if tc.bad {
+			assert.Error(t, err, "%q", tc.in)
+			continue
+		}
+		assert.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+	}
+}
+
+func TestParseAttrs(t *testing.T) {
+	v, err := ParseHex("0x10de\n", 16)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x10de, v)
+	v, err = ParseHex("0x030200", 24)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x030200, v)
+	for _, bad := range []string{"", "10de", "0x", "0xzz", "0x1000000"} {
+		_, err := ParseHex(bad, 24)
+		assert.Error(t, err, "%q", bad)
+	}
+	for in, want := range map[string]int{"-1": -1, "0\n": 0, "3": 3} {
+		n, err := ParseNUMA(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, n)
+	}
+	for _, bad := range []string{"", "x", "-2", "1.5", "99999"} {
+		_, err := ParseNUMA(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+	w, err := ParseWidth("16\n")
+	require.NoError(t, err)
+	assert.Equal(t, 16, w)
+	for _, bad := range []string{"", "x16", "-1", "64"} {
+		_, err := ParseWidth(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestSplitPath(t *testing.T) {
+	for _, tc := range []struct {
+		in, root string
+		chain    []string
+		bad      bool
+	}{
+		{in: "/sys/devices/pci0000:00/0000:00:06.0", root: "/sys/devices/pci0000:00", chain: []string{"0000:00:06.0"}},
+		{in: "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:08.0/0000:83:00.1",
+			root: "/sys/devices/pci0000:80", chain: []string{"0000:80:01.0", "0000:81:00.0", "0000:82:08.0", "0000:83:00.1"}},
+		// Hyper-V style: the host bridge sits below non-PCI components.
+		{in: "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/abc/pci7870:00/7870:00:00.0",
+			root: "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/abc/pci7870:00", chain: []string{"7870:00:00.0"}},
+		{in: "/sys/devices/virtual/infiniband/rxe0", bad: true},
+		{in: "/sys/devices/pci0000:00", bad: true},
+		{in: "/sys/devices/pci0000:00/0000:00:01.0/virtio0", bad: true},
+	} {
+		root, chain, err := SplitPath(tc.in)
+		if tc.bad {
+			assert.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.root, root)
+		assert.Equal(t, tc.chain, chain)
+	}
+}
+
+func TestParseConfigBuilt(t *testing.T) {
+	img := cfgbuild.Build(cfgbuild.Spec{Vendor: 0x1000, Device: 0xc010, Class: 0x060400, Bridge: true,
+		PortType: TypeDownstream, MaxSpeedEnc: 5, MaxWidth: 16, CurSpeedEnc: 4, CurWidth: 8,
+		ACS: true, ACSCap: 0x5f, ACSCtrl: ACSSV | ACSRR | ACSCR | ACSUF})
+	c, err := ParseConfig(img)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x1000, c.VendorID)
+	assert.EqualValues(t, 0x060400, c.ClassCode)
+	assert.EqualValues(t, 1, c.HeaderType)
+	require.NotNil(t, c.PCIe)
+	assert.Equal(t, TypeDownstream, c.PCIe.PortType)
+	assert.Equal(t, 32.0, c.PCIe.LinkCapGTs)
+	assert.Equal(t, 16, c.PCIe.LinkCapW)
+	assert.Equal(t, 16.0, c.PCIe.LinkStaGTs)
+	assert.Equal(t, 8, c.PCIe.LinkStaW)
+	require.NotNil(t, c.ACS)
+	assert.Equal(t, 0x148, c.ACS.Offset)
+	assert.Equal(t, 0x14e, c.ACS.CtrlOffset())
+	assert.EqualValues(t, ACSRR|ACSCR|ACSUF, c.ACS.Blocking())
+	assert.Equal(t, "SV+ TB- RR+ CR+ UF+ EC- DT-", ACSBits(c.ACS.Ctrl))
+	assert.Equal(t, "RR,CR,UF", EnabledNames(c.ACS.Blocking()))
+	assert.Len(t, c.ExtCaps, 2)
+	assert.True(t, c.Extended())
+
+	// Without ACS: the list ends after AER.
+	c, err = ParseConfig(cfgbuild.Build(cfgbuild.Spec{Vendor: 0x10de, Device: 0x2335, Class: 0x030200}))
+	require.NoError(t, err)
+	assert.Nil(t, c.ACS)
+	assert.Len(t, c.ExtCaps, 1)
+}
+
+// The H200's config space as recorded on the GPU machine (root read, 4096 bytes):
+// PM -> MSI -> PCIe (at 0x60) -> MSI-X; extended list starts with a null
+// capability (id 0) and goes on to LTR etc.
+func TestParseConfigRecordedH200(t *testing.T) {
+	b, err := os.ReadFile("../../fixtures/hosts/h200-1/sys/devices/pci0000:00/0000:00:06.0/config")
+	require.NoError(t, err)
+	c, err := ParseConfig(b)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0x10de, c.VendorID)
+	assert.EqualValues(t, 0x2335, c.DeviceID)
+	require.NotNil(t, c.PCIe)
+	assert.Equal(t, 0x60, c.PCIe.Offset)
+	assert.Equal(t, TypeEndpoint, c.PCIe.PortType)
+	assert.Equal(t, 32.0, c.PCIe.LinkCapGTs)
+	assert.Equal(t, 16, c.PCIe.LinkCapW)
+	assert.Equal(t, 16, c.PCIe.LinkStaW)
+	assert.Nil(t, c.ACS)
+	require.NotEmpty(t, c.ExtCaps)
+	assert.EqualValues(t, 0, c.ExtCaps[0].ID)
+}
+
+func TestParseConfigMalformed(t *testing.T) {
+	good := cfgbuild.Build(cfgbuild.Spec{Vendor: 0x10de, Device: 0x2335, Class: 0x030200, ACS: true})
+	mut := func(f func(b []byte)) []byte {
+		b := append([]byte(nil), good...)
+		f(b)
+		return b
+	}
+	for name, tc := range map[string]struct {
+		img  []byte
+		want string
+	}{
+		"empty":            {nil, "truncated: 0 bytes"},
+		"truncated":        {good[:40], "truncated: 40 bytes"},
+		"absent":           {mut(func(b []byte) { b[0], b[1] = 0xff, 0xff }), "vendor 0xffff"},
+		"cap into header":  {mut(func(b []byte) { b[0x34] = 0x10 }), "capability pointer 0x10 out of range"},
+		"cap loop":         {mut(func(b []byte) { b[0x61] = 0x40 }), "loops back to offset 0x40"},
+		"pcie at end":      {mut(func(b []byte) { b[0x34] = 0xf8; b[0xf8] = 0x10; b[0xf9] = 0 }), "runs past the end"},
+		"ext loop":         {mut(func(b []byte) { b[0x14b] = 0x10 }), "loops back to offset 0x100"},
+		"ext out of range": {mut(func(b []byte) { b[0x102], b[0x103] = 0x00, 0x08 }), "extended capability pointer 0x80 out of range"},
+	} {
+		_, err := ParseConfig(tc.img)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), tc.want, name)
+	}
+	// 64 bytes: header only, ErrNeedRoot.
+	c, err := ParseConfig(good[:64])
+	require.ErrorIs(t, err, ErrNeedRoot)
+	assert.Contains(t, err.Error(), "extended config not readable (need root)")
+	require.NotNil(t, c)
+	assert.EqualValues(t, 0x10de, c.VendorID)
+	assert.Nil(t, c.PCIe)
+	// 256 bytes: standard list only, no error.
+	c, err = ParseConfig(good[:256])
+	require.NoError(t, err)
+	assert.NotNil(t, c.PCIe)
+	assert.Nil(t, c.ACS)
+	assert.False(t, c.Extended())
+}
+
+func TestScanConstructed(t *testing.T) {
+	devs, err := Scan(fixture(t, "downtrained"))
+	require.NoError(t, err)
+	by := map[string]*Device{}
+	for _, d := range devs {
+		by[d.BDF] = d
+	}
+	require.Len(t, by, 6)
+	g := by["0000:03:00.0"]
+	require.NotNil(t, g)
+	assert.True(t, g.IsGPU())
+	assert.False(t, g.IsBridge())
+	assert.Equal(t, "/sys/devices/pci0000:00", g.Root)
+	assert.Equal(t, []string{"0000:00:01.0", "0000:01:00.0", "0000:02:00.0", "0000:03:00.0"}, g.Chain)
+	assert.Equal(t, "0000:02:00.0", g.Parent())
+	assert.Equal(t, 2.5, g.CurSpeed)
+	assert.Equal(t, 32.0, g.MaxSpeed)
+	assert.Equal(t, 0, g.NUMANode)
+	assert.Equal(t, "nvidia", g.Driver)
+	assert.Equal(t, "identity", g.IOMMUType)
+	assert.NotEmpty(t, g.IOMMUGroup)
+	n := by["0000:04:00.0"]
+	assert.Equal(t, 8, n.CurWidth)
+	assert.Equal(t, 16, n.MaxWidth)
+	assert.Equal(t, "16 GT/s x8 (max 16 GT/s x16)", n.LinkString())
+	dp := by["0000:02:00.0"]
+	assert.True(t, dp.IsBridge())
+	assert.Equal(t, TypeDownstream, dp.PortType())
+	require.NotNil(t, dp.Config.ACS)
+	assert.NoError(t, dp.ConfigErr)
+}
+
+func TestScanNoRoot(t *testing.T) {
+	devs, err := Scan(fixture(t, "noroot"))
+	require.NoError(t, err)
+	for _, d := range devs {
+		assert.ErrorIs(t, d.ConfigErr, ErrNeedRoot, d.BDF)
+		assert.Equal(t, -1, d.PortType())
+	}
+}
+
+func TestScanRecordedH200(t *testing.T) {
+	devs, err := Scan(fixture(t, "h200-1"))
+	require.NoError(t, err)
+	var gpus []*Device
+	for _, d := range devs {
+		if d.IsGPU() {
+			gpus = append(gpus, d)
+		}
+	}
+	require.Len(t, gpus, 1)
+	g := gpus[0]
+	assert.Equal(t, "0000:00:06.0", g.BDF)
+	assert.Equal(t, []string{"0000:00:06.0"}, g.Chain)
+	assert.Equal(t, -1, g.NUMANode)
+	assert.Equal(t, 32.0, g.MaxSpeed)
+	assert.Equal(t, 16, g.CurWidth)
+	assert.Equal(t, "", g.IOMMUGroup)
+	assert.NoError(t, g.ConfigErr)
+}
+
+// writeTree builds a minimal one-device tree and lets f break it.
+func writeTree(t *testing.T, f func(dev string)) *hostfs.Root {
+	t.Helper()
+	dir := t.TempDir()
+	dev := filepath.Join(dir, "sys/devices/pci0000:00/0000:00:06.0")
+	require.NoError(t, os.MkdirAll(dev, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sys/bus/pci/devices"), 0o755))
+	require.NoError(t, os.Symlink("../../../devices/pci0000:00/0000:00:06.0", filepath.Join(dir, "sys/bus/pci/devices/0000:00:06.0")))
+	for name, v := range map[string]string{"vendor": "0x10de\n", "device": "0x2335\n", "class": "0x030200\n",
+		"numa_node": "-1\n", "current_link_speed": "32.0 GT/s PCIe\n", "max_link_speed": "32.0 GT/s PCIe\n",
+		"current_link_width": "16\n", "max_link_width": "16\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dev, name), []byte(v), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dev, "config"),
+		cfgbuild.Build(cfgbuild.Spec{Vendor: 0x10de, Device: 0x2335, Class: 0x030200}), 0o644))
+	f(dev)
+	r, err := hostfs.New(dir)
+	require.NoError(t, err)
+	return r
+}
+
+func TestLoadMalformed(t *testing.T) {
+	write := func(name, v string) func(string) {
+		return func(dev string) { require.NoError(t, os.WriteFile(filepath.Join(dev, name), []byte(v), 0o644)) }
+	}
+	for name, tc := range map[string]struct {
+		f    func(string)
+		want []string
+	}{
+		"empty vendor":    {write("vendor", ""), []string{"vendor", `""`}},
+		"garbage class":   {write("class", "0xGPU\n"), []string{"class", "0xGPU"}},
+		"missing device":  {func(dev string) { os.Remove(filepath.Join(dev, "device")) }, []string{"device: missing"}},
+		"garbage numa":    {write("numa_node", "banana\n"), []string{"numa_node", "banana"}},
+		"garbage speed":   {write("max_link_speed", "fast\n"), []string{"max_link_speed", "fast"}},
+		"garbage width":   {write("current_link_width", "x16\n"), []string{"current_link_width", "x16"}},
+		"dangling device": {func(dev string) { os.RemoveAll(dev) }, []string{"0000:00:06.0", "dangling"}},
+		"dangling group": {func(dev string) {
+			require.NoError(t, os.Symlink("../../../kernel/iommu_groups/7", filepath.Join(dev, "iommu_group")))
+		}, []string{"iommu_group", "dangling"}},
+		"empty group type": {func(dev string) {
+			g := filepath.Join(dev, "../../../kernel/iommu_groups/7")
+			require.NoError(t, os.MkdirAll(g, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(g, "type"), nil, 0o644))
+			require.NoError(t, os.Symlink("../../../kernel/iommu_groups/7", filepath.Join(dev, "iommu_group")))
+		}, []string{"type: empty"}},
+	} {
+		r := writeTree(t, tc.f)
+		_, err := Load(r, "0000:00:06.0")
+		require.Error(t, err, name)
+		for _, w := range tc.want {
+			assert.Contains(t, err.Error(), w, name)
+		}
+		devs, err := Scan(r)
+		assert.Error(t, err, name)
+		assert.Empty(t, devs, name)
+	}
+	// Truncated config is not a load error: it is reported on the device.
+	r := writeTree(t, write("config", "\x10\xde"))
+	d, err := Load(r, "0000:00:06.0")
+	require.NoError(t, err)
+	assert.Nil(t, d.Config)
+	assert.ErrorContains(t, d.ConfigErr, "config space truncated: 2 bytes")
+	assert.ErrorContains(t, d.ConfigErr, "/config")
+	// A driver link may dangle (the driver directory is not recorded); its name is what counts.
+	r = writeTree(t, func(dev string) {
+		require.NoError(t, os.Symlink("../../../bus/pci/drivers/nvidia", filepath.Join(dev, "driver")))
+	})
+	d, err = Load(r, "0000:00:06.0")
+	require.NoError(t, err)
+	assert.Equal(t, "nvidia", d.Driver)
+	// No /sys/bus/pci at all.
+	empty, err := hostfs.New(t.TempDir())
+	require.NoError(t, err)
+	_, err = Scan(empty)
+	assert.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+}
