@@ -150,6 +150,8 @@ func TestGDRDevEnvironment(t *testing.T) {
 	}
 	remedy := "see the program's output"
 	switch {
+	case strings.Contains(err.Error(), "permission denied"):
+		remedy = "the temporary directory is mounted noexec: set TMPDIR to a directory that allows executables"
 	case strings.Contains(out, "error while loading shared libraries"):
 		remedy = "the loader cannot find a library the program links: add its directory (e.g. /usr/local/nvidia/lib64 for libcuda.so.1) to /etc/ld.so.conf.d/ and run ldconfig"
 	case strings.Contains(out, "ibv_get_device_list failed"):

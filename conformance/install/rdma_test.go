@@ -445,17 +445,22 @@ func TestRDMAPortActive(t *testing.T) {
 	}
 	var active []string
 	var report []string
-	ib := false
+	initPort, physDown := false, false
 	for _, d := range devs {
 		for _, p := range d.Ports {
 			desc := fmt.Sprintf("%s port %s: state %q, phys_state %q, link_layer %q, rate %q", d.Name, p.Num, p.State, p.PhysState, p.Layer, p.Rate)
 			t.Log(desc)
 			report = append(report, desc)
-			if strings.Contains(p.State, "ACTIVE") {
+			// With GDR_RDMA_DEVICE set, only its GDR_IB_PORT counts: that
+			// is the port the other areas will use.
+			if strings.Contains(p.State, "ACTIVE") && (cfg.RDMADevice == "" || p.Num == fmt.Sprint(cfg.IBPort)) {
 				active = append(active, d.Name+"/"+p.Num)
 			}
-			if p.Layer == "InfiniBand" {
-				ib = true
+			if strings.Contains(p.State, "INIT") && p.Layer == "InfiniBand" {
+				initPort = true
+			}
+			if !strings.Contains(p.PhysState, "LinkUp") {
+				physDown = true
 			}
 		}
 	}
@@ -464,12 +469,23 @@ func TestRDMAPortActive(t *testing.T) {
 		testenv.Attr(t, "active_ports", strings.Join(active, ","))
 		return
 	}
-	remedy := "check the cable and the switch port (phys_state LinkUp is needed); for RoCE bring the netdev up (ip link set <dev> up)"
-	if ib {
-		remedy = "InfiniBand ports stay INIT until a subnet manager runs: start opensm on one host (systemctl start opensm) or on the switch; check the cable (phys_state LinkUp)"
+	var remedies []string
+	if initPort {
+		remedies = append(remedies, "a port in INIT has link but no subnet manager: start opensm on one host of the fabric (systemctl start opensm) or enable the switch's SM")
 	}
+	if physDown {
+		remedies = append(remedies, "a port without phys_state LinkUp has no link: check cable/transceiver and the switch port; for RoCE bring the netdev up (ip link set <netdev> up)")
+	}
+	if len(remedies) == 0 {
+		remedies = append(remedies, "check dmesg for the NIC driver's port messages and the switch port")
+	}
+	remedy := strings.Join(remedies, "; ")
 	if len(report) == 0 {
 		testenv.Failf(t, "check dmesg for the NIC driver's errors", "RDMA device(s) %s have no ports in sysfs", devNames(devs))
 	}
-	testenv.Failf(t, remedy, "no RDMA port is ACTIVE:\n%s", strings.Join(report, "\n"))
+	what := "no RDMA port is ACTIVE"
+	if cfg.RDMADevice != "" {
+		what = fmt.Sprintf("GDR_RDMA_DEVICE=%s port %d (GDR_IB_PORT) is not ACTIVE", cfg.RDMADevice, cfg.IBPort)
+	}
+	testenv.Failf(t, remedy, "%s:\n%s", what, strings.Join(report, "\n"))
 }
