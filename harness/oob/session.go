@@ -463,3 +463,14 @@ func (s *Session) ExchangeResult(local Result) (Result, error) {
 	}
 	return *m.Result, nil
 }
+
+// Within sets the bound for the following reads and writes to d (e.g. while
+// the peer runs a long measurement) and returns a func that restores it.
+func (s *Session) Within(d time.Duration) (restore func()) {
+	old := s.opt.Timeout
+	s.opt.Timeout = d
+	return func() { s.opt.Timeout = old }
+}
+
+// Timeout is the current bound on each read and write.
+func (s *Session) Timeout() time.Duration { return s.opt.timeout() }

@@ -1,0 +1,118 @@
+//go:build rdma && gpu
+
+package pingpong
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"testing"
+
+	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/pcie"
+)
+
+// newBuffer, gpu builds: GDR_MEM=gpu gives GPU memory, GDR_MEM=host host
+// memory, and unset gives GPU memory when libcuda.so.1 loads and sees a GPU,
+// else host memory. The GPU is GDR_GPU, else the one nearest the NIC
+// (GDR_RDMA_DEVICE, else the first device in /sys/class/infiniband).
+// Call it from the test goroutine (it may end the test).
+func newBuffer(t testing.TB, size int) membuf.Buffer {
+	t.Helper()
+	cfg := testenv.Config(t)
+	switch cfg.Mem {
+	case config.MemHost:
+		memAttrs(t, "host", "GDR_MEM=host", "")
+		return hostBuffer(t, size)
+	case config.MemGPU:
+		return gpuBuffer(t, size, "GDR_MEM=gpu")
+	}
+	d, err := cuda.Load()
+	if err != nil {
+		memAttrs(t, "host", fmt.Sprintf("GDR_MEM unset and no usable CUDA driver (%v)", err), "")
+		return hostBuffer(t, size)
+	}
+	devs, err := d.Devices()
+	if err != nil || len(devs) == 0 {
+		memAttrs(t, "host", fmt.Sprintf("GDR_MEM unset and the CUDA driver lists no GPU (%v)", err), "")
+		return hostBuffer(t, size)
+	}
+	return gpuBuffer(t, size, "GDR_MEM unset, GPU present")
+}
+
+// gpuBuffer allocates size bytes of device memory (SYNC_MEMOPS set) on the
+// chosen GPU, freed and its context released through t.Cleanup. A host
+// without libcuda or a GPU gets testenv.Absent naming what is missing.
+func gpuBuffer(t testing.TB, size int, why string) membuf.Buffer {
+	t.Helper()
+	d := cuda.Open(t)
+	dev, choice := chooseGPU(t, cuda.GPUs(t, d))
+	memAttrs(t, "gpu", why, dev.PCI+" ("+choice+")")
+	c := cuda.Primary(t, dev)
+	return cuda.Alloc(t, c, size)
+}
+
+// chooseGPU picks GDR_GPU (GPUs already filtered it to one), else the GPU
+// whose sysfs path shares most components with the NIC's.
+func chooseGPU(t testing.TB, devs []cuda.Device) (cuda.Device, string) {
+	t.Helper()
+	cfg := testenv.Config(t)
+	if cfg.GPU != "" {
+		return devs[0], "GDR_GPU"
+	}
+	if len(devs) == 1 {
+		return devs[0], "the only GPU"
+	}
+	root := testenv.Root(t)
+	nic, err := nicName(root, cfg.RDMADevice)
+	if err != nil {
+		return devs[0], fmt.Sprintf("first GPU: %v", err)
+	}
+	np, err := root.Resolve(path.Join("/sys/class/infiniband", nic, "device"))
+	if err != nil || !root.Exists(np) {
+		return devs[0], "first GPU: " + nic + " has no PCI device (software RDMA)"
+	}
+	paths := make([]string, len(devs))
+	for i, g := range devs {
+		paths[i], _ = pcie.DevicePath(root, g.PCI)
+	}
+	i := pcie.Nearest(np, paths)
+	return devs[i], fmt.Sprintf("nearest to %s, %d shared sysfs path components", nic, pcie.SharedDepth(np, paths[i]))
+}
+
+// nicName is GDR_RDMA_DEVICE, else the first RDMA device sysfs lists.
+func nicName(root *hostfs.Root, configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	names, err := root.ReadDir("/sys/class/infiniband")
+	if err != nil {
+		return "", err
+	}
+	if len(names) == 0 {
+		return "", errors.New("no RDMA device in /sys/class/infiniband")
+	}
+	return names[0], nil
+}
+
+// memAttrs records where the test's buffers live, once per test even when
+// it allocates several.
+var memSeen sync.Map
+
+func memAttrs(t testing.TB, kind, why, gpu string) {
+	t.Helper()
+	if _, dup := memSeen.LoadOrStore(t, true); dup {
+		return
+	}
+	t.Cleanup(func() { memSeen.Delete(t) })
+	testenv.Attr(t, "mem", kind)
+	testenv.Attr(t, "mem_choice", why)
+	if gpu != "" {
+		testenv.Attr(t, "mem_gpu", gpu)
+	}
+}

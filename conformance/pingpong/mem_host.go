@@ -1,0 +1,16 @@
+//go:build rdma && !gpu
+
+package pingpong
+
+import (
+	"testing"
+
+	"github.com/gdrconf/gdrconf/harness/membuf"
+)
+
+// newBuffer is every pingpong test's memory: host memory in builds without
+// the gpu tag. Call it from the test goroutine (it may end the test).
+func newBuffer(t testing.TB, size int) membuf.Buffer {
+	t.Helper()
+	return hostBuffer(t, size)
+}
