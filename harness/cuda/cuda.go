@@ -103,6 +103,13 @@ static int gdr_cuda_load(const char *name, const char **why, const char **missin
 	return 0;
 }
 
+// gdr_cuda_unload forgets the library (unit tests load fakes one after another).
+static void gdr_cuda_unload(void) {
+	if (gdr_cu_lib) dlclose(gdr_cu_lib);
+	gdr_cu_lib = NULL;
+	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = NULL;
+}
+
 static int gdr_has_dmabuf_export(void) { return gdr_cu.MemGetHandleForAddressRange != NULL; }
 
 static CUresult gdr_cuInit(unsigned int f) { return gdr_cu.Init(f); }
@@ -295,6 +302,9 @@ type Driver struct {
 	version int
 }
 
+// libraryPath is what load opens; unit tests point it at a fake driver.
+var libraryPath = Library
+
 var (
 	loadOnce sync.Once
 	loaded   *Driver
@@ -309,7 +319,7 @@ func Load() (*Driver, error) {
 }
 
 func load() (*Driver, error) {
-	name := C.CString(Library)
+	name := C.CString(libraryPath)
 	defer C.free(unsafe.Pointer(name))
 	// dlerror's text is per thread.
 	runtime.LockOSThread()
@@ -321,6 +331,17 @@ func load() (*Driver, error) {
 	case -2:
 		return nil, &LoadError{Msg: fmt.Sprintf("has no symbol %s: the driver is older than this suite supports (CUDA 11.0); upgrade the NVIDIA driver", C.GoString(missing))}
 	}
+	return initDriver()
+}
+
+// unloadForTest forgets the loaded library so a test can load another.
+func unloadForTest() {
+	C.gdr_cuda_unload()
+	loadOnce = sync.Once{}
+	loaded, loadErr = nil, nil
+}
+
+func initDriver() (*Driver, error) {
 	if err := check("cuInit(0)", C.gdr_cuInit(0)); err != nil {
 		return nil, err
 	}
