@@ -5,7 +5,6 @@ package memreg
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
 // bufSize is what each registration covers: one 2 MiB GPU page, the unit
@@ -69,23 +67,9 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// nicPath is the resolved sysfs path of an RDMA device's PCI function, ""
-// for a software device.
-func nicPath(t *testing.T, name string) string {
-	root := testenv.Root(t)
-	if sw, _ := verbs.IsSoftware(root, name); sw {
-		return ""
-	}
-	p, err := root.Resolve(path.Join(verbs.ClassDir, name, "device"))
-	if err != nil {
-		return ""
-	}
-	return p
-}
-
-// pickNIC chooses GDR_RDMA_DEVICE, else the device nearest the GPU (most
-// sysfs path components shared with it), else the first, and opens it.
-func pickNIC(t *testing.T, gpuPCI string) *nicEnv {
+// pickNIC chooses GDR_RDMA_DEVICE, else the device with the best PCIe path
+// to the GPU (internal/topo, as nvidia-smi topo -m ranks them), and opens it.
+func pickNIC(t *testing.T, gpu *cuda.Device) *nicEnv {
 	t.Helper()
 	names := rdmaNames(t)
 	cfg := testenv.Config(t)
@@ -101,20 +85,15 @@ func pickNIC(t *testing.T, gpuPCI string) *nicEnv {
 			testenv.Failf(t, "set GDR_RDMA_DEVICE to one of the devices listed, or unset it",
 				"GDR_RDMA_DEVICE=%s is not in %s (%s)", cfg.RDMADevice, testenv.Root(t).Host(verbs.ClassDir), strings.Join(names, ", "))
 		}
-	case len(names) == 1:
-		n.name, n.choice = names[0], "the only RDMA device"
-	case gpuPCI != "":
-		gp, err := pcie.DevicePath(testenv.Root(t), gpuPCI)
+	case gpu != nil:
+		p, err := cuda.NearestNIC(testenv.Root(t), *gpu, names)
 		if err != nil {
-			t.Logf("GPU %s has no sysfs path (%v): taking the first RDMA device", gpuPCI, err)
+			t.Logf("choosing the NIC: %v", err)
 		}
-		paths := make([]string, len(names))
-		for i, name := range names {
-			paths[i] = nicPath(t, name)
+		n.name, n.choice = p.NIC, p.Reason
+		if p.Path != "" {
+			testenv.Attr(t, "path", p.Path)
 		}
-		i := pcie.Nearest(gp, paths)
-		n.name = names[i]
-		n.choice = fmt.Sprintf("nearest to GPU %s (%d shared sysfs path components)", gpuPCI, pcie.SharedDepth(gp, paths[i]))
 	default:
 		n.name, n.choice = names[0], "first RDMA device"
 	}
@@ -155,16 +134,11 @@ func pickGPU(t *testing.T) *gpuEnv {
 	case cfg.GPU != "":
 		choice = "GDR_GPU"
 	case cfg.RDMADevice != "" && len(devs) > 1:
-		root := testenv.Root(t)
-		np, _ := root.Resolve(path.Join(verbs.ClassDir, cfg.RDMADevice, "device"))
-		paths := make([]string, len(devs))
-		for i, g := range devs {
-			paths[i], _ = pcie.DevicePath(root, g.PCI)
+		p, err := cuda.NearestGPU(testenv.Root(t), devs, cfg.RDMADevice)
+		if err != nil {
+			t.Logf("choosing the GPU: %v", err)
 		}
-		if i := pcie.Nearest(np, paths); i >= 0 {
-			dev = devs[i]
-			choice = "nearest to GDR_RDMA_DEVICE=" + cfg.RDMADevice
-		}
+		dev, choice = p.GPU, p.Reason
 	case len(devs) == 1:
 		choice = "the only GPU"
 	}
@@ -179,7 +153,7 @@ func setup(t *testing.T) (*gpuEnv, *nicEnv) {
 	t.Helper()
 	rdmaNames(t)
 	g := pickGPU(t)
-	return g, pickNIC(t, g.dev.PCI)
+	return g, pickNIC(t, &g.dev)
 }
 
 // requireDevice is the negative control every GPU registration runs first:
@@ -201,21 +175,20 @@ func requireDevice(t *testing.T, g *gpuEnv, m *cuda.Mem) {
 func TestMREG01HostBaseline(t *testing.T) {
 	testenv.Req(t, "MREG-01")
 	rdmaNames(t)
-	gpuPCI := ""
+	var gpu *cuda.Device
 	if d, err := cuda.Load(); err == nil {
 		// Choose the NIC the GPU tests use, when there is a GPU; the
 		// baseline itself needs none.
 		if devs, err := d.Devices(); err == nil && len(devs) > 0 {
+			gpu = &devs[0]
 			if sel := testenv.Config(t).GPU; sel != "" {
 				if dev, err := cuda.Select(devs, sel); err == nil {
-					gpuPCI = dev.PCI
+					gpu = &dev
 				}
-			} else {
-				gpuPCI = devs[0].PCI
 			}
 		}
 	}
-	n := pickNIC(t, gpuPCI)
+	n := pickNIC(t, gpu)
 	buf, err := membuf.NewHost(bufSize)
 	if err != nil {
 		testenv.Failf(t, "free host memory", "%v", err)

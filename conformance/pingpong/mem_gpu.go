@@ -3,18 +3,15 @@
 package pingpong
 
 import (
-	"errors"
 	"fmt"
-	"path"
 	"sync"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/membuf"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
-	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
 // newBuffer, gpu builds: GDR_MEM=gpu gives GPU memory, GDR_MEM=host host
@@ -58,46 +55,28 @@ func gpuBuffer(t testing.TB, size int, why string) membuf.Buffer {
 }
 
 // chooseGPU picks GDR_GPU (GPUs already filtered it to one), else the GPU
-// whose sysfs path shares most components with the NIC's.
+// with the best PCIe path to the NIC the tests use (GDR_RDMA_DEVICE, else
+// the first device in /sys/class/infiniband, as probe in end_test.go picks).
 func chooseGPU(t testing.TB, devs []cuda.Device) (cuda.Device, string) {
 	t.Helper()
 	cfg := testenv.Config(t)
 	if cfg.GPU != "" {
 		return devs[0], "GDR_GPU"
 	}
-	if len(devs) == 1 {
-		return devs[0], "the only GPU"
-	}
 	root := testenv.Root(t)
-	nic, err := nicName(root, cfg.RDMADevice)
+	nic := cfg.RDMADevice
+	if nic == "" {
+		names, err := verbs.SysDevices(root)
+		if err != nil || len(names) == 0 {
+			return devs[0], fmt.Sprintf("first GPU: no RDMA device to be near (%v)", err)
+		}
+		nic = names[0]
+	}
+	p, err := cuda.NearestGPU(root, devs, nic)
 	if err != nil {
-		return devs[0], fmt.Sprintf("first GPU: %v", err)
+		return p.GPU, fmt.Sprintf("%s (%v)", p.Reason, err)
 	}
-	np, err := root.Resolve(path.Join("/sys/class/infiniband", nic, "device"))
-	if err != nil || !root.Exists(np) {
-		return devs[0], "first GPU: " + nic + " has no PCI device (software RDMA)"
-	}
-	paths := make([]string, len(devs))
-	for i, g := range devs {
-		paths[i], _ = pcie.DevicePath(root, g.PCI)
-	}
-	i := pcie.Nearest(np, paths)
-	return devs[i], fmt.Sprintf("nearest to %s, %d shared sysfs path components", nic, pcie.SharedDepth(np, paths[i]))
-}
-
-// nicName is GDR_RDMA_DEVICE, else the first RDMA device sysfs lists.
-func nicName(root *hostfs.Root, configured string) (string, error) {
-	if configured != "" {
-		return configured, nil
-	}
-	names, err := root.ReadDir("/sys/class/infiniband")
-	if err != nil {
-		return "", err
-	}
-	if len(names) == 0 {
-		return "", errors.New("no RDMA device in /sys/class/infiniband")
-	}
-	return names[0], nil
+	return p.GPU, p.Reason
 }
 
 // memAttrs records where the test's buffers live, once per test even when

@@ -147,34 +147,3 @@ func TestReadLink(t *testing.T) {
 	_, err = ReadLink(root, "not-an-address")
 	assert.Error(t, err)
 }
-
-func TestNearest(t *testing.T) {
-	gpu := "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0"
-	nics := []string{
-		"/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0",                           // other root
-		"/sys/devices/pci0000:00/0000:00:02.0/0000:05:00.0",                           // same root, other bridge
-		"/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0", // same switch
-		"", // software device
-	}
-	assert.Equal(t, 2, Nearest(gpu, nics))
-	assert.Equal(t, 5, SharedDepth(gpu, nics[2]))
-	assert.Equal(t, 3, SharedDepth(gpu, nics[1]))
-	assert.Equal(t, 0, SharedDepth(gpu, ""))
-	assert.Equal(t, 0, Nearest(gpu, []string{"", ""}), "tie: first")
-	assert.Equal(t, -1, Nearest(gpu, nil))
-}
-
-func TestDevicePath(t *testing.T) {
-	dir := t.TempDir()
-	real := filepath.Join(dir, "sys/devices/pci0000:00/0000:00:06.0")
-	require.NoError(t, os.MkdirAll(real, 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sys/bus/pci/devices"), 0o755))
-	require.NoError(t, os.Symlink("../../../devices/pci0000:00/0000:00:06.0", filepath.Join(dir, "sys/bus/pci/devices/0000:00:06.0")))
-	root, err := hostfs.New(dir)
-	require.NoError(t, err)
-	p, err := DevicePath(root, "0000:00:06.0")
-	require.NoError(t, err)
-	assert.Equal(t, "/sys/devices/pci0000:00/0000:00:06.0", p)
-	_, err = DevicePath(root, "0000:00:07.0")
-	assert.True(t, IsNotExist(err), "%v", err)
-}
