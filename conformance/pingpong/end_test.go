@@ -251,6 +251,13 @@ func each(ends []*end, fn func(*end) error) []error {
 	errs := make([]error, len(ends))
 	run := func(i int) {
 		errs[i] = fn(ends[i])
+		var te *verbs.TimeoutError
+		var we *verbs.WCError
+		if errors.As(errs[i], &te) || errors.As(errs[i], &we) {
+			// The NIC waited in vain: say who we waited for.
+			errs[i] = fmt.Errorf("%w (peer %s, the %s end of %s: if it died or lost its link, see its log)",
+				errs[i], ends[i].sess.Peer(), map[string]string{"server": "client", "client": "server"}[ends[i].role], ends[i].t.Name())
+		}
 		if errs[i] != nil && !errors.Is(errs[i], oob.ErrPeer) {
 			ends[i].sess.Abort("failed", fmt.Sprintf("%s: %v", ends[i].role, errs[i]))
 		}

@@ -417,3 +417,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A busy peer that sends heartbeats keeps the session alive past Timeout;
+// once the heartbeats stop, the wait fails within Timeout.
+func TestHeartbeat(t *testing.T) {
+	so, co := opts("T", ""), opts("T", "")
+	so.Timeout, co.Timeout = 200*time.Millisecond, 200*time.Millisecond
+	srv, cli, serr, cerr := pair(t, so, co)
+	require.NoError(t, serr)
+	require.NoError(t, cerr)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Barrier("done", 0) }()
+	stop := cli.Heartbeat()
+	time.Sleep(600 * time.Millisecond) // 3x the timeout, busy
+	stop()
+	require.NoError(t, cli.Barrier("done", 0))
+	require.NoError(t, <-errc)
+
+	stop = cli.Heartbeat()
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	start := time.Now()
+	err := srv.Barrier("never", 1)
+	assert.ErrorIs(t, err, ErrVanished)
+	assert.Less(t, time.Since(start), time.Second)
+}

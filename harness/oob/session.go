@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -71,6 +72,7 @@ type Session struct {
 	peer     string
 	PeerCaps []string
 	closed   bool
+	wmu      sync.Mutex // heartbeats write concurrently with the test
 }
 
 // Listener is the server's socket for one test session.
@@ -175,6 +177,8 @@ func (s *Session) Send(m Message) error {
 		return err
 	}
 	to := s.opt.timeout()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(to))
 	if _, err := s.conn.Write(b); err != nil {
 		return s.ioError(err, "sending "+m.Type.String(), to)
@@ -188,6 +192,11 @@ func (s *Session) Recv(what string) (Message, error) {
 	to := s.opt.timeout()
 	_ = s.conn.SetReadDeadline(time.Now().Add(to))
 	m, err := ReadMessage(s.conn)
+	for err == nil && m.Type == TSync && m.Sync.Step == heartbeatStep {
+		// The peer is alive but busy (a long measurement): wait on.
+		_ = s.conn.SetReadDeadline(time.Now().Add(to))
+		m, err = ReadMessage(s.conn)
+	}
 	if err != nil {
 		if IsFrameError(err) {
 			return Message{}, &Error{Kind: ErrProtocol, Msg: fmt.Sprintf("oob: peer %s (test %s) while waiting for %s: %v", s.peer, s.opt.Test, what, err)}
@@ -223,8 +232,38 @@ func (s *Session) Abort(kind, msg string) {
 	if err != nil {
 		return
 	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(min(s.opt.timeout(), 2*time.Second)))
 	_, _ = s.conn.Write(b)
+}
+
+const heartbeatStep = "\x00heartbeat"
+
+// Heartbeat tells the peer every Timeout/4 that this side is alive while it
+// is busy outside the session (a measurement in C), so the peer's waits stay
+// bounded by Timeout yet survive a measurement longer than Timeout. Call
+// the returned stop when the busy part ends.
+func (s *Session) Heartbeat() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	every := max(s.opt.timeout()/4, 10*time.Millisecond)
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				if s.Send(Message{Type: TSync, Sync: &Sync{Step: heartbeatStep}}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func (s *Session) peerError(e *ErrorMsg) error {
