@@ -224,6 +224,7 @@ func connect(t *testing.T, bufSize int) []*end {
 	}
 
 	failIf(t, ends, each(ends, (*end).setup))
+	report(t, ends) // connection facts belong to the test that connected
 	return ends
 }
 

@@ -21,6 +21,13 @@ import (
 // Call it from the test goroutine (it may end the test).
 func newBuffer(t testing.TB, size int) membuf.Buffer {
 	t.Helper()
+	if k, ok := memForced.Load(t); ok {
+		if k.(membuf.Kind) == membuf.GPU {
+			return gpuBuffer(t, size, "forced by the test (host/GPU comparison)")
+		}
+		memAttrs(t, "host", "forced by the test (host/GPU comparison)", "")
+		return hostBuffer(t, size)
+	}
 	cfg := testenv.Config(t)
 	switch cfg.Mem {
 	case config.MemHost:
@@ -77,6 +84,24 @@ func chooseGPU(t testing.TB, devs []cuda.Device) (cuda.Device, string) {
 		return p.GPU, fmt.Sprintf("%s (%v)", p.Reason, err)
 	}
 	return p.GPU, p.Reason
+}
+
+// memForced holds per-test overrides set by withMem.
+var memForced sync.Map
+
+// withMem makes newBuffer(t, ...) return memory of kind k for this test
+// whatever GDR_MEM says, so one test can run the same traffic on host and on
+// GPU memory in two subtests and report them side by side:
+//
+//	for _, k := range []membuf.Kind{membuf.Host, membuf.GPU} {
+//		t.Run(string(k), func(t *testing.T) { withMem(t, k); ends := connect(t, n); ... })
+//	}
+//
+// Both hosts run the subtests in the same order, so both ends agree on the
+// kind. gpu builds only (a file with the rdma && gpu constraint).
+func withMem(t testing.TB, k membuf.Kind) {
+	memForced.Store(t, k)
+	t.Cleanup(func() { memForced.Delete(t) })
 }
 
 // memAttrs records where the test's buffers live, once per test even when
