@@ -351,30 +351,15 @@ func nvmlClass(l gonvml.GpuTopologyLevel) (pathclass.Class, bool) {
 func TestNVMLTopology(t *testing.T) {
 	testenv.Req(t, "TOPO-06")
 	h := loadHost(t)
-	gpus := h.needGPUs(t)
+	h.needGPUs(t) // GPU pairs use every GPU, whatever GDR_GPU selects
 	if !h.root.IsLive() {
 		testenv.Absent(t, "NVML describes the running host, and GDR_HOST_ROOT=%s is another tree: not compared", h.root.Dir())
 	}
 	if len(h.gpus) < 2 {
 		testenv.Absent(t, "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, bdfs(h.gpus))
 	}
-	_ = gpus
-	if ret := gonvml.Init(); ret != gonvml.SUCCESS {
-		if ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
-			testenv.Absent(t, "%s does not load (NVML Init: %s); install %s", nvml.Library, ret.Error(), nvml.Package)
-		}
-		err := &nvml.Error{Op: "Init", Ret: ret}
-		testenv.Failf(t, nvml.Remedy(err), "%v", err)
-	}
-	t.Cleanup(func() { gonvml.Shutdown() })
-	handle := func(bdf string) gonvml.Device {
-		d, ret := gonvml.DeviceGetHandleByPciBusId(bdf)
-		if ret != gonvml.SUCCESS {
-			err := &nvml.Error{Op: "DeviceGetHandleByPciBusId(" + bdf + ")", Ret: ret}
-			testenv.Failf(t, nvml.Remedy(err), "GPU %s from sysfs: %v", bdf, err)
-		}
-		return d
-	}
+	// Absent without libnvidia-ml.so.1; any other NVML error fails with its remedy.
+	nv := nvml.Open(t)
 	for i, a := range h.gpus {
 		for _, b := range h.gpus[i+1:] {
 			t.Run(a.BDF+"-"+b.BDF, func(t *testing.T) {
@@ -383,9 +368,8 @@ func TestNVMLTopology(t *testing.T) {
 				if err != nil {
 					t.Fatalf("classify %s <-> %s: %v", a.BDF, b.BDF, err)
 				}
-				lvl, ret := gonvml.DeviceGetTopologyCommonAncestor(handle(a.BDF), handle(b.BDF))
-				if ret != gonvml.SUCCESS {
-					err := &nvml.Error{Op: "DeviceGetTopologyCommonAncestor", Ret: ret}
+				lvl, err := nv.CommonAncestor(a.BDF, b.BDF)
+				if err != nil {
 					testenv.Failf(t, nvml.Remedy(err), "%s <-> %s: %v", a.BDF, b.BDF, err)
 				}
 				nc, ok := nvmlClass(lvl)
