@@ -46,6 +46,12 @@ func TestDevice(t *testing.T) {
 		e.attr("rate_gbps", e.rateGbps())
 		e.attr("software", e.software)
 		e.attr("fw_ver", e.ctx.Attr().FWVer)
+		// A fact for the memreg area's dma-buf path, not a check here.
+		if d, err := e.pd.ProbeDmabuf(); err != nil {
+			e.attr("dmabuf_mr", "probe failed: "+err.Error())
+		} else {
+			e.attr("dmabuf_mr", fmt.Sprintf("supported=%v (%s)", d.Supported, d.Reason))
+		}
 		if e.port.LinkLayer == "Ethernet" && !e.gid.IsRoCEv2() && e.gid.Type != "" {
 			e.attr("warning", fmt.Sprintf("GID %d is %s, not RoCE v2: RoCE v1 is not routable", e.gid.Index, e.gid.Type))
 		}

@@ -121,10 +121,12 @@ func Open(name string) (*Context, error) {
 	}
 	var n, e C.int
 	l := C.gdr_get_device_list(&n, &e)
-	if l == nil {
+	if l == nil && syscall.Errno(e) != syscall.ENOSYS {
 		return nil, verr("ibv_get_device_list", e, "")
 	}
-	defer C.gdr_free_device_list(l)
+	if l != nil {
+		defer C.gdr_free_device_list(l)
+	}
 	var names []string
 	for i := 0; i < int(n); i++ {
 		d := C.gdr_dev_at(l, C.int(i))
@@ -146,10 +148,15 @@ func Open(name string) (*Context, error) {
 		ctx.attr = a
 		return ctx, nil
 	}
-	if name == "" {
-		return nil, errors.New("ibv_get_device_list: no RDMA devices")
+	listed := strings.Join(names, ", ")
+	if len(names) == 0 {
+		// ENOSYS from ibv_get_device_list: no uverbs in this kernel.
+		listed = "none (no ib_uverbs device: load ib_uverbs and the NIC's RDMA driver)"
 	}
-	return nil, fmt.Errorf("RDMA device %q not found; libibverbs lists: %s", name, strings.Join(names, ", "))
+	if name == "" {
+		return nil, fmt.Errorf("ibv_get_device_list: no RDMA devices; libibverbs lists: %s", listed)
+	}
+	return nil, fmt.Errorf("RDMA device %q not found; libibverbs lists: %s", name, listed)
 }
 
 // Close closes the device; safe to call twice.

@@ -1,0 +1,265 @@
+//go:build rdma
+
+package verbs
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+)
+
+func TestErrorText(t *testing.T) {
+	e := &Error{Verb: "ibv_modify_qp(RTR)", Errno: syscall.EINVAL}
+	assert.Equal(t, "ibv_modify_qp(RTR): errno 22 (EINVAL)", e.Error())
+	assert.ErrorIs(t, e, syscall.EINVAL)
+	e.Hint = "check the GID index"
+	assert.Equal(t, "ibv_modify_qp(RTR): errno 22 (EINVAL): check the GID index", e.Error())
+	le := &LoadError{Msg: "libibverbs.so.1: cannot open shared object file"}
+	for _, s := range []string{"libibverbs.so.1", "libibverbs1", "rdma-core", "MLNX_OFED"} {
+		assert.Contains(t, le.Error(), s)
+	}
+	te := &TimeoutError{What: "RDMA WRITE", Timeout: time.Second, Got: 1, Want: 2}
+	assert.Contains(t, te.Error(), "RDMA WRITE: no completion within 1s (got 1 of 2)")
+}
+
+func TestMTU(t *testing.T) {
+	for e, b := range map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096} {
+		assert.Equal(t, b, MTUBytes(e))
+		assert.Equal(t, e, MTUEnum(b))
+	}
+	assert.Zero(t, MTUBytes(0))
+	assert.Zero(t, MTUEnum(1500))
+}
+
+// loaded skips when this machine has no libibverbs (a unit-test machine
+// without rdma-core); the conformance suite turns the same error into an
+// absence.
+func loaded(t *testing.T) {
+	t.Helper()
+	if err := Load(); err != nil {
+		var le *LoadError
+		require.True(t, errors.As(err, &le), "Load error is a *LoadError: %v", err)
+		t.Skipf("%v", err)
+	}
+}
+
+func TestLoadAndList(t *testing.T) {
+	loaded(t)
+	devs, err := Devices()
+	require.NoError(t, err)
+	t.Logf("devices: %v", devs)
+	_, err = Open("gdr-no-such-device")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gdr-no-such-device")
+	assert.Equal(t, "success", strings.ToLower(StatusString(0)))
+	assert.Contains(t, strings.ToLower(StatusString(10)), "remote access")
+}
+
+// device opens the first RDMA device with an ACTIVE port 1, or skips.
+func device(t *testing.T) *Context {
+	t.Helper()
+	loaded(t)
+	root, err := hostfs.New("/")
+	require.NoError(t, err)
+	names, _ := SysDevices(root)
+	if len(names) == 0 {
+		t.Skip("no RDMA device in /sys/class/infiniband: the lab (make lab LAB_PKGS=./harness/verbs) runs these for real")
+	}
+	name := os.Getenv("GDR_RDMA_DEVICE")
+	c, err := Open(name)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	p, err := c.QueryPort(1)
+	require.NoError(t, err)
+	if p.State != PortActive {
+		t.Skipf("%s port 1 is %s", c.Name, p.StateName)
+	}
+	return c
+}
+
+// must registers v's Close (LIFO, so objects close in reverse order).
+func must[T interface{ Close() error }](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, v.Close()) })
+		return v
+	}
+}
+
+type side struct {
+	qp       *QP
+	scq, rcq *CQ
+	mr       *MR
+	mem      []byte
+}
+
+// loopPair connects two RC QPs on one device, both at RTS.
+func loopPair(t *testing.T, c *Context) (a, b side, gid GIDEntry) {
+	root, _ := hostfs.New("/")
+	port, err := c.QueryPort(1)
+	require.NoError(t, err)
+	gids, err := GIDTable(root, c.Name, 1)
+	require.NoError(t, err)
+	gid, err = PickGID(gids, port.LinkLayer)
+	require.NoError(t, err)
+	pd := must[*PD](t)(c.AllocPD())
+	mk := func() side {
+		var s side
+		s.scq = must[*CQ](t)(c.CreateCQ(64))
+		s.rcq = must[*CQ](t)(c.CreateCQ(64))
+		s.qp = must[*QP](t)(pd.CreateRCQP(s.scq, s.rcq, QPCaps{SendWR: 32, RecvWR: 32, MaxInline: 64}))
+		mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		require.NoError(t, err)
+		t.Cleanup(func() { unix.Munmap(mem) })
+		s.mem = mem
+		s.mr = must[*MR](t)(pd.RegMR(uintptr(unsafe.Pointer(&mem[0])), len(mem), AccessRW))
+		require.NoError(t, s.qp.Init(1, AccessRW))
+		return s
+	}
+	a, b = mk(), mk()
+	for _, x := range [][2]side{{a, b}, {b, a}} {
+		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: gid.GID, UseGRH: port.LinkLayer == "Ethernet",
+			MTU: port.ActiveMTU, RdAtom: 4, SGIDIdx: gid.Index}
+		require.NoError(t, x[0].qp.RTR(r))
+		require.NoError(t, x[0].qp.RTS(0, 4))
+	}
+	return a, b, gid
+}
+
+// A chained list of WRITEs with only the last signaled gives one completion
+// and all the data; a wrong rkey gives REM_ACCESS_ERR with its status text.
+func TestChainedWriteAndErrors(t *testing.T) {
+	c := device(t)
+	a, b, _ := loopPair(t, c)
+	for i := range a.mem[:4096] {
+		a.mem[i] = byte(i * 7)
+	}
+	var wrs []SendWR
+	for k := 0; k < 4; k++ {
+		wrs = append(wrs, SendWR{ID: uint64(k), Op: OpWrite, LocalAddr: a.mr.Addr + uint64(k*1024), Len: 1024, LKey: a.mr.LKey,
+			RemoteAddr: b.mr.Addr + uint64(k*1024), RKey: b.mr.RKey, Signaled: k == 3})
+	}
+	require.NoError(t, a.qp.PostSend(wrs...))
+	wc, err := a.scq.Wait(1, "chained WRITE", 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), wc[0].ID)
+	assert.Equal(t, WCWrite, wc[0].Opcode)
+	assert.Equal(t, a.mem[:4096], b.mem[:4096])
+	// Nothing else completes: the unsignaled WRs produce no completion.
+	out := make([]WC, 4)
+	n, err := a.scq.Poll(out, 1, 50*time.Millisecond)
+	assert.Equal(t, 0, n)
+	var te *TimeoutError
+	assert.True(t, errors.As(err, &te), "%v", err)
+
+	// WRITE_WITH_IMM and SEND land on b's receive queue, batched poll.
+	require.NoError(t, b.qp.PostRecv(RecvWR{ID: 10}, RecvWR{ID: 11, LocalAddr: b.mr.Addr + 8192, Len: 4096, LKey: b.mr.LKey}))
+	require.NoError(t, a.qp.PostSend(
+		SendWR{ID: 20, Op: OpWriteImm, LocalAddr: a.mr.Addr, Len: 16, LKey: a.mr.LKey, RemoteAddr: b.mr.Addr + 4096, RKey: b.mr.RKey, Imm: 0xdeadbeef, Signaled: true},
+		SendWR{ID: 21, Op: OpSend, LocalAddr: a.mr.Addr, Len: 32, LKey: a.mr.LKey, Signaled: true, Inline: a.qp.MaxInline >= 32}))
+	_, err = a.scq.Wait(2, "WRITE_WITH_IMM+SEND", 10*time.Second)
+	require.NoError(t, err)
+	rw, err := b.rcq.Wait(2, "receives", 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, WCRecvWriteImm, rw[0].Opcode)
+	assert.True(t, rw[0].HasImm)
+	assert.Equal(t, uint32(0xdeadbeef), rw[0].Imm)
+	assert.Equal(t, uint32(16), rw[0].ByteLen)
+	assert.Equal(t, WCRecv, rw[1].Opcode)
+	assert.Equal(t, uint32(32), rw[1].ByteLen)
+	assert.Equal(t, a.mem[:32], b.mem[8192:8192+32])
+
+	// READ back from b.
+	require.NoError(t, a.qp.PostSend(SendWR{ID: 30, Op: OpRead, LocalAddr: a.mr.Addr + 8192, Len: 4096, LKey: a.mr.LKey, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey, Signaled: true}))
+	rr, err := a.scq.Wait(1, "READ", 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, WCRead, rr[0].Opcode)
+	assert.Equal(t, b.mem[:4096], a.mem[8192:8192+4096])
+
+	// Wrong rkey: the responder refuses and the completion says why.
+	require.NoError(t, a.qp.PostSend(SendWR{ID: 40, Op: OpWrite, LocalAddr: a.mr.Addr, Len: 64, LKey: a.mr.LKey, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey ^ 0xff00, Signaled: true}))
+	_, err = a.scq.Wait(1, "WRITE with a bad rkey", 10*time.Second)
+	var we *WCError
+	require.True(t, errors.As(err, &we), "%v", err)
+	assert.Contains(t, err.Error(), "remote access error")
+	t.Logf("bad rkey: %v", err)
+}
+
+func TestBadRTR(t *testing.T) {
+	c := device(t)
+	pd := must[*PD](t)(c.AllocPD())
+	cq := must[*CQ](t)(c.CreateCQ(8))
+	qp := must[*QP](t)(pd.CreateRCQP(cq, cq, QPCaps{SendWR: 4, RecvWR: 4}))
+	require.NoError(t, qp.Init(1, AccessRW))
+	port, _ := c.QueryPort(1)
+	// A GID index far past the table is rejected at RTR with EINVAL.
+	err := qp.RTR(Remote{QPN: qp.Num, UseGRH: port.LinkLayer == "Ethernet", MTU: port.ActiveMTU, RdAtom: 1, SGIDIdx: 250, LID: port.LID})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ibv_modify_qp(RTR): errno")
+	t.Logf("bad RTR: %v", err)
+	_, err = c.QueryPort(77)
+	assert.Error(t, err)
+	t.Logf("bad port: %v", err)
+	// Objects close once; a second Close is a no-op.
+	require.NoError(t, qp.Close())
+	require.NoError(t, qp.Close())
+}
+
+func TestLatencyAndBandwidthLoops(t *testing.T) {
+	c := device(t)
+	a, b, _ := loopPair(t, c)
+	// Both latency ends in one process: b waits, a starts.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.qp.Latency(LatArgs{SendCQ: b.scq, RecvCQ: b.rcq, Local: b.mr, SendAddr: b.mr.Addr, PollAddr: b.mr.Addr + 4096 + 1,
+			RemoteAddr: a.mr.Addr + 4096, RKey: a.mr.RKey, Size: 2, Iters: 20, Timeout: 10 * time.Second})
+		errc <- err
+	}()
+	st, err := a.qp.Latency(LatArgs{SendCQ: a.scq, RecvCQ: a.rcq, Local: a.mr, SendAddr: a.mr.Addr, PollAddr: a.mr.Addr + 4096 + 1,
+		RemoteAddr: b.mr.Addr + 4096, RKey: b.mr.RKey, Size: 2, Iters: 20, First: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, <-errc)
+	require.Len(t, st, 20)
+	for i := 1; i < len(st); i++ {
+		assert.Greater(t, st[i], st[i-1])
+	}
+	el, err := a.qp.Bandwidth(BWArgs{CQ: a.scq, Op: OpWrite, Local: a.mr, LocalAddr: a.mr.Addr, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey,
+		Size: 65536, Iters: 50, TxDepth: 16, CQMod: 8, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	assert.Positive(t, el)
+	t.Logf("loopback WRITE 64 KiB x 50: %v (%.1f MB/s)", el, 50*65536/el.Seconds()/1e6)
+	// A peer that never answers: the ping-pong gives up at its deadline.
+	start := time.Now()
+	_, err = a.qp.Latency(LatArgs{SendCQ: a.scq, RecvCQ: a.rcq, Local: a.mr, SendAddr: a.mr.Addr, PollAddr: a.mr.Addr + 4096 + 1,
+		RemoteAddr: b.mr.Addr + 4096, RKey: b.mr.RKey, Size: 2, Iters: 3, First: true, Timeout: 300 * time.Millisecond})
+	var te *TimeoutError
+	require.True(t, errors.As(err, &te), "%v", err)
+	assert.Less(t, time.Since(start), 3*time.Second)
+}
+
+func TestDmabufProbe(t *testing.T) {
+	c := device(t)
+	pd := must[*PD](t)(c.AllocPD())
+	s, err := pd.ProbeDmabuf()
+	require.NoError(t, err)
+	t.Logf("dma-buf MR probe on %s: supported=%v errno=%v: %s", c.Name, s.Supported, s.Errno, s.Reason)
+	if !HasDmabuf() {
+		assert.Contains(t, s.Reason, "not supported by this libibverbs")
+		return
+	}
+	assert.NotZero(t, s.Errno)
+	_, err = pd.RegDmabufMR(0, 4096, 0, -1, AccessLocalWrite)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ibv_reg_dmabuf_mr(fd -1")
+}
