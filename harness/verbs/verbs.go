@@ -58,11 +58,20 @@ type Error struct {
 	Hint  string // what usually causes this errno for this verb, if known
 }
 
-func (e *Error) Error() string {
-	name := unix.ErrnoName(e.Errno)
-	if name == "" {
-		name = "unknown"
+// errnoName is the symbolic name; EOPNOTSUPP rather than its alias ENOTSUP,
+// as the verbs man pages spell it.
+func errnoName(e syscall.Errno) string {
+	if e == syscall.EOPNOTSUPP {
+		return "EOPNOTSUPP"
 	}
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return "unknown"
+}
+
+func (e *Error) Error() string {
+	name := errnoName(e.Errno)
 	s := fmt.Sprintf("%s: errno %d (%s)", e.Verb, int(e.Errno), name)
 	if e.Hint != "" {
 		s += ": " + e.Hint
@@ -406,7 +415,7 @@ func (p *PD) ProbeDmabuf() (DmabufSupport, error) {
 	case syscall.EBADF:
 		return DmabufSupport{Supported: true, Errno: en, Reason: "ibv_reg_dmabuf_mr(fd=-1) returned EBADF: dma-buf MRs are supported"}, nil
 	case syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS:
-		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", unix.ErrnoName(en), p.ctx.Name)}, nil
+		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", errnoName(en), p.ctx.Name)}, nil
 	default:
 		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", e, "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
 	}
