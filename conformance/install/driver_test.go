@@ -1,9 +1,7 @@
 package install
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 	"testing"
@@ -255,6 +253,3 @@ func TestComputeCapability(t *testing.T) {
 		testenv.Absent(t, "NVML sees no GPU although driver %s is loaded (INST-02 compares with the PCI bus)", info.Version)
 	}
 }
-
-// errNotExist is true for "file or directory not there" from hostfs.
-func errNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

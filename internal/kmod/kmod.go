@@ -190,7 +190,6 @@ func (s Status) String() string {
 type Host struct {
 	root     *hostfs.Root
 	mods     map[string]Module
-	modsErr  error
 	builtin  map[string]bool
 	release  string
 	procRead bool
