@@ -31,6 +31,8 @@ lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags '$(TAGS)' ./...
+	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags '$(TAGS)' ./...
 
 # What CI runs (README's test command).
 test: lint unit lab
@@ -46,3 +48,30 @@ dist: deps
 # rate, per GPU (GPU machine; needs libcuda.so.1).
 bench:
 	$(GO) test -tags gpu -count=1 -run '^$$' -bench . -benchtime 20x ./conformance/gpu/
+
+# Soft-RoCE two-host lab (harness/lab/README.md): two qemu VMs run the rdma
+# suite as server and client, and in loopback; reports/lab/junit.xml.
+#   make lab LAB_PKGS=./conformance/pingpong LAB_RUN=TestWrite
+LAB_BIN := .cache/lab/gdrlab
+$(LAB_BIN): FORCE
+	@mkdir -p $(dir $@)
+	CGO_ENABLED=0 $(GO) build -o $@ ./harness/lab/cmd/gdrlab
+lab: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode lab
+lab-bench: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode bench
+lab-kill: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode kill
+.PHONY: lab-kill FORCE
+
+# Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
+# target per run). Short minimization: the default stalls on small machines.
+#   make fuzz FUZZTIME=1m
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' --exclude-dir='.?*' --exclude-dir=testdata '^func Fuzz' . | sort); do \
+	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "== $$fn ./$$(dirname $${f#./})"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./$$(dirname $${f#./}) || exit 1; \
+	  done; \
+	done

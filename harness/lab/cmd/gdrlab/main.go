@@ -1,0 +1,88 @@
+// Command gdrlab runs the Soft-RoCE two-host lab (make lab, make lab-bench,
+// make lab-kill). Inside the lab's VMs the same binary is /init.
+//
+//	gdrlab [-mode lab|kill|bench] [-pkgs ./conformance/pingpong] [-run TestWrite]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gdrconf/gdrconf/harness/lab"
+)
+
+func main() {
+	if os.Getpid() == 1 {
+		lab.GuestMain() // never returns
+	}
+	if err := hostMain(); err != nil {
+		fmt.Fprintf(os.Stderr, "gdrlab: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// env returns the variable or a default.
+func env(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func hostMain() error {
+	fs := flag.NewFlagSet("gdrlab", flag.ContinueOnError)
+	var o lab.Options
+	var pkgs, extra string
+	fs.StringVar(&o.Mode, "mode", env("LAB_MODE", lab.ModeLab), "lab (whole suite), kill (kill the client mid-run) or bench (ours vs perftest)")
+	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/..."), "package patterns, space separated (LAB_PKGS)")
+	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
+	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
+	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
+	fs.StringVar(&o.CacheDir, "cache", env("LAB_CACHE", ".cache/lab"), "cache folder (Debian parts, build outputs)")
+	fs.StringVar(&o.ReportDir, "reports", env("LAB_REPORTS", "reports/lab"), "report folder")
+	fs.StringVar(&o.Accel, "accel", env("LAB_ACCEL", "tcg"), "qemu accelerator (tcg: what CI has)")
+	fs.StringVar(&extra, "env", env("LAB_ENV", ""), "extra VAR=value settings for the test binaries, space separated (LAB_ENV)")
+	iters, _ := strconv.Atoi(env("LAB_ITERS", "200"))
+	fs.IntVar(&o.Iters, "iters", iters, "GDR_ITERS inside the lab; perftest -n in bench mode (LAB_ITERS)")
+	dur := func(k, def string) time.Duration {
+		d, err := time.ParseDuration(env(k, def))
+		if err != nil || d <= 0 {
+			fmt.Fprintf(os.Stderr, "gdrlab: %s=%q is not a positive duration (like 45s); using %s\n", k, os.Getenv(k), def)
+			d, _ = time.ParseDuration(def)
+		}
+		return d
+	}
+	fs.DurationVar(&o.Timeout, "timeout", dur("LAB_TIMEOUT", "45s"), "GDR_TIMEOUT inside the lab (LAB_TIMEOUT)")
+	fs.DurationVar(&o.StepTimeout, "step-timeout", dur("LAB_STEP_TIMEOUT", "5m"), "limit of one package's run in one VM (LAB_STEP_TIMEOUT)")
+	fs.DurationVar(&o.Deadline, "deadline", dur("LAB_DEADLINE", "15m"), "limit of the whole VM phase; VMs still running are killed (LAB_DEADLINE)")
+	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
+	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	o.Loopback = *loop
+	o.Pkgs = strings.Fields(pkgs)
+	o.Env = strings.Fields(extra)
+	for _, e := range o.Env {
+		if !strings.HasPrefix(e, "GDR_") || !strings.Contains(e, "=") {
+			return fmt.Errorf("LAB_ENV entry %q: want GDR_NAME=value", e)
+		}
+	}
+	if o.Iters < 1 {
+		return fmt.Errorf("LAB_ITERS=%d: want a whole number >= 1", o.Iters)
+	}
+	if o.RepoDir, _ = os.Getwd(); o.RepoDir == "" {
+		o.RepoDir = "."
+	}
+	o.Out = os.Stdout
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return lab.Run(ctx, o)
+}

@@ -1,0 +1,178 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// CpioWriter writes a "newc" cpio archive, the format the kernel unpacks as an
+// initramfs. Only what an initramfs needs is supported: directories, regular
+// files and symlinks, all owned by root.
+type CpioWriter struct {
+	w      io.Writer
+	ino    uint32
+	closed bool
+	seen   map[string]bool
+	err    error
+
+	rmajor, rminor uint32 // device numbers of the entry being written
+}
+
+// NewCpioWriter returns a writer that appends entries to w.
+func NewCpioWriter(w io.Writer) *CpioWriter {
+	return &CpioWriter{w: w, ino: 1, seen: map[string]bool{}}
+}
+
+const (
+	modeDir     = 0o040000
+	modeFile    = 0o100000
+	modeSymlink = 0o120000
+	modeChar    = 0o020000
+)
+
+// cleanName turns "/a/b" or "a/b/" into "a/b"; the kernel wants relative names.
+func cleanName(name string) (string, error) {
+	n := strings.TrimPrefix(path.Clean("/"+name), "/")
+	if n == "" || n == "." {
+		return "", fmt.Errorf("cpio: empty entry name %q", name)
+	}
+	return n, nil
+}
+
+// Dir adds a directory (and, like mkdir -p, its missing parents).
+func (c *CpioWriter) Dir(name string, perm uint32) error {
+	n, err := cleanName(name)
+	if err != nil {
+		return err
+	}
+	return c.mkdirAll(n, perm)
+}
+
+func (c *CpioWriter) mkdirAll(n string, perm uint32) error {
+	if c.seen[n] {
+		return nil
+	}
+	if d := path.Dir(n); d != "." {
+		if err := c.mkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	c.seen[n] = true
+	return c.entry(n, modeDir|perm&0o7777, nil)
+}
+
+// File adds a regular file with the given content and permission bits.
+func (c *CpioWriter) File(name string, perm uint32, data []byte) error {
+	n, err := cleanName(name)
+	if err != nil {
+		return err
+	}
+	if err := c.parents(n); err != nil {
+		return err
+	}
+	if c.seen[n] {
+		return fmt.Errorf("cpio: duplicate entry %q", n)
+	}
+	c.seen[n] = true
+	return c.entry(n, modeFile|perm&0o7777, data)
+}
+
+// Symlink adds a symbolic link name -> target.
+func (c *CpioWriter) Symlink(name, target string) error {
+	n, err := cleanName(name)
+	if err != nil {
+		return err
+	}
+	if target == "" {
+		return fmt.Errorf("cpio: symlink %q has an empty target", n)
+	}
+	if err := c.parents(n); err != nil {
+		return err
+	}
+	if c.seen[n] {
+		return fmt.Errorf("cpio: duplicate entry %q", n)
+	}
+	c.seen[n] = true
+	return c.entry(n, modeSymlink|0o777, []byte(target))
+}
+
+// CharDev adds a character device node (the kernel needs /dev/console
+// before /init runs, when no devtmpfs is mounted yet).
+func (c *CpioWriter) CharDev(name string, perm, major, minor uint32) error {
+	n, err := cleanName(name)
+	if err != nil {
+		return err
+	}
+	if err := c.parents(n); err != nil {
+		return err
+	}
+	if c.seen[n] {
+		return fmt.Errorf("cpio: duplicate entry %q", n)
+	}
+	c.seen[n] = true
+	c.rmajor, c.rminor = major, minor
+	defer func() { c.rmajor, c.rminor = 0, 0 }()
+	return c.entry(n, modeChar|perm&0o7777, nil)
+}
+
+// Has reports whether name was already added.
+func (c *CpioWriter) Has(name string) bool {
+	n, err := cleanName(name)
+	return err == nil && c.seen[n]
+}
+
+func (c *CpioWriter) parents(n string) error {
+	if d := path.Dir(n); d != "." {
+		return c.mkdirAll(d, 0o755)
+	}
+	return nil
+}
+
+func (c *CpioWriter) entry(name string, mode uint32, data []byte) error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.closed {
+		return fmt.Errorf("cpio: write after Close")
+	}
+	nlink := uint32(1)
+	if mode&0o170000 == modeDir {
+		nlink = 2
+	}
+	hdr := fmt.Sprintf("070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		c.ino, mode, 0, 0, nlink, 0, len(data), 0, 0, c.rmajor, c.rminor, len(name)+1, 0)
+	c.ino++
+	c.write([]byte(hdr))
+	c.write([]byte(name + "\x00"))
+	c.pad(len(hdr) + len(name) + 1)
+	c.write(data)
+	c.pad(len(data))
+	return c.err
+}
+
+func (c *CpioWriter) write(b []byte) {
+	if c.err == nil {
+		_, c.err = c.w.Write(b)
+	}
+}
+
+// pad aligns to 4 bytes, as newc requires after the name and after the data.
+func (c *CpioWriter) pad(n int) {
+	if r := n % 4; r != 0 {
+		c.write(make([]byte, 4-r))
+	}
+}
+
+// Close writes the trailer entry; it does not close the underlying writer.
+func (c *CpioWriter) Close() error {
+	if c.closed {
+		return c.err
+	}
+	if err := c.entry("TRAILER!!!", 0, nil); err != nil {
+		return err
+	}
+	c.closed = true
+	return c.err
+}

@@ -1,0 +1,283 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// GuestMain is the lab VM's /init: it mounts the pseudo file systems, loads
+// the modules, brings up eth0 and rxe0, runs the job's steps and powers the
+// VM off. Results go to ttyS1 as records; the console (ttyS0) only gets a
+// human-readable log. It never returns.
+func GuestMain() {
+	g := &guest{console: os.Stdout}
+	err := g.main()
+	if err != nil {
+		g.logf("lab agent: %v", err)
+	}
+	if g.rec != nil {
+		_ = g.rec.Write(RecDone, "-", nil)
+	}
+	unix.Sync()
+	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	select {}
+}
+
+type guest struct {
+	console *os.File
+	rec     *RecordWriter
+	job     Job
+	ln      net.Listener
+}
+
+func (g *guest) logf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintln(g.console, "gdrlab: "+msg)
+	if g.rec != nil {
+		_ = g.rec.Write(RecLog, "-", []byte(msg))
+	}
+}
+
+func (g *guest) main() error {
+	for _, m := range []struct{ src, dst, typ string }{
+		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
+		{"tmpfs", "/tmp", "tmpfs"}, {"tmpfs", "/run", "tmpfs"},
+	} {
+		_ = os.MkdirAll(m.dst, 0o755)
+		if err := unix.Mount(m.src, m.dst, m.typ, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s: %w", m.dst, err)
+		}
+	}
+	out, err := os.OpenFile("/dev/ttyS1", os.O_WRONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return fmt.Errorf("result port /dev/ttyS1: %w", err)
+	}
+	// Raw output: no \n -> \r\n and no other post-processing.
+	if t, err := unix.IoctlGetTermios(int(out.Fd()), unix.TCGETS); err == nil {
+		t.Oflag &^= unix.OPOST
+		_ = unix.IoctlSetTermios(int(out.Fd()), unix.TCSETS, t)
+	}
+	g.rec = NewRecordWriter(out)
+
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	role := ""
+	for _, f := range strings.Fields(string(cmdline)) {
+		if v, ok := strings.CutPrefix(f, "lab.role="); ok {
+			role = v
+		}
+	}
+	b, err := os.ReadFile("/lab/job-" + role + ".json")
+	if err != nil {
+		return fmt.Errorf("job for lab.role=%q: %w", role, err)
+	}
+	if err := json.Unmarshal(b, &g.job); err != nil {
+		return fmt.Errorf("job for lab.role=%q: %w", role, err)
+	}
+	g.logf("role %s, %d steps", role, len(g.job.Steps))
+
+	setup := Step{ID: "setup-" + role, Host: role, Pkg: "lab", Kind: "setup", Timeout: g.job.Setup}
+	_ = g.rec.Write(RecBegin, setup.ID, mustJSON(setup))
+	start := time.Now()
+	serr := g.setup(g.rec.StepOutput(setup.ID))
+	end := StepEnd{Duration: time.Since(start)}
+	if serr != nil {
+		end.RC, end.Err = 1, serr.Error()
+	}
+	_ = g.rec.Write(RecEnd, setup.ID, mustJSON(end))
+	if serr != nil {
+		return serr
+	}
+	for _, st := range g.job.Steps {
+		g.runStep(st)
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own plain structs are marshalled
+	}
+	return b
+}
+
+// setup loads modules, configures eth0 and adds rxe0, all within job.Setup.
+func (g *guest) setup(w interface{ Write([]byte) (int, error) }) error {
+	deadline := time.Now().Add(g.job.Setup)
+	for _, m := range g.job.Modules {
+		f, err := os.Open(m)
+		if err != nil {
+			return fmt.Errorf("module %s: %w", m, err)
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("loading module %s: %w", m, err)
+		}
+		fmt.Fprintf(w, "loaded %s\n", m)
+	}
+	if err := waitFor(deadline, "eth0 to appear in /sys/class/net", func() bool {
+		_, err := os.Stat("/sys/class/net/eth0")
+		return err == nil
+	}); err != nil {
+		return err
+	}
+	// iproute2 by full path: busybox's ip applet does not know rdma links.
+	cmds := [][]string{
+		{"/usr/sbin/ip", "link", "set", "lo", "up"},
+		{"/usr/sbin/ip", "addr", "add", fmt.Sprintf("%s/%d", g.job.Addr, NetMask), "dev", "eth0"},
+		{"/usr/sbin/ip", "link", "set", "eth0", "up"},
+		{"/usr/bin/rdma", "link", "add", RXEDevice, "type", "rxe", "netdev", "eth0"},
+	}
+	for _, c := range cmds {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
+		cmd.Stdout, cmd.Stderr = w, w
+		fmt.Fprintf(w, "+ %s\n", strings.Join(c, " "))
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(c, " "), err)
+		}
+	}
+	state := "/sys/class/infiniband/" + RXEDevice + "/ports/1/state"
+	if err := waitFor(deadline, state+" ACTIVE", func() bool {
+		b, err := os.ReadFile(state)
+		return err == nil && strings.Contains(string(b), "ACTIVE")
+	}); err != nil {
+		return err
+	}
+	gid := "/sys/class/infiniband/" + RXEDevice + "/ports/1/gids/1"
+	if err := waitFor(deadline, gid+" (RoCE v2 IPv4 GID)", func() bool {
+		b, err := os.ReadFile(gid)
+		return err == nil && strings.Contains(string(b), "ffff:")
+	}); err != nil {
+		return err
+	}
+	b, _ := os.ReadFile(gid)
+	fmt.Fprintf(w, "%s ACTIVE, gid 1 %s", RXEDevice, b)
+	if g.job.Role == "server" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(g.job.Addr, fmt.Sprint(BarrierPort)))
+		if err != nil {
+			return fmt.Errorf("barrier listener: %w", err)
+		}
+		g.ln = ln
+	}
+	return nil
+}
+
+func waitFor(deadline time.Time, what string, ok func() bool) error {
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// barrier makes server and client start a step together: the client dials
+// the server and both check they are at the same step.
+func (g *guest) barrier(id string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if g.job.Role == "server" {
+		if g.ln == nil {
+			return errors.New("no barrier listener")
+		}
+		for {
+			_ = g.ln.(*net.TCPListener).SetDeadline(deadline)
+			c, err := g.ln.Accept()
+			if err != nil {
+				return fmt.Errorf("client %s did not reach step %s within %v: %w", g.job.Peer, id, timeout, err)
+			}
+			_ = c.SetDeadline(deadline)
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				c.Close()
+				continue
+			}
+			got := strings.TrimSpace(line)
+			_, _ = fmt.Fprintf(c, "%s\n", id)
+			c.Close()
+			if got != id {
+				return fmt.Errorf("client %s is at step %s, server at %s", g.job.Peer, got, id)
+			}
+			return nil
+		}
+	}
+	addr := net.JoinHostPort(g.job.Peer, fmt.Sprint(BarrierPort))
+	var last error
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+		if err != nil {
+			last = err
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		_ = c.SetDeadline(deadline)
+		_, _ = fmt.Fprintf(c, "%s\n", id)
+		line, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		if got := strings.TrimSpace(line); got != id {
+			return fmt.Errorf("server %s is at step %s, client at %s", g.job.Peer, got, id)
+		}
+		return nil
+	}
+	return fmt.Errorf("server %s did not reach step %s within %v: %v", addr, id, timeout, last)
+}
+
+func (g *guest) runStep(st Step) {
+	_ = g.rec.Write(RecBegin, st.ID, mustJSON(st))
+	w := g.rec.StepOutput(st.ID)
+	start := time.Now()
+	var end StepEnd
+	defer func() {
+		end.Duration = time.Since(start)
+		_ = g.rec.Write(RecEnd, st.ID, mustJSON(end))
+		g.logf("step %s: rc=%d %s %s", st.ID, end.RC, end.Duration.Round(time.Millisecond), end.Err)
+	}()
+	if st.Barrier {
+		if err := g.barrier(st.ID, 2*time.Minute); err != nil {
+			// Run anyway: the step's own failure says more about a lost peer.
+			fmt.Fprintf(w, "gdrlab: barrier: %v\n", err)
+			g.logf("step %s: barrier: %v", st.ID, err)
+		}
+	}
+	time.Sleep(st.Delay)
+	ctx, cancel := context.WithTimeout(context.Background(), st.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, st.Argv[0], st.Argv[1:]...)
+	cmd.Dir = "/tmp"
+	cmd.Env = append([]string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp"}, st.Env...)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		end.RC, end.Err = -1, fmt.Sprintf("killed after the step's limit of %v", st.Timeout)
+		return
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		end.RC = ee.ExitCode()
+	case err != nil:
+		end.RC, end.Err = -1, err.Error()
+	}
+}

@@ -1,0 +1,176 @@
+package lab
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+)
+
+// ModuleRoots are the modules the lab needs; LoadOrder adds their
+// dependencies. crc32_generic comes first because rdma_rxe asks the crypto
+// API for "crc32" instead of declaring a dependency. rdma_ucm (and with it
+// rdma_cm, /dev/infiniband/rdma_cm) is there because real hosts load it and
+// the install checks ask for it.
+var ModuleRoots = []string{"crc32_generic", "rdma_rxe", "rdma_ucm", "virtio_pci", "virtio_net"}
+
+// Tools are the binaries copied from the unpacked packages into the image
+// (guest path -> candidate paths inside Parts.Root).
+var Tools = map[string][]string{
+	"/bin/busybox":              {"bin/busybox", "usr/bin/busybox"},
+	"/usr/sbin/ip":              {"sbin/ip", "bin/ip", "usr/sbin/ip", "usr/bin/ip"},
+	"/usr/bin/rdma":             {"usr/bin/rdma", "sbin/rdma", "bin/rdma"},
+	"/usr/bin/ibv_devinfo":      {"usr/bin/ibv_devinfo"},
+	"/usr/bin/ibv_devices":      {"usr/bin/ibv_devices"},
+	"/usr/bin/ibv_rc_pingpong":  {"usr/bin/ibv_rc_pingpong"},
+	"/usr/bin/ib_write_bw":      {"usr/bin/ib_write_bw"},
+	"/usr/bin/ib_write_lat":     {"usr/bin/ib_write_lat"},
+	"/usr/bin/ib_read_bw":       {"usr/bin/ib_read_bw"},
+	"/usr/bin/ib_send_lat":      {"usr/bin/ib_send_lat"},
+	"/usr/bin/ibv_asyncwatch":   {"usr/bin/ibv_asyncwatch"},
+	"/usr/bin/ibv_srq_pingpong": {"usr/bin/ibv_srq_pingpong"},
+}
+
+// busybox applets linked for interactive debugging of a lab image.
+var busyboxApplets = []string{"sh", "ls", "cat", "dmesg", "ps", "sleep", "mount", "echo", "grep", "cp", "mkdir", "poweroff", "sync", "base64", "ping", "lsmod", "insmod", "timeout", "env", "free", "df", "uname", "kill"}
+
+const guestLibDir = "/usr/lib/x86_64-linux-gnu"
+
+// Image describes one initramfs.
+type Image struct {
+	Parts    *Parts
+	Agent    string            // the gdrlab binary, becomes /init
+	Binaries map[string]string // guest path -> host file (test binaries)
+	Jobs     map[string]Job    // role -> job, written as /lab/job-<role>.json
+}
+
+// Build writes the gzip-compressed newc initramfs to dst and returns the
+// guest paths of the modules in load order (already filled into the jobs).
+func (im *Image) Build(dst string) error {
+	p := im.Parts
+	modDir := filepath.Join(p.Root, "lib", "modules", p.KernelVer)
+	builtin, err := ReadBuiltin(filepath.Join(modDir, "modules.builtin"))
+	if err != nil {
+		return err
+	}
+	mods, err := ModuleLoadOrder(filepath.Join(modDir, "kernel"), ModuleRoots, builtin)
+	if err != nil {
+		return err
+	}
+	var guestMods []string
+	for _, m := range mods {
+		guestMods = append(guestMods, "/lab/modules/"+filepath.Base(m))
+	}
+
+	// Every file goes in as guest path -> host path.
+	files := map[string]string{"/init": im.Agent}
+	var elfs []string
+	for gp, cands := range Tools {
+		found := ""
+		for _, c := range cands {
+			if st, err := os.Stat(filepath.Join(p.Root, c)); err == nil && st.Mode().IsRegular() {
+				found = filepath.Join(p.Root, c)
+				break
+			}
+		}
+		if found == "" {
+			return fmt.Errorf("%s not found in the unpacked packages under %s (looked at %v)", gp, p.Root, cands)
+		}
+		files[gp] = found
+		elfs = append(elfs, found)
+	}
+	provider := filepath.Join(p.Root, "usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so")
+	files[guestLibDir+"/libibverbs/librxe-rdmav34.so"] = provider
+	files["/etc/libibverbs.d/rxe.driver"] = filepath.Join(p.Root, "etc/libibverbs.d/rxe.driver")
+	elfs = append(elfs, provider, im.Agent)
+	for gp, hp := range im.Binaries {
+		files[gp] = hp
+		elfs = append(elfs, hp)
+	}
+	libs, interps, err := LibClosure(elfs, p.LibDirs())
+	if err != nil {
+		return err
+	}
+	for so, hp := range libs {
+		files[guestLibDir+"/"+so] = hp
+	}
+	for _, ip := range interps {
+		hp := findLib(path.Base(ip), p.LibDirs())
+		if hp == "" {
+			return fmt.Errorf("ELF interpreter %s not found in %v", ip, p.LibDirs())
+		}
+		files[ip] = hp
+	}
+	for i, m := range mods {
+		files[guestMods[i]] = m
+	}
+
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	cw := NewCpioWriter(zw)
+	for _, d := range []string{"/proc", "/sys", "/dev", "/tmp", "/run", "/etc", "/usr/bin", "/usr/sbin", "/lab"} {
+		if err := cw.Dir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := cw.CharDev("/dev/console", 0o600, 5, 1); err != nil {
+		return err
+	}
+	if err := cw.CharDev("/dev/null", 0o666, 1, 3); err != nil {
+		return err
+	}
+	// /lib points at /usr/lib as on Debian, so either path of a library works.
+	if err := cw.Symlink("/lib", "usr/lib"); err != nil {
+		return err
+	}
+	for _, a := range busyboxApplets {
+		if err := cw.Symlink("/bin/"+a, "busybox"); err != nil {
+			return err
+		}
+	}
+	var names []string
+	for gp := range files {
+		names = append(names, gp)
+	}
+	sort.Strings(names)
+	for _, gp := range names {
+		b, err := os.ReadFile(files[gp]) // follows symlinks: the image holds real files
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(files[gp])
+		if err != nil {
+			return err
+		}
+		if err := cw.File(gp, uint32(st.Mode().Perm()), b); err != nil {
+			return err
+		}
+	}
+	for role, j := range im.Jobs {
+		j.Modules = guestMods
+		b, err := json.MarshalIndent(j, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := cw.File("/lab/job-"+role+".json", 0o644, b); err != nil {
+			return err
+		}
+	}
+	if err := cw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}

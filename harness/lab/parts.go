@@ -1,0 +1,251 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Packages the lab unpacks (never installs) from Debian, besides the kernel.
+var Packages = []string{
+	"busybox-static",
+	"libibverbs1", "ibverbs-providers", "librdmacm1", "libnl-3-200", "libnl-route-3-200",
+	"iproute2", "libbpf1", "libelf1", "libmnl0", "libcap2", "libbsd0", "libmd0", "zlib1g",
+	"ibverbs-utils", "perftest", "libpci3", "libudev1", "libibumad3",
+}
+
+// KernelMeta is the Debian meta package whose dependency names the kernel.
+const KernelMeta = "linux-image-amd64"
+
+// Parts is an unpacked set of Debian packages under Root.
+type Parts struct {
+	Root      string // dpkg -x of every package
+	Kernel    string // vmlinuz path
+	KernelVer string // e.g. 6.1.0-57-amd64
+	Key       string // hash of package=version list, names the cache folder
+	Versions  map[string]string
+}
+
+// Logf reports progress.
+type Logf func(format string, args ...any)
+
+// apt runs a command with a deadline and returns its combined output.
+func run(ctx context.Context, timeout time.Duration, dir string, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() == context.DeadlineExceeded {
+		return string(out), fmt.Errorf("%s %s: no result within %v", name, strings.Join(args, " "), timeout)
+	}
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, lastLines(string(out), 5))
+	}
+	return string(out), nil
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, " | ")
+}
+
+// aptUpdated makes sure apt-get update ran once in this process when needed.
+type aptState struct{ updated bool }
+
+func (a *aptState) update(ctx context.Context, logf Logf) error {
+	if a.updated {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("apt-get update needs root; run as root or fill .cache/lab by hand")
+	}
+	logf("apt-get update")
+	if _, err := run(ctx, 5*time.Minute, "", "apt-get", "update", "-qq"); err != nil {
+		return err
+	}
+	a.updated = true
+	return nil
+}
+
+// EnsureQEMU installs qemu-system-x86 when qemu-system-x86_64 is missing.
+func EnsureQEMU(ctx context.Context, apt *aptState, logf Logf) (string, error) {
+	if p, err := exec.LookPath("qemu-system-x86_64"); err == nil {
+		return p, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("qemu-system-x86_64 not found in PATH: apt-get install qemu-system-x86 (as root)")
+	}
+	if err := apt.update(ctx, logf); err != nil {
+		return "", err
+	}
+	logf("apt-get install qemu-system-x86")
+	if _, err := run(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"); err != nil {
+		return "", err
+	}
+	return exec.LookPath("qemu-system-x86_64")
+}
+
+// ParseDepends returns the first "Depends: linux-image-..." of apt-cache depends output.
+func ParseKernelDepends(out string) string {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && strings.HasSuffix(f[0], "Depends:") && strings.HasPrefix(f[1], "linux-image-") {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// ParsePolicy maps package -> candidate version from apt-cache policy output.
+func ParsePolicy(out string) map[string]string {
+	m := map[string]string{}
+	cur := ""
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, " ") && strings.HasSuffix(l, ":") {
+			cur = strings.TrimSuffix(l, ":")
+			continue
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Candidate:"); ok && cur != "" {
+			v = strings.TrimSpace(v)
+			if v != "" && v != "(none)" {
+				m[cur] = v
+			}
+		}
+	}
+	return m
+}
+
+// PartsKey is a short hash of the package=version list.
+func PartsKey(versions map[string]string) string {
+	var l []string
+	for p, v := range versions {
+		l = append(l, p+"="+v)
+	}
+	sort.Strings(l)
+	h := sha256.Sum256([]byte(strings.Join(l, "\n")))
+	return hex.EncodeToString(h[:6])
+}
+
+// resolve finds the kernel package and every package's candidate version.
+func resolve(ctx context.Context, apt *aptState, logf Logf) (map[string]string, string, error) {
+	for attempt := 0; ; attempt++ {
+		out, _ := run(ctx, time.Minute, "", "apt-cache", "depends", KernelMeta)
+		kpkg := ParseKernelDepends(out)
+		var vers map[string]string
+		if kpkg != "" {
+			pout, _ := run(ctx, time.Minute, "", "apt-cache", "policy", kpkg)
+			p2, _ := run(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, Packages...)...)
+			vers = ParsePolicy(pout + "\n" + p2)
+		}
+		var missing []string
+		if kpkg == "" {
+			missing = append(missing, KernelMeta)
+		}
+		for _, p := range append([]string{kpkg}, Packages...) {
+			if p != "" && vers[p] == "" {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) == 0 {
+			return vers, kpkg, nil
+		}
+		if attempt > 0 {
+			return nil, "", fmt.Errorf("apt-cache knows no candidate for %s: check the Debian sources in /etc/apt", strings.Join(missing, ", "))
+		}
+		if err := apt.update(ctx, logf); err != nil {
+			return nil, "", fmt.Errorf("apt-cache has no candidate for %s and %w", strings.Join(missing, ", "), err)
+		}
+	}
+}
+
+// FetchParts downloads and unpacks the lab's Debian packages under
+// cacheDir/parts-<key>, or reuses that folder when a previous run completed it.
+func FetchParts(ctx context.Context, cacheDir string, apt *aptState, logf Logf) (*Parts, error) {
+	vers, kpkg, err := resolve(ctx, apt, logf)
+	if err != nil {
+		return nil, err
+	}
+	key := PartsKey(vers)
+	dir := filepath.Join(cacheDir, "parts-"+key)
+	root := filepath.Join(dir, "root")
+	p := &Parts{Root: root, Key: key, Versions: vers, KernelVer: strings.TrimPrefix(kpkg, "linux-image-")}
+	p.Kernel = filepath.Join(root, "boot", "vmlinuz-"+p.KernelVer)
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		logf("parts: cached %s (%s)", dir, kpkg)
+		return p, nil
+	}
+	logf("parts: downloading %d packages (%s) into %s", len(vers), kpkg, dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	debs := filepath.Join(dir, "debs")
+	if err := os.MkdirAll(debs, 0o755); err != nil {
+		return nil, err
+	}
+	var names []string
+	for pkg, v := range vers {
+		names = append(names, pkg+"="+v)
+	}
+	sort.Strings(names)
+	if _, err := run(ctx, 10*time.Minute, debs, "apt-get", append([]string{"download", "-q"}, names...)...); err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(debs, "*.deb"))
+	if err != nil || len(files) != len(names) {
+		return nil, fmt.Errorf("apt-get download left %d .deb files in %s, want %d", len(files), debs, len(names))
+	}
+	for _, f := range files {
+		if _, err := run(ctx, 5*time.Minute, "", "dpkg", "-x", f, root); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(p.Kernel); err != nil {
+		return nil, fmt.Errorf("kernel image missing after unpacking %s: %w", kpkg, err)
+	}
+	// The .debs are unpacked; keep the cache to what later runs use.
+	_ = os.RemoveAll(debs)
+	var manifest strings.Builder
+	for _, n := range names {
+		manifest.WriteString(n + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "complete"), []byte(manifest.String()), 0o644); err != nil {
+		return nil, err
+	}
+	// Older parts folders are stale once versions move on.
+	old, _ := filepath.Glob(filepath.Join(cacheDir, "parts-*"))
+	for _, o := range old {
+		if o != dir {
+			_ = os.RemoveAll(o)
+		}
+	}
+	return p, nil
+}
+
+// LibDirs are the folders searched for shared libraries: the unpacked
+// packages first, then this host (glibc and anything the packages lack).
+func (p *Parts) LibDirs() []string {
+	var d []string
+	for _, r := range []string{p.Root, "/"} {
+		for _, s := range []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64"} {
+			d = append(d, filepath.Join(r, s))
+		}
+	}
+	return d
+}

@@ -1,0 +1,333 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one go test -json (test2json) event.
+type Event struct {
+	Time    time.Time `json:",omitempty"`
+	Action  string
+	Package string  `json:",omitempty"`
+	Test    string  `json:",omitempty"`
+	Elapsed float64 `json:",omitempty"`
+	Output  string  `json:",omitempty"`
+	Key     string  `json:",omitempty"`
+	Value   string  `json:",omitempty"`
+}
+
+// Test2JSON converts a test binary's -test.v=test2json output into JSON
+// events with `go tool test2json`, labelling them with pkg.
+func Test2JSON(ctx context.Context, goCmd string, pkg string, raw []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goCmd, "tool", "test2json", "-p", pkg)
+	cmd.Stdin = bytes.NewReader(raw)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s tool test2json -p %s: %v: %s", goCmd, pkg, err, errb.String())
+	}
+	return out.Bytes(), nil
+}
+
+// ParseEvents reads newline-separated JSON events; non-JSON lines are
+// returned as output of the package so nothing is lost.
+func ParseEvents(r io.Reader) ([]Event, error) {
+	var evs []Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
+			evs = append(evs, Event{Action: "output", Output: string(line) + "\n"})
+			continue
+		}
+		evs = append(evs, e)
+	}
+	return evs, sc.Err()
+}
+
+// Suite is the result of one package on one host (server, client, loopback).
+type Suite struct {
+	Host    string // server, client, loopback
+	Pkg     string // conformance/pingpong, perftest
+	Role    string // gdr.role: server, client, loopback
+	Events  []Event
+	StepErr string // the step itself failed outside any test (killed, crashed, did not start)
+}
+
+// Name is the JUnit testsuite name.
+func (s *Suite) Name() string { return s.Host + "/" + s.Pkg }
+
+// TestResult is one test (or subtest) of a suite.
+type TestResult struct {
+	Name    string
+	Action  string // pass, fail, skip; "" when it never finished
+	Elapsed float64
+	Output  strings.Builder
+	Attrs   map[string]string
+}
+
+// Tests folds the events into per-test results, in the order tests started.
+func (s *Suite) Tests() []*TestResult {
+	byName := map[string]*TestResult{}
+	var order []*TestResult
+	get := func(n string) *TestResult {
+		t := byName[n]
+		if t == nil {
+			t = &TestResult{Name: n, Attrs: map[string]string{}}
+			byName[n] = t
+			order = append(order, t)
+		}
+		return t
+	}
+	for _, e := range s.Events {
+		if e.Test == "" {
+			continue
+		}
+		t := get(e.Test)
+		switch e.Action {
+		case "output":
+			t.Output.WriteString(e.Output)
+		case "attr":
+			t.Attrs[e.Key] = e.Value
+		case "pass", "fail", "skip":
+			t.Action, t.Elapsed = e.Action, e.Elapsed
+		}
+	}
+	return order
+}
+
+// packageOutput is the output not attributed to any test (build or crash text).
+func (s *Suite) packageOutput() string {
+	var b strings.Builder
+	for _, e := range s.Events {
+		if e.Test == "" && e.Action == "output" {
+			b.WriteString(e.Output)
+		}
+	}
+	return b.String()
+}
+
+// Counts is pass/fail/skip for a suite.
+type Counts struct{ Pass, Fail, Skip int }
+
+// Counts counts tests; a test that never finished counts as failed, and a
+// step failure outside any test counts as one more failure.
+func (s *Suite) Counts() Counts {
+	var c Counts
+	for _, t := range s.Tests() {
+		switch t.Action {
+		case "pass":
+			c.Pass++
+		case "skip":
+			c.Skip++
+		default:
+			c.Fail++
+		}
+	}
+	if s.StepErr != "" {
+		c.Fail++
+	}
+	return c
+}
+
+type jProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type jProperties struct {
+	Property []jProperty `xml:"property"`
+}
+
+type jResult struct {
+	Message string `xml:"message,attr"`
+	Data    string `xml:",chardata"`
+}
+
+type jCase struct {
+	Classname  string       `xml:"classname,attr"`
+	Name       string       `xml:"name,attr"`
+	Time       string       `xml:"time,attr"`
+	Properties *jProperties `xml:"properties,omitempty"`
+	Failure    *jResult     `xml:"failure,omitempty"`
+	Skipped    *jResult     `xml:"skipped,omitempty"`
+	SystemOut  string       `xml:"system-out,omitempty"`
+}
+
+type jSuite struct {
+	Name       string      `xml:"name,attr"`
+	Tests      int         `xml:"tests,attr"`
+	Failures   int         `xml:"failures,attr"`
+	Errors     int         `xml:"errors,attr"`
+	Skipped    int         `xml:"skipped,attr"`
+	Time       string      `xml:"time,attr"`
+	Properties jProperties `xml:"properties"`
+	Cases      []jCase     `xml:"testcase"`
+	SystemOut  string      `xml:"system-out,omitempty"`
+}
+
+type jSuites struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Skipped  int      `xml:"skipped,attr"`
+	Suites   []jSuite `xml:"testsuite"`
+}
+
+func secs(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// firstLine is the first non-blank line of s (a failure message attribute).
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "=== ") && !strings.HasPrefix(l, "--- ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// JUnit writes one testsuite per suite (host/package) with a gdr.role
+// property; test attrs become testcase properties.
+func JUnit(w io.Writer, suites []*Suite) error {
+	var all jSuites
+	for _, s := range suites {
+		js := jSuite{Name: s.Name()}
+		js.Properties.Property = []jProperty{{Name: "gdr.role", Value: s.Role}, {Name: "gdr.host", Value: s.Host}, {Name: "gdr.package", Value: s.Pkg}}
+		var total float64
+		for _, t := range s.Tests() {
+			jc := jCase{Classname: s.Name(), Name: t.Name, Time: secs(t.Elapsed)}
+			if !strings.Contains(t.Name, "/") {
+				total += t.Elapsed
+			}
+			if len(t.Attrs) > 0 {
+				keys := make([]string, 0, len(t.Attrs))
+				for k := range t.Attrs {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				jc.Properties = &jProperties{}
+				for _, k := range keys {
+					jc.Properties.Property = append(jc.Properties.Property, jProperty{Name: k, Value: t.Attrs[k]})
+				}
+			}
+			out := t.Output.String()
+			switch t.Action {
+			case "pass":
+			case "skip":
+				jc.Skipped = &jResult{Message: firstLine(out), Data: out}
+				js.Skipped++
+			case "fail":
+				jc.Failure = &jResult{Message: firstLine(out), Data: out}
+				js.Failures++
+			default:
+				jc.Failure = &jResult{Message: "test did not finish (binary crashed, hung or its VM died)", Data: out}
+				js.Failures++
+			}
+			js.Tests++
+			js.Cases = append(js.Cases, jc)
+		}
+		if s.StepErr != "" {
+			js.Cases = append(js.Cases, jCase{Classname: s.Name(), Name: "(run)", Time: "0.000",
+				Failure: &jResult{Message: s.StepErr, Data: s.packageOutput()}})
+			js.Tests++
+			js.Failures++
+		}
+		js.Time = secs(total)
+		js.SystemOut = s.packageOutput()
+		all.Tests += js.Tests
+		all.Failures += js.Failures
+		all.Skipped += js.Skipped
+		all.Suites = append(all.Suites, js)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(all); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// Summary prints one line per suite: host, package, pass, fail, skip.
+func Summary(w io.Writer, suites []*Suite) {
+	hw, pw := len("host"), len("package")
+	for _, s := range suites {
+		hw = max(hw, len(s.Host))
+		pw = max(pw, len(s.Pkg))
+	}
+	fmt.Fprintf(w, "%-*s  %-*s  %5s  %5s  %5s\n", hw, "host", pw, "package", "pass", "fail", "skip")
+	var tot Counts
+	for _, s := range suites {
+		c := s.Counts()
+		tot.Pass += c.Pass
+		tot.Fail += c.Fail
+		tot.Skip += c.Skip
+		fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, s.Host, pw, s.Pkg, c.Pass, c.Fail, c.Skip)
+	}
+	fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, "total", pw, "", tot.Pass, tot.Fail, tot.Skip)
+}
+
+// Verdict decides the lab's outcome: any failure fails, and so does any
+// skipped test of the packages in mustRun (the lab exists to prove those
+// really run).
+func Verdict(suites []*Suite, mustRun []string) []string {
+	var problems []string
+	for _, s := range suites {
+		for _, t := range s.Tests() {
+			switch t.Action {
+			case "fail", "":
+				problems = append(problems, fmt.Sprintf("%s: %s failed: %s", s.Name(), t.Name, firstFailLine(t.Output.String())))
+			case "skip":
+				for _, m := range mustRun {
+					if s.Pkg == m {
+						problems = append(problems, fmt.Sprintf("%s: %s was skipped, but the lab must run it: %s", s.Name(), t.Name, firstLine(t.Output.String())))
+					}
+				}
+			}
+		}
+		if s.StepErr != "" {
+			problems = append(problems, fmt.Sprintf("%s: %s", s.Name(), s.StepErr))
+		}
+	}
+	return problems
+}
+
+// firstFailLine picks the most telling line of a failed test's output: the
+// first that gives a remedy (the suite's failures do), else the first line.
+func firstFailLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "remedy") || strings.Contains(l, "panic:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		return l
+	}
+	return "(no output)"
+}

@@ -1,0 +1,166 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// VM is one running qemu guest.
+type VM struct {
+	Name    string
+	Console string // ttyS0 log (kernel and agent messages)
+	Result  string // ttyS1 record stream
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	Killed  string // why the host killed it, if it did
+}
+
+// VMConfig is what Start needs.
+type VMConfig struct {
+	QEMU    string
+	Kernel  string
+	Initrd  string
+	Dir     string // where the logs go
+	Name    string // server, client
+	Role    string // lab.role
+	Net     string // -netdev socket option: "listen=127.0.0.1:P" or "connect=127.0.0.1:P"
+	MAC     string
+	MemMiB  int
+	Accel   string // tcg (default); kvm only where the caller knows it is usable
+	Cmdline string // extra kernel parameters
+}
+
+// QEMUArgs returns qemu's command line for c.
+func QEMUArgs(c VMConfig, console, result string) []string {
+	accel := c.Accel
+	if accel == "" {
+		accel = "tcg"
+	}
+	mem := c.MemMiB
+	if mem == 0 {
+		mem = 768
+	}
+	return []string{
+		"-accel", accel, "-smp", "1", "-m", strconv.Itoa(mem),
+		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-no-reboot",
+		"-kernel", c.Kernel, "-initrd", c.Initrd,
+		"-append", strings.TrimSpace("console=ttyS0 loglevel=4 panic=-1 lab.role=" + c.Role + " " + c.Cmdline),
+		"-serial", "file:" + console,
+		"-serial", "file:" + result,
+		"-netdev", "socket,id=n0," + c.Net,
+		"-device", "virtio-net-pci,netdev=n0,mac=" + c.MAC,
+	}
+}
+
+// StartVM starts qemu; the VM runs until its agent powers it off or Kill.
+func StartVM(c VMConfig) (*VM, error) {
+	v := &VM{
+		Name:    c.Name,
+		Console: filepath.Join(c.Dir, c.Name+".console.log"),
+		Result:  filepath.Join(c.Dir, c.Name+".results"),
+		done:    make(chan struct{}),
+	}
+	_ = os.Remove(v.Console)
+	_ = os.Remove(v.Result)
+	cmd := exec.Command(c.QEMU, QEMUArgs(c, v.Console, v.Result)...)
+	qlog, err := os.Create(filepath.Join(c.Dir, c.Name+".qemu.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = qlog, qlog
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		qlog.Close()
+		return nil, fmt.Errorf("starting qemu for %s: %w", c.Name, err)
+	}
+	v.cmd = cmd
+	go func() {
+		v.waitErr = cmd.Wait()
+		qlog.Close()
+		close(v.done)
+	}()
+	return v, nil
+}
+
+// Pid is qemu's process id.
+func (v *VM) Pid() int { return v.cmd.Process.Pid }
+
+// Done is closed when qemu has exited.
+func (v *VM) Done() <-chan struct{} { return v.done }
+
+// Exited reports whether qemu has exited.
+func (v *VM) Exited() bool {
+	select {
+	case <-v.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill stops qemu at once (SIGKILL), recording why.
+func (v *VM) Kill(why string) {
+	if v.Exited() {
+		return
+	}
+	v.Killed = why
+	_ = v.cmd.Process.Kill()
+	<-v.done
+}
+
+// Wait waits for qemu to exit until ctx ends; then it kills the VM.
+func (v *VM) Wait(ctx context.Context) error {
+	select {
+	case <-v.done:
+		if v.waitErr != nil {
+			return fmt.Errorf("qemu %s: %v (see %s)", v.Name, v.waitErr, v.Console)
+		}
+		return nil
+	case <-ctx.Done():
+		v.Kill(fmt.Sprintf("did not power off in time (%v)", context.Cause(ctx)))
+		return fmt.Errorf("VM %s %s: killed; its console is %s", v.Name, v.Killed, v.Console)
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// WaitListening waits until a socket listens on 127.0.0.1:port, reading
+// /proc/net/tcp so as not to take qemu's single connection.
+func WaitListening(port int, deadline time.Time, alive func() bool) error {
+	want := fmt.Sprintf("0100007F:%04X", port)
+	for {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				f := strings.Fields(l)
+				if len(f) > 3 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
+					return nil
+				}
+			}
+		}
+		if !alive() {
+			return fmt.Errorf("qemu exited before listening on 127.0.0.1:%d", port)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listened on 127.0.0.1:%d in time", port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
