@@ -80,8 +80,10 @@ func ParseSpeed(s string) (float64, error) {
 	if len(f) < 2 || f[1] != "GT/s" {
 		return 0, fmt.Errorf("link speed %q: want \"<number> GT/s [PCIe]\"", s)
 	}
+	// sysfs prints plain decimals; ParseFloat alone would also take "NaN",
+	// "Inf" and hex floats, and NaN slips through any range comparison.
 	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v <= 0 || v > 1000 {
+	if err != nil || strings.Trim(f[0], "0123456789.") != "" || !(v > 0 && v <= 1000) {
 		return 0, fmt.Errorf("link speed %q: bad number %q", s, f[0])
 	}
 	return v, nil

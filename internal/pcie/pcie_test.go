@@ -3,6 +3,7 @@ package pcie
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
@@ -53,6 +54,33 @@ func TestParseSpeed(t *testing.T) {
 		_, err := ParseSpeed(bad)
 		assert.Error(t, err, "%q", bad)
 		assert.NotErrorIs(t, err, ErrUnknown, "%q", bad)
+	}
+}
+
+// Values strconv.ParseFloat accepts but sysfs never writes: NaN compares
+// false with every bound, so a range check alone lets it through.
+func TestParseSpeedNonDecimal(t *testing.T) {
+	for _, tc := range []struct{ in, why string }{
+		{"NaN GT/s", "NaN"},
+		{"nan GT/s PCIe", "NaN, lower case"},
+		{"+NaN GT/s", "signed NaN"},
+		{"Inf GT/s", "infinity"},
+		{"+Inf GT/s", "signed infinity"},
+		{"-Inf GT/s", "negative infinity"},
+		{"infinity GT/s", "infinity spelt out"},
+		{"0x1p4 GT/s", "hex float (16)"},
+		{"1e1 GT/s", "exponent (10)"},
+		{"+8 GT/s", "explicit sign"},
+		{"0 GT/s", "zero"},
+		{"1000.5 GT/s", "above the bound"},
+		{"8.0.0 GT/s", "two points"},
+	} {
+		t.Run(tc.why, func(t *testing.T) {
+			v, err := ParseSpeed(tc.in)
+			require.Error(t, err, "%q gave %v", tc.in, v)
+			assert.Contains(t, err.Error(), tc.in[:strings.IndexByte(tc.in, ' ')], "the error names the value")
+			assert.Zero(t, v)
+		})
 	}
 }
 
