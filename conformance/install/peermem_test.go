@@ -49,6 +49,18 @@ func TestPeerMemory(t *testing.T) {
 		testenv.Absent(t, "no RDMA device in %s, so GPU peer memory cannot be used; %s; dma-buf path %s",
 			root.Host("/sys/class/infiniband"), state, map[bool]string{true: "available", false: "unavailable: " + why}[dmabuf])
 	}
+	// Software devices (rxe, siw) copy with the CPU: they register GPU
+	// memory through neither path, so only a PCI NIC can qualify the host.
+	var soft []string
+	for _, d := range devs {
+		if d.PCI == "" {
+			soft = append(soft, d.Name)
+		}
+	}
+	if len(soft) == len(devs) {
+		testenv.Absent(t, "only software RDMA device(s) %s in %s (no PCI function): rxe and siw register GPU memory through neither nvidia_peermem nor dma-buf, so GPUDirect RDMA needs a hardware NIC; %s",
+			strings.Join(soft, ", "), root.Host("/sys/class/infiniband"), state)
+	}
 	t.Logf("%s", state)
 	switch {
 	case peermem.Loaded():
