@@ -36,6 +36,7 @@ const (
 type end struct {
 	t    testing.TB
 	cfg  config.Config
+	root *hostfs.Root
 	role string // server or client
 	sess *oob.Session
 	buf  membuf.Buffer
@@ -149,7 +150,7 @@ func connect(t *testing.T, bufSize int) []*end {
 		if err := errors.Join(serr, cerr); err != nil {
 			t.Fatalf("loopback out-of-band session over 127.0.0.1: %v", err)
 		}
-		ends = []*end{{t: t, cfg: cfg, role: "server", sess: srv, dev: dev}, {t: t, cfg: cfg, role: "client", sess: cli, dev: dev}}
+		ends = []*end{{t: t, cfg: cfg, root: root, role: "server", sess: srv, dev: dev}, {t: t, cfg: cfg, root: root, role: "client", sess: cli, dev: dev}}
 	case config.Server:
 		ln, err := oob.Listen(cfg.Listen, opt)
 		if err != nil {
@@ -161,14 +162,14 @@ func connect(t *testing.T, bufSize int) []*end {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		ends = []*end{{t: t, cfg: cfg, role: "server", sess: s, dev: dev}}
+		ends = []*end{{t: t, cfg: cfg, root: root, role: "server", sess: s, dev: dev}}
 	case config.Client:
 		s, err := oob.Dial(cfg.Peer, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		ends = []*end{{t: t, cfg: cfg, role: "client", sess: s, dev: dev}}
+		ends = []*end{{t: t, cfg: cfg, root: root, role: "client", sess: s, dev: dev}}
 	}
 
 	// If this host stops the test before the agreement (a skip or failure
@@ -325,7 +326,7 @@ func cleanup(t testing.TB, what string, c interface{ Close() error }) {
 func (e *end) setup() error {
 	t, cfg := e.t, e.cfg
 	var err error
-	e.software, e.swWhy = verbs.IsSoftware(testenv.Root(t), e.dev)
+	e.software, e.swWhy = verbs.IsSoftware(e.root, e.dev)
 	if e.ctx, err = verbs.Open(e.dev); err != nil {
 		return err
 	}
@@ -428,7 +429,7 @@ func (e *end) setup() error {
 }
 
 func (e *end) pickGID() error {
-	gids, err := verbs.GIDTable(testenv.Root(e.t), e.dev, e.cfg.IBPort)
+	gids, err := verbs.GIDTable(e.root, e.dev, e.cfg.IBPort)
 	if err != nil {
 		gids = nil // sysfs unreadable: ask verbs below
 	}
@@ -578,7 +579,7 @@ func (e *end) rateGbps() float64 {
 	if e.port.RateGbps > 0 {
 		return e.port.RateGbps
 	}
-	if s, err := verbs.PortRate(testenv.Root(e.t), e.dev, e.cfg.IBPort); err == nil {
+	if s, err := verbs.PortRate(e.root, e.dev, e.cfg.IBPort); err == nil {
 		if r, err := stats.ParseRate(s); err == nil {
 			return r
 		}
