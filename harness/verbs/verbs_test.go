@@ -234,6 +234,21 @@ func TestLatencyAndBandwidthLoops(t *testing.T) {
 	for i := 1; i < len(st); i++ {
 		assert.Greater(t, st[i], st[i-1])
 	}
+	// The mode for memory the CPU cannot poll (GPU): WRITE_WITH_IMM, each
+	// side waiting on its receive CQ.
+	go func() {
+		_, err := b.qp.Latency(LatArgs{SendCQ: b.scq, RecvCQ: b.rcq, Local: b.mr, SendAddr: b.mr.Addr, RemoteAddr: a.mr.Addr + 4096,
+			RKey: a.mr.RKey, Size: 2, Iters: 20, UseImm: true, Timeout: 10 * time.Second})
+		errc <- err
+	}()
+	st, err = a.qp.Latency(LatArgs{SendCQ: a.scq, RecvCQ: a.rcq, Local: a.mr, SendAddr: a.mr.Addr, RemoteAddr: b.mr.Addr + 4096,
+		RKey: b.mr.RKey, Size: 2, Iters: 20, First: true, UseImm: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, <-errc)
+	t.Logf("loopback WRITE_WITH_IMM ping-pong: %d posts, %.1f us per round trip", len(st), float64(st[len(st)-1]-st[0])/float64(len(st)-1)/1e3)
+	n, _ := a.rcq.Poll(make([]WC, 4), 0, 0)
+	assert.Zero(t, n, "every receive was consumed")
+
 	el, err := a.qp.Bandwidth(BWArgs{CQ: a.scq, Op: OpWrite, Local: a.mr, LocalAddr: a.mr.Addr, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey,
 		Size: 65536, Iters: 50, TxDepth: 16, CQMod: 8, Timeout: 10 * time.Second})
 	require.NoError(t, err)
