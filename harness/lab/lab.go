@@ -280,7 +280,7 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 			if run == "" {
 				run = "Bandwidth|Latency"
 			}
-			env := []string{"GDR_BW_SIZES=65536,1048576", "GDR_LAT_SIZES=2"}
+			env := []string{"GDR_BW_SIZES=65536,1048576"}
 			pair(&server, &client, st, r.gotestArgv(*pp, run), r.gotestArgv(*pp, run),
 				append(r.testEnv("server"), env...), append(r.testEnv("client"), env...))
 		} else {
