@@ -126,7 +126,7 @@ var debianGraph = map[string][]string{
 	"ib_uverbs": {"ib_core"}, "ib_core": nil, "udp_tunnel": nil, "ip6_udp_tunnel": nil,
 	"rdma_ucm": {"ib_uverbs", "rdma_cm", "ib_core"}, "rdma_cm": {"iw_cm", "ib_cm", "ib_core"},
 	"iw_cm": {"ib_core"}, "ib_cm": {"ib_core"},
-	"virtio_pci": {"virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_ring", "virtio"},
+	"virtio_pci":            {"virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_ring", "virtio"},
 	"virtio_pci_modern_dev": nil, "virtio_pci_legacy_dev": nil, "virtio_ring": nil, "virtio": {"virtio_ring"},
 	"virtio_net": {"net_failover", "virtio_ring", "virtio"}, "net_failover": {"failover"}, "failover": nil,
 }
