@@ -428,11 +428,25 @@ func (e *end) setup() error {
 	return nil
 }
 
-func (e *end) pickGID() error {
+// gidTables caches each port's GID table for the run: reading a large table
+// (rxe has 1024 entries) through sysfs takes seconds under emulation.
+var gidTables sync.Map // "root|dev|port" -> []verbs.GIDEntry
+
+func (e *end) gidTable() []verbs.GIDEntry {
+	key := fmt.Sprintf("%s|%s|%d", e.root.Dir(), e.dev, e.cfg.IBPort)
+	if v, ok := gidTables.Load(key); ok {
+		return v.([]verbs.GIDEntry)
+	}
 	gids, err := verbs.GIDTable(e.root, e.dev, e.cfg.IBPort)
 	if err != nil {
-		gids = nil // sysfs unreadable: ask verbs below
+		return nil // sysfs unreadable: the caller asks verbs
 	}
+	gidTables.Store(key, gids)
+	return gids
+}
+
+func (e *end) pickGID() error {
+	gids := e.gidTable()
 	if e.cfg.GIDIndex >= 0 {
 		for _, g := range gids {
 			if g.Index == e.cfg.GIDIndex {
