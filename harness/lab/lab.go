@@ -472,6 +472,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 				continue
 			}
 			evs, _ := ParseEvents(bytes.NewReader(js))
+			DropTimes(evs)
 			s.Events = evs
 			switch {
 			case sr.End == nil:

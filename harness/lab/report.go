@@ -17,7 +17,7 @@ import (
 
 // Event is one go test -json (test2json) event.
 type Event struct {
-	Time    time.Time `json:",omitempty"`
+	Time    *time.Time `json:",omitempty"`
 	Action  string
 	Package string  `json:",omitempty"`
 	Test    string  `json:",omitempty"`
@@ -28,11 +28,13 @@ type Event struct {
 }
 
 // Test2JSON converts a test binary's -test.v=test2json output into JSON
-// events with `go tool test2json`, labelling them with pkg.
+// events with `go tool test2json`, labelling them with pkg. test2json gives
+// Elapsed only with -t, whose Time is the conversion's, not the test's:
+// ParseEvents callers drop it with DropTimes.
 func Test2JSON(ctx context.Context, goCmd string, pkg string, raw []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goCmd, "tool", "test2json", "-p", pkg)
+	cmd := exec.CommandContext(ctx, goCmd, "tool", "test2json", "-t", "-p", pkg)
 	cmd.Stdin = bytes.NewReader(raw)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -61,6 +63,13 @@ func ParseEvents(r io.Reader) ([]Event, error) {
 		evs = append(evs, e)
 	}
 	return evs, sc.Err()
+}
+
+// DropTimes clears the Time of every event.
+func DropTimes(evs []Event) {
+	for i := range evs {
+		evs[i].Time = nil
+	}
 }
 
 // Suite is the result of one package on one host (server, client, loopback).
