@@ -134,11 +134,11 @@ func (e *end) checkBuf(size int, seed uint64) error {
 		return fmt.Errorf("reading back the %s buffer: %w", e.buf.Kind(), err)
 	}
 	want := make([]byte, size)
-	pattern(want, seed)
-	if err := compare(got[:size], want, poison); err != nil {
+	membuf.Pattern(want, seed)
+	if err := membuf.Compare(got[:size], want, poison); err != nil {
 		return err
 	}
-	return guard(got, size, poison)
+	return membuf.Guard(got, size, poison)
 }
 
 // chunks splits [0,size) into up to 4 WRs, so the list is posted chained with
@@ -163,14 +163,14 @@ func chunks(size int) [][2]int {
 // PP-03: RDMA WRITE delivers the data intact.
 func TestWrite(t *testing.T) {
 	runVerify(t, "PP-03", func(e *end, size, i int) error {
-		seed := iterSeed(e.seed, size, i)
+		seed := membuf.IterSeed(e.seed, size, i)
 		if e.role == "server" {
 			if err := e.fillPoison(size+64, poison); err != nil {
 				return err
 			}
 		} else {
 			p := make([]byte, size)
-			pattern(p, seed)
+			membuf.Pattern(p, seed)
 			if err := e.buf.Fill(p); err != nil {
 				return err
 			}
@@ -210,7 +210,7 @@ func TestWrite(t *testing.T) {
 // PP-04: RDMA WRITE_WITH_IMM delivers the data and the immediate value.
 func TestWriteImm(t *testing.T) {
 	runVerify(t, "PP-04", func(e *end, size, i int) error {
-		seed := iterSeed(e.seed, size, i)
+		seed := membuf.IterSeed(e.seed, size, i)
 		imm := uint32(seed)
 		if e.role == "server" {
 			if err := e.fillPoison(size+64, poison); err != nil {
@@ -221,7 +221,7 @@ func TestWriteImm(t *testing.T) {
 			}
 		} else {
 			p := make([]byte, size)
-			pattern(p, seed)
+			membuf.Pattern(p, seed)
 			if err := e.buf.Fill(p); err != nil {
 				return err
 			}
@@ -263,10 +263,10 @@ func TestWriteImm(t *testing.T) {
 // PP-05: RDMA READ fetches the peer's data intact.
 func TestRead(t *testing.T) {
 	runVerify(t, "PP-05", func(e *end, size, i int) error {
-		seed := iterSeed(e.seed, size, i)
+		seed := membuf.IterSeed(e.seed, size, i)
 		if e.role == "server" {
 			p := make([]byte, size)
-			pattern(p, seed)
+			membuf.Pattern(p, seed)
 			if err := e.buf.Fill(p); err != nil {
 				return err
 			}
@@ -301,7 +301,7 @@ func TestRead(t *testing.T) {
 // PP-06: SEND/RECV delivers the message intact with the right length.
 func TestSendRecv(t *testing.T) {
 	runVerify(t, "PP-06", func(e *end, size, i int) error {
-		seed := iterSeed(e.seed, size, i)
+		seed := membuf.IterSeed(e.seed, size, i)
 		if e.role == "server" {
 			if err := e.fillPoison(size+64, poison); err != nil {
 				return err
@@ -311,7 +311,7 @@ func TestSendRecv(t *testing.T) {
 			}
 		} else {
 			p := make([]byte, size)
-			pattern(p, seed)
+			membuf.Pattern(p, seed)
 			if err := e.buf.Fill(p); err != nil {
 				return err
 			}
