@@ -22,10 +22,16 @@ type BenchRow struct {
 	OursFrom string  `json:"ours_from,omitempty"` // test and attr the value came from
 }
 
-// ParsePerftestBW returns the average bandwidth column of ib_write_bw's
-// result line for size (with --report_gbits: Gb/s).
+// ParsePerftestBW returns the average bandwidth of ib_write_bw's result
+// line for size in Gb/s (10^9 bit/s, like gdr.bw_gbps). perftest's
+// "MB/sec" is MiB/s (its format factor is 0x100000); output made with
+// --report_gbits ("Gb/sec" header) is taken as it is.
 func ParsePerftestBW(out string, size int) (float64, error) {
-	return perftestColumn(out, size, 3, "ib_write_bw")
+	v, err := perftestColumn(out, size, 3, "ib_write_bw")
+	if err != nil || strings.Contains(out, "[Gb/sec]") {
+		return v, err
+	}
+	return v * (1 << 20) * 8 / 1e9, nil
 }
 
 // ParsePerftestLat returns t_typical (the median) and the 99% percentile

@@ -50,7 +50,7 @@ func hostMain() error {
 	fs.StringVar(&o.Accel, "accel", env("LAB_ACCEL", "tcg"), "qemu accelerator (tcg: what CI has)")
 	fs.StringVar(&extra, "env", env("LAB_ENV", ""), "extra VAR=value settings for the test binaries, space separated (LAB_ENV)")
 	iters, _ := strconv.Atoi(env("LAB_ITERS", "200"))
-	fs.IntVar(&o.Iters, "iters", iters, "GDR_ITERS inside the lab; perftest -n in bench mode (LAB_ITERS)")
+	fs.IntVar(&o.Iters, "iters", iters, "GDR_ITERS inside the lab and perftest -n in bench mode (LAB_ITERS; bench default 1000)")
 	dur := func(k, def string) time.Duration {
 		d, err := time.ParseDuration(env(k, def))
 		if err != nil || d <= 0 {
@@ -66,6 +66,13 @@ func hostMain() error {
 	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
+	}
+	// The bench compares averages and percentiles: more samples than a
+	// functional run, unless LAB_ITERS or -iters says otherwise.
+	itersSet := os.Getenv("LAB_ITERS") != ""
+	fs.Visit(func(f *flag.Flag) { itersSet = itersSet || f.Name == "iters" })
+	if o.Mode == lab.ModeBench && !itersSet {
+		o.Iters = 1000
 	}
 	o.Loopback = *loop
 	o.Pkgs = strings.Fields(pkgs)
