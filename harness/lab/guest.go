@@ -39,6 +39,7 @@ type guest struct {
 	rec     *RecordWriter
 	job     Job
 	ln      net.Listener
+	lost    string // why the peer is gone: later two-host steps are not run
 }
 
 func (g *guest) logf(format string, args ...any) {
@@ -251,11 +252,18 @@ func (g *guest) runStep(st Step) {
 		_ = g.rec.Write(RecEnd, st.ID, mustJSON(end))
 		g.logf("step %s: rc=%d %s %s", st.ID, end.RC, end.Duration.Round(time.Millisecond), end.Err)
 	}()
+	if st.Barrier && g.lost != "" {
+		end.RC, end.Err = -1, "not run: "+g.lost
+		return
+	}
 	if st.Barrier {
 		if err := g.barrier(st.ID, 2*time.Minute); err != nil {
-			// Run anyway: the step's own failure says more about a lost peer.
+			// Run this step anyway: its own failure says more about a lost
+			// peer. Later two-host steps are not run, so a dead peer costs
+			// one barrier wait, not one per step.
 			fmt.Fprintf(w, "gdrlab: barrier: %v\n", err)
 			g.logf("step %s: barrier: %v", st.ID, err)
+			g.lost = fmt.Sprintf("the peer %s did not reach step %s", g.job.Peer, st.ID)
 		}
 	}
 	time.Sleep(st.Delay)

@@ -579,8 +579,9 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 			}
 		}
 	} else {
-		fmt.Fprintf(o.Out, "\nNOTE: %s has no test binary for tags %q yet: this lab run proved verbs traffic between\n"+
-			"the two VMs only with ibv_rc_pingpong (perftest suites above); it does NOT prove the pingpong suite.\n", PingpongPkg, o.Tags)
+		fmt.Fprintf(o.Out, "\nNOTE: no %s test ran in this lab run (LAB_PKGS=%q, tags %q): it proved verbs traffic\n"+
+			"between the two VMs only with ibv_rc_pingpong (perftest suites above); it does NOT prove the pingpong suite.\n",
+			PingpongPkg, strings.Join(o.Pkgs, " "), o.Tags)
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
@@ -588,10 +589,22 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 		for _, p := range problems {
 			fmt.Fprintf(o.Out, "  %s\n", p)
 		}
+		closing(o.Out, suites)
 		return fmt.Errorf("lab failed (%d problems)", len(problems))
 	}
 	fmt.Fprintf(o.Out, "\nlab passed in %.0fs\n", time.Since(r.start).Seconds())
+	closing(o.Out, suites)
 	return nil
+}
+
+// closing prints the plain closing line CI runners look for.
+func closing(w io.Writer, suites []*Suite) {
+	var c Counts
+	for _, s := range suites {
+		sc := s.Counts()
+		c.Pass, c.Fail, c.Skip = c.Pass+sc.Pass, c.Fail+sc.Fail, c.Skip+sc.Skip
+	}
+	fmt.Fprintf(w, "lab: %d passed, %d failed, %d skipped\n", c.Pass, c.Fail, c.Skip)
 }
 
 // killVerdict checks that the server failed, naming the peer, within GDR_TIMEOUT of the kill.
