@@ -408,6 +408,27 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 	return runs, errs
 }
 
+// vmTail names the last words of a VM's qemu log and console, so a "did not
+// run" failure carries its cause (qemu error, kernel panic, agent error).
+func vmTail(v *VM) string {
+	var parts []string
+	for _, f := range []struct{ what, path string }{
+		{"qemu", strings.TrimSuffix(v.Console, ".console.log") + ".qemu.log"}, {"console", v.Console},
+	} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			continue
+		}
+		if t := strings.TrimSpace(lastLines(string(b), 2)); t != "" {
+			parts = append(parts, f.what+": "+t)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
 func readResults(p string) *Results {
 	f, err := os.Open(p)
 	if err != nil {
@@ -436,6 +457,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 			if vr.killed != "" {
 				why = "its VM was " + vr.killed
 			}
+			why += vmTail(vr.vm)
 		}
 		if s := res.Step("setup-" + j.Role); s != nil && (s.End == nil || s.End.RC != 0) {
 			msg := "VM setup did not finish"
