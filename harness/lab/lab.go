@@ -371,7 +371,7 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 						vr.killAt = time.Now().Add(r.o.KillAfter)
 						r.logf("kill: client started %s; killing the client VM in %v", st.Step.ID, r.o.KillAfter)
 					} else if time.Now().After(vr.killAt) {
-						vr.killed = "killed by the lab (kill mode) mid-run"
+						vr.killed = "was killed by the lab (kill mode) mid-run"
 						vr.vm.Kill(vr.killed)
 						vr.killAt = time.Now()
 						r.logf("kill: client VM killed (pid %d)", vr.vm.Pid())
@@ -394,9 +394,9 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 		case <-ctx.Done():
 			for role, vr := range runs {
 				if !vr.vm.Exited() {
-					vr.killed = fmt.Sprintf("did not finish within the lab deadline of %v", r.o.Deadline)
+					vr.killed = fmt.Sprintf("did not finish within the lab deadline of %v and was killed", r.o.Deadline)
 					vr.vm.Kill(vr.killed)
-					errs = append(errs, fmt.Errorf("VM %s %s: killed (console %s)", role, vr.killed, vr.vm.Console))
+					errs = append(errs, fmt.Errorf("VM %s %s (console %s)", role, vr.killed, vr.vm.Console))
 				}
 			}
 		case <-tick.C:
@@ -455,7 +455,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 			res = vr.res
 			why = "its VM stopped before the step began"
 			if vr.killed != "" {
-				why = "its VM was " + vr.killed
+				why = "its VM " + vr.killed
 			}
 			why += vmTail(vr.vm)
 		}

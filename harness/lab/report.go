@@ -306,7 +306,9 @@ func Verdict(suites []*Suite, mustRun []string) []string {
 	for _, s := range suites {
 		for _, t := range s.Tests() {
 			switch t.Action {
-			case "fail", "":
+			case "":
+				problems = append(problems, fmt.Sprintf("%s: %s did not finish (binary crashed, hung or its VM died)", s.Name(), t.Name))
+			case "fail":
 				problems = append(problems, fmt.Sprintf("%s: %s failed: %s", s.Name(), t.Name, firstFailLine(t.Output.String())))
 			case "skip":
 				for _, m := range mustRun {
