@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -76,6 +77,11 @@ type testPkg struct {
 // Run executes a lab run and returns an error when the lab failed.
 func Run(ctx context.Context, o Options) error {
 	r := &runner{o: o, start: time.Now(), dir: filepath.Join(o.CacheDir, "run")}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := os.RemoveAll(r.dir); err != nil {
 		return err
 	}
@@ -126,6 +132,47 @@ func Run(ctx context.Context, o Options) error {
 	results, vmErrs := r.boot(ctx, qemu, parts, initrd, plan)
 	suites := r.collect(ctx, plan, results, vmErrs)
 	return r.report(suites, pkgs, results)
+}
+
+// lock serialises lab runs sharing a cache folder (two engineers in one
+// checkout): the second waits, within a deadline, instead of deleting the
+// first one's VM files.
+func (r *runner) lock(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(r.o.CacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(r.o.CacheDir, "lock")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	limit := r.o.Deadline + 5*time.Minute
+	deadline := time.Now().Add(limit)
+	for said := false; ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", p, err)
+		}
+		if !said {
+			r.logf("another lab run holds %s; waiting (at most %v)", p, limit)
+			said = true
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another lab run held %s for more than %v", p, limit)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return func() { f.Close() }, nil
 }
 
 // buildTests lists the packages with test files for the tags and builds

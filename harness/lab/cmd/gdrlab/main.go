@@ -74,6 +74,11 @@ func hostMain() error {
 	if o.Mode == lab.ModeBench && !itersSet {
 		o.Iters = 1000
 	}
+	switch o.Mode {
+	case lab.ModeLab, lab.ModeKill, lab.ModeBench:
+	default:
+		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill or bench", o.Mode)
+	}
 	o.Loopback = *loop
 	o.Pkgs = strings.Fields(pkgs)
 	o.Env = strings.Fields(extra)
