@@ -88,11 +88,16 @@ func Run(ctx context.Context, o Options) error {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(o.ReportDir); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
 		return err
+	}
+	// Old results must not pass for new ones; remove only what the lab
+	// writes, since LAB_REPORTS may name a folder shared with other reports.
+	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log"} {
+		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
 	}
 	qemu, err := EnsureQEMU(ctx, &r.apt, r.logf)
 	if err != nil {
