@@ -121,11 +121,17 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]Job{}}
-	for _, p := range pkgs {
-		im.Binaries[p.Guest] = p.Bin
-	}
+	used := map[string]bool{}
 	for _, j := range plan {
 		im.Jobs[j.Role] = j
+		for _, st := range j.Steps {
+			used[st.Argv[0]] = true
+		}
+	}
+	for _, p := range pkgs {
+		if used[p.Guest] { // kill and bench modes need only pingpong's
+			im.Binaries[p.Guest] = p.Bin
+		}
 	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
