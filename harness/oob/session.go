@@ -66,7 +66,6 @@ func (e *Error) Unwrap() error { return e.Kind }
 // Session is one test's connection to the peer.
 type Session struct {
 	conn     net.Conn
-	ln       net.Listener // server only; closed after the accept
 	role     string
 	opt      Options
 	peer     string
