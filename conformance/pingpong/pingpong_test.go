@@ -108,7 +108,12 @@ type transfer func(e *end, size, i int) error
 
 func runVerify(t *testing.T, id string, fn transfer) {
 	testenv.Req(t, id)
-	ends := connect(t, verifyBuf)
+	verifyAll(t, connect(t, verifyBuf), fn)
+}
+
+// verifyAll runs fn over verifySizes on connected ends (buffers of at least
+// verifyBuf bytes) and fails t when any transfer is wrong.
+func verifyAll(t *testing.T, ends []*end, fn transfer) {
 	errs := each(ends, func(e *end) error {
 		n := 0
 		for _, size := range verifySizes {
@@ -161,50 +166,52 @@ func chunks(size int) [][2]int {
 }
 
 // PP-03: RDMA WRITE delivers the data intact.
-func TestWrite(t *testing.T) {
-	runVerify(t, "PP-03", func(e *end, size, i int) error {
-		seed := membuf.IterSeed(e.seed, size, i)
-		if e.role == "server" {
-			if err := e.fillPoison(size+64, poison); err != nil {
-				return err
-			}
-		} else {
-			p := make([]byte, size)
-			membuf.Pattern(p, seed)
-			if err := e.buf.Fill(p); err != nil {
-				return err
-			}
-		}
-		if err := e.sess.Barrier("ready", i); err != nil {
+func TestWrite(t *testing.T) { runVerify(t, "PP-03", writeCheck) }
+
+// writeCheck is one RDMA WRITE data check: the client writes the pattern in
+// chained WRs, the server compares it (a device-to-host copy for GPU memory).
+func writeCheck(e *end, size, i int) error {
+	seed := membuf.IterSeed(e.seed, size, i)
+	if e.role == "server" {
+		if err := e.fillPoison(size+64, poison); err != nil {
 			return err
 		}
-		if e.role == "client" {
-			cs := chunks(size)
-			wrs := make([]verbs.SendWR, len(cs))
-			for k, c := range cs {
-				wrs[k] = verbs.SendWR{ID: uint64(k), Op: verbs.OpWrite, LocalAddr: e.mr.Addr + uint64(c[0]), Len: uint32(c[1]), LKey: e.mr.LKey,
-					RemoteAddr: e.peer.Addr + uint64(c[0]), RKey: e.peer.RKey, Signaled: k == len(cs)-1}
-			}
-			if err := e.qp.PostSend(wrs...); err != nil {
-				return err
-			}
-			if _, err := e.scq.Wait(1, "RDMA WRITE", e.cfg.Timeout); err != nil {
-				return err
-			}
-		}
-		// The client's completion means the data is placed at the server.
-		restore := e.sess.Within(e.waitBudget(int64(size)))
-		err := e.sess.Barrier("written", i)
-		restore()
-		if err != nil {
+	} else {
+		p := make([]byte, size)
+		membuf.Pattern(p, seed)
+		if err := e.buf.Fill(p); err != nil {
 			return err
 		}
-		var local error
-		if e.role == "server" {
-			local = e.checkBuf(size, seed)
+	}
+	if err := e.sess.Barrier("ready", i); err != nil {
+		return err
+	}
+	if e.role == "client" {
+		cs := chunks(size)
+		wrs := make([]verbs.SendWR, len(cs))
+		for k, c := range cs {
+			wrs[k] = verbs.SendWR{ID: uint64(k), Op: verbs.OpWrite, LocalAddr: e.mr.Addr + uint64(c[0]), Len: uint32(c[1]), LKey: e.mr.LKey,
+				RemoteAddr: e.peer.Addr + uint64(c[0]), RKey: e.peer.RKey, Signaled: k == len(cs)-1}
 		}
-		return e.settle("write check", e.role == "server", local)
-	})
+		if err := e.qp.PostSend(wrs...); err != nil {
+			return err
+		}
+		if _, err := e.scq.Wait(1, "RDMA WRITE", e.cfg.Timeout); err != nil {
+			return err
+		}
+	}
+	// The client's completion means the data is placed at the server.
+	restore := e.sess.Within(e.waitBudget(int64(size)))
+	err := e.sess.Barrier("written", i)
+	restore()
+	if err != nil {
+		return err
+	}
+	var local error
+	if e.role == "server" {
+		local = e.checkBuf(size, seed)
+	}
+	return e.settle("write check", e.role == "server", local)
 }
 
 // PP-04: RDMA WRITE_WITH_IMM delivers the data and the immediate value.
@@ -352,66 +359,73 @@ func TestLatency(t *testing.T) {
 	ends := connect(t, 2*latRegion)
 	t.Run("WRITE/"+strconv.Itoa(latSize), func(t *testing.T) {
 		testenv.Req(t, "PP-07")
-		var lat stats.Latency
-		var threshold float64
-		var thrWhy string
-		errs := each(ends, func(e *end) error {
-			// Host memory: poll the last byte like ib_write_lat. Other kinds
-			// cannot be polled by the CPU: wait on WRITE_WITH_IMM completions.
-			useImm := !e.host() || e.peer.Mem != string(membuf.Host)
-			if err := e.fillPoison(2*latRegion, 0); err != nil {
-				return err
-			}
-			if err := e.sess.Barrier("lat start", 0); err != nil {
-				return err
-			}
-			iters := e.cfg.Iters + 1 // n+1 posts give n round trips
-			stamps, err := e.qp.Latency(verbs.LatArgs{SendCQ: e.scq, RecvCQ: e.rcq, Local: e.mr, SendAddr: e.mr.Addr,
-				PollAddr: e.mr.Addr + latRegion + latSize - 1, RemoteAddr: e.peer.Addr + latRegion, RKey: e.peer.RKey,
-				Size: latSize, Iters: iters, First: e.role == "client", UseImm: useImm, Timeout: e.cfg.Timeout})
-			if err != nil {
-				return err
-			}
-			rt := make([]time.Duration, len(stamps)-1)
-			for i := range rt {
-				rt[i] = time.Duration(stamps[i+1] - stamps[i])
-			}
-			l, err := stats.Summarize(rt, true)
-			if err != nil {
-				return err
-			}
-			// Both sides report the client's numbers (the side that started).
-			r, err := e.sess.ExchangeResult(resultOf("latency", l))
-			if err != nil {
-				return err
-			}
-			if e.role == "server" {
-				l = latencyOf(r)
-			}
-			e.attr("lat_us_p50", stats.US(l.P50))
-			e.attr("lat_us_p99", stats.US(l.P99))
-			e.attr("lat_us_p999", stats.US(l.P999))
-			e.attr("lat_us_min", stats.US(l.Min))
-			e.attr("lat_us_max", stats.US(l.Max))
-			e.attr("iters", l.N)
-			e.attr("size", latSize)
-			e.attr("lat_mode", map[bool]string{true: "write_with_imm+cq", false: "write+poll_last_byte"}[useImm])
-			if e.role == "client" || len(ends) == 1 {
-				lat = l
-				threshold, thrWhy = e.latThreshold()
-			}
-			return nil
-		})
-		failIf(t, ends, errs)
-		report(t, ends)
-		t.Logf("WRITE %d B latency (one way, us): p50 %.2f p99 %.2f p99.9 %.2f min %.2f max %.2f over %d round trips",
-			latSize, stats.US(lat.P50), stats.US(lat.P99), stats.US(lat.P999), stats.US(lat.Min), stats.US(lat.Max), lat.N)
+		lat, threshold, thrWhy := latency(t, ends, false)
 		testenv.Attr(t, "threshold", thrWhy)
 		if threshold > 0 && stats.US(lat.P50) > threshold {
 			testenv.Failf(t, "check the path between NIC and memory (PCIe topology, GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MAX_LAT_US",
 				"WRITE %d B latency p50 %.2f us is above the %.2f us ceiling (%s)", latSize, stats.US(lat.P50), threshold, thrWhy)
 		}
 	})
+}
+
+// latency measures latSize-byte RDMA WRITE round trips on connected ends
+// (buffers of at least 2*latRegion bytes), reports them on t and returns the
+// client's numbers with the ceiling that applies; the caller decides whether
+// to enforce it. forceImm waits on WRITE_WITH_IMM completions even on host
+// memory, so host and GPU runs are timed the same way.
+func latency(t *testing.T, ends []*end, forceImm bool) (lat stats.Latency, threshold float64, thrWhy string) {
+	errs := each(ends, func(e *end) error {
+		// Host memory: poll the last byte like ib_write_lat. Other kinds
+		// cannot be polled by the CPU: wait on WRITE_WITH_IMM completions.
+		useImm := forceImm || !e.host() || e.peer.Mem != string(membuf.Host)
+		if err := e.fillPoison(2*latRegion, 0); err != nil {
+			return err
+		}
+		if err := e.sess.Barrier("lat start", 0); err != nil {
+			return err
+		}
+		iters := e.cfg.Iters + 1 // n+1 posts give n round trips
+		stamps, err := e.qp.Latency(verbs.LatArgs{SendCQ: e.scq, RecvCQ: e.rcq, Local: e.mr, SendAddr: e.mr.Addr,
+			PollAddr: e.mr.Addr + latRegion + latSize - 1, RemoteAddr: e.peer.Addr + latRegion, RKey: e.peer.RKey,
+			Size: latSize, Iters: iters, First: e.role == "client", UseImm: useImm, Timeout: e.cfg.Timeout})
+		if err != nil {
+			return err
+		}
+		rt := make([]time.Duration, len(stamps)-1)
+		for i := range rt {
+			rt[i] = time.Duration(stamps[i+1] - stamps[i])
+		}
+		l, err := stats.Summarize(rt, true)
+		if err != nil {
+			return err
+		}
+		// Both sides report the client's numbers (the side that started).
+		r, err := e.sess.ExchangeResult(resultOf("latency", l))
+		if err != nil {
+			return err
+		}
+		if e.role == "server" {
+			l = latencyOf(r)
+		}
+		e.attr("lat_us_p50", stats.US(l.P50))
+		e.attr("lat_us_p99", stats.US(l.P99))
+		e.attr("lat_us_p999", stats.US(l.P999))
+		e.attr("lat_us_min", stats.US(l.Min))
+		e.attr("lat_us_max", stats.US(l.Max))
+		e.attr("iters", l.N)
+		e.attr("size", latSize)
+		e.attr("lat_mode", map[bool]string{true: "write_with_imm+cq", false: "write+poll_last_byte"}[useImm])
+		if e.role == "client" || len(ends) == 1 {
+			lat = l
+			threshold, thrWhy = e.latThreshold()
+		}
+		return nil
+	})
+	failIf(t, ends, errs)
+	report(t, ends)
+	t.Logf("WRITE %d B latency (one way, us): p50 %.2f p99 %.2f p99.9 %.2f min %.2f max %.2f over %d round trips",
+		latSize, stats.US(lat.P50), stats.US(lat.P99), stats.US(lat.P999), stats.US(lat.Min), stats.US(lat.Max), lat.N)
+	return lat, threshold, thrWhy
 }
 
 func resultOf(name string, l stats.Latency) oobResult {
@@ -440,17 +454,9 @@ func (e *end) latThreshold() (float64, string) {
 func TestBandwidth(t *testing.T) {
 	testenv.Req(t, "PP-08")
 	cfg := testenv.Config(t)
-	maxSize := 0
-	for _, s := range cfg.BWSizes {
-		maxSize = max(maxSize, s)
-	}
+	maxSize := maxBWSize(cfg.BWSizes)
 	ends := connect(t, maxSize)
-	largest := cfg.BWSizes[len(cfg.BWSizes)-1]
-	for _, s := range cfg.BWSizes {
-		if s == maxSize {
-			largest = s
-		}
-	}
+	largest := maxSize
 	for _, op := range []verbs.Opcode{verbs.OpWrite, verbs.OpRead} {
 		name := map[verbs.Opcode]string{verbs.OpWrite: "WRITE", verbs.OpRead: "READ"}[op]
 		for _, size := range cfg.BWSizes {
@@ -462,10 +468,29 @@ func TestBandwidth(t *testing.T) {
 	}
 }
 
+// maxBWSize is the largest size of GDR_BW_SIZES, where thresholds apply.
+func maxBWSize(sizes []int) int {
+	m := 0
+	for _, s := range sizes {
+		m = max(m, s)
+	}
+	return m
+}
+
+// bandwidth measures op at size and fails t below the floor that applies.
 func bandwidth(t *testing.T, ends []*end, op verbs.Opcode, name string, size int, largest bool) {
-	var gbps float64
-	var threshold float64
-	var thrWhy string
+	gbps, threshold, thrWhy := measureBW(t, ends, op, name, size, largest)
+	testenv.Attr(t, "threshold", thrWhy)
+	if threshold > 0 && gbps < threshold {
+		testenv.Failf(t, "check the NIC's PCIe link (width/speed), the GPU<->NIC path class (GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MIN_BW_GBPS",
+			"%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", name, size, gbps, threshold, thrWhy)
+	}
+}
+
+// measureBW runs op at size on connected ends (buffers of at least size
+// bytes), reports it on t and returns the client's Gb/s with the floor that
+// applies; the caller decides whether to enforce it.
+func measureBW(t *testing.T, ends []*end, op verbs.Opcode, name string, size int, largest bool) (gbps, threshold float64, thrWhy string) {
 	errs := each(ends, func(e *end) error {
 		iters := e.cfg.Iters
 		step := fmt.Sprintf("bw %s %d", name, size)
@@ -513,11 +538,7 @@ func bandwidth(t *testing.T, ends []*end, op verbs.Opcode, name string, size int
 	failIf(t, ends, errs)
 	report(t, ends)
 	t.Logf("%s %d B: %.3f Gb/s (%s)", name, size, gbps, thrWhy)
-	testenv.Attr(t, "threshold", thrWhy)
-	if threshold > 0 && gbps < threshold {
-		testenv.Failf(t, "check the NIC's PCIe link (width/speed), the GPU<->NIC path class (GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MIN_BW_GBPS",
-			"%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", name, size, gbps, threshold, thrWhy)
-	}
+	return gbps, threshold, thrWhy
 }
 
 func (e *end) bwThreshold(rate float64, largest bool) (float64, string) {

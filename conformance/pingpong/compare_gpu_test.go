@@ -1,0 +1,120 @@
+//go:build rdma && gpu
+
+package pingpong
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/stats"
+)
+
+// halfResult is what one memory kind measured.
+type halfResult struct {
+	done    bool // every step ran and passed
+	skipped bool
+	gbps    float64
+	p50us   float64
+}
+
+// PP-09: the same (NIC, peer) pair runs RDMA WRITE data, bandwidth at the
+// largest GDR_BW_SIZES size and 2-byte WRITE latency on host memory, then on
+// GPU memory, and reports the two side by side. Both hosts run the halves
+// in the same order, so both ends agree on the memory kind.
+//
+// No threshold on the ratios: how much slower GPU memory may be depends on
+// the PCIe path between NIC and GPU (PIX vs PHB vs SYS), which TOPO and
+// GDR_MAX_PATH already judge, and PP-07/PP-08 hold the absolute floors.
+// The test fails when a half fails: registration, a wrong byte, a
+// completion error or a timeout.
+//
+// Both hosts of a two-host run need a GPU: a host without one skips here
+// before connecting, and its peer's host half then fails at GDR_TIMEOUT.
+func TestHostVsGPU(t *testing.T) {
+	testenv.Req(t, "PP-09")
+	// The GPU half cannot run without these: say so before spending time on
+	// the host half. Open and GPUs name libcuda.so.1 or "no GPU".
+	d := cuda.Open(t)
+	cuda.GPUs(t, d)
+	compareMem(t, membuf.Host, membuf.GPU)
+}
+
+// compareMem runs the PP-09 halves on memory kinds base then other (host,
+// GPU) and reports them side by side on t with "_host"/"_gpu" keys.
+func compareMem(t *testing.T, base, other membuf.Kind) {
+	cfg := testenv.Config(t)
+	size := maxBWSize(cfg.BWSizes)
+	bufSize := max(size, verifyBuf, 2*latRegion)
+	var res []*halfResult
+	for _, k := range []membuf.Kind{base, other} {
+		r := &halfResult{}
+		res = append(res, r)
+		t.Run(string(k), func(t *testing.T) {
+			testenv.Req(t, "PP-09")
+			t.Cleanup(func() { r.skipped = t.Skipped() })
+			withMem(t, k)
+			ends := connect(t, bufSize)
+			ok := t.Run("WRITE-data", func(t *testing.T) {
+				testenv.Req(t, "PP-09")
+				verifyAll(t, ends, writeCheck)
+			})
+			ok = t.Run(fmt.Sprintf("WRITE-bw/%d", size), func(t *testing.T) {
+				testenv.Req(t, "PP-09")
+				gbps, _, thrWhy := measureBW(t, ends, verbs.OpWrite, "WRITE", size, true)
+				testenv.Attr(t, "threshold", "reported only (PP-08 holds the floor; here: "+thrWhy+")")
+				r.gbps = gbps
+			}) && ok
+			ok = t.Run("WRITE-lat/"+strconv.Itoa(latSize), func(t *testing.T) {
+				testenv.Req(t, "PP-09")
+				// Both halves wait on WRITE_WITH_IMM completions: the CPU
+				// cannot poll GPU memory, and one method keeps the ratio fair.
+				lat, _, _ := latency(t, ends, true)
+				testenv.Attr(t, "threshold", "reported only (PP-07 holds the ceiling)")
+				r.p50us = stats.US(lat.P50)
+			}) && ok
+			r.done = ok
+		})
+		if r.skipped {
+			break // the GPU half would skip for the same reason
+		}
+	}
+	h, g := res[0], res[1]
+	if h.skipped || g.skipped {
+		// The halves skip for the reasons every pingpong test shares (no
+		// RDMA device here or at the peer): the subtest says which.
+		_, why, _ := probe(testenv.Config(t), testenv.Root(t))
+		if why == "" {
+			why = "see the skipped subtest's log"
+		}
+		testenv.Absent(t, "PP-09 needs both halves, and the %s half was skipped: %s",
+			map[bool]string{true: "host-memory", false: "GPU-memory"}[h.skipped], why)
+	}
+	if !h.done || !g.done {
+		// The failing subtest carries the cause; this keeps the parent honest.
+		t.Fatalf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.done, g.done)
+	}
+	testenv.Attr(t, "bw_size", size)
+	testenv.Attr(t, "bw_gbps_host", h.gbps)
+	testenv.Attr(t, "bw_gbps_gpu", g.gbps)
+	testenv.Attr(t, "lat_us_p50_host", h.p50us)
+	testenv.Attr(t, "lat_us_p50_gpu", g.p50us)
+	testenv.Attr(t, "lat_mode", "write_with_imm+cq (both halves)")
+	bwRatio, latRatio := ratio(g.gbps, h.gbps), ratio(g.p50us, h.p50us)
+	testenv.Attr(t, "bw_ratio_gpu_host", bwRatio)
+	testenv.Attr(t, "lat_ratio_gpu_host", latRatio)
+	t.Logf("WRITE %d B: host %.3f Gb/s, GPU %.3f Gb/s (GPU/host %.3f); WRITE %d B p50: host %.2f us, GPU %.2f us (GPU/host %.3f)",
+		size, h.gbps, g.gbps, bwRatio, latSize, h.p50us, g.p50us, latRatio)
+}
+
+// ratio is a/b, or 0 when b is not positive (nothing to compare against).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
