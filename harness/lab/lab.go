@@ -663,6 +663,12 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 			"between the two VMs only with ibv_rc_pingpong (perftest suites above); it does NOT prove the pingpong suite.\n",
 			PingpongPkg, strings.Join(o.Pkgs, " "), o.Tags)
 	}
+	if notes := GPUSkips(suites, []string{PingpongPkg}); len(notes) > 0 {
+		fmt.Fprintf(o.Out, "\nNOTE: GPU-only tests skipped, as expected: the VMs have no GPU, so these are NOT proven by the lab:\n")
+		for _, n := range notes {
+			fmt.Fprintf(o.Out, "  %s\n", n)
+		}
+	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		fmt.Fprintf(o.Out, "\nlab FAILED:\n")

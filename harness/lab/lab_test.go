@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -288,6 +289,39 @@ func TestSummaryAndVerdict(t *testing.T) {
 
 	ok := &Suite{Host: "client", Pkg: PingpongPkg, Events: []Event{ev("run", "TestA", ""), ev("pass", "TestA", "")}}
 	assert.Empty(t, Verdict([]*Suite{ok}, []string{PingpongPkg}))
+}
+
+// A GPU-only requirement (PP-09) skipped for want of a GPU passes the lab
+// and is named in the NOTE; skipped for another reason, or any other
+// requirement skipped, still fails it.
+func TestVerdictGPUOnlySkip(t *testing.T) {
+	skip := func(test, req, why string) []Event {
+		return []Event{ev("run", test, ""),
+			{Action: "attr", Test: test, Key: "gdr.req", Value: req},
+			{Action: "attr", Test: test, Key: "gdr.skip", Value: why},
+			ev("output", test, "    x_test.go:3: "+why+"\n"), ev("skip", test, "")}
+	}
+	noCUDA := "no CUDA driver: libcuda.so.1 does not open (cannot open shared object file); install the driver"
+	pass := []Event{ev("run", "TestA", ""), ev("pass", "TestA", "")}
+	gpu := &Suite{Host: "client", Pkg: PingpongPkg, Events: append(slices.Clone(pass), skip("TestHostVsGPU", "PP-09", noCUDA)...)}
+	assert.Empty(t, Verdict([]*Suite{gpu}, []string{PingpongPkg}))
+	notes := GPUSkips([]*Suite{gpu}, []string{PingpongPkg})
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "client/conformance/pingpong: TestHostVsGPU (PP-09) skipped: the VMs have no GPU")
+	assert.Contains(t, notes[0], "libcuda.so.1")
+	noGPU := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestHostVsGPU", "PP-09", "no GPU: cuDeviceGetCount is 0")}
+	assert.Empty(t, Verdict([]*Suite{noGPU}, []string{PingpongPkg}))
+
+	// PP-09 skipped because RDMA is missing is a lab bug, not a missing GPU.
+	noRDMA := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestHostVsGPU", "PP-09", "no RDMA device: /sys/class/infiniband is empty")}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{noRDMA}, []string{PingpongPkg}), "\n"), "TestHostVsGPU was skipped, but the lab must run it")
+	assert.Empty(t, GPUSkips([]*Suite{noRDMA}, []string{PingpongPkg}))
+	// A requirement not in the GPU-only list fails even when the skip names libcuda.
+	other := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestWrite", "PP-03", noCUDA)}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{other}, []string{PingpongPkg}), "\n"), "TestWrite was skipped, but the lab must run it")
+	assert.Empty(t, GPUSkips([]*Suite{other}, []string{PingpongPkg}))
+	// Outside the mustRun packages nothing is noted.
+	assert.Empty(t, GPUSkips([]*Suite{gpu}, nil))
 }
 
 const perftestBW = `
