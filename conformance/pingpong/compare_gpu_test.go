@@ -3,6 +3,7 @@
 package pingpong
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -33,31 +34,52 @@ type halfResult struct {
 // The test fails when a half fails: registration, a wrong byte, a
 // completion error or a timeout.
 //
-// Both hosts of a two-host run need a GPU: a host without one skips here
-// before connecting, and its peer's host half then fails at GDR_TIMEOUT.
+// Both hosts of a two-host run need a GPU. A host without one still opens
+// the host half's session and offers its reason in the agreement, so both
+// hosts skip with the same reason instead of one waiting for GDR_TIMEOUT.
 func TestHostVsGPU(t *testing.T) {
 	testenv.Req(t, "PP-09")
-	// The GPU half cannot run without these: say so before spending time on
-	// the host half. Open and GPUs name libcuda.so.1 or "no GPU".
-	d := cuda.Open(t)
-	cuda.GPUs(t, d)
-	compareMem(t, membuf.Host, membuf.GPU)
+	compareMem(t, membuf.Host, membuf.GPU, gpuAbsence())
+}
+
+// gpuAbsence says why the GPU half cannot run here ("" when it can),
+// naming libcuda.so.1 or the missing GPU. A driver that is present but
+// broken is not absence: the GPU half fails on it with CUDA's error.
+func gpuAbsence() string {
+	d, err := cuda.Load()
+	var le *cuda.LoadError
+	switch {
+	case errors.As(err, &le) && le.Missing:
+		return fmt.Sprintf("no CUDA driver: %v", err)
+	case cuda.Code(err) == cuda.ErrNoDevice:
+		return fmt.Sprintf("no GPU: %v", err)
+	case err != nil:
+		return ""
+	}
+	if devs, err := d.Devices(); err == nil && len(devs) == 0 {
+		return "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded)"
+	}
+	return ""
 }
 
 // compareMem runs the PP-09 halves on memory kinds base then other (host,
-// GPU) and reports them side by side on t with "_host"/"_gpu" keys.
-func compareMem(t *testing.T, base, other membuf.Kind) {
+// GPU) and reports them side by side on t with "_host"/"_gpu" keys. A
+// non-empty absent (why the other half cannot run here) makes the first
+// half agree a skip with the peer, which ends the comparison on both hosts.
+func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 	cfg := testenv.Config(t)
 	size := maxBWSize(cfg.BWSizes)
 	bufSize := max(size, verifyBuf, 2*latRegion)
-	var res []*halfResult
-	for _, k := range []membuf.Kind{base, other} {
-		r := &halfResult{}
-		res = append(res, r)
+	res := []*halfResult{{}, {}}
+	for i, k := range []membuf.Kind{base, other} {
+		r := res[i]
 		t.Run(string(k), func(t *testing.T) {
 			testenv.Req(t, "PP-09")
 			t.Cleanup(func() { r.skipped = t.Skipped() })
 			withMem(t, k)
+			if absent != "" {
+				skipAlso(t, absent)
+			}
 			ends := connect(t, bufSize)
 			ok := t.Run("WRITE-data", func(t *testing.T) {
 				testenv.Req(t, "PP-09")
@@ -89,7 +111,10 @@ func compareMem(t *testing.T, base, other membuf.Kind) {
 		// RDMA device here or at the peer): the subtest says which.
 		_, why, _ := probe(testenv.Config(t), testenv.Root(t))
 		if why == "" {
-			why = "see the skipped subtest's log"
+			why = absent
+		}
+		if why == "" {
+			why = "the peer asked to skip: see the skipped subtest's log"
 		}
 		testenv.Absent(t, "PP-09 needs both halves, and the %s half was skipped: %s",
 			map[bool]string{true: "host-memory", false: "GPU-memory"}[h.skipped], why)
@@ -117,4 +142,12 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// skipAlso makes connect(t, ...) agree a skip with the peer for reason, so a
+// test that finds something missing only here still ends the same way on
+// both hosts, instead of leaving the peer to wait for GDR_TIMEOUT.
+func skipAlso(t testing.TB, reason string) {
+	extraSkip.Store(t, reason)
+	t.Cleanup(func() { extraSkip.Delete(t) })
 }

@@ -112,6 +112,10 @@ func probe(cfg config.Config, root *hostfs.Root) (dev, skip, fail string) {
 	return devs[0], "", ""
 }
 
+// extraSkip holds, per test, a reason to skip that connect offers the peer
+// in the agreement (set by skipAlso in gpu builds).
+var extraSkip sync.Map
+
 // connect opens the out-of-band session(s), agrees with the peer to run or to
 // skip, sets up the verbs objects on a buffer of bufSize bytes and brings the
 // QPs to RTS. Loopback returns [server, client]; two hosts return this host's end.
@@ -120,6 +124,9 @@ func connect(t *testing.T, bufSize int) []*end {
 	cfg := testenv.Config(t)
 	root := testenv.Root(t)
 	dev, skip, fail := probe(cfg, root)
+	if extra, ok := extraSkip.Load(t); ok && skip == "" && fail == "" {
+		skip = extra.(string)
+	}
 
 	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: []string{"pingpong/1"}}
 	var ends []*end
