@@ -46,25 +46,17 @@ func rdmaNames(t *testing.T) []string {
 		testenv.Failf(t, "check that sysfs is mounted", "listing %s: %v", root.Host(verbs.ClassDir), err)
 	}
 	if len(names) == 0 {
-		mods, _ := verbs.RDMAModules(root)
 		state := "is empty"
 		if !root.Exists(verbs.ClassDir) {
 			state = "does not exist"
 		}
-		testenv.Absent(t, "no RDMA device: %s %s (RDMA-related modules loaded: %s)",
-			root.Host(verbs.ClassDir), state, orNone(mods))
+		testenv.Absent(t, "no RDMA device: %s %s; RDMA kernel modules %s",
+			root.Host(verbs.ClassDir), state, kmod.RDMASummary(root))
 	}
 	if err := verbs.Load(); err != nil {
 		testenv.Absent(t, "RDMA devices %s exist but %v", strings.Join(names, ", "), err)
 	}
 	return names
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }
 
 // pickNIC chooses GDR_RDMA_DEVICE, else the device with the best PCIe path

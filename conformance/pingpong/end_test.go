@@ -20,6 +20,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/stats"
 )
 
@@ -84,20 +85,18 @@ func probe(cfg config.Config, root *hostfs.Root) (dev, skip, fail string) {
 		if !root.Exists(verbs.ClassDir) {
 			state = "does not exist (no RDMA support in this kernel)"
 		}
-		mods, merr := verbs.RDMAModules(root)
-		m := "none"
 		hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
-		switch {
-		case merr != nil:
-			m = fmt.Sprintf("unknown (%v)", merr)
-		case len(mods) > 0:
-			m = strings.Join(mods, ", ")
+		mods := "kernel modules unknown"
+		if km, err := kmod.New(root); err != nil {
+			mods += " (" + err.Error() + ")"
+		} else {
+			mods = km.Summary(kmod.RDMA)
+			if !km.Has("ib_core") {
+				hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
+			}
 		}
-		if merr == nil && !slices.Contains(mods, "ib_core") {
-			hint = "no ib_core loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
-		}
-		return "", fmt.Sprintf("no RDMA device: %s %s; RDMA-related modules in %s: %s; %s",
-			root.Host(verbs.ClassDir), state, root.Host("/proc/modules"), m, hint), ""
+		return "", fmt.Sprintf("no RDMA device: %s %s; RDMA kernel modules %s; %s",
+			root.Host(verbs.ClassDir), state, mods, hint), ""
 	}
 	if err := verbs.Load(); err != nil {
 		return "", err.Error(), ""

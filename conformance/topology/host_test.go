@@ -117,27 +117,7 @@ func bdfs(ds []*pci.Device) string {
 }
 
 // rdmaModules says which RDMA kernel modules the host has, for skip messages.
-func (h *host) rdmaModules() string {
-	km, err := kmod.New(h.root)
-	if err != nil {
-		return "modules unknown (" + err.Error() + ")"
-	}
-	var loaded, missing []string
-	for _, m := range []string{"ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib", "irdma", "bnxt_re", "rdma_rxe", "siw"} {
-		st, err := km.Lookup(m)
-		if err == nil && st.Loaded() {
-			if st.Builtin {
-				loaded = append(loaded, m+" (built in)")
-			} else {
-				loaded = append(loaded, m)
-			}
-		} else {
-			missing = append(missing, m)
-		}
-	}
-	s := "loaded: " + orNone(loaded) + "; not loaded: " + orNone(missing) + " (from " + km.Sources() + ")"
-	return s
-}
+func (h *host) rdmaModules() string { return kmod.RDMASummary(h.root) }
 
 func orNone(s []string) string {
 	if len(s) == 0 {

@@ -116,7 +116,19 @@ func SysDevices(r *hostfs.Root) ([]string, error) {
 	if !r.Exists(ClassDir) {
 		return nil, nil
 	}
-	return r.ReadDir(ClassDir)
+	names, err := r.ReadDir(ClassDir)
+	if err != nil {
+		return nil, err
+	}
+	// The kernel never names a device with a leading dot; a recorded tree
+	// may hold a .gitkeep there.
+	out := names[:0]
+	for _, n := range names {
+		if !strings.HasPrefix(n, ".") {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // IsSoftware reports a software RDMA device (rxe, siw): no PCI device behind
@@ -136,30 +148,6 @@ func IsSoftware(r *hostfs.Root, dev string) (bool, string) {
 		return true, "software device on " + strings.TrimSpace(parent)
 	}
 	return true, "no PCI device"
-}
-
-// RDMAModules lists the RDMA-related kernel modules /proc/modules shows, for
-// messages that explain why no device exists.
-func RDMAModules(r *hostfs.Root) ([]string, error) {
-	s, err := r.ReadString("/proc/modules")
-	if err != nil {
-		return nil, err
-	}
-	want := []string{"ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_ib", "mlx5_core", "mlx4_ib", "irdma", "bnxt_re",
-		"efa", "rdma_rxe", "siw", "qedr", "hfi1", "ionic_rdma", "mana_ib", "nvidia_peermem", "ib_ipoib"}
-	have := map[string]bool{}
-	for _, line := range strings.Split(s, "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			have[f[0]] = true
-		}
-	}
-	var out []string
-	for _, w := range want {
-		if have[w] {
-			out = append(out, w)
-		}
-	}
-	return out, nil
 }
 
 // PortRate reads sysfs's rate string of dev's port ("100 Gb/sec (4X EDR)").

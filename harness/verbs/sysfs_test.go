@@ -56,9 +56,6 @@ func TestGIDTableRxe(t *testing.T) {
 	soft, why := IsSoftware(r, "rxe0")
 	assert.True(t, soft)
 	assert.Equal(t, "rxe", why)
-	mods, err := RDMAModules(r)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"ib_core", "ib_uverbs", "rdma_rxe"}, mods)
 	rate, err := PortRate(r, "rxe0", 1)
 	require.NoError(t, err)
 	assert.Equal(t, "2.5 Gb/sec (1X SDR)", rate)
@@ -101,6 +98,4 @@ func TestHardwareDeviceAndErrors(t *testing.T) {
 	devs, err := SysDevices(empty)
 	require.NoError(t, err)
 	assert.Empty(t, devs)
-	_, err = RDMAModules(empty)
-	assert.Error(t, err)
 }
