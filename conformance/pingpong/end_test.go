@@ -487,6 +487,13 @@ func (e *end) pickGID() error {
 }
 
 // fillPoison sets the first n bytes of the buffer to poison.
+// fillPattern writes the sending side's pattern for seed to the first size bytes.
+func (e *end) fillPattern(size int, seed uint64) error {
+	p := make([]byte, size)
+	membuf.Pattern(p, seed)
+	return e.buf.Fill(p)
+}
+
 func (e *end) fillPoison(n int, poison byte) error {
 	p := make([]byte, n)
 	for i := range p {

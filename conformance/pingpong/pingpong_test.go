@@ -177,9 +177,7 @@ func writeCheck(e *end, size, i int) error {
 			return err
 		}
 	} else {
-		p := make([]byte, size)
-		membuf.Pattern(p, seed)
-		if err := e.buf.Fill(p); err != nil {
+		if err := e.fillPattern(size, seed); err != nil {
 			return err
 		}
 	}
@@ -227,9 +225,7 @@ func TestWriteImm(t *testing.T) {
 				return err
 			}
 		} else {
-			p := make([]byte, size)
-			membuf.Pattern(p, seed)
-			if err := e.buf.Fill(p); err != nil {
+			if err := e.fillPattern(size, seed); err != nil {
 				return err
 			}
 		}
@@ -272,9 +268,7 @@ func TestRead(t *testing.T) {
 	runVerify(t, "PP-05", func(e *end, size, i int) error {
 		seed := membuf.IterSeed(e.seed, size, i)
 		if e.role == "server" {
-			p := make([]byte, size)
-			membuf.Pattern(p, seed)
-			if err := e.buf.Fill(p); err != nil {
+			if err := e.fillPattern(size, seed); err != nil {
 				return err
 			}
 		} else if err := e.fillPoison(size+64, poison); err != nil {
@@ -317,9 +311,7 @@ func TestSendRecv(t *testing.T) {
 				return err
 			}
 		} else {
-			p := make([]byte, size)
-			membuf.Pattern(p, seed)
-			if err := e.buf.Fill(p); err != nil {
+			if err := e.fillPattern(size, seed); err != nil {
 				return err
 			}
 		}
