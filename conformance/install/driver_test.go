@@ -85,10 +85,10 @@ func TestNVMLAgrees(t *testing.T) {
 	gpus := nvidiaGPUs(t, root)
 	var missing []string
 	for _, g := range gpus {
-		if !seen[g.Addr] {
+		if !seen[g.BDF] {
 			missing = append(missing, g.String())
 		}
-		delete(seen, g.Addr)
+		delete(seen, g.BDF)
 	}
 	if len(missing) > 0 {
 		testenv.Errorf(t, "bind each to the nvidia driver (or leave it out on purpose, e.g. passed through with vfio-pci); check dmesg for NVRM/Xid errors and nvidia-smi -q",
@@ -118,7 +118,7 @@ func TestNouveauNotBound(t *testing.T) {
 	for _, g := range gpus {
 		if g.Driver == "nouveau" {
 			bound++
-			testenv.Errorf(t, remedy, "GPU %s is bound to nouveau, so the NVIDIA driver cannot use it", g.Addr)
+			testenv.Errorf(t, remedy, "GPU %s is bound to nouveau, so the NVIDIA driver cannot use it", g.BDF)
 		} else {
 			t.Logf("GPU %s", g)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 // needLive ends a check that must run host tools or load host libraries
@@ -33,68 +34,43 @@ func needLive(t *testing.T, what string) *hostfs.Root {
 	return root
 }
 
-// pciDev is a PCI function as sysfs shows it.
-type pciDev struct {
-	Addr   string // 0000:3b:00.0
-	Vendor string // 0x10de
-	Class  string // 0x030200
-	Driver string // bound driver, "" when none
-}
+// pciDev is a PCI function (internal/pci) as install's messages name it:
+// address and bound driver.
+type pciDev struct{ *pci.Device }
 
 func (d pciDev) String() string {
 	drv := d.Driver
 	if drv == "" {
 		drv = "no driver"
 	}
-	return fmt.Sprintf("%s (%s)", d.Addr, drv)
+	return fmt.Sprintf("%s (%s)", d.BDF, drv)
 }
 
 // pciDevices lists /sys/bus/pci/devices. A missing directory is no devices;
-// unreadable or malformed vendor/class files fail the test naming the file.
+// unreadable or malformed attributes fail the test naming the file.
 func pciDevices(t *testing.T, root *hostfs.Root) []pciDev {
 	t.Helper()
-	const dir = "/sys/bus/pci/devices"
-	names, err := root.ReadDir(dir)
+	devs, err := pci.Scan(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		t.Fatalf("list PCI devices: %v", err)
+		t.Fatalf("PCI devices: %v", err)
 	}
-	var out []pciDev
-	for _, n := range names {
-		p := dir + "/" + n
-		d := pciDev{Addr: strings.ToLower(n)}
-		for _, f := range []struct {
-			file string
-			dst  *string
-			len  int
-		}{{"vendor", &d.Vendor, 6}, {"class", &d.Class, 8}} {
-			v, err := root.ReadString(p + "/" + f.file)
-			if err != nil {
-				t.Fatalf("PCI device %s: %v", n, err)
-			}
-			v = strings.ToLower(v)
-			if len(v) != f.len || !strings.HasPrefix(v, "0x") || strings.Trim(v[2:], "0123456789abcdef") != "" {
-				t.Fatalf("PCI device %s: %s/%s is %q, want a hex value like %s", n, p, f.file, v, map[string]string{"vendor": "0x10de", "class": "0x030200"}[f.file])
-			}
-			*f.dst = v
-		}
-		if l, err := root.ReadLink(p + "/driver"); err == nil {
-			d.Driver = path.Base(l)
-		}
-		out = append(out, d)
+	out := make([]pciDev, len(devs))
+	for i, d := range devs {
+		out[i] = pciDev{d}
 	}
 	return out
 }
 
-// nvidiaGPUs are the PCI functions with vendor 0x10de and a display class
-// (0x03xxxx: VGA or 3D controller). NVSwitches (0x0680) are not GPUs.
+// nvidiaGPUs are the NVIDIA display-class functions (pci.Device.IsGPU):
+// NVSwitches (0x0680) are not GPUs.
 func nvidiaGPUs(t *testing.T, root *hostfs.Root) []pciDev {
 	t.Helper()
 	var out []pciDev
 	for _, d := range pciDevices(t, root) {
-		if d.Vendor == "0x10de" && strings.HasPrefix(d.Class, "0x03") {
+		if d.IsGPU() {
 			out = append(out, d)
 		}
 	}

@@ -274,7 +274,7 @@ func rdmaNICs(t *testing.T, root *hostfs.Root) []pciDev {
 	t.Helper()
 	var out []pciDev
 	for _, d := range pciDevices(t, root) {
-		if strings.HasPrefix(d.Class, "0x0207") || d.Vendor == "0x15b3" && strings.HasPrefix(d.Class, "0x02") {
+		if d.Class>>8 == 0x0207 || d.Vendor == 0x15b3 && d.Class>>16 == 0x02 {
 			out = append(out, d)
 		}
 	}
@@ -327,21 +327,21 @@ func TestRDMAKernelModules(t *testing.T) {
 	// RDMA driver (mlx5_core bound, mlx5_ib not loaded). Functions of one
 	// card share an RDMA device under bonding/multiport, hence the slot match.
 	for _, n := range nics {
-		if covered[n.Addr] || covered[slot(n.Addr)] {
+		if covered[n.BDF] || covered[slot(n.BDF)] {
 			continue
 		}
 		switch ib, ok := ibDriverFor[n.Driver]; {
 		case n.Driver == "":
 			testenv.Errorf(t, "modprobe mlx5_core (or the NIC vendor's driver); check dmesg for probe errors",
-				"RDMA-capable NIC %s (vendor %s, class %s) has no driver bound", n.Addr, n.Vendor, n.Class)
+				"RDMA-capable NIC %s (vendor 0x%04x, class 0x%06x) has no driver bound", n.BDF, n.Vendor, n.Class)
 		case n.Driver == "vfio-pci":
-			t.Logf("NIC %s is bound to vfio-pci (passed through): no RDMA device expected here", n.Addr)
+			t.Logf("NIC %s is bound to vfio-pci (passed through): no RDMA device expected here", n.BDF)
 		case ok:
 			testenv.Errorf(t, "modprobe "+ib+" (MLNX_OFED: /etc/init.d/openibd restart)",
-				"NIC %s (driver %s) has no RDMA device in /sys/class/infiniband: its RDMA driver %s is not loaded (%s)", n.Addr, n.Driver, ib, lookupMod(t, km, ib))
+				"NIC %s (driver %s) has no RDMA device in /sys/class/infiniband: its RDMA driver %s is not loaded (%s)", n.BDF, n.Driver, ib, lookupMod(t, km, ib))
 		default:
 			testenv.Errorf(t, "load the RDMA driver for "+n.Driver+" and check dmesg",
-				"NIC %s (driver %s) has no RDMA device in /sys/class/infiniband", n.Addr, n.Driver)
+				"NIC %s (driver %s) has no RDMA device in /sys/class/infiniband", n.BDF, n.Driver)
 		}
 	}
 }
