@@ -183,20 +183,14 @@ const (
 // Copy runs reps synchronous copies of n bytes between dev and host in
 // direction dir on one locked thread and returns each copy's duration.
 func (c *Context) Copy(dir Direction, dev *Mem, host *Pinned, n, reps int) ([]time.Duration, error) {
-	if n > dev.span || n > host.n || n <= 0 {
-		return nil, fmt.Errorf("copy of %d bytes between a %d-byte GPU buffer and a %d-byte host buffer", n, dev.span, host.n)
+	if err := copyFits(dev, host, n); err != nil {
+		return nil, err
 	}
 	out := make([]time.Duration, 0, reps)
 	err := c.Do(func() error {
 		for i := 0; i < reps; i++ {
 			start := time.Now()
-			var err error
-			if dir == HtoD {
-				err = c.htod(dev.addr, host.p, n)
-			} else {
-				err = c.dtoh(host.p, dev.addr, n)
-			}
-			if err != nil {
+			if err := c.copyOnce(dir, dev, host, n); err != nil {
 				return err
 			}
 			out = append(out, time.Since(start))
@@ -206,12 +200,28 @@ func (c *Context) Copy(dir Direction, dev *Mem, host *Pinned, n, reps int) ([]ti
 	return out, err
 }
 
+// copyFits checks that n bytes fit both buffers.
+func copyFits(dev *Mem, host *Pinned, n int) error {
+	if n > dev.span || n > host.n || n <= 0 {
+		return fmt.Errorf("copy of %d bytes between a %d-byte GPU buffer and a %d-byte host buffer", n, dev.span, host.n)
+	}
+	return nil
+}
+
+// copyOnce copies n bytes in direction dir; the context must be current.
+func (c *Context) copyOnce(dir Direction, dev *Mem, host *Pinned, n int) error {
+	if dir == HtoD {
+		return c.htod(dev.addr, host.p, n)
+	}
+	return c.dtoh(host.p, dev.addr, n)
+}
+
 // CopyUntil copies n bytes in direction dir back to back until stop is
 // closed or limit has passed, keeping the link busy while someone else
 // samples it. It returns the number of copies made.
 func (c *Context) CopyUntil(dir Direction, dev *Mem, host *Pinned, n int, stop <-chan struct{}, limit time.Duration) (int, error) {
-	if n > dev.span || n > host.n || n <= 0 {
-		return 0, fmt.Errorf("copy of %d bytes between a %d-byte GPU buffer and a %d-byte host buffer", n, dev.span, host.n)
+	if err := copyFits(dev, host, n); err != nil {
+		return 0, err
 	}
 	count := 0
 	deadline := time.Now().Add(limit)
@@ -225,13 +235,7 @@ func (c *Context) CopyUntil(dir Direction, dev *Mem, host *Pinned, n int, stop <
 			if time.Now().After(deadline) {
 				return nil
 			}
-			var err error
-			if dir == HtoD {
-				err = c.htod(dev.addr, host.p, n)
-			} else {
-				err = c.dtoh(host.p, dev.addr, n)
-			}
-			if err != nil {
+			if err := c.copyOnce(dir, dev, host, n); err != nil {
 				return err
 			}
 			count++
