@@ -65,53 +65,32 @@ func (c *CpioWriter) mkdirAll(n string, perm uint32) error {
 
 // File adds a regular file with the given content and permission bits.
 func (c *CpioWriter) File(name string, perm uint32, data []byte) error {
-	n, err := cleanName(name)
+	n, err := c.claim(name)
 	if err != nil {
 		return err
 	}
-	if err := c.parents(n); err != nil {
-		return err
-	}
-	if c.seen[n] {
-		return fmt.Errorf("cpio: duplicate entry %q", n)
-	}
-	c.seen[n] = true
 	return c.entry(n, modeFile|perm&0o7777, data)
 }
 
 // Symlink adds a symbolic link name -> target.
 func (c *CpioWriter) Symlink(name, target string) error {
-	n, err := cleanName(name)
+	if target == "" {
+		return fmt.Errorf("cpio: symlink %q has an empty target", name)
+	}
+	n, err := c.claim(name)
 	if err != nil {
 		return err
 	}
-	if target == "" {
-		return fmt.Errorf("cpio: symlink %q has an empty target", n)
-	}
-	if err := c.parents(n); err != nil {
-		return err
-	}
-	if c.seen[n] {
-		return fmt.Errorf("cpio: duplicate entry %q", n)
-	}
-	c.seen[n] = true
 	return c.entry(n, modeSymlink|0o777, []byte(target))
 }
 
 // CharDev adds a character device node (the kernel needs /dev/console
 // before /init runs, when no devtmpfs is mounted yet).
 func (c *CpioWriter) CharDev(name string, perm, major, minor uint32) error {
-	n, err := cleanName(name)
+	n, err := c.claim(name)
 	if err != nil {
 		return err
 	}
-	if err := c.parents(n); err != nil {
-		return err
-	}
-	if c.seen[n] {
-		return fmt.Errorf("cpio: duplicate entry %q", n)
-	}
-	c.seen[n] = true
 	c.rmajor, c.rminor = major, minor
 	defer func() { c.rmajor, c.rminor = 0, 0 }()
 	return c.entry(n, modeChar|perm&0o7777, nil)
@@ -121,6 +100,23 @@ func (c *CpioWriter) CharDev(name string, perm, major, minor uint32) error {
 func (c *CpioWriter) Has(name string) bool {
 	n, err := cleanName(name)
 	return err == nil && c.seen[n]
+}
+
+// claim cleans name, adds its missing parent directories and reserves it:
+// a second entry of one name is an error.
+func (c *CpioWriter) claim(name string) (string, error) {
+	n, err := cleanName(name)
+	if err != nil {
+		return "", err
+	}
+	if err := c.parents(n); err != nil {
+		return "", err
+	}
+	if c.seen[n] {
+		return "", fmt.Errorf("cpio: duplicate entry %q", n)
+	}
+	c.seen[n] = true
+	return n, nil
 }
 
 func (c *CpioWriter) parents(n string) error {
