@@ -55,7 +55,7 @@ bench:
 
 # Soft-RoCE two-host lab (harness/lab/README.md): two qemu VMs run the rdma
 # suite as server and client, and in loopback; reports/lab/junit.xml.
-#   make lab LAB_PKGS=./conformance/pingpong LAB_RUN=TestWrite
+#   make lab LAB_PKGS=./conformance/pingpong LAB_RUN=TestPP03Write
 LAB_BIN := .cache/lab/gdrlab
 $(LAB_BIN): FORCE
 	@mkdir -p $(dir $@)

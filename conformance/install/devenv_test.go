@@ -92,7 +92,7 @@ func existingDirs(globs []string) []string {
 
 // INST-14: the GPUDirect RDMA development environment builds and runs the
 // brief's program: verbs.h + cuda.h, -libverbs -lcuda.
-func TestGDRDevEnvironment(t *testing.T) {
+func TestINST14DevEnvironment(t *testing.T) {
 	testenv.Req(t, "INST-14")
 	root := needLive(t, "compiling and running a test program")
 	// Without a driver cuInit cannot succeed, so the environment is only

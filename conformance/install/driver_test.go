@@ -16,7 +16,7 @@ import (
 const installDriver = "install the NVIDIA data-center driver, preferably the open kernel module (Ubuntu: apt install nvidia-driver-<ver>-server-open or nvidia-open; RHEL: dnf module install nvidia-driver:<ver>-open), then modprobe nvidia; check dmesg for NVRM errors"
 
 // INST-01: the NVIDIA kernel driver is loaded and says which one it is.
-func TestNvidiaDriverLoaded(t *testing.T) {
+func TestINST01DriverLoaded(t *testing.T) {
 	testenv.Req(t, "INST-01")
 	root := testenv.Root(t)
 	km := modules(t, root)
@@ -54,7 +54,7 @@ func TestNvidiaDriverLoaded(t *testing.T) {
 
 // INST-02: NVML loads, reports the kernel driver's version, and sees every
 // NVIDIA GPU on the PCI bus.
-func TestNVMLAgrees(t *testing.T) {
+func TestINST02NVMLAgrees(t *testing.T) {
 	testenv.Req(t, "INST-02")
 	root := needLive(t, "loading NVML")
 	info := needDriver(t, root, "NVML")
@@ -105,7 +105,7 @@ func TestNVMLAgrees(t *testing.T) {
 }
 
 // INST-03: nouveau does not hold an NVIDIA GPU.
-func TestNouveauNotBound(t *testing.T) {
+func TestINST03NouveauNotBound(t *testing.T) {
 	testenv.Req(t, "INST-03")
 	root := testenv.Root(t)
 	gpus := nvidiaGPUs(t, root)
@@ -129,7 +129,7 @@ func TestNouveauNotBound(t *testing.T) {
 }
 
 // INST-04: nvidia-smi runs and agrees with the kernel driver.
-func TestNvidiaSMI(t *testing.T) {
+func TestINST04NvidiaSMI(t *testing.T) {
 	testenv.Req(t, "INST-04")
 	root := needLive(t, "running nvidia-smi")
 	info := needDriver(t, root, "nvidia-smi")
@@ -180,7 +180,7 @@ var cudaBinDirs = []string{"/usr/local/cuda/bin", "/usr/local/cuda-*/bin", "/opt
 
 // INST-05: the CUDA toolkit's nvcc runs and targets a CUDA version the
 // driver supports.
-func TestCUDAToolkit(t *testing.T) {
+func TestINST05CUDAToolkit(t *testing.T) {
 	testenv.Req(t, "INST-05")
 	needLive(t, "running nvcc")
 	nvcc, looked := lookTool("nvcc", cudaBinDirs...)
@@ -216,7 +216,7 @@ func TestCUDAToolkit(t *testing.T) {
 
 // INST-06: every GPU is Pascal (compute capability 6.0) or newer, the
 // oldest generation GPUDirect RDMA with current drivers supports.
-func TestComputeCapability(t *testing.T) {
+func TestINST06ComputeCapability(t *testing.T) {
 	testenv.Req(t, "INST-06")
 	root := needLive(t, "asking NVML for compute capabilities")
 	info := needDriver(t, root, "GPU compute capability")

@@ -27,7 +27,7 @@ import (
 // neither path fails with `modprobe nvidia-peermem` first, because that is
 // the fix on every driver flavour. Both modules loaded at once is a
 // conflict (they register the same peer client) and fails.
-func TestPeerMemory(t *testing.T) {
+func TestINST13PeerMemory(t *testing.T) {
 	testenv.Req(t, "INST-13")
 	root := testenv.Root(t)
 	km := modules(t, root)

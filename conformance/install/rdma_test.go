@@ -24,7 +24,7 @@ var rdmaLibs = []struct{ soname, pkg string }{
 }
 
 // INST-07: the rdma-core libraries load.
-func TestRDMACoreLibraries(t *testing.T) {
+func TestINST07RDMACoreLibraries(t *testing.T) {
 	testenv.Req(t, "INST-07")
 	root := needLive(t, "loading libibverbs and librdmacm")
 	devs, _ := rdmaDevices(t, root)
@@ -95,7 +95,7 @@ func installedProviders(t *testing.T, root *hostfs.Root) (names map[string]strin
 
 // INST-08: a libibverbs provider is installed, and one for every RDMA
 // device's driver.
-func TestVerbsProviders(t *testing.T) {
+func TestINST08VerbsProviders(t *testing.T) {
 	testenv.Req(t, "INST-08")
 	root := testenv.Root(t)
 	devs, _ := rdmaDevices(t, root)
@@ -156,7 +156,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // INST-09: which RDMA stack is installed (MLNX_OFED or inbox rdma-core),
 // and its service is not in a failed state.
-func TestRDMAStack(t *testing.T) {
+func TestINST09RDMAStack(t *testing.T) {
 	testenv.Req(t, "INST-09")
 	root := needLive(t, "running ofed_info and systemctl")
 	ofedInfo, looked := lookTool("ofed_info", "/usr/bin", "/usr/sbin")
@@ -283,7 +283,7 @@ func rdmaNICs(t *testing.T, root *hostfs.Root) []pciDev {
 
 // INST-10: the RDMA kernel modules are loaded, and every RDMA-capable NIC
 // has its RDMA driver.
-func TestRDMAKernelModules(t *testing.T) {
+func TestINST10RDMAKernelModules(t *testing.T) {
 	testenv.Req(t, "INST-10")
 	root := testenv.Root(t)
 	km := modules(t, root)
@@ -356,7 +356,7 @@ func slot(addr string) string {
 
 // INST-11: one /dev/infiniband/uverbsN per RDMA device and rdma_cm exist,
 // and this user can open them read-write.
-func TestRDMADeviceNodes(t *testing.T) {
+func TestINST11RDMADeviceNodes(t *testing.T) {
 	testenv.Req(t, "INST-11")
 	root := testenv.Root(t)
 	devs, exists := rdmaDevices(t, root)
@@ -423,7 +423,7 @@ func modeOf(p string) string {
 
 // INST-12: some RDMA device has an ACTIVE port (what ibv_devinfo shows as
 // PORT_ACTIVE), read from sysfs so it needs no verbs library.
-func TestRDMAPortActive(t *testing.T) {
+func TestINST12RDMAPortActive(t *testing.T) {
 	testenv.Req(t, "INST-12")
 	root := testenv.Root(t)
 	devs, exists := rdmaDevices(t, root)

@@ -37,7 +37,7 @@ type halfResult struct {
 // Both hosts of a two-host run need a GPU. A host without one still opens
 // the host half's session and offers its reason in the agreement, so both
 // hosts skip with the same reason instead of one waiting for GDR_TIMEOUT.
-func TestHostVsGPU(t *testing.T) {
+func TestPP09HostVsGPU(t *testing.T) {
 	testenv.Req(t, "PP-09")
 	compareMem(t, membuf.Host, membuf.GPU, gpuAbsence())
 }

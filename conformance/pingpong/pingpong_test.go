@@ -28,7 +28,7 @@ const (
 func verifyIters(e *end) int { return min(max(e.cfg.Iters, 1), 4) }
 
 // PP-01: the RDMA device and port this host uses, with its GID.
-func TestDevice(t *testing.T) {
+func TestPP01Device(t *testing.T) {
 	testenv.Req(t, "PP-01")
 	ends := connect(t, 4096)
 	errs := each(ends, func(e *end) error {
@@ -65,7 +65,7 @@ func TestDevice(t *testing.T) {
 }
 
 // PP-02: an RC connection reaches RTS on both ends and carries a message.
-func TestConnect(t *testing.T) {
+func TestPP02Connect(t *testing.T) {
 	testenv.Req(t, "PP-02")
 	ends := connect(t, 4096)
 	errs := each(ends, func(e *end) error {
@@ -166,7 +166,7 @@ func chunks(size int) [][2]int {
 }
 
 // PP-03: RDMA WRITE delivers the data intact.
-func TestWrite(t *testing.T) { runVerify(t, "PP-03", writeCheck) }
+func TestPP03Write(t *testing.T) { runVerify(t, "PP-03", writeCheck) }
 
 // writeCheck is one RDMA WRITE data check: the client writes the pattern in
 // chained WRs, the server compares it (a device-to-host copy for GPU memory).
@@ -213,7 +213,7 @@ func writeCheck(e *end, size, i int) error {
 }
 
 // PP-04: RDMA WRITE_WITH_IMM delivers the data and the immediate value.
-func TestWriteImm(t *testing.T) {
+func TestPP04WriteImm(t *testing.T) {
 	runVerify(t, "PP-04", func(e *end, size, i int) error {
 		seed := membuf.IterSeed(e.seed, size, i)
 		imm := uint32(seed)
@@ -264,7 +264,7 @@ func TestWriteImm(t *testing.T) {
 }
 
 // PP-05: RDMA READ fetches the peer's data intact.
-func TestRead(t *testing.T) {
+func TestPP05Read(t *testing.T) {
 	runVerify(t, "PP-05", func(e *end, size, i int) error {
 		seed := membuf.IterSeed(e.seed, size, i)
 		if e.role == "server" {
@@ -300,7 +300,7 @@ func TestRead(t *testing.T) {
 }
 
 // PP-06: SEND/RECV delivers the message intact with the right length.
-func TestSendRecv(t *testing.T) {
+func TestPP06SendRecv(t *testing.T) {
 	runVerify(t, "PP-06", func(e *end, size, i int) error {
 		seed := membuf.IterSeed(e.seed, size, i)
 		if e.role == "server" {
@@ -346,7 +346,7 @@ func TestSendRecv(t *testing.T) {
 }
 
 // PP-07: small RDMA WRITE latency, measured like ib_write_lat.
-func TestLatency(t *testing.T) {
+func TestPP07Latency(t *testing.T) {
 	testenv.Req(t, "PP-07")
 	ends := connect(t, 2*latRegion)
 	t.Run("WRITE/"+strconv.Itoa(latSize), func(t *testing.T) {
@@ -443,7 +443,7 @@ func (e *end) latThreshold() (float64, string) {
 
 // PP-08: RDMA WRITE and READ bandwidth over the size sweep, like ib_write_bw
 // and ib_read_bw: tx depth 128, one signaled WR per 100.
-func TestBandwidth(t *testing.T) {
+func TestPP08Bandwidth(t *testing.T) {
 	testenv.Req(t, "PP-08")
 	cfg := testenv.Config(t)
 	maxSize := maxBWSize(cfg.BWSizes)

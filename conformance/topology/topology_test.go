@@ -21,7 +21,7 @@ import (
 )
 
 // TOPO-01: inventory and one subtest per (GPU, NIC) pair with its path class.
-func TestInventory(t *testing.T) {
+func TestTOPO01Inventory(t *testing.T) {
 	testenv.Req(t, "TOPO-01")
 	h := loadHost(t)
 	h.scanErrors(t)
@@ -65,7 +65,7 @@ func TestInventory(t *testing.T) {
 }
 
 // TOPO-02: each GPU's nearest NIC is within GDR_MAX_PATH.
-func TestNearestNIC(t *testing.T) {
+func TestTOPO02NearestNIC(t *testing.T) {
 	testenv.Req(t, "TOPO-02")
 	h := loadHost(t)
 	gpus := h.needGPUs(t)
@@ -106,7 +106,7 @@ func through(c pathclass.Class) string {
 // nearest NIC. Root ports are not checked: traffic between root ports goes
 // through the root complex whatever their ACS says, so only switch ports
 // decide whether P2P stays below the switch.
-func TestACS(t *testing.T) {
+func TestTOPO03ACS(t *testing.T) {
 	testenv.Req(t, "TOPO-03")
 	h := loadHost(t)
 	gpus := h.needGPUs(t)
@@ -177,7 +177,7 @@ func linkPartner(ix *topo.Index, d *pci.Device, chains ...[]string) *pci.Device 
 }
 
 // TOPO-04: links are trained to what both ends support.
-func TestLinkTraining(t *testing.T) {
+func TestTOPO04LinkTraining(t *testing.T) {
 	testenv.Req(t, "TOPO-04")
 	h := loadHost(t)
 	gpus := h.needGPUs(t)
@@ -269,7 +269,7 @@ func iommuCmdline(cmdline string) []string {
 }
 
 // TOPO-05: DMA from GPUs and NICs is not translated by the IOMMU.
-func TestIOMMU(t *testing.T) {
+func TestTOPO05IOMMU(t *testing.T) {
 	testenv.Req(t, "TOPO-05")
 	h := loadHost(t)
 	cfg := testenv.Config(t)
@@ -348,7 +348,7 @@ func nvmlClass(l gonvml.GpuTopologyLevel) (pathclass.Class, bool) {
 }
 
 // TOPO-06: NVML agrees with sysfs on GPU-to-GPU classes.
-func TestNVMLTopology(t *testing.T) {
+func TestTOPO06NVMLTopology(t *testing.T) {
 	testenv.Req(t, "TOPO-06")
 	h := loadHost(t)
 	h.needGPUs(t) // GPU pairs use every GPU, whatever GDR_GPU selects
@@ -414,7 +414,7 @@ func topoOutput(t *testing.T, h *host) (string, string) {
 }
 
 // TOPO-07: nvidia-smi topo -m agrees with sysfs.
-func TestNvidiaSmiTopo(t *testing.T) {
+func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	testenv.Req(t, "TOPO-07")
 	h := loadHost(t)
 	h.needGPUs(t)

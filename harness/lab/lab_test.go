@@ -204,12 +204,12 @@ func ev(action, test, out string) Event { return Event{Action: action, Test: tes
 
 func sampleSuites() []*Suite {
 	pp := &Suite{Host: "server", Pkg: PingpongPkg, Role: "server", Events: []Event{
-		ev("run", "TestWrite", ""), ev("output", "TestWrite", "=== RUN   TestWrite\n"),
-		{Action: "attr", Test: "TestWrite", Key: "gdr.req", Value: "PP-03"},
-		{Action: "attr", Test: "TestWrite", Key: "gdr.nic", Value: "rxe0"},
-		{Action: "pass", Test: "TestWrite", Elapsed: 1.5},
-		ev("run", "TestRead", ""), ev("output", "TestRead", "    x_test.go:1: peer 198.18.0.2 vanished; remedy: check the peer\n"),
-		{Action: "fail", Test: "TestRead", Elapsed: 2},
+		ev("run", "TestPP03Write", ""), ev("output", "TestPP03Write", "=== RUN   TestPP03Write\n"),
+		{Action: "attr", Test: "TestPP03Write", Key: "gdr.req", Value: "PP-03"},
+		{Action: "attr", Test: "TestPP03Write", Key: "gdr.nic", Value: "rxe0"},
+		{Action: "pass", Test: "TestPP03Write", Elapsed: 1.5},
+		ev("run", "TestPP05Read", ""), ev("output", "TestPP05Read", "    x_test.go:1: peer 198.18.0.2 vanished; remedy: check the peer\n"),
+		{Action: "fail", Test: "TestPP05Read", Elapsed: 2},
 		ev("run", "TestSend", ""), ev("output", "TestSend", "    x_test.go:2: no RDMA device\n"), ev("skip", "TestSend", ""),
 		ev("run", "TestHang", ""),
 		ev("output", "", "FAIL\n"),
@@ -254,7 +254,7 @@ func TestJUnit(t *testing.T) {
 	assert.Equal(t, "gdr.role", s.Props[0].Name)
 	assert.Equal(t, "server", s.Props[0].Value)
 	require.Len(t, s.Cases, 4)
-	assert.Equal(t, "TestWrite", s.Cases[0].Name)
+	assert.Equal(t, "TestPP03Write", s.Cases[0].Name)
 	require.Len(t, s.Cases[0].Props, 2)
 	assert.Equal(t, [2]string{"gdr.nic", "rxe0"}, [2]string{s.Cases[0].Props[0].Name, s.Cases[0].Props[0].Value}, "attrs sorted")
 	require.NotNil(t, s.Cases[1].Failure)
@@ -281,7 +281,7 @@ func TestSummaryAndVerdict(t *testing.T) {
 
 	pr := Verdict(suites, []string{PingpongPkg})
 	joined := strings.Join(pr, "\n")
-	assert.Contains(t, joined, "server/conformance/pingpong: TestRead failed: x_test.go:1: peer 198.18.0.2 vanished")
+	assert.Contains(t, joined, "server/conformance/pingpong: TestPP05Read failed: x_test.go:1: peer 198.18.0.2 vanished")
 	assert.Contains(t, joined, "TestSend was skipped, but the lab must run it")
 	assert.Contains(t, joined, "TestHang did not finish")
 	assert.Contains(t, joined, "loopback/conformance/install: did not run")
@@ -303,22 +303,22 @@ func TestVerdictGPUOnlySkip(t *testing.T) {
 	}
 	noCUDA := "no CUDA driver: libcuda.so.1 does not open (cannot open shared object file); install the driver"
 	pass := []Event{ev("run", "TestA", ""), ev("pass", "TestA", "")}
-	gpu := &Suite{Host: "client", Pkg: PingpongPkg, Events: append(slices.Clone(pass), skip("TestHostVsGPU", "PP-09", noCUDA)...)}
+	gpu := &Suite{Host: "client", Pkg: PingpongPkg, Events: append(slices.Clone(pass), skip("TestPP09HostVsGPU", "PP-09", noCUDA)...)}
 	assert.Empty(t, Verdict([]*Suite{gpu}, []string{PingpongPkg}))
 	notes := GPUSkips([]*Suite{gpu}, []string{PingpongPkg})
 	require.Len(t, notes, 1)
-	assert.Contains(t, notes[0], "client/conformance/pingpong: TestHostVsGPU (PP-09) skipped: the VMs have no GPU")
+	assert.Contains(t, notes[0], "client/conformance/pingpong: TestPP09HostVsGPU (PP-09) skipped: the VMs have no GPU")
 	assert.Contains(t, notes[0], "libcuda.so.1")
-	noGPU := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestHostVsGPU", "PP-09", "no GPU: cuDeviceGetCount is 0")}
+	noGPU := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP09HostVsGPU", "PP-09", "no GPU: cuDeviceGetCount is 0")}
 	assert.Empty(t, Verdict([]*Suite{noGPU}, []string{PingpongPkg}))
 
 	// PP-09 skipped because RDMA is missing is a lab bug, not a missing GPU.
-	noRDMA := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestHostVsGPU", "PP-09", "no RDMA device: /sys/class/infiniband is empty")}
-	assert.Contains(t, strings.Join(Verdict([]*Suite{noRDMA}, []string{PingpongPkg}), "\n"), "TestHostVsGPU was skipped, but the lab must run it")
+	noRDMA := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP09HostVsGPU", "PP-09", "no RDMA device: /sys/class/infiniband is empty")}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{noRDMA}, []string{PingpongPkg}), "\n"), "TestPP09HostVsGPU was skipped, but the lab must run it")
 	assert.Empty(t, GPUSkips([]*Suite{noRDMA}, []string{PingpongPkg}))
 	// A requirement not in the GPU-only list fails even when the skip names libcuda.
-	other := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestWrite", "PP-03", noCUDA)}
-	assert.Contains(t, strings.Join(Verdict([]*Suite{other}, []string{PingpongPkg}), "\n"), "TestWrite was skipped, but the lab must run it")
+	other := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP03Write", "PP-03", noCUDA)}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{other}, []string{PingpongPkg}), "\n"), "TestPP03Write was skipped, but the lab must run it")
 	assert.Empty(t, GPUSkips([]*Suite{other}, []string{PingpongPkg}))
 	// Outside the mustRun packages nothing is noted.
 	assert.Empty(t, GPUSkips([]*Suite{gpu}, nil))
@@ -359,16 +359,16 @@ func TestPerftestParsers(t *testing.T) {
 
 func TestBenchRows(t *testing.T) {
 	s := &Suite{Host: "client", Pkg: PingpongPkg, Events: []Event{
-		{Action: "attr", Test: "TestBandwidth/WRITE/65536", Key: "gdr.bw_gbps", Value: "0.270"},
-		{Action: "attr", Test: "TestBandwidth/READ/65536", Key: "gdr.bw_gbps", Value: "9.000"},
-		{Action: "attr", Test: "TestLatency/WRITE/2", Key: "gdr.lat_us_p50", Value: "4100.000"},
-		{Action: "attr", Test: "TestLatency/WRITE/2", Key: "gdr.lat_us_p99", Value: "8000.250"},
+		{Action: "attr", Test: "TestPP08Bandwidth/WRITE/65536", Key: "gdr.bw_gbps", Value: "0.270"},
+		{Action: "attr", Test: "TestPP08Bandwidth/READ/65536", Key: "gdr.bw_gbps", Value: "9.000"},
+		{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p50", Value: "4100.000"},
+		{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p99", Value: "8000.250"},
 	}}
 	rows, problems := BenchRows([]*Suite{s}, map[string]string{"ib_write_bw-65536": perftestBW, "ib_write_lat-2": perftestLat})
 	require.Len(t, rows, 4)
 	assert.InDelta(t, 0.27/0.28, rows[0].Ratio, 1e-9)
 	assert.True(t, rows[0].Met, "0.964 >= 0.95")
-	assert.Contains(t, rows[0].OursFrom, "TestBandwidth/WRITE/65536", "READ is not taken for WRITE")
+	assert.Contains(t, rows[0].OursFrom, "TestPP08Bandwidth/WRITE/65536", "READ is not taken for WRITE")
 	assert.Zero(t, rows[1].Ratio, "1 MiB was not measured")
 	assert.InDelta(t, 4100/4000.31, rows[2].Ratio, 1e-9)
 	assert.True(t, rows[2].Met)

@@ -23,7 +23,7 @@ func sampleEndpoint() Endpoint {
 func TestCodecRoundTrip(t *testing.T) {
 	ep := sampleEndpoint()
 	msgs := []Message{
-		{Type: THello, Hello: &Hello{Version: 1, Test: "TestWrite", Role: "client", Nonce: make([]byte, NonceLen), Caps: []string{"mem:host"}}},
+		{Type: THello, Hello: &Hello{Version: 1, Test: "TestPP03Write", Role: "client", Nonce: make([]byte, NonceLen), Caps: []string{"mem:host"}}},
 		{Type: TAuth, Auth: &Auth{Proof: make([]byte, proofLen)}},
 		{Type: TAgree, Agree: &Agree{Skip: "no device", Info: map[string]string{"mem": "host"}}},
 		{Type: TEndpoint, Endpoint: &ep},

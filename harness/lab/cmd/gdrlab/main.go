@@ -1,7 +1,7 @@
 // Command gdrlab runs the Soft-RoCE two-host lab (make lab, make lab-bench,
 // make lab-kill). Inside the lab's VMs the same binary is /init.
 //
-//	gdrlab [-mode lab|kill|bench] [-pkgs ./conformance/pingpong] [-run TestWrite]
+//	gdrlab [-mode lab|kill|bench] [-pkgs ./conformance/pingpong] [-run TestPP03Write]
 package main
 
 import (
