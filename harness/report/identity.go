@@ -43,12 +43,20 @@ type Identity struct {
 	GoTestExit *int `json:"go_test_exit,omitempty"`
 }
 
+// version is set at link time (-X) by builds whose build info lacks the VCS
+// revision (Go records none for a git worktree): `git describe` output.
+var version string
+
 // SuiteVersion is the suite's version from the running binary's build info:
-// the module version and VCS revision when the build recorded them.
+// the module version and VCS revision when the build recorded them, else the
+// version the Makefile linked in.
 func SuiteVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return orUnknown(version)
+	}
+	if version != "" && !hasRevision(bi) {
+		return version
 	}
 	v := bi.Main.Version
 	var rev, modified, when string
@@ -229,4 +237,20 @@ func WriteIdentity(dir string, id Identity) error {
 		return err
 	}
 	return os.WriteFile(dir+"/"+HostFile, append(b, '\n'), 0o644)
+}
+
+func hasRevision(bi *debug.BuildInfo) bool {
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return true
+		}
+	}
+	return false
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

@@ -240,10 +240,28 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	cause, remedy := CauseAndRemedy(r.Reason)
 	if remedy != "" {
 		r.Reason, r.Remedy = cause, remedy
-	} else if i := strings.LastIndex(r.Reason, "; "); i > 0 && imperative.MatchString(r.Reason[i+2:]) {
-		r.Remedy = r.Reason[i+2:]
+	} else {
+		r.Remedy = remedyIn(r.Reason)
 	}
 	return r
+}
+
+// remedyIn finds what to do in a message that has no "remedy:": the last
+// clause that starts with a verb of doing ("...; load the NIC's RDMA
+// driver"), or whose part after a colon does ("ib_core is not loaded:
+// install rdma-core").
+func remedyIn(msg string) string {
+	clauses := strings.Split(msg, "; ")
+	for i := len(clauses) - 1; i > 0; i-- {
+		c := clauses[i]
+		if imperative.MatchString(c) {
+			return strings.Join(clauses[i:], "; ")
+		}
+		if _, rest, ok := strings.Cut(c, ": "); ok && imperative.MatchString(rest) {
+			return rest
+		}
+	}
+	return ""
 }
 
 // imperative is a clause that tells what to do (the suite's skip messages
@@ -321,7 +339,7 @@ func causeKey(msg string) string {
 	return strings.TrimSpace(m)
 }
 
-var noPhrase = regexp.MustCompile(`(?:^|: |, )no ((?:[A-Za-z0-9_.-]+ ){0,2}?[A-Za-z0-9_.-]+?)(?:[:;,(]| in | under | on | for | is | was |$)`)
+var noPhrase = regexp.MustCompile(`(?:^|: |, )no ((?:[A-Za-z0-9_.-]+ ){0,2}?[A-Za-z0-9_.-]+?)(?:\s*[:;,(]| in | under | on | for | is | was | and | loaded| found| so |$)`)
 
 // groupCauses puts requirements that failed or skipped for one cause under
 // it (two or more requirements), failures first.
