@@ -136,7 +136,7 @@ func loadJUnitDir(dir string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: %v", f.Name(), err)
 	}
-	id := Identity{Host: hostLabel(dir), Kind: "recording (JUnit only)"}
+	id := Identity{Host: hostLabel(dir), Kind: "JUnit-only recording"}
 	if b, err := os.ReadFile(filepath.Join(dir, "env.txt")); err == nil {
 		// The recordings under fixtures/runs keep uname -a and nvidia-smi -L there.
 		for _, l := range strings.Split(string(b), "\n") {
