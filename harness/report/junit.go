@@ -131,12 +131,14 @@ func (r *Report) JUnit() Testsuites {
 			s.add(Testcase{Properties: &props, Testcase: junit.Testcase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area),
 				Time: "0.000", Skipped: &junit.Result{Message: rq.Reason}}})
 		}
-		for _, e := range h.Errors {
-			if strings.HasPrefix(e, "go test exited") || !strings.Contains(e, "/") {
-				s := suite("run", "")
-				s.add(Testcase{Testcase: junit.Testcase{Name: CaseName("(run)", host), Classname: ClassName(host, "run"), Time: "0.000",
-					Failure: &junit.Result{Message: e}}})
+		for i, e := range h.runErrs {
+			s := suite("run", "")
+			name := "(run)"
+			if i > 0 {
+				name = fmt.Sprintf("(run %d)", i+1)
 			}
+			s.add(Testcase{Testcase: junit.Testcase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
+				Failure: &junit.Result{Message: firstOf(e), Data: e}}})
 		}
 		for _, a := range order {
 			s := areas[a]
@@ -222,4 +224,10 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// firstOf is the first line of s.
+func firstOf(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }

@@ -98,7 +98,7 @@ func loadHost(dir string) (Run, error) {
 			r.Host = id
 			return r, err
 		}
-		run.Err = fmt.Sprintf("%s has no %s: the run left no results", dir, EventsFile)
+		run.Errs = append(run.Errs, fmt.Sprintf("%s has no %s: the run left no results", dir, EventsFile))
 		return run, nil
 	}
 	if err != nil {

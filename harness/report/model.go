@@ -14,9 +14,9 @@ import (
 type Run struct {
 	Host   Identity
 	Events []Event
-	// Err is a failure of the run outside any test (a VM that died, a
-	// binary that did not start); it fails the host.
-	Err string
+	// Errs are failures of the run outside any test (a VM that died, a
+	// binary that did not start); each fails the host.
+	Errs []string
 }
 
 // Case is one test or subtest of one host's run.

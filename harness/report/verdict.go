@@ -92,6 +92,7 @@ type HostResult struct {
 	Causes   []*Cause     `json:"shared_causes,omitempty"`
 	Other    []OtherCase  `json:"other_tests,omitempty"` // tests with no requirement (lab's reference tools)
 	Errors   []string     `json:"errors,omitempty"`      // failures outside any test
+	runErrs  []string     // those of Errors that are not a package's (JUnit: "(run)" cases)
 	pkgs     []*pkgRun
 	cases    []*Case
 }
@@ -150,9 +151,7 @@ func buildHost(run Run) *HostResult {
 		}
 	}
 	h.Identity.fillFrom(h.cases)
-	if run.Err != "" {
-		h.Errors = append(h.Errors, run.Err)
-	}
+	h.runErrs = append(h.runErrs, run.Errs...)
 	byReq := map[string][]*Case{}
 	failedCases := 0
 	for _, c := range h.Cases() {
@@ -165,9 +164,10 @@ func buildHost(run Run) *HostResult {
 		}
 		byReq[c.Req] = append(byReq[c.Req], c)
 	}
-	if ex := run.Host.GoTestExit; ex != nil && *ex != 0 && failedCases == 0 && len(h.Errors) == 0 {
-		h.Errors = append(h.Errors, fmt.Sprintf("go test exited %d with no failed test (a crash, a bad flag, or a timeout outside any test)", *ex))
+	if ex := run.Host.GoTestExit; ex != nil && *ex != 0 && failedCases == 0 && len(h.Errors) == 0 && len(h.runErrs) == 0 {
+		h.runErrs = append(h.runErrs, fmt.Sprintf("go test exited %d with no failed test (a crash, a bad flag, or a timeout outside any test)", *ex))
 	}
+	h.Errors = append(h.Errors, h.runErrs...)
 	seen := map[string]bool{}
 	all := reqs.All()
 	for _, rq := range all {
