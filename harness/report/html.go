@@ -28,7 +28,10 @@ type matrixRow struct {
 	Host, Anchor, Verdict, Line string
 	Cells                       []matrixCell
 }
-type heatCell struct{ Text, Tip, Style string }
+type heatCell struct {
+	Text, Tip string
+	Style     template.CSS // built here from numbers, not from input
+}
 type heatRow struct {
 	Host  string
 	Cells []heatCell
@@ -203,7 +206,7 @@ func heatmap(pairs []PairBW) ([]string, []heatRow) {
 			}
 			hue := int(120 * f) // red (0) to green (120)
 			cell := heatCell{Text: fmtNum(p.Gbits), Tip: fmt.Sprintf("%s -> %s: %s Gbit/s (%s)", c, s, fmtNum(p.Gbits), p.Status),
-				Style: fmt.Sprintf("background:hsl(%d,65%%,78%%)", hue)}
+				Style: template.CSS(fmt.Sprintf("background:hsl(%d,65%%,78%%)", hue))}
 			if p.Status == Fail {
 				cell.Style += ";outline:3px solid #cf222e"
 				cell.Text += " ✗"
