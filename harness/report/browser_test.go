@@ -153,6 +153,8 @@ func TestHTMLInBrowser(t *testing.T) {
 	assert.Contains(t, dom, `id="heatmap"`)
 	assert.Contains(t, dom, `>360</td>`, "gpu-a -> gpu-b WRITE at the largest size")
 	if shot := os.Getenv("GDR_REPORT_SCREENSHOT"); shot != "" {
+		// The page too, to look at other parts of it by hand.
+		require.NoError(t, os.WriteFile(strings.TrimSuffix(shot, ".png")+".html", []byte(html), 0o644))
 		chromium(t, "--hide-scrollbars", "--window-size=1400,3000", "--screenshot="+shot, "file://"+file)
 	}
 }

@@ -164,6 +164,24 @@ func (t Topology) tree() []*pcieNode {
 			parent = n
 		}
 	}
+	parentOf := map[*pcieNode]*pcieNode{}
+	for _, n := range nodes {
+		for _, c := range n.children {
+			parentOf[c] = n
+		}
+	}
+	role := func(n *pcieNode) string {
+		p := parentOf[n]
+		switch {
+		case p != nil && p.kind == "root":
+			return "root port"
+		case len(n.children) > 0 && n.children[0].kind == "bridge":
+			return "switch"
+		case p != nil && p.kind == "bridge":
+			return "switch port"
+		}
+		return "bridge"
+	}
 	for id, n := range nodes {
 		switch n.kind {
 		case "gpu":
@@ -173,8 +191,9 @@ func (t Topology) tree() []*pcieNode {
 			n.label = t.NICs[id] + " " + short(id)
 			n.info = "RDMA NIC " + t.NICs[id] + " at " + id
 		case "bridge":
-			n.label = "bridge " + short(id)
-			n.info = "PCIe bridge (root or switch port) " + id
+			r := role(n)
+			n.label = r + " " + short(id)
+			n.info = "PCIe " + r + " " + id
 		}
 		if l := t.Links[id]; l != "" {
 			n.info += "; link " + l
@@ -377,7 +396,7 @@ func lineChart(ss []series, xlabel, ylabel string, logX bool, hline float64, hla
 	fmt.Fprintf(&b, `<text x="12" y="%.0f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.0f)">%s</text>`, top+(h-top-bot)/2, top+(h-top-bot)/2, esc(ylabel))
 	if hline > 0 {
 		fmt.Fprintf(&b, `<line class="floor" x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#cf222e" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" font-size="10" fill="#cf222e">%s %s</text>`,
-			l, w-r, py(hline), py(hline), w-r+4, py(hline)+3, esc(hlabel), fmtNum(hline))
+			l, w-r, py(hline), py(hline), l+6, py(hline)-4, esc(hlabel), fmtNum(hline))
 	}
 	for i, s := range ss {
 		var pts []string
