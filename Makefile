@@ -32,14 +32,15 @@ $(REPORT_BIN): FORCE
 	@mkdir -p $(dir $@)
 	@CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./harness/report/cmd/gdrreport
 
-# The suite itself, then the report (printed; the exit status is the
+# The suite itself (RUN=<go test -run pattern> selects by requirement ID:
+# RUN=TestPP08), then the report (printed; the exit status is the
 # verdict's: NOT QUALIFIED fails, INCOMPLETE fails only with GDR_STRICT=1).
 # Absent hardware skips (GDR_STRICT=1 makes it fail).
 conformance: deps $(REPORT_BIN)
 	@mkdir -p $(REPORTS)
 	@rm -f $(REPORTS)/test.json $(REPORTS)/host.json
 	@rc=0; $(GOTESTSUM) --format testname --jsonfile $(REPORTS)/test.json -- \
-	  -tags '$(TAGS)' -count=1 ./conformance/... || rc=$$?; \
+	  -tags '$(TAGS)' -count=1 $(if $(RUN),-run '$(RUN)') ./conformance/... || rc=$$?; \
 	  $(REPORT_BIN) -collect -go-exit $$rc $(REPORTS)
 
 # Merges report folders (a host's reports/, a dist run's, reports/lab, or a
