@@ -87,7 +87,7 @@ bench:
 LAB_BIN := .cache/lab/gdrlab
 $(LAB_BIN): FORCE
 	@mkdir -p $(dir $@)
-	CGO_ENABLED=0 $(GO) build -o $@ ./harness/lab/cmd/gdrlab
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./harness/lab/cmd/gdrlab
 lab: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode lab
 lab-bench: deps $(LAB_BIN)

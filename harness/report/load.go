@@ -18,16 +18,20 @@ const (
 )
 
 // LoadDir reads the runs under dir:
-//   - a folder with host.json or test.json is one host (test.json's events,
-//     host.json's identity; without host.json the host is named after the
-//     folder);
-//   - a folder without either whose subfolders hold hosts is many hosts (the
-//     lab's reports/lab/{server,client,loopback}, or a cluster's copies);
-//   - a folder with only junit.xml is a recording from before test.json was
-//     kept: its cases become events (ReadJUnit).
+//   - a folder with host.json is one host (test.json's events, host.json's
+//     identity);
+//   - else a folder whose subfolders hold hosts is many hosts (the lab's
+//     reports/lab/{server,client,loopback}, or a cluster's copies); a
+//     combined test.json beside them is not read again;
+//   - else a folder with test.json is one host, named after the folder;
+//   - else a folder with only junit.xml is a recording from before test.json
+//     was kept: its cases become events (ReadJUnit).
+//
+// A folder that holds a report this package wrote (summary.json) and no
+// events is output, not input, and is passed over.
 func LoadDir(dir string) ([]Run, error) {
-	has := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
-	if has(HostFile) || has(EventsFile) {
+	has := func(name string) bool { return exists(filepath.Join(dir, name)) }
+	if has(HostFile) {
 		r, err := loadHost(dir)
 		if err != nil {
 			return nil, err
@@ -44,7 +48,7 @@ func LoadDir(dir string) ([]Run, error) {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
-		if !isHostDir(sub) {
+		if !isHostDir(sub, 0) {
 			continue
 		}
 		rs, err := LoadDir(sub)
@@ -53,10 +57,16 @@ func LoadDir(dir string) ([]Run, error) {
 		}
 		runs = append(runs, rs...)
 	}
-	if len(runs) > 0 {
+	switch {
+	case len(runs) > 0:
 		return runs, nil
-	}
-	if has(JUnitFile) {
+	case has(EventsFile):
+		r, err := loadHost(dir)
+		if err != nil {
+			return nil, err
+		}
+		return []Run{r}, nil
+	case has(JUnitFile):
 		r, err := loadJUnitDir(dir)
 		if err != nil {
 			return nil, err
@@ -66,15 +76,20 @@ func LoadDir(dir string) ([]Run, error) {
 	return nil, fmt.Errorf("%s: no %s, %s or %s, and no subfolder with them", dir, HostFile, EventsFile, JUnitFile)
 }
 
-func isHostDir(dir string) bool {
-	for _, n := range []string{HostFile, EventsFile, JUnitFile} {
-		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
-			return true
-		}
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// isHostDir says whether dir holds a host's results, or folders that do.
+func isHostDir(dir string, depth int) bool {
+	in := func(n string) bool { return exists(filepath.Join(dir, n)) }
+	if in(HostFile) || in(EventsFile) || in(JUnitFile) && !in(SummaryJSON) {
+		return true
+	}
+	if depth > 3 {
+		return false
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if e.IsDir() && isHostDir(filepath.Join(dir, e.Name())) {
+		if e.IsDir() && isHostDir(filepath.Join(dir, e.Name()), depth+1) {
 			return true
 		}
 	}

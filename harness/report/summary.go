@@ -57,7 +57,10 @@ func identityLines(id Identity) [][2]string {
 		kern = strings.TrimSpace(kern + ", " + id.OS)
 	}
 	drv := "NVIDIA " + id.NvidiaDriver
-	if id.NvidiaDriver == "" {
+	switch {
+	case id.NvidiaDriver == "" && id.CUDADriver != "":
+		drv = "NVIDIA driver version not recorded"
+	case id.NvidiaDriver == "":
 		drv = "no NVIDIA driver seen"
 	}
 	if id.CUDADriver != "" {
@@ -70,7 +73,7 @@ func identityLines(id Identity) [][2]string {
 	lines := [][2]string{{"host", host}, {"kernel", orDash(kern)}, {"driver", drv}, {"GPUs", orNone(id.GPUs)}, {"NICs", orNone(id.NICs)},
 		{"suite", orDash(id.Suite)}, {"strict", strict}}
 	if id.Role != "" {
-		lines = append(lines, [2]string{"role", id.Role + " " + id.Peer})
+		lines = append(lines, [2]string{"role", strings.TrimSpace(id.Role + " " + id.Peer)})
 	}
 	return lines
 }
@@ -133,7 +136,9 @@ func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 		fmt.Fprintf(b, "\nShared causes (one root cause each; the requirements it affects):\n")
 		for _, c := range h.Causes {
 			fmt.Fprintf(b, "  %s  %s: %d requirements: %s\n", strings.ToUpper(string(c.Status)), c.Key, len(c.Reqs), strings.Join(c.Reqs, " "))
-			fmt.Fprintf(b, "        %s\n", c.Example)
+			if c.Example != c.Key {
+				fmt.Fprintf(b, "        %s\n", c.Example)
+			}
 			if c.Remedy != "" {
 				fmt.Fprintf(b, "        remedy: %s\n", c.Remedy)
 			}
@@ -141,8 +146,8 @@ func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 	}
 	fmt.Fprintf(b, "\nRequirements:\n")
 	for _, rq := range h.Reqs {
-		if many && rq.Status == Pass {
-			continue // many hosts: the passing rows are in summary.md and report.html
+		if many && (rq.Status == Pass || rq.Cause != "") {
+			continue // many hosts: passing rows, and those under a shared cause, are in summary.md and report.html
 		}
 		lvl := ""
 		if rq.Level != "must" {

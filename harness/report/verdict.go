@@ -346,14 +346,20 @@ var noPhrase = regexp.MustCompile(`(?:^|: |, )no ((?:[A-Za-z0-9_.-]+ ){0,2}?[A-Z
 func groupCauses(rs []*ReqResult) []*Cause {
 	by := map[string]*Cause{}
 	var order []*Cause
+	key := func(r *ReqResult) string {
+		if r.Status == NotRun {
+			return r.Reason // "not run: conformance/install is not in this run"
+		}
+		return causeKey(r.Reason)
+	}
 	for _, r := range rs {
-		if r.Status != Fail && r.Status != Skip || r.Reason == "" {
+		if r.Status == Pass || r.Reason == "" {
 			continue
 		}
-		k := string(r.Status) + "\x00" + causeKey(r.Reason)
+		k := string(r.Status) + "\x00" + key(r)
 		c := by[k]
 		if c == nil {
-			c = &Cause{Key: causeKey(r.Reason), Status: r.Status, Example: r.Reason}
+			c = &Cause{Key: key(r), Status: r.Status, Example: r.Reason}
 			by[k] = c
 			order = append(order, c)
 		}
@@ -372,14 +378,15 @@ func groupCauses(rs []*ReqResult) []*Cause {
 		}
 		out = append(out, c)
 		for _, r := range rs {
-			if string(r.Status)+"\x00"+causeKey(r.Reason) == string(c.Status)+"\x00"+c.Key {
+			if r.Status != Pass && r.Reason != "" && string(r.Status)+"\x00"+key(r) == string(c.Status)+"\x00"+c.Key {
 				r.Cause = c.Key
 			}
 		}
 	}
+	rank := map[Status]int{Fail: 0, Skip: 1, NotRun: 2}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Status != out[j].Status {
-			return out[i].Status == Fail
+			return rank[out[i].Status] < rank[out[j].Status]
 		}
 		return len(out[i].Reqs) > len(out[j].Reqs)
 	})
