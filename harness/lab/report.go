@@ -123,17 +123,6 @@ func (s *Suite) Tests() []*TestResult {
 	return order
 }
 
-// packageOutput is the output not attributed to any test (build or crash text).
-func (s *Suite) packageOutput() string {
-	var b strings.Builder
-	for _, e := range s.Events {
-		if e.Test == "" && e.Action == "output" {
-			b.WriteString(e.Output)
-		}
-	}
-	return b.String()
-}
-
 // Counts is pass/fail/skip for a suite.
 type Counts struct{ Pass, Fail, Skip int }
 
