@@ -38,6 +38,15 @@ const (
 	MemHost Mem = "host" // page-aligned host memory
 )
 
+// MRPath selects how GPU memory is registered with the NIC.
+type MRPath string
+
+const (
+	MRAuto    MRPath = "auto"    // peermem, then dma-buf; both when both work
+	MRPeermem MRPath = "peermem" // ibv_reg_mr on device memory (nvidia_peermem)
+	MRDmabuf  MRPath = "dmabuf"  // ibv_reg_dmabuf_mr on an exported dma-buf
+)
+
 // Config is the whole run configuration. The zero value is not the default;
 // use Defaults or Load.
 type Config struct {
@@ -55,6 +64,7 @@ type Config struct {
 	MaxPath    pathclass.Class // GDR_MAX_PATH: worst acceptable GPU<->NIC class
 	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
 	Mem        Mem             // GDR_MEM: gpu|host
+	MR         MRPath          // GDR_MR: auto|peermem|dmabuf
 	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
 	BWSizes    []int           // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
 
@@ -78,6 +88,7 @@ func Defaults() Config {
 		Iters:           1000,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
+		MR:              MRAuto,
 	}
 }
 
@@ -85,7 +96,7 @@ func Defaults() Config {
 var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_IB_PORT",
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
-	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_ITERS", "GDR_MIN_BW_GBPS",
+	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 }
 
@@ -198,6 +209,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			c.Mem = Mem(strings.ToLower(v))
 		default:
 			bad("GDR_MEM", v, "gpu or host")
+		}
+	}
+	if v, ok := get("GDR_MR"); ok && v != "" {
+		switch MRPath(strings.ToLower(v)) {
+		case MRAuto, MRPeermem, MRDmabuf:
+			c.MR = MRPath(strings.ToLower(v))
+		default:
+			bad("GDR_MR", v, "auto, peermem or dmabuf")
 		}
 	}
 	if v, ok := get("GDR_ITERS"); ok && v != "" {
