@@ -323,9 +323,9 @@ var iommuModes = map[string]struct {
 		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
 	"DMA-FQ": {translated: true, what: "translated DMA with a flush queue (lazy IOTLB invalidation; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
 		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
-	"blocked": {what: "blocked: the IOMMU lets no DMA from this device through at all (its group is attached to the blocking domain, e.g. while a driver is being unbound or a group owner detached it)",
+	"blocked": {what: "the IOMMU lets no DMA from this device through at all (its group is attached to the blocking domain, e.g. while a driver is being unbound or a group owner detached it)",
 		fixIt: "bind the device to its host driver again (nvidia or mlx5_core; echo <bdf> > /sys/bus/pci/drivers/<driver>/bind) and check dmesg for IOMMU/DMAR errors; GDR_ALLOW_IOMMU does not apply: nothing can move data"},
-	"unmanaged": {what: "unmanaged: the group's DMA mappings are owned by user space through VFIO (a VM passthrough or a userspace driver), not by this host's driver",
+	"unmanaged": {what: "the group's DMA mappings are owned by user space through VFIO (a VM passthrough or a userspace driver), not by this host's driver",
 		fixIt: "give the device back to the host: stop the VM or program using it, unbind vfio-pci and bind its driver (nvidia or mlx5_core); GDR_ALLOW_IOMMU does not apply"},
 }
 
