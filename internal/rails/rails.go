@@ -55,6 +55,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
@@ -91,6 +92,9 @@ type NIC struct {
 	LinkLayer    string
 	RateGbps     float64 // sysfs rate; fictional on software devices
 	NUMA         int     // the PCI function's numa_node; -1 unknown or software
+	// LocalCPUs is the PCI function's local_cpulist (where to poll its
+	// completion queue); empty for software devices.
+	LocalCPUs cpulist.Set
 	// Candidate: the NIC can serve a rail. Why says why not when it cannot.
 	Candidate bool
 	Why       string
@@ -313,7 +317,7 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 	n := &NIC{Name: d.Name, PCI: d.PCI, Software: d.Software, Parent: d.Parent, Port: s.Port, NUMA: -1, Dev: d}
 	if d.PCI != "" {
 		if pd := s.Index.Device(d.PCI); pd != nil {
-			n.NUMA = pd.NUMANode
+			n.NUMA, n.LocalCPUs = pd.NUMANode, pd.LocalCPUs
 		}
 	}
 	p := d.Port(s.Port)

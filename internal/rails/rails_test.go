@@ -111,6 +111,9 @@ func TestDGX(t *testing.T) {
 	s := sel(t, h)
 	assert.Equal(t, "nearest ACTIVE RDMA NIC to GPU 5 (PIX, 3 bridges)", s.All[5].Reason)
 	assert.Equal(t, 1, s.All[5].Switches())
+	assert.Equal(t, "56-111,168-223", s.All[5].NIC.LocalCPUs.String())
+	assert.Equal(t, 1, s.All[5].NIC.NUMA)
+	assert.Equal(t, 1, s.All[5].GPU.NUMA)
 	for _, n := range []string{"mlx5_4", "mlx5_8"} {
 		for _, r := range s.All {
 			assert.NotEqual(t, n, r.NIC.Name, "storage NIC %s serves no rail", n)
