@@ -22,7 +22,7 @@ var valid = []struct {
 	{"n[8-10]", []string{"n8", "n9", "n10"}},
 	{"n[08-10]", []string{"n08", "n09", "n10"}},
 	{"n[1-010]", []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10"}}, // width is LO's
-	{"n[7,08-09,1]", []string{"n7", "n08", "n09", "n1"}},                                 // order kept, per-item width
+	{"n[7,08-09,1]", []string{"n7", "n08", "n09", "n1"}},                                // order kept, per-item width
 	{"a[1-2]b[3-4]", []string{"a1b3", "a1b4", "a2b3", "a2b4"}},
 	{"rack[1-2]_blade[0-1]", []string{"rack1_blade0", "rack1_blade1", "rack2_blade0", "rack2_blade1"}},
 	{"gpu[1-2],cpu[5],login", []string{"gpu1", "gpu2", "cpu5", "login"}},
