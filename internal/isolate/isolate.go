@@ -539,6 +539,7 @@ func (a *Analysis) judge() {
 			}
 			s := Suspect{Host: h, Rail: rail, Verdict: st}
 			var parts []string
+			vouched := 0 // failures with partners that passed elsewhere
 			for i := range a.Pairs {
 				p := &a.Pairs[i]
 				if p.Rail != rail || !p.Status.failed() || p.A != h && p.B != h {
@@ -551,9 +552,12 @@ func (a *Analysis) judge() {
 					part += fmt.Sprintf(" %.1f < %.1f Gbit/s", ev.BWGbitS, ev.FloorGbitS)
 				}
 				parts = append(parts, part+", partner "+string(ev.PartnerState)+")")
+				if ev.PartnerState == Good || ev.PartnerState == Cleared {
+					vouched++
+				}
 			}
 			if st == Bad {
-				s.Reason = fmt.Sprintf("%s rail %d failed with %d partners that passed with others: %s", h, rail, len(parts), strings.Join(parts, "; "))
+				s.Reason = fmt.Sprintf("%s rail %d failed with %d partners that passed with others: %s", h, rail, vouched, strings.Join(parts, "; "))
 			} else {
 				s.Reason = fmt.Sprintf("%s rail %d failed with %s and has not passed with anyone yet: re-pair it with a host that passed everywhere", h, rail, strings.Join(parts, "; "))
 			}
