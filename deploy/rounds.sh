@@ -5,14 +5,18 @@
 # other host. Test failures land in the reports; the exit status is non-zero
 # only when the harness itself broke.
 #   GDR_REPORTS        the shared folder (required)
-#   GDR_SUITE          the suite command (default: dist/run.sh beside this script's parent)
+#   GDR_SUITE          the suite command (default: dist/run.sh beside this script, else in its parent)
 #   GDRCLUSTER         the gdrcluster binary (default: beside this script, else on PATH)
 #   GDR_ROUND_TIMEOUT  how long to wait for the other hosts after a round (default 30m)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 gdrcluster="${GDRCLUSTER:-$here/gdrcluster}"
 [ -x "$gdrcluster" ] || gdrcluster="$(command -v gdrcluster)" || { echo "rounds.sh: no gdrcluster beside $0 or on PATH (set GDRCLUSTER)" >&2; exit 1; }
-suite="${GDR_SUITE:-$here/../dist/run.sh}"
+suite="${GDR_SUITE:-}"
+if [ -z "$suite" ]; then # an image's /opt/gdrconf/dist, or a checkout's dist/ after make dist
+	for s in "$here/dist/run.sh" "$here/../dist/run.sh"; do [ -x "$s" ] && suite="$s" && break; done
+	[ -n "$suite" ] || { echo "rounds.sh: no dist/run.sh beside or above $here (make dist, or set GDR_SUITE)" >&2; exit 1; }
+fi
 root="${GDR_REPORTS:?rounds.sh: GDR_REPORTS must name the shared reports folder}"
 k=0
 while :; do
