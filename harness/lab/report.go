@@ -156,9 +156,9 @@ func Runs(suites []*Suite, kernel string) []report.Run {
 	for _, s := range suites {
 		i, ok := idx[s.Host]
 		if !ok {
-			id := report.Identity{Host: s.Host, Kind: "lab: qemu VM with Soft-RoCE (rxe0); not hardware evidence", Kernel: kernel, Role: s.Role,
+			id := report.Identity{Host: s.Host, Kind: "lab: qemu VM with Soft-RoCE (rxe0) and an emulated GPU; not hardware evidence", Kernel: kernel, Role: s.Role,
 				Suite: report.SuiteVersion()}
-			switch s.Host {
+			switch s.Role {
 			case "server":
 				id.Addrs = []string{ServerIP}
 			case "client":

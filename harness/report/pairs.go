@@ -15,26 +15,42 @@ type PairBW struct {
 	Status         Status
 }
 
-// resolvePeer names the host a gdr.peer value points at: by host name (full
-// or short) or by one of the host's addresses (host.json's addrs).
-func resolvePeer(peer string, hs []*HostResult) string {
+// resolvePeer names the host a gdr.peer value seen on host from points at:
+// by host name (full or short) or by one of the host's addresses
+// (host.json's addrs). When several hosts have that address (the lab runs
+// pingpong twice on the same VMs, as server and server-hostmem), the one
+// whose name ends most like from's wins (client-hostmem -> server-hostmem).
+func resolvePeer(peer, from string, hs []*HostResult) string {
 	h := peer
 	if host, _, err := net.SplitHostPort(peer); err == nil {
 		h = host
 	}
+	best, bestScore := "", -1
 	for _, x := range hs {
 		id := x.Identity
 		short, _, _ := strings.Cut(id.Host, ".")
-		if h == id.Host || h == short {
-			return id.Host
-		}
+		match := h == id.Host || h == short
 		for _, a := range id.Addrs {
-			if a == h {
-				return id.Host
+			match = match || a == h
+		}
+		if match && id.Host != from {
+			if sc := commonSuffix(id.Host, from); sc > bestScore {
+				best, bestScore = id.Host, sc
 			}
 		}
 	}
-	return h
+	if best == "" {
+		return h
+	}
+	return best
+}
+
+func commonSuffix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
 }
 
 // Pairs lists the host pairs that ran pingpong's bandwidth test against each
@@ -61,7 +77,7 @@ func Pairs(hs []*HostResult) []PairBW {
 			if sz != largest[role] {
 				continue
 			}
-			other := resolvePeer(peer, hs)
+			other := resolvePeer(peer, h.Identity.Host, hs)
 			k := key{h.Identity.Host, other}
 			if role == "server" {
 				k = key{other, h.Identity.Host}

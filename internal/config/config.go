@@ -38,6 +38,15 @@ const (
 	MemHost Mem = "host" // page-aligned host memory
 )
 
+// MRPath selects how GPU memory is registered with the NIC.
+type MRPath string
+
+const (
+	MRAuto    MRPath = "auto"    // peermem, then dma-buf; both when both work
+	MRPeermem MRPath = "peermem" // ibv_reg_mr on device memory (nvidia_peermem)
+	MRDmabuf  MRPath = "dmabuf"  // ibv_reg_dmabuf_mr on an exported dma-buf
+)
+
 // Config is the whole run configuration. The zero value is not the default;
 // use Defaults or Load.
 type Config struct {
@@ -45,6 +54,7 @@ type Config struct {
 	Strict     bool            // GDR_STRICT: absent hardware fails instead of skipping
 	GPU        string          // GDR_GPU: index or PCI address; "" = all
 	RDMADevice string          // GDR_RDMA_DEVICE: e.g. mlx5_0; "" = nearest to the GPU
+	Rails      []int           // GDR_RAILS: rail indices to run; nil = all
 	IBPort     int             // GDR_IB_PORT: 1-based port number
 	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
 	Role       Role            // GDR_ROLE
@@ -55,6 +65,7 @@ type Config struct {
 	MaxPath    pathclass.Class // GDR_MAX_PATH: worst acceptable GPU<->NIC class
 	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
 	Mem        Mem             // GDR_MEM: gpu|host
+	MR         MRPath          // GDR_MR: auto|peermem|dmabuf
 	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
 	BWSizes    []int           // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
 
@@ -78,14 +89,15 @@ func Defaults() Config {
 		Iters:           1000,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
+		MR:              MRAuto,
 	}
 }
 
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
-	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_IB_PORT",
+	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
-	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_ITERS", "GDR_MIN_BW_GBPS",
+	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 }
 
@@ -129,6 +141,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_RDMA_DEVICE", v, "an RDMA device name as in /sys/class/infiniband (e.g. mlx5_0)")
 		}
 		c.RDMADevice = v
+	}
+	if v, ok := get("GDR_RAILS"); ok && v != "" && !strings.EqualFold(v, "all") {
+		rails, err := parseRails(v)
+		if err != nil {
+			bad("GDR_RAILS", v, "all, or a comma-separated list of rail indices like 0,2,5 (each at most once)")
+		} else {
+			c.Rails = rails
+		}
 	}
 	if v, ok := get("GDR_IB_PORT"); ok && v != "" {
 		n, err := strconv.Atoi(v)
@@ -200,6 +220,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_MEM", v, "gpu or host")
 		}
 	}
+	if v, ok := get("GDR_MR"); ok && v != "" {
+		switch MRPath(strings.ToLower(v)) {
+		case MRAuto, MRPeermem, MRDmabuf:
+			c.MR = MRPath(strings.ToLower(v))
+		default:
+			bad("GDR_MR", v, "auto, peermem or dmabuf")
+		}
+	}
 	if v, ok := get("GDR_ITERS"); ok && v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10_000_000 {
@@ -239,6 +267,21 @@ func parseFloat(get func(string) (string, bool), name string, lo, hi, def float6
 		return def
 	}
 	return f
+}
+
+// parseRails reads "0,2,5": distinct rail indices, in the order given.
+func parseRails(v string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 4095 || seen[n] {
+			return nil, fmt.Errorf("bad rail %q", f)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // parseSizes reads "65536,1m,4k" (binary suffixes) into byte counts.

@@ -90,6 +90,10 @@ func TestBadValuesNameVariableAndValue(t *testing.T) {
 		{"GDR_BW_SIZES", "0", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "2048m", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "big", "comma-separated message sizes"},
+		{"GDR_RAILS", "0,0", "each at most once"},
+		{"GDR_RAILS", "first", "rail indices"},
+		{"GDR_RAILS", "-1", "rail indices"},
+		{"GDR_RAILS", "1,,2", "rail indices"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.val, func(t *testing.T) {
@@ -110,6 +114,18 @@ func TestBWSizes(t *testing.T) {
 	c, err = Parse(env("GDR_BW_SIZES", ""))
 	require.NoError(t, err)
 	assert.Equal(t, Defaults().BWSizes, c.BWSizes)
+}
+
+func TestRails(t *testing.T) {
+	assert.Nil(t, Defaults().Rails, "all")
+	for _, v := range []string{"", "all", "ALL"} {
+		c, err := Parse(env("GDR_RAILS", v))
+		require.NoError(t, err, v)
+		assert.Nil(t, c.Rails, v)
+	}
+	c, err := Parse(env("GDR_RAILS", "5, 0,2"))
+	require.NoError(t, err)
+	assert.Equal(t, []int{5, 0, 2}, c.Rails)
 }
 
 func TestRoleAndPeerMustAgree(t *testing.T) {
