@@ -91,7 +91,7 @@ type End struct {
 	MRs     []*verbs.MR
 	MRNotes []string // why a path was not used (auto), for gdr.mr_path_notes
 	// RdAtom is the RDMA READ depth this end may use as initiator.
-	RdAtom int
+	RdAtom   int
 	mrPolicy config.MRPath
 	loopback bool // both ends in this process
 

@@ -196,7 +196,7 @@ type DeviceAttr struct {
 	// initiator (RTS max_rd_atomic); asking for more makes RTS fail with EINVAL.
 	MaxQPInitRdAtom int
 	MaxMRSize       uint64
-	PhysPorts    int
+	PhysPorts       int
 }
 
 func (c *Context) queryDevice() (DeviceAttr, error) {
@@ -205,16 +205,16 @@ func (c *Context) queryDevice() (DeviceAttr, error) {
 		return DeviceAttr{}, verr("ibv_query_device", rc, "")
 	}
 	return DeviceAttr{
-		FWVer:        C.GoString(&a.fw_ver[0]),
-		VendorID:     uint32(a.vendor_id),
-		VendorPartID: uint32(a.vendor_part_id),
-		MaxQPWR:      int(a.max_qp_wr),
-		MaxCQE:       int(a.max_cqe),
-		MaxSGE:       int(a.max_sge),
+		FWVer:           C.GoString(&a.fw_ver[0]),
+		VendorID:        uint32(a.vendor_id),
+		VendorPartID:    uint32(a.vendor_part_id),
+		MaxQPWR:         int(a.max_qp_wr),
+		MaxCQE:          int(a.max_cqe),
+		MaxSGE:          int(a.max_sge),
 		MaxQPRdAtom:     int(a.max_qp_rd_atom),
 		MaxQPInitRdAtom: int(a.max_qp_init_rd_atom),
 		MaxMRSize:       uint64(a.max_mr_size),
-		PhysPorts:    int(a.phys_port_cnt),
+		PhysPorts:       int(a.phys_port_cnt),
 	}, nil
 }
 
