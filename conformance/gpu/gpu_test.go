@@ -261,7 +261,7 @@ func gpuLink(t *testing.T, dev cuda.Device) pcie.Link {
 	if err != nil {
 		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
 	}
-	testenv.Attr(t, "link_gbps", rate)
+	testenv.Attr(t, "link_gbyte_s", rate)
 	return l
 }
 
@@ -294,11 +294,12 @@ func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 		m := cuda.Alloc(t, c, copySize)
 		h := cuda.HostAlloc(t, c, copySize)
 		best, mean := measure(t, c, dir, m, h)
-		key := map[cuda.Direction]string{cuda.HtoD: "h2d", cuda.DtoH: "d2h"}[dir]
-		testenv.Attr(t, key+"_gbps", best)
-		testenv.Attr(t, key+"_gbps_mean", mean)
-		testenv.Attr(t, key+"_fraction", best/rate)
+		testenv.Attr(t, "copy_dir", map[cuda.Direction]string{cuda.HtoD: "h2d", cuda.DtoH: "d2h"}[dir])
+		testenv.Attr(t, "copy_gbyte_s", best)
+		testenv.Attr(t, "copy_gbyte_s_mean", mean)
+		testenv.Attr(t, "copy_fraction", best/rate)
 		testenv.Attr(t, "min_copy_fraction", frac)
+		testenv.Attr(t, "min_copy_gbyte_s", frac*rate)
 		t.Logf("GPU %s %s pinned %s: best %.2f GB/s, mean %.2f GB/s = %.0f%% of %.2f GB/s (%s x%d)",
 			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pcie.Generation(l.MaxGTs), l.MaxWidth)
 		if best < frac*rate {

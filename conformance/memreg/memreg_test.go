@@ -218,6 +218,8 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 		testenv.Failf(t, "free host memory", "%v", err)
 	}
 	t.Cleanup(func() { _ = plain.Close() })
+	var seen []string
+	defer func() { testenv.Attr(t, "controls", strings.Join(seen, "; ")) }()
 	for _, c := range []struct {
 		what string
 		addr uintptr
@@ -231,7 +233,7 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 		if err != nil {
 			testenv.Failf(t, "upgrade the NVIDIA driver", "%s: %v", c.what, err)
 		}
-		testenv.Attr(t, "control_"+strings.ReplaceAll(c.what, " ", "_"), string(mt))
+		seen = append(seen, c.what+"="+string(mt))
 		if mt != c.want {
 			testenv.Errorf(t, "report this driver: CU_POINTER_ATTRIBUTE_MEMORY_TYPE/IS_MANAGED misreport memory",
 				"%s memory at %#x classified %s, want %s", c.what, c.addr, mt, c.want)

@@ -126,9 +126,9 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 		t.Fatalf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.done, g.done)
 	}
 	testenv.Attr(t, "mem", g.mem)
-	testenv.Attr(t, "bw_size", size)
-	testenv.Attr(t, "bw_gbps_host", h.gbps)
-	testenv.Attr(t, "bw_gbps_gpu", g.gbps)
+	testenv.Attr(t, "size_bytes", size)
+	testenv.Attr(t, "bw_gbit_s_host", h.gbps)
+	testenv.Attr(t, "bw_gbit_s_gpu", g.gbps)
 	testenv.Attr(t, "lat_us_p50_host", h.p50us)
 	testenv.Attr(t, "lat_us_p50_gpu", g.p50us)
 	testenv.Attr(t, "lat_mode", "write_with_imm+cq (both halves)")

@@ -5,6 +5,7 @@ package pingpong
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestPP01Device(t *testing.T) {
 		if e.GID.Netdev != "" {
 			e.Attr("netdev", e.GID.Netdev)
 		}
-		e.Attr("rate_gbps", e.RateGbps())
+		e.Attr("rate_gbit_s", e.RateGbps())
 		e.Attr("software", e.Software)
 		e.Attr("fw_ver", e.Ctx.Attr().FWVer)
 		e.Attr("max_qp_rd_atom", e.Ctx.Attr().MaxQPRdAtom)
@@ -123,6 +124,7 @@ func runVerify(t *testing.T, id string, fn transfer) {
 func verifyAll(t *testing.T, ends []*rc.End, fn transfer) {
 	errs := rc.Each(ends, func(e *rc.End) error {
 		n := 0
+		var rounds []string
 		for r := 0; r < e.Rounds(); r++ {
 			local, remote := e.Round(r)
 			for _, size := range verifySizes {
@@ -134,10 +136,11 @@ func verifyAll(t *testing.T, ends []*rc.End, fn transfer) {
 					n++
 				}
 			}
-			e.Attr(fmt.Sprintf("round%d_mr_paths", r), local.Path+"->"+remote.Path)
+			rounds = append(rounds, local.Path+"->"+remote.Path)
 		}
+		e.Attr("mr_paths", strings.Join(rounds, ", ")) // one per round, in order
 		e.Attr("checked_transfers", n)
-		e.Attr("sizes", rc.JoinInts(verifySizes))
+		e.Attr("sizes_bytes", rc.JoinInts(verifySizes))
 		return nil
 	})
 	rc.FailIf(t, ends, errs)
@@ -343,6 +346,9 @@ func TestPP07Latency(t *testing.T) {
 		testenv.Req(t, "PP-07")
 		lat, threshold, thrWhy := latency(t, ends, false)
 		testenv.Attr(t, "threshold", thrWhy)
+		if threshold > 0 {
+			testenv.Attr(t, "max_lat_us_p50", threshold)
+		}
 		if threshold > 0 && stats.US(lat.P50) > threshold {
 			testenv.Failf(t, "check the path between NIC and memory (PCIe topology, GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MAX_LAT_US",
 				"WRITE %d B latency p50 %.2f us is above the %.2f us ceiling (%s)", latSize, stats.US(lat.P50), threshold, thrWhy)
@@ -396,7 +402,7 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		e.Attr("lat_us_min", stats.US(l.Min))
 		e.Attr("lat_us_max", stats.US(l.Max))
 		e.Attr("iters", l.N)
-		e.Attr("size", latSize)
+		e.Attr("size_bytes", latSize)
 		e.Attr("lat_mode", map[bool]string{true: "write_with_imm+cq", false: "write+poll_last_byte"}[useImm])
 		e.Attr("mr_path", mr.Path)
 		if e.Role == "client" || len(ends) == 1 {
@@ -464,6 +470,9 @@ func maxBWSize(sizes []int) int {
 func bandwidth(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size int, largest bool) {
 	gbps, threshold, thrWhy := measureBW(t, ends, op, name, size, largest)
 	testenv.Attr(t, "threshold", thrWhy)
+	if threshold > 0 {
+		testenv.Attr(t, "min_bw_gbit_s", threshold)
+	}
 	if threshold > 0 && gbps < threshold {
 		testenv.Failf(t, "check the NIC's PCIe link (width/speed), the GPU<->NIC path class (GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MIN_BW_GBPS",
 			"%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", name, size, gbps, threshold, thrWhy)
@@ -508,9 +517,9 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 		if e.Role == "server" {
 			res = peer
 		}
-		e.Attr("bw_gbps", res.Values["gbps"])
-		e.Attr("bw_mbps", res.Values["mbps"])
-		e.Attr("size", size)
+		e.Attr("bw_gbit_s", res.Values["gbps"])
+		e.Attr("bw_mib_s", res.Values["mbps"])
+		e.Attr("size_bytes", size)
 		e.Attr("iters", iters)
 		e.Attr("op", name)
 		e.Attr("mr_path", e.MR().Path)

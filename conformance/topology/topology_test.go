@@ -194,7 +194,7 @@ func TestTOPO03ACS(t *testing.T) {
 			if !ok {
 				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
-			var unreadable, checked []string
+			var unreadable, checked, acsCtl []string
 			for _, b := range path.Bridges {
 				pt := h.ix.PortType(b)
 				if pt != pci.TypeUpstream && pt != pci.TypeDownstream {
@@ -217,7 +217,7 @@ func TestTOPO03ACS(t *testing.T) {
 					continue // no ACS capability: nothing redirects
 				}
 				acs := d.Config.ACS
-				testenv.Attr(t, "acs_"+b, pci.ACSBits(acs.Ctrl))
+				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
 				if bl := acs.Blocking(); bl != 0 {
 					testenv.Errorf(t,
 						fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b),
@@ -226,6 +226,7 @@ func TestTOPO03ACS(t *testing.T) {
 				}
 			}
 			testenv.Attr(t, "acs_checked", strings.Join(checked, " "))
+			testenv.Attr(t, "acs", strings.Join(acsCtl, "; "))
 			if len(unreadable) > 0 {
 				testenv.Absent(t, "ACS of %s not checked: %s: %s is readable only as root (run the suite as root)",
 					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config")
@@ -255,19 +256,25 @@ func TestTOPO04LinkTraining(t *testing.T) {
 			} else {
 				t.Logf("no PCI RDMA NIC for %s: checking the GPU's own link only", r.GPU)
 			}
+			var links []string
 			for _, d := range devs {
-				checkLink(t, h.ix, d, g)
+				if l := checkLink(t, h.ix, d, g); l != "" {
+					links = append(links, l)
+				}
 			}
+			testenv.Attr(t, "links", strings.Join(links, "; "))
 		})
 	}
 }
 
-func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) {
+// checkLink checks d's link and returns "<BDF> <role> <link state>" for
+// the gdr.links attribute (one value for all devices: no address in a key).
+func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	t.Helper()
 	want, err := ix.ExpectedLink(d.BDF)
 	if err != nil {
 		t.Logf("%s: %v: not checked", d.BDF, err)
-		return
+		return ""
 	}
 	limited := ""
 	if want.Limited {
@@ -280,7 +287,6 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) {
 	case !d.IsBridge():
 		role = "NIC"
 	}
-	testenv.Attr(t, "link_"+d.BDF, d.LinkString())
 	gpuLink := d == gpu || want.Partner == gpu.BDF
 	if d.CurWidth < want.Width {
 		testenv.Errorf(t, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
@@ -297,6 +303,7 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) {
 				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurSpeed, want.Speed, limited, d.LinkString())
 		}
 	}
+	return d.BDF + " " + role + " " + d.LinkString()
 }
 
 // iommuCmdline extracts the IOMMU-related kernel parameters.

@@ -45,7 +45,7 @@ var descriptive = map[string]bool{"mode": true, "op": true, "kind": true, "name"
 	"source": true, "warning": true, "type": true, "note": true, "dir": true}
 
 // Words that name a measured quantity when they start a key.
-var quantity = map[string]bool{"bw": true, "lat": true, "copy": true, "rate": true, "size": true,
+var quantity = map[string]bool{"bw": true, "lat": true, "copy": true, "rate": true, "size": true, "sizes": true,
 	"bar1": true, "speed": true, "throughput": true, "elapsed": true}
 
 // Ambiguous unit words.
