@@ -50,6 +50,9 @@ func TestTOPO01Inventory(t *testing.T) {
 				testenv.Attr(t, "gpu_index", g.Index)
 				testenv.Attr(t, "nic", n.Name)
 				testenv.Attr(t, "gpu_numa", g.NUMA)
+				if g.Dev != nil {
+					testenv.Attr(t, "gpu_chain", strings.Join(g.Dev.Chain, " ")) // the report's PCIe tree
+				}
 				testenv.Attr(t, "is_rail", rail.NIC == n)
 				if n.Candidate {
 					testenv.Attr(t, "nic_candidate", "yes")
@@ -71,6 +74,7 @@ func TestTOPO01Inventory(t *testing.T) {
 				}
 				testenv.Attr(t, "nic_pci", n.PCI)
 				testenv.Attr(t, "nic_numa", nd.NUMANode)
+				testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
 				p, err := h.ix.Classify(g.PCI, n.PCI)
 				if err != nil {
 					testenv.Failf(t, "check "+pci.DevicesDir, "cannot classify %s <-> %s (%s): %v", g.PCI, n.Name, n.PCI, err)
@@ -246,8 +250,13 @@ func TestTOPO04LinkTraining(t *testing.T) {
 			testenv.RailAttrs(t, r)
 			g := r.GPU.Dev
 			devs := []*pci.Device{g}
+			testenv.Attr(t, "gpu_chain", strings.Join(g.Chain, " "))
 			if nic, path, ok := h.pathNIC(t, r); ok {
-				devs = append(devs, h.ix.Device(nic.PCI))
+				nd := h.ix.Device(nic.PCI)
+				devs = append(devs, nd)
+				if nd != nil {
+					testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
+				}
 				for _, b := range path.Bridges {
 					if d := h.ix.Device(b); d != nil {
 						devs = append(devs, d)
