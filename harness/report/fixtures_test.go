@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +67,25 @@ func TestH200RecordingVerdict(t *testing.T) {
 	assert.Len(t, h.Causes[0].Reqs, 18, "18 requirements skip for the missing NIC (TOPO-06 for the single GPU)")
 	assert.Contains(t, h.Identity.GPUs, "0000:00:06.0 NVIDIA H200")
 	assert.Equal(t, "13.0", h.Identity.CUDADriver)
+}
+
+// The PCIe tree of a real topology run (against the constructed pix tree):
+// every GPU and NIC with its switch, each GPU's nearest NIC PIX.
+func TestPixTopologyTree(t *testing.T) {
+	runs, err := LoadDir(filepath.Join(runsDir, "pix-topology"))
+	require.NoError(t, err)
+	h := Build(runs).Hosts[0]
+	top := topology(h)
+	assert.Len(t, top.GPUs, 2)
+	assert.Len(t, top.NICs, 2)
+	assert.Len(t, top.Pairs, 4, "TOPO-01: every (GPU, NIC) pair")
+	require.Len(t, top.Nearest, 2)
+	for g, p := range top.Nearest {
+		assert.Equal(t, "PIX", p.Class, g)
+	}
+	svg := top.TreeSVG()
+	assert.Equal(t, 2, strings.Count(svg, `class="node gpu"`))
+	assert.Equal(t, 2, strings.Count(svg, `class="node nic"`))
+	assert.Equal(t, 2, strings.Count(svg, ">switch 01:00.0<")+strings.Count(svg, ">switch 11:00.0<"))
+	assert.Equal(t, 2, strings.Count(svg, `class="pair"`))
 }
