@@ -310,11 +310,14 @@ func threshold(a map[string]string, words []string) string {
 		if cand == "" {
 			continue
 		}
-		if v := a["gdr.min_"+cand]; v != "" {
-			return "floor " + v
-		}
-		if v := a["gdr.max_"+cand]; v != "" {
-			return "ceiling " + v
+		for _, b := range [][2]string{{"min_", "floor "}, {"max_", "ceiling "}} {
+			k := "gdr." + b[0] + cand
+			if v := a[k]; v != "" {
+				if _, unit, ok := attrkey.UnitOf(k); ok {
+					v += " " + unit
+				}
+				return b[1] + v
+			}
 		}
 	}
 	return ""
