@@ -170,31 +170,36 @@ func hostViewOf(h *HostResult, many bool) hostView {
 	return v
 }
 
-// heatmap lays pairs out as a client x server grid, coloured from the
-// slowest pair (red) to the fastest (green).
+// heatmap lays pairs out as a client x server grid (rows the hosts that ran
+// as client, columns those that ran as server), coloured from the slowest
+// pair (red) to the fastest (green).
 func heatmap(pairs []PairBW) ([]string, []heatRow) {
-	set := map[string]bool{}
+	cset, sset := map[string]bool{}, map[string]bool{}
 	lo, hi := -1.0, 0.0
 	for _, p := range pairs {
-		set[p.Client], set[p.Server] = true, true
+		cset[p.Client], sset[p.Server] = true, true
 		if lo < 0 || p.Gbits < lo {
 			lo = p.Gbits
 		}
 		hi = max(hi, p.Gbits)
 	}
-	var hosts []string
-	for h := range set {
-		hosts = append(hosts, h)
+	sorted := func(m map[string]bool) []string {
+		var out []string
+		for h := range m {
+			out = append(out, h)
+		}
+		sort.Strings(out)
+		return out
 	}
-	sort.Strings(hosts)
+	clients, servers := sorted(cset), sorted(sset)
 	by := map[[2]string]PairBW{}
 	for _, p := range pairs {
 		by[[2]string{p.Client, p.Server}] = p
 	}
 	var rows []heatRow
-	for _, c := range hosts {
+	for _, c := range clients {
 		row := heatRow{Host: c}
-		for _, s := range hosts {
+		for _, s := range servers {
 			p, ok := by[[2]string{c, s}]
 			if !ok {
 				row.Cells = append(row.Cells, heatCell{Text: "", Style: "background:#f6f8fa"})
@@ -215,5 +220,5 @@ func heatmap(pairs []PairBW) ([]string, []heatRow) {
 		}
 		rows = append(rows, row)
 	}
-	return hosts, rows
+	return servers, rows
 }
