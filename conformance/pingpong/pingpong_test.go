@@ -500,7 +500,11 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 		} else {
 			r = oob.Result{Name: step, OK: true, Values: map[string]float64{"rate": e.RateGbps()}}
 		}
+		// The server waits here while the client measures: bound the wait
+		// by the transfer at a pessimistic rate, not by heartbeats alone.
+		restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(iters)))
 		peer, err := e.Sess.ExchangeResult(r)
+		restore()
 		if err != nil {
 			return err
 		}
