@@ -111,7 +111,7 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 	if h.skipped || g.skipped {
 		// The halves skip for the reasons every pingpong test shares (no
 		// RDMA device here or at the peer): the subtest says which.
-		_, why, _ := rc.Probe(testenv.Config(t), testenv.Root(t))
+		_, why, _ := rc.Probe(t)
 		if why == "" {
 			why = absent
 		}

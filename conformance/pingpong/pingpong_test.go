@@ -39,12 +39,12 @@ func TestPP01Device(t *testing.T) {
 		e.Attr("active_mtu", e.Port.ActiveMTU)
 		e.Attr("lid", e.Port.LID)
 		e.Attr("gid_index", e.GID.Index)
-		e.Attr("gid", e.GID.String())
+		e.Attr("gid", e.GID.Addr.String())
 		if e.GID.Type != "" {
 			e.Attr("gid_type", e.GID.Type)
 		}
-		if e.GID.Netdev != "" {
-			e.Attr("netdev", e.GID.Netdev)
+		if e.GID.Ndev != "" {
+			e.Attr("netdev", e.GID.Ndev)
 		}
 		e.Attr("rate_gbit_s", e.RateGbps())
 		e.Attr("software", e.Software)
@@ -57,7 +57,7 @@ func TestPP01Device(t *testing.T) {
 		} else {
 			e.Attr("dmabuf_mr", fmt.Sprintf("supported=%v (%s)", d.Supported, d.Reason))
 		}
-		if e.Port.LinkLayer == "Ethernet" && !e.GID.IsRoCEv2() && e.GID.Type != "" {
+		if e.Port.LinkLayer == "Ethernet" && e.GID.Type != "RoCE v2" && e.GID.Type != "" {
 			e.Attr("warning", fmt.Sprintf("GID %d is %s, not RoCE v2: RoCE v1 is not routable", e.GID.Index, e.GID.Type))
 		}
 		if e.Port.LinkLayer == "InfiniBand" && e.Port.LID == 0 {
@@ -509,7 +509,11 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 		} else {
 			r = oob.Result{Name: step, OK: true, Values: map[string]float64{"rate": e.RateGbps()}}
 		}
+		// The server waits here while the client measures: bound the wait
+		// by the transfer at a pessimistic rate, not by heartbeats alone.
+		restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(iters)))
 		peer, err := e.Sess.ExchangeResult(r)
+		restore()
 		if err != nil {
 			return err
 		}
