@@ -26,9 +26,9 @@ const bufSize = 2 << 20
 
 // nicEnv is the NIC under test, opened for t.
 type nicEnv struct {
-	name   string
-	ctx    *verbs.Context
-	pd     *verbs.PD
+	name string
+	ctx  *verbs.Context
+	pd   *verbs.PD
 }
 
 // gpuEnv is the GPU under test with its primary context.
