@@ -67,6 +67,16 @@ func TestCollect(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, id.Host)
 	require.NotNil(t, id.GoTestExit)
+	assert.Equal(t, 0, run([]string{"-q", "-collect", "-host", "h200-1", dir}))
+	id, err = report.ReadIdentity(filepath.Join(dir, "host.json"))
+	require.NoError(t, err)
+	assert.Equal(t, "h200-1", id.Host)
+	id.GoTestExit = nil
+	require.NoError(t, report.WriteIdentity(dir, id))
+	assert.Equal(t, 1, run([]string{"-q", "-collect", "-go-exit", "2", dir}))
+	id, err = report.ReadIdentity(filepath.Join(dir, "host.json"))
+	require.NoError(t, err)
+	require.NotNil(t, id.GoTestExit)
 	assert.Equal(t, 2, *id.GoTestExit)
 	assert.NotEmpty(t, id.Suite)
 }
