@@ -374,9 +374,13 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		}
 		mr, remote := e.MR(), e.Remote()
 		iters := e.Cfg.Iters + 1 // n+1 posts give n round trips
-		stamps, err := e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
-			PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
-			Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Cfg.Timeout})
+		var stamps []int64
+		err := e.OnNICCPUs(func() (err error) {
+			stamps, err = e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
+				PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
+				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Cfg.Timeout})
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -497,8 +501,12 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 			}
 			mr, remote := e.MR(), e.Remote()
 			stop := e.Sess.Heartbeat() // the server waits on the session meanwhile
-			el, err := e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: op, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
-				RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Cfg.Timeout})
+			var el time.Duration
+			err := e.OnNICCPUs(func() (err error) {
+				el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: op, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
+					RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Cfg.Timeout})
+				return err
+			})
 			stop()
 			if err != nil {
 				return err

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
@@ -137,4 +139,29 @@ func DeviceOf(t testing.TB, d *Driver, g *rails.GPU) Device {
 	}
 	testenv.Absent(t, "%s: CUDA_VISIBLE_DEVICES or the container's GPU runtime hides it", msg)
 	return Device{}
+}
+
+// GPUOf is the selection's view of dev (NUMA node, local CPUs), or nil
+// when the selection does not have it.
+func GPUOf(t testing.TB, dev Device) *rails.GPU {
+	t.Helper()
+	for _, g := range testenv.Selection(t).GPUs {
+		if g.PCI == dev.PCI {
+			return g
+		}
+	}
+	return nil
+}
+
+// OnGPUCPUs runs fn (copies timed on this thread) on the GPU's local CPUs
+// and records where it ran as gdr.copy_cpus.
+func OnGPUCPUs(t testing.TB, dev Device, fn func() error) error {
+	t.Helper()
+	var cpus cpulist.Set
+	if g := GPUOf(t, dev); g != nil && g.Dev != nil {
+		cpus = g.Dev.LocalCPUs
+	}
+	placed, err := numa.OnCPUs(cpus, fn)
+	testenv.Attr(t, "copy_cpus", placed)
+	return err
 }

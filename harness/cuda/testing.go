@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 )
 
@@ -82,9 +83,20 @@ func AllocManaged(t testing.TB, c *Context, size int) *Mem {
 }
 
 // HostAlloc allocates n bytes of pinned host memory for t (freed in t.Cleanup).
+// The buffer prefers the GPU's NUMA node (its copy engines reach it there
+// without crossing sockets), recorded as gdr.pinned_numa.
 func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
 	t.Helper()
-	h, err := c.HostAlloc(n)
+	node := -1
+	if g := GPUOf(t, c.Dev); g != nil {
+		node = g.NUMA
+	}
+	var h *Pinned
+	place, err := numa.Prefer(node, func() (err error) {
+		h, err = c.HostAlloc(n)
+		return err
+	})
+	testenv.Attr(t, "pinned_numa", place)
 	if err != nil {
 		testenv.Failf(t, "free host memory, or raise the locked-memory limit (ulimit -l unlimited)", "GPU %s: %v", c.Dev.PCI, err)
 	}

@@ -26,10 +26,12 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/oob"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
@@ -87,6 +89,9 @@ type End struct {
 	Port     verbs.PortAttr
 	GID      rdmadev.GID
 	sysDev   *rdmadev.Device // the NIC as sysfs shows it
+	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
+	// loops poll the CQ there (OnNICCPUs).
+	CPUs cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
 	QP       *verbs.QP
@@ -542,7 +547,7 @@ func remotePaths(mrs []oob.RemoteMR) string {
 // seconds under emulation).
 func (e *End) sysfsDevice() error {
 	if n := testenv.Selection(e.T).NIC(e.Dev); n != nil && n.Dev != nil {
-		e.sysDev = n.Dev
+		e.sysDev, e.CPUs = n.Dev, n.LocalCPUs
 	} else {
 		d, err := rdmadev.Load(e.Root, e.Dev)
 		if err != nil {
@@ -585,6 +590,14 @@ func (e *End) pickGID() error {
 	return nil
 }
 
+// OnNICCPUs runs fn (a polling loop in C) on a CPU of the NIC's
+// local_cpulist and records where it ran as gdr.poll_cpus.
+func (e *End) OnNICCPUs(fn func() error) error {
+	placed, err := numa.OnCPUs(e.CPUs, fn)
+	e.Attr("poll_cpus", placed)
+	return err
+}
+
 // WaitBudget bounds a wait on the peer while it moves n bytes: GDR_TIMEOUT
 // plus the transfer at a pessimistic 5 MB/s (software RDMA under emulation).
 func (e *End) WaitBudget(n int64) time.Duration {
@@ -602,10 +615,17 @@ func (e *End) RateGbps() float64 {
 	return 0
 }
 
-// HostBuffer is the default Alloc: page-aligned host memory.
+// HostBuffer is the default Alloc: page-aligned host memory on the primary
+// rail NIC's NUMA node (where its DMA is cheapest), recorded as
+// gdr.host_mem_numa.
 func HostBuffer(t testing.TB, size int) membuf.Buffer {
 	t.Helper()
-	b, err := membuf.NewHost(size)
+	node := -1
+	if p := testenv.Selection(t).Primary; p != nil && p.NIC != nil {
+		node = p.NIC.NUMA
+	}
+	b, place, err := membuf.NewHostOn(size, node)
+	testenv.Attr(t, "host_mem_numa", place)
 	if err != nil {
 		testenv.Failf(t, "free memory or lower GDR_BW_SIZES", "host buffer of %d bytes: %v", size, err)
 	}
