@@ -43,15 +43,24 @@ const (
 	MaxInline  = 64
 )
 
-// Alloc makes a test's buffer of size bytes, released through t.Cleanup; it
-// may end the test (an absent GPU, say). Call it from the test goroutine.
-type Alloc func(t testing.TB, size int) membuf.Buffer
+// Alloc makes a test's buffer of size bytes for rail r (its GPU, or host
+// memory near its NIC), released through t.Cleanup; it may end the test (an
+// absent GPU, say). r may be nil (no rail known). Call it from the test
+// goroutine.
+type Alloc func(t testing.TB, size int, r *rails.Rail) membuf.Buffer
 
 // Options say what to connect. Every field but BufSize and Alloc has a
 // working zero value.
 type Options struct {
-	// Dev is the RDMA device; "" takes the one Probe picks.
+	// Rail is the rail to connect on (its NIC; its GPU for the buffer);
+	// nil takes the primary rail (Probe).
+	Rail *rails.Rail
+	// Dev names the RDMA device instead of a rail (memreg's own NIC).
 	Dev string
+	// PortOffset is added to the out-of-band port (GDR_LISTEN, GDR_PEER)
+	// so that rails connected at the same time do not share it: rail r
+	// uses the base port + r.
+	PortOffset int
 	// BufSize is the size of each end's buffer.
 	BufSize int
 	// Alloc makes the buffer; nil means page-aligned host memory.
@@ -157,11 +166,16 @@ func Connect(t *testing.T, o Options) []*End {
 	cfg := testenv.Config(t)
 	root := testenv.Root(t)
 	dev, skip, fail := o.Dev, "", ""
-	if dev == "" {
-		var r *rails.Rail
-		if r, skip, fail = Probe(t); r != nil && r.NIC != nil {
-			dev = r.NIC.Name
-		}
+	rail := o.Rail
+	switch {
+	case dev != "":
+	case rail != nil:
+		skip, fail = checkRail(t, rail)
+	default:
+		rail, skip, fail = Probe(t)
+	}
+	if dev == "" && rail != nil && rail.NIC != nil {
+		dev = rail.NIC.Name
 	}
 	if o.Skip != "" && skip == "" && fail == "" {
 		skip = o.Skip
@@ -190,7 +204,7 @@ func Connect(t *testing.T, o Options) []*End {
 		srv, cli := loopbackSessions(t, opt)
 		ends = []*End{mk("server", srv), mk("client", cli)}
 	case config.Server:
-		ln, err := oob.Listen(cfg.Listen, opt)
+		ln, err := oob.Listen(offsetPort(cfg.Listen, o.PortOffset), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +216,7 @@ func Connect(t *testing.T, o Options) []*End {
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("server", s)}
 	case config.Client:
-		s, err := oob.Dial(cfg.Peer, opt)
+		s, err := oob.Dial(offsetPort(cfg.Peer, o.PortOffset), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +240,7 @@ func Connect(t *testing.T, o Options) []*End {
 			alloc = HostBuffer
 		}
 		for _, e := range ends {
-			e.Buf = alloc(t, o.BufSize)
+			e.Buf = alloc(t, o.BufSize, rail)
 		}
 	}
 
@@ -297,6 +311,22 @@ func loopbackSessions(t *testing.T, opt oob.Options) (srv, cli *oob.Session) {
 		t.Fatalf("loopback out-of-band session over 127.0.0.1: %v", err)
 	}
 	return srv, cli
+}
+
+// offsetPort adds off to the port of host:port (validated by config).
+func offsetPort(hp string, off int) string {
+	if off == 0 {
+		return hp
+	}
+	h, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return hp
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return hp
+	}
+	return net.JoinHostPort(h, strconv.Itoa(n+off))
 }
 
 func index(ends []*End, e *End) int {
@@ -615,14 +645,17 @@ func (e *End) RateGbps() float64 {
 	return 0
 }
 
-// HostBuffer is the default Alloc: page-aligned host memory on the primary
-// rail NIC's NUMA node (where its DMA is cheapest), recorded as
-// gdr.host_mem_numa.
-func HostBuffer(t testing.TB, size int) membuf.Buffer {
+// HostBuffer is the default Alloc: page-aligned host memory on the NUMA
+// node of rail r's NIC (the primary rail's when r is nil), where its DMA is
+// cheapest, recorded as gdr.host_mem_numa.
+func HostBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	t.Helper()
+	if r == nil {
+		r = testenv.Selection(t).Primary
+	}
 	node := -1
-	if p := testenv.Selection(t).Primary; p != nil && p.NIC != nil {
-		node = p.NIC.NUMA
+	if r != nil && r.NIC != nil {
+		node = r.NIC.NUMA
 	}
 	b, place, err := membuf.NewHostOn(size, node)
 	testenv.Attr(t, "host_mem_numa", place)

@@ -125,9 +125,20 @@ func Probe(t testing.TB) (r *rails.Rail, skip, fail string) {
 		}
 		return r, fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
 	}
+	skip, fail = checkRail(t, r)
+	return r, skip, fail
+}
+
+// checkRail records rail r's facts on t and says why it cannot carry a
+// test here (no NIC, or no libibverbs).
+func checkRail(t testing.TB, r *rails.Rail) (skip, fail string) {
+	t.Helper()
 	testenv.RailAttrs(t, r)
-	if err := verbs.Load(); err != nil {
-		return r, err.Error(), ""
+	if r.NIC == nil {
+		return "", fmt.Sprintf("rail %d has no RDMA NIC: %s", r.Index, testenv.Selection(t).NoCandidate())
 	}
-	return r, "", ""
+	if err := verbs.Load(); err != nil {
+		return err.Error(), ""
+	}
+	return "", ""
 }
