@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/stats"
 )
 
@@ -31,9 +32,10 @@ const (
 func verifyIters(e *rc.End) int { return min(max(e.Cfg.Iters, 1), 4) }
 
 // PP-01: the RDMA device and port this host uses, with its GID.
-func TestPP01Device(t *testing.T) {
-	testenv.Req(t, "PP-01")
-	ends := connect(t, 4096, nil, "")
+func TestPP01Device(t *testing.T) { perRail(t, "PP-01", device) }
+
+func device(t *testing.T, r *rails.Rail) {
+	ends := connect(t, r, 4096, nil, "")
 	errs := rc.Each(ends, func(e *rc.End) error {
 		e.Attr("port_state", e.Port.StateName)
 		e.Attr("active_mtu", e.Port.ActiveMTU)
@@ -70,9 +72,10 @@ func TestPP01Device(t *testing.T) {
 }
 
 // PP-02: an RC connection reaches RTS on both ends and carries a message.
-func TestPP02Connect(t *testing.T) {
-	testenv.Req(t, "PP-02")
-	ends := connect(t, 4096, nil, "")
+func TestPP02Connect(t *testing.T) { perRail(t, "PP-02", connectCheck) }
+
+func connectCheck(t *testing.T, r *rails.Rail) {
+	ends := connect(t, r, 4096, nil, "")
 	errs := rc.Each(ends, func(e *rc.End) error {
 		// A zero-length SEND proves the path, not just the state machine.
 		if e.Role == "server" {
@@ -112,9 +115,11 @@ func TestPP02Connect(t *testing.T) {
 // registration remote; the receiving side compares the whole transfer.
 type transfer func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, size, i int) error
 
+// runVerify runs a data check on every rail.
 func runVerify(t *testing.T, id string, fn transfer) {
-	testenv.Req(t, id)
-	verifyAll(t, connect(t, verifyBuf, nil, ""), fn)
+	perRail(t, id, func(t *testing.T, r *rails.Rail) {
+		verifyAll(t, connect(t, r, verifyBuf, nil, ""), fn)
+	})
 }
 
 // verifyAll runs fn over verifySizes on connected ends (buffers of at least
@@ -339,9 +344,10 @@ func TestPP06SendRecv(t *testing.T) {
 }
 
 // PP-07: small RDMA WRITE latency, measured like ib_write_lat.
-func TestPP07Latency(t *testing.T) {
-	testenv.Req(t, "PP-07")
-	ends := connect(t, 2*latRegion, nil, "")
+func TestPP07Latency(t *testing.T) { perRail(t, "PP-07", latencyCheck) }
+
+func latencyCheck(t *testing.T, r *rails.Rail) {
+	ends := connect(t, r, 2*latRegion, nil, "")
 	t.Run("WRITE/"+strconv.Itoa(latSize), func(t *testing.T) {
 		testenv.Req(t, "PP-07")
 		lat, threshold, thrWhy := latency(t, ends, false)
@@ -445,17 +451,22 @@ func latThreshold(e *rc.End) (float64, string) {
 
 // PP-08: RDMA WRITE and READ bandwidth over the size sweep, like ib_write_bw
 // and ib_read_bw: tx depth 128, one signaled WR per 100.
-func TestPP08Bandwidth(t *testing.T) {
-	testenv.Req(t, "PP-08")
+func TestPP08Bandwidth(t *testing.T) { perRail(t, "PP-08", bandwidthSweep) }
+
+func bandwidthSweep(t *testing.T, r *rails.Rail) {
 	cfg := testenv.Config(t)
 	maxSize := maxBWSize(cfg.BWSizes)
-	ends := connect(t, maxSize, nil, "")
+	ends := connect(t, r, maxSize, nil, "")
 	for _, op := range []verbs.Opcode{verbs.OpWrite, verbs.OpRead} {
 		name := map[verbs.Opcode]string{verbs.OpWrite: "WRITE", verbs.OpRead: "READ"}[op]
 		for _, size := range cfg.BWSizes {
 			t.Run(fmt.Sprintf("%s/%d", name, size), func(t *testing.T) {
 				testenv.Req(t, "PP-08")
-				bandwidth(t, ends, op, name, size, size == maxSize)
+				bandwidth(t, ends, op, name, size, size == maxSize, func(gbps float64) {
+					if op == verbs.OpWrite && size == maxSize {
+						soloBW.Store(r.Index, gbps) // PP-10 compares all rails at once with this
+					}
+				})
 			})
 		}
 	}
@@ -471,8 +482,13 @@ func maxBWSize(sizes []int) int {
 }
 
 // bandwidth measures op at size and fails t below the floor that applies.
-func bandwidth(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size int, largest bool) {
+// bandwidth measures op at size, hands the result to seen (before any
+// verdict) and fails t below the floor that applies.
+func bandwidth(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size int, largest bool, seen func(float64)) float64 {
 	gbps, threshold, thrWhy := measureBW(t, ends, op, name, size, largest)
+	if seen != nil {
+		seen(gbps)
+	}
 	testenv.Attr(t, "threshold", thrWhy)
 	if threshold > 0 {
 		testenv.Attr(t, "min_bw_gbit_s", threshold)
@@ -481,6 +497,7 @@ func bandwidth(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 		testenv.Failf(t, "check the NIC's PCIe link (width/speed), the GPU<->NIC path class (GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MIN_BW_GBPS",
 			"%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", name, size, gbps, threshold, thrWhy)
 	}
+	return gbps
 }
 
 // measureBW runs op at size on connected ends (buffers of at least size

@@ -697,7 +697,7 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 		}
 	}
 	if notes := GPUSkips(suites, []string{PingpongPkg}); len(notes) > 0 {
-		fmt.Fprintf(o.Out, "\nNOTE: GPU-only tests skipped, as expected: the VMs have no GPU, so these are NOT proven by the lab:\n")
+		fmt.Fprintf(o.Out, "\nNOTE: tests skipped as this lab expects (no GPU, or one rail per VM); they are NOT proven by it:\n")
 		for _, n := range notes {
 			fmt.Fprintf(o.Out, "  %s\n", n)
 		}

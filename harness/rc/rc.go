@@ -57,6 +57,9 @@ type Options struct {
 	Rail *rails.Rail
 	// Dev names the RDMA device instead of a rail (memreg's own NIC).
 	Dev string
+	// Session names the out-of-band session when one test connects
+	// several times (""= the test's name).
+	Session string
 	// PortOffset is added to the out-of-band port (GDR_LISTEN, GDR_PEER)
 	// so that rails connected at the same time do not share it: rail r
 	// uses the base port + r.
@@ -180,7 +183,11 @@ func Connect(t *testing.T, o Options) []*End {
 	if o.Skip != "" && skip == "" && fail == "" {
 		skip = o.Skip
 	}
-	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...)}
+	name := t.Name()
+	if o.Session != "" {
+		name = o.Session
+	}
+	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...)}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
