@@ -127,7 +127,7 @@ func connect(t *testing.T, bufSize int) []*end {
 		skip = extra.(string)
 	}
 
-	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: []string{"pingpong/1"}}
+	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: []string{"pingpong/1"}, Logf: t.Logf}
 	var ends []*end
 	switch cfg.Role {
 	case config.Loopback:
@@ -428,6 +428,7 @@ func (e *end) setup() error {
 	if e.cfg.Role != config.Loopback {
 		e.attr("role", e.role)
 		e.attr("peer", e.sess.Peer())
+		e.attr("oob_auth", e.sess.Security())
 	} else {
 		e.attr("role", "loopback")
 	}
