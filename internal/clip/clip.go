@@ -11,14 +11,16 @@ import (
 // Max is how many bytes of a value a message quotes.
 const Max = 64
 
-// Prefix returns s, or its first Max bytes (not splitting a UTF-8 sequence)
-// followed by "...". Whether s was cut is the second result.
-func Prefix(s string) (string, bool) {
-	if len(s) <= Max {
+// Prefix returns s, or its first Max bytes (not splitting a UTF-8
+// sequence). Whether s was cut is the second result.
+func Prefix(s string) (string, bool) { return prefix(s, Max) }
+
+func prefix(s string, max int) (string, bool) {
+	if len(s) <= max {
 		return s, false
 	}
-	n := Max
-	for n > Max-utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]) {
+	n := max
+	for n > max-utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n], true
@@ -26,9 +28,13 @@ func Prefix(s string) (string, bool) {
 
 // Quote is s as a Go-quoted string (control bytes and invalid UTF-8
 // escaped), at most Max bytes of it, with the full length when cut:
-// "abc..." (104857600 bytes).
-func Quote(s string) string {
-	p, cut := Prefix(s)
+// "abc"... (104857600 bytes).
+func Quote(s string) string { return QuoteN(s, Max) }
+
+// QuoteN is Quote keeping up to max bytes, for context such as a tool's
+// output line (a few hundred bytes at most).
+func QuoteN(s string, max int) string {
+	p, cut := prefix(s, max)
 	if !cut {
 		return fmt.Sprintf("%q", p)
 	}

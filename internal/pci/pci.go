@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pcie"
 )
@@ -122,11 +123,11 @@ func SplitPath(p string) (root string, chain []string, err error) {
 func ParseHex(s string, bits int) (uint64, error) {
 	t := strings.TrimSpace(s)
 	if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
-		return 0, fmt.Errorf("%q is not a 0x-prefixed hex number", s)
+		return 0, fmt.Errorf("%s is not a 0x-prefixed hex number", clip.Quote(s))
 	}
 	v, err := strconv.ParseUint(t[2:], 16, bits)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a %d-bit hex number", s, bits)
+		return 0, fmt.Errorf("%s is not a %d-bit hex number", clip.Quote(s), bits)
 	}
 	return v, nil
 }
@@ -136,7 +137,7 @@ func ParseNUMA(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	n, err := strconv.Atoi(t)
 	if err != nil || n < -1 || n > 4095 {
-		return 0, fmt.Errorf("numa_node %q: want -1 or a node number", s)
+		return 0, fmt.Errorf("numa_node %s: want -1 or a node number", clip.Quote(s))
 	}
 	return n, nil
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Latency summarises round-trip samples. Like perftest's *_lat tools, a
@@ -109,7 +111,7 @@ func ParseRate(s string) (float64, error) {
 	var v float64
 	var unit string
 	if _, err := fmt.Sscanf(s, "%g %s", &v, &unit); err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("stats: port rate %q is not like \"100 Gb/sec (4X EDR)\"", s)
+		return 0, fmt.Errorf("stats: port rate %s is not like \"100 Gb/sec (4X EDR)\"", clip.Quote(s))
 	}
 	switch unit {
 	case "Gb/sec", "Gb/s":
@@ -117,5 +119,5 @@ func ParseRate(s string) (float64, error) {
 	case "Mb/sec", "Mb/s":
 		return v / 1000, nil
 	}
-	return 0, fmt.Errorf("stats: port rate %q has unknown unit %q", s, unit)
+	return 0, fmt.Errorf("stats: port rate %s has unknown unit %s", clip.Quote(s), clip.Quote(unit))
 }
