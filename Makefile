@@ -55,6 +55,12 @@ clean:
 dist: deps
 	harness/dist/build.sh '$(TAGS)' dist
 
+# The cluster planner beside deploy/rounds.sh (pure Go, any Linux host):
+# srun -N<n> --ntasks-per-node=1 deploy/rounds.sh, or sbatch deploy/slurm/gdrconf.sbatch.
+gdrcluster:
+	CGO_ENABLED=0 $(GO) build -o deploy/gdrcluster ./harness/cluster/cmd/gdrcluster
+.PHONY: gdrcluster
+
 # Pinned 256 MiB host<->GPU copy bandwidth next to the PCIe link's theoretical
 # rate, per GPU (GPU machine; needs libcuda.so.1).
 bench:

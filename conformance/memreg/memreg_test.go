@@ -13,8 +13,10 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 )
 
@@ -186,7 +188,7 @@ func TestMREG01HostBaseline(t *testing.T) {
 		testenv.Failf(t, "free host memory", "%v", err)
 	}
 	t.Cleanup(func() { _ = buf.Close() })
-	mr, err := n.pd.RegMR(buf.Addr(), buf.Len(), verbs.AccessRW)
+	mr, err := n.pd.RegMR(buf.Addr(), buf.Len(), rc.Access, membuf.Host)
 	if err != nil {
 		testenv.Attr(t, "host_mr", "fail")
 		testenv.Failf(t, "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg",
@@ -270,7 +272,7 @@ func tryPeermem(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 	t.Helper()
 	m := cuda.Alloc(t, g.ctx, bufSize)
 	requireDevice(t, g, m)
-	mr, err := n.pd.RegMR(m.Addr(), m.Len(), verbs.AccessRW)
+	mr, err := n.pd.RegMR(m.Addr(), m.Len(), rc.Access, membuf.GPU)
 	loaded, legacy, desc := peermemState(t)
 	testenv.Attr(t, "nvidia_peermem", desc)
 	if err == nil {
@@ -305,7 +307,7 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 		return outcome{"fail", err, "the kernel's answer to a dma-buf MR probe was unexpected"}
 	}
 	testenv.Attr(t, "dmabuf_probe", probe.Reason)
-	if !probe.Supported {
+	if !probe.Supported && !probe.Inconclusive {
 		return outcome{state: "unsupported", why: probe.Reason + ": needs Linux >= 5.12 and a NIC driver with dma-buf MRs (mlx5, irdma, efa, bnxt_re)"}
 	}
 	sup, aerr := g.dev.Attr(cuda.AttrDMABufSupported)
@@ -319,7 +321,10 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 		return outcome{"fail", err, "the GPU claims dma-buf support but export failed: check dmesg for NVRM errors (see GPU-08)"}
 	}
 	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
-	mr, err := n.pd.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, verbs.AccessRW)
+	mr, err := n.pd.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, rc.Access)
+	if err != nil && probe.Inconclusive && (errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPROTONOSUPPORT)) {
+		return outcome{state: "unsupported", err: err, why: fmt.Sprintf("the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.name, err)}
+	}
 	if err != nil {
 		return outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.name, g.dev.PCI)}
 	}
@@ -331,6 +336,71 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 	return outcome{state: "ok", why: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}
 }
 
+// moveData proves a registration path carries data, not just registers:
+// two RC QPs on the NIC in this process, each on a GPU buffer registered
+// through path; an RDMA WRITE from one GPU buffer into the other (the NIC
+// reads GPU memory, then writes GPU memory) and an RDMA READ back, each
+// checked through a flushed device-to-host copy.
+func moveData(t *testing.T, g *gpuEnv, n *nicEnv, path config.MRPath) {
+	t.Helper()
+	alloc := func(t testing.TB, size int) membuf.Buffer { return cuda.Alloc(t, g.ctx, size) }
+	ends := rc.Connect(t, rc.Options{Dev: n.name, BufSize: moveSize, Alloc: alloc, Loopback: true, MR: path})
+	srv, cli := ends[0], ends[1]
+	wait := func(e *rc.End, what string) error {
+		_, err := e.SCQ.Wait(1, what, e.WaitBudget(xfer))
+		return err
+	}
+	step := func(what string, fill, target *rc.End, op verbs.Opcode, seed uint64) error {
+		if err := fill.FillPattern(xfer, seed); err != nil {
+			return err
+		}
+		if err := target.FillPoison(moveSize, rc.Poison); err != nil {
+			return err
+		}
+		local, remote := cli.MR(), cli.Remote()
+		w := verbs.SendWR{ID: 1, Op: op, Local: local, LocalAddr: local.Addr, Len: xfer, RemoteAddr: remote.Addr, RKey: remote.RKey, Signaled: true}
+		if err := cli.QP.PostSend(w); err != nil {
+			return err
+		}
+		if err := wait(cli, what); err != nil {
+			return err
+		}
+		if err := target.CheckBuf(xfer, seed); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	err := step("RDMA WRITE GPU->NIC->GPU", cli, srv, verbs.OpWrite, membuf.IterSeed(cli.Seed, moveSize, 1))
+	if err == nil {
+		err = step("RDMA READ GPU<-NIC<-GPU", srv, cli, verbs.OpRead, membuf.IterSeed(cli.Seed, moveSize, 2))
+	}
+	rc.Report(t, ends)
+	if err != nil {
+		testenv.Failf(t, "the registration works but data does not arrive intact: check dmesg for the NIC driver and NVRM (Xid) messages, the PCIe path (TOPO-02/03: ACS, IOMMU) and the GPU's writes ordering (GPU-06)",
+			"GPU %s via %s (%s): %v", g.dev.PCI, n.name, cli.MR().Path, err)
+	}
+	testenv.Attr(t, "data_moved", fmt.Sprintf("WRITE and READ of %d bytes each way through %s MRs, verified", xfer, cli.MR().Path))
+}
+
+// moveSize is each buffer of moveData; xfer what moves each way, leaving
+// room for the guard behind it.
+const (
+	moveSize = 1 << 20
+	xfer     = moveSize - 4096
+)
+
+// judged says whether GDR_MR asks for this path on this host: a path the
+// operator deselected is reported, not judged.
+func judged(t *testing.T, path config.MRPath) bool {
+	t.Helper()
+	m := testenv.Config(t).MR
+	ok := m == config.MRAuto || m == path
+	if !ok {
+		testenv.Attr(t, "judged", fmt.Sprintf("no: GDR_MR=%s", m))
+	}
+	return ok
+}
+
 func TestMREG03Peermem(t *testing.T) {
 	testenv.Req(t, "MREG-03")
 	g, n := setup(t)
@@ -339,11 +409,15 @@ func TestMREG03Peermem(t *testing.T) {
 	switch {
 	case o.state == "ok":
 		t.Logf("GPU %s -> %s: ibv_reg_mr on %s of device memory works (%s)", g.dev.PCI, n.name, cuda.Size(bufSize), o.why)
-	case strings.HasPrefix(o.why, "nvidia_peermem is not loaded"):
-		// Not a failure on its own: dma-buf is the other way (MREG-04), and
-		// MREG-05 fails when neither works.
+		moveData(t, g, n, config.MRPeermem)
+	case !judged(t, config.MRPeermem):
 		testenv.Attr(t, "peermem_error", o.err.Error())
-		t.Skipf("peermem path unavailable: %v; %s", o.err, o.why)
+		t.Logf("peermem path unavailable, and not required (GDR_MR=%s): %v; %s", testenv.Config(t).MR, o.err, o.why)
+	case strings.HasPrefix(o.why, "nvidia_peermem is not loaded"):
+		// Absent rather than failed: dma-buf is the other way (MREG-04),
+		// and MREG-05 fails when neither works.
+		testenv.Attr(t, "peermem_error", o.err.Error())
+		testenv.Absent(t, "peermem path unavailable: %v; %s", o.err, o.why)
 	default:
 		testenv.Attr(t, "peermem_error", o.err.Error())
 		testenv.Failf(t, o.why, "GPU %s -> %s: %v", g.dev.PCI, n.name, o.err)
@@ -355,11 +429,14 @@ func TestMREG04Dmabuf(t *testing.T) {
 	g, n := setup(t)
 	o := tryDmabuf(t, g, n)
 	testenv.Attr(t, "dmabuf", o.state)
-	switch o.state {
-	case "ok":
+	switch {
+	case o.state == "ok":
 		t.Logf("GPU %s -> %s: ibv_reg_dmabuf_mr works (%s)", g.dev.PCI, n.name, o.why)
-	case "unsupported":
-		t.Skipf("dma-buf path unsupported here: %s", o.why)
+		moveData(t, g, n, config.MRDmabuf)
+	case !judged(t, config.MRDmabuf):
+		t.Logf("dma-buf path %s, and not required (GDR_MR=%s): %s", o.state, testenv.Config(t).MR, o.why)
+	case o.state == "unsupported":
+		testenv.Absent(t, "dma-buf path unsupported here: %s", o.why)
 	default:
 		testenv.Attr(t, "dmabuf_error", o.err.Error())
 		testenv.Failf(t, o.why, "GPU %s -> %s: %v", g.dev.PCI, n.name, o.err)
@@ -374,7 +451,12 @@ func TestMREG05AnyPath(t *testing.T) {
 	testenv.Attr(t, "peermem", p.state)
 	testenv.Attr(t, "dmabuf", d.state)
 	t.Logf("GPU %s -> %s: peermem=%s, dmabuf=%s", g.dev.PCI, n.name, p.state, d.state)
-	if p.state == "ok" || d.state == "ok" {
+	want := testenv.Config(t).MR
+	okPeer, okDma := p.state == "ok", d.state == "ok"
+	switch {
+	case want == config.MRPeermem && okPeer, want == config.MRDmabuf && okDma, want == config.MRAuto && (okPeer || okDma):
+		// The path GDR_MR asks for (auto: the first that works) moves data.
+		moveData(t, g, n, want)
 		return
 	}
 	pe, de := "", ""
@@ -384,7 +466,7 @@ func TestMREG05AnyPath(t *testing.T) {
 	if d.err != nil {
 		de = d.err.Error() + ": "
 	}
-	testenv.Failf(t, "load nvidia_peermem (modprobe nvidia-peermem), or enable dma-buf: NVIDIA open kernel module, Linux >= 5.12, rdma-core >= 34 and a NIC driver with dma-buf MRs",
-		"GPU %s -> %s: GPU memory cannot be registered by either path: peermem: %s%s; dma-buf: %s%s",
-		g.dev.PCI, n.name, pe, p.why, de, d.why)
+	testenv.Failf(t, "load nvidia_peermem (modprobe nvidia-peermem), or enable dma-buf: NVIDIA open kernel module, Linux >= 5.12, rdma-core >= 34 and a NIC driver with dma-buf MRs; or set GDR_MR to the path this host is meant to use",
+		"GPU %s -> %s: GPU memory cannot be registered through the path GDR_MR=%s asks for: peermem: %s%s; dma-buf: %s%s",
+		g.dev.PCI, n.name, want, pe, p.why, de, d.why)
 }

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/rc"
 )
 
 // newBuffer is every pingpong test's memory: host memory in builds without
 // the gpu tag. Call it from the test goroutine (it may end the test).
 func newBuffer(t testing.TB, size int) membuf.Buffer {
 	t.Helper()
-	return hostBuffer(t, size)
+	return rc.HostBuffer(t, size)
 }

@@ -51,6 +51,10 @@ static struct {
 	CUresult (*GetErrorString)(CUresult, const char **);
 	// Optional: CUDA 11.7 and later.
 	CUresult (*MemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
+	// Optional: CUDA 11.3 and later.
+	CUresult (*FlushGPUDirectRDMAWrites)(int, int);
+	// Only in the lab's emulated GPU (harness/emugpu).
+	const char *(*EmulatedGPU)(void);
 } gdr_cu;
 
 static void *gdr_cu_lib;
@@ -99,6 +103,8 @@ static int gdr_cuda_load(const char *name, const char **why, const char **missin
 	SYM(GetErrorString, "cuGetErrorString");
 #undef SYM
 	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = dlsym(h, "cuMemGetHandleForAddressRange");
+	*(void **)(&gdr_cu.FlushGPUDirectRDMAWrites) = dlsym(h, "cuFlushGPUDirectRDMAWrites");
+	*(void **)(&gdr_cu.EmulatedGPU) = dlsym(h, "gdrEmulatedGPU");
 	gdr_cu_lib = h;
 	return 0;
 }
@@ -108,9 +114,15 @@ static void gdr_cuda_unload(void) {
 	if (gdr_cu_lib) dlclose(gdr_cu_lib);
 	gdr_cu_lib = NULL;
 	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = NULL;
+	*(void **)(&gdr_cu.FlushGPUDirectRDMAWrites) = NULL;
+	*(void **)(&gdr_cu.EmulatedGPU) = NULL;
 }
 
 static int gdr_has_dmabuf_export(void) { return gdr_cu.MemGetHandleForAddressRange != NULL; }
+static int gdr_has_flush(void) { return gdr_cu.FlushGPUDirectRDMAWrites != NULL; }
+static const char *gdr_emulated(void) { return gdr_cu.EmulatedGPU ? gdr_cu.EmulatedGPU() : NULL; }
+// target CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX (0), scope TO_OWNER (100).
+static CUresult gdr_cuFlushGPUDirectRDMAWrites(void) { return gdr_cu.FlushGPUDirectRDMAWrites(0, 100); }
 
 static CUresult gdr_cuInit(unsigned int f) { return gdr_cu.Init(f); }
 static CUresult gdr_cuDriverGetVersion(int *v) { return gdr_cu.DriverGetVersion(v); }
@@ -299,8 +311,14 @@ func (e *LoadError) Error() string {
 
 // Driver is the initialised CUDA driver API.
 type Driver struct {
-	version int
+	version  int
+	emulated string // the emulated GPU's description; "" for a real driver
 }
+
+// Emulated says whether libcuda.so.1 is the lab's emulated GPU
+// (harness/emugpu), and describes it. Everything measured on it is labelled
+// gpu-emulated and is no hardware evidence.
+func (d *Driver) Emulated() (bool, string) { return d.emulated != "", d.emulated }
 
 // libraryPath is what load opens; unit tests point it at a fake driver.
 var libraryPath = Library
@@ -349,7 +367,11 @@ func initDriver() (*Driver, error) {
 	if err := check("cuDriverGetVersion", C.gdr_cuDriverGetVersion(&v)); err != nil {
 		return nil, err
 	}
-	return &Driver{version: int(v)}, nil
+	drv := &Driver{version: int(v)}
+	if e := C.gdr_emulated(); e != nil {
+		drv.emulated = C.GoString(e)
+	}
+	return drv, nil
 }
 
 // InitRemedy says what to do about a cuInit failure.
@@ -385,7 +407,17 @@ type Device struct {
 	Name     string
 	PCI      string // lowercase dddd:bb:dd.f
 	TotalMem uint64
+	Emulated bool // the lab's emulated GPU (Driver.Emulated)
 	h        C.CUdevice
+}
+
+// MemLabel is what gdr.mem says about this device's memory: "gpu", or
+// "gpu-emulated" on the lab's emulated GPU.
+func (dev Device) MemLabel() string {
+	if dev.Emulated {
+		return "gpu-emulated"
+	}
+	return "gpu"
 }
 
 // Devices lists every GPU the driver sees, in CUDA ordinal order.
@@ -396,7 +428,7 @@ func (d *Driver) Devices() ([]Device, error) {
 	}
 	out := make([]Device, 0, int(n))
 	for i := 0; i < int(n); i++ {
-		dev := Device{Ordinal: i}
+		dev := Device{Ordinal: i, Emulated: d.emulated != ""}
 		if err := check(fmt.Sprintf("cuDeviceGet(%d)", i), C.gdr_cuDeviceGet(&dev.h, C.int(i))); err != nil {
 			return out, err
 		}
@@ -472,6 +504,10 @@ type Context struct {
 	Dev Device
 	mu  sync.Mutex
 	ctx C.CUcontext
+
+	flushOnce sync.Once
+	flush     bool  // RDMA-written memory must be flushed before reads
+	flushErr  error // it must be and cannot be
 }
 
 // Retain retains the device's primary context (the one the CUDA runtime,
@@ -637,11 +673,6 @@ func (c *Context) HtoD(dst uintptr, src unsafe.Pointer, n int) error {
 	return c.Do(func() error { return c.htod(dst, src, n) })
 }
 
-// DtoH copies n bytes from device address src to host address dst.
-func (c *Context) DtoH(dst unsafe.Pointer, src uintptr, n int) error {
-	return c.Do(func() error { return c.dtoh(dst, src, n) })
-}
-
 // htod and dtoh assume the context is current (inside Do).
 func (c *Context) htod(dst uintptr, src unsafe.Pointer, n int) error {
 	return check(fmt.Sprintf("cuMemcpyHtoD(%s)", Size(n)), C.gdr_cuMemcpyHtoD(C.CUdeviceptr(dst), src, C.size_t(n)))
@@ -664,6 +695,50 @@ func (c *Context) hostFree(p unsafe.Pointer, n int) error {
 	return c.Do(func() error {
 		return check(fmt.Sprintf("cuMemFreeHost(%s)", Size(n)), C.gdr_cuMemFreeHost(p))
 	})
+}
+
+// HasFlush reports whether the driver exports cuFlushGPUDirectRDMAWrites (CUDA 11.3+).
+func (d *Driver) HasFlush() bool { return C.gdr_has_flush() != 0 }
+
+// flushRemoteWrites makes what a NIC wrote into the current context's
+// memory visible to the device (cuFlushGPUDirectRDMAWrites, scope owner),
+// where the device needs it: writes ordering below OWNER with the HOST
+// flush option. Devices that order RDMA writes for their own consumers
+// (OWNER or ALL_DEVICES, every Ampere and newer GPU) need no flush. The
+// context must be current (inside Do).
+func (c *Context) flushRemoteWrites() error {
+	need, err := c.needsFlush()
+	if err != nil || !need {
+		return err
+	}
+	return check("cuFlushGPUDirectRDMAWrites(CURRENT_CTX, TO_OWNER)", C.gdr_cuFlushGPUDirectRDMAWrites())
+}
+
+// needsFlush reads (once per context) whether RDMA-written memory of this
+// device must be flushed before the device reads it, and fails when it must
+// but cannot be.
+func (c *Context) needsFlush() (bool, error) {
+	c.flushOnce.Do(func() {
+		order, err := c.Dev.Attr(AttrGPUDirectRDMAWritesOrder)
+		if err != nil {
+			c.flushErr = err
+			return
+		}
+		if order >= WritesOrderingOwner {
+			return
+		}
+		opts, err := c.Dev.Attr(AttrGPUDirectRDMAFlushOptions)
+		switch {
+		case err != nil:
+			c.flushErr = err
+		case opts&FlushHost == 0 || C.gdr_has_flush() == 0:
+			c.flushErr = fmt.Errorf("GPU %s orders RDMA writes NONE and offers no cuFlushGPUDirectRDMAWrites (flush options %#x, symbol present %v): data a NIC wrote cannot be read back reliably (see GPU-06); upgrade the NVIDIA driver",
+				c.Dev.PCI, opts, C.gdr_has_flush() != 0)
+		default:
+			c.flush = true
+		}
+	})
+	return c.flush, c.flushErr
 }
 
 // Memset sets n bytes at dst to v.

@@ -101,13 +101,25 @@ func (m *Mem) Fill(p []byte) error {
 	return m.ctx.HtoD(m.addr, unsafe.Pointer(&p[0]), len(p))
 }
 
-// ReadBack copies the start of the buffer into p (device to host).
+// ReadBack copies the start of the buffer into p (device to host). A NIC
+// may have written the buffer, so its writes are flushed first where the
+// device needs it (cuFlushGPUDirectRDMAWrites; see Context.flushRemoteWrites):
+// every read of GPU memory by the suite goes through here, so none can
+// forget it.
 func (m *Mem) ReadBack(p []byte) error {
 	if err := m.live("ReadBack", len(p)); err != nil || len(p) == 0 {
 		return err
 	}
-	return m.ctx.DtoH(unsafe.Pointer(&p[0]), m.addr, len(p))
+	return m.ctx.Do(func() error {
+		if err := m.ctx.flushRemoteWrites(); err != nil {
+			return err
+		}
+		return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p))
+	})
 }
+
+// MemLabel is gdr.mem's value for this memory: "gpu" or "gpu-emulated".
+func (m *Mem) MemLabel() string { return m.ctx.Dev.MemLabel() }
 
 // DmabufFD exports the buffer's pages with cuMemGetHandleForAddressRange. The
 // caller owns the fd and closes it after deregistering the MR.

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gdrconf/gdrconf/harness/emugpu"
 )
 
 // Modes of a lab run.
@@ -51,6 +53,10 @@ type Options struct {
 	KillAfter   time.Duration // kill mode: delay after the victim step starts on the client
 	Env         []string      // extra variables for every test binary (GDR_BW_SIZES=...)
 	Loopback    bool
+	// EmulatedGPU installs the emulated libcuda.so.1 (harness/emugpu) in
+	// the VMs: the suite's GPU paths run on it, and pingpong runs once
+	// more on host memory (hosts "server-hostmem", "client-hostmem").
+	EmulatedGPU bool
 	Accel       string
 	Out         io.Writer
 }
@@ -132,6 +138,14 @@ func Run(ctx context.Context, o Options) error {
 		if used[p.Guest] { // kill and bench modes need only pingpong's
 			im.Binaries[p.Guest] = p.Bin
 		}
+	}
+	if o.EmulatedGPU && o.Mode == ModeLab {
+		lib, err := emugpu.Build(r.dir)
+		if err != nil {
+			return err
+		}
+		im.Binaries[guestLibDir+"/libcuda.so.1"] = lib
+		r.logf("emulated GPU installed as %s/libcuda.so.1 in the VMs (results are labelled gpu-emulated)", guestLibDir)
 	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
@@ -312,6 +326,14 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 		for _, p := range pkgs {
 			st := Step{ID: "2h:" + p.Short, Pkg: p.Short, Kind: "gotest", Timeout: o.StepTimeout}
 			pair(&server, &client, st, r.gotestArgv(p, o.Run), r.gotestArgv(p, o.Run), r.testEnv("server"), r.testEnv("client"))
+		}
+		if o.EmulatedGPU && pp != nil {
+			// The runs above used the emulated GPU; host memory stays proven.
+			st := Step{ID: "2h-hostmem:" + pp.Short, Pkg: pp.Short, Kind: "gotest", Timeout: o.StepTimeout}
+			pair(&server, &client, st, r.gotestArgv(*pp, o.Run), r.gotestArgv(*pp, o.Run),
+				append(r.testEnv("server"), "GDR_MEM=host"), append(r.testEnv("client"), "GDR_MEM=host"))
+			server.Steps[len(server.Steps)-1].Host = "server" + HostMemSuffix
+			client.Steps[len(client.Steps)-1].Host = "client" + HostMemSuffix
 		}
 		if o.Loopback {
 			lo := toolStep("lo:ibv_rc_pingpong", time.Minute)
@@ -527,10 +549,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 		}
 		for _, st := range j.Steps {
 			sr := res.Step(st.ID)
-			role := st.Host
-			if st.Host == "loopback" {
-				role = "loopback"
-			}
+			role := strings.TrimSuffix(st.Host, HostMemSuffix)
 			if st.Kind == "tool" {
 				s := tools[st.Host]
 				if s == nil {
@@ -662,6 +681,14 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 		fmt.Fprintf(o.Out, "\nNOTE: no %s test ran in this lab run (LAB_PKGS=%q, tags %q): it proved verbs traffic\n"+
 			"between the two VMs only with ibv_rc_pingpong (perftest suites above); it does NOT prove the pingpong suite.\n",
 			PingpongPkg, strings.Join(o.Pkgs, " "), o.Tags)
+	}
+	if o.EmulatedGPU {
+		ep, notes := EmulatedVerdict(suites)
+		problems = append(problems, ep...)
+		fmt.Fprintf(o.Out, "\nNOTE: the GPU paths ran on the lab's EMULATED GPU (harness/emugpu: host memory behind PROT_NONE, flush enforced); these results are not hardware evidence:\n")
+		for _, n := range notes {
+			fmt.Fprintf(o.Out, "  %s\n", n)
+		}
 	}
 	if notes := GPUSkips(suites, []string{PingpongPkg}); len(notes) > 0 {
 		fmt.Fprintf(o.Out, "\nNOTE: GPU-only tests skipped, as expected: the VMs have no GPU, so these are NOT proven by the lab:\n")

@@ -118,7 +118,22 @@ type Endpoint struct {
 	MTU       int    `json:"mtu"` // bytes: 256..4096
 	LinkLayer string `json:"link_layer,omitempty"`
 	Mem       string `json:"mem,omitempty"`
+	// MRs are every registration of the buffer, preferred first, when it was
+	// registered more than once (GPU memory through both nvidia_peermem and
+	// dma-buf); RKey/Addr above are MRs[0]. Older peers send none.
+	MRs []RemoteMR `json:"mrs,omitempty"`
 }
+
+// RemoteMR is one registration of the peer's buffer.
+type RemoteMR struct {
+	Path string `json:"path"` // host, peermem or dmabuf
+	RKey uint32 `json:"rkey"`
+	Addr uint64 `json:"addr"`
+	Len  uint64 `json:"len"`
+}
+
+// maxMRs bounds Endpoint.MRs (one per registration path).
+const maxMRs = 4
 
 // Sync is a barrier step; both sides send the same Step and Iter.
 type Sync struct {
@@ -444,6 +459,14 @@ const (
 	maxDoneBytes = 16 << 10
 )
 
+// short quotes at most a short prefix of a peer's value in an error.
+func short(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
+
 func (m Message) validate() error {
 	switch m.Type {
 	case THello:
@@ -496,6 +519,19 @@ func (m Message) validate() error {
 		}
 		if e.Addr+e.Len < e.Addr {
 			return fmt.Errorf("buffer 0x%x+%d wraps around", e.Addr, e.Len)
+		}
+		if len(e.MRs) > maxMRs {
+			return fmt.Errorf("%d MRs (want at most %d)", len(e.MRs), maxMRs)
+		}
+		for i, r := range e.MRs {
+			switch r.Path {
+			case "host", "peermem", "dmabuf":
+			default:
+				return fmt.Errorf("MR %d: path %q (want host, peermem or dmabuf)", i, short(r.Path))
+			}
+			if r.Addr+r.Len < r.Addr {
+				return fmt.Errorf("MR %d: 0x%x+%d wraps around", i, r.Addr, r.Len)
+			}
 		}
 	case TSync:
 		if m.Sync.Step == "" || len(m.Sync.Step) > maxText {

@@ -40,6 +40,15 @@ const (
 	MemHost Mem = "host" // page-aligned host memory
 )
 
+// MRPath selects how GPU memory is registered with the NIC.
+type MRPath string
+
+const (
+	MRAuto    MRPath = "auto"    // peermem, then dma-buf; both when both work
+	MRPeermem MRPath = "peermem" // ibv_reg_mr on device memory (nvidia_peermem)
+	MRDmabuf  MRPath = "dmabuf"  // ibv_reg_dmabuf_mr on an exported dma-buf
+)
+
 // Config is the whole run configuration. The zero value is not the default;
 // use Defaults or Load.
 type Config struct {
@@ -47,6 +56,7 @@ type Config struct {
 	Strict     bool            // GDR_STRICT: absent hardware fails instead of skipping
 	GPU        string          // GDR_GPU: index or PCI address; "" = all
 	RDMADevice string          // GDR_RDMA_DEVICE: e.g. mlx5_0; "" = nearest to the GPU
+	Rails      []int           // GDR_RAILS: rail indices to run; nil = all
 	IBPort     int             // GDR_IB_PORT: 1-based port number
 	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
 	Role       Role            // GDR_ROLE
@@ -57,6 +67,7 @@ type Config struct {
 	MaxPath    pathclass.Class // GDR_MAX_PATH: worst acceptable GPU<->NIC class
 	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
 	Mem        Mem             // GDR_MEM: gpu|host
+	MR         MRPath          // GDR_MR: auto|peermem|dmabuf
 	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
 	BWSizes    []int           // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
 
@@ -80,14 +91,15 @@ func Defaults() Config {
 		Iters:           1000,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
+		MR:              MRAuto,
 	}
 }
 
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
-	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_IB_PORT",
+	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
-	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_ITERS", "GDR_MIN_BW_GBPS",
+	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 }
 
@@ -116,12 +128,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
-		switch {
-		case len(v) > maxPath:
-			errs = append(errs, fmt.Errorf("GDR_HOST_ROOT=%s is not valid: %d bytes long; want a directory path of at most %d bytes", clip.Quote(v), len(v), maxPath))
-		case strings.ContainsRune(v, 0):
-			bad("GDR_HOST_ROOT", v, "a directory path (it contains a NUL byte)")
-		default:
+		if err := checkPath(v); err != nil {
+			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())
+		} else {
 			c.HostRoot = v
 		}
 	}
@@ -143,6 +152,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_RDMA_DEVICE", v, "an RDMA device name as in /sys/class/infiniband (e.g. mlx5_0): up to 64 printable characters, no '/' or spaces")
 		} else {
 			c.RDMADevice = v
+		}
+	}
+	if v, ok := get("GDR_RAILS"); ok && v != "" && !strings.EqualFold(v, "all") {
+		rails, err := parseRails(v)
+		if err != nil {
+			bad("GDR_RAILS", v, "all, or a comma-separated list of rail indices like 0,2,5 (each at most once)")
+		} else {
+			c.Rails = rails
 		}
 	}
 	if v, ok := get("GDR_IB_PORT"); ok && v != "" {
@@ -228,6 +245,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_MEM", v, "gpu or host")
 		}
 	}
+	if v, ok := get("GDR_MR"); ok && v != "" {
+		switch MRPath(strings.ToLower(v)) {
+		case MRAuto, MRPeermem, MRDmabuf:
+			c.MR = MRPath(strings.ToLower(v))
+		default:
+			bad("GDR_MR", v, "auto, peermem or dmabuf")
+		}
+	}
 	if v, ok := get("GDR_ITERS"); ok && v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10_000_000 {
@@ -276,6 +301,17 @@ func parseFloat(get func(string) (string, bool), name string, lo, hi float64, un
 	return f
 }
 
+// checkPath rejects what no path can be: longer than PATH_MAX, or holding a NUL.
+func checkPath(v string) error {
+	switch {
+	case len(v) > maxPath:
+		return fmt.Errorf("at most %d bytes, this one has %d", maxPath, len(v))
+	case strings.ContainsRune(v, 0):
+		return errors.New("no NUL bytes, this one has one")
+	}
+	return nil
+}
+
 // validDevName: what the kernel lets an RDMA device be called (IB_DEVICE_NAME_MAX).
 func validDevName(s string) bool {
 	if len(s) > 64 {
@@ -287,6 +323,21 @@ func validDevName(s string) bool {
 		}
 	}
 	return true
+}
+
+// parseRails reads "0,2,5": distinct rail indices, in the order given.
+func parseRails(v string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 4095 || seen[n] {
+			return nil, fmt.Errorf("bad rail %s", clip.Quote(f))
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // parseSizes reads "65536,1m,4k" (binary suffixes) into byte counts.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,10 @@ func TestBadValuesNameVariableAndValue(t *testing.T) {
 		{"GDR_BW_SIZES", "0", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "2048m", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "big", "comma-separated message sizes"},
+		{"GDR_RAILS", "0,0", "each at most once"},
+		{"GDR_RAILS", "first", "rail indices"},
+		{"GDR_RAILS", "-1", "rail indices"},
+		{"GDR_RAILS", "1,,2", "rail indices"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.val, func(t *testing.T) {
@@ -111,6 +116,18 @@ func TestBWSizes(t *testing.T) {
 	c, err = Parse(env("GDR_BW_SIZES", ""))
 	require.NoError(t, err)
 	assert.Equal(t, Defaults().BWSizes, c.BWSizes)
+}
+
+func TestRails(t *testing.T) {
+	assert.Nil(t, Defaults().Rails, "all")
+	for _, v := range []string{"", "all", "ALL"} {
+		c, err := Parse(env("GDR_RAILS", v))
+		require.NoError(t, err, v)
+		assert.Nil(t, c.Rails, v)
+	}
+	c, err := Parse(env("GDR_RAILS", "5, 0,2"))
+	require.NoError(t, err)
+	assert.Equal(t, []int{5, 0, 2}, c.Rails)
 }
 
 func TestRoleAndPeerMustAgree(t *testing.T) {
@@ -164,8 +181,31 @@ func TestMalformedValues(t *testing.T) {
 	cases := []struct {
 		name, kind, val, want string
 	}{
-		{"GDR_HOST_ROOT", "garbage", "/host\x00/x", "NUL byte"},
+		{"GDR_HOST_ROOT", "garbage", "/host\x00/x", "no NUL bytes"},
 		{"GDR_HOST_ROOT", "huge", "/" + hugeText, "at most 4096 bytes"},
+		{"GDR_RAILS", "out of range", "4096", "rail indices"},
+		{"GDR_RAILS", "garbage", "0,0", "each at most once"},
+		{"GDR_RAILS", "garbage", "first", "all, or a comma-separated list"},
+		{"GDR_RAILS", "huge", huge, "rail indices"},
+		{"GDR_MR", "garbage", "gdr", "auto, peermem or dmabuf"},
+		{"GDR_MR", "huge", hugeText, "auto, peermem or dmabuf"},
+		{"GDR_PAIRING", "garbage", "star", "want ring"},
+		{"GDR_PAIRING", "huge", hugeText, "want ring"},
+		{"GDR_CLUSTER_SECRET_FILE", "garbage", "/run/s\x00", "no NUL bytes"},
+		{"GDR_CLUSTER_SECRET_FILE", "huge", hugeText, "at most 4096 bytes"},
+		{"GDR_CLUSTER_PORTS", "out of range", "80-2000", "within 1024-65535"},
+		{"GDR_CLUSTER_PORTS", "garbage", "5", "LO-HI"},
+		{"GDR_CLUSTER_PORTS", "huge", huge, "LO-HI"},
+		{"GDR_PEER_SUFFIX", "garbage", "/x", "host name characters"},
+		{"GDR_PEER_SUFFIX", "huge", hugeText + "/", "host name characters"},
+		{"GDR_REPAIR_ROUNDS", "out of range", "17", "0 to 16"},
+		{"GDR_REPAIR_ROUNDS", "garbage", "x", "0 to 16"},
+		{"GDR_REPAIR_ROUNDS", "huge", huge, "0 to 16"},
+		{"GDR_REPORTS", "garbage", "reports\x00", "no NUL bytes"},
+		{"GDR_REPORTS", "huge", hugeText, "at most 4096 bytes"},
+		{"GDR_PAIR_MIN_FRACTION", "wrong unit", "50%", "0.5, not 50%"},
+		{"GDR_PAIR_MIN_FRACTION", "out of range", "2", "0 to 1"},
+		{"GDR_PAIR_MIN_FRACTION", "huge", huge, "0 to 1"},
 		{"GDR_STRICT", "out of range", "2", "1 or 0"},
 		{"GDR_STRICT", "garbage", "maybe", "1 or 0"},
 		{"GDR_STRICT", "huge", huge, "1 or 0"},
@@ -246,7 +286,11 @@ func TestMalformedValues(t *testing.T) {
 		covered[tc.name][tc.kind] = true
 		t.Run(tc.name+" "+tc.kind+" "+clip.Quote(tc.val), func(t *testing.T) {
 			var err error
-			require.NotPanics(t, func() { _, err = Parse(env(tc.name, tc.val)) })
+			if slices.Contains(ClusterVars, tc.name) {
+				require.NotPanics(t, func() { _, err = ParseCluster(env(tc.name, tc.val)) })
+			} else {
+				require.NotPanics(t, func() { _, err = Parse(env(tc.name, tc.val)) })
+			}
 			require.Error(t, err)
 			msg := err.Error()
 			assert.Contains(t, msg, tc.name)
@@ -259,8 +303,13 @@ func TestMalformedValues(t *testing.T) {
 			}
 		})
 	}
-	// Every variable has its huge case and at least one other.
-	for _, v := range Vars {
+	// Every variable has its huge case and at least one other; a secret is
+	// taken as given (any bytes, never shown): GDR_TOKEN has only its length
+	// cap, GDR_CLUSTER_SECRET not even that.
+	for _, v := range append(slices.Clone(Vars), ClusterVars...) {
+		if v == "GDR_CLUSTER_SECRET" {
+			continue
+		}
 		assert.True(t, covered[v]["huge"], "%s has no huge-value case", v)
 		if v != "GDR_TOKEN" {
 			assert.GreaterOrEqual(t, len(covered[v]), 2, "%s needs more malformed cases", v)

@@ -68,3 +68,30 @@ func ParseNvcc(out string) (Version, error) {
 	}
 	return Version{Major: n[0], Minor: n[1], Patch: n[4]}, nil
 }
+
+// Compat is how a toolkit version relates to the CUDA version a driver
+// supports.
+type Compat int
+
+const (
+	// Supported: the toolkit is not newer than the driver.
+	Supported Compat = iota
+	// MinorCompat: same major, newer minor. CUDA's minor-version
+	// compatibility runs such programs on the older driver, minus PTX JIT
+	// and features new in that minor: a warning, not a failure.
+	MinorCompat
+	// Unsupported: a newer major; compatibility does not cross majors.
+	Unsupported
+)
+
+// Compatible says whether programs built by toolkit tk run on a driver that
+// supports CUDA drv.
+func Compatible(tk, drv Version) Compat {
+	switch {
+	case tk.AtMost(drv):
+		return Supported
+	case tk.Major == drv.Major:
+		return MinorCompat
+	}
+	return Unsupported
+}

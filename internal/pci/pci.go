@@ -1,5 +1,5 @@
 // Package pci reads PCI functions from a host's sysfs (through a hostfs.Root):
-// identity, class, link speed and width, NUMA node, driver, IOMMU group, the
+// identity, class, link speed and width, NUMA node and local CPUs, driver, IOMMU group, the
 // sysfs path from the host bridge down (for path classification) and the
 // configuration space with its capability lists (for ACS and link checks).
 //
@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pcie"
 )
@@ -50,7 +51,11 @@ type Device struct {
 	CurWidth int
 	MaxWidth int
 
-	NUMANode   int    // -1: unknown
+	NUMANode int // -1: unknown
+	// LocalCPUs is local_cpulist: the CPUs nearest the function. Empty when
+	// the file is absent or empty. Where numa_node is -1 it still tells
+	// sockets apart (internal/topo uses it so).
+	LocalCPUs  cpulist.Set
 	Driver     string // "" when unbound
 	IOMMUGroup string // "" when the device is in no IOMMU group
 	IOMMUType  string // the group's type file: DMA, DMA-FQ, identity, blocked, ... ("" if absent)
@@ -336,6 +341,13 @@ func Load(r *hostfs.Root, bdf string) (*Device, error) {
 		if d.NUMANode, err = ParseNUMA(s); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", attr("numa_node"), err))
 			d.NUMANode = -1
+		}
+	}
+	if s, ok, err := read("local_cpulist"); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		if d.LocalCPUs, err = cpulist.Parse(s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", attr("local_cpulist"), err))
 		}
 	}
 	if t, err := r.ReadLink(attr("driver")); err == nil {

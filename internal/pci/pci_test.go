@@ -292,6 +292,7 @@ func TestLoadMalformed(t *testing.T) {
 		"missing device":  {func(dev string) { os.Remove(filepath.Join(dev, "device")) }, []string{"device: missing"}},
 		"garbage numa":    {write("numa_node", "banana\n"), []string{"numa_node", "banana"}},
 		"garbage speed":   {write("max_link_speed", "fast\n"), []string{"max_link_speed", "fast"}},
+		"garbage cpulist": {write("local_cpulist", "0-x\n"), []string{"local_cpulist", "0-x"}},
 		"garbage width":   {write("current_link_width", "x16\n"), []string{"current_link_width", "x16"}},
 		"dangling device": {func(dev string) { os.RemoveAll(dev) }, []string{"0000:00:06.0", "dangling"}},
 		"dangling group": {func(dev string) {
@@ -321,6 +322,11 @@ func TestLoadMalformed(t *testing.T) {
 	assert.Nil(t, d.Config)
 	assert.ErrorContains(t, d.ConfigErr, "config space truncated: 2 bytes")
 	assert.ErrorContains(t, d.ConfigErr, "/config")
+	// local_cpulist is read when present.
+	r = writeTree(t, write("local_cpulist", "0-27,56-83\n"))
+	d, err = Load(r, "0000:00:06.0")
+	require.NoError(t, err)
+	assert.Equal(t, "0-27,56-83", d.LocalCPUs.String())
 	// A driver link may dangle (the driver directory is not recorded); its name is what counts.
 	r = writeTree(t, func(dev string) {
 		require.NoError(t, os.Symlink("../../../bus/pci/drivers/nvidia", filepath.Join(dev, "driver")))
