@@ -621,25 +621,30 @@ func TestResync(t *testing.T) {
 	assert.Contains(t, err.Error(), `resynced at "sub3", we at "sub4"`)
 }
 
-// Heartbeats, Within, Abort and Close from several goroutines at once (run
-// with -race: make test does).
+// Heartbeats and readers beside Within, then Abort and Close from several
+// goroutines at once (run with -race: make test does). Within itself belongs
+// to one goroutine (restores nest).
 func TestConcurrentUse(t *testing.T) {
 	so, co := opts("TestRace", "tok"), opts("TestRace", "tok")
 	so.Timeout, co.Timeout = 200*time.Millisecond, 200*time.Millisecond
 	srv, cli, serr, cerr := pair(t, so, co)
 	require.NoError(t, serr)
 	require.NoError(t, cerr)
-	stop := cli.Heartbeat()
+	stop := cli.Heartbeat() // reads the bound while the test changes it
 	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			for j := range 20 {
-				restore := cli.Within(time.Duration(100+i*j) * time.Millisecond)
-				_ = cli.Timeout()
-				restore()
-			}
-		})
-	}
+	wg.Go(func() { // the test's own goroutine: nested Withins
+		for j := range 50 {
+			r1 := cli.Within(time.Duration(100+j) * time.Millisecond)
+			r2 := cli.Within(time.Second)
+			r2()
+			r1()
+		}
+	})
+	wg.Go(func() { // a reader elsewhere (a report, a second heartbeat)
+		for range 100 {
+			_ = cli.Timeout()
+		}
+	})
 	go func() { _ = srv.Barrier("x", 0) }()
 	wg.Wait()
 	require.NoError(t, cli.Barrier("x", 0))

@@ -165,7 +165,8 @@ func (s *Session) Timeout() time.Duration { return time.Duration(s.bound.Load())
 
 // Within sets the bound for the following waits to d (e.g. while the peer
 // runs a long transfer without heartbeats) and returns a func that restores
-// it. The cap on one wait grows with it (CapFactor×d, or MaxWait).
+// it. The cap on one wait grows with it (CapFactor×d, or MaxWait). Heartbeat
+// may run meanwhile; Within itself belongs to one goroutine (restores nest).
 func (s *Session) Within(d time.Duration) (restore func()) {
 	if d <= 0 {
 		return func() {}
