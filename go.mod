@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/jstemmer/go-junit-report/v2 v2.1.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sys v0.50.0
 	k8s.io/api v0.37.2

@@ -26,10 +26,9 @@ const bufSize = 2 << 20
 
 // nicEnv is the NIC under test, opened for t.
 type nicEnv struct {
-	name   string
-	choice string // how it was chosen, for gdr.nic_choice
-	ctx    *verbs.Context
-	pd     *verbs.PD
+	name string
+	ctx  *verbs.Context
+	pd   *verbs.PD
 }
 
 // gpuEnv is the GPU under test with its primary context.
@@ -39,61 +38,19 @@ type gpuEnv struct {
 	ctx *cuda.Context
 }
 
-// rdmaNames lists the RDMA devices, or ends the test as absent.
-func rdmaNames(t *testing.T) []string {
+// pickNIC opens the primary rail's NIC (testenv.Selection: GDR_RDMA_DEVICE,
+// else the NIC of GDR_GPU's rail, else rail 0's), or ends the test as
+// absent naming where the suite looked.
+func pickNIC(t *testing.T) *nicEnv {
 	t.Helper()
-	root := testenv.Root(t)
-	names, err := verbs.SysDevices(root)
-	if err != nil {
-		testenv.Failf(t, "check that sysfs is mounted", "listing %s: %v", root.Host(verbs.ClassDir), err)
-	}
-	if len(names) == 0 {
-		state := "is empty"
-		if !root.Exists(verbs.ClassDir) {
-			state = "does not exist"
-		}
-		testenv.Absent(t, "no RDMA device: %s %s; RDMA kernel modules %s",
-			root.Host(verbs.ClassDir), state, kmod.RDMASummary(root))
-	}
-	if err := verbs.Load(); err != nil {
-		testenv.Absent(t, "RDMA devices %s exist but %v", strings.Join(names, ", "), err)
-	}
-	return names
-}
-
-// pickNIC chooses GDR_RDMA_DEVICE, else the device with the best PCIe path
-// to the GPU (internal/topo, as nvidia-smi topo -m ranks them), and opens it.
-func pickNIC(t *testing.T, gpu *cuda.Device) *nicEnv {
-	t.Helper()
-	names := rdmaNames(t)
-	cfg := testenv.Config(t)
-	n := &nicEnv{}
+	r, skip, fail := rc.Probe(t)
 	switch {
-	case cfg.RDMADevice != "":
-		for _, name := range names {
-			if name == cfg.RDMADevice {
-				n.name, n.choice = name, "GDR_RDMA_DEVICE"
-			}
-		}
-		if n.name == "" {
-			testenv.Failf(t, "set GDR_RDMA_DEVICE to one of the devices listed, or unset it",
-				"GDR_RDMA_DEVICE=%s is not in %s (%s)", cfg.RDMADevice, testenv.Root(t).Host(verbs.ClassDir), strings.Join(names, ", "))
-		}
-	case gpu != nil:
-		p, err := cuda.NearestNIC(testenv.Root(t), *gpu, names)
-		if err != nil {
-			t.Logf("choosing the NIC: %v", err)
-		}
-		n.name, n.choice = p.NIC, p.Reason
-		if p.Path != "" {
-			testenv.Attr(t, "path", p.Path)
-		}
-	default:
-		n.name, n.choice = names[0], "first RDMA device"
+	case skip != "":
+		testenv.Absent(t, "%s", skip)
+	case fail != "":
+		testenv.Failf(t, "see the cause above", "%s", fail)
 	}
-	testenv.Attr(t, "nic", n.name)
-	testenv.Attr(t, "nic_choice", n.choice)
-
+	n := &nicEnv{name: r.NIC.Name}
 	ctx, err := verbs.Open(n.name)
 	if err != nil {
 		testenv.Failf(t, "check ib_uverbs is loaded and /dev/infiniband/uverbs* is accessible", "%v", err)
@@ -116,38 +73,21 @@ func pickNIC(t *testing.T, gpu *cuda.Device) *nicEnv {
 	return n
 }
 
-// pickGPU chooses GDR_GPU, else the first GPU; with GDR_RDMA_DEVICE set and
-// GDR_GPU unset, the GPU nearest that NIC.
+// pickGPU opens the primary rail's GPU with its primary context.
 func pickGPU(t *testing.T) *gpuEnv {
 	t.Helper()
 	d := cuda.Open(t)
-	devs := cuda.GPUs(t, d) // one when GDR_GPU is set
-	dev := devs[0]
-	choice := "first GPU"
-	switch cfg := testenv.Config(t); {
-	case cfg.GPU != "":
-		choice = "GDR_GPU"
-	case cfg.RDMADevice != "" && len(devs) > 1:
-		p, err := cuda.NearestGPU(testenv.Root(t), devs, cfg.RDMADevice)
-		if err != nil {
-			t.Logf("choosing the GPU: %v", err)
-		}
-		dev, choice = p.GPU, p.Reason
-	case len(devs) == 1:
-		choice = "the only GPU"
-	}
-	testenv.Attr(t, "gpu", dev.PCI)
-	testenv.Attr(t, "gpu_choice", choice)
+	_, dev := cuda.Rail(t, d)
 	return &gpuEnv{drv: d, dev: dev, ctx: cuda.Primary(t, dev)}
 }
 
-// setup picks and opens the (GPU, NIC) pair. The RDMA device is looked for
-// first, so a GPU host without a NIC skips naming /sys/class/infiniband.
+// setup picks and opens the primary rail's (GPU, NIC) pair. The RDMA device
+// is looked for first, so a GPU host without a NIC skips naming
+// /sys/class/infiniband.
 func setup(t *testing.T) (*gpuEnv, *nicEnv) {
 	t.Helper()
-	rdmaNames(t)
-	g := pickGPU(t)
-	return g, pickNIC(t, &g.dev)
+	n := pickNIC(t)
+	return pickGPU(t), n
 }
 
 // requireDevice is the negative control every GPU registration runs first:
@@ -168,21 +108,8 @@ func requireDevice(t *testing.T, g *gpuEnv, m *cuda.Mem) {
 
 func TestMREG01HostBaseline(t *testing.T) {
 	testenv.Req(t, "MREG-01")
-	rdmaNames(t)
-	var gpu *cuda.Device
-	if d, err := cuda.Load(); err == nil {
-		// Choose the NIC the GPU tests use, when there is a GPU; the
-		// baseline itself needs none.
-		if devs, err := d.Devices(); err == nil && len(devs) > 0 {
-			gpu = &devs[0]
-			if sel := testenv.Config(t).GPU; sel != "" {
-				if dev, err := cuda.Select(devs, sel); err == nil {
-					gpu = &dev
-				}
-			}
-		}
-	}
-	n := pickNIC(t, gpu)
+	// The NIC the GPU tests use; the baseline itself needs no GPU.
+	n := pickNIC(t)
 	buf, err := membuf.NewHost(bufSize)
 	if err != nil {
 		testenv.Failf(t, "free host memory", "%v", err)
@@ -218,6 +145,8 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 		testenv.Failf(t, "free host memory", "%v", err)
 	}
 	t.Cleanup(func() { _ = plain.Close() })
+	var seen []string
+	defer func() { testenv.Attr(t, "controls", strings.Join(seen, "; ")) }()
 	for _, c := range []struct {
 		what string
 		addr uintptr
@@ -231,7 +160,7 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 		if err != nil {
 			testenv.Failf(t, "upgrade the NVIDIA driver", "%s: %v", c.what, err)
 		}
-		testenv.Attr(t, "control_"+strings.ReplaceAll(c.what, " ", "_"), string(mt))
+		seen = append(seen, c.what+"="+string(mt))
 		if mt != c.want {
 			testenv.Errorf(t, "report this driver: CU_POINTER_ATTRIBUTE_MEMORY_TYPE/IS_MANAGED misreport memory",
 				"%s memory at %#x classified %s, want %s", c.what, c.addr, mt, c.want)

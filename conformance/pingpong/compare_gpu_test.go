@@ -111,7 +111,7 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 	if h.skipped || g.skipped {
 		// The halves skip for the reasons every pingpong test shares (no
 		// RDMA device here or at the peer): the subtest says which.
-		_, why, _ := rc.Probe(testenv.Config(t), testenv.Root(t))
+		_, why, _ := rc.Probe(t)
 		if why == "" {
 			why = absent
 		}
@@ -126,9 +126,9 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 		t.Fatalf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.done, g.done)
 	}
 	testenv.Attr(t, "mem", g.mem)
-	testenv.Attr(t, "bw_size", size)
-	testenv.Attr(t, "bw_gbps_host", h.gbps)
-	testenv.Attr(t, "bw_gbps_gpu", g.gbps)
+	testenv.Attr(t, "size_bytes", size)
+	testenv.Attr(t, "bw_gbit_s_host", h.gbps)
+	testenv.Attr(t, "bw_gbit_s_gpu", g.gbps)
 	testenv.Attr(t, "lat_us_p50_host", h.p50us)
 	testenv.Attr(t, "lat_us_p50_gpu", g.p50us)
 	testenv.Attr(t, "lat_mode", "write_with_imm+cq (both halves)")

@@ -11,13 +11,12 @@ import (
 	"github.com/gdrconf/gdrconf/harness/membuf"
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 // newBuffer, gpu builds: GDR_MEM=gpu gives GPU memory, GDR_MEM=host host
 // memory, and unset gives GPU memory when libcuda.so.1 loads and sees a GPU,
-// else host memory. The GPU is GDR_GPU, else the one nearest the NIC.
+// else host memory. The GPU is the primary rail's (testenv.Selection).
 // Call it from the test goroutine (it may end the test).
 func newBuffer(t testing.TB, size int) membuf.Buffer {
 	t.Helper()
@@ -56,39 +55,17 @@ func forced(k membuf.Kind) rc.Alloc {
 }
 
 // gpuBuffer allocates size bytes of device memory (SYNC_MEMOPS set) on the
-// chosen GPU, freed and its context released through t.Cleanup. A host
-// without libcuda or a GPU gets testenv.Absent naming what is missing.
+// primary rail's GPU (testenv.Selection: GDR_GPU, else the GPU of the rail
+// whose NIC the tests use), freed and its context released through
+// t.Cleanup. A host without libcuda or a GPU gets testenv.Absent naming what
+// is missing.
 func gpuBuffer(t testing.TB, size int, why string) membuf.Buffer {
 	t.Helper()
 	d := cuda.Open(t)
-	dev, choice := chooseGPU(t, cuda.GPUs(t, d))
-	memAttrs(t, dev.MemLabel(), why, dev.PCI+" ("+choice+")")
+	r, dev := cuda.Rail(t, d)
+	memAttrs(t, dev.MemLabel(), why, dev.PCI+" ("+r.Reason+")")
 	c := cuda.Primary(t, dev)
 	return cuda.Alloc(t, c, size)
-}
-
-// chooseGPU picks GDR_GPU (GPUs already filtered it to one), else the GPU
-// with the best PCIe path to the NIC the tests use.
-func chooseGPU(t testing.TB, devs []cuda.Device) (cuda.Device, string) {
-	t.Helper()
-	cfg := testenv.Config(t)
-	if cfg.GPU != "" {
-		return devs[0], "GDR_GPU"
-	}
-	root := testenv.Root(t)
-	nic, _, _ := rc.Probe(cfg, root)
-	if nic == "" {
-		names, err := verbs.SysDevices(root)
-		if err != nil || len(names) == 0 {
-			return devs[0], fmt.Sprintf("first GPU: no RDMA device to be near (%v)", err)
-		}
-		nic = names[0]
-	}
-	p, err := cuda.NearestGPU(root, devs, nic)
-	if err != nil {
-		return p.GPU, fmt.Sprintf("%s (%v)", p.Reason, err)
-	}
-	return p.GPU, p.Reason
 }
 
 // memAttrs records where the test's buffers live, once per test even when

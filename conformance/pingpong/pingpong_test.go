@@ -5,6 +5,7 @@ package pingpong
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,14 +39,14 @@ func TestPP01Device(t *testing.T) {
 		e.Attr("active_mtu", e.Port.ActiveMTU)
 		e.Attr("lid", e.Port.LID)
 		e.Attr("gid_index", e.GID.Index)
-		e.Attr("gid", e.GID.String())
+		e.Attr("gid", e.GID.Addr.String())
 		if e.GID.Type != "" {
 			e.Attr("gid_type", e.GID.Type)
 		}
-		if e.GID.Netdev != "" {
-			e.Attr("netdev", e.GID.Netdev)
+		if e.GID.Ndev != "" {
+			e.Attr("netdev", e.GID.Ndev)
 		}
-		e.Attr("rate_gbps", e.RateGbps())
+		e.Attr("rate_gbit_s", e.RateGbps())
 		e.Attr("software", e.Software)
 		e.Attr("fw_ver", e.Ctx.Attr().FWVer)
 		e.Attr("max_qp_rd_atom", e.Ctx.Attr().MaxQPRdAtom)
@@ -56,7 +57,7 @@ func TestPP01Device(t *testing.T) {
 		} else {
 			e.Attr("dmabuf_mr", fmt.Sprintf("supported=%v (%s)", d.Supported, d.Reason))
 		}
-		if e.Port.LinkLayer == "Ethernet" && !e.GID.IsRoCEv2() && e.GID.Type != "" {
+		if e.Port.LinkLayer == "Ethernet" && e.GID.Type != "RoCE v2" && e.GID.Type != "" {
 			e.Attr("warning", fmt.Sprintf("GID %d is %s, not RoCE v2: RoCE v1 is not routable", e.GID.Index, e.GID.Type))
 		}
 		if e.Port.LinkLayer == "InfiniBand" && e.Port.LID == 0 {
@@ -123,6 +124,7 @@ func runVerify(t *testing.T, id string, fn transfer) {
 func verifyAll(t *testing.T, ends []*rc.End, fn transfer) {
 	errs := rc.Each(ends, func(e *rc.End) error {
 		n := 0
+		var rounds []string
 		for r := 0; r < e.Rounds(); r++ {
 			local, remote := e.Round(r)
 			for _, size := range verifySizes {
@@ -134,10 +136,11 @@ func verifyAll(t *testing.T, ends []*rc.End, fn transfer) {
 					n++
 				}
 			}
-			e.Attr(fmt.Sprintf("round%d_mr_paths", r), local.Path+"->"+remote.Path)
+			rounds = append(rounds, local.Path+"->"+remote.Path)
 		}
+		e.Attr("mr_paths", strings.Join(rounds, ", ")) // one per round, in order
 		e.Attr("checked_transfers", n)
-		e.Attr("sizes", rc.JoinInts(verifySizes))
+		e.Attr("sizes_bytes", rc.JoinInts(verifySizes))
 		return nil
 	})
 	rc.FailIf(t, ends, errs)
@@ -343,6 +346,9 @@ func TestPP07Latency(t *testing.T) {
 		testenv.Req(t, "PP-07")
 		lat, threshold, thrWhy := latency(t, ends, false)
 		testenv.Attr(t, "threshold", thrWhy)
+		if threshold > 0 {
+			testenv.Attr(t, "max_lat_us_p50", threshold)
+		}
 		if threshold > 0 && stats.US(lat.P50) > threshold {
 			testenv.Failf(t, "check the path between NIC and memory (PCIe topology, GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MAX_LAT_US",
 				"WRITE %d B latency p50 %.2f us is above the %.2f us ceiling (%s)", latSize, stats.US(lat.P50), threshold, thrWhy)
@@ -368,9 +374,13 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		}
 		mr, remote := e.MR(), e.Remote()
 		iters := e.Cfg.Iters + 1 // n+1 posts give n round trips
-		stamps, err := e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
-			PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
-			Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Cfg.Timeout})
+		var stamps []int64
+		err := e.OnNICCPUs(func() (err error) {
+			stamps, err = e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
+				PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
+				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Cfg.Timeout})
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -396,7 +406,7 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		e.Attr("lat_us_min", stats.US(l.Min))
 		e.Attr("lat_us_max", stats.US(l.Max))
 		e.Attr("iters", l.N)
-		e.Attr("size", latSize)
+		e.Attr("size_bytes", latSize)
 		e.Attr("lat_mode", map[bool]string{true: "write_with_imm+cq", false: "write+poll_last_byte"}[useImm])
 		e.Attr("mr_path", mr.Path)
 		if e.Role == "client" || len(ends) == 1 {
@@ -464,6 +474,9 @@ func maxBWSize(sizes []int) int {
 func bandwidth(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size int, largest bool) {
 	gbps, threshold, thrWhy := measureBW(t, ends, op, name, size, largest)
 	testenv.Attr(t, "threshold", thrWhy)
+	if threshold > 0 {
+		testenv.Attr(t, "min_bw_gbit_s", threshold)
+	}
 	if threshold > 0 && gbps < threshold {
 		testenv.Failf(t, "check the NIC's PCIe link (width/speed), the GPU<->NIC path class (GDR_MAX_PATH), NIC firmware and the fabric; or set GDR_MIN_BW_GBPS",
 			"%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", name, size, gbps, threshold, thrWhy)
@@ -488,8 +501,12 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 			}
 			mr, remote := e.MR(), e.Remote()
 			stop := e.Sess.Heartbeat() // the server waits on the session meanwhile
-			el, err := e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: op, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
-				RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Cfg.Timeout})
+			var el time.Duration
+			err := e.OnNICCPUs(func() (err error) {
+				el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: op, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
+					RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Cfg.Timeout})
+				return err
+			})
 			stop()
 			if err != nil {
 				return err
@@ -500,7 +517,11 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 		} else {
 			r = oob.Result{Name: step, OK: true, Values: map[string]float64{"rate": e.RateGbps()}}
 		}
+		// The server waits here while the client measures: bound the wait
+		// by the transfer at a pessimistic rate, not by heartbeats alone.
+		restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(iters)))
 		peer, err := e.Sess.ExchangeResult(r)
+		restore()
 		if err != nil {
 			return err
 		}
@@ -508,9 +529,9 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 		if e.Role == "server" {
 			res = peer
 		}
-		e.Attr("bw_gbps", res.Values["gbps"])
-		e.Attr("bw_mbps", res.Values["mbps"])
-		e.Attr("size", size)
+		e.Attr("bw_gbit_s", res.Values["gbps"])
+		e.Attr("bw_mib_s", res.Values["mbps"])
+		e.Attr("size_bytes", size)
 		e.Attr("iters", iters)
 		e.Attr("op", name)
 		e.Attr("mr_path", e.MR().Path)

@@ -50,6 +50,9 @@ func TestTOPO01Inventory(t *testing.T) {
 				testenv.Attr(t, "gpu_index", g.Index)
 				testenv.Attr(t, "nic", n.Name)
 				testenv.Attr(t, "gpu_numa", g.NUMA)
+				if g.Dev != nil {
+					testenv.Attr(t, "gpu_chain", strings.Join(g.Dev.Chain, " ")) // the report's PCIe tree
+				}
 				testenv.Attr(t, "is_rail", rail.NIC == n)
 				if n.Candidate {
 					testenv.Attr(t, "nic_candidate", "yes")
@@ -71,6 +74,7 @@ func TestTOPO01Inventory(t *testing.T) {
 				}
 				testenv.Attr(t, "nic_pci", n.PCI)
 				testenv.Attr(t, "nic_numa", nd.NUMANode)
+				testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
 				p, err := h.ix.Classify(g.PCI, n.PCI)
 				if err != nil {
 					testenv.Failf(t, "check "+pci.DevicesDir, "cannot classify %s <-> %s (%s): %v", g.PCI, n.Name, n.PCI, err)
@@ -194,7 +198,7 @@ func TestTOPO03ACS(t *testing.T) {
 			if !ok {
 				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
-			var unreadable, checked []string
+			var unreadable, checked, acsCtl []string
 			for _, b := range path.Bridges {
 				pt := h.ix.PortType(b)
 				if pt != pci.TypeUpstream && pt != pci.TypeDownstream {
@@ -217,7 +221,7 @@ func TestTOPO03ACS(t *testing.T) {
 					continue // no ACS capability: nothing redirects
 				}
 				acs := d.Config.ACS
-				testenv.Attr(t, "acs_"+b, pci.ACSBits(acs.Ctrl))
+				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
 				if bl := acs.Blocking(); bl != 0 {
 					testenv.Errorf(t,
 						fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b),
@@ -226,6 +230,7 @@ func TestTOPO03ACS(t *testing.T) {
 				}
 			}
 			testenv.Attr(t, "acs_checked", strings.Join(checked, " "))
+			testenv.Attr(t, "acs", strings.Join(acsCtl, "; "))
 			if len(unreadable) > 0 {
 				testenv.Absent(t, "ACS of %s not checked: %s: %s is readable only as root (run the suite as root)",
 					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config")
@@ -245,8 +250,13 @@ func TestTOPO04LinkTraining(t *testing.T) {
 			testenv.RailAttrs(t, r)
 			g := r.GPU.Dev
 			devs := []*pci.Device{g}
+			testenv.Attr(t, "gpu_chain", strings.Join(g.Chain, " "))
 			if nic, path, ok := h.pathNIC(t, r); ok {
-				devs = append(devs, h.ix.Device(nic.PCI))
+				nd := h.ix.Device(nic.PCI)
+				devs = append(devs, nd)
+				if nd != nil {
+					testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
+				}
 				for _, b := range path.Bridges {
 					if d := h.ix.Device(b); d != nil {
 						devs = append(devs, d)
@@ -255,19 +265,25 @@ func TestTOPO04LinkTraining(t *testing.T) {
 			} else {
 				t.Logf("no PCI RDMA NIC for %s: checking the GPU's own link only", r.GPU)
 			}
+			var links []string
 			for _, d := range devs {
-				checkLink(t, h.ix, d, g)
+				if l := checkLink(t, h.ix, d, g); l != "" {
+					links = append(links, l)
+				}
 			}
+			testenv.Attr(t, "links", strings.Join(links, "; "))
 		})
 	}
 }
 
-func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) {
+// checkLink checks d's link and returns "<BDF> <role> <link state>" for
+// the gdr.links attribute (one value for all devices: no address in a key).
+func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	t.Helper()
 	want, err := ix.ExpectedLink(d.BDF)
 	if err != nil {
 		t.Logf("%s: %v: not checked", d.BDF, err)
-		return
+		return ""
 	}
 	limited := ""
 	if want.Limited {
@@ -280,7 +296,6 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) {
 	case !d.IsBridge():
 		role = "NIC"
 	}
-	testenv.Attr(t, "link_"+d.BDF, d.LinkString())
 	gpuLink := d == gpu || want.Partner == gpu.BDF
 	if d.CurWidth < want.Width {
 		testenv.Errorf(t, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
@@ -297,6 +312,7 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) {
 				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurSpeed, want.Speed, limited, d.LinkString())
 		}
 	}
+	return d.BDF + " " + role + " " + d.LinkString()
 }
 
 // iommuCmdline extracts the IOMMU-related kernel parameters.

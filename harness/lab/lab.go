@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/emugpu"
+	"github.com/gdrconf/gdrconf/harness/report"
 )
 
 // Modes of a lab run.
@@ -62,10 +63,11 @@ type Options struct {
 }
 
 type runner struct {
-	o     Options
-	start time.Time
-	dir   string // .cache/lab/run
-	apt   aptState
+	o      Options
+	start  time.Time
+	dir    string // .cache/lab/run
+	apt    aptState
+	kernel string // the VMs' kernel, for the report's host identity
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -99,7 +101,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Old results must not pass for new ones; remove only what the lab
 	// writes, since LAB_REPORTS may name a folder shared with other reports.
-	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log"} {
+	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log", "summary.*", "report.html",
+		"server*/*.json", "client*/*.json", "loopback*/*.json"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -114,6 +117,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	r.logf("parts ready: kernel %s", parts.KernelVer)
+	r.kernel = parts.KernelVer
 	pkgs, err := r.buildTests(ctx)
 	if err != nil {
 		return err
@@ -631,15 +635,17 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 	if err := os.WriteFile(filepath.Join(o.ReportDir, "test.json"), all.Bytes(), 0o644); err != nil {
 		return err
 	}
-	jf, err := os.Create(filepath.Join(o.ReportDir, "junit.xml"))
-	if err != nil {
-		return err
+	// One report over the lab's hosts (junit.xml with suites <host>/<area>,
+	// summary.*, report.html), and each host's folder (test.json, host.json)
+	// for make report to merge with other hosts.
+	hostRuns := Runs(suites, r.kernel)
+	for _, run := range hostRuns {
+		if err := report.SaveRun(filepath.Join(o.ReportDir, run.Host.Host), run); err != nil {
+			return err
+		}
 	}
-	if err := JUnit(jf, suites); err != nil {
-		jf.Close()
-		return err
-	}
-	if err := jf.Close(); err != nil {
+	rep := report.Build(hostRuns)
+	if err := rep.WriteAll(o.ReportDir); err != nil {
 		return err
 	}
 	// Keep the consoles next to the reports for whoever reads a failure.
@@ -650,7 +656,7 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 	}
 	fmt.Fprintln(o.Out)
 	Summary(o.Out, suites)
-	fmt.Fprintf(o.Out, "reports: %s/junit.xml, %s/test.json\n", o.ReportDir, o.ReportDir)
+	fmt.Fprintf(o.Out, "report: %s (%s/summary.txt; junit.xml, summary.md, summary.json, report.html, test.json)\n", rep.Verdict.Line, o.ReportDir)
 
 	switch o.Mode {
 	case ModeKill:

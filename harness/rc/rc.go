@@ -18,6 +18,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,11 +26,15 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/oob"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // Queue sizes: perftest's bandwidth tools keep 128 WRs outstanding.
@@ -82,7 +87,11 @@ type End struct {
 	SoftWhy  string // the driver or parent netdev, for messages
 	Ctx      *verbs.Context
 	Port     verbs.PortAttr
-	GID      verbs.GIDEntry
+	GID      rdmadev.GID
+	sysDev   *rdmadev.Device // the NIC as sysfs shows it
+	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
+	// loops poll the CQ there (OnNICCPUs).
+	CPUs cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
 	QP       *verbs.QP
@@ -149,7 +158,10 @@ func Connect(t *testing.T, o Options) []*End {
 	root := testenv.Root(t)
 	dev, skip, fail := o.Dev, "", ""
 	if dev == "" {
-		dev, skip, fail = Probe(cfg, root)
+		var r *rails.Rail
+		if r, skip, fail = Probe(t); r != nil && r.NIC != nil {
+			dev = r.NIC.Name
+		}
 	}
 	if o.Skip != "" && skip == "" && fail == "" {
 		skip = o.Skip
@@ -386,7 +398,9 @@ func cleanup(t testing.TB, what string, c interface{ Close() error }) {
 func (e *End) setup() error {
 	t, cfg := e.T, e.Cfg
 	var err error
-	e.Software, e.SoftWhy = verbs.IsSoftware(e.Root, e.Dev)
+	if err := e.sysfsDevice(); err != nil {
+		return err
+	}
 	if e.Ctx, err = verbs.Open(e.Dev); err != nil {
 		return err
 	}
@@ -433,7 +447,8 @@ func (e *End) setup() error {
 	_, _ = rand.Read(psn[:])
 	mine := binary.BigEndian.Uint32(psn[:]) & 0xffffff
 	mr := e.MR()
-	local := oob.Endpoint{LID: e.Port.LID, GID: e.GID.GID[:], GIDIndex: e.GID.Index, QPN: e.QP.Num, PSN: mine,
+	gid16 := e.GID.Addr.To16()
+	local := oob.Endpoint{LID: e.Port.LID, GID: gid16, GIDIndex: e.GID.Index, QPN: e.QP.Num, PSN: mine,
 		RKey: mr.RKey, Addr: mr.Addr, Len: uint64(mr.Len), MTU: e.Port.ActiveMTU, LinkLayer: e.Port.LinkLayer,
 		Mem: string(e.Buf.Kind())}
 	for _, m := range e.MRs {
@@ -527,56 +542,61 @@ func remotePaths(mrs []oob.RemoteMR) string {
 	return strings.Join(s, ",")
 }
 
-// gidTables caches each port's GID table for the run: reading a large table
-// (rxe has 1024 entries) through sysfs takes seconds under emulation.
-var gidTables sync.Map // "root|dev|port" -> []verbs.GIDEntry
-
-func (e *End) gidTable() []verbs.GIDEntry {
-	key := fmt.Sprintf("%s|%s|%d", e.Root.Dir(), e.Dev, e.Cfg.IBPort)
-	if v, ok := gidTables.Load(key); ok {
-		return v.([]verbs.GIDEntry)
+// sysfsDevice finds the NIC in sysfs (internal/rdmadev, the suite's one
+// reader of /sys/class/infiniband): the selection's view when it has the
+// device, whose GID table is then read once per run (rxe's has 1024 entries,
+// seconds under emulation).
+func (e *End) sysfsDevice() error {
+	if n := testenv.Selection(e.T).NIC(e.Dev); n != nil && n.Dev != nil {
+		e.sysDev, e.CPUs = n.Dev, n.LocalCPUs
+	} else {
+		d, err := rdmadev.Load(e.Root, e.Dev)
+		if err != nil {
+			return fmt.Errorf("RDMA device %s in sysfs: %w", e.Dev, err)
+		}
+		e.sysDev = d
 	}
-	gids, err := verbs.GIDTable(e.Root, e.Dev, e.Cfg.IBPort)
-	if err != nil {
-		return nil // sysfs unreadable: the caller asks verbs
+	e.Software = e.sysDev.Software
+	if e.Software {
+		e.SoftWhy = "software device on " + e.sysDev.Parent
+		if e.sysDev.Driver != "" {
+			e.SoftWhy = e.sysDev.Driver + " on " + e.sysDev.Parent
+		}
 	}
-	gidTables.Store(key, gids)
-	return gids
+	return nil
 }
 
+// pickGID applies the suite's GID rule (rdmadev.PickGID: GDR_GID_INDEX, else
+// RoCE v2 with an IPv4 address on an ACTIVE Ethernet port, else RoCE v2,
+// else index 0).
 func (e *End) pickGID() error {
-	gids := e.gidTable()
-	if e.Cfg.GIDIndex >= 0 {
-		for _, g := range gids {
-			if g.Index == e.Cfg.GIDIndex {
-				e.GID = g
-				return nil
-			}
-		}
-		raw, err := e.Ctx.QueryGID(e.Cfg.IBPort, e.Cfg.GIDIndex)
-		if err != nil {
-			return fmt.Errorf("GDR_GID_INDEX=%d: %w", e.Cfg.GIDIndex, err)
-		}
-		if raw == ([16]byte{}) {
-			return fmt.Errorf("GDR_GID_INDEX=%d: GID %d of %s port %d is empty: pick a populated index (show_gids, or /sys/class/infiniband/%s/ports/%d/gids)",
-				e.Cfg.GIDIndex, e.Cfg.GIDIndex, e.Dev, e.Cfg.IBPort, e.Dev, e.Cfg.IBPort)
-		}
-		e.GID = verbs.GIDEntry{Index: e.Cfg.GIDIndex, GID: raw}
-		return nil
-	}
-	if len(gids) == 0 {
-		raw, err := e.Ctx.QueryGID(e.Cfg.IBPort, 0)
-		if err != nil {
-			return err
-		}
-		gids = []verbs.GIDEntry{{Index: 0, GID: raw}}
-	}
-	g, err := verbs.PickGID(gids, e.Port.LinkLayer)
+	g, err := rdmadev.PickGID(e.sysDev, e.Cfg.IBPort, e.Cfg.GIDIndex)
 	if err != nil {
-		return fmt.Errorf("%s port %d: %w", e.Dev, e.Cfg.IBPort, err)
+		return err
+	}
+	if len(g.Addr.To16()) != 16 {
+		return fmt.Errorf("%s port %d: GID %d %q is not 16 bytes", e.Dev, e.Cfg.IBPort, g.Index, g.Addr)
+	}
+	// The table is sysfs's; the NIC must agree, or RTR fails later with a
+	// cause that is far harder to read.
+	raw, err := e.Ctx.QueryGID(e.Cfg.IBPort, g.Index)
+	if err != nil {
+		return fmt.Errorf("GID %d of %s port %d: %w", g.Index, e.Dev, e.Cfg.IBPort, err)
+	}
+	if !g.Addr.Equal(net.IP(raw[:])) {
+		return fmt.Errorf("GID %d of %s port %d: sysfs says %s, ibv_query_gid %s: the table changed during the run (an address was added or removed); rerun, or set GDR_GID_INDEX",
+			g.Index, e.Dev, e.Cfg.IBPort, g.Addr, net.IP(raw[:]))
 	}
 	e.GID = g
 	return nil
+}
+
+// OnNICCPUs runs fn (a polling loop in C) on a CPU of the NIC's
+// local_cpulist and records where it ran as gdr.poll_cpus.
+func (e *End) OnNICCPUs(fn func() error) error {
+	placed, err := numa.OnCPUs(e.CPUs, fn)
+	e.Attr("poll_cpus", placed)
+	return err
 }
 
 // WaitBudget bounds a wait on the peer while it moves n bytes: GDR_TIMEOUT
@@ -590,18 +610,23 @@ func (e *End) RateGbps() float64 {
 	if e.Port.RateGbps > 0 {
 		return e.Port.RateGbps
 	}
-	if s, err := verbs.PortRate(e.Root, e.Dev, e.Cfg.IBPort); err == nil {
-		if r, err := parseRate(s); err == nil {
-			return r
-		}
+	if p := e.sysDev.Port(e.Cfg.IBPort); p != nil {
+		return p.RateGbps
 	}
 	return 0
 }
 
-// HostBuffer is the default Alloc: page-aligned host memory.
+// HostBuffer is the default Alloc: page-aligned host memory on the primary
+// rail NIC's NUMA node (where its DMA is cheapest), recorded as
+// gdr.host_mem_numa.
 func HostBuffer(t testing.TB, size int) membuf.Buffer {
 	t.Helper()
-	b, err := membuf.NewHost(size)
+	node := -1
+	if p := testenv.Selection(t).Primary; p != nil && p.NIC != nil {
+		node = p.NIC.NUMA
+	}
+	b, place, err := membuf.NewHostOn(size, node)
+	testenv.Attr(t, "host_mem_numa", place)
 	if err != nil {
 		testenv.Failf(t, "free memory or lower GDR_BW_SIZES", "host buffer of %d bytes: %v", size, err)
 	}

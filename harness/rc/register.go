@@ -5,17 +5,17 @@ package rc
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
-	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
-	"github.com/gdrconf/gdrconf/internal/stats"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
 // Access is what every MR of the suite asks for. Relaxed ordering is an
@@ -98,17 +98,20 @@ func (e *End) registerGPU(path string) (*verbs.MR, error) {
 	return mr, nil
 }
 
-// Probe finds the RDMA device this host uses; skip says what is absent and
-// where the suite looked, fail what is present but wrong.
-func Probe(cfg config.Config, root *hostfs.Root) (dev, skip, fail string) {
-	devs, err := verbs.SysDevices(root)
-	if err != nil {
-		return "", "", fmt.Sprintf("reading %s: %v", root.Host(verbs.ClassDir), err)
-	}
-	if len(devs) == 0 {
-		state := "is empty"
-		if !root.Exists(verbs.ClassDir) {
-			state = "does not exist (no RDMA support in this kernel)"
+// Probe finds the RDMA device this host uses: the primary rail's NIC of
+// the suite's one selection (testenv.Selection: GDR_RDMA_DEVICE, else the
+// NIC of GDR_GPU's rail, else rail 0's, else the first candidate NIC), and
+// records the rail's facts on t. skip says what is absent and where the
+// suite looked; fail what is present but wrong (NICs there, none usable:
+// a DOWN port is named before any connection is tried).
+func Probe(t testing.TB) (r *rails.Rail, skip, fail string) {
+	t.Helper()
+	sel := testenv.Selection(t)
+	root := testenv.Root(t)
+	r = sel.Primary
+	if r == nil || r.NIC == nil {
+		if len(sel.NICs) > 0 {
+			return r, "", sel.NoCandidate() + "; remedy: bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT"
 		}
 		hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
 		mods := "kernel modules unknown"
@@ -120,20 +123,11 @@ func Probe(cfg config.Config, root *hostfs.Root) (dev, skip, fail string) {
 				hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
 			}
 		}
-		return "", fmt.Sprintf("no RDMA device: %s %s; RDMA kernel modules %s; %s",
-			root.Host(verbs.ClassDir), state, mods, hint), ""
+		return r, fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
 	}
+	testenv.RailAttrs(t, r)
 	if err := verbs.Load(); err != nil {
-		return "", err.Error(), ""
+		return r, err.Error(), ""
 	}
-	if cfg.RDMADevice != "" {
-		if !slices.Contains(devs, cfg.RDMADevice) {
-			return "", "", fmt.Sprintf("GDR_RDMA_DEVICE=%s is not in %s (it lists %s): set GDR_RDMA_DEVICE to one of those",
-				cfg.RDMADevice, root.Host(verbs.ClassDir), strings.Join(devs, ", "))
-		}
-		return cfg.RDMADevice, "", ""
-	}
-	return devs[0], "", ""
+	return r, "", ""
 }
-
-func parseRate(s string) (float64, error) { return stats.ParseRate(s) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 func TestErrorText(t *testing.T) {
@@ -116,8 +117,8 @@ func device(t *testing.T) *Context {
 	loaded(t)
 	root, err := hostfs.New("/")
 	require.NoError(t, err)
-	names, _ := SysDevices(root)
-	if len(names) == 0 {
+	devs, _ := rdmadev.Scan(root)
+	if len(devs) == 0 {
 		t.Skip("no RDMA device in /sys/class/infiniband: the lab (make lab LAB_PKGS=./harness/verbs) runs these for real")
 	}
 	name := os.Getenv("GDR_RDMA_DEVICE")
@@ -150,13 +151,13 @@ type side struct {
 }
 
 // loopPair connects two RC QPs on one device, both at RTS.
-func loopPair(t *testing.T, c *Context) (a, b side, gid GIDEntry) {
+func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 	root, _ := hostfs.New("/")
 	port, err := c.QueryPort(1)
 	require.NoError(t, err)
-	gids, err := GIDTable(root, c.Name, 1)
+	d, err := rdmadev.Load(root, c.Name)
 	require.NoError(t, err)
-	gid, err = PickGID(gids, port.LinkLayer)
+	gid, err = rdmadev.PickGID(d, 1, -1)
 	require.NoError(t, err)
 	pd := must[*PD](t)(c.AllocPD())
 	mk := func() side {
@@ -174,7 +175,7 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid GIDEntry) {
 	}
 	a, b = mk(), mk()
 	for _, x := range [][2]side{{a, b}, {b, a}} {
-		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: gid.GID, UseGRH: port.LinkLayer == "Ethernet",
+		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: [16]byte(gid.Addr.To16()), UseGRH: port.LinkLayer == "Ethernet",
 			MTU: port.ActiveMTU, RdAtom: 4, SGIDIdx: gid.Index}
 		require.NoError(t, x[0].qp.RTR(r))
 		require.NoError(t, x[0].qp.RTS(0, 4))

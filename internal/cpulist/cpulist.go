@@ -127,6 +127,17 @@ func (s Set) First() int {
 	return s.r[0].Lo
 }
 
+// CPUs lists the set's CPU numbers in order.
+func (s Set) CPUs() []int {
+	var out []int
+	for _, r := range s.r {
+		for c := r.Lo; c <= r.Hi; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // String writes the set in the kernel's format ("0-3,8").
 func (s Set) String() string {
 	var b strings.Builder
