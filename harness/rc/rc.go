@@ -91,7 +91,7 @@ type End struct {
 	sysDev   *rdmadev.Device // the NIC as sysfs shows it
 	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
 	// loops poll the CQ there (OnNICCPUs).
-	CPUs cpulist.Set
+	CPUs     cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
 	QP       *verbs.QP
