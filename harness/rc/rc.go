@@ -103,7 +103,7 @@ type End struct {
 	sysDev   *rdmadev.Device // the NIC as sysfs shows it
 	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
 	// loops poll the CQ there (OnNICCPUs).
-	CPUs cpulist.Set
+	CPUs     cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
 	QP       *verbs.QP
@@ -187,7 +187,7 @@ func Connect(t *testing.T, o Options) []*End {
 	if o.Session != "" {
 		name = o.Session
 	}
-	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...)}
+	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
@@ -556,6 +556,7 @@ func (e *End) setup() error {
 	if !e.loopback {
 		e.Attr("role", e.Role)
 		e.Attr("peer", e.Sess.Peer())
+		e.Attr("oob_auth", e.Sess.Security())
 	} else {
 		e.Attr("role", "loopback")
 	}
