@@ -106,24 +106,10 @@ func (e *End) registerGPU(path string) (*verbs.MR, error) {
 // a DOWN port is named before any connection is tried).
 func Probe(t testing.TB) (r *rails.Rail, skip, fail string) {
 	t.Helper()
-	sel := testenv.Selection(t)
-	root := testenv.Root(t)
-	r = sel.Primary
-	if r == nil || r.NIC == nil {
-		if len(sel.NICs) > 0 {
-			return r, "", sel.NoCandidate() + "; remedy: bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT"
-		}
-		hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
-		mods := "kernel modules unknown"
-		if km, err := kmod.New(root); err != nil {
-			mods += " (" + err.Error() + ")"
-		} else {
-			mods = km.Summary(kmod.RDMA)
-			if !km.Has("ib_core") {
-				hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
-			}
-		}
-		return r, fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
+	r = testenv.Selection(t).Primary
+	if r == nil {
+		skip, fail = noNIC(t)
+		return nil, skip, fail
 	}
 	skip, fail = checkRail(t, r)
 	return r, skip, fail
@@ -135,10 +121,33 @@ func checkRail(t testing.TB, r *rails.Rail) (skip, fail string) {
 	t.Helper()
 	testenv.RailAttrs(t, r)
 	if r.NIC == nil {
-		return "", fmt.Sprintf("rail %d has no RDMA NIC: %s", r.Index, testenv.Selection(t).NoCandidate())
+		return noNIC(t)
 	}
 	if err := verbs.Load(); err != nil {
 		return err.Error(), ""
 	}
 	return "", ""
+}
+
+// noNIC says why no NIC can carry the test: none there is an absence (a
+// skip naming where the suite looked and what is loaded); NICs there but
+// none usable (a DOWN port, no uverbs node) is a failure, named before any
+// connection is tried.
+func noNIC(t testing.TB) (skip, fail string) {
+	sel := testenv.Selection(t)
+	if len(sel.NICs) > 0 {
+		return "", sel.NoCandidate() + "; remedy: bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT"
+	}
+	root := testenv.Root(t)
+	hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
+	mods := "kernel modules unknown"
+	if km, err := kmod.New(root); err != nil {
+		mods += " (" + err.Error() + ")"
+	} else {
+		mods = km.Summary(kmod.RDMA)
+		if !km.Has("ib_core") {
+			hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
+		}
+	}
+	return fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
 }
