@@ -110,10 +110,22 @@ func connectCheck(t *testing.T, r *rails.Rail) {
 	rc.Report(t, ends)
 }
 
-// transfer is one data check: the client moves size bytes of the pattern
-// for seed with some opcode between its registration local and the peer's
-// registration remote; the receiving side compares the whole transfer.
-type transfer func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, size, i int) error
+// xfer is one data check's transfer: size bytes of the pattern for seed at
+// byte offset off of both buffers (odd offsets: nothing is aligned for the
+// NIC's convenience), iteration i.
+type xfer struct {
+	seed         uint64
+	off, size, i int
+}
+
+// verifyOffset is the transfer's offset: unaligned, different per size and
+// iteration, and small enough that offset + size + guard fit verifyBuf.
+func verifyOffset(size, i int) int { return (size%61 + i*1021) % 4001 }
+
+// transfer is one data check: the client moves x's bytes with some opcode
+// between its registration local and the peer's registration remote; the
+// receiving side compares the whole transfer and the poison around it.
+type transfer func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, x xfer) error
 
 // runVerify runs a data check on every rail.
 func runVerify(t *testing.T, id string, fn transfer) {
@@ -134,9 +146,9 @@ func verifyAll(t *testing.T, ends []*rc.End, fn transfer) {
 			local, remote := e.Round(r)
 			for _, size := range verifySizes {
 				for i := 0; i < verifyIters(e); i++ {
-					seed := membuf.IterSeed(e.Seed+uint64(r)*0x100000001, size, i)
-					if err := fn(e, local, remote, seed, size, i); err != nil {
-						return fmt.Errorf("%d bytes, iteration %d, local %s MR -> peer %s MR: %w", size, i, local.Path, remote.Path, err)
+					x := xfer{seed: membuf.IterSeed(e.Seed+uint64(r)*0x100000001, size, i), off: verifyOffset(size, i), size: size, i: i}
+					if err := fn(e, local, remote, x); err != nil {
+						return fmt.Errorf("%d bytes at offset %d, iteration %d, local %s MR -> peer %s MR: %w", size, x.off, i, local.Path, remote.Path, err)
 					}
 					n++
 				}
@@ -172,11 +184,11 @@ func chunks(size int) [][2]int {
 }
 
 // chained is size bytes of op as up to 4 chained WRs, the last one signaled.
-func chained(op verbs.Opcode, local *verbs.MR, remote oob.RemoteMR, size int) []verbs.SendWR {
+func chained(op verbs.Opcode, local *verbs.MR, remote oob.RemoteMR, off, size int) []verbs.SendWR {
 	cs := chunks(size)
 	wrs := make([]verbs.SendWR, len(cs))
 	for k, c := range cs {
-		wrs[k] = wr(uint64(k), op, local, remote.Addr, remote.RKey, c[0], c[1], k == len(cs)-1)
+		wrs[k] = wr(uint64(k), op, local, remote.Addr, remote.RKey, off+c[0], c[1], k == len(cs)-1)
 	}
 	return wrs
 }
@@ -187,19 +199,20 @@ func TestPP03Write(t *testing.T) { runVerify(t, "PP-03", writeCheck) }
 // writeCheck is one RDMA WRITE data check: the client writes the pattern in
 // chained WRs, the server compares it (a device-to-host copy for GPU memory,
 // after the flush of the NIC's writes).
-func writeCheck(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, size, i int) error {
+func writeCheck(e *rc.End, local *verbs.MR, remote oob.RemoteMR, x xfer) error {
+	seed, off, size, i := x.seed, x.off, x.size, x.i
 	if e.Role == "server" {
-		if err := e.FillPoison(size+64, poison); err != nil {
+		if err := e.FillPoison(off+size+64, poison); err != nil {
 			return err
 		}
-	} else if err := e.FillPattern(size, seed); err != nil {
+	} else if err := e.FillPatternAt(off, size, seed); err != nil {
 		return err
 	}
 	if err := e.Sess.Barrier("ready", i); err != nil {
 		return err
 	}
 	if e.Role == "client" {
-		if err := e.QP.PostSend(chained(verbs.OpWrite, local, remote, size)...); err != nil {
+		if err := e.QP.PostSend(chained(verbs.OpWrite, local, remote, off, size)...); err != nil {
 			return err
 		}
 		if _, err := e.SCQ.Wait(1, "RDMA WRITE", e.WaitBudget(int64(size))); err != nil {
@@ -215,23 +228,24 @@ func writeCheck(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, si
 	}
 	var check error
 	if e.Role == "server" {
-		check = e.CheckBuf(size, seed)
+		check = e.CheckBufAt(off, size, seed)
 	}
 	return e.Settle("write check", e.Role == "server", check)
 }
 
 // PP-04: RDMA WRITE_WITH_IMM delivers the data and the immediate value.
 func TestPP04WriteImm(t *testing.T) {
-	runVerify(t, "PP-04", func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, size, i int) error {
+	runVerify(t, "PP-04", func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, x xfer) error {
+		seed, off, size, i := x.seed, x.off, x.size, x.i
 		imm := uint32(seed)
 		if e.Role == "server" {
-			if err := e.FillPoison(size+64, poison); err != nil {
+			if err := e.FillPoison(off+size+64, poison); err != nil {
 				return err
 			}
 			if err := e.QP.PostRecv(verbs.RecvWR{ID: uint64(i)}); err != nil {
 				return err
 			}
-		} else if err := e.FillPattern(size, seed); err != nil {
+		} else if err := e.FillPatternAt(off, size, seed); err != nil {
 			return err
 		}
 		if err := e.Sess.Barrier("ready", i); err != nil {
@@ -239,7 +253,7 @@ func TestPP04WriteImm(t *testing.T) {
 		}
 		var check error
 		if e.Role == "client" {
-			w := wr(uint64(i), verbs.OpWriteImm, local, remote.Addr, remote.RKey, 0, size, true)
+			w := wr(uint64(i), verbs.OpWriteImm, local, remote.Addr, remote.RKey, off, size, true)
 			w.Imm = imm
 			if err := e.QP.PostSend(w); err != nil {
 				return err
@@ -261,7 +275,7 @@ func TestPP04WriteImm(t *testing.T) {
 			case int(w.ByteLen) != size:
 				check = fmt.Errorf("completion byte_len %d, want %d", w.ByteLen, size)
 			default:
-				check = e.CheckBuf(size, seed)
+				check = e.CheckBufAt(off, size, seed)
 			}
 		}
 		return e.Settle("write-imm check", e.Role == "server", check)
@@ -270,12 +284,13 @@ func TestPP04WriteImm(t *testing.T) {
 
 // PP-05: RDMA READ fetches the peer's data intact.
 func TestPP05Read(t *testing.T) {
-	runVerify(t, "PP-05", func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, size, i int) error {
+	runVerify(t, "PP-05", func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, x xfer) error {
+		seed, off, size, i := x.seed, x.off, x.size, x.i
 		if e.Role == "server" {
-			if err := e.FillPattern(size, seed); err != nil {
+			if err := e.FillPatternAt(off, size, seed); err != nil {
 				return err
 			}
-		} else if err := e.FillPoison(size+64, poison); err != nil {
+		} else if err := e.FillPoison(off+size+64, poison); err != nil {
 			return err
 		}
 		if err := e.Sess.Barrier("ready", i); err != nil {
@@ -283,7 +298,7 @@ func TestPP05Read(t *testing.T) {
 		}
 		var check error
 		if e.Role == "client" {
-			if err := e.QP.PostSend(chained(verbs.OpRead, local, remote, size)...); err != nil {
+			if err := e.QP.PostSend(chained(verbs.OpRead, local, remote, off, size)...); err != nil {
 				return err
 			}
 			if _, err := e.SCQ.Wait(1, "RDMA READ", e.WaitBudget(int64(size))); err != nil {
@@ -291,7 +306,7 @@ func TestPP05Read(t *testing.T) {
 			}
 			// The NIC wrote the client's buffer: CheckBuf reads it back
 			// through a flushed device-to-host copy for GPU memory.
-			check = e.CheckBuf(size, seed)
+			check = e.CheckBufAt(off, size, seed)
 		}
 		restore := e.Sess.Within(e.WaitBudget(int64(size)))
 		defer restore()
@@ -303,15 +318,16 @@ func TestPP05Read(t *testing.T) {
 // small SEND from host memory goes inline (the provider copies it); from GPU
 // memory it never does (harness/verbs decides from the MR).
 func TestPP06SendRecv(t *testing.T) {
-	runVerify(t, "PP-06", func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, seed uint64, size, i int) error {
+	runVerify(t, "PP-06", func(e *rc.End, local *verbs.MR, remote oob.RemoteMR, x xfer) error {
+		seed, off, size, i := x.seed, x.off, x.size, x.i
 		if e.Role == "server" {
-			if err := e.FillPoison(size+64, poison); err != nil {
+			if err := e.FillPoison(off+size+64, poison); err != nil {
 				return err
 			}
-			if err := e.QP.PostRecv(verbs.RecvWR{ID: uint64(i), Local: local, LocalAddr: local.Addr, Len: uint32(local.Len)}); err != nil {
+			if err := e.QP.PostRecv(verbs.RecvWR{ID: uint64(i), Local: local, LocalAddr: local.Addr + uint64(off), Len: uint32(local.Len - off)}); err != nil {
 				return err
 			}
-		} else if err := e.FillPattern(size, seed); err != nil {
+		} else if err := e.FillPatternAt(off, size, seed); err != nil {
 			return err
 		}
 		if err := e.Sess.Barrier("ready", i); err != nil {
@@ -319,7 +335,7 @@ func TestPP06SendRecv(t *testing.T) {
 		}
 		var check error
 		if e.Role == "client" {
-			if err := e.QP.PostSend(wr(uint64(i), verbs.OpSend, local, 0, 0, 0, size, true)); err != nil {
+			if err := e.QP.PostSend(wr(uint64(i), verbs.OpSend, local, 0, 0, off, size, true)); err != nil {
 				return err
 			}
 			if _, err := e.SCQ.Wait(1, "SEND", e.WaitBudget(int64(size))); err != nil {
@@ -336,7 +352,7 @@ func TestPP06SendRecv(t *testing.T) {
 			case int(w.ByteLen) != size:
 				check = fmt.Errorf("completion byte_len %d, want %d", w.ByteLen, size)
 			default:
-				check = e.CheckBuf(size, seed)
+				check = e.CheckBufAt(off, size, seed)
 			}
 		}
 		return e.Settle("send check", e.Role == "server", check)
