@@ -459,8 +459,9 @@ func (e *End) setup() error {
 	attr := e.Ctx.Attr()
 	// CQ and QP limits are separate device attributes: a CQ deeper than
 	// max_cqe, or a QP longer than max_qp_wr, is refused.
-	cqDepth := min(QueueDepth, max(attr.MaxCQE, 1))
-	wrDepth := min(QueueDepth, max(attr.MaxQPWR, 1), cqDepth)
+	want := max(QueueDepth, cfg.TxDepth+16) // room for GDR_TX_DEPTH and a few more
+	cqDepth := min(want, max(attr.MaxCQE, 1))
+	wrDepth := min(want, max(attr.MaxQPWR, 1), cqDepth)
 	if e.SCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
 		return err
 	}

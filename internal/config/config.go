@@ -74,6 +74,17 @@ type Config struct {
 	// Thresholds; zero means "derive from the port rate on real NICs, or none".
 	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
 	MaxLatUS  float64 // GDR_MAX_LAT_US: p50 latency ceiling for small WRITEs
+	// MaxLatP99US and MaxLatP999US are GDR_MAX_LAT_P99_US and
+	// GDR_MAX_LAT_P999_US: tail ceilings (p99.9 judged only from 10000
+	// iterations on).
+	MaxLatP99US  float64
+	MaxLatP999US float64
+	// BWIters is GDR_BW_ITERS: WRs per bandwidth point (perftest's -n
+	// default is 5000), separate from GDR_ITERS (latency, data checks).
+	BWIters int
+	// TxDepth is GDR_TX_DEPTH: WRs in flight during bandwidth runs
+	// (perftest's -t, default 128).
+	TxDepth int
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
@@ -89,6 +100,8 @@ func Defaults() Config {
 		Timeout:         30 * time.Second,
 		MaxPath:         pathclass.PXB,
 		Iters:           1000,
+		BWIters:         5000,
+		TxDepth:         128,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
 		MR:              MRAuto,
@@ -100,7 +113,8 @@ var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
-	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
+	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
+	"GDR_BW_ITERS", "GDR_TX_DEPTH",
 }
 
 // Load reads the process environment.
@@ -261,6 +275,22 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			c.Iters = n
 		}
 	}
+	if v, ok := get("GDR_BW_ITERS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10_000_000 {
+			bad("GDR_BW_ITERS", v, "a whole number from 1 to 10000000")
+		} else {
+			c.BWIters = n
+		}
+	}
+	if v, ok := get("GDR_TX_DEPTH"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 8192 {
+			bad("GDR_TX_DEPTH", v, "a whole number from 1 to 8192")
+		} else {
+			c.TxDepth = n
+		}
+	}
 	if v, ok := get("GDR_BW_SIZES"); ok && v != "" {
 		sizes, err := parseSizes(v)
 		if err != nil {
@@ -271,6 +301,8 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, "Gb/s, no unit", c.MinBWGbps, bad)
 	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, "microseconds, no unit", c.MaxLatUS, bad)
+	c.MaxLatP99US = parseFloat(get, "GDR_MAX_LAT_P99_US", 0, 1e9, "microseconds, no unit", c.MaxLatP99US, bad)
+	c.MaxLatP999US = parseFloat(get, "GDR_MAX_LAT_P999_US", 0, 1e9, "microseconds, no unit", c.MaxLatP999US, bad)
 	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, "a fraction: 0.6, not 60%", c.MinCopyFraction, bad)
 
 	if c.Role == Client && c.Peer == "" {
