@@ -158,8 +158,15 @@ func GPUOf(t testing.TB, dev Device) *rails.GPU {
 func OnGPUCPUs(t testing.TB, dev Device, fn func() error) error {
 	t.Helper()
 	placed, err := numa.OnCPUs(LocalCPUs(t, dev), fn)
-	testenv.Attr(t, "copy_cpus", placed)
+	CopyCPUsAttr(t, placed)
 	return err
+}
+
+// CopyCPUsAttr records where timed copies ran (numa.OnCPUs' answer) as
+// gdr.copy_cpus, for tests that place copies themselves.
+func CopyCPUsAttr(t testing.TB, placed string) {
+	t.Helper()
+	testenv.Attr(t, "copy_cpus", placed)
 }
 
 // LocalCPUs is the GPU's local_cpulist, empty when sysfs does not have the

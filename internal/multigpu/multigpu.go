@@ -8,6 +8,7 @@ package multigpu
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -154,4 +155,72 @@ func NVLinkRate(links, version int) (float64, string, error) {
 	}
 	total := float64(links) * per
 	return total, fmt.Sprintf("%d x %s links x %g GB/s = %g GB/s per direction", links, gen, per, total), nil
+}
+
+// LaneFunc is run by AtOnce: it prepares (a warm-up copy), calls arm, which
+// returns once every lane has armed, then runs its timed loop until stop is
+// closed. A lane that fails before arming must simply return its error.
+type LaneFunc func(i int, arm func(), stop <-chan struct{}) error
+
+// AtOnce runs n lanes on goroutines of their own so that their timed parts
+// start together: it waits until every lane has armed (or returned), lets
+// them go, closes stop window later, and waits for all of them. Lanes that
+// do not arm within armWithin, or do not return within window+stopWithin,
+// are an error naming how many; so is any lane's own error (joined). Every
+// wait here has a deadline; a lane stuck in a driver call is left behind.
+func AtOnce(n int, window, armWithin, stopWithin time.Duration, lane LaneFunc) error {
+	var armed, done sync.WaitGroup
+	armed.Add(n)
+	done.Add(n)
+	start, stop := make(chan struct{}), make(chan struct{})
+	errs := make([]error, n)
+	var mu sync.Mutex
+	ready, left := 0, n // for the timeout messages
+	count := func(p *int, d int) { mu.Lock(); *p += d; mu.Unlock() }
+	get := func(p *int) int { mu.Lock(); defer mu.Unlock(); return *p }
+	for i := 0; i < n; i++ {
+		go func() {
+			defer done.Done()
+			var once sync.Once
+			arm := func() { once.Do(func() { count(&ready, 1); armed.Done(); <-start }) }
+			err := lane(i, arm, stop)
+			once.Do(func() { count(&ready, 1); armed.Done() }) // a lane that never armed must not hold the others
+			mu.Lock()
+			errs[i] = err
+			left--
+			mu.Unlock()
+		}()
+	}
+	if !waitWithin(&armed, armWithin) {
+		close(start)
+		close(stop)
+		return fmt.Errorf("%d of %d copy loops were not ready within %v (a warm-up copy hangs)", n-get(&ready), n, armWithin)
+	}
+	close(start)
+	time.Sleep(window)
+	close(stop)
+	if !waitWithin(&done, stopWithin) {
+		return fmt.Errorf("%d of %d copy loops did not stop within %v of being told to", get(&left), n, stopWithin)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, fmt.Errorf("copy loop %d: %w", i, err))
+		}
+	}
+	return errors.Join(out...)
+}
+
+// waitWithin waits for wg at most d.
+func waitWithin(wg *sync.WaitGroup, d time.Duration) bool {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }

@@ -1,6 +1,8 @@
 package multigpu
 
 import (
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,4 +95,51 @@ func TestNVLinkRate(t *testing.T) {
 	require.ErrorContains(t, err, "NVLink version 8 is not one this suite knows")
 	_, _, err = NVLinkRate(18, 0)
 	require.ErrorContains(t, err, "NVLink version 0")
+}
+
+func TestAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	var starts []time.Time
+	err := AtOnce(3, 30*time.Millisecond, time.Second, time.Second, func(i int, arm func(), stop <-chan struct{}) error {
+		time.Sleep(time.Duration(i) * 10 * time.Millisecond) // warm-ups of different lengths
+		arm()
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		<-stop
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, starts, 3)
+	for _, s := range starts[1:] {
+		assert.Less(t, s.Sub(starts[0]).Abs(), 10*time.Millisecond, "the timed parts start together")
+	}
+
+	err = AtOnce(2, 0, time.Second, time.Second, func(i int, arm func(), stop <-chan struct{}) error {
+		if i == 1 {
+			return errors.New("warm-up failed")
+		}
+		arm()
+		<-stop
+		return nil
+	})
+	require.EqualError(t, err, "copy loop 1: warm-up failed", "a lane failing before it arms does not hold the others")
+
+	block := make(chan struct{})
+	defer close(block)
+	err = AtOnce(2, 0, 20*time.Millisecond, time.Second, func(i int, arm func(), stop <-chan struct{}) error {
+		if i == 0 {
+			<-block // a warm-up that hangs
+		}
+		arm()
+		return nil
+	})
+	require.ErrorContains(t, err, "1 of 2 copy loops were not ready within 20ms")
+
+	err = AtOnce(1, 0, time.Second, 20*time.Millisecond, func(i int, arm func(), stop <-chan struct{}) error {
+		arm()
+		<-block // ignores stop
+		return nil
+	})
+	require.ErrorContains(t, err, "1 of 1 copy loops did not stop within 20ms")
 }
