@@ -41,9 +41,9 @@ func (n NVLink) String() string {
 
 // link is one active NVLink link of a GPU.
 type link struct {
-	remote  string // normalised PCI address of the remote end; "" when unknown
+	remote   string // normalised PCI address of the remote end; "" when unknown
 	toSwitch bool
-	version int
+	version  int
 }
 
 // activeLinks reads every active NVLink link of dev. Link indices the device
