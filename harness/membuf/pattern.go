@@ -75,6 +75,17 @@ func CompareCopy(got, want []byte, poison byte, untouched string) error {
 		bad, len(want), first, want[first:end], got[first:end], cause)
 }
 
+// GuardBefore checks that the off bytes before a transfer at offset off
+// still hold poison (nothing written before the start).
+func GuardBefore(got []byte, off int, poison byte) error {
+	for i := 0; i < off && i < len(got); i++ {
+		if got[i] != poison {
+			return fmt.Errorf("byte %d before the transfer's start (offset %d) was overwritten (0x%02x, poison 0x%02x): the NIC wrote before the requested address", off-i, off, got[i], poison)
+		}
+	}
+	return nil
+}
+
 // Guard checks that the 64 bytes after size still hold poison (no overlong write).
 func Guard(got []byte, size int, poison byte) error {
 	for i := size; i < len(got) && i < size+64; i++ {

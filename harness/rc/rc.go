@@ -43,15 +43,27 @@ const (
 	MaxInline  = 64
 )
 
-// Alloc makes a test's buffer of size bytes, released through t.Cleanup; it
-// may end the test (an absent GPU, say). Call it from the test goroutine.
-type Alloc func(t testing.TB, size int) membuf.Buffer
+// Alloc makes a test's buffer of size bytes for rail r (its GPU, or host
+// memory near its NIC), released through t.Cleanup; it may end the test (an
+// absent GPU, say). r may be nil (no rail known). Call it from the test
+// goroutine.
+type Alloc func(t testing.TB, size int, r *rails.Rail) membuf.Buffer
 
 // Options say what to connect. Every field but BufSize and Alloc has a
 // working zero value.
 type Options struct {
-	// Dev is the RDMA device; "" takes the one Probe picks.
+	// Rail is the rail to connect on (its NIC; its GPU for the buffer);
+	// nil takes the primary rail (Probe).
+	Rail *rails.Rail
+	// Dev names the RDMA device instead of a rail (memreg's own NIC).
 	Dev string
+	// Session names the out-of-band session when one test connects
+	// several times (""= the test's name).
+	Session string
+	// PortOffset is added to the out-of-band port (GDR_LISTEN, GDR_PEER)
+	// so that rails connected at the same time do not share it: rail r
+	// uses the base port + r.
+	PortOffset int
 	// BufSize is the size of each end's buffer.
 	BufSize int
 	// Alloc makes the buffer; nil means page-aligned host memory.
@@ -91,7 +103,7 @@ type End struct {
 	sysDev   *rdmadev.Device // the NIC as sysfs shows it
 	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
 	// loops poll the CQ there (OnNICCPUs).
-	CPUs cpulist.Set
+	CPUs     cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
 	QP       *verbs.QP
@@ -157,16 +169,25 @@ func Connect(t *testing.T, o Options) []*End {
 	cfg := testenv.Config(t)
 	root := testenv.Root(t)
 	dev, skip, fail := o.Dev, "", ""
-	if dev == "" {
-		var r *rails.Rail
-		if r, skip, fail = Probe(t); r != nil && r.NIC != nil {
-			dev = r.NIC.Name
-		}
+	rail := o.Rail
+	switch {
+	case dev != "":
+	case rail != nil:
+		skip, fail = checkRail(t, rail)
+	default:
+		rail, skip, fail = Probe(t)
+	}
+	if dev == "" && rail != nil && rail.NIC != nil {
+		dev = rail.NIC.Name
 	}
 	if o.Skip != "" && skip == "" && fail == "" {
 		skip = o.Skip
 	}
-	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...)}
+	name := t.Name()
+	if o.Session != "" {
+		name = o.Session
+	}
+	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
@@ -190,7 +211,7 @@ func Connect(t *testing.T, o Options) []*End {
 		srv, cli := loopbackSessions(t, opt)
 		ends = []*End{mk("server", srv), mk("client", cli)}
 	case config.Server:
-		ln, err := oob.Listen(cfg.Listen, opt)
+		ln, err := oob.Listen(offsetPort(cfg.Listen, o.PortOffset), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +223,7 @@ func Connect(t *testing.T, o Options) []*End {
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("server", s)}
 	case config.Client:
-		s, err := oob.Dial(cfg.Peer, opt)
+		s, err := oob.Dial(offsetPort(cfg.Peer, o.PortOffset), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +247,7 @@ func Connect(t *testing.T, o Options) []*End {
 			alloc = HostBuffer
 		}
 		for _, e := range ends {
-			e.Buf = alloc(t, o.BufSize)
+			e.Buf = alloc(t, o.BufSize, rail)
 		}
 	}
 
@@ -297,6 +318,22 @@ func loopbackSessions(t *testing.T, opt oob.Options) (srv, cli *oob.Session) {
 		t.Fatalf("loopback out-of-band session over 127.0.0.1: %v", err)
 	}
 	return srv, cli
+}
+
+// offsetPort adds off to the port of host:port (validated by config).
+func offsetPort(hp string, off int) string {
+	if off == 0 {
+		return hp
+	}
+	h, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return hp
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return hp
+	}
+	return net.JoinHostPort(h, strconv.Itoa(n+off))
 }
 
 func index(ends []*End, e *End) int {
@@ -422,8 +459,9 @@ func (e *End) setup() error {
 	attr := e.Ctx.Attr()
 	// CQ and QP limits are separate device attributes: a CQ deeper than
 	// max_cqe, or a QP longer than max_qp_wr, is refused.
-	cqDepth := min(QueueDepth, max(attr.MaxCQE, 1))
-	wrDepth := min(QueueDepth, max(attr.MaxQPWR, 1), cqDepth)
+	want := max(QueueDepth, cfg.TxDepth+16) // room for GDR_TX_DEPTH and a few more
+	cqDepth := min(want, max(attr.MaxCQE, 1))
+	wrDepth := min(want, max(attr.MaxQPWR, 1), cqDepth)
 	if e.SCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
 		return err
 	}
@@ -519,6 +557,7 @@ func (e *End) setup() error {
 	if !e.loopback {
 		e.Attr("role", e.Role)
 		e.Attr("peer", e.Sess.Peer())
+		e.Attr("oob_auth", e.Sess.Security())
 	} else {
 		e.Attr("role", "loopback")
 	}
@@ -615,14 +654,17 @@ func (e *End) RateGbps() float64 {
 	return 0
 }
 
-// HostBuffer is the default Alloc: page-aligned host memory on the primary
-// rail NIC's NUMA node (where its DMA is cheapest), recorded as
-// gdr.host_mem_numa.
-func HostBuffer(t testing.TB, size int) membuf.Buffer {
+// HostBuffer is the default Alloc: page-aligned host memory on the NUMA
+// node of rail r's NIC (the primary rail's when r is nil), where its DMA is
+// cheapest, recorded as gdr.host_mem_numa.
+func HostBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	t.Helper()
+	if r == nil {
+		r = testenv.Selection(t).Primary
+	}
 	node := -1
-	if p := testenv.Selection(t).Primary; p != nil && p.NIC != nil {
-		node = p.NIC.NUMA
+	if r != nil && r.NIC != nil {
+		node = r.NIC.NUMA
 	}
 	b, place, err := membuf.NewHostOn(size, node)
 	testenv.Attr(t, "host_mem_numa", place)
