@@ -33,7 +33,7 @@ func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip 
 	}
 	return rc.Options{Rail: r, BufSize: bufSize, Alloc: alloc, Skip: skip,
 		Info: map[string]string{"GDR_ITERS": strconv.Itoa(cfg.Iters), "GDR_BW_ITERS": strconv.Itoa(cfg.BWIters),
-			"GDR_TX_DEPTH": strconv.Itoa(cfg.TxDepth), "GDR_BW_SIZES": rc.JoinInts(cfg.BWSizes)}}
+			"GDR_TX_DEPTH": strconv.Itoa(cfg.TxDepth), "GDR_QPS": strconv.Itoa(cfg.QPs), "GDR_BW_SIZES": rc.JoinInts(cfg.BWSizes)}}
 }
 
 // perRail runs fn in one subtest per rail ("rail<N>", rc.Rails), the rails

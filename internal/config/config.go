@@ -85,6 +85,9 @@ type Config struct {
 	// TxDepth is GDR_TX_DEPTH: WRs in flight during bandwidth runs
 	// (perftest's -t, default 128).
 	TxDepth int
+	// QPs is GDR_QPS: queue pairs per bandwidth connection (perftest's
+	// -q); each posts GDR_BW_ITERS WRs, all at once.
+	QPs int
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
@@ -111,6 +114,7 @@ func Defaults() Config {
 		Iters:           1000,
 		BWIters:         5000,
 		TxDepth:         128,
+		QPs:             1,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
 		// 0.8 sits between what two GPUs behind one uplink get at most
@@ -134,7 +138,7 @@ var Vars = []string{
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
-	"GDR_BW_ITERS", "GDR_TX_DEPTH",
+	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION",
 }
 
@@ -310,6 +314,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_TX_DEPTH", v, "a whole number from 1 to 8192")
 		} else {
 			c.TxDepth = n
+		}
+	}
+	if v, ok := get("GDR_QPS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			bad("GDR_QPS", v, "a whole number from 1 to 64")
+		} else {
+			c.QPs = n
 		}
 	}
 	if v, ok := get("GDR_BW_SIZES"); ok && v != "" {
