@@ -91,6 +91,15 @@ type Config struct {
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
+	// MinConcurrentFraction is GDR_MIN_CONCURRENT_FRACTION: a GPU's pinned
+	// copy rate while every selected GPU copies at once, as a fraction of its
+	// rate alone (GPU-12/13).
+	MinConcurrentFraction float64
+	// MinP2PNVLinkFraction and MinP2PPCIeFraction are GDR_MIN_P2P_NVLINK_FRACTION
+	// and GDR_MIN_P2P_PCIE_FRACTION: GPU<->GPU peer copy bandwidth floors as a
+	// fraction of the link's theoretical rate per direction (GPU-15).
+	MinP2PNVLinkFraction float64
+	MinP2PPCIeFraction   float64
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -108,7 +117,18 @@ func Defaults() Config {
 		QPs:             1,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
-		MR:              MRAuto,
+		// 0.8 sits between what two GPUs behind one uplink get at most
+		// (0.5 each) and what GPUs with uplinks of their own keep (0.9 and
+		// more, host memory being shared); see README.
+		MinConcurrentFraction: 0.8,
+		// 0.74 of NVLink 4's 450 GB/s (18 links) is 333 GB/s, just below the
+		// 335 GB/s Azure's node health checks require of every H200 pair
+		// (azurehpc-health-checks conf/nd96isr_h200_v5.conf: check_gpu_bw 48 335).
+		MinP2PNVLinkFraction: 0.74,
+		// A peer copy over PCIe crosses both GPUs' links with the same bytes
+		// a host copy carries: the same floor as GDR_MIN_COPY_FRACTION.
+		MinP2PPCIeFraction: 0.6,
+		MR:                 MRAuto,
 	}
 }
 
@@ -119,6 +139,7 @@ var Vars = []string{
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
+	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION",
 }
 
 // Load reads the process environment.
@@ -316,6 +337,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c.MaxLatP99US = parseFloat(get, "GDR_MAX_LAT_P99_US", 0, 1e9, "microseconds, no unit", c.MaxLatP99US, bad)
 	c.MaxLatP999US = parseFloat(get, "GDR_MAX_LAT_P999_US", 0, 1e9, "microseconds, no unit", c.MaxLatP999US, bad)
 	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, "a fraction: 0.6, not 60%", c.MinCopyFraction, bad)
+	c.MinConcurrentFraction = parseFloat(get, "GDR_MIN_CONCURRENT_FRACTION", 0, 1, "a fraction of the solo rate: 0.8, not 80%", c.MinConcurrentFraction, bad)
+	c.MinP2PNVLinkFraction = parseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
+	c.MinP2PPCIeFraction = parseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
 
 	if c.Role == Client && c.Peer == "" {
 		errs = append(errs, errors.New("GDR_ROLE=client needs GDR_PEER=host[:port] naming the server"))
