@@ -132,8 +132,8 @@ func mlx5Tree(t *testing.T, vals map[string]string) string {
 
 func TestReadPortMLX5(t *testing.T) {
 	r := root(t, mlx5Tree(t, map[string]string{
-		"counters/VL15_dropped":          "N/A (no PMA)\n", // older kernels
-		"counters/port_rcv_packets":      "lots\n",
+		"counters/VL15_dropped":           "N/A (no PMA)\n", // older kernels
+		"counters/port_rcv_packets":       "lots\n",
 		"hw_counters/vport_out_of_buffer": "3\n",
 	}))
 	s, err := ReadPort(r, "mlx5_0", 1)
