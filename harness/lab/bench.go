@@ -41,7 +41,7 @@ type benchMetric struct {
 // move benchBWBytes each, at least benchMinBWIters messages (the lab's rxe
 // does 5-35 MB/s depending on the host's load).
 const (
-	benchLatIters   = 200
+	benchLatIters   = 500
 	benchBWBytes    = 32 << 20
 	benchMinBWIters = 64
 )

@@ -44,13 +44,13 @@ func TestBenchPlanInterleaves(t *testing.T) {
 	assert.Contains(t, bw.Env, "GDR_ROLE=client")
 	lat := byID["b4:ours:write_lat_2"]
 	assert.Contains(t, lat.Argv, "-test.run=^TestPP07Latency$/^WRITE$")
-	assert.Equal(t, "GDR_ITERS=200", lat.Env[len(lat.Env)-1])
+	assert.Equal(t, "GDR_ITERS=500", lat.Env[len(lat.Env)-1])
 	pt := byID["b1:perftest:write_bw_65536"]
 	assert.Equal(t, "tool", pt.Kind)
 	assert.Equal(t, []string{"/usr/bin/ib_write_bw", "-d", "rxe0", "-x", "1", "-F", "-s", "65536", "-n", "512", ServerIP}, pt.Argv)
 	ptl := byID["b3:perftest:write_lat_2"]
 	assert.Equal(t, "/usr/bin/ib_write_lat", ptl.Argv[0])
-	assert.Contains(t, strings.Join(ptl.Argv, " "), "-s 2 -n 200 "+ServerIP)
+	assert.Contains(t, strings.Join(ptl.Argv, " "), "-s 2 -n 500 "+ServerIP)
 	assert.NotContains(t, strings.Join(server.Steps[1].Argv, " "), ServerIP, "the server side listens")
 
 	// Without our binary only perftest runs.
