@@ -42,7 +42,7 @@ type benchMetric struct {
 // does 5-35 MB/s depending on the host's load).
 const (
 	benchLatIters   = 500
-	benchBWBytes    = 32 << 20
+	benchBWBytes    = 64 << 20
 	benchMinBWIters = 64
 )
 

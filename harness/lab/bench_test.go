@@ -39,7 +39,7 @@ func TestBenchPlanInterleaves(t *testing.T) {
 	assert.Equal(t, "gotest", bw.Kind)
 	assert.Equal(t, PingpongPkg+"@b2:ours:write_bw_1048576", bw.Pkg)
 	assert.Contains(t, bw.Argv, "-test.run=^TestPP08Bandwidth$/^WRITE$/^1048576$")
-	assert.Equal(t, "GDR_ITERS=64", bw.Env[len(bw.Env)-2], "64 x 1 MiB per run; later than testEnv's GDR_ITERS, so it wins")
+	assert.Equal(t, "GDR_ITERS=64", bw.Env[len(bw.Env)-2], "64 MiB per run; later than testEnv's GDR_ITERS, so it wins")
 	assert.Equal(t, "GDR_BW_SIZES=1048576", bw.Env[len(bw.Env)-1])
 	assert.Contains(t, bw.Env, "GDR_ROLE=client")
 	lat := byID["b4:ours:write_lat_2"]
@@ -47,7 +47,7 @@ func TestBenchPlanInterleaves(t *testing.T) {
 	assert.Equal(t, "GDR_ITERS=500", lat.Env[len(lat.Env)-1])
 	pt := byID["b1:perftest:write_bw_65536"]
 	assert.Equal(t, "tool", pt.Kind)
-	assert.Equal(t, []string{"/usr/bin/ib_write_bw", "-d", "rxe0", "-x", "1", "-F", "-s", "65536", "-n", "512", ServerIP}, pt.Argv)
+	assert.Equal(t, []string{"/usr/bin/ib_write_bw", "-d", "rxe0", "-x", "1", "-F", "-s", "65536", "-n", "1000", ServerIP}, pt.Argv)
 	ptl := byID["b3:perftest:write_lat_2"]
 	assert.Equal(t, "/usr/bin/ib_write_lat", ptl.Argv[0])
 	assert.Contains(t, strings.Join(ptl.Argv, " "), "-s 2 -n 500 "+ServerIP)
