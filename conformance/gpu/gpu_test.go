@@ -15,6 +15,8 @@ import (
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 const (
@@ -33,17 +35,32 @@ const (
 	bar1Warn = 1 << 30
 )
 
-// forEachGPU runs check once per GPU under test (GDR_GPU picks one), in a
-// subtest named by its PCI address, with the requirement and gdr.gpu set.
+// forEachGPU runs check once per GPU under test (the selected rails' GPUs:
+// GDR_GPU, GDR_RAILS), in a subtest named by its PCI address, with the
+// requirement, the rail's facts (gdr.gpu, gdr.nic, ...) and its CUDA device.
 func forEachGPU(t *testing.T, id string, check func(t *testing.T, d *cuda.Driver, dev cuda.Device)) {
 	t.Helper()
 	testenv.Req(t, id)
-	d := cuda.Open(t)
-	for _, dev := range cuda.GPUs(t, d) {
-		t.Run(dev.PCI, func(t *testing.T) {
+	sel := testenv.Selection(t)
+	var gpus []*rails.Rail
+	for _, r := range sel.Rails {
+		if r.GPU != nil {
+			gpus = append(gpus, r)
+		}
+	}
+	if len(gpus) == 0 {
+		d := cuda.Open(t) // absent when there is no driver either
+		cuda.GPUs(t, d)   // absent when the driver sees none
+		testenv.Failf(t, "check that sysfs shows the GPUs the driver sees (GDR_HOST_ROOT?)", "the CUDA driver sees GPUs but the selection has none: %s", sel.PrimaryWhy)
+	}
+	for _, r := range gpus {
+		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, id)
-			testenv.Attr(t, "gpu", dev.PCI)
+			testenv.RailAttrs(t, r) // the same GPU and NIC as every package
+			d := cuda.Open(t)
+			dev := cuda.DeviceOf(t, d, r.GPU)
 			testenv.Attr(t, "gpu_name", dev.Name)
+			testenv.Attr(t, "mem", dev.MemLabel())
 			check(t, d, dev)
 		})
 	}
@@ -59,6 +76,12 @@ func TestGPU01Driver(t *testing.T) {
 		list = append(list, fmt.Sprintf("%d=%s %s", dev.Ordinal, dev.PCI, dev.Name))
 	}
 	testenv.Attr(t, "gpus", strings.Join(list, ", "))
+	if emu, desc := d.Emulated(); emu {
+		// The lab's stand-in driver: every result here is emulated.
+		testenv.Attr(t, "mem", "gpu-emulated")
+		testenv.Attr(t, "emulated", desc)
+		t.Logf("libcuda.so.1 is the lab's emulated GPU (%s): these results are no hardware evidence", desc)
+	}
 	t.Logf("CUDA driver %s (%d); GPUs: %s", cuda.VersionString(d.Version()), d.Version(), strings.Join(list, ", "))
 	if d.Version() < 11000 {
 		testenv.Failf(t, "upgrade the NVIDIA driver to R450 or newer",
@@ -105,6 +128,11 @@ func attrCheck(t *testing.T, dev cuda.Device, a cuda.Attribute, key string, want
 	}
 	testenv.Attr(t, key, v)
 	if want >= 0 && v != want {
+		if dev.Emulated {
+			// The lab's emulated GPU reports what it does not emulate
+			// (dma-buf export, cuMemCreate) as 0: absent, not a fault.
+			testenv.Absent(t, "GPU %s is the lab's emulated GPU, which does not emulate %s (it reports %d); a real GPU is judged here", dev.PCI, a, v)
+		}
 		testenv.Failf(t, remedy, "GPU %s (%s): %s is %d, want %d", dev.PCI, dev.Name, a, v, want)
 	}
 	return v
@@ -199,7 +227,7 @@ func TestGPU08DmabufExport(t *testing.T) {
 		sup, err := dev.Attr(cuda.AttrDMABufSupported)
 		if err != nil || sup != 1 || !d.HasDmabufExport() {
 			// GPU-04 fails for this; exporting would only repeat it.
-			t.Skipf("GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s): see GPU-04", dev.PCI, sup, cuda.VersionString(d.Version()))
+			testenv.Absent(t, "GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s): see GPU-04", dev.PCI, sup, cuda.VersionString(d.Version()))
 		}
 		c := cuda.Primary(t, dev)
 		m := cuda.Alloc(t, c, 2<<20)
@@ -232,9 +260,12 @@ func TestGPU08DmabufExport(t *testing.T) {
 	})
 }
 
-// gpuLink reads the GPU's PCIe link, or ends the test when there is none to
-// read (a virtual bus without link registers).
-func gpuLink(t *testing.T, dev cuda.Device) pcie.Link {
+// gpuLink reads the GPU's PCIe link and what it should train to: the lower
+// of the GPU's own maximum and its upstream port's (topo.ExpectedLink, the
+// rule TOPO-04 applies), so a Gen5 GPU in a Gen4 slot is judged at Gen4. A
+// GPU without link registers (a virtual bus, the lab's emulated GPU) ends
+// the test as absent.
+func gpuLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
 	t.Helper()
 	root := testenv.Root(t)
 	l, err := pcie.ReadLink(root, dev.PCI)
@@ -245,22 +276,37 @@ func gpuLink(t *testing.T, dev cuda.Device) pcie.Link {
 		testenv.Failf(t, "check the GPU's PCI function in sysfs (lspci -vvv -s "+dev.PCI+")", "%v", err)
 	}
 	testenv.Attr(t, "link", l.String())
-	rate, err := l.MaxGBps()
+	want, err := testenv.Selection(t).Index.ExpectedLink(dev.PCI)
 	if err != nil {
 		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
 	}
-	testenv.Attr(t, "link_gbps", rate)
-	return l
+	testenv.Attr(t, "link_expected", fmt.Sprintf("%g GT/s x%d", want.Speed, want.Width))
+	if want.Limited {
+		testenv.Attr(t, "link_limited_by", fmt.Sprintf("%s (max %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth))
+		t.Logf("GPU %s (max %g GT/s x%d) sits below %s (max %g GT/s x%d): judged at %g GT/s x%d",
+			dev.PCI, l.MaxGTs, l.MaxWidth, want.Partner, want.PartnerSpeed, want.PartnerWidth, want.Speed, want.Width)
+	}
+	rate, err := pcie.GBps(want.Speed, want.Width)
+	if err != nil {
+		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
+	}
+	testenv.Attr(t, "link_gbyte_s", rate)
+	return l, want
 }
 
 // measure times copyReps pinned copies of copySize bytes after one warm-up and
 // returns the best and mean rates in GB/s.
 func measure(t testing.TB, c *cuda.Context, dir cuda.Direction, dev *cuda.Mem, host *cuda.Pinned) (best, mean float64) {
 	t.Helper()
-	if _, err := c.Copy(dir, dev, host, copySize, 1); err != nil {
-		testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: %v", c.Dev.PCI, err)
-	}
-	ds, err := c.Copy(dir, dev, host, copySize, copyReps)
+	var ds []time.Duration
+	err := cuda.OnGPUCPUs(t, c.Dev, func() error {
+		if _, err := c.Copy(dir, dev, host, copySize, 1); err != nil { // warm-up
+			return err
+		}
+		var err error
+		ds, err = c.Copy(dir, dev, host, copySize, copyReps)
+		return err
+	})
 	if err != nil {
 		testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: %v", c.Dev.PCI, err)
 	}
@@ -276,23 +322,24 @@ func measure(t testing.TB, c *cuda.Context, dir cuda.Direction, dev *cuda.Mem, h
 func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 	forEachGPU(t, id, func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		frac := testenv.Config(t).MinCopyFraction
-		l := gpuLink(t, dev)
-		rate, _ := l.MaxGBps()
+		_, want := gpuLink(t, dev)
+		rate, _ := pcie.GBps(want.Speed, want.Width)
 		c := cuda.Primary(t, dev)
 		m := cuda.Alloc(t, c, copySize)
 		h := cuda.HostAlloc(t, c, copySize)
 		best, mean := measure(t, c, dir, m, h)
-		key := map[cuda.Direction]string{cuda.HtoD: "h2d", cuda.DtoH: "d2h"}[dir]
-		testenv.Attr(t, key+"_gbps", best)
-		testenv.Attr(t, key+"_gbps_mean", mean)
-		testenv.Attr(t, key+"_fraction", best/rate)
+		testenv.Attr(t, "copy_dir", map[cuda.Direction]string{cuda.HtoD: "h2d", cuda.DtoH: "d2h"}[dir])
+		testenv.Attr(t, "copy_gbyte_s", best)
+		testenv.Attr(t, "copy_gbyte_s_mean", mean)
+		testenv.Attr(t, "copy_fraction", best/rate)
 		testenv.Attr(t, "min_copy_fraction", frac)
+		testenv.Attr(t, "min_copy_gbyte_s", frac*rate)
 		t.Logf("GPU %s %s pinned %s: best %.2f GB/s, mean %.2f GB/s = %.0f%% of %.2f GB/s (%s x%d)",
-			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pcie.Generation(l.MaxGTs), l.MaxWidth)
+			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pcie.Generation(want.Speed), want.Width)
 		if best < frac*rate {
 			testenv.Failf(t, "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
 				"GPU %s: pinned %s copies reach %.2f GB/s, %.0f%% of the %.2f GB/s a %s x%d link carries, below GDR_MIN_COPY_FRACTION=%.2f (%.2f GB/s)",
-				dev.PCI, dir, best, 100*best/rate, rate, pcie.Generation(l.MaxGTs), l.MaxWidth, frac, frac*rate)
+				dev.PCI, dir, best, 100*best/rate, rate, pcie.Generation(want.Speed), want.Width, frac, frac*rate)
 		}
 	})
 }
@@ -304,10 +351,10 @@ func TestGPU10DtoHBandwidth(t *testing.T) { copyCheck(t, "GPU-10", cuda.DtoH) }
 func TestGPU11LinkUnderLoad(t *testing.T) {
 	forEachGPU(t, "GPU-11", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		root := testenv.Root(t)
-		idle := gpuLink(t, dev)
+		idle, want := gpuLink(t, dev)
 		testenv.Attr(t, "link_idle", fmt.Sprintf("%g GT/s x%d", idle.CurGTs, idle.CurWidth))
-		if idle.CurGTs < idle.MaxGTs {
-			t.Logf("GPU %s idle at %g GT/s of %g GT/s (power management); re-reading under load", dev.PCI, idle.CurGTs, idle.MaxGTs)
+		if idle.CurGTs < want.Speed {
+			t.Logf("GPU %s idle at %g GT/s of %g GT/s (power management); re-reading under load", dev.PCI, idle.CurGTs, want.Speed)
 		}
 
 		c := cuda.Primary(t, dev)
@@ -359,15 +406,15 @@ func TestGPU11LinkUnderLoad(t *testing.T) {
 		}
 		testenv.Attr(t, "link_busy", fmt.Sprintf("%g GT/s x%d", busy.CurGTs, busy.CurWidth))
 		testenv.Attr(t, "link_busy_copies", r.n)
-		t.Logf("GPU %s: idle %g GT/s x%d, busy %g GT/s x%d, max %g GT/s x%d (%d copies of %s during sampling)",
-			dev.PCI, idle.CurGTs, idle.CurWidth, busy.CurGTs, busy.CurWidth, idle.MaxGTs, idle.MaxWidth, r.n, cuda.Size(chunk))
+		t.Logf("GPU %s: idle %g GT/s x%d, busy %g GT/s x%d, expected %g GT/s x%d (%d copies of %s during sampling)",
+			dev.PCI, idle.CurGTs, idle.CurWidth, busy.CurGTs, busy.CurWidth, want.Speed, want.Width, r.n, cuda.Size(chunk))
 		var errs []error
-		if busy.CurGTs < idle.MaxGTs {
-			errs = append(errs, fmt.Errorf("link stays at %g GT/s (%s) while the GPU copies, below its maximum %g GT/s (%s)",
-				busy.CurGTs, pcie.Generation(busy.CurGTs), idle.MaxGTs, pcie.Generation(idle.MaxGTs)))
+		if busy.CurGTs < want.Speed {
+			errs = append(errs, fmt.Errorf("link stays at %g GT/s (%s) while the GPU copies, below the %g GT/s (%s) that it and its upstream port support",
+				busy.CurGTs, pcie.Generation(busy.CurGTs), want.Speed, pcie.Generation(want.Speed)))
 		}
-		if busy.CurWidth < idle.MaxWidth {
-			errs = append(errs, fmt.Errorf("link trained to x%d of x%d lanes", busy.CurWidth, idle.MaxWidth))
+		if busy.CurWidth < want.Width {
+			errs = append(errs, fmt.Errorf("link trained to x%d of x%d lanes", busy.CurWidth, want.Width))
 		}
 		if err := errors.Join(errs...); err != nil {
 			testenv.Failf(t, "reseat the GPU or its riser, check the slot's BIOS link-speed setting (Auto/GenN), and look for AER errors in dmesg",

@@ -6,4 +6,9 @@
 // file-reading checks also run against recorded host trees. Checks that run
 // host tools or dlopen host libraries need the running host (GDR_HOST_ROOT
 // unset or "/") and report themselves absent on a recorded tree.
+//
+// GPUs and RDMA devices come from the run's selection (testenv.Selection:
+// internal/rails over internal/pci and internal/rdmadev), so GDR_GPU and
+// GDR_RDMA_DEVICE mean here what they mean in every package, and INST-12
+// judges the port of the NIC the other areas will use.
 package install

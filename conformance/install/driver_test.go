@@ -23,7 +23,7 @@ func TestINST01DriverLoaded(t *testing.T) {
 	mod := lookupMod(t, km, "nvidia")
 	info, ok := driverInfo(t, root)
 	if !ok {
-		gpus := nvidiaGPUs(t, root)
+		gpus := nvidiaGPUs(t)
 		switch {
 		case len(gpus) > 0:
 			testenv.Failf(t, installDriver, "NVIDIA GPU(s) %s on the PCI bus but no NVIDIA driver loaded: %s missing, module nvidia %s",
@@ -47,7 +47,7 @@ func TestINST01DriverLoaded(t *testing.T) {
 	}
 	uvm := lookupMod(t, km, "nvidia_uvm")
 	t.Logf("nvidia_uvm %s (CUDA loads it on first use through nvidia-modprobe)", uvm)
-	for _, g := range nvidiaGPUs(t, root) {
+	for _, g := range nvidiaGPUs(t) {
 		t.Logf("GPU %s", g)
 	}
 }
@@ -82,7 +82,7 @@ func TestINST02NVMLAgrees(t *testing.T) {
 		seen[d.BusID] = true
 		t.Logf("NVML GPU %d: %s %s", d.Index, d.BusID, d.Name)
 	}
-	gpus := nvidiaGPUs(t, root)
+	gpus := nvidiaGPUs(t)
 	var missing []string
 	for _, g := range gpus {
 		if !seen[g.BDF] {
@@ -108,7 +108,7 @@ func TestINST02NVMLAgrees(t *testing.T) {
 func TestINST03NouveauNotBound(t *testing.T) {
 	testenv.Req(t, "INST-03")
 	root := testenv.Root(t)
-	gpus := nvidiaGPUs(t, root)
+	gpus := nvidiaGPUs(t)
 	nv := lookupMod(t, modules(t, root), "nouveau")
 	if len(gpus) == 0 {
 		testenv.Absent(t, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host("/sys/bus/pci/devices"), nv)
@@ -165,7 +165,7 @@ func TestINST04NvidiaSMI(t *testing.T) {
 	}
 	testenv.Attr(t, "gpu_count", n)
 	var bound int
-	for _, g := range nvidiaGPUs(t, root) {
+	for _, g := range nvidiaGPUs(t) {
 		if g.Driver == "nvidia" {
 			bound++
 		}
@@ -208,9 +208,14 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	}
 	testenv.Attr(t, "cuda_driver", drv.String())
 	t.Logf("nvcc %s: CUDA %s; driver supports CUDA %s", nvcc, tk.Full(), drv)
-	if !tk.AtMost(drv) {
-		testenv.Failf(t, fmt.Sprintf("upgrade the NVIDIA driver to a release that supports CUDA %s (CUDA release notes, table 'CUDA Toolkit and Minimum Required Driver Version'), or install a CUDA toolkit no newer than %s", tk, drv),
-			"CUDA toolkit %s (%s) is newer than the CUDA version the driver supports (%s); programs it builds fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION or cudaErrorInsufficientDriver", tk.Full(), nvcc, drv)
+	switch cudaver.Compatible(tk, drv) {
+	case cudaver.Unsupported:
+		testenv.Failf(t, fmt.Sprintf("upgrade the NVIDIA driver to a release that supports CUDA %s (CUDA release notes, table 'CUDA Toolkit and Minimum Required Driver Version'), or install a CUDA %d.x toolkit", tk, drv.Major),
+			"CUDA toolkit %s (%s) is a newer major version than the driver supports (CUDA %s); minor-version compatibility does not cross majors: programs it builds fail with cudaErrorInsufficientDriver", tk.Full(), nvcc, drv)
+	case cudaver.MinorCompat:
+		note := fmt.Sprintf("CUDA toolkit %s is newer than the driver's CUDA %s within major %d: allowed by CUDA minor-version compatibility, but PTX JIT and features new in %s need a newer driver", tk.Full(), drv, tk.Major, tk)
+		testenv.Attr(t, "cuda_minor_compat", note)
+		t.Logf("warning: %s", note)
 	}
 }
 
@@ -225,16 +230,27 @@ func TestINST06ComputeCapability(t *testing.T) {
 	if err != nil {
 		testenv.Failf(t, nvml.Remedy(err), "%v", err)
 	}
-	sel := testenv.Config(t).GPU
+	// The GPUs GDR_GPU / GDR_RAILS select, by PCI address: NVML's own
+	// numbering is not the suite's (PCI bus order).
+	sel := testenv.Selection(t)
+	chosen := map[string]int{}
+	for _, r := range sel.Rails {
+		chosen[r.GPU.PCI] = r.GPU.Index
+	}
+	filtered := len(sel.Rails) < len(sel.All)
 	var ran int
 	for _, d := range devs {
-		if sel != "" && sel != fmt.Sprint(d.Index) && sel != d.BusID && "0000:"+sel != d.BusID {
+		idx, ok := chosen[d.BusID]
+		if filtered && !ok {
 			continue
 		}
 		ran++
 		t.Run(d.BusID, func(t *testing.T) {
 			testenv.Req(t, "INST-06")
 			testenv.Attr(t, "gpu", d.BusID)
+			if ok {
+				testenv.Attr(t, "gpu_index", idx)
+			}
 			testenv.Attr(t, "gpu_name", d.Name)
 			testenv.Attr(t, "compute_capability", d.CC())
 			if d.BAR1Total > 0 {
@@ -247,8 +263,8 @@ func TestINST06ComputeCapability(t *testing.T) {
 		})
 	}
 	if ran == 0 {
-		if sel != "" {
-			testenv.Failf(t, "set GDR_GPU to an index or PCI address NVML lists", "GDR_GPU=%s matches none of NVML's %d GPU(s)", sel, len(devs))
+		if filtered {
+			testenv.Failf(t, "check that NVML sees the GPUs sysfs lists (INST-02)", "the selected GPU(s) (GDR_GPU=%q, GDR_RAILS) match none of NVML's %d GPU(s)", testenv.Config(t).GPU, len(devs))
 		}
 		testenv.Absent(t, "NVML sees no GPU although driver %s is loaded (INST-02 compares with the PCI bus)", info.Version)
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // needLive ends a check that must run host tools or load host libraries
@@ -64,14 +64,19 @@ func pciDevices(t *testing.T, root *hostfs.Root) []pciDev {
 	return out
 }
 
-// nvidiaGPUs are the NVIDIA display-class functions (pci.Device.IsGPU):
-// NVSwitches (0x0680) are not GPUs.
-func nvidiaGPUs(t *testing.T, root *hostfs.Root) []pciDev {
+// nvidiaGPUs are the GPUs in sysfs, numbered as the selection numbers them
+// (PCI bus order; pci.Device.IsGPU: NVSwitches, class 0x0680, are not GPUs).
+// A malformed PCI attribute anywhere fails the test, as pciDevices does.
+func nvidiaGPUs(t *testing.T) []pciDev {
 	t.Helper()
+	sel := testenv.Selection(t)
+	if sel.PCIErr != nil && !errors.Is(sel.PCIErr, fs.ErrNotExist) {
+		t.Fatalf("PCI devices: %v", sel.PCIErr)
+	}
 	var out []pciDev
-	for _, d := range pciDevices(t, root) {
-		if d.IsGPU() {
-			out = append(out, d)
+	for _, g := range sel.GPUs {
+		if g.Dev != nil {
+			out = append(out, pciDev{g.Dev})
 		}
 	}
 	return out
@@ -131,72 +136,20 @@ func lookupMod(t *testing.T, h *kmod.Host, name string) kmod.Status {
 	return st
 }
 
-// rdmaPort is one port of an RDMA device.
-type rdmaPort struct {
-	Num                           string
-	State, PhysState, Layer, Rate string
-}
-
-// rdmaDev is one /sys/class/infiniband entry.
-type rdmaDev struct {
-	Name   string
-	PCI    string // resolved PCI address of its device link; "" for software devices
-	Driver string // module of the bound driver (mlx5_core), or the parent netdev's
-	Parent string // software devices (rxe, siw): the netdev they sit on
-	Ports  []rdmaPort
-}
-
-// rdmaDevices reads /sys/class/infiniband. exists is false when the class
-// directory itself is missing (ib_core not loaded).
-func rdmaDevices(t *testing.T, root *hostfs.Root) (devs []rdmaDev, exists bool) {
+// rdmaDevices are the RDMA devices of the run's selection (internal/rdmadev
+// through testenv.Selection: the one reader of /sys/class/infiniband).
+// exists is false when the class directory itself is missing (ib_core not
+// loaded). A device sysfs describes in a malformed way fails the test.
+func rdmaDevices(t *testing.T) (devs []*rdmadev.Device, exists bool) {
 	t.Helper()
-	const dir = "/sys/class/infiniband"
-	names, err := root.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false
+	sel := testenv.Selection(t)
+	if sel.NICErr != nil {
+		t.Fatalf("RDMA devices: %v", sel.NICErr)
 	}
-	if err != nil {
-		t.Fatalf("RDMA devices: %v", err)
-	}
-	for _, n := range names {
-		if strings.HasPrefix(n, ".") { // recorders keep empty dirs with .gitkeep
-			continue
-		}
-		p := dir + "/" + n
-		d := rdmaDev{Name: n}
-		if rp, err := root.Resolve(p + "/device"); err == nil && root.Exists(p+"/device") {
-			d.PCI = path.Base(rp)
-			if l, err := root.ReadLink(p + "/device/driver/module"); err == nil {
-				d.Driver = path.Base(l)
-			} else if l, err := root.ReadLink(p + "/device/driver"); err == nil {
-				d.Driver = path.Base(l)
-			}
-		}
-		if v, err := root.ReadString(p + "/parent"); err == nil {
-			d.Parent = v
-		}
-		ports, err := root.ReadDir(p + "/ports")
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("RDMA device %s: %v", n, err)
-		}
-		for _, pn := range ports {
-			if strings.HasPrefix(pn, ".") {
-				continue
-			}
-			pp := p + "/ports/" + pn
-			port := rdmaPort{Num: pn}
-			port.State, _ = root.ReadString(pp + "/state")
-			port.PhysState, _ = root.ReadString(pp + "/phys_state")
-			port.Layer, _ = root.ReadString(pp + "/link_layer")
-			port.Rate, _ = root.ReadString(pp + "/rate")
-			d.Ports = append(d.Ports, port)
-		}
-		devs = append(devs, d)
-	}
-	return devs, true
+	return sel.Devices, sel.NICDir
 }
 
-func devNames(ds []rdmaDev) string {
+func devNames(ds []*rdmadev.Device) string {
 	s := make([]string, len(ds))
 	for i, d := range ds {
 		s[i] = d.Name

@@ -43,7 +43,7 @@ func TestINST13PeerMemory(t *testing.T) {
 	if !ok {
 		testenv.Absent(t, "no NVIDIA driver (%s missing), so there is no GPU memory to register; %s", root.Host(nvdriver.VersionFile), state)
 	}
-	devs, _ := rdmaDevices(t, root)
+	devs, _ := rdmaDevices(t)
 	dmabuf, why := dmabufPossible(t, root, km, info)
 	if len(devs) == 0 {
 		testenv.Absent(t, "no RDMA device in %s, so GPU peer memory cannot be used; %s; dma-buf path %s",

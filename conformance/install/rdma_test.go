@@ -15,6 +15,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/ofed"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // rdmaLibs are the rdma-core libraries a GPUDirect RDMA program links.
@@ -27,7 +28,7 @@ var rdmaLibs = []struct{ soname, pkg string }{
 func TestINST07RDMACoreLibraries(t *testing.T) {
 	testenv.Req(t, "INST-07")
 	root := needLive(t, "loading libibverbs and librdmacm")
-	devs, _ := rdmaDevices(t, root)
+	devs, _ := rdmaDevices(t)
 	var errs []string
 	var missing int
 	for _, lib := range rdmaLibs {
@@ -98,7 +99,7 @@ func installedProviders(t *testing.T, root *hostfs.Root) (names map[string]strin
 func TestINST08VerbsProviders(t *testing.T) {
 	testenv.Req(t, "INST-08")
 	root := testenv.Root(t)
-	devs, _ := rdmaDevices(t, root)
+	devs, _ := rdmaDevices(t)
 	// Recorded trees hold /sys, /proc and /dev only; providers live in /etc
 	// and /usr, so such a tree says nothing about them.
 	if !root.Exists("/etc") && !root.Exists("/usr") {
@@ -120,10 +121,7 @@ func TestINST08VerbsProviders(t *testing.T) {
 	}
 	testenv.Attr(t, "verbs_providers", strings.Join(sortedKeys(provs), ","))
 	for _, d := range devs {
-		drv := d.Driver
-		if drv == "" && d.Parent != "" {
-			drv = softDriver(d)
-		}
+		drv := d.Driver // software devices: inferred from the name (rdmadev)
 		want, known := providerFor[drv]
 		switch {
 		case !known:
@@ -134,15 +132,6 @@ func TestINST08VerbsProviders(t *testing.T) {
 			t.Logf("RDMA device %s (driver %s): provider %s at %s", d.Name, drv, want, provs[want])
 		}
 	}
-}
-
-// softDriver guesses the kernel driver of a software RDMA device (no PCI
-// device; a parent netdev): siw devices are named siw*, rxe the rest.
-func softDriver(d rdmaDev) string {
-	if strings.HasPrefix(d.Name, "siw") {
-		return "siw"
-	}
-	return "rdma_rxe"
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -176,7 +165,7 @@ func TestINST09RDMAStack(t *testing.T) {
 	} else {
 		verbsErr := dl.Probe("libibverbs.so.1")
 		if verbsErr != nil {
-			devs, _ := rdmaDevices(t, root)
+			devs, _ := rdmaDevices(t)
 			if len(devs) == 0 {
 				testenv.Absent(t, "no RDMA stack: ofed_info not found (looked in %s) and %v; no RDMA device", strings.Join(looked, ", "), verbsErr)
 			}
@@ -287,7 +276,7 @@ func TestINST10RDMAKernelModules(t *testing.T) {
 	testenv.Req(t, "INST-10")
 	root := testenv.Root(t)
 	km := modules(t, root)
-	devs, classExists := rdmaDevices(t, root)
+	devs, classExists := rdmaDevices(t)
 	nics := rdmaNICs(t, root)
 	coreOK, coreState := moduleState(t, root, km, "ib_core")
 	if len(devs) == 0 && len(nics) == 0 && !coreOK {
@@ -311,10 +300,11 @@ func TestINST10RDMAKernelModules(t *testing.T) {
 			covered[slot(d.PCI)] = true
 		}
 		drv := d.Driver
-		if drv == "" {
-			drv = softDriver(d)
+		if d.DriverInferred {
+			t.Logf("RDMA device %s: software device, driver %s (inferred from its name), parent %q", d.Name, drv, d.Parent)
+		} else {
+			t.Logf("RDMA device %s: driver %q, PCI %s", d.Name, drv, d.PCI)
 		}
-		t.Logf("RDMA device %s: driver %s, PCI %q, parent %q", d.Name, drv, d.PCI, d.Parent)
 		if d.PCI == "" {
 			// Software devices: their module is what made the device exist,
 			// but say so when the module list disagrees.
@@ -359,7 +349,7 @@ func slot(addr string) string {
 func TestINST11RDMADeviceNodes(t *testing.T) {
 	testenv.Req(t, "INST-11")
 	root := testenv.Root(t)
-	devs, exists := rdmaDevices(t, root)
+	devs, exists := rdmaDevices(t)
 	nodes, _ := root.Glob("/dev/infiniband/*")
 	if len(devs) == 0 && len(nodes) == 0 {
 		testenv.Absent(t, "no RDMA device (%s %s) and nothing in %s", root.Host("/sys/class/infiniband"), map[bool]string{true: "is empty", false: "is missing"}[exists], root.Host("/dev/infiniband"))
@@ -421,55 +411,66 @@ func modeOf(p string) string {
 	return fi.Mode().String()
 }
 
-// INST-12: some RDMA device has an ACTIVE port (what ibv_devinfo shows as
-// PORT_ACTIVE), read from sysfs so it needs no verbs library.
+// INST-12: the NIC the other areas use has an ACTIVE port (what ibv_devinfo
+// shows as PORT_ACTIVE), read from sysfs so it needs no verbs library. The
+// NIC is the selection's primary rail NIC (GDR_RDMA_DEVICE, or the nearest
+// candidate NIC of GDR_GPU's or rail 0's GPU), at port GDR_IB_PORT.
 func TestINST12RDMAPortActive(t *testing.T) {
 	testenv.Req(t, "INST-12")
 	root := testenv.Root(t)
-	devs, exists := rdmaDevices(t, root)
+	devs, exists := rdmaDevices(t)
 	cfg := testenv.Config(t)
 	if len(devs) == 0 {
-		testenv.Absent(t, "no RDMA device: %s is %s", root.Host("/sys/class/infiniband"), map[bool]string{true: "empty", false: "missing (ib_core not loaded)"}[exists])
+		testenv.Absent(t, "no RDMA device: %s is %s", root.Host(rdmadev.ClassDir), map[bool]string{true: "empty", false: "missing (ib_core not loaded)"}[exists])
 	}
-	if cfg.RDMADevice != "" {
-		var keep []rdmaDev
-		for _, d := range devs {
-			if d.Name == cfg.RDMADevice {
-				keep = append(keep, d)
-			}
-		}
-		if len(keep) == 0 {
-			testenv.Failf(t, "set GDR_RDMA_DEVICE to one of: "+devNames(devs), "GDR_RDMA_DEVICE=%s is not in %s", cfg.RDMADevice, root.Host("/sys/class/infiniband"))
-		}
-		devs = keep
-	}
-	var active []string
+	sel := testenv.Selection(t)
 	var report []string
 	initPort, physDown := false, false
+	otherPort := ""
 	for _, d := range devs {
+		if cfg.RDMADevice != "" && d.Name != cfg.RDMADevice {
+			continue
+		}
 		for _, p := range d.Ports {
-			desc := fmt.Sprintf("%s port %s: state %q, phys_state %q, link_layer %q, rate %q", d.Name, p.Num, p.State, p.PhysState, p.Layer, p.Rate)
+			desc := fmt.Sprintf("%s port %d: state %q, phys_state %q, link_layer %q, rate %q", d.Name, p.Num, p.RawState, p.RawPhysState, p.LinkLayer, p.Rate)
 			t.Log(desc)
 			report = append(report, desc)
-			// With GDR_RDMA_DEVICE set, only its GDR_IB_PORT counts: that
-			// is the port the other areas will use.
-			if strings.Contains(p.State, "ACTIVE") && (cfg.RDMADevice == "" || p.Num == fmt.Sprint(cfg.IBPort)) {
-				active = append(active, d.Name+"/"+p.Num)
+			if p.Num != sel.Port {
+				if p.Active() && otherPort == "" {
+					otherPort = fmt.Sprintf("%s port %d", d.Name, p.Num)
+				}
+				continue // only GDR_IB_PORT is the port the other areas use
 			}
-			if strings.Contains(p.State, "INIT") && p.Layer == "InfiniBand" {
+			if p.State == "INIT" && p.LinkLayer == "InfiniBand" {
 				initPort = true
 			}
-			if !strings.Contains(p.PhysState, "LinkUp") {
+			if p.PhysState != "LinkUp" {
 				physDown = true
 			}
 		}
 	}
-	if len(active) > 0 {
-		testenv.Attr(t, "nic", strings.SplitN(active[0], "/", 2)[0])
-		testenv.Attr(t, "active_ports", strings.Join(active, ","))
-		return
+	if r := sel.Primary; r != nil && r.NIC != nil {
+		testenv.RailAttrs(t, r)
+		if r.NIC.PortState == "ACTIVE" {
+			testenv.Attr(t, "active_port", fmt.Sprintf("%s/%d", r.NIC.Name, r.NIC.Port))
+			t.Logf("%s port %d is ACTIVE: %s (%s)", r.NIC.Name, r.NIC.Port, r.Reason, sel.PrimaryWhy)
+			return
+		}
+	} else {
+		// No candidate NIC: an ACTIVE port on a NIC user space cannot open
+		// is still an ACTIVE port (INST-11 judges the device nodes).
+		for _, n := range sel.NICs {
+			if n.PortState == "ACTIVE" {
+				testenv.Attr(t, "active_port", fmt.Sprintf("%s/%d", n.Name, n.Port))
+				t.Logf("%s port %d is ACTIVE, but %s is not a rail candidate: %s", n.Name, n.Port, n.Name, n.Why)
+				return
+			}
+		}
 	}
 	var remedies []string
+	if otherPort != "" {
+		remedies = append(remedies, fmt.Sprintf("%s is ACTIVE: set GDR_IB_PORT to that port, or cable port %d", otherPort, sel.Port))
+	}
 	if initPort {
 		remedies = append(remedies, "a port in INIT has link but no subnet manager: start opensm on one host of the fabric (systemctl start opensm) or enable the switch's SM")
 	}
@@ -483,9 +484,9 @@ func TestINST12RDMAPortActive(t *testing.T) {
 	if len(report) == 0 {
 		testenv.Failf(t, "check dmesg for the NIC driver's errors", "RDMA device(s) %s have no ports in sysfs", devNames(devs))
 	}
-	what := "no RDMA port is ACTIVE"
+	what := fmt.Sprintf("no RDMA port is ACTIVE at port %d (GDR_IB_PORT)", sel.Port)
 	if cfg.RDMADevice != "" {
-		what = fmt.Sprintf("GDR_RDMA_DEVICE=%s port %d (GDR_IB_PORT) is not ACTIVE", cfg.RDMADevice, cfg.IBPort)
+		what = fmt.Sprintf("GDR_RDMA_DEVICE=%s port %d (GDR_IB_PORT) is not ACTIVE", cfg.RDMADevice, sel.Port)
 	}
 	testenv.Failf(t, remedy, "%s:\n%s", what, strings.Join(report, "\n"))
 }

@@ -13,9 +13,12 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
 // bufSize is what each registration covers: one 2 MiB GPU page, the unit
@@ -24,10 +27,9 @@ const bufSize = 2 << 20
 
 // nicEnv is the NIC under test, opened for t.
 type nicEnv struct {
-	name   string
-	choice string // how it was chosen, for gdr.nic_choice
-	ctx    *verbs.Context
-	pd     *verbs.PD
+	name string
+	ctx  *verbs.Context
+	pd   *verbs.PD
 }
 
 // gpuEnv is the GPU under test with its primary context.
@@ -37,61 +39,19 @@ type gpuEnv struct {
 	ctx *cuda.Context
 }
 
-// rdmaNames lists the RDMA devices, or ends the test as absent.
-func rdmaNames(t *testing.T) []string {
+// pickNIC opens the primary rail's NIC (testenv.Selection: GDR_RDMA_DEVICE,
+// else the NIC of GDR_GPU's rail, else rail 0's), or ends the test as
+// absent naming where the suite looked.
+func pickNIC(t *testing.T) *nicEnv {
 	t.Helper()
-	root := testenv.Root(t)
-	names, err := verbs.SysDevices(root)
-	if err != nil {
-		testenv.Failf(t, "check that sysfs is mounted", "listing %s: %v", root.Host(verbs.ClassDir), err)
-	}
-	if len(names) == 0 {
-		state := "is empty"
-		if !root.Exists(verbs.ClassDir) {
-			state = "does not exist"
-		}
-		testenv.Absent(t, "no RDMA device: %s %s; RDMA kernel modules %s",
-			root.Host(verbs.ClassDir), state, kmod.RDMASummary(root))
-	}
-	if err := verbs.Load(); err != nil {
-		testenv.Absent(t, "RDMA devices %s exist but %v", strings.Join(names, ", "), err)
-	}
-	return names
-}
-
-// pickNIC chooses GDR_RDMA_DEVICE, else the device with the best PCIe path
-// to the GPU (internal/topo, as nvidia-smi topo -m ranks them), and opens it.
-func pickNIC(t *testing.T, gpu *cuda.Device) *nicEnv {
-	t.Helper()
-	names := rdmaNames(t)
-	cfg := testenv.Config(t)
-	n := &nicEnv{}
+	r, skip, fail := rc.Probe(t)
 	switch {
-	case cfg.RDMADevice != "":
-		for _, name := range names {
-			if name == cfg.RDMADevice {
-				n.name, n.choice = name, "GDR_RDMA_DEVICE"
-			}
-		}
-		if n.name == "" {
-			testenv.Failf(t, "set GDR_RDMA_DEVICE to one of the devices listed, or unset it",
-				"GDR_RDMA_DEVICE=%s is not in %s (%s)", cfg.RDMADevice, testenv.Root(t).Host(verbs.ClassDir), strings.Join(names, ", "))
-		}
-	case gpu != nil:
-		p, err := cuda.NearestNIC(testenv.Root(t), *gpu, names)
-		if err != nil {
-			t.Logf("choosing the NIC: %v", err)
-		}
-		n.name, n.choice = p.NIC, p.Reason
-		if p.Path != "" {
-			testenv.Attr(t, "path", p.Path)
-		}
-	default:
-		n.name, n.choice = names[0], "first RDMA device"
+	case skip != "":
+		testenv.Absent(t, "%s", skip)
+	case fail != "":
+		testenv.Failf(t, "see the cause above", "%s", fail)
 	}
-	testenv.Attr(t, "nic", n.name)
-	testenv.Attr(t, "nic_choice", n.choice)
-
+	n := &nicEnv{name: r.NIC.Name}
 	ctx, err := verbs.Open(n.name)
 	if err != nil {
 		testenv.Failf(t, "check ib_uverbs is loaded and /dev/infiniband/uverbs* is accessible", "%v", err)
@@ -114,38 +74,21 @@ func pickNIC(t *testing.T, gpu *cuda.Device) *nicEnv {
 	return n
 }
 
-// pickGPU chooses GDR_GPU, else the first GPU; with GDR_RDMA_DEVICE set and
-// GDR_GPU unset, the GPU nearest that NIC.
+// pickGPU opens the primary rail's GPU with its primary context.
 func pickGPU(t *testing.T) *gpuEnv {
 	t.Helper()
 	d := cuda.Open(t)
-	devs := cuda.GPUs(t, d) // one when GDR_GPU is set
-	dev := devs[0]
-	choice := "first GPU"
-	switch cfg := testenv.Config(t); {
-	case cfg.GPU != "":
-		choice = "GDR_GPU"
-	case cfg.RDMADevice != "" && len(devs) > 1:
-		p, err := cuda.NearestGPU(testenv.Root(t), devs, cfg.RDMADevice)
-		if err != nil {
-			t.Logf("choosing the GPU: %v", err)
-		}
-		dev, choice = p.GPU, p.Reason
-	case len(devs) == 1:
-		choice = "the only GPU"
-	}
-	testenv.Attr(t, "gpu", dev.PCI)
-	testenv.Attr(t, "gpu_choice", choice)
+	_, dev := cuda.Rail(t, d)
 	return &gpuEnv{drv: d, dev: dev, ctx: cuda.Primary(t, dev)}
 }
 
-// setup picks and opens the (GPU, NIC) pair. The RDMA device is looked for
-// first, so a GPU host without a NIC skips naming /sys/class/infiniband.
+// setup picks and opens the primary rail's (GPU, NIC) pair. The RDMA device
+// is looked for first, so a GPU host without a NIC skips naming
+// /sys/class/infiniband.
 func setup(t *testing.T) (*gpuEnv, *nicEnv) {
 	t.Helper()
-	rdmaNames(t)
-	g := pickGPU(t)
-	return g, pickNIC(t, &g.dev)
+	n := pickNIC(t)
+	return pickGPU(t), n
 }
 
 // requireDevice is the negative control every GPU registration runs first:
@@ -166,27 +109,14 @@ func requireDevice(t *testing.T, g *gpuEnv, m *cuda.Mem) {
 
 func TestMREG01HostBaseline(t *testing.T) {
 	testenv.Req(t, "MREG-01")
-	rdmaNames(t)
-	var gpu *cuda.Device
-	if d, err := cuda.Load(); err == nil {
-		// Choose the NIC the GPU tests use, when there is a GPU; the
-		// baseline itself needs none.
-		if devs, err := d.Devices(); err == nil && len(devs) > 0 {
-			gpu = &devs[0]
-			if sel := testenv.Config(t).GPU; sel != "" {
-				if dev, err := cuda.Select(devs, sel); err == nil {
-					gpu = &dev
-				}
-			}
-		}
-	}
-	n := pickNIC(t, gpu)
+	// The NIC the GPU tests use; the baseline itself needs no GPU.
+	n := pickNIC(t)
 	buf, err := membuf.NewHost(bufSize)
 	if err != nil {
 		testenv.Failf(t, "free host memory", "%v", err)
 	}
 	t.Cleanup(func() { _ = buf.Close() })
-	mr, err := n.pd.RegMR(buf.Addr(), buf.Len(), verbs.AccessRW)
+	mr, err := n.pd.RegMR(buf.Addr(), buf.Len(), rc.Access, membuf.Host)
 	if err != nil {
 		testenv.Attr(t, "host_mr", "fail")
 		testenv.Failf(t, "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg",
@@ -216,6 +146,8 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 		testenv.Failf(t, "free host memory", "%v", err)
 	}
 	t.Cleanup(func() { _ = plain.Close() })
+	var seen []string
+	defer func() { testenv.Attr(t, "controls", strings.Join(seen, "; ")) }()
 	for _, c := range []struct {
 		what string
 		addr uintptr
@@ -229,7 +161,7 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 		if err != nil {
 			testenv.Failf(t, "upgrade the NVIDIA driver", "%s: %v", c.what, err)
 		}
-		testenv.Attr(t, "control_"+strings.ReplaceAll(c.what, " ", "_"), string(mt))
+		seen = append(seen, c.what+"="+string(mt))
 		if mt != c.want {
 			testenv.Errorf(t, "report this driver: CU_POINTER_ATTRIBUTE_MEMORY_TYPE/IS_MANAGED misreport memory",
 				"%s memory at %#x classified %s, want %s", c.what, c.addr, mt, c.want)
@@ -270,7 +202,7 @@ func tryPeermem(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 	t.Helper()
 	m := cuda.Alloc(t, g.ctx, bufSize)
 	requireDevice(t, g, m)
-	mr, err := n.pd.RegMR(m.Addr(), m.Len(), verbs.AccessRW)
+	mr, err := n.pd.RegMR(m.Addr(), m.Len(), rc.Access, membuf.GPU)
 	loaded, legacy, desc := peermemState(t)
 	testenv.Attr(t, "nvidia_peermem", desc)
 	if err == nil {
@@ -305,7 +237,7 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 		return outcome{"fail", err, "the kernel's answer to a dma-buf MR probe was unexpected"}
 	}
 	testenv.Attr(t, "dmabuf_probe", probe.Reason)
-	if !probe.Supported {
+	if !probe.Supported && !probe.Inconclusive {
 		return outcome{state: "unsupported", why: probe.Reason + ": needs Linux >= 5.12 and a NIC driver with dma-buf MRs (mlx5, irdma, efa, bnxt_re)"}
 	}
 	sup, aerr := g.dev.Attr(cuda.AttrDMABufSupported)
@@ -319,7 +251,10 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 		return outcome{"fail", err, "the GPU claims dma-buf support but export failed: check dmesg for NVRM errors (see GPU-08)"}
 	}
 	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
-	mr, err := n.pd.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, verbs.AccessRW)
+	mr, err := n.pd.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, rc.Access)
+	if err != nil && probe.Inconclusive && (errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPROTONOSUPPORT)) {
+		return outcome{state: "unsupported", err: err, why: fmt.Sprintf("the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.name, err)}
+	}
 	if err != nil {
 		return outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.name, g.dev.PCI)}
 	}
@@ -331,6 +266,71 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 	return outcome{state: "ok", why: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}
 }
 
+// moveData proves a registration path carries data, not just registers:
+// two RC QPs on the NIC in this process, each on a GPU buffer registered
+// through path; an RDMA WRITE from one GPU buffer into the other (the NIC
+// reads GPU memory, then writes GPU memory) and an RDMA READ back, each
+// checked through a flushed device-to-host copy.
+func moveData(t *testing.T, g *gpuEnv, n *nicEnv, path config.MRPath) {
+	t.Helper()
+	alloc := func(t testing.TB, size int, _ *rails.Rail) membuf.Buffer { return cuda.Alloc(t, g.ctx, size) }
+	ends := rc.Connect(t, rc.Options{Dev: n.name, BufSize: moveSize, Alloc: alloc, Loopback: true, MR: path})
+	srv, cli := ends[0], ends[1]
+	wait := func(e *rc.End, what string) error {
+		_, err := e.SCQ.Wait(1, what, e.WaitBudget(xfer))
+		return err
+	}
+	step := func(what string, fill, target *rc.End, op verbs.Opcode, seed uint64) error {
+		if err := fill.FillPattern(xfer, seed); err != nil {
+			return err
+		}
+		if err := target.FillPoison(moveSize, rc.Poison); err != nil {
+			return err
+		}
+		local, remote := cli.MR(), cli.Remote()
+		w := verbs.SendWR{ID: 1, Op: op, Local: local, LocalAddr: local.Addr, Len: xfer, RemoteAddr: remote.Addr, RKey: remote.RKey, Signaled: true}
+		if err := cli.QP.PostSend(w); err != nil {
+			return err
+		}
+		if err := wait(cli, what); err != nil {
+			return err
+		}
+		if err := target.CheckBuf(xfer, seed); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	err := step("RDMA WRITE GPU->NIC->GPU", cli, srv, verbs.OpWrite, membuf.IterSeed(cli.Seed, moveSize, 1))
+	if err == nil {
+		err = step("RDMA READ GPU<-NIC<-GPU", srv, cli, verbs.OpRead, membuf.IterSeed(cli.Seed, moveSize, 2))
+	}
+	rc.Report(t, ends)
+	if err != nil {
+		testenv.Failf(t, "the registration works but data does not arrive intact: check dmesg for the NIC driver and NVRM (Xid) messages, the PCIe path (TOPO-02/03: ACS, IOMMU) and the GPU's writes ordering (GPU-06)",
+			"GPU %s via %s (%s): %v", g.dev.PCI, n.name, cli.MR().Path, err)
+	}
+	testenv.Attr(t, "data_moved", fmt.Sprintf("WRITE and READ of %d bytes each way through %s MRs, verified", xfer, cli.MR().Path))
+}
+
+// moveSize is each buffer of moveData; xfer what moves each way, leaving
+// room for the guard behind it.
+const (
+	moveSize = 1 << 20
+	xfer     = moveSize - 4096
+)
+
+// judged says whether GDR_MR asks for this path on this host: a path the
+// operator deselected is reported, not judged.
+func judged(t *testing.T, path config.MRPath) bool {
+	t.Helper()
+	m := testenv.Config(t).MR
+	ok := m == config.MRAuto || m == path
+	if !ok {
+		testenv.Attr(t, "judged", fmt.Sprintf("no: GDR_MR=%s", m))
+	}
+	return ok
+}
+
 func TestMREG03Peermem(t *testing.T) {
 	testenv.Req(t, "MREG-03")
 	g, n := setup(t)
@@ -339,11 +339,15 @@ func TestMREG03Peermem(t *testing.T) {
 	switch {
 	case o.state == "ok":
 		t.Logf("GPU %s -> %s: ibv_reg_mr on %s of device memory works (%s)", g.dev.PCI, n.name, cuda.Size(bufSize), o.why)
-	case strings.HasPrefix(o.why, "nvidia_peermem is not loaded"):
-		// Not a failure on its own: dma-buf is the other way (MREG-04), and
-		// MREG-05 fails when neither works.
+		moveData(t, g, n, config.MRPeermem)
+	case !judged(t, config.MRPeermem):
 		testenv.Attr(t, "peermem_error", o.err.Error())
-		t.Skipf("peermem path unavailable: %v; %s", o.err, o.why)
+		t.Logf("peermem path unavailable, and not required (GDR_MR=%s): %v; %s", testenv.Config(t).MR, o.err, o.why)
+	case strings.HasPrefix(o.why, "nvidia_peermem is not loaded"):
+		// Absent rather than failed: dma-buf is the other way (MREG-04),
+		// and MREG-05 fails when neither works.
+		testenv.Attr(t, "peermem_error", o.err.Error())
+		testenv.Absent(t, "peermem path unavailable: %v; %s", o.err, o.why)
 	default:
 		testenv.Attr(t, "peermem_error", o.err.Error())
 		testenv.Failf(t, o.why, "GPU %s -> %s: %v", g.dev.PCI, n.name, o.err)
@@ -355,11 +359,14 @@ func TestMREG04Dmabuf(t *testing.T) {
 	g, n := setup(t)
 	o := tryDmabuf(t, g, n)
 	testenv.Attr(t, "dmabuf", o.state)
-	switch o.state {
-	case "ok":
+	switch {
+	case o.state == "ok":
 		t.Logf("GPU %s -> %s: ibv_reg_dmabuf_mr works (%s)", g.dev.PCI, n.name, o.why)
-	case "unsupported":
-		t.Skipf("dma-buf path unsupported here: %s", o.why)
+		moveData(t, g, n, config.MRDmabuf)
+	case !judged(t, config.MRDmabuf):
+		t.Logf("dma-buf path %s, and not required (GDR_MR=%s): %s", o.state, testenv.Config(t).MR, o.why)
+	case o.state == "unsupported":
+		testenv.Absent(t, "dma-buf path unsupported here: %s", o.why)
 	default:
 		testenv.Attr(t, "dmabuf_error", o.err.Error())
 		testenv.Failf(t, o.why, "GPU %s -> %s: %v", g.dev.PCI, n.name, o.err)
@@ -374,7 +381,12 @@ func TestMREG05AnyPath(t *testing.T) {
 	testenv.Attr(t, "peermem", p.state)
 	testenv.Attr(t, "dmabuf", d.state)
 	t.Logf("GPU %s -> %s: peermem=%s, dmabuf=%s", g.dev.PCI, n.name, p.state, d.state)
-	if p.state == "ok" || d.state == "ok" {
+	want := testenv.Config(t).MR
+	okPeer, okDma := p.state == "ok", d.state == "ok"
+	switch {
+	case want == config.MRPeermem && okPeer, want == config.MRDmabuf && okDma, want == config.MRAuto && (okPeer || okDma):
+		// The path GDR_MR asks for (auto: the first that works) moves data.
+		moveData(t, g, n, want)
 		return
 	}
 	pe, de := "", ""
@@ -384,7 +396,7 @@ func TestMREG05AnyPath(t *testing.T) {
 	if d.err != nil {
 		de = d.err.Error() + ": "
 	}
-	testenv.Failf(t, "load nvidia_peermem (modprobe nvidia-peermem), or enable dma-buf: NVIDIA open kernel module, Linux >= 5.12, rdma-core >= 34 and a NIC driver with dma-buf MRs",
-		"GPU %s -> %s: GPU memory cannot be registered by either path: peermem: %s%s; dma-buf: %s%s",
-		g.dev.PCI, n.name, pe, p.why, de, d.why)
+	testenv.Failf(t, "load nvidia_peermem (modprobe nvidia-peermem), or enable dma-buf: NVIDIA open kernel module, Linux >= 5.12, rdma-core >= 34 and a NIC driver with dma-buf MRs; or set GDR_MR to the path this host is meant to use",
+		"GPU %s -> %s: GPU memory cannot be registered through the path GDR_MR=%s asks for: peermem: %s%s; dma-buf: %s%s",
+		g.dev.PCI, n.name, want, pe, p.why, de, d.why)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/stats"
@@ -21,7 +22,11 @@ type halfResult struct {
 	skipped bool
 	gbps    float64
 	p50us   float64
+	mem     string // gdr.mem of the half: host, gpu or gpu-emulated
 }
+
+// memLabel is what the ends' buffers are (the client's, in loopback).
+func memLabel(ends []*rc.End) string { return membuf.Label(ends[len(ends)-1].Buf) }
 
 // PP-09: the same (NIC, peer) pair runs RDMA WRITE data, bandwidth at the
 // largest GDR_BW_SIZES size and 2-byte WRITE latency on host memory, then on
@@ -76,11 +81,8 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 		t.Run(string(k), func(t *testing.T) {
 			testenv.Req(t, "PP-09")
 			t.Cleanup(func() { r.skipped = t.Skipped() })
-			withMem(t, k)
-			if absent != "" {
-				skipAlso(t, absent)
-			}
-			ends := connect(t, bufSize)
+			ends := connect(t, nil, bufSize, forced(k), absent)
+			r.mem = memLabel(ends)
 			ok := t.Run("WRITE-data", func(t *testing.T) {
 				testenv.Req(t, "PP-09")
 				verifyAll(t, ends, writeCheck)
@@ -109,7 +111,7 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 	if h.skipped || g.skipped {
 		// The halves skip for the reasons every pingpong test shares (no
 		// RDMA device here or at the peer): the subtest says which.
-		_, why, _ := probe(testenv.Config(t), testenv.Root(t))
+		_, why, _ := rc.Probe(t)
 		if why == "" {
 			why = absent
 		}
@@ -123,9 +125,10 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 		// The failing subtest carries the cause; this keeps the parent honest.
 		t.Fatalf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.done, g.done)
 	}
-	testenv.Attr(t, "bw_size", size)
-	testenv.Attr(t, "bw_gbps_host", h.gbps)
-	testenv.Attr(t, "bw_gbps_gpu", g.gbps)
+	testenv.Attr(t, "mem", g.mem)
+	testenv.Attr(t, "size_bytes", size)
+	testenv.Attr(t, "bw_gbit_s_host", h.gbps)
+	testenv.Attr(t, "bw_gbit_s_gpu", g.gbps)
 	testenv.Attr(t, "lat_us_p50_host", h.p50us)
 	testenv.Attr(t, "lat_us_p50_gpu", g.p50us)
 	testenv.Attr(t, "lat_mode", "write_with_imm+cq (both halves)")
@@ -134,20 +137,4 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 	testenv.Attr(t, "lat_ratio_gpu_host", latRatio)
 	t.Logf("WRITE %d B: host %.3f Gb/s, GPU %.3f Gb/s (GPU/host %.3f); WRITE %d B p50: host %.2f us, GPU %.2f us (GPU/host %.3f)",
 		size, h.gbps, g.gbps, bwRatio, latSize, h.p50us, g.p50us, latRatio)
-}
-
-// ratio is a/b, or 0 when b is not positive (nothing to compare against).
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a / b
-}
-
-// skipAlso makes connect(t, ...) agree a skip with the peer for reason, so a
-// test that finds something missing only here still ends the same way on
-// both hosts, instead of leaving the peer to wait for GDR_TIMEOUT.
-func skipAlso(t testing.TB, reason string) {
-	extraSkip.Store(t, reason)
-	t.Cleanup(func() { extraSkip.Delete(t) })
 }

@@ -9,99 +9,83 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
 // newBuffer, gpu builds: GDR_MEM=gpu gives GPU memory, GDR_MEM=host host
-// memory, and unset gives GPU memory when libcuda.so.1 loads and sees a GPU,
-// else host memory. The GPU is GDR_GPU, else the one nearest the NIC
-// (GDR_RDMA_DEVICE, else the first device in /sys/class/infiniband).
-// Call it from the test goroutine (it may end the test).
-func newBuffer(t testing.TB, size int) membuf.Buffer {
+// memory, and unset gives GPU memory when libcuda.so.1 loads and sees the
+// rail's GPU, else host memory. The GPU is rail r's (the primary rail's when
+// r is nil). Call it from the test goroutine (it may end the test).
+func newBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	t.Helper()
-	if k, ok := memForced.Load(t); ok {
-		if k.(membuf.Kind) == membuf.GPU {
-			return gpuBuffer(t, size, "forced by the test (host/GPU comparison)")
-		}
-		memAttrs(t, "host", "forced by the test (host/GPU comparison)", "")
-		return hostBuffer(t, size)
-	}
 	cfg := testenv.Config(t)
 	switch cfg.Mem {
 	case config.MemHost:
 		memAttrs(t, "host", "GDR_MEM=host", "")
-		return hostBuffer(t, size)
+		return rc.HostBuffer(t, size, r)
 	case config.MemGPU:
-		return gpuBuffer(t, size, "GDR_MEM=gpu")
+		return gpuBuffer(t, size, r, "GDR_MEM=gpu")
 	}
 	d, err := cuda.Load()
 	if err != nil {
 		memAttrs(t, "host", fmt.Sprintf("GDR_MEM unset and no usable CUDA driver (%v)", err), "")
-		return hostBuffer(t, size)
+		return rc.HostBuffer(t, size, r)
 	}
 	devs, err := d.Devices()
 	if err != nil || len(devs) == 0 {
 		memAttrs(t, "host", fmt.Sprintf("GDR_MEM unset and the CUDA driver lists no GPU (%v)", err), "")
-		return hostBuffer(t, size)
+		return rc.HostBuffer(t, size, r)
 	}
-	return gpuBuffer(t, size, "GDR_MEM unset, GPU present")
+	if g := railGPU(t, r); g == nil {
+		memAttrs(t, "host", "GDR_MEM unset and the rail has no GPU", "")
+		return rc.HostBuffer(t, size, r)
+	}
+	return gpuBuffer(t, size, r, "GDR_MEM unset, GPU present")
 }
 
-// gpuBuffer allocates size bytes of device memory (SYNC_MEMOPS set) on the
-// chosen GPU, freed and its context released through t.Cleanup. A host
-// without libcuda or a GPU gets testenv.Absent naming what is missing.
-func gpuBuffer(t testing.TB, size int, why string) membuf.Buffer {
+// railGPU is rail r's GPU (the primary rail's when r is nil), or nil.
+func railGPU(t testing.TB, r *rails.Rail) *rails.GPU {
+	if r == nil {
+		r = testenv.Selection(t).Primary
+	}
+	if r == nil {
+		return nil
+	}
+	return r.GPU
+}
+
+// forced returns an Alloc of kind k whatever GDR_MEM says (PP-09 runs the
+// same traffic on host, then GPU memory).
+func forced(k membuf.Kind) rc.Alloc {
+	return func(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
+		t.Helper()
+		if k == membuf.GPU {
+			return gpuBuffer(t, size, r, "forced by the test (host/GPU comparison)")
+		}
+		memAttrs(t, "host", "forced by the test (host/GPU comparison)", "")
+		return rc.HostBuffer(t, size, r)
+	}
+}
+
+// gpuBuffer allocates size bytes of device memory (SYNC_MEMOPS set) on rail
+// r's GPU (the primary rail's when r is nil: GDR_GPU, else the GPU of the
+// rail whose NIC the tests use), freed and its context released through
+// t.Cleanup. A host without libcuda or a GPU gets testenv.Absent naming what
+// is missing.
+func gpuBuffer(t testing.TB, size int, r *rails.Rail, why string) membuf.Buffer {
 	t.Helper()
 	d := cuda.Open(t)
-	dev, choice := chooseGPU(t, cuda.GPUs(t, d))
-	memAttrs(t, "gpu", why, dev.PCI+" ("+choice+")")
+	g := railGPU(t, r)
+	if g == nil {
+		testenv.Absent(t, "no GPU on this rail: %s", testenv.Selection(t).PrimaryWhy)
+	}
+	dev := cuda.DeviceOf(t, d, g)
+	memAttrs(t, dev.MemLabel(), why, dev.PCI)
 	c := cuda.Primary(t, dev)
 	return cuda.Alloc(t, c, size)
-}
-
-// chooseGPU picks GDR_GPU (GPUs already filtered it to one), else the GPU
-// with the best PCIe path to the NIC the tests use (GDR_RDMA_DEVICE, else
-// the first device in /sys/class/infiniband, as probe in end_test.go picks).
-func chooseGPU(t testing.TB, devs []cuda.Device) (cuda.Device, string) {
-	t.Helper()
-	cfg := testenv.Config(t)
-	if cfg.GPU != "" {
-		return devs[0], "GDR_GPU"
-	}
-	root := testenv.Root(t)
-	nic := cfg.RDMADevice
-	if nic == "" {
-		names, err := verbs.SysDevices(root)
-		if err != nil || len(names) == 0 {
-			return devs[0], fmt.Sprintf("first GPU: no RDMA device to be near (%v)", err)
-		}
-		nic = names[0]
-	}
-	p, err := cuda.NearestGPU(root, devs, nic)
-	if err != nil {
-		return p.GPU, fmt.Sprintf("%s (%v)", p.Reason, err)
-	}
-	return p.GPU, p.Reason
-}
-
-// memForced holds per-test overrides set by withMem.
-var memForced sync.Map
-
-// withMem makes newBuffer(t, ...) return memory of kind k for this test
-// whatever GDR_MEM says, so one test can run the same traffic on host and on
-// GPU memory in two subtests and report them side by side:
-//
-//	for _, k := range []membuf.Kind{membuf.Host, membuf.GPU} {
-//		t.Run(string(k), func(t *testing.T) { withMem(t, k); ends := connect(t, n); ... })
-//	}
-//
-// Both hosts run the subtests in the same order, so both ends agree on the
-// kind. gpu builds only (a file with the rdma && gpu constraint).
-func withMem(t testing.TB, k membuf.Kind) {
-	memForced.Store(t, k)
-	t.Cleanup(func() { memForced.Delete(t) })
 }
 
 // memAttrs records where the test's buffers live, once per test even when

@@ -8,67 +8,62 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/pcipath"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
-// settingsPath is the GPU, the bridges to its nearest PCI NIC and the NIC;
-// on a host without a PCI NIC, the GPU and the ports above it (its host
-// traffic crosses them, and the MaxPayload rule is the same).
-func (h *host) settingsPath(t *testing.T, g *pci.Device, nics map[string]string) (pcipath.Path, string) {
+// settingsPath is the rail's GPU, the bridges to its NIC (pathNIC: the rail's,
+// else the nearest hardware NIC) and the NIC; without a hardware NIC, the GPU
+// and the ports above it (its host traffic crosses them, and the MaxPayload
+// rule is the same).
+func (h *host) settingsPath(t *testing.T, r *rails.Rail) pcipath.Path {
 	t.Helper()
+	g := r.GPU.Dev
 	p := pcipath.Path{{Dev: g, Role: pcipath.GPU}}
-	if len(nics) == 0 {
+	nic, path, ok := h.pathNIC(t, r)
+	if !ok {
+		t.Logf("no PCI RDMA NIC for %s: checking the GPU and the ports above it", r.GPU)
 		for i := len(g.Chain) - 2; i >= 0; i-- {
 			if d := h.ix.Device(g.Chain[i]); d != nil {
 				p = append(p, pcipath.Member{Dev: d, Role: pcipath.Bridge})
 			}
 		}
-		return p, ""
+		return p
 	}
-	c := h.nearest(t, g, nics)
-	for _, b := range c.Path.Bridges {
+	for _, b := range path.Bridges {
 		d := h.ix.Device(b)
 		if d == nil {
-			testenv.Failf(t, "check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, g.BDF, c.NIC, pci.DevicesDir)
+			testenv.Failf(t, "check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, g.BDF, nic.Name, pci.DevicesDir)
 		}
 		p = append(p, pcipath.Member{Dev: d, Role: pcipath.Bridge})
 	}
-	n := h.ix.Device(c.PCI)
+	n := h.ix.Device(nic.PCI)
 	if n == nil {
-		testenv.Failf(t, "check the driver of "+c.NIC, "NIC %s's PCI function %s is not in %s", c.NIC, c.PCI, pci.DevicesDir)
+		testenv.Failf(t, "check the driver of "+nic.Name, "NIC %s's PCI function %s is not in %s", nic.Name, nic.PCI, pci.DevicesDir)
 	}
-	return append(p, pcipath.Member{Dev: n, Role: pcipath.NIC}), c.NIC
+	return append(p, pcipath.Member{Dev: n, Role: pcipath.NIC})
 }
 
-// TOPO-08: PCIe settings along each GPU<->NIC path (internal/pcipath has
-// the rules and their sources).
+// TOPO-08: PCIe settings along each rail's GPU<->NIC path (internal/pcipath
+// has the rules and their sources).
 func TestTOPO08PCIeSettings(t *testing.T) {
 	testenv.Req(t, "TOPO-08")
 	h := loadHost(t)
-	gpus := h.needGPUs(t)
-	var nics map[string]string
-	if len(h.pciNICs) > 0 {
-		nics = h.needPCINICs(t)
-	}
-	for _, g := range gpus {
-		t.Run(g.BDF, func(t *testing.T) {
+	for _, r := range h.needRails(t) {
+		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-08")
-			testenv.Attr(t, "gpu", g.BDF)
-			p, nic := h.settingsPath(t, g, nics)
-			if nic == "" {
-				t.Logf("no PCI RDMA NIC: checking the GPU and the ports above it")
-			} else {
-				testenv.Attr(t, "nic", nic)
-			}
+			testenv.RailAttrs(t, r)
+			p := h.settingsPath(t, r)
 			res := pcipath.Check(p)
-			var members []string
+			var members, settings []string
 			for _, m := range p {
 				members = append(members, m.Dev.BDF)
 				if s, ok := res.Settings[m.Dev.BDF]; ok {
-					testenv.Attr(t, "pcie_"+m.Dev.BDF, s.String())
+					settings = append(settings, fmt.Sprintf("%s %s: %s", m.Role, m.Dev.BDF, s))
 					t.Logf("%s %s: %s", m.Role, m.Dev.BDF, s)
 				}
 			}
 			testenv.Attr(t, "pcie_path", strings.Join(members, " "))
+			testenv.Attr(t, "pcie_settings", strings.Join(settings, "; "))
 			var warns []string
 			for _, f := range res.Findings {
 				switch f.Verdict {
@@ -89,7 +84,7 @@ func TestTOPO08PCIeSettings(t *testing.T) {
 				for _, f := range unk {
 					msgs = append(msgs, f.Message)
 				}
-				testenv.Absent(t, "%s (%s)", strings.Join(msgs, "; "), fmt.Sprintf("%s/<address>/config", pci.DevicesDir))
+				testenv.Absent(t, "%s (%s/<address>/config)", strings.Join(msgs, "; "), pci.DevicesDir)
 			}
 		})
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/gdrconf/gdrconf/internal/nvsmi"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -25,69 +27,146 @@ func TestTOPO01Inventory(t *testing.T) {
 	testenv.Req(t, "TOPO-01")
 	h := loadHost(t)
 	h.scanErrors(t)
-	gpus := h.needGPUs(t)
+	gpus := h.selectedGPUs(t)
 	nics := h.needNICs(t)
-	testenv.Attr(t, "gpus", bdfs(gpus))
+	testenv.Attr(t, "gpus", gpuList(gpus))
 	testenv.Attr(t, "nics", nicNames(nics))
+	var rs []string
+	for _, r := range h.sel.All {
+		nic := "none"
+		if r.NIC != nil {
+			nic = r.NIC.Name
+		}
+		rs = append(rs, fmt.Sprintf("%d:%s=%s", r.Index, r.GPU.PCI, nic))
+	}
+	testenv.Attr(t, "rails", strings.Join(rs, " "))
+	t.Logf("rails (GDR_IB_PORT=%d):\n%s", h.sel.Port, h.sel.Summary())
 	for _, g := range gpus {
+		rail := h.sel.All[g.Index]
 		for _, n := range nics {
-			t.Run(g.BDF+"-"+n.Name, func(t *testing.T) {
+			t.Run(g.PCI+"-"+n.Name, func(t *testing.T) {
 				testenv.Req(t, "TOPO-01")
-				testenv.Attr(t, "gpu", g.BDF)
+				testenv.Attr(t, "gpu", g.PCI)
+				testenv.Attr(t, "gpu_index", g.Index)
 				testenv.Attr(t, "nic", n.Name)
-				testenv.Attr(t, "gpu_numa", g.NUMANode)
+				testenv.Attr(t, "gpu_numa", g.NUMA)
+				if g.Dev != nil {
+					testenv.Attr(t, "gpu_chain", strings.Join(g.Dev.Chain, " ")) // the report's PCIe tree
+				}
+				testenv.Attr(t, "is_rail", rail.NIC == n)
+				if n.Candidate {
+					testenv.Attr(t, "nic_candidate", "yes")
+				} else {
+					testenv.Attr(t, "nic_candidate", "no: "+n.Why)
+				}
 				if n.Software {
 					// rxe/siw: no PCI device, so no path class and no NUMA node.
 					testenv.Attr(t, "nic_kind", "software")
 					testenv.Attr(t, "nic_parent", n.Parent)
 					testenv.Attr(t, "nic_numa", -1)
-					t.Logf("%s is a software RDMA device on netdev %s: no PCIe path to %s", n.Name, n.Parent, g.BDF)
+					t.Logf("%s is a software RDMA device on netdev %s: no PCIe path to %s", n.Name, n.Parent, g.PCI)
 					return
 				}
 				nd := h.ix.Device(n.PCI)
 				if nd == nil {
 					testenv.Failf(t, "check the driver of "+n.Name+" and "+pci.DevicesDir,
-						"%s/%s/device points to PCI function %s, which is not in %s", "/sys/class/infiniband", n.Name, n.PCI, pci.DevicesDir)
+						"%s/%s/device points to PCI function %s, which is not in %s", rdmadev.ClassDir, n.Name, n.PCI, pci.DevicesDir)
 				}
 				testenv.Attr(t, "nic_pci", n.PCI)
 				testenv.Attr(t, "nic_numa", nd.NUMANode)
-				p, err := h.ix.Classify(g.BDF, n.PCI)
+				testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
+				p, err := h.ix.Classify(g.PCI, n.PCI)
 				if err != nil {
-					testenv.Failf(t, "check "+pci.DevicesDir, "cannot classify %s <-> %s (%s): %v", g.BDF, n.Name, n.PCI, err)
+					testenv.Failf(t, "check "+pci.DevicesDir, "cannot classify %s <-> %s (%s): %v", g.PCI, n.Name, n.PCI, err)
 				}
 				testenv.Attr(t, "path", p.Class.String())
 				testenv.Attr(t, "switches", p.Switches)
-				t.Logf("%s <-> %s (%s): %s, %d switch(es), bridges [%s], NUMA %d/%d",
-					g.BDF, n.Name, n.PCI, p.Class, p.Switches, strings.Join(p.Bridges, " "), g.NUMANode, nd.NUMANode)
+				if p.NUMAUnknown {
+					testenv.Attr(t, "numa_unknown", true)
+				}
+				if p.NUMANote != "" {
+					testenv.Attr(t, "numa_note", p.NUMANote)
+				}
+				t.Logf("%s <-> %s (%s): %s, %d switch(es), bridges [%s], NUMA %d/%d%s",
+					g.PCI, n.Name, n.PCI, p.Class, p.Switches, strings.Join(p.Bridges, " "), g.NUMA, nd.NUMANode, note(p.NUMANote))
 			})
 		}
 	}
 }
 
-// TOPO-02: each GPU's nearest NIC is within GDR_MAX_PATH.
+func note(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// portRemedy is what to do about a NIC that is not a rail candidate.
+func portRemedy(n *rails.NIC) string {
+	switch {
+	case strings.Contains(n.Why, "no port"):
+		return "set GDR_IB_PORT to a port the NIC has"
+	case strings.Contains(n.Why, "verbs node"):
+		return "modprobe ib_uverbs (INST-10/INST-11 say more)"
+	case strings.Contains(n.Why, "its port"):
+		return "bring the port up: check the cable/transceiver and the switch port; InfiniBand ports in INIT need a subnet manager (opensm); RoCE needs the netdev up (INST-12 says more)"
+	}
+	return "check the NIC's driver and dmesg"
+}
+
+// TOPO-02: each GPU's rail NIC is within GDR_MAX_PATH.
 func TestTOPO02NearestNIC(t *testing.T) {
 	testenv.Req(t, "TOPO-02")
 	h := loadHost(t)
-	gpus := h.needGPUs(t)
-	nics := h.needPCINICs(t)
+	rs := h.needRails(t)
+	h.needPCINICs(t)
 	limit := testenv.Config(t).MaxPath
 	testenv.Attr(t, "max_path", limit.String())
-	for _, g := range gpus {
-		t.Run(g.BDF, func(t *testing.T) {
+	for _, r := range rs {
+		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-02")
-			c := h.nearest(t, g, nics)
-			testenv.Attr(t, "gpu", g.BDF)
-			testenv.Attr(t, "nic", c.NIC)
-			testenv.Attr(t, "path", c.Path.Class.String())
-			testenv.Attr(t, "gpu_numa", c.Path.NUMAA)
-			testenv.Attr(t, "nic_numa", c.Path.NUMAB)
-			if c.Path.Class.FartherThan(limit) {
-				testenv.Errorf(t, fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", c.Path.Class),
-					"GPU %s (NUMA node %d): nearest RDMA NIC %s (%s, NUMA node %d) is %s, farther than GDR_MAX_PATH=%s; GPUDirect RDMA through the %s is slow or unsupported",
-					g.BDF, c.Path.NUMAA, c.NIC, c.PCI, c.Path.NUMAB, c.Path.Class, limit, through(c.Path.Class))
+			testenv.RailAttrs(t, r)
+			testenv.Attr(t, "gpu_numa", r.GPU.NUMA)
+			nearer := h.sel.Nearer(r)
+			if len(nearer) > 0 {
+				testenv.Attr(t, "nearer_not_candidates", rails.Describe(nearer))
 			}
+			if r.NIC == nil || !r.HasPath {
+				if len(nearer) == 0 {
+					testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
+				}
+				testenv.Errorf(t, portRemedy(nearer[0].NIC),
+					"GPU %d %s (NUMA node %d) has no rail: no RDMA NIC is a candidate; nearest: %s", r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, rails.Describe(nearer))
+				return
+			}
+			testenv.Attr(t, "nic_numa", r.NIC.NUMA)
+			t.Logf("%s <-> %s: %s", r.GPU, r.NIC.Name, r.Reason)
+			if !r.Path.Class.FartherThan(limit) {
+				return
+			}
+			var why []string // the rail reason already names nearer NICs that are not candidates
+			if r.Path.NUMAUnknown {
+				why = append(why, "SYS because the NUMA nodes are unknown: "+r.Path.NUMANote)
+			}
+			remedy := fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
+			if len(nearer) > 0 {
+				remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + remedy
+			}
+			if r.Path.NUMAUnknown {
+				remedy = "have the firmware report NUMA proximity (BIOS/ACPI SRAT and _PXM: numa_node is -1), or " + remedy
+			}
+			testenv.Errorf(t, remedy,
+				"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s, farther than GDR_MAX_PATH=%s (%s)%s; GPUDirect RDMA through the %s is slow or unsupported",
+				r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, limit, r.Reason, semi(why), through(r.Path.Class))
 		})
 	}
+}
+
+func semi(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(s, "; ")
 }
 
 func through(c pathclass.Class) string {
@@ -103,23 +182,24 @@ func through(c pathclass.Class) string {
 }
 
 // TOPO-03: ACS redirect is off on the switch ports between each GPU and its
-// nearest NIC. Root ports are not checked: traffic between root ports goes
+// rail NIC. Root ports are not checked: traffic between root ports goes
 // through the root complex whatever their ACS says, so only switch ports
 // decide whether P2P stays below the switch.
 func TestTOPO03ACS(t *testing.T) {
 	testenv.Req(t, "TOPO-03")
 	h := loadHost(t)
-	gpus := h.needGPUs(t)
-	nics := h.needPCINICs(t)
-	for _, g := range gpus {
-		t.Run(g.BDF, func(t *testing.T) {
+	rs := h.needRails(t)
+	h.needPCINICs(t)
+	for _, r := range rs {
+		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-03")
-			c := h.nearest(t, g, nics)
-			testenv.Attr(t, "gpu", g.BDF)
-			testenv.Attr(t, "nic", c.NIC)
-			testenv.Attr(t, "path", c.Path.Class.String())
-			var unreadable, checked []string
-			for _, b := range c.Path.Bridges {
+			testenv.RailAttrs(t, r)
+			nic, path, ok := h.pathNIC(t, r)
+			if !ok {
+				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
+			}
+			var unreadable, checked, acsCtl []string
+			for _, b := range path.Bridges {
 				pt := h.ix.PortType(b)
 				if pt != pci.TypeUpstream && pt != pci.TypeDownstream {
 					continue
@@ -127,7 +207,7 @@ func TestTOPO03ACS(t *testing.T) {
 				d := h.ix.Device(b)
 				switch {
 				case d == nil:
-					testenv.Errorf(t, "check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, g.BDF, c.NIC, pci.DevicesDir)
+					testenv.Errorf(t, "check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, r.GPU.PCI, nic.Name, pci.DevicesDir)
 					continue
 				case errors.Is(d.ConfigErr, pci.ErrNeedRoot):
 					unreadable = append(unreadable, b)
@@ -141,15 +221,16 @@ func TestTOPO03ACS(t *testing.T) {
 					continue // no ACS capability: nothing redirects
 				}
 				acs := d.Config.ACS
-				testenv.Attr(t, "acs_"+b, pci.ACSBits(acs.Ctrl))
+				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
 				if bl := acs.Blocking(); bl != 0 {
 					testenv.Errorf(t,
 						fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b),
 						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex",
-						pci.PortTypeName(pt), b, g.BDF, c.NIC, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl))
+						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl))
 				}
 			}
 			testenv.Attr(t, "acs_checked", strings.Join(checked, " "))
+			testenv.Attr(t, "acs", strings.Join(acsCtl, "; "))
 			if len(unreadable) > 0 {
 				testenv.Absent(t, "ACS of %s not checked: %s: %s is readable only as root (run the suite as root)",
 					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config")
@@ -158,76 +239,55 @@ func TestTOPO03ACS(t *testing.T) {
 	}
 }
 
-// linkPartner is the other end of the link whose state d's sysfs link files
-// describe: the port above for endpoints and upstream ports, the function
-// below (on this path) for root and downstream ports.
-func linkPartner(ix *topo.Index, d *pci.Device, chains ...[]string) *pci.Device {
-	switch ix.PortType(d.BDF) {
-	case pci.TypeRootPort, pci.TypeDownstream:
-		for _, ch := range chains {
-			for i, b := range ch {
-				if b == d.BDF && i+1 < len(ch) {
-					return ix.Device(ch[i+1])
-				}
-			}
-		}
-		return nil
-	}
-	return ix.Device(d.Parent())
-}
-
 // TOPO-04: links are trained to what both ends support.
 func TestTOPO04LinkTraining(t *testing.T) {
 	testenv.Req(t, "TOPO-04")
 	h := loadHost(t)
-	gpus := h.needGPUs(t)
-	var nics map[string]string
-	if len(h.pciNICs) > 0 {
-		nics = h.needPCINICs(t)
-	}
-	for _, g := range gpus {
-		t.Run(g.BDF, func(t *testing.T) {
+	rs := h.needRails(t)
+	for _, r := range rs {
+		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-04")
-			testenv.Attr(t, "gpu", g.BDF)
+			testenv.RailAttrs(t, r)
+			g := r.GPU.Dev
 			devs := []*pci.Device{g}
-			chains := [][]string{g.Chain}
-			if len(nics) > 0 {
-				c := h.nearest(t, g, nics)
-				testenv.Attr(t, "nic", c.NIC)
-				n := h.ix.Device(c.PCI)
-				chains = append(chains, n.Chain)
-				devs = append(devs, n)
-				for _, b := range c.Path.Bridges {
+			testenv.Attr(t, "gpu_chain", strings.Join(g.Chain, " "))
+			if nic, path, ok := h.pathNIC(t, r); ok {
+				nd := h.ix.Device(nic.PCI)
+				devs = append(devs, nd)
+				if nd != nil {
+					testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
+				}
+				for _, b := range path.Bridges {
 					if d := h.ix.Device(b); d != nil {
 						devs = append(devs, d)
 					}
 				}
 			} else {
-				t.Logf("no PCI RDMA NIC: checking the GPU's own link only")
+				t.Logf("no PCI RDMA NIC for %s: checking the GPU's own link only", r.GPU)
 			}
+			var links []string
 			for _, d := range devs {
-				checkLink(t, h.ix, d, g, chains)
+				if l := checkLink(t, h.ix, d, g); l != "" {
+					links = append(links, l)
+				}
 			}
+			testenv.Attr(t, "links", strings.Join(links, "; "))
 		})
 	}
 }
 
-func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device, chains [][]string) {
+// checkLink checks d's link and returns "<BDF> <role> <link state>" for
+// the gdr.links attribute (one value for all devices: no address in a key).
+func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	t.Helper()
-	if d.MaxSpeed == 0 || d.MaxWidth == 0 {
-		t.Logf("%s: no link speed/width in sysfs (virtual or integrated function): not checked", d.BDF)
-		return
+	want, err := ix.ExpectedLink(d.BDF)
+	if err != nil {
+		t.Logf("%s: %v: not checked", d.BDF, err)
+		return ""
 	}
-	wantS, wantW := d.MaxSpeed, d.MaxWidth
 	limited := ""
-	p := linkPartner(ix, d, chains...)
-	if p != nil && p.MaxSpeed > 0 && p.MaxWidth > 0 {
-		if p.MaxSpeed < wantS {
-			wantS, limited = p.MaxSpeed, fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", p.BDF, p.MaxSpeed, p.MaxWidth)
-		}
-		if p.MaxWidth < wantW {
-			wantW, limited = p.MaxWidth, fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", p.BDF, p.MaxSpeed, p.MaxWidth)
-		}
+	if want.Limited {
+		limited = fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth)
 	}
 	role := "bridge"
 	switch {
@@ -236,23 +296,23 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device, chains [][]stri
 	case !d.IsBridge():
 		role = "NIC"
 	}
-	testenv.Attr(t, "link_"+d.BDF, d.LinkString())
-	gpuLink := d == gpu || p == gpu
-	if d.CurWidth < wantW {
+	gpuLink := d == gpu || want.Partner == gpu.BDF
+	if d.CurWidth < want.Width {
 		testenv.Errorf(t, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-			"%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, wantW, limited, d.LinkString())
+			"%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())
 	}
-	if d.CurSpeed < wantS {
+	if d.CurSpeed < want.Speed {
 		if gpuLink {
 			// Idle GPUs drop link speed to save power; the gpu package
 			// re-reads it under load. Report only.
-			testenv.Attr(t, "gpu_link_speed_below_max", fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurSpeed, wantS))
-			t.Logf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurSpeed, wantS)
+			testenv.Attr(t, "gpu_link_speed_below_max", fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurSpeed, want.Speed))
+			t.Logf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurSpeed, want.Speed)
 		} else {
 			testenv.Errorf(t, "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurSpeed, wantS, limited, d.LinkString())
+				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurSpeed, want.Speed, limited, d.LinkString())
 		}
 	}
+	return d.BDF + " " + role + " " + d.LinkString()
 }
 
 // iommuCmdline extracts the IOMMU-related kernel parameters.
@@ -268,12 +328,30 @@ func iommuCmdline(cmdline string) []string {
 	return out
 }
 
-// TOPO-05: DMA from GPUs and NICs is not translated by the IOMMU.
+// iommuModes says what each IOMMU group type means for GPUDirect RDMA.
+var iommuModes = map[string]struct {
+	ok          bool   // passes
+	translated  bool   // DMA goes through translation: GDR_ALLOW_IOMMU may allow it
+	what, fixIt string // for failures
+}{
+	"identity": {ok: true},
+	"DMA": {translated: true, what: "translated DMA (the IOMMU maps every DMA address; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
+		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
+	"DMA-FQ": {translated: true, what: "translated DMA with a flush queue (lazy IOTLB invalidation; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
+		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
+	"blocked": {what: "the IOMMU lets no DMA from this device through at all (its group is attached to the blocking domain, e.g. while a driver is being unbound or a group owner detached it)",
+		fixIt: "bind the device to its host driver again (nvidia or mlx5_core; echo <bdf> > /sys/bus/pci/drivers/<driver>/bind) and check dmesg for IOMMU/DMAR errors; GDR_ALLOW_IOMMU does not apply: nothing can move data"},
+	"unmanaged": {what: "the group's DMA mappings are owned by user space through VFIO (a VM passthrough or a userspace driver), not by this host's driver",
+		fixIt: "give the device back to the host: stop the VM or program using it, unbind vfio-pci and bind its driver (nvidia or mlx5_core); GDR_ALLOW_IOMMU does not apply"},
+}
+
+// TOPO-05: DMA from the selected rails' GPUs and NICs is not translated by
+// the IOMMU.
 func TestTOPO05IOMMU(t *testing.T) {
 	testenv.Req(t, "TOPO-05")
 	h := loadHost(t)
 	cfg := testenv.Config(t)
-	gpus := h.needGPUs(t)
+	rs := h.needRails(t)
 	cmdline, err := h.root.ReadString("/proc/cmdline")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("read /proc/cmdline: %v", err)
@@ -294,38 +372,55 @@ func TestTOPO05IOMMU(t *testing.T) {
 		}
 	}
 	testenv.Attr(t, "iommu_groups", n)
-	devs := append([]*pci.Device(nil), gpus...)
-	for _, nic := range h.nics {
-		if !nic.Software {
-			if d := h.ix.Device(nic.PCI); d != nil {
-				devs = append(devs, d)
-			}
+	var devs []*pci.Device
+	seen := map[string]bool{}
+	add := func(d *pci.Device) {
+		if d != nil && !seen[d.BDF] {
+			seen[d.BDF] = true
+			devs = append(devs, d)
+		}
+	}
+	for _, r := range rs {
+		add(r.GPU.Dev)
+	}
+	for _, r := range rs {
+		if r.NIC != nil && !r.NIC.Software {
+			add(h.ix.Device(r.NIC.PCI))
 		}
 	}
 	for _, d := range devs {
 		t.Run(d.BDF, func(t *testing.T) {
 			testenv.Req(t, "TOPO-05")
 			testenv.Attr(t, "pci", d.BDF)
-			mode := d.IOMMUType
+			typ := d.IOMMUType
+			mode := typ
 			switch {
 			case d.IOMMUGroup == "":
 				mode = "none (no IOMMU group)"
-			case mode == "" && passthroughCmdline:
-				mode = "identity (inferred: no group type file, " + strings.Join(params, " ") + ")"
-			case mode == "":
-				mode = "DMA (inferred: IOMMU group " + d.IOMMUGroup + " without a type file and no iommu=pt)"
+			case typ == "" && passthroughCmdline:
+				typ, mode = "identity", "identity (inferred: no group type file, "+strings.Join(params, " ")+")"
+			case typ == "":
+				typ, mode = "DMA", "DMA (inferred: IOMMU group "+d.IOMMUGroup+" without a type file and no iommu=pt)"
 			}
 			testenv.Attr(t, "iommu_mode", mode)
-			if !strings.HasPrefix(mode, "DMA") {
+			if d.IOMMUGroup == "" {
 				return
 			}
-			msg := fmt.Sprintf("%s is in IOMMU group %s with translated DMA (%s; kernel parameters: %s): peer-to-peer DMA between the GPU and the NIC goes through IOMMU translation or is blocked",
-				d.String(), d.IOMMUGroup, mode, orNone(params))
-			if cfg.AllowIOMMU {
+			m, known := iommuModes[typ]
+			switch {
+			case !known:
+				testenv.Errorf(t, "check the kernel's IOMMU documentation for this group type and dmesg; report it so the suite learns it",
+					"%s is in IOMMU group %s of type %q, which this suite does not know (identity, DMA, DMA-FQ, blocked, unmanaged); kernel parameters: %s", d.String(), d.IOMMUGroup, typ, orNone(params))
+				return
+			case m.ok:
+				return
+			}
+			msg := fmt.Sprintf("%s is in IOMMU group %s of type %s: %s (kernel parameters: %s)", d.String(), d.IOMMUGroup, mode, m.what, orNone(params))
+			if m.translated && cfg.AllowIOMMU {
 				t.Logf("%s; allowed by GDR_ALLOW_IOMMU=1", msg)
 				return
 			}
-			testenv.Errorf(t, "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended", "%s", msg)
+			testenv.Errorf(t, m.fixIt, "%s", msg)
 		})
 	}
 }
@@ -351,37 +446,37 @@ func nvmlClass(l gonvml.GpuTopologyLevel) (pathclass.Class, bool) {
 func TestTOPO06NVMLTopology(t *testing.T) {
 	testenv.Req(t, "TOPO-06")
 	h := loadHost(t)
-	h.needGPUs(t) // GPU pairs use every GPU, whatever GDR_GPU selects
+	h.needRails(t) // GPU pairs use every GPU, whatever GDR_GPU selects
 	if !h.root.IsLive() {
 		testenv.Absent(t, "NVML describes the running host, and GDR_HOST_ROOT=%s is another tree: not compared", h.root.Dir())
 	}
 	if len(h.gpus) < 2 {
-		testenv.Absent(t, "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, bdfs(h.gpus))
+		testenv.Absent(t, "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, gpuList(h.gpus))
 	}
 	// Absent without libnvidia-ml.so.1; any other NVML error fails with its remedy.
 	nv := nvml.Open(t)
 	for i, a := range h.gpus {
 		for _, b := range h.gpus[i+1:] {
-			t.Run(a.BDF+"-"+b.BDF, func(t *testing.T) {
+			t.Run(a.PCI+"-"+b.PCI, func(t *testing.T) {
 				testenv.Req(t, "TOPO-06")
-				p, err := h.ix.Classify(a.BDF, b.BDF)
+				p, err := h.ix.Classify(a.PCI, b.PCI)
 				if err != nil {
-					t.Fatalf("classify %s <-> %s: %v", a.BDF, b.BDF, err)
+					t.Fatalf("classify %s <-> %s: %v", a.PCI, b.PCI, err)
 				}
-				lvl, err := nv.CommonAncestor(a.BDF, b.BDF)
+				lvl, err := nv.CommonAncestor(a.PCI, b.PCI)
 				if err != nil {
-					testenv.Failf(t, nvml.Remedy(err), "%s <-> %s: %v", a.BDF, b.BDF, err)
+					testenv.Failf(t, nvml.Remedy(err), "%s <-> %s: %v", a.PCI, b.PCI, err)
 				}
 				nc, ok := nvmlClass(lvl)
 				testenv.Attr(t, "path", p.Class.String())
 				testenv.Attr(t, "nvml_level", int(lvl))
 				if !ok {
-					testenv.Errorf(t, "upgrade the NVIDIA driver or report the level", "NVML topology level %d for %s <-> %s is not one this suite knows", int(lvl), a.BDF, b.BDF)
+					testenv.Errorf(t, "upgrade the NVIDIA driver or report the level", "NVML topology level %d for %s <-> %s is not one this suite knows", int(lvl), a.PCI, b.PCI)
 					return
 				}
 				if nc != p.Class {
 					testenv.Errorf(t, "compare lspci -tv with nvidia-smi topo -m; a hypervisor may hide switches from the guest, or sysfs and the driver disagree about the tree",
-						"GPU %s <-> GPU %s: sysfs path says %s, NVML GetTopologyCommonAncestor says %s (level %d)", a.BDF, b.BDF, p.Class, nc, int(lvl))
+						"GPU %s <-> GPU %s: sysfs path says %s, NVML GetTopologyCommonAncestor says %s (level %d)", a.PCI, b.PCI, p.Class, nc, int(lvl))
 				}
 			})
 		}
@@ -417,7 +512,7 @@ func topoOutput(t *testing.T, h *host) (string, string) {
 func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	testenv.Req(t, "TOPO-07")
 	h := loadHost(t)
-	h.needGPUs(t)
+	h.needRails(t)
 	out, src := topoOutput(t, h)
 	testenv.Attr(t, "source", src)
 	m, err := nvsmi.Parse(out)
@@ -427,20 +522,20 @@ func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	mg := m.GPUs()
 	if len(mg) != len(h.gpus) {
 		testenv.Failf(t, "check for GPUs the driver does not bind (dmesg NVRM) or GPUs hidden with CUDA_VISIBLE_DEVICES/NVIDIA_VISIBLE_DEVICES",
-			"%s lists %d GPUs, %s lists %d (%s)", src, len(mg), pci.DevicesDir, len(h.gpus), bdfs(h.gpus))
+			"%s lists %d GPUs, %s lists %d (%s)", src, len(mg), pci.DevicesDir, len(h.gpus), gpuList(h.gpus))
 	}
-	// nvidia-smi numbers GPUs in PCI bus order, as h.gpus is sorted.
+	// nvidia-smi numbers GPUs in PCI bus order, as the selection does.
 	pciOf := map[string]string{}
 	for i, l := range mg {
-		pciOf[l] = h.gpus[i].BDF
+		pciOf[l] = h.gpus[i].PCI
 	}
 	for label, name := range m.NICNames {
-		bdf, ok := h.pciNICs[name]
-		if !ok {
-			testenv.Errorf(t, "check the RDMA driver", "%s lists NIC %s (%s), which %s does not have as a PCI RDMA device", src, label, name, "/sys/class/infiniband")
+		n := h.sel.NIC(name)
+		if n == nil || n.Software {
+			testenv.Errorf(t, "check the RDMA driver", "%s lists NIC %s (%s), which %s does not have as a PCI RDMA device", src, label, name, rdmadev.ClassDir)
 			continue
 		}
-		pciOf[label] = bdf
+		pciOf[label] = n.PCI
 	}
 	compared := 0
 	for _, p := range m.Pairs() {

@@ -21,6 +21,7 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr; // 64-bit ABI (the _v2 entry points)
+typedef struct CUstream_st *CUstream;
 
 // The driver's function table, filled by gdr_cuda_load.
 static struct {
@@ -51,6 +52,20 @@ static struct {
 	CUresult (*GetErrorString)(CUresult, const char **);
 	// Optional: CUDA 11.7 and later.
 	CUresult (*MemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
+	// Optional: CUDA 11.3 and later.
+	CUresult (*FlushGPUDirectRDMAWrites)(int, int);
+	// Only in the lab's emulated GPU (harness/emugpu).
+	const char *(*EmulatedGPU)(void);
+	// Peer-to-peer and streams (multi-GPU checks). Every driver this suite
+	// supports has them; they are optional so that a library without them
+	// fails those checks by name instead of failing to load.
+	CUresult (*DeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+	CUresult (*CtxEnablePeerAccess)(CUcontext, unsigned int);
+	CUresult (*CtxDisablePeerAccess)(CUcontext);
+	CUresult (*MemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+	CUresult (*StreamCreate)(CUstream *, unsigned int);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*StreamDestroy)(CUstream);
 } gdr_cu;
 
 static void *gdr_cu_lib;
@@ -99,6 +114,15 @@ static int gdr_cuda_load(const char *name, const char **why, const char **missin
 	SYM(GetErrorString, "cuGetErrorString");
 #undef SYM
 	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = dlsym(h, "cuMemGetHandleForAddressRange");
+	*(void **)(&gdr_cu.FlushGPUDirectRDMAWrites) = dlsym(h, "cuFlushGPUDirectRDMAWrites");
+	*(void **)(&gdr_cu.EmulatedGPU) = dlsym(h, "gdrEmulatedGPU");
+	*(void **)(&gdr_cu.DeviceCanAccessPeer) = dlsym(h, "cuDeviceCanAccessPeer");
+	*(void **)(&gdr_cu.CtxEnablePeerAccess) = dlsym(h, "cuCtxEnablePeerAccess");
+	*(void **)(&gdr_cu.CtxDisablePeerAccess) = dlsym(h, "cuCtxDisablePeerAccess");
+	*(void **)(&gdr_cu.MemcpyPeerAsync) = dlsym(h, "cuMemcpyPeerAsync");
+	*(void **)(&gdr_cu.StreamCreate) = dlsym(h, "cuStreamCreate");
+	*(void **)(&gdr_cu.StreamSynchronize) = dlsym(h, "cuStreamSynchronize");
+	*(void **)(&gdr_cu.StreamDestroy) = dlsym(h, "cuStreamDestroy_v2");
 	gdr_cu_lib = h;
 	return 0;
 }
@@ -108,9 +132,22 @@ static void gdr_cuda_unload(void) {
 	if (gdr_cu_lib) dlclose(gdr_cu_lib);
 	gdr_cu_lib = NULL;
 	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = NULL;
+	*(void **)(&gdr_cu.FlushGPUDirectRDMAWrites) = NULL;
+	*(void **)(&gdr_cu.EmulatedGPU) = NULL;
+	*(void **)(&gdr_cu.DeviceCanAccessPeer) = NULL;
+	*(void **)(&gdr_cu.CtxEnablePeerAccess) = NULL;
+	*(void **)(&gdr_cu.CtxDisablePeerAccess) = NULL;
+	*(void **)(&gdr_cu.MemcpyPeerAsync) = NULL;
+	*(void **)(&gdr_cu.StreamCreate) = NULL;
+	*(void **)(&gdr_cu.StreamSynchronize) = NULL;
+	*(void **)(&gdr_cu.StreamDestroy) = NULL;
 }
 
 static int gdr_has_dmabuf_export(void) { return gdr_cu.MemGetHandleForAddressRange != NULL; }
+static int gdr_has_flush(void) { return gdr_cu.FlushGPUDirectRDMAWrites != NULL; }
+static const char *gdr_emulated(void) { return gdr_cu.EmulatedGPU ? gdr_cu.EmulatedGPU() : NULL; }
+// target CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX (0), scope TO_OWNER (100).
+static CUresult gdr_cuFlushGPUDirectRDMAWrites(void) { return gdr_cu.FlushGPUDirectRDMAWrites(0, 100); }
 
 static CUresult gdr_cuInit(unsigned int f) { return gdr_cu.Init(f); }
 static CUresult gdr_cuDriverGetVersion(int *v) { return gdr_cu.DriverGetVersion(v); }
@@ -138,6 +175,27 @@ static CUresult gdr_cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) {
 static CUresult gdr_cuMemGetHandleForAddressRange(int *fd, CUdeviceptr p, size_t n, int type) {
 	return gdr_cu.MemGetHandleForAddressRange(fd, p, n, type, 0);
 }
+// The peer-to-peer and stream calls; gdr_missing_peer names the first one the
+// library lacks (NULL when it has them all).
+static const char *gdr_missing_peer(void) {
+	if (!gdr_cu.DeviceCanAccessPeer) return "cuDeviceCanAccessPeer";
+	if (!gdr_cu.CtxEnablePeerAccess) return "cuCtxEnablePeerAccess";
+	if (!gdr_cu.CtxDisablePeerAccess) return "cuCtxDisablePeerAccess";
+	if (!gdr_cu.MemcpyPeerAsync) return "cuMemcpyPeerAsync";
+	if (!gdr_cu.StreamCreate) return "cuStreamCreate";
+	if (!gdr_cu.StreamSynchronize) return "cuStreamSynchronize";
+	if (!gdr_cu.StreamDestroy) return "cuStreamDestroy_v2";
+	return NULL;
+}
+static CUresult gdr_cuDeviceCanAccessPeer(int *v, CUdevice d, CUdevice p) { return gdr_cu.DeviceCanAccessPeer(v, d, p); }
+static CUresult gdr_cuCtxEnablePeerAccess(CUcontext peer) { return gdr_cu.CtxEnablePeerAccess(peer, 0); }
+static CUresult gdr_cuCtxDisablePeerAccess(CUcontext peer) { return gdr_cu.CtxDisablePeerAccess(peer); }
+static CUresult gdr_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st) {
+	return gdr_cu.MemcpyPeerAsync(d, dc, s, sc, n, st);
+}
+static CUresult gdr_cuStreamCreate(CUstream *s) { return gdr_cu.StreamCreate(s, 1); } // CU_STREAM_NON_BLOCKING
+static CUresult gdr_cuStreamSynchronize(CUstream s) { return gdr_cu.StreamSynchronize(s); }
+static CUresult gdr_cuStreamDestroy(CUstream s) { return gdr_cu.StreamDestroy(s); }
 static const char *gdr_cuGetErrorName(CUresult r) {
 	const char *s = NULL;
 	if (gdr_cu.GetErrorName(r, &s) != 0 || !s) return "";
@@ -179,6 +237,11 @@ const (
 	ErrDriverMismatch = 803
 	ErrStubLibrary    = 34
 	ErrInsufficientDr = 35 // CUDA_ERROR_INSUFFICIENT_DRIVER
+
+	ErrPeerAccessUnsupported    = 217 // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+	ErrPeerAccessAlreadyEnabled = 704 // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+	ErrPeerAccessNotEnabled     = 705 // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
+	ErrTooManyPeers             = 711 // CUDA_ERROR_TOO_MANY_PEERS
 )
 
 // Attribute is a CUdevice_attribute value.
@@ -299,8 +362,14 @@ func (e *LoadError) Error() string {
 
 // Driver is the initialised CUDA driver API.
 type Driver struct {
-	version int
+	version  int
+	emulated string // the emulated GPU's description; "" for a real driver
 }
+
+// Emulated says whether libcuda.so.1 is the lab's emulated GPU
+// (harness/emugpu), and describes it. Everything measured on it is labelled
+// gpu-emulated and is no hardware evidence.
+func (d *Driver) Emulated() (bool, string) { return d.emulated != "", d.emulated }
 
 // libraryPath is what load opens; unit tests point it at a fake driver.
 var libraryPath = Library
@@ -349,7 +418,11 @@ func initDriver() (*Driver, error) {
 	if err := check("cuDriverGetVersion", C.gdr_cuDriverGetVersion(&v)); err != nil {
 		return nil, err
 	}
-	return &Driver{version: int(v)}, nil
+	drv := &Driver{version: int(v)}
+	if e := C.gdr_emulated(); e != nil {
+		drv.emulated = C.GoString(e)
+	}
+	return drv, nil
 }
 
 // InitRemedy says what to do about a cuInit failure.
@@ -385,7 +458,17 @@ type Device struct {
 	Name     string
 	PCI      string // lowercase dddd:bb:dd.f
 	TotalMem uint64
+	Emulated bool // the lab's emulated GPU (Driver.Emulated)
 	h        C.CUdevice
+}
+
+// MemLabel is what gdr.mem says about this device's memory: "gpu", or
+// "gpu-emulated" on the lab's emulated GPU.
+func (dev Device) MemLabel() string {
+	if dev.Emulated {
+		return "gpu-emulated"
+	}
+	return "gpu"
 }
 
 // Devices lists every GPU the driver sees, in CUDA ordinal order.
@@ -396,7 +479,7 @@ func (d *Driver) Devices() ([]Device, error) {
 	}
 	out := make([]Device, 0, int(n))
 	for i := 0; i < int(n); i++ {
-		dev := Device{Ordinal: i}
+		dev := Device{Ordinal: i, Emulated: d.emulated != ""}
 		if err := check(fmt.Sprintf("cuDeviceGet(%d)", i), C.gdr_cuDeviceGet(&dev.h, C.int(i))); err != nil {
 			return out, err
 		}
@@ -472,6 +555,10 @@ type Context struct {
 	Dev Device
 	mu  sync.Mutex
 	ctx C.CUcontext
+
+	flushOnce sync.Once
+	flush     bool  // RDMA-written memory must be flushed before reads
+	flushErr  error // it must be and cannot be
 }
 
 // Retain retains the device's primary context (the one the CUDA runtime,
@@ -637,11 +724,6 @@ func (c *Context) HtoD(dst uintptr, src unsafe.Pointer, n int) error {
 	return c.Do(func() error { return c.htod(dst, src, n) })
 }
 
-// DtoH copies n bytes from device address src to host address dst.
-func (c *Context) DtoH(dst unsafe.Pointer, src uintptr, n int) error {
-	return c.Do(func() error { return c.dtoh(dst, src, n) })
-}
-
 // htod and dtoh assume the context is current (inside Do).
 func (c *Context) htod(dst uintptr, src unsafe.Pointer, n int) error {
 	return check(fmt.Sprintf("cuMemcpyHtoD(%s)", Size(n)), C.gdr_cuMemcpyHtoD(C.CUdeviceptr(dst), src, C.size_t(n)))
@@ -664,6 +746,50 @@ func (c *Context) hostFree(p unsafe.Pointer, n int) error {
 	return c.Do(func() error {
 		return check(fmt.Sprintf("cuMemFreeHost(%s)", Size(n)), C.gdr_cuMemFreeHost(p))
 	})
+}
+
+// HasFlush reports whether the driver exports cuFlushGPUDirectRDMAWrites (CUDA 11.3+).
+func (d *Driver) HasFlush() bool { return C.gdr_has_flush() != 0 }
+
+// flushRemoteWrites makes what a NIC wrote into the current context's
+// memory visible to the device (cuFlushGPUDirectRDMAWrites, scope owner),
+// where the device needs it: writes ordering below OWNER with the HOST
+// flush option. Devices that order RDMA writes for their own consumers
+// (OWNER or ALL_DEVICES, every Ampere and newer GPU) need no flush. The
+// context must be current (inside Do).
+func (c *Context) flushRemoteWrites() error {
+	need, err := c.needsFlush()
+	if err != nil || !need {
+		return err
+	}
+	return check("cuFlushGPUDirectRDMAWrites(CURRENT_CTX, TO_OWNER)", C.gdr_cuFlushGPUDirectRDMAWrites())
+}
+
+// needsFlush reads (once per context) whether RDMA-written memory of this
+// device must be flushed before the device reads it, and fails when it must
+// but cannot be.
+func (c *Context) needsFlush() (bool, error) {
+	c.flushOnce.Do(func() {
+		order, err := c.Dev.Attr(AttrGPUDirectRDMAWritesOrder)
+		if err != nil {
+			c.flushErr = err
+			return
+		}
+		if order >= WritesOrderingOwner {
+			return
+		}
+		opts, err := c.Dev.Attr(AttrGPUDirectRDMAFlushOptions)
+		switch {
+		case err != nil:
+			c.flushErr = err
+		case opts&FlushHost == 0 || C.gdr_has_flush() == 0:
+			c.flushErr = fmt.Errorf("GPU %s orders RDMA writes NONE and offers no cuFlushGPUDirectRDMAWrites (flush options %#x, symbol present %v): data a NIC wrote cannot be read back reliably (see GPU-06); upgrade the NVIDIA driver",
+				c.Dev.PCI, opts, C.gdr_has_flush() != 0)
+		default:
+			c.flush = true
+		}
+	})
+	return c.flush, c.flushErr
 }
 
 // Memset sets n bytes at dst to v.
@@ -693,3 +819,91 @@ func (c *Context) dmabufFD(addr uintptr, size int) (int, error) {
 }
 
 func pageSize() int { return os.Getpagesize() }
+
+// Peer-to-peer and stream calls (peer.go builds on them). Each returns an
+// error naming the entry point when the library lacks one.
+
+func missingPeer(op string) error {
+	if m := C.gdr_missing_peer(); m != nil {
+		return &Error{Op: op, Code: ErrNotSupported, Name: "symbol missing",
+			Desc: fmt.Sprintf("%s does not export %s; upgrade the NVIDIA driver", Library, C.GoString(m))}
+	}
+	return nil
+}
+
+func canAccessPeer(dev, peer Device) (bool, error) {
+	op := fmt.Sprintf("cuDeviceCanAccessPeer(gpu %d, gpu %d)", dev.Ordinal, peer.Ordinal)
+	if err := missingPeer(op); err != nil {
+		return false, err
+	}
+	var v C.int
+	err := check(op, C.gdr_cuDeviceCanAccessPeer(&v, dev.h, peer.h))
+	return v != 0, err
+}
+
+// The calls below assume a context is current (inside Do).
+
+// handle is the context's CUcontext, or an error once it is released.
+func (c *Context) handle() (C.CUcontext, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		return nil, fmt.Errorf("gpu %d: primary context already released", c.Dev.Ordinal)
+	}
+	return c.ctx, nil
+}
+
+func ctxEnablePeerAccess(c, peer *Context) error {
+	op := fmt.Sprintf("cuCtxEnablePeerAccess(gpu %d -> gpu %d)", c.Dev.Ordinal, peer.Dev.Ordinal)
+	if err := missingPeer(op); err != nil {
+		return err
+	}
+	h, err := peer.handle()
+	if err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuCtxEnablePeerAccess(h))
+}
+
+func ctxDisablePeerAccess(c, peer *Context) error {
+	op := fmt.Sprintf("cuCtxDisablePeerAccess(gpu %d -> gpu %d)", c.Dev.Ordinal, peer.Dev.Ordinal)
+	if err := missingPeer(op); err != nil {
+		return err
+	}
+	h, err := peer.handle()
+	if err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuCtxDisablePeerAccess(h))
+}
+
+// stream is a CUDA stream of the context current when it was made.
+type stream struct{ s C.CUstream }
+
+func streamCreate() (stream, error) {
+	if err := missingPeer("cuStreamCreate"); err != nil {
+		return stream{}, err
+	}
+	var s C.CUstream
+	err := check("cuStreamCreate(NON_BLOCKING)", C.gdr_cuStreamCreate(&s))
+	return stream{s}, err
+}
+
+func (s stream) sync() error { return check("cuStreamSynchronize", C.gdr_cuStreamSynchronize(s.s)) }
+
+func (s stream) destroy() error { return check("cuStreamDestroy", C.gdr_cuStreamDestroy(s.s)) }
+
+// memcpyPeerAsync queues a copy of n bytes from src (in srcCtx) to dst (in
+// dstCtx) on s.
+func (s stream) memcpyPeerAsync(dst uintptr, dstCtx *Context, src uintptr, srcCtx *Context, n int) error {
+	dh, err := dstCtx.handle()
+	if err != nil {
+		return err
+	}
+	sh, err := srcCtx.handle()
+	if err != nil {
+		return err
+	}
+	return check(fmt.Sprintf("cuMemcpyPeerAsync(gpu %d -> gpu %d, %s)", srcCtx.Dev.Ordinal, dstCtx.Dev.Ordinal, Size(n)),
+		C.gdr_cuMemcpyPeerAsync(C.CUdeviceptr(dst), dh, C.CUdeviceptr(src), sh, C.size_t(n), s.s))
+}

@@ -46,26 +46,6 @@ func TestFormatting(t *testing.T) {
 	assert.Equal(t, 0.0, GBps(1, 0))
 }
 
-func TestSelect(t *testing.T) {
-	devs := []Device{{Ordinal: 0, PCI: "0000:00:06.0"}, {Ordinal: 1, PCI: "0000:3b:00.0"}}
-	d, err := Select(devs, "1")
-	require.NoError(t, err)
-	assert.Equal(t, "0000:3b:00.0", d.PCI)
-	d, err = Select(devs, "0000:3B:00.0")
-	require.NoError(t, err)
-	assert.Equal(t, 1, d.Ordinal)
-	d, err = Select(devs, "00:06.0")
-	require.NoError(t, err)
-	assert.Equal(t, 0, d.Ordinal)
-	_, err = Select(devs, "2")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "0=0000:00:06.0, 1=0000:3b:00.0")
-	_, err = Select(devs, "0000:99:00.0")
-	assert.Error(t, err)
-	_, err = Select(devs, "nonsense")
-	assert.Error(t, err)
-}
-
 // TestLoadWithoutDriver runs where libcuda.so.1 is missing (CI, the lab): the
 // error names the library and the package.
 func TestLoadWithoutDriver(t *testing.T) {

@@ -5,36 +5,36 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/harness/emugpu"
 )
 
-// The tests below load testdata/fakecuda.c, compiled now, in place of
-// libcuda.so.1, so the dlopen/dlsym plumbing and error texts are checked on
-// machines without a GPU. Where the real driver is present they skip: it
-// cannot be unloaded safely under a live context.
+// The tests below load the emulated GPU (harness/emugpu), compiled now, in
+// place of libcuda.so.1, so the dlopen/dlsym plumbing, error texts and the
+// flush rule are checked on machines without a GPU. Where the real driver is
+// present they skip: it cannot be unloaded safely under a live context.
 
 func useFake(t *testing.T, cflags ...string) {
 	t.Helper()
 	if _, err := Load(); err == nil {
-		t.Skip("the real libcuda.so.1 is loaded here; fake-driver tests run where it is absent")
+		if ok, _ := loaded.Emulated(); !ok {
+			t.Skip("the real libcuda.so.1 is loaded here; emulated-GPU tests run where it is absent")
+		}
 	} else if le := (*LoadError)(nil); !errors.As(err, &le) || !le.Missing {
-		t.Skipf("libcuda.so.1 is present but unusable here (%v); fake-driver tests run where it is absent", err)
+		t.Skipf("libcuda.so.1 is present but unusable here (%v); emulated-GPU tests run where it is absent", err)
 	}
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler (cc) to build the fake driver")
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (cc) to build the emulated GPU")
 	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
-	args := append([]string{"-shared", "-fPIC", "-o", lib, "testdata/fakecuda.c"}, cflags...)
-	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("building the fake driver: %v\n%s", err, out)
-	}
+	lib, err := emugpu.Build(t.TempDir(), cflags...)
+	require.NoError(t, err)
 	unloadForTest()
 	libraryPath = lib
 	t.Cleanup(func() {
@@ -48,12 +48,18 @@ func TestFakeDriver(t *testing.T) {
 	d, err := Load()
 	require.NoError(t, err)
 	assert.Equal(t, 12040, d.Version())
-	assert.False(t, d.HasDmabufExport(), "the fake predates cuMemGetHandleForAddressRange")
+	emu, desc := d.Emulated()
+	assert.True(t, emu, "gdrEmulatedGPU is exported")
+	assert.Contains(t, desc, "PROT_NONE")
+	assert.True(t, d.HasDmabufExport())
+	assert.True(t, d.HasFlush())
 	devs, err := d.Devices()
 	require.NoError(t, err)
 	require.Len(t, devs, 1)
 	assert.Equal(t, "0000:3b:00.0", devs[0].PCI, "CUDA's upper-case bus id normalised")
-	assert.Equal(t, "Fake GPU", devs[0].Name)
+	assert.Equal(t, "GDR emulated GPU 0", devs[0].Name)
+	assert.True(t, devs[0].Emulated)
+	assert.Equal(t, "gpu-emulated", devs[0].MemLabel())
 	maj, min, err := devs[0].ComputeCapability()
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{9, 0}, [2]int{maj, min})
@@ -63,13 +69,16 @@ func TestFakeDriver(t *testing.T) {
 	assert.Equal(t, "cuDeviceGetAttribute(attribute 999, gpu 0): CUDA_ERROR_INVALID_VALUE (invalid argument)", err.Error())
 
 	c := Primary(t, devs[0])
-	m := Alloc(t, c, 1000) // the fake aligns to 512 only: Alloc must re-align
+	m := Alloc(t, c, 1000) // small allocations are only 512-byte aligned: Alloc must re-align
 	assert.Zero(t, m.Addr()%4096)
-	want := []byte("through the fake driver")
+	want := []byte("through the emulated driver")
 	require.NoError(t, m.Fill(want))
 	got := make([]byte, len(want))
 	require.NoError(t, m.ReadBack(got))
 	assert.True(t, bytes.Equal(want, got))
+	sync, err := c.SyncMemops(m.Addr())
+	require.NoError(t, err)
+	assert.True(t, sync, "Alloc sets SYNC_MEMOPS")
 
 	_, err = c.Alloc(2 << 30)
 	require.Error(t, err)
@@ -77,13 +86,109 @@ func TestFakeDriver(t *testing.T) {
 
 	_, _, _, err = m.DmabufFD()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "11.7")
+	assert.Equal(t, ErrNotSupported, Code(err))
+	assert.Contains(t, err.Error(), "rxe has no dma-buf MRs")
 
 	mt, err := c.PointerType(m.Addr())
+	require.NoError(t, err)
+	assert.Equal(t, MemDevice, mt)
+	man := AllocManaged(t, c, 4096)
+	mt, err = c.PointerType(man.Addr())
+	require.NoError(t, err)
+	assert.Equal(t, MemManaged, mt)
+	pin := HostAlloc(t, c, 4096)
+	mt, err = c.PointerType(pin.Addr())
+	require.NoError(t, err)
+	assert.Equal(t, MemHost, mt)
+	var stack [8]byte
+	mt, err = c.PointerType(uintptrOf(&stack[0]))
 	require.NoError(t, err)
 	assert.Equal(t, MemUnknown, mt, "INVALID_VALUE from cuPointerGetAttribute: not CUDA memory")
 
 	require.NoError(t, c.Synchronize(), "Synchronize runs with the context current")
+}
+
+// The emulated memory behaves like GPU memory where the suite could get it
+// wrong: once in use the CPU cannot touch it, and bytes written behind the
+// driver's back (by a NIC) are refused by cuMemcpyDtoH until
+// cuFlushGPUDirectRDMAWrites. Child processes show the fault and the
+// refusal without taking the test binary down.
+func TestEmulatedGPUMemory(t *testing.T) {
+	if os.Getenv("GDR_EMU_CHILD") != "" {
+		emulatedChild(t, os.Getenv("GDR_EMU_CHILD"))
+		return
+	}
+	useFake(t) // builds the library for the children and checks it loads
+	for _, c := range []struct {
+		mode string
+		want string
+		ok   bool
+	}{
+		{"cpu-read", "unexpected fault address", false},
+		{"unflushed", "cuMemcpyDtoH", true},
+		{"flushed", "", true},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestEmulatedGPUMemory$", "-test.v")
+			cmd.Env = append(os.Environ(), "GDR_EMU_CHILD="+c.mode, "GDR_EMU_LIB="+libraryPath)
+			out, err := cmd.CombinedOutput()
+			if c.ok {
+				require.NoError(t, err, "%s", out)
+			} else {
+				require.Error(t, err, "%s", out)
+			}
+			assert.Contains(t, string(out), c.want)
+			assert.Contains(t, string(out), "PROT_NONE", "every protection is logged")
+			if c.mode == "unflushed" {
+				assert.Contains(t, string(out), "cuFlushGPUDirectRDMAWrites before reading RDMA-written GPU memory")
+			}
+		})
+	}
+}
+
+func emulatedChild(t *testing.T, mode string) {
+	unloadForTest()
+	libraryPath = os.Getenv("GDR_EMU_LIB")
+	d, err := Load()
+	require.NoError(t, err)
+	devs, err := d.Devices()
+	require.NoError(t, err)
+	c := Primary(t, devs[0])
+	m := Alloc(t, c, 8192)
+	require.NoError(t, m.Fill(bytes.Repeat([]byte{0x5a}, 8192))) // first copy: alias A becomes PROT_NONE
+	switch mode {
+	case "cpu-read":
+		p := (*[8192]byte)(ptrOf(m.Addr()))
+		t.Logf("read %d", p[100]) // faults: the Go runtime reports "unexpected fault address"
+		t.Fatal("a CPU read of emulated device memory did not fault")
+	case "unflushed", "flushed":
+		// A NIC write: bytes change behind the driver, through the alias
+		// the emulator does not own (here: remapped readable for the test).
+		nicWrite(t, c, m)
+		got := make([]byte, 64)
+		if mode == "flushed" {
+			require.NoError(t, m.ReadBack(got), "ReadBack flushes first")
+			assert.Equal(t, bytes.Repeat([]byte{0xee}, 16), got[:16])
+			return
+		}
+		err := c.Do(func() error { return c.dtoh(ptrOf(uintptrOf(&got[0])), m.Addr(), len(got)) })
+		require.Error(t, err, "a read without the flush is refused")
+		t.Logf("refused as it must be: %v", err)
+		assert.Contains(t, err.Error(), "cuFlushGPUDirectRDMAWrites")
+	}
+}
+
+// nicWrite plays the NIC: it changes 16 bytes of m without going through
+// the driver (mprotect the alias back to writable for an instant, as only
+// the test may; the suite never does).
+func nicWrite(t *testing.T, c *Context, m *Mem) {
+	t.Helper()
+	require.NoError(t, mprotectRW(m.Addr(), 4096))
+	p := (*[16]byte)(ptrOf(m.Addr()))
+	for i := range p {
+		p[i] = 0xee
+	}
+	require.NoError(t, mprotectNone(m.Addr(), 4096))
 }
 
 func TestFakeDriverNoDevice(t *testing.T) {
@@ -111,4 +216,17 @@ func TestFakeDriverMissingSymbol(t *testing.T) {
 	require.True(t, errors.As(err, &le), "%v", err)
 	assert.False(t, le.Missing)
 	assert.True(t, strings.Contains(err.Error(), "has no symbol cuMemAllocManaged"), err.Error())
+}
+
+func TestFakeDriverPre117(t *testing.T) {
+	useFake(t, "-DNO_DMABUF_SYMBOL")
+	d, err := Load()
+	require.NoError(t, err)
+	assert.False(t, d.HasDmabufExport(), "a driver before CUDA 11.7 has no cuMemGetHandleForAddressRange")
+	devs, err := d.Devices()
+	require.NoError(t, err)
+	m := Alloc(t, Primary(t, devs[0]), 4096)
+	_, _, _, err = m.DmabufFD()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "11.7")
 }

@@ -4,13 +4,10 @@ package cuda
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
 // Open loads the CUDA driver for t. No libcuda.so.1, or a driver that sees no
@@ -34,56 +31,6 @@ func Open(t testing.TB) *Driver {
 		testenv.Failf(t, InitRemedy(err), "%v", err)
 	}
 	return nil
-}
-
-// GPUs returns the GPUs under test: all of them, or the one GDR_GPU names
-// (an ordinal or a PCI address). No GPU is testenv.Absent; a GDR_GPU that
-// matches none fails, listing what is there.
-func GPUs(t testing.TB, d *Driver) []Device {
-	t.Helper()
-	devs, err := d.Devices()
-	if err != nil {
-		testenv.Failf(t, InitRemedy(err), "listing GPUs: %v", err)
-	}
-	if len(devs) == 0 {
-		testenv.Absent(t, "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded; check nvidia-smi and CUDA_VISIBLE_DEVICES)")
-	}
-	sel := testenv.Config(t).GPU
-	if sel == "" {
-		return devs
-	}
-	dev, err := Select(devs, sel)
-	if err != nil {
-		testenv.Failf(t, "set GDR_GPU to one of the GPUs listed, or unset it to test all", "%v", err)
-	}
-	return []Device{dev}
-}
-
-// Select picks the GPU sel names: a CUDA ordinal ("0") or a PCI address in
-// any spelling ("3b:00.0", "0000:3B:00.0").
-func Select(devs []Device, sel string) (Device, error) {
-	var seen []string
-	for _, d := range devs {
-		seen = append(seen, fmt.Sprintf("%d=%s", d.Ordinal, d.PCI))
-	}
-	if n, err := strconv.Atoi(sel); err == nil {
-		for _, d := range devs {
-			if d.Ordinal == n {
-				return d, nil
-			}
-		}
-		return Device{}, fmt.Errorf("GDR_GPU=%s: no GPU with that index (GPUs: %s)", sel, strings.Join(seen, ", "))
-	}
-	addr, err := pcie.NormalizeAddr(sel)
-	if err != nil {
-		return Device{}, fmt.Errorf("GDR_GPU=%s: %w", sel, err)
-	}
-	for _, d := range devs {
-		if d.PCI == addr {
-			return d, nil
-		}
-	}
-	return Device{}, fmt.Errorf("GDR_GPU=%s: no GPU at that PCI address (GPUs: %s)", sel, strings.Join(seen, ", "))
 }
 
 // Primary retains dev's primary context for t and releases it in t.Cleanup.
@@ -136,9 +83,29 @@ func AllocManaged(t testing.TB, c *Context, size int) *Mem {
 }
 
 // HostAlloc allocates n bytes of pinned host memory for t (freed in t.Cleanup).
+// The buffer prefers the GPU's NUMA node (its copy engines reach it there
+// without crossing sockets), recorded as gdr.pinned_numa.
 func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
 	t.Helper()
-	h, err := c.HostAlloc(n)
+	h, place := HostAllocNear(t, c, n)
+	testenv.Attr(t, "pinned_numa", place)
+	return h
+}
+
+// HostAllocNear is HostAlloc without the attribute: it returns where the
+// buffer went, for tests that allocate for several GPUs before the subtest
+// that reports each one exists.
+func HostAllocNear(t testing.TB, c *Context, n int) (*Pinned, string) {
+	t.Helper()
+	node := -1
+	if g := GPUOf(t, c.Dev); g != nil {
+		node = g.NUMA
+	}
+	var h *Pinned
+	place, err := numa.Prefer(node, func() (err error) {
+		h, err = c.HostAlloc(n)
+		return err
+	})
 	if err != nil {
 		testenv.Failf(t, "free host memory, or raise the locked-memory limit (ulimit -l unlimited)", "GPU %s: %v", c.Dev.PCI, err)
 	}
@@ -147,7 +114,27 @@ func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
 			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
 		}
 	})
-	return h
+	return h, place
+}
+
+// EnablePeer lets c reach peer's memory for t (cuCtxEnablePeerAccess) and,
+// when this call enabled it, disables it again in t.Cleanup, so the shared
+// primary context is left as it was found. It reports whether this call
+// enabled it (false: it already was). A failure fails t with a remedy.
+func EnablePeer(t testing.TB, c, peer *Context) bool {
+	t.Helper()
+	now, err := c.EnablePeerAccess(peer)
+	if err != nil {
+		testenv.Failf(t, PeerRemedy(err), "GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)
+	}
+	if now {
+		t.Cleanup(func() {
+			if err := c.DisablePeerAccess(peer); err != nil {
+				t.Errorf("GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)
+			}
+		})
+	}
+	return now
 }
 
 func allocRemedy(err error) string {

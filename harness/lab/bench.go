@@ -51,10 +51,10 @@ func benchMetrics(iters int) []benchMetric {
 	for _, size := range []int{65536, 1048576} {
 		n := min(iters, max(benchMinBWIters, benchBWBytes/size))
 		ms = append(ms, benchMetric{id: fmt.Sprintf("write_bw_%d", size), size: size, iters: n,
-			oursRe: fmt.Sprintf("^TestPP08Bandwidth$/^WRITE$/^%d$", size)})
+			oursRe: fmt.Sprintf("^TestPP08Bandwidth$//^WRITE$/^%d$", size)}) // any rail; not WRITE-BIDIR
 	}
 	ms = append(ms, benchMetric{id: "write_lat_2", size: 2, lat: true, iters: min(iters, benchLatIters),
-		oursRe: "^TestPP07Latency$/^WRITE$"})
+		oursRe: "^TestPP07Latency$//^WRITE$"})
 	return ms
 }
 
@@ -77,11 +77,12 @@ func (r *runner) benchPlan(pp *testPkg, server, client *Job) {
 				}
 				id := benchStepID(round, "ours", m.id)
 				st := Step{ID: id, Pkg: PingpongPkg + "@" + id, Kind: "gotest", Timeout: o.StepTimeout}
-				env := []string{fmt.Sprintf("GDR_ITERS=%d", m.iters)}
+				// perftest uses host memory; the step's own GDR_ITERS and
+				// GDR_BW_ITERS come after testEnv's and win.
+				env := []string{"GDR_MEM=host", fmt.Sprintf("GDR_ITERS=%d", m.iters)}
 				if !m.lat {
-					env = append(env, fmt.Sprintf("GDR_BW_SIZES=%d", m.size))
+					env = append(env, fmt.Sprintf("GDR_BW_ITERS=%d", m.iters), fmt.Sprintf("GDR_BW_SIZES=%d", m.size))
 				}
-				// The step's own GDR_ITERS comes after testEnv's and wins.
 				pair(server, client, st, r.gotestArgv(*pp, m.oursRe), r.gotestArgv(*pp, m.oursRe),
 					append(r.testEnv("server"), env...), append(r.testEnv("client"), env...))
 			}
@@ -106,7 +107,7 @@ func (r *runner) benchPlan(pp *testPkg, server, client *Job) {
 }
 
 // ParsePerftestBW returns the average bandwidth of ib_write_bw's result
-// line for size in Gb/s (10^9 bit/s, like gdr.bw_gbps). perftest's
+// line for size in Gb/s (10^9 bit/s, like gdr.bw_gbit_s). perftest's
 // "MB/sec" is MiB/s (its format factor is 0x100000); output made with
 // --report_gbits ("Gb/sec" header) is taken as it is.
 func ParsePerftestBW(out string, size int) (float64, error) {
@@ -251,7 +252,7 @@ func BenchRows(suites []*Suite, perftest map[string]string, iters int) ([]BenchR
 			}
 			subs = append(subs, &sub{
 				row:   BenchRow{Metric: m.id, Unit: "Gb/s", Target: ">= 0.95", Iters: m.iters},
-				ours:  func(id string) (float64, string) { return oursValue(suites, id, match, "gdr.bw_gbps") },
+				ours:  func(id string) (float64, string) { return oursValue(suites, id, match, "gdr.bw_gbit_s") },
 				their: func(out string) (float64, error) { return ParsePerftestBW(out, m.size) },
 			})
 		}

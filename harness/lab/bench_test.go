@@ -38,12 +38,13 @@ func TestBenchPlanInterleaves(t *testing.T) {
 	bw := byID["b2:ours:write_bw_1048576"]
 	assert.Equal(t, "gotest", bw.Kind)
 	assert.Equal(t, PingpongPkg+"@b2:ours:write_bw_1048576", bw.Pkg)
-	assert.Contains(t, bw.Argv, "-test.run=^TestPP08Bandwidth$/^WRITE$/^1048576$")
-	assert.Equal(t, "GDR_ITERS=64", bw.Env[len(bw.Env)-2], "64 MiB per run; later than testEnv's GDR_ITERS, so it wins")
-	assert.Equal(t, "GDR_BW_SIZES=1048576", bw.Env[len(bw.Env)-1])
+	assert.Contains(t, bw.Argv, "-test.run=^TestPP08Bandwidth$//^WRITE$/^1048576$")
+	tail := bw.Env[len(bw.Env)-4:]
+	assert.Equal(t, []string{"GDR_MEM=host", "GDR_ITERS=64", "GDR_BW_ITERS=64", "GDR_BW_SIZES=1048576"}, tail,
+		"64 MiB per run, host memory like perftest; later than testEnv's values, so they win")
 	assert.Contains(t, bw.Env, "GDR_ROLE=client")
 	lat := byID["b4:ours:write_lat_2"]
-	assert.Contains(t, lat.Argv, "-test.run=^TestPP07Latency$/^WRITE$")
+	assert.Contains(t, lat.Argv, "-test.run=^TestPP07Latency$//^WRITE$")
 	assert.Equal(t, "GDR_ITERS=500", lat.Env[len(lat.Env)-1])
 	pt := byID["b1:perftest:write_bw_65536"]
 	assert.Equal(t, "tool", pt.Kind)
@@ -90,16 +91,16 @@ func TestBenchRowsPairs(t *testing.T) {
 		}
 		for _, size := range []int{65536, 1048576} {
 			id := benchStepID(round, "ours", fmt.Sprintf("write_bw_%d", size))
-			test := fmt.Sprintf("TestPP08Bandwidth/WRITE/%d", size)
+			test := fmt.Sprintf("TestPP08Bandwidth/rxe0/WRITE/%d", size)
 			suites = append(suites, &Suite{Host: "client", Pkg: PingpongPkg + "@" + id, Events: []Event{
-				{Action: "attr", Test: "TestPP08Bandwidth/READ/65536", Key: "gdr.bw_gbps", Value: "99"},
-				{Action: "attr", Test: test, Key: "gdr.bw_gbps", Value: fmt.Sprint(ours * mib)}}})
+				{Action: "attr", Test: "TestPP08Bandwidth/rxe0/READ/65536", Key: "gdr.bw_gbit_s", Value: "99"},
+				{Action: "attr", Test: test, Key: "gdr.bw_gbit_s", Value: fmt.Sprint(ours * mib)}}})
 			perftest[benchStepID(round, "perftest", fmt.Sprintf("write_bw_%d", size))] = perftestBWOut(size, speed)
 		}
 		lid := benchStepID(round, "ours", "write_lat_2")
 		suites = append(suites, &Suite{Host: "client", Pkg: PingpongPkg + "@" + lid, Events: []Event{
-			{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p50", Value: fmt.Sprint(22000 * (1 + 0.1*float64(round)) * 1.01)},
-			{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p99", Value: fmt.Sprint(30000 * (1 + 0.1*float64(round)))}}})
+			{Action: "attr", Test: "TestPP07Latency/rxe0/WRITE/2", Key: "gdr.lat_us_p50", Value: fmt.Sprint(22000 * (1 + 0.1*float64(round)) * 1.01)},
+			{Action: "attr", Test: "TestPP07Latency/rxe0/WRITE/2", Key: "gdr.lat_us_p99", Value: fmt.Sprint(30000 * (1 + 0.1*float64(round)))}}})
 		if round != 4 { // one perftest latency run produced nothing
 			perftest[benchStepID(round, "perftest", "write_lat_2")] = perftestLatOut(22000*(1+0.1*float64(round)), 30000*(1+0.1*float64(round)))
 		}
@@ -115,7 +116,7 @@ func TestBenchRowsPairs(t *testing.T) {
 	assert.True(t, bw.Met)
 	assert.Equal(t, "ours", bw.Pairs[0].First)
 	assert.Equal(t, "perftest", bw.Pairs[1].First)
-	assert.Contains(t, bw.OursFrom, "TestPP08Bandwidth/WRITE/65536")
+	assert.Contains(t, bw.OursFrom, "TestPP08Bandwidth/rxe0/WRITE/65536")
 	assert.Equal(t, 64, rows[1].Iters)
 	p50 := rows[2]
 	assert.Equal(t, "write_lat_2_p50", p50.Metric)

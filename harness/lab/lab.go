@@ -19,6 +19,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gdrconf/gdrconf/harness/emugpu"
+	"github.com/gdrconf/gdrconf/harness/report"
 )
 
 // Modes of a lab run.
@@ -51,15 +54,20 @@ type Options struct {
 	KillAfter   time.Duration // kill mode: delay after the victim step starts on the client
 	Env         []string      // extra variables for every test binary (GDR_BW_SIZES=...)
 	Loopback    bool
+	// EmulatedGPU installs the emulated libcuda.so.1 (harness/emugpu) in
+	// the VMs: the suite's GPU paths run on it, and pingpong runs once
+	// more on host memory (hosts "server-hostmem", "client-hostmem").
+	EmulatedGPU bool
 	Accel       string
 	Out         io.Writer
 }
 
 type runner struct {
-	o     Options
-	start time.Time
-	dir   string // .cache/lab/run
-	apt   aptState
+	o      Options
+	start  time.Time
+	dir    string // .cache/lab/run
+	apt    aptState
+	kernel string // the VMs' kernel, for the report's host identity
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -93,7 +101,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Old results must not pass for new ones; remove only what the lab
 	// writes, since LAB_REPORTS may name a folder shared with other reports.
-	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log"} {
+	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log", "summary.*", "report.html",
+		"server*/*.json", "client*/*.json", "loopback*/*.json"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -108,6 +117,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	r.logf("parts ready: kernel %s", parts.KernelVer)
+	r.kernel = parts.KernelVer
 	pkgs, err := r.buildTests(ctx)
 	if err != nil {
 		return err
@@ -132,6 +142,14 @@ func Run(ctx context.Context, o Options) error {
 		if used[p.Guest] { // kill and bench modes need only pingpong's
 			im.Binaries[p.Guest] = p.Bin
 		}
+	}
+	if o.EmulatedGPU && o.Mode == ModeLab {
+		lib, err := emugpu.Build(r.dir)
+		if err != nil {
+			return err
+		}
+		im.Binaries[guestLibDir+"/libcuda.so.1"] = lib
+		r.logf("emulated GPU installed as %s/libcuda.so.1 in the VMs (results are labelled gpu-emulated)", guestLibDir)
 	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
@@ -240,6 +258,7 @@ func (r *runner) testEnv(role string) []string {
 		"GDR_RDMA_DEVICE=" + RXEDevice,
 		"GDR_TIMEOUT=" + r.o.Timeout.String(),
 		fmt.Sprintf("GDR_ITERS=%d", r.o.Iters),
+		fmt.Sprintf("GDR_BW_ITERS=%d", r.o.Iters), // 5000 x 1 MiB is minutes under TCG
 	}
 	switch role {
 	case "server":
@@ -312,6 +331,14 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 		for _, p := range pkgs {
 			st := Step{ID: "2h:" + p.Short, Pkg: p.Short, Kind: "gotest", Timeout: o.StepTimeout}
 			pair(&server, &client, st, r.gotestArgv(p, o.Run), r.gotestArgv(p, o.Run), r.testEnv("server"), r.testEnv("client"))
+		}
+		if o.EmulatedGPU && pp != nil {
+			// The runs above used the emulated GPU; host memory stays proven.
+			st := Step{ID: "2h-hostmem:" + pp.Short, Pkg: pp.Short, Kind: "gotest", Timeout: o.StepTimeout}
+			pair(&server, &client, st, r.gotestArgv(*pp, o.Run), r.gotestArgv(*pp, o.Run),
+				append(r.testEnv("server"), "GDR_MEM=host"), append(r.testEnv("client"), "GDR_MEM=host"))
+			server.Steps[len(server.Steps)-1].Host = "server" + HostMemSuffix
+			client.Steps[len(client.Steps)-1].Host = "client" + HostMemSuffix
 		}
 		if o.Loopback {
 			lo := toolStep("lo:ibv_rc_pingpong", time.Minute)
@@ -509,10 +536,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 		}
 		for _, st := range j.Steps {
 			sr := res.Step(st.ID)
-			role := st.Host
-			if st.Host == "loopback" {
-				role = "loopback"
-			}
+			role := strings.TrimSuffix(st.Host, HostMemSuffix)
 			if st.Kind == "tool" {
 				s := tools[st.Host]
 				if s == nil {
@@ -594,15 +618,17 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 	if err := os.WriteFile(filepath.Join(o.ReportDir, "test.json"), all.Bytes(), 0o644); err != nil {
 		return err
 	}
-	jf, err := os.Create(filepath.Join(o.ReportDir, "junit.xml"))
-	if err != nil {
-		return err
+	// One report over the lab's hosts (junit.xml with suites <host>/<area>,
+	// summary.*, report.html), and each host's folder (test.json, host.json)
+	// for make report to merge with other hosts.
+	hostRuns := Runs(suites, r.kernel)
+	for _, run := range hostRuns {
+		if err := report.SaveRun(filepath.Join(o.ReportDir, run.Host.Host), run); err != nil {
+			return err
+		}
 	}
-	if err := JUnit(jf, suites); err != nil {
-		jf.Close()
-		return err
-	}
-	if err := jf.Close(); err != nil {
+	rep := report.Build(hostRuns)
+	if err := rep.WriteAll(o.ReportDir); err != nil {
 		return err
 	}
 	// Keep the consoles next to the reports for whoever reads a failure.
@@ -613,7 +639,7 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 	}
 	fmt.Fprintln(o.Out)
 	Summary(o.Out, suites)
-	fmt.Fprintf(o.Out, "reports: %s/junit.xml, %s/test.json\n", o.ReportDir, o.ReportDir)
+	fmt.Fprintf(o.Out, "report: %s (%s/summary.txt; junit.xml, summary.md, summary.json, report.html, test.json)\n", rep.Verdict.Line, o.ReportDir)
 
 	switch o.Mode {
 	case ModeKill:
@@ -645,8 +671,16 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 			"between the two VMs only with ibv_rc_pingpong (perftest suites above); it does NOT prove the pingpong suite.\n",
 			PingpongPkg, strings.Join(o.Pkgs, " "), o.Tags)
 	}
+	if o.EmulatedGPU {
+		ep, notes := EmulatedVerdict(suites)
+		problems = append(problems, ep...)
+		fmt.Fprintf(o.Out, "\nNOTE: the GPU paths ran on the lab's EMULATED GPU (harness/emugpu: host memory behind PROT_NONE, flush enforced); these results are not hardware evidence:\n")
+		for _, n := range notes {
+			fmt.Fprintf(o.Out, "  %s\n", n)
+		}
+	}
 	if notes := GPUSkips(suites, []string{PingpongPkg}); len(notes) > 0 {
-		fmt.Fprintf(o.Out, "\nNOTE: GPU-only tests skipped, as expected: the VMs have no GPU, so these are NOT proven by the lab:\n")
+		fmt.Fprintf(o.Out, "\nNOTE: tests skipped as this lab expects (no GPU, or one rail per VM); they are NOT proven by it:\n")
 		for _, n := range notes {
 			fmt.Fprintf(o.Out, "  %s\n", n)
 		}

@@ -5,15 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"os/exec"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/harness/report"
 )
 
 // Event is one go test -json (test2json) event.
@@ -124,17 +123,6 @@ func (s *Suite) Tests() []*TestResult {
 	return order
 }
 
-// packageOutput is the output not attributed to any test (build or crash text).
-func (s *Suite) packageOutput() string {
-	var b strings.Builder
-	for _, e := range s.Events {
-		if e.Test == "" && e.Action == "output" {
-			b.WriteString(e.Output)
-		}
-	}
-	return b.String()
-}
-
 // Counts is pass/fail/skip for a suite.
 type Counts struct{ Pass, Fail, Skip int }
 
@@ -158,54 +146,44 @@ func (s *Suite) Counts() Counts {
 	return c
 }
 
-type jProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
+// Runs turns the suites into the report package's runs, one per host (the
+// VM roles server and client, and loopback), with what the lab knows of each
+// host's identity. Events keep the package names the lab gave them
+// (server/conformance/pingpong): the report's area is the last element.
+func Runs(suites []*Suite, kernel string) []report.Run {
+	var runs []report.Run
+	idx := map[string]int{}
+	for _, s := range suites {
+		i, ok := idx[s.Host]
+		if !ok {
+			id := report.Identity{Host: s.Host, Kind: "lab: qemu VM with Soft-RoCE (rxe0) and an emulated GPU; not hardware evidence", Kernel: kernel, Role: s.Role,
+				Suite: report.SuiteVersion()}
+			switch s.Role {
+			case "server":
+				id.Addrs = []string{ServerIP}
+			case "client":
+				id.Addrs, id.Peer = []string{ClientIP}, ServerIP
+			}
+			i = len(runs)
+			idx[s.Host] = i
+			runs = append(runs, report.Run{Host: id})
+		}
+		for _, e := range s.Events {
+			pkg := e.Package
+			if pkg == "" {
+				pkg = s.Name()
+			}
+			runs[i].Events = append(runs[i].Events, report.Event{Action: e.Action, Package: pkg, Test: e.Test, Elapsed: e.Elapsed,
+				Output: e.Output, Key: e.Key, Value: e.Value})
+		}
+		if s.StepErr != "" {
+			runs[i].Errs = append(runs[i].Errs, s.Name()+": "+s.StepErr)
+		}
+	}
+	return runs
 }
 
-type jProperties struct {
-	Property []jProperty `xml:"property"`
-}
-
-type jResult struct {
-	Message string `xml:"message,attr"`
-	Data    string `xml:",chardata"`
-}
-
-type jCase struct {
-	Classname  string       `xml:"classname,attr"`
-	Name       string       `xml:"name,attr"`
-	Time       string       `xml:"time,attr"`
-	Properties *jProperties `xml:"properties,omitempty"`
-	Failure    *jResult     `xml:"failure,omitempty"`
-	Skipped    *jResult     `xml:"skipped,omitempty"`
-	SystemOut  string       `xml:"system-out,omitempty"`
-}
-
-type jSuite struct {
-	Name       string      `xml:"name,attr"`
-	Tests      int         `xml:"tests,attr"`
-	Failures   int         `xml:"failures,attr"`
-	Errors     int         `xml:"errors,attr"`
-	Skipped    int         `xml:"skipped,attr"`
-	Time       string      `xml:"time,attr"`
-	Properties jProperties `xml:"properties"`
-	Cases      []jCase     `xml:"testcase"`
-	SystemOut  string      `xml:"system-out,omitempty"`
-}
-
-type jSuites struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Errors   int      `xml:"errors,attr"`
-	Skipped  int      `xml:"skipped,attr"`
-	Suites   []jSuite `xml:"testsuite"`
-}
-
-func secs(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
-
-// firstLine is the first non-blank line of s (a failure message attribute).
+// firstLine is the first non-blank line of s that is not go test framing.
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "=== ") && !strings.HasPrefix(l, "--- ") {
@@ -213,71 +191,6 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
-}
-
-// JUnit writes one testsuite per suite (host/package) with a gdr.role
-// property; test attrs become testcase properties.
-func JUnit(w io.Writer, suites []*Suite) error {
-	var all jSuites
-	for _, s := range suites {
-		js := jSuite{Name: s.Name()}
-		js.Properties.Property = []jProperty{{Name: "gdr.role", Value: s.Role}, {Name: "gdr.host", Value: s.Host}, {Name: "gdr.package", Value: s.Pkg}}
-		var total float64
-		for _, t := range s.Tests() {
-			jc := jCase{Classname: s.Name(), Name: t.Name, Time: secs(t.Elapsed)}
-			if !strings.Contains(t.Name, "/") {
-				total += t.Elapsed
-			}
-			if len(t.Attrs) > 0 {
-				keys := make([]string, 0, len(t.Attrs))
-				for k := range t.Attrs {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				jc.Properties = &jProperties{}
-				for _, k := range keys {
-					jc.Properties.Property = append(jc.Properties.Property, jProperty{Name: k, Value: t.Attrs[k]})
-				}
-			}
-			out := t.Output.String()
-			switch t.Action {
-			case "pass":
-			case "skip":
-				jc.Skipped = &jResult{Message: firstLine(out), Data: out}
-				js.Skipped++
-			case "fail":
-				jc.Failure = &jResult{Message: firstLine(out), Data: out}
-				js.Failures++
-			default:
-				jc.Failure = &jResult{Message: "test did not finish (binary crashed, hung or its VM died)", Data: out}
-				js.Failures++
-			}
-			js.Tests++
-			js.Cases = append(js.Cases, jc)
-		}
-		if s.StepErr != "" {
-			js.Cases = append(js.Cases, jCase{Classname: s.Name(), Name: "(run)", Time: "0.000",
-				Failure: &jResult{Message: s.StepErr, Data: s.packageOutput()}})
-			js.Tests++
-			js.Failures++
-		}
-		js.Time = secs(total)
-		js.SystemOut = s.packageOutput()
-		all.Tests += js.Tests
-		all.Failures += js.Failures
-		all.Skipped += js.Skipped
-		all.Suites = append(all.Suites, js)
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(all); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
 }
 
 // Summary prints one line per suite: host, package, pass, fail, skip.
@@ -310,11 +223,23 @@ var gpuOnlyReqs = map[string]string{
 // (the skip names libcuda.so.1 or says no GPU). A GPU-only test skipped for
 // any other reason (say, no RDMA device) is not excused.
 func gpuSkip(t *TestResult) bool {
-	if _, ok := gpuOnlyReqs[t.Attrs["gdr.req"]]; !ok || t.Action != "skip" {
+	if t.Action != "skip" {
 		return false
 	}
 	why := t.Attrs["gdr.skip"] + "\n" + t.Output.String()
+	if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+		return strings.Contains(why, "needs two or more rails")
+	}
+	if _, ok := gpuOnlyReqs[t.Attrs["gdr.req"]]; !ok {
+		return false
+	}
 	return strings.Contains(why, "libcuda.so.1") || strings.Contains(why, "no GPU")
+}
+
+// multiRailReqs need two or more rails; the two-VM lab has one per VM (make
+// lab-cluster has two), so their skip for that reason alone is expected.
+var multiRailReqs = map[string]string{
+	"PP-10": "all rails at once: needs two or more rails",
 }
 
 // GPUSkips lists, for the lab's NOTE, the GPU-only tests of the mustRun
@@ -331,7 +256,11 @@ func GPUSkips(suites []*Suite, mustRun []string) []string {
 				if why == "" {
 					why = firstLine(t.Output.String())
 				}
-				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: the VMs have no GPU (%s)", s.Name(), t.Name, t.Attrs["gdr.req"], why))
+				what := "the VMs have no GPU"
+				if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+					what = "each VM has one rail (make lab-cluster has two)"
+				}
+				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: %s (%s)", s.Name(), t.Name, t.Attrs["gdr.req"], what, why))
 			}
 		}
 	}

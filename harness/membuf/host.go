@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/harness/numa"
 )
 
 // HostBuffer is page-aligned anonymous host memory from mmap: outside the Go
@@ -14,6 +16,33 @@ import (
 type HostBuffer struct {
 	mu  sync.Mutex
 	mem []byte
+}
+
+// NewHostOn maps size bytes (rounded up to whole pages), zeroed, preferring
+// NUMA node (the NIC's, so the NIC's DMA stays on its socket); node < 0 is
+// NewHost. place says what placement the kernel took.
+func NewHostOn(size, node int) (b *HostBuffer, place string, err error) {
+	if node < 0 {
+		b, err = NewHost(size)
+		return b, "no NUMA placement (node unknown)", err
+	}
+	if size <= 0 {
+		return nil, "", fmt.Errorf("membuf: host buffer size %d must be positive", size)
+	}
+	pg := os.Getpagesize()
+	n := (size + pg - 1) / pg * pg
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, "", fmt.Errorf("membuf: mmap %d bytes of host memory: %w", n, err)
+	}
+	place, err = numa.Bind(mem, node)
+	if err != nil {
+		place = "no NUMA placement (" + err.Error() + ")"
+	}
+	for i := 0; i < n; i += pg {
+		mem[i] = 0 // first touch: the pages are allocated under the policy
+	}
+	return &HostBuffer{mem: mem[:size:n]}, place, nil
 }
 
 // NewHost maps size bytes (rounded up to whole pages), zeroed.

@@ -33,3 +33,13 @@ type Buffer interface {
 	// Close frees the memory; safe to call twice.
 	Close() error
 }
+
+// Label is what gdr.mem reports for b: its Kind, or the buffer's own label
+// when it has one ("gpu-emulated" for the lab's emulated GPU, whose results
+// are no hardware evidence).
+func Label(b Buffer) string {
+	if l, ok := b.(interface{ MemLabel() string }); ok {
+		return l.MemLabel()
+	}
+	return string(b.Kind())
+}

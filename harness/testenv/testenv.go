@@ -82,10 +82,10 @@ func Absent(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if Config(t).Strict {
-		t.Attr("gdr.absent", msg)
+		Attr(t, "gdr.absent", msg)
 		t.Fatalf("GDR_STRICT=1: %s", msg)
 	}
-	t.Attr("gdr.skip", msg)
+	Attr(t, "gdr.skip", msg)
 	t.Skip(msg)
 }
 

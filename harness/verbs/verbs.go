@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/harness/membuf"
 )
 
 // Library is the soname opened at run time.
@@ -189,9 +191,12 @@ type DeviceAttr struct {
 	MaxQPWR      int
 	MaxCQE       int
 	MaxSGE       int
-	MaxQPRdAtom  int
-	MaxMRSize    uint64
-	PhysPorts    int
+	MaxQPRdAtom  int // RDMA READs this QP answers at once (responder: RTR max_dest_rd_atomic)
+	// MaxQPInitRdAtom is how many RDMA READs a QP may have outstanding as
+	// initiator (RTS max_rd_atomic); asking for more makes RTS fail with EINVAL.
+	MaxQPInitRdAtom int
+	MaxMRSize       uint64
+	PhysPorts       int
 }
 
 func (c *Context) queryDevice() (DeviceAttr, error) {
@@ -200,15 +205,16 @@ func (c *Context) queryDevice() (DeviceAttr, error) {
 		return DeviceAttr{}, verr("ibv_query_device", rc, "")
 	}
 	return DeviceAttr{
-		FWVer:        C.GoString(&a.fw_ver[0]),
-		VendorID:     uint32(a.vendor_id),
-		VendorPartID: uint32(a.vendor_part_id),
-		MaxQPWR:      int(a.max_qp_wr),
-		MaxCQE:       int(a.max_cqe),
-		MaxSGE:       int(a.max_sge),
-		MaxQPRdAtom:  int(a.max_qp_rd_atom),
-		MaxMRSize:    uint64(a.max_mr_size),
-		PhysPorts:    int(a.phys_port_cnt),
+		FWVer:           C.GoString(&a.fw_ver[0]),
+		VendorID:        uint32(a.vendor_id),
+		VendorPartID:    uint32(a.vendor_part_id),
+		MaxQPWR:         int(a.max_qp_wr),
+		MaxCQE:          int(a.max_cqe),
+		MaxSGE:          int(a.max_sge),
+		MaxQPRdAtom:     int(a.max_qp_rd_atom),
+		MaxQPInitRdAtom: int(a.max_qp_init_rd_atom),
+		MaxMRSize:       uint64(a.max_mr_size),
+		PhysPorts:       int(a.phys_port_cnt),
 	}, nil
 }
 
@@ -339,17 +345,41 @@ const (
 	AccessRW          = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead
 )
 
-// MR is a registered memory region.
+// MR is a registered memory region. It knows what memory it covers, so a
+// work request on it can never be posted inline unless the CPU may read it.
 type MR struct {
 	mr   *C.struct_ibv_mr
-	Addr uint64
+	Addr uint64 // what work requests address: the virtual address, or a dma-buf MR's iova
 	Len  int
 	LKey uint32
 	RKey uint32
+	// Mem is the memory behind the MR: membuf.Host memory the CPU can read,
+	// or GPU memory it must never touch (a CPU read of cuMemAlloc memory
+	// faults on current drivers).
+	Mem membuf.Kind
+	// Path is how it was registered: PathHost (host memory), PathPeermem
+	// (ibv_reg_mr on device memory, through nvidia_peermem) or PathDmabuf.
+	Path string
 }
 
-// RegMR registers [addr, addr+n) with access flags.
-func (p *PD) RegMR(addr uintptr, n int, access int) (*MR, error) {
+// Registration paths, as gdr.mr_path reports them.
+const (
+	PathHost    = "host"
+	PathPeermem = "peermem"
+	PathDmabuf  = "dmabuf"
+)
+
+// CPUReadable reports whether the CPU may read the MR's memory (and so the
+// provider may copy it into an inline WQE).
+func (m *MR) CPUReadable() bool { return m != nil && m.Mem == membuf.Host && m.Path != PathDmabuf }
+
+// RegMR registers [addr, addr+n) of memory of kind mem with access flags.
+// Device memory registered this way takes the peer-memory path
+// (nvidia_peermem).
+func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error) {
+	if mem != membuf.Host && mem != membuf.GPU {
+		return nil, fmt.Errorf("ibv_reg_mr(0x%x, %d): memory kind %q is neither host nor gpu", addr, n, mem)
+	}
 	var e C.int
 	mr := C.gdr_reg_mr(p.pd, C.uintptr_t(addr), C.size_t(n), C.int(access), &e)
 	if mr == nil {
@@ -364,14 +394,19 @@ func (p *PD) RegMR(addr uintptr, n int, access int) (*MR, error) {
 		}
 		return nil, verr(fmt.Sprintf("ibv_reg_mr(0x%x, %d)", addr, n), e, hint)
 	}
-	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr))}, nil
+	path := PathHost
+	if mem == membuf.GPU {
+		path = PathPeermem
+	}
+	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr)), Mem: mem, Path: path}, nil
 }
 
 // ErrNoDmabufSymbol: the loaded libibverbs predates ibv_reg_dmabuf_mr (rdma-core 34).
 var ErrNoDmabufSymbol = errors.New("ibv_reg_dmabuf_mr is not supported by this libibverbs (rdma-core older than v34): upgrade rdma-core / MLNX_OFED")
 
 // RegDmabufMR registers length bytes at offset of dma-buf fd, addressed by
-// work requests as iova.
+// work requests as iova. The memory is taken to be device memory: an iova is
+// no CPU address, so nothing on a dma-buf MR is ever copied by the CPU.
 func (p *PD) RegDmabufMR(offset uint64, n int, iova uint64, fd int, access int) (*MR, error) {
 	if C.gdr_has_dmabuf() == 0 {
 		return nil, ErrNoDmabufSymbol
@@ -388,14 +423,18 @@ func (p *PD) RegDmabufMR(offset uint64, n int, iova uint64, fd int, access int) 
 		}
 		return nil, verr(fmt.Sprintf("ibv_reg_dmabuf_mr(fd %d, offset %d, %d bytes)", fd, offset, n), e, hint)
 	}
-	return &MR{mr: mr, Addr: iova, Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr))}, nil
+	return &MR{mr: mr, Addr: iova, Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr)), Mem: membuf.GPU, Path: PathDmabuf}, nil
 }
 
 // DmabufSupport is the kernel probe's answer.
 type DmabufSupport struct {
 	Supported bool
-	Errno     syscall.Errno // what the probe returned
-	Reason    string
+	// Inconclusive: the probe could not tell (EINVAL: some kernels and
+	// drivers check arguments before they look up the fd); only a real
+	// registration of an exported buffer decides.
+	Inconclusive bool
+	Errno        syscall.Errno // what the probe returned
+	Reason       string
 }
 
 // ProbeDmabuf calls ibv_reg_dmabuf_mr with fd -1: EBADF means the kernel
@@ -416,6 +455,8 @@ func (p *PD) ProbeDmabuf() (DmabufSupport, error) {
 		return DmabufSupport{Supported: true, Errno: en, Reason: "ibv_reg_dmabuf_mr(fd=-1) returned EBADF: dma-buf MRs are supported"}, nil
 	case syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS:
 		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", errnoName(en), p.ctx.Name)}, nil
+	case syscall.EINVAL:
+		return DmabufSupport{Inconclusive: true, Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned EINVAL on %s: inconclusive (the arguments were checked before the fd), a registration of a real dma-buf decides", p.ctx.Name)}, nil
 	default:
 		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", e, "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
 	}
@@ -496,26 +537,58 @@ const (
 	WCRecvWriteImm = C.IBV_WC_RECV_RDMA_WITH_IMM
 )
 
-// SendWR is one send work request with a single SGE (Len 0: no SGE).
+// SendWR is one send work request with a single SGE (Len 0: no SGE) in
+// Local. There is no inline flag to set: PostSend posts inline exactly when
+// Local is CPU-readable host memory and Len fits the QP's inline size, so a
+// provider is never asked to memcpy from GPU memory.
 type SendWR struct {
 	ID         uint64
 	Op         Opcode
-	LocalAddr  uint64
+	Local      *MR    // the MR LocalAddr lies in (nil only with Len 0)
+	LocalAddr  uint64 // within Local
 	Len        uint32
-	LKey       uint32
 	RemoteAddr uint64
 	RKey       uint32
 	Imm        uint32
 	Signaled   bool
-	Inline     bool
 }
 
 // RecvWR is one receive work request (Len 0: no SGE, e.g. for WRITE_WITH_IMM).
 type RecvWR struct {
 	ID        uint64
+	Local     *MR
 	LocalAddr uint64
 	Len       uint32
-	LKey      uint32
+}
+
+// inline decides IBV_SEND_INLINE for an op of n bytes of mr on a QP that
+// takes maxInline bytes inline: host memory only, by construction, and only
+// for operations that send local data (an inline RDMA READ has nowhere to
+// put the response: rxe completes it with a local protection error).
+func inline(op Opcode, mr *MR, n uint32, maxInline int) bool {
+	switch op {
+	case OpSend, OpWrite, OpWriteImm:
+	default:
+		return false
+	}
+	return n > 0 && int64(n) <= int64(maxInline) && mr.CPUReadable()
+}
+
+// sge checks that [addr, addr+n) lies inside mr and returns its lkey.
+func sge(what string, mr *MR, addr uint64, n uint32) (uint32, error) {
+	if n == 0 {
+		if mr == nil {
+			return 0, nil
+		}
+		return mr.LKey, nil
+	}
+	if mr == nil {
+		return 0, fmt.Errorf("%s of %d bytes at 0x%x names no MR", what, n, addr)
+	}
+	if addr < mr.Addr || addr-mr.Addr+uint64(n) > uint64(mr.Len) {
+		return 0, fmt.Errorf("%s of %d bytes at 0x%x is outside its MR [0x%x, +%d)", what, n, addr, mr.Addr, mr.Len)
+	}
+	return mr.LKey, nil
 }
 
 // QP is an RC queue pair.
@@ -627,21 +700,45 @@ func (q *QP) RTS(psn uint32, rdAtom int) error {
 	return nil
 }
 
-func toC(ws []SendWR) []C.gdr_wr {
+// toC converts send WRs for the C side, deciding the send flags.
+func toC(ws []SendWR, maxInline int) ([]C.gdr_wr, error) {
 	out := make([]C.gdr_wr, len(ws))
 	for i, w := range ws {
+		lkey, err := sge(fmt.Sprintf("send WR %d (%v)", i, w.Op), w.Local, w.LocalAddr, w.Len)
+		if err != nil {
+			return nil, err
+		}
 		f := 0
 		if w.Signaled {
 			f |= C.IBV_SEND_SIGNALED
 		}
-		if w.Inline {
+		if inline(w.Op, w.Local, w.Len, maxInline) {
 			f |= C.IBV_SEND_INLINE
 		}
 		out[i] = C.gdr_wr{wr_id: C.uint64_t(w.ID), laddr: C.uint64_t(w.LocalAddr), raddr: C.uint64_t(w.RemoteAddr),
-			len: C.uint32_t(w.Len), lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), imm: C.uint32_t(w.Imm),
+			len: C.uint32_t(w.Len), lkey: C.uint32_t(lkey), rkey: C.uint32_t(w.RKey), imm: C.uint32_t(w.Imm),
 			opcode: C.int32_t(w.Op), flags: C.int32_t(f)}
 	}
-	return out
+	return out, nil
+}
+
+// Send flags as toC sets them (named here for tests).
+const (
+	flagSignaled = C.IBV_SEND_SIGNALED
+	flagInline   = C.IBV_SEND_INLINE
+)
+
+// sendFlags is what PostSend passes as send_flags for each of ws.
+func sendFlags(ws []SendWR, maxInline int) ([]int, error) {
+	cw, err := toC(ws, maxInline)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(cw))
+	for i := range cw {
+		out[i] = int(cw[i].flags)
+	}
+	return out, nil
 }
 
 // PostSend posts a chained list of send WRs in one ibv_post_send.
@@ -649,7 +746,10 @@ func (q *QP) PostSend(ws ...SendWR) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	cw := toC(ws)
+	cw, err := toC(ws, q.MaxInline)
+	if err != nil {
+		return err
+	}
 	var bad C.int
 	if rc := C.gdr_post_send(q.qp, &cw[0], C.int(len(cw)), &bad); rc != 0 {
 		return verr(fmt.Sprintf("ibv_post_send(%v, %d WRs, first bad %d)", ws[0].Op, len(ws), int(bad)), rc,
@@ -665,7 +765,11 @@ func (q *QP) PostRecv(ws ...RecvWR) error {
 	}
 	cw := make([]C.gdr_wr, len(ws))
 	for i, w := range ws {
-		cw[i] = C.gdr_wr{wr_id: C.uint64_t(w.ID), laddr: C.uint64_t(w.LocalAddr), len: C.uint32_t(w.Len), lkey: C.uint32_t(w.LKey)}
+		lkey, err := sge(fmt.Sprintf("receive WR %d", i), w.Local, w.LocalAddr, w.Len)
+		if err != nil {
+			return err
+		}
+		cw[i] = C.gdr_wr{wr_id: C.uint64_t(w.ID), laddr: C.uint64_t(w.LocalAddr), len: C.uint32_t(w.Len), lkey: C.uint32_t(lkey)}
 	}
 	var bad C.int
 	if rc := C.gdr_post_recv(q.qp, &cw[0], C.int(len(cw)), &bad); rc != 0 {
@@ -816,6 +920,17 @@ func (q *QP) Latency(a LatArgs) ([]int64, error) {
 	if a.Iters < 1 || a.Size < 1 {
 		return nil, fmt.Errorf("latency: iters %d and size %d must be >= 1", a.Iters, a.Size)
 	}
+	if a.Local == nil {
+		return nil, fmt.Errorf("latency: no local MR")
+	}
+	if _, err := sge("latency send buffer", a.Local, a.SendAddr, uint32(a.Size)); err != nil {
+		return nil, err
+	}
+	// Polling mode tags the send buffer's last byte and spins on PollAddr
+	// from the CPU: host memory only.
+	if !a.UseImm && !a.Local.CPUReadable() {
+		return nil, fmt.Errorf("latency: polling mode needs CPU-readable host memory, the MR is %s memory (%s): use WRITE_WITH_IMM completions (UseImm)", a.Local.Mem, a.Local.Path)
+	}
 	stamps := make([]int64, a.Iters)
 	ca := C.gdr_lat_args{qp: q.qp, scq: a.SendCQ.cq, rcq: a.RecvCQ.cq, laddr: C.uint64_t(a.SendAddr), lkey: C.uint32_t(a.Local.LKey),
 		poll_addr: C.uint64_t(a.PollAddr), raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size),
@@ -826,7 +941,7 @@ func (q *QP) Latency(a LatArgs) ([]int64, error) {
 	if a.UseImm {
 		ca.use_imm = 1
 	}
-	if a.Size <= q.MaxInline {
+	if inline(OpWrite, a.Local, uint32(a.Size), q.MaxInline) {
 		ca.inline_ok = 1
 	}
 	var st, done C.int
@@ -858,6 +973,7 @@ type BWArgs struct {
 	Iters      int
 	TxDepth    int
 	CQMod      int
+	Warmup     int           // untimed WRs posted (and completed) first
 	Timeout    time.Duration // longest time without progress
 }
 
@@ -867,9 +983,12 @@ func (q *QP) Bandwidth(a BWArgs) (time.Duration, error) {
 	if a.Iters < 1 || a.Size < 1 || a.TxDepth < 1 || a.TxDepth > q.SQDepth {
 		return 0, fmt.Errorf("bandwidth: iters %d, size %d, tx depth %d (send queue %d) out of range", a.Iters, a.Size, a.TxDepth, q.SQDepth)
 	}
+	if _, err := sge("bandwidth buffer", a.Local, a.LocalAddr, uint32(a.Size)); err != nil {
+		return 0, err
+	}
 	ca := C.gdr_bw_args{qp: q.qp, scq: a.CQ.cq, opcode: C.int32_t(a.Op), laddr: C.uint64_t(a.LocalAddr), lkey: C.uint32_t(a.Local.LKey),
 		raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size), iters: C.int32_t(a.Iters),
-		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), timeout_ns: C.int64_t(a.Timeout)}
+		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), warmup: C.int32_t(max(a.Warmup, 0)), timeout_ns: C.int64_t(a.Timeout)}
 	var el C.int64_t
 	var st, done C.int
 	rc := C.gdr_bw(&ca, &el, &st, &done)

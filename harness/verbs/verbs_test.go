@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gdrconf/gdrconf/harness/membuf"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 func TestErrorText(t *testing.T) {
@@ -30,6 +32,50 @@ func TestErrorText(t *testing.T) {
 	}
 	te := &TimeoutError{What: "RDMA WRITE", Timeout: time.Second, Got: 1, Want: 2}
 	assert.Contains(t, te.Error(), "RDMA WRITE: no completion within 1s (got 1 of 2)")
+}
+
+// Inline sends are decided from the MR, never by the caller: a provider
+// copies inline data with the CPU, and a CPU read of GPU memory faults, so
+// device memory (peermem or dma-buf) is never inline, whatever its size.
+func TestInlineOnlyFromHostMemory(t *testing.T) {
+	host := &MR{Addr: 0x10000, Len: 8192, LKey: 1, Mem: membuf.Host, Path: PathHost}
+	peer := &MR{Addr: 0x7f0000000000, Len: 8192, LKey: 2, Mem: membuf.GPU, Path: PathPeermem}
+	dmab := &MR{Addr: 0, Len: 8192, LKey: 3, Mem: membuf.GPU, Path: PathDmabuf}
+	odd := &MR{Addr: 0x20000, Len: 8192, LKey: 4, Mem: membuf.Host, Path: PathDmabuf} // an iova is no CPU address
+	for _, c := range []struct {
+		mr   *MR
+		n    uint32
+		want bool
+	}{
+		{host, 1, true}, {host, 64, true}, {host, 65, false}, {host, 0, false},
+		{peer, 1, false}, {peer, 2, false}, {peer, 64, false},
+		{dmab, 1, false}, {dmab, 64, false}, {odd, 2, false},
+	} {
+		for _, op := range []Opcode{OpSend, OpWrite, OpWriteImm} {
+			fl, err := sendFlags([]SendWR{{Op: op, Local: c.mr, LocalAddr: c.mr.Addr, Len: c.n, Signaled: true}}, 64)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, fl[0]&flagInline != 0, "%v of %d bytes on %s/%s memory", op, c.n, c.mr.Mem, c.mr.Path)
+			assert.NotZero(t, fl[0]&flagSignaled)
+		}
+	}
+	// An RDMA READ is never inline, even from host memory: the response
+	// needs the local buffer (inline READs fail with a local protection
+	// error on rxe, seen in the lab).
+	fl, err := sendFlags([]SendWR{{Op: OpRead, Local: host, LocalAddr: host.Addr, Len: 1, Signaled: true}}, 64)
+	require.NoError(t, err)
+	assert.Zero(t, fl[0]&flagInline)
+	// A chain mixing both kinds decides per WR.
+	fl, err = sendFlags([]SendWR{{Op: OpWrite, Local: peer, LocalAddr: peer.Addr, Len: 2}, {Op: OpWrite, Local: host, LocalAddr: host.Addr, Len: 2}}, 64)
+	require.NoError(t, err)
+	assert.Zero(t, fl[0]&flagInline)
+	assert.NotZero(t, fl[1]&flagInline)
+	// A WR outside its MR, or with data and no MR, is refused before posting.
+	_, err = sendFlags([]SendWR{{Op: OpWrite, Local: host, LocalAddr: host.Addr + 8000, Len: 400}}, 64)
+	assert.ErrorContains(t, err, "outside its MR")
+	_, err = sendFlags([]SendWR{{Op: OpWrite, LocalAddr: 0x1000, Len: 4}}, 64)
+	assert.ErrorContains(t, err, "names no MR")
+	_, err = sendFlags([]SendWR{{Op: OpSend}}, 64)
+	assert.NoError(t, err, "a zero-length SEND needs no MR")
 }
 
 func TestMTU(t *testing.T) {
@@ -71,8 +117,8 @@ func device(t *testing.T) *Context {
 	loaded(t)
 	root, err := hostfs.New("/")
 	require.NoError(t, err)
-	names, _ := SysDevices(root)
-	if len(names) == 0 {
+	devs, _ := rdmadev.Scan(root)
+	if len(devs) == 0 {
 		t.Skip("no RDMA device in /sys/class/infiniband: the lab (make lab LAB_PKGS=./harness/verbs) runs these for real")
 	}
 	name := os.Getenv("GDR_RDMA_DEVICE")
@@ -105,13 +151,13 @@ type side struct {
 }
 
 // loopPair connects two RC QPs on one device, both at RTS.
-func loopPair(t *testing.T, c *Context) (a, b side, gid GIDEntry) {
+func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 	root, _ := hostfs.New("/")
 	port, err := c.QueryPort(1)
 	require.NoError(t, err)
-	gids, err := GIDTable(root, c.Name, 1)
+	d, err := rdmadev.Load(root, c.Name)
 	require.NoError(t, err)
-	gid, err = PickGID(gids, port.LinkLayer)
+	gid, err = rdmadev.PickGID(d, 1, -1)
 	require.NoError(t, err)
 	pd := must[*PD](t)(c.AllocPD())
 	mk := func() side {
@@ -123,13 +169,13 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid GIDEntry) {
 		require.NoError(t, err)
 		t.Cleanup(func() { unix.Munmap(mem) })
 		s.mem = mem
-		s.mr = must[*MR](t)(pd.RegMR(uintptr(unsafe.Pointer(&mem[0])), len(mem), AccessRW))
+		s.mr = must[*MR](t)(pd.RegMR(uintptr(unsafe.Pointer(&mem[0])), len(mem), AccessRW, membuf.Host))
 		require.NoError(t, s.qp.Init(1, AccessRW))
 		return s
 	}
 	a, b = mk(), mk()
 	for _, x := range [][2]side{{a, b}, {b, a}} {
-		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: gid.GID, UseGRH: port.LinkLayer == "Ethernet",
+		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: [16]byte(gid.Addr.To16()), UseGRH: port.LinkLayer == "Ethernet",
 			MTU: port.ActiveMTU, RdAtom: 4, SGIDIdx: gid.Index}
 		require.NoError(t, x[0].qp.RTR(r))
 		require.NoError(t, x[0].qp.RTS(0, 4))
@@ -147,7 +193,7 @@ func TestChainedWriteAndErrors(t *testing.T) {
 	}
 	var wrs []SendWR
 	for k := 0; k < 4; k++ {
-		wrs = append(wrs, SendWR{ID: uint64(k), Op: OpWrite, LocalAddr: a.mr.Addr + uint64(k*1024), Len: 1024, LKey: a.mr.LKey,
+		wrs = append(wrs, SendWR{ID: uint64(k), Op: OpWrite, LocalAddr: a.mr.Addr + uint64(k*1024), Len: 1024, Local: a.mr,
 			RemoteAddr: b.mr.Addr + uint64(k*1024), RKey: b.mr.RKey, Signaled: k == 3})
 	}
 	require.NoError(t, a.qp.PostSend(wrs...))
@@ -164,10 +210,10 @@ func TestChainedWriteAndErrors(t *testing.T) {
 	assert.True(t, errors.As(err, &te), "%v", err)
 
 	// WRITE_WITH_IMM and SEND land on b's receive queue, batched poll.
-	require.NoError(t, b.qp.PostRecv(RecvWR{ID: 10}, RecvWR{ID: 11, LocalAddr: b.mr.Addr + 8192, Len: 4096, LKey: b.mr.LKey}))
+	require.NoError(t, b.qp.PostRecv(RecvWR{ID: 10}, RecvWR{ID: 11, LocalAddr: b.mr.Addr + 8192, Len: 4096, Local: b.mr}))
 	require.NoError(t, a.qp.PostSend(
-		SendWR{ID: 20, Op: OpWriteImm, LocalAddr: a.mr.Addr, Len: 16, LKey: a.mr.LKey, RemoteAddr: b.mr.Addr + 4096, RKey: b.mr.RKey, Imm: 0xdeadbeef, Signaled: true},
-		SendWR{ID: 21, Op: OpSend, LocalAddr: a.mr.Addr, Len: 32, LKey: a.mr.LKey, Signaled: true, Inline: a.qp.MaxInline >= 32}))
+		SendWR{ID: 20, Op: OpWriteImm, LocalAddr: a.mr.Addr, Len: 16, Local: a.mr, RemoteAddr: b.mr.Addr + 4096, RKey: b.mr.RKey, Imm: 0xdeadbeef, Signaled: true},
+		SendWR{ID: 21, Op: OpSend, LocalAddr: a.mr.Addr, Len: 32, Local: a.mr, Signaled: true}))
 	_, err = a.scq.Wait(2, "WRITE_WITH_IMM+SEND", 10*time.Second)
 	require.NoError(t, err)
 	rw, err := b.rcq.Wait(2, "receives", 10*time.Second)
@@ -181,14 +227,14 @@ func TestChainedWriteAndErrors(t *testing.T) {
 	assert.Equal(t, a.mem[:32], b.mem[8192:8192+32])
 
 	// READ back from b.
-	require.NoError(t, a.qp.PostSend(SendWR{ID: 30, Op: OpRead, LocalAddr: a.mr.Addr + 8192, Len: 4096, LKey: a.mr.LKey, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey, Signaled: true}))
+	require.NoError(t, a.qp.PostSend(SendWR{ID: 30, Op: OpRead, LocalAddr: a.mr.Addr + 8192, Len: 4096, Local: a.mr, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey, Signaled: true}))
 	rr, err := a.scq.Wait(1, "READ", 10*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, WCRead, rr[0].Opcode)
 	assert.Equal(t, b.mem[:4096], a.mem[8192:8192+4096])
 
 	// Wrong rkey: the responder refuses and the completion says why.
-	require.NoError(t, a.qp.PostSend(SendWR{ID: 40, Op: OpWrite, LocalAddr: a.mr.Addr, Len: 64, LKey: a.mr.LKey, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey ^ 0xff00, Signaled: true}))
+	require.NoError(t, a.qp.PostSend(SendWR{ID: 40, Op: OpWrite, LocalAddr: a.mr.Addr, Len: 64, Local: a.mr, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey ^ 0xff00, Signaled: true}))
 	_, err = a.scq.Wait(1, "WRITE with a bad rkey", 10*time.Second)
 	var we *WCError
 	require.True(t, errors.As(err, &we), "%v", err)

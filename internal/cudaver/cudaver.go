@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Version is a CUDA major.minor, with the toolkit's patch when known.
@@ -52,7 +54,7 @@ var nvccRe = regexp.MustCompile(`(?m)^Cuda compilation tools, release (\d{1,3})\
 func ParseNvcc(out string) (Version, error) {
 	m := nvccRe.FindStringSubmatch(out)
 	if m == nil {
-		return Version{}, fmt.Errorf("nvcc -V output has no line \"Cuda compilation tools, release X.Y, VX.Y.Z\": %q", clip(out))
+		return Version{}, fmt.Errorf("nvcc -V output has no line \"Cuda compilation tools, release X.Y, VX.Y.Z\": %s", clip.QuoteN(out, 200))
 	}
 	n := make([]int, 5)
 	for i := range n {
@@ -67,9 +69,29 @@ func ParseNvcc(out string) (Version, error) {
 	return Version{Major: n[0], Minor: n[1], Patch: n[4]}, nil
 }
 
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
+// Compat is how a toolkit version relates to the CUDA version a driver
+// supports.
+type Compat int
+
+const (
+	// Supported: the toolkit is not newer than the driver.
+	Supported Compat = iota
+	// MinorCompat: same major, newer minor. CUDA's minor-version
+	// compatibility runs such programs on the older driver, minus PTX JIT
+	// and features new in that minor: a warning, not a failure.
+	MinorCompat
+	// Unsupported: a newer major; compatibility does not cross majors.
+	Unsupported
+)
+
+// Compatible says whether programs built by toolkit tk run on a driver that
+// supports CUDA drv.
+func Compatible(tk, drv Version) Compat {
+	switch {
+	case tk.AtMost(drv):
+		return Supported
+	case tk.Major == drv.Major:
+		return MinorCompat
 	}
-	return s
+	return Unsupported
 }

@@ -94,3 +94,21 @@ func FuzzFromInt(f *testing.F) {
 		}
 	})
 }
+
+func TestCompatible(t *testing.T) {
+	v := func(ma, mi int) Version { return Version{Major: ma, Minor: mi} }
+	for _, tc := range []struct {
+		tk, drv Version
+		want    Compat
+	}{
+		{v(12, 4), v(12, 4), Supported},
+		{v(12, 2), v(13, 0), Supported},
+		{v(12, 8), v(12, 4), MinorCompat},
+		{v(13, 0), v(12, 8), Unsupported},
+		{v(13, 1), v(13, 0), MinorCompat},
+	} {
+		if got := Compatible(tc.tk, tc.drv); got != tc.want {
+			t.Errorf("Compatible(%s, %s) = %d, want %d", tc.tk, tc.drv, got, tc.want)
+		}
+	}
+}

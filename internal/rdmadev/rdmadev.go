@@ -1,8 +1,17 @@
-// Package rdmadev reads RDMA devices from /sys/class/infiniband (through a
-// hostfs.Root): the PCI function behind each (none for software devices such
-// as rxe and siw, which name their netdev in `parent`), ports with state,
-// rate and link layer, the GID table with GID types and netdevs, and picks the
-// GID a test should use.
+// Package rdmadev is the suite's one reader of /sys/class/infiniband (through
+// a hostfs.Root): the PCI function and bound driver behind each device (none
+// for software devices such as rxe and siw, which name their netdev in
+// `parent`), its user-space verbs node, ports with state, rate and link
+// layer, the GID table with GID types and netdevs, and the GID a test uses.
+//
+// GID tables are read lazily, one port at a time and once: rxe has 1024
+// entries per port, and reading them all through sysfs takes seconds under
+// qemu's TCG, so Scan and Load read none.
+//
+// GID rule (PickGID): an explicit index (GDR_GID_INDEX) is used as given and
+// must be populated. Automatic: on an ACTIVE Ethernet (RoCE) port the lowest
+// RoCE v2 GID with an IPv4-mapped address, else the lowest RoCE v2 GID, else
+// index 0; InfiniBand, and ports that are not ACTIVE, use index 0.
 package rdmadev
 
 import (
@@ -11,8 +20,10 @@ import (
 	"io/fs"
 	"net"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pci"
@@ -21,28 +32,60 @@ import (
 // ClassDir is where the kernel lists RDMA devices.
 const ClassDir = "/sys/class/infiniband"
 
-// Device is one RDMA device.
+// VerbsClassDir lists the user-space verbs nodes (uverbsN) ib_uverbs made;
+// each names its RDMA device in ibdev.
+const VerbsClassDir = "/sys/class/infiniband_verbs"
+
+// Device is one RDMA device. Use it through a pointer: it caches the GID
+// tables it has read.
 type Device struct {
 	Name     string
 	SysPath  string // resolved host path
 	PCI      string // BDF of the function behind it; "" for software devices
 	Software bool   // no PCI device (rxe, siw): rates are fictional, no path class
 	Parent   string // software devices: the netdev they sit on
-	NodeType string // "1: CA"
-	Netdevs  []string
-	Ports    []Port
+	// Driver is the kernel module of the PCI function's bound driver
+	// (device/driver/module, else the driver's name: mlx5_core). Software
+	// devices have no driver link; theirs is inferred from the name: siw*
+	// is siw, anything else rdma_rxe (DriverInferred is then true).
+	Driver         string
+	DriverInferred bool
+	NodeType       string // as sysfs says: "1: CA"
+	Netdevs        []string
+	// Uverbs is the user-space verbs node serving the device ("uverbs0"),
+	// "" when /sys/class/infiniband_verbs names none: libibverbs cannot
+	// open such a device (ib_uverbs not loaded).
+	Uverbs string
+	Ports  []Port
+
+	root *hostfs.Root
+	mu   sync.Mutex
+	gids map[int]*gidTable // port -> table, filled as read
 }
 
 // Port is one port of a device (1-based Num).
 type Port struct {
-	Num       int
-	State     string // ACTIVE, DOWN, INIT, ARMED, ...
-	PhysState string // LinkUp, Disabled, Polling, ...
-	Rate      string // as sysfs says: "100 Gb/sec (4X EDR)"
-	RateGbps  float64
-	LinkLayer string // InfiniBand or Ethernet
-	LID       uint32
-	GIDs      []GID // non-zero entries only, by index
+	Num          int
+	State        string // ACTIVE, DOWN, INIT, ARMED, ...
+	PhysState    string // LinkUp, Disabled, Polling, ...
+	RawState     string // the state file as written: "4: ACTIVE"
+	RawPhysState string // "5: LinkUp"; "" when sysfs has no phys_state
+	Rate         string // as sysfs says: "100 Gb/sec (4X EDR)"
+	RateGbps     float64
+	LinkLayer    string // InfiniBand or Ethernet
+	LID          uint32
+}
+
+// Active reports a port in state ACTIVE.
+func (p *Port) Active() bool { return p.State == "ACTIVE" }
+
+// NodeTypeName is the node type without its number ("CA", "RNIC"), "" if
+// sysfs has none.
+func (d *Device) NodeTypeName() string {
+	if _, name, err := ParseState(d.NodeType); err == nil {
+		return name
+	}
+	return ""
 }
 
 // GID is one non-zero GID table entry.
@@ -55,7 +98,7 @@ type GID struct {
 
 // IPv4 reports whether the GID is an IPv4-mapped address (::ffff:a.b.c.d).
 func (g GID) IPv4() bool {
-	return g.Addr.To4() != nil && !g.Addr.Equal(net.IPv4zero)
+	return g.Addr != nil && g.Addr.To4() != nil && !g.Addr.Equal(net.IPv4zero)
 }
 
 func (g GID) String() string { return fmt.Sprintf("%d %s (%s)", g.Index, g.Addr, g.Type) }
@@ -82,17 +125,26 @@ func ParseState(s string) (int, string, error) {
 }
 
 // ParseRate reads a port rate ("100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)")
-// in Gb/s.
+// in Gb/s; Mb/sec rates are converted.
 func ParseRate(s string) (float64, error) {
 	f := strings.Fields(s)
-	if len(f) < 2 || f[1] != "Gb/sec" {
+	div := 0.0
+	if len(f) >= 2 {
+		switch f[1] {
+		case "Gb/sec", "Gb/s":
+			div = 1
+		case "Mb/sec", "Mb/s":
+			div = 1000
+		}
+	}
+	if div == 0 {
 		return 0, fmt.Errorf("port rate %q: want \"<number> Gb/sec (...)\"", s)
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || v < 0 || v > 1e5 || v != v {
 		return 0, fmt.Errorf("port rate %q: bad number %q", s, f[0])
 	}
-	return v, nil
+	return v / div, nil
 }
 
 // ParseGID reads a GID table entry ("fe80:0000:0000:0000:0248:...").
@@ -126,13 +178,14 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	uv := uverbsNodes(r)
 	var devs []*Device
 	var errs []error
 	for _, n := range names {
 		if strings.HasPrefix(n, ".") {
 			continue // not a kernel entry (a fixture's .gitkeep)
 		}
-		d, err := Load(r, n)
+		d, err := load(r, n, uv)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -144,6 +197,27 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 
 // Load reads one device by name.
 func Load(r *hostfs.Root, name string) (*Device, error) {
+	return load(r, name, uverbsNodes(r))
+}
+
+// uverbsNodes maps RDMA device name to its uverbsN node.
+func uverbsNodes(r *hostfs.Root) map[string]string {
+	out := map[string]string{}
+	names, _ := r.ReadDir(VerbsClassDir)
+	for _, n := range names {
+		if !strings.HasPrefix(n, "uverbs") {
+			continue
+		}
+		if ib, err := r.ReadString(VerbsClassDir + "/" + n + "/ibdev"); err == nil && ib != "" {
+			if prev, ok := out[ib]; !ok || n < prev {
+				out[ib] = n
+			}
+		}
+	}
+	return out
+}
+
+func load(r *hostfs.Root, name string, uverbs map[string]string) (*Device, error) {
 	if name == "" || strings.ContainsAny(name, "/ ") || name == "." || name == ".." {
 		return nil, fmt.Errorf("RDMA device name %q is not valid", name)
 	}
@@ -157,7 +231,7 @@ func Load(r *hostfs.Root, name string) (*Device, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", base)
 	}
-	d := &Device{Name: name, SysPath: real}
+	d := &Device{Name: name, SysPath: real, Uverbs: uverbs[name], root: r}
 	if _, err := r.Lstat(real + "/device"); err == nil {
 		dev, err := r.Resolve(real + "/device")
 		if err != nil {
@@ -174,8 +248,17 @@ func Load(r *hostfs.Root, name string) (*Device, error) {
 		if nds, err := r.ReadDir(dev + "/net"); err == nil {
 			d.Netdevs = nds
 		}
+		if l, err := r.ReadLink(dev + "/driver/module"); err == nil {
+			d.Driver = path.Base(l)
+		} else if l, err := r.ReadLink(dev + "/driver"); err == nil {
+			d.Driver = path.Base(l)
+		}
 	} else {
 		d.Software = true
+		d.Driver, d.DriverInferred = "rdma_rxe", true
+		if strings.HasPrefix(name, "siw") {
+			d.Driver = "siw"
+		}
 		p, err := r.ReadString(real + "/parent")
 		switch {
 		case err == nil && p != "":
@@ -210,6 +293,7 @@ func Load(r *hostfs.Root, name string) (*Device, error) {
 		}
 		d.Ports = append(d.Ports, p)
 	}
+	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -227,6 +311,7 @@ func loadPort(r *hostfs.Root, dir string, n int) (Port, error) {
 		return s
 	}
 	if s := read("state"); s != "" || len(errs) == 0 {
+		p.RawState = s
 		if _, name, err := ParseState(s); err != nil {
 			errs = append(errs, fmt.Errorf("%s/state: %w", dir, err))
 		} else {
@@ -234,6 +319,7 @@ func loadPort(r *hostfs.Root, dir string, n int) (Port, error) {
 		}
 	}
 	if s, err := r.ReadString(dir + "/phys_state"); err == nil {
+		p.RawPhysState = s
 		if _, name, err := ParseState(s); err != nil {
 			errs = append(errs, fmt.Errorf("%s/phys_state: %w", dir, err))
 		} else {
@@ -252,79 +338,254 @@ func loadPort(r *hostfs.Root, dir string, n int) (Port, error) {
 			errs = append(errs, fmt.Errorf("%s/lid: %w", dir, err))
 		}
 	}
-	gids, err := r.ReadDir(dir + "/gids")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
+	return p, errors.Join(errs...)
+}
+
+// gidTable is one port's GID table as far as it has been read.
+type gidTable struct {
+	dir     string      // .../ports/N
+	indices []int       // every entry sysfs lists, ascending
+	read    map[int]GID // entries read so far; zero GIDs are kept (Addr nil)
+	all     bool        // every entry read
+}
+
+// table returns port n's table, listing its entries on first use.
+func (d *Device) table(n int) (*gidTable, error) {
+	if d.root == nil {
+		return nil, fmt.Errorf("%s: device not read through rdmadev.Load/Scan: no GID table", d.Name)
 	}
-	for _, gn := range gids {
-		i, err := strconv.Atoi(gn)
-		if err != nil || i < 0 {
-			continue
+	if d.Port(n) == nil {
+		return nil, fmt.Errorf("%s has no port %d (ports: %s)", d.Name, n, d.portList())
+	}
+	if t := d.gids[n]; t != nil {
+		return t, nil
+	}
+	dir := fmt.Sprintf("%s/ports/%d", d.SysPath, n)
+	names, err := d.root.ReadDir(dir + "/gids")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	t := &gidTable{dir: dir, read: map[int]GID{}}
+	for _, gn := range names {
+		if i, err := strconv.Atoi(gn); err == nil && i >= 0 {
+			t.indices = append(t.indices, i)
 		}
-		s, err := r.ReadString(dir + "/gids/" + gn)
+	}
+	sort.Ints(t.indices)
+	if d.gids == nil {
+		d.gids = map[int]*gidTable{}
+	}
+	d.gids[n] = t
+	return t, nil
+}
+
+func (d *Device) portList() string {
+	var s []string
+	for _, p := range d.Ports {
+		s = append(s, strconv.Itoa(p.Num))
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// entry reads GID index i of t (once). A zero GID comes back with a nil Addr.
+func (d *Device) entry(t *gidTable, i int) (GID, error) {
+	if g, ok := t.read[i]; ok {
+		return g, nil
+	}
+	s, err := d.root.ReadString(fmt.Sprintf("%s/gids/%d", t.dir, i))
+	if err != nil {
+		return GID{}, err
+	}
+	ip, err := ParseGID(s)
+	if err != nil {
+		return GID{}, fmt.Errorf("%s/gids/%d: %w", t.dir, i, err)
+	}
+	g := GID{Index: i}
+	if !ip.IsUnspecified() {
+		g.Addr = ip
+		// Attribute reads fail (EINVAL) for entries the kernel does not
+		// describe; the entry is still a GID, just of unknown type.
+		if ty, err := d.root.ReadString(fmt.Sprintf("%s/gid_attrs/types/%d", t.dir, i)); err == nil {
+			g.Type = ty
+		}
+		if nd, err := d.root.ReadString(fmt.Sprintf("%s/gid_attrs/ndevs/%d", t.dir, i)); err == nil {
+			g.Ndev = nd
+		}
+	}
+	t.read[i] = g
+	return g, nil
+}
+
+// GIDs reads port n's populated GID entries (types and netdevs included), by
+// index. The table is read once and kept.
+func (d *Device) GIDs(n int) ([]GID, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, err := d.table(n)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	var out []GID
+	for _, i := range t.indices {
+		g, err := d.entry(t, i)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		ip, err := ParseGID(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s/gids/%s: %w", dir, gn, err))
-			continue
-		}
-		if ip.IsUnspecified() {
-			continue // unused table entry; its gid_attrs read EINVAL
-		}
-		g := GID{Index: i, Addr: ip}
-		// Attribute reads fail (EINVAL) for entries the kernel does not
-		// describe; the entry is still a GID, just of unknown type.
-		if t, err := r.ReadString(fmt.Sprintf("%s/gid_attrs/types/%d", dir, i)); err == nil {
-			g.Type = t
-		}
-		if nd, err := r.ReadString(fmt.Sprintf("%s/gid_attrs/ndevs/%d", dir, i)); err == nil {
-			g.Ndev = nd
-		}
-		p.GIDs = append(p.GIDs, g)
-	}
-	sortGIDs(p.GIDs)
-	return p, errors.Join(errs...)
-}
-
-func sortGIDs(g []GID) {
-	for i := 1; i < len(g); i++ {
-		for j := i; j > 0 && g[j].Index < g[j-1].Index; j-- {
-			g[j], g[j-1] = g[j-1], g[j]
+		if g.Addr != nil {
+			out = append(out, g)
 		}
 	}
+	if len(errs) == 0 {
+		t.all = true
+	}
+	return out, errors.Join(errs...)
 }
 
-// PickGID chooses the GID a test uses on port n. index >= 0 selects that
-// entry (it must exist). index -1 (automatic, GDR_GID_INDEX unset) takes the
-// first RoCE v2 GID with an IPv4-mapped address when the port is ACTIVE, and
-// otherwise index 0 (InfiniBand, or RoCE without an IPv4 address).
+// GID reads entry index of port n; ok is false when the entry is absent or
+// zero (unpopulated).
+func (d *Device) GID(n, index int) (g GID, ok bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, err := d.table(n)
+	if err != nil {
+		return GID{}, false, err
+	}
+	if i := sort.SearchInts(t.indices, index); i == len(t.indices) || t.indices[i] != index {
+		return GID{}, false, nil
+	}
+	g, err = d.entry(t, index)
+	return g, err == nil && g.Addr != nil, err
+}
+
+// PickGID chooses the GID a test uses on port n of d, by the package's GID
+// rule. index >= 0 selects that entry (it must be populated); -1 is
+// automatic (GDR_GID_INDEX unset). The automatic search reads entries in
+// index order and stops at the first RoCE v2 IPv4 one, so an rxe port costs a
+// few reads, not 1024.
 func PickGID(d *Device, n, index int) (GID, error) {
 	p := d.Port(n)
 	if p == nil {
-		return GID{}, fmt.Errorf("%s has no port %d (ports: %d)", d.Name, n, len(d.Ports))
+		return GID{}, fmt.Errorf("%s has no port %d (ports: %s)", d.Name, n, d.portList())
 	}
-	if index >= 0 {
-		for _, g := range p.GIDs {
-			if g.Index == index {
+	if index >= 0 || !roceAuto(p) {
+		i := max(index, 0)
+		g, ok, err := d.GID(n, i)
+		if err != nil {
+			return GID{}, err
+		}
+		if !ok {
+			d.mu.Lock()
+			set := len(d.gids[n].indices)
+			d.mu.Unlock()
+			why := "GDR_GID_INDEX"
+			if index < 0 {
+				why = "automatic choice (" + autoWhy(p) + ")"
+			}
+			return GID{}, fmt.Errorf("%s port %d: GID index %d (%s) is empty or absent (%d table entries); on RoCE give the netdev an IP address (ip addr add ... dev <netdev>)",
+				d.Name, n, i, why, set)
+		}
+		return g, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, err := d.table(n)
+	if err != nil {
+		return GID{}, err
+	}
+	var v2, zero *GID
+	var errs []error
+	for _, i := range t.indices {
+		g, err := d.entry(t, i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if g.Addr == nil {
+			continue
+		}
+		if g.Type == "RoCE v2" {
+			if g.IPv4() {
 				return g, nil
 			}
+			if v2 == nil {
+				v2 = &g
+			}
 		}
-		return GID{}, fmt.Errorf("%s port %d: GID index %d is empty or absent (%d GIDs set)", d.Name, n, index, len(p.GIDs))
+		if g.Index == 0 {
+			zero = &g
+		}
 	}
-	if p.State == "ACTIVE" {
-		for _, g := range p.GIDs {
+	switch {
+	case v2 != nil:
+		return *v2, nil
+	case zero != nil:
+		return *zero, nil
+	case len(errs) > 0:
+		return GID{}, fmt.Errorf("%s port %d: no usable GID: %w", d.Name, n, errors.Join(errs...))
+	}
+	return GID{}, fmt.Errorf("%s port %d: no RoCE v2 GID and GID index 0 is empty; give the netdev an IP address (ip addr add ... dev <netdev>)", d.Name, n)
+}
+
+// PickGIDFrom applies the GID rule to a table read elsewhere (verbs
+// ibv_query_gid_ex, a fake): gids are populated entries, state and
+// linkLayer the port's ("ACTIVE", "Ethernet").
+func PickGIDFrom(gids []GID, state, linkLayer string, index int) (GID, error) {
+	p := &Port{State: state, LinkLayer: linkLayer}
+	byIndex := append([]GID(nil), gids...)
+	sort.Slice(byIndex, func(i, j int) bool { return byIndex[i].Index < byIndex[j].Index })
+	find := func(i int) (GID, bool) {
+		for _, g := range byIndex {
+			if g.Index == i && g.Addr != nil && !g.Addr.IsUnspecified() {
+				return g, true
+			}
+		}
+		return GID{}, false
+	}
+	if index >= 0 {
+		if g, ok := find(index); ok {
+			return g, nil
+		}
+		return GID{}, fmt.Errorf("GID index %d (GDR_GID_INDEX) is empty or absent (%d GIDs set)", index, len(gids))
+	}
+	if roceAuto(p) {
+		for _, g := range byIndex {
 			if g.Type == "RoCE v2" && g.IPv4() {
 				return g, nil
 			}
 		}
-	}
-	for _, g := range p.GIDs {
-		if g.Index == 0 {
-			return g, nil
+		for _, g := range byIndex {
+			if g.Type == "RoCE v2" {
+				return g, nil
+			}
 		}
 	}
-	return GID{}, fmt.Errorf("%s port %d: GID index 0 is empty", d.Name, n)
+	if g, ok := find(0); ok {
+		return g, nil
+	}
+	return GID{}, fmt.Errorf("GID index 0 is empty (%s); on RoCE give the netdev an IP address (ip addr add ... dev <netdev>)", autoWhy(p))
+}
+
+// roceAuto: the automatic choice searches for RoCE v2 GIDs only on an
+// ACTIVE Ethernet port.
+func roceAuto(p *Port) bool { return p.State == "ACTIVE" && p.LinkLayer == "Ethernet" }
+
+func autoWhy(p *Port) string {
+	switch {
+	case p.LinkLayer != "Ethernet":
+		return "link layer " + orUnknown(p.LinkLayer) + ": index 0"
+	default:
+		return "port " + orUnknown(p.State) + ", not ACTIVE: index 0"
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

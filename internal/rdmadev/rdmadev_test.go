@@ -1,6 +1,8 @@
 package rdmadev
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,7 +41,10 @@ func TestParsers(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, v, in)
 	}
-	for _, bad := range []string{"", "fast", "100 Gbps", "NaN Gb/sec", "-5 Gb/sec"} {
+	v, err := ParseRate("2500 Mb/sec")
+	require.NoError(t, err)
+	assert.Equal(t, 2.5, v)
+	for _, bad := range []string{"", "fast", "100 Gbps", "NaN Gb/sec", "-5 Gb/sec", "Gb/sec"} {
 		_, err := ParseRate(bad)
 		assert.Error(t, err, "%q", bad)
 	}
@@ -72,7 +77,14 @@ func TestScanMLX(t *testing.T) {
 	assert.Equal(t, "LinkUp", p.PhysState)
 	assert.Equal(t, 200.0, p.RateGbps)
 	assert.Equal(t, "InfiniBand", p.LinkLayer)
+	assert.Equal(t, "4: ACTIVE", p.RawState)
+	assert.Equal(t, "5: LinkUp", p.RawPhysState)
 	assert.NotZero(t, p.LID)
+	assert.Equal(t, "mlx5_core", d.Driver)
+	assert.False(t, d.DriverInferred)
+	assert.Equal(t, "uverbs0", d.Uverbs)
+	assert.Equal(t, "uverbs1", devs[1].Uverbs)
+	assert.Equal(t, "CA", d.NodeTypeName())
 	g, err := PickGID(d, 1, -1)
 	require.NoError(t, err)
 	assert.Equal(t, 0, g.Index)
@@ -94,7 +106,15 @@ func TestScanRXE(t *testing.T) {
 	require.NotNil(t, p)
 	assert.Equal(t, 2.5, p.RateGbps)
 	assert.Equal(t, "Ethernet", p.LinkLayer)
-	require.Len(t, p.GIDs, 4)
+	assert.Equal(t, "rdma_rxe", d.Driver)
+	assert.True(t, d.DriverInferred)
+	assert.Empty(t, d.gids, "Scan reads no GID table")
+	gids, err := d.GIDs(1)
+	require.NoError(t, err)
+	require.Len(t, gids, 4)
+	assert.Equal(t, "eth0", gids[3].Ndev)
+	_, err = d.GIDs(2)
+	assert.ErrorContains(t, err, "no port 2")
 	g, err := PickGID(d, 1, -1)
 	require.NoError(t, err)
 	assert.Equal(t, 3, g.Index, "RoCE v2 with IPv4 on an ACTIVE port")
@@ -103,11 +123,73 @@ func TestScanRXE(t *testing.T) {
 	g, err = PickGID(d, 1, 1)
 	require.NoError(t, err)
 	assert.Equal(t, "RoCE v2", g.Type)
+	_, err = PickGID(d, 1, 9)
+	assert.ErrorContains(t, err, "GID index 9 (GDR_GID_INDEX) is empty or absent")
 	// A port that is not ACTIVE falls back to index 0.
 	p.State = "DOWN"
 	g, err = PickGID(d, 1, -1)
 	require.NoError(t, err)
 	assert.Equal(t, 0, g.Index)
+}
+
+// The automatic pick on rxe reads entries in order and stops at the first
+// RoCE v2 IPv4 GID: entries past it are never read (here: garbage that would
+// fail the read).
+func TestPickGIDLazy(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "sys/devices/virtual/infiniband/rxe0")
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "ports/1/gids"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "ports/1/gid_attrs/types"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sys/class/infiniband"), 0o755))
+	require.NoError(t, os.Symlink("../../devices/virtual/infiniband/rxe0", filepath.Join(dir, "sys/class/infiniband/rxe0")))
+	files := map[string]string{"parent": "eth0\n", "ports/1/state": "4: ACTIVE\n", "ports/1/rate": "2.5 Gb/sec (1X SDR)\n", "ports/1/link_layer": "Ethernet\n",
+		"ports/1/gids/0": "fe80:0000:0000:0000:5054:00ff:fe12:3456\n", "ports/1/gid_attrs/types/0": "IB/RoCE v1\n",
+		"ports/1/gids/1": "fe80:0000:0000:0000:5054:00ff:fe12:3456\n", "ports/1/gid_attrs/types/1": "RoCE v2\n",
+		"ports/1/gids/2": "0000:0000:0000:0000:0000:ffff:c612:0001\n", "ports/1/gid_attrs/types/2": "RoCE v2\n"}
+	for i := 3; i < 1024; i++ {
+		files[fmt.Sprintf("ports/1/gids/%d", i)] = "garbage\n"
+	}
+	for n, v := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(base, n), []byte(v), 0o644))
+	}
+	d, err := Load(root(t, dir), "rxe0")
+	require.NoError(t, err)
+	g, err := PickGID(d, 1, -1)
+	require.NoError(t, err)
+	assert.Equal(t, 2, g.Index)
+	assert.Len(t, d.gids[1].read, 3, "read entries 0-2 only")
+	assert.Len(t, d.gids[1].indices, 1024)
+	_, err = d.GIDs(1)
+	assert.ErrorContains(t, err, "gids/3", "the full table does read them")
+}
+
+func TestPickGIDFrom(t *testing.T) {
+	ip := func(s string) net.IP { return net.ParseIP(s) }
+	ll := ip("fe80::5054:ff:fe12:3456")
+	v4 := ip("::ffff:198.18.0.1")
+	roce := []GID{{Index: 0, Addr: ll, Type: "IB/RoCE v1"}, {Index: 1, Addr: ll, Type: "RoCE v2"}, {Index: 2, Addr: v4, Type: "IB/RoCE v1"}, {Index: 3, Addr: v4, Type: "RoCE v2"}}
+	for _, tc := range []struct {
+		name         string
+		gids         []GID
+		state, layer string
+		index, want  int
+	}{
+		{"RoCE v2 IPv4", roce, "ACTIVE", "Ethernet", -1, 3},
+		{"RoCE v2 without IPv4", roce[:2], "ACTIVE", "Ethernet", -1, 1},
+		{"v1 only", roce[:1], "ACTIVE", "Ethernet", -1, 0},
+		{"port down", roce, "DOWN", "Ethernet", -1, 0},
+		{"InfiniBand", []GID{{Index: 0, Addr: ll}}, "ACTIVE", "InfiniBand", -1, 0},
+		{"explicit", roce, "ACTIVE", "Ethernet", 2, 2},
+		{"unsorted", []GID{roce[3], roce[1], roce[0]}, "ACTIVE", "Ethernet", -1, 3},
+	} {
+		g, err := PickGIDFrom(tc.gids, tc.state, tc.layer, tc.index)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, g.Index, tc.name)
+	}
+	_, err := PickGIDFrom(roce, "ACTIVE", "Ethernet", 7)
+	assert.ErrorContains(t, err, "GID index 7")
+	_, err = PickGIDFrom(nil, "ACTIVE", "InfiniBand", -1)
+	assert.ErrorContains(t, err, "GID index 0 is empty")
 }
 
 func TestRecordedEmpty(t *testing.T) {
@@ -142,7 +224,6 @@ func TestMalformed(t *testing.T) {
 		"garbage state":  {write("ports/1/state", "ACTIVE\n"), []string{"ports/1/state", "ACTIVE"}},
 		"empty state":    {write("ports/1/state", ""), []string{"ports/1/state"}},
 		"garbage rate":   {write("ports/1/rate", "lots\n"), []string{"ports/1/rate", "lots"}},
-		"garbage gid":    {write("ports/1/gids/1", "hello\n"), []string{"gids/1", "hello"}},
 		"empty parent":   {write("parent", ""), []string{"parent: empty"}},
 		"dangling class": {func(base string) { require.NoError(t, os.RemoveAll(base)) }, []string{"rxe0", "dangling"}},
 		"dangling device": {func(base string) {
@@ -155,10 +236,21 @@ func TestMalformed(t *testing.T) {
 			assert.Contains(t, err.Error(), w, name)
 		}
 	}
-	// A zero GID entry is skipped, and its unreadable attributes do not matter.
-	devs, err := Scan(mk(write("ports/1/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n")))
+	// A garbage GID entry is an error when the table is read (Scan reads none).
+	devs, err := Scan(mk(write("ports/1/gids/1", "hello\n")))
 	require.NoError(t, err)
-	assert.Len(t, devs[0].Ports[0].GIDs, 1)
+	_, err = devs[0].GIDs(1)
+	assert.ErrorContains(t, err, "gids/1")
+	assert.ErrorContains(t, err, "hello")
+	// A zero GID entry is skipped, and its unreadable attributes do not matter.
+	devs, err = Scan(mk(write("ports/1/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n")))
+	require.NoError(t, err)
+	gids, err := devs[0].GIDs(1)
+	require.NoError(t, err)
+	assert.Len(t, gids, 1)
+	// A device read elsewhere (a literal) has no GID table to read.
+	_, err = (&Device{Name: "x", Ports: []Port{{Num: 1}}}).GIDs(1)
+	assert.ErrorContains(t, err, "not read through rdmadev")
 }
 
 func FuzzParsers(f *testing.F) {

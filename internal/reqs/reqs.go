@@ -12,11 +12,25 @@ import (
 	"strings"
 )
 
+// Level says what a requirement's result means for the verdict.
+type Level string
+
+const (
+	// Must: the host is QUALIFIED only when it passed; a failure makes it NOT
+	// QUALIFIED and a skip INCOMPLETE. The zero Level is Must.
+	Must Level = "must"
+	// ReportOnly: its result and numbers are reported, but neither its failure
+	// nor its skip changes the verdict. For cross-checks and for one of several
+	// alternatives whose outcome another, must-level requirement judges.
+	ReportOnly Level = "report-only"
+)
+
 // Req is one numbered requirement.
 type Req struct {
 	ID    string // e.g. "INST-03"; AREA-NN
 	Area  string // conformance package: install, topology, gpu, memreg, pingpong
 	Title string // one line: what must hold
+	Level Level  // Must unless set
 }
 
 var catalogue = map[string]Req{}
@@ -30,8 +44,19 @@ func register(rs ...Req) {
 		if r.ID == "" || r.Area == "" || r.Title == "" {
 			panic(fmt.Sprintf("reqs: incomplete requirement %+v", r))
 		}
+		if r.Level == "" {
+			r.Level = Must
+		}
+		if r.Level != Must && r.Level != ReportOnly {
+			panic(fmt.Sprintf("reqs: %s has level %q; want %q or %q", r.ID, r.Level, Must, ReportOnly))
+		}
 		catalogue[r.ID] = r
 	}
+}
+
+// Areas are the conformance packages in report order, with their ID prefix.
+var Areas = []struct{ Name, Prefix string }{
+	{"install", "INST"}, {"topology", "TOPO"}, {"gpu", "GPU"}, {"memreg", "MREG"}, {"pingpong", "PP"},
 }
 
 // Lookup returns the requirement with id.
@@ -46,7 +71,10 @@ func All() []Req {
 	for _, r := range catalogue {
 		out = append(out, r)
 	}
-	order := map[string]int{"install": 0, "topology": 1, "gpu": 2, "memreg": 3, "pingpong": 4}
+	order := map[string]int{}
+	for i, a := range Areas {
+		order[a.Name] = i
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Area != out[j].Area {
 			oi, iok := order[out[i].Area]
@@ -64,9 +92,9 @@ func All() []Req {
 // Markdown renders the catalogue as the README's requirements table.
 func Markdown() string {
 	var b strings.Builder
-	b.WriteString("| ID | area | requirement |\n| --- | --- | --- |\n")
+	b.WriteString("| ID | area | level | requirement |\n| --- | --- | --- | --- |\n")
 	for _, r := range All() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.ID, r.Area, r.Title)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.ID, r.Area, r.Level, r.Title)
 	}
 	return b.String()
 }

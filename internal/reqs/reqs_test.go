@@ -1,9 +1,14 @@
 package reqs
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,44 +16,183 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var idRe = regexp.MustCompile(`"((?:INST|TOPO|GPU|MREG|PP)-\d{2})"`)
+// reqCall is one testenv.Req(t, "<ID>") call found in a conformance file.
+type reqCall struct {
+	id   string
+	fn   string // the enclosing top-level function
+	file string
+	pos  string
+}
 
-// idsUsedIn scans the conformance tree for requirement IDs in Go sources.
-func idsUsedIn(t *testing.T, dir string) map[string][]string {
+// reqCalls parses every Go file under dir and returns its testenv.Req calls
+// (found in the syntax tree, so comments and other strings do not count).
+// An ID passed in through a helper's parameter (forEachGPU(t, "GPU-02", ...)
+// calling testenv.Req(t, id)) is resolved at each call of the helper in the
+// same package, and counts for the function that calls the helper. A Req
+// call whose ID is neither a literal nor so resolved has id "".
+func reqCalls(t *testing.T, dir string) []reqCall {
 	t.Helper()
-	used := map[string][]string{}
+	fset := token.NewFileSet()
+	pkgs := map[string][]*ast.File{}
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err == nil {
+			pkgs[filepath.Dir(p)] = append(pkgs[filepath.Dir(p)], f)
 		}
-		for _, m := range idRe.FindAllStringSubmatch(string(b), -1) {
-			used[m[1]] = append(used[m[1]], p)
-		}
-		return nil
+		return err
 	})
 	require.NoError(t, err)
-	return used
+	var calls []reqCall
+	dirs := make([]string, 0, len(pkgs))
+	for d := range pkgs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		files := pkgs[d]
+		// resolve returns the IDs e stands for inside fn, each with the
+		// function that named it.
+		var resolve func(e ast.Expr, fn *ast.FuncDecl, depth int) []reqCall
+		resolve = func(e ast.Expr, fn *ast.FuncDecl, depth int) []reqCall {
+			if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				id, _ := strconv.Unquote(lit.Value)
+				return []reqCall{{id: id, fn: fn.Name.Name, file: fset.Position(lit.Pos()).Filename, pos: fset.Position(lit.Pos()).String()}}
+			}
+			id, ok := e.(*ast.Ident)
+			idx := paramIndex(fn, id)
+			if !ok || idx < 0 || depth > 3 {
+				return []reqCall{{fn: fn.Name.Name, file: fset.Position(e.Pos()).Filename, pos: fset.Position(e.Pos()).String()}}
+			}
+			var out []reqCall
+			for _, f := range files {
+				eachCall(f, func(call *ast.CallExpr, caller *ast.FuncDecl) {
+					if callee, ok := call.Fun.(*ast.Ident); ok && callee.Name == fn.Name.Name && idx < len(call.Args) {
+						out = append(out, resolve(call.Args[idx], caller, depth+1)...)
+					}
+				})
+			}
+			return out
+		}
+		for _, f := range files {
+			eachCall(f, func(call *ast.CallExpr, fn *ast.FuncDecl) {
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Req" || len(call.Args) != 2 {
+					return
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "testenv" {
+					calls = append(calls, resolve(call.Args[1], fn, 0)...)
+				}
+			})
+		}
+	}
+	return calls
 }
 
-// Every ID a conformance test names is catalogued, and every catalogued ID
-// is checked by some test: the README promises both.
+// eachCall calls do for every call expression inside a top-level function of f.
+func eachCall(f *ast.File, do func(*ast.CallExpr, *ast.FuncDecl)) {
+	for _, decl := range f.Decls {
+		fd, ok := decl.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				do(call, fd)
+			}
+			return true
+		})
+	}
+}
+
+// paramIndex is the position of the parameter id of fn, or -1.
+func paramIndex(fn *ast.FuncDecl, id *ast.Ident) int {
+	if id == nil {
+		return -1
+	}
+	i := 0
+	for _, field := range fn.Type.Params.List {
+		if len(field.Names) == 0 {
+			i++
+		}
+		for _, n := range field.Names {
+			if n.Name == id.Name {
+				return i
+			}
+			i++
+		}
+	}
+	return -1
+}
+
+var testNameRe = regexp.MustCompile(`^Test([A-Z]+)(\d{2})[A-Z0-9]`)
+
+// Every ID a conformance test names is catalogued, every catalogued ID is
+// checked by some test, and every Test function is named for its ID
+// (Test<AREA><NN><Name>), so -run selects by requirement.
 func TestCatalogueMatchesConformanceTests(t *testing.T) {
-	used := idsUsedIn(t, "../../conformance")
-	for id, files := range used {
-		_, ok := Lookup(id)
-		assert.True(t, ok, "%s is used in %v but not registered in internal/reqs", id, files)
+	calls := reqCalls(t, "../../conformance")
+	require.NotEmpty(t, calls)
+	used := map[string]bool{}
+	for _, c := range calls {
+		if !assert.NotEmpty(t, c.id, "%s: testenv.Req needs the ID as a string literal", c.pos) {
+			continue
+		}
+		used[c.id] = true
+		_, ok := Lookup(c.id)
+		assert.True(t, ok, "%s: %s is not registered in internal/reqs", c.pos, c.id)
+		if m := testNameRe.FindStringSubmatch(c.fn); m != nil {
+			assert.Equal(t, m[1]+"-"+m[2], c.id, "%s: %s calls testenv.Req with another requirement's ID", c.pos, c.fn)
+		} else if strings.HasPrefix(c.fn, "Test") {
+			assert.Fail(t, "test not named for its requirement", "%s: %s should be named Test<AREA><NN><Name> for %s", c.pos, c.fn, c.id)
+		}
 	}
 	for _, r := range All() {
-		assert.Contains(t, used, r.ID, "%s (%s) is registered but no conformance test checks it", r.ID, r.Title)
+		assert.True(t, used[r.ID], "%s (%s) is registered but no conformance test checks it", r.ID, r.Title)
 		assert.True(t, strings.HasPrefix(r.ID, prefix[r.Area]+"-"), "%s has area %s", r.ID, r.Area)
 	}
 }
 
-var prefix = map[string]string{"install": "INST", "topology": "TOPO", "gpu": "GPU", "memreg": "MREG", "pingpong": "PP"}
+// The parser finds calls, not strings: a commented-out call or an ID in a
+// string elsewhere does not count.
+func TestReqCallsParsesGo(t *testing.T) {
+	dir := t.TempDir()
+	src := `package x
+
+import "testing"
+
+// testenv.Req(t, "PP-77") in a comment does not count
+func TestPP01Device(t *testing.T) {
+	testenv.Req(t, "PP-01")
+	_ = "testenv.Req(t, \"PP-78\")"
+	t.Run("sub", func(t *testing.T) { testenv.Req(t, "PP-01") })
+}
+
+func helper(t *testing.T, id string) { testenv.Req(t, id) }
+
+func TestPP02Connect(t *testing.T) { helper(t, "PP-02") }
+
+func other(t *testing.T, id string) { testenv.Req(t, id+"x") }
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x_test.go"), []byte(src), 0o644))
+	calls := reqCalls(t, dir)
+	require.Len(t, calls, 4)
+	assert.Equal(t, reqCall{id: "PP-01", fn: "TestPP01Device", file: calls[0].file, pos: calls[0].pos}, calls[0])
+	assert.Equal(t, "PP-01", calls[1].id)
+	assert.Equal(t, "PP-02", calls[2].id, "an ID passed through a helper counts for its caller")
+	assert.Equal(t, "TestPP02Connect", calls[2].fn)
+	assert.Equal(t, "", calls[3].id, "an ID built at run time is reported as such")
+}
+
+var prefix = func() map[string]string {
+	m := map[string]string{}
+	for _, a := range Areas {
+		m[a.Name] = a.Prefix
+	}
+	return m
+}()
 
 const (
 	beginMark = "<!-- requirements:begin (generated: UPDATE_README=1 go test ./internal/reqs) -->"

@@ -102,20 +102,3 @@ func MBps(bytes int64, el time.Duration) float64 {
 
 // GbpsFromMBps converts perftest's MB/sec to Gbit/s.
 func GbpsFromMBps(mb float64) float64 { return mb * (1 << 20) * 8 / 1e9 }
-
-// ParseRate reads a sysfs port rate ("100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)")
-// in Gbit/s.
-func ParseRate(s string) (float64, error) {
-	var v float64
-	var unit string
-	if _, err := fmt.Sscanf(s, "%g %s", &v, &unit); err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("stats: port rate %q is not like \"100 Gb/sec (4X EDR)\"", s)
-	}
-	switch unit {
-	case "Gb/sec", "Gb/s":
-		return v, nil
-	case "Mb/sec", "Mb/s":
-		return v / 1000, nil
-	}
-	return 0, fmt.Errorf("stats: port rate %q has unknown unit %q", s, unit)
-}

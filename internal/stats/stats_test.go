@@ -97,31 +97,6 @@ func TestBandwidth(t *testing.T) {
 	assert.InDelta(t, US(1500*time.Nanosecond), 1.5, 1e-9)
 }
 
-func TestParseRate(t *testing.T) {
-	cases := []struct {
-		in   string
-		want float64
-		err  string
-	}{
-		{"100 Gb/sec (4X EDR)", 100, ""},
-		{"2.5 Gb/sec (1X SDR)", 2.5, ""},
-		{"400 Gb/sec (4X NDR)", 400, ""},
-		{"500 Mb/sec", 0.5, ""},
-		{"fast", 0, "not like"},
-		{"10 furlongs", 0, "unknown unit"},
-		{"-1 Gb/sec", 0, "not like"},
-	}
-	for _, c := range cases {
-		got, err := ParseRate(c.in)
-		if c.err != "" {
-			assert.ErrorContains(t, err, c.err, c.in)
-			continue
-		}
-		require.NoError(t, err, c.in)
-		assert.InDelta(t, c.want, got, 1e-9, c.in)
-	}
-}
-
 func BenchmarkSummarize10k(b *testing.B) {
 	s := make([]time.Duration, 10000)
 	for i := range s {

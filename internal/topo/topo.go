@@ -1,31 +1,127 @@
 // Package topo classifies the PCIe path between two PCI functions the way
 // `nvidia-smi topo -m` does (PIX, PXB, PHB, NODE, SYS), from their sysfs
-// paths: the lowest common ancestor, and the PCIe switches between them.
+// paths: the lowest common ancestor, and the PCIe switches between them. It
+// also says what speed and width a link should train to (ExpectedLink).
+//
+// NUMA node -1 means unknown, not "same node". Two functions under different
+// host bridges are NODE when both nodes are known and equal, SYS when both
+// are known and differ. When either is unknown: NODE if the host has one NUMA
+// node online, or both functions' local_cpulist are equal and not simply all
+// online CPUs (which is what the kernel writes when it does not know the
+// node, so it is no evidence); SYS if their local_cpulists are disjoint
+// (different sockets); otherwise SYS with Path.NUMAUnknown set, because
+// claiming NODE without evidence could pass a cross-socket pair.
 package topo
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/cpulist"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
+// NodeDir is where the kernel lists NUMA nodes.
+const NodeDir = "/sys/devices/system/node"
+
+// CPUOnline lists the CPUs online.
+const CPUOnline = "/sys/devices/system/cpu/online"
+
+// HostInfo is what classification needs beyond the PCI functions.
+type HostInfo struct {
+	NUMANodes  int         // NUMA nodes online; 0 = unknown (ReadNUMANodes)
+	OnlineCPUs cpulist.Set // /sys/devices/system/cpu/online; empty = unknown
+}
+
 // Index holds a host's PCI functions by address.
 type Index struct {
 	devs map[string]*pci.Device
+	info HostInfo
 }
 
-// New indexes devs (as returned by pci.Scan).
-func New(devs []*pci.Device) *Index {
-	ix := &Index{devs: map[string]*pci.Device{}}
+// New indexes devs (as returned by pci.Scan) on a host whose NUMA layout is
+// unknown; NewHost takes it.
+func New(devs []*pci.Device) *Index { return NewHost(devs, HostInfo{}) }
+
+// NewHost indexes devs on a host described by info.
+func NewHost(devs []*pci.Device, info HostInfo) *Index {
+	ix := &Index{devs: map[string]*pci.Device{}, info: info}
 	for _, d := range devs {
 		ix.devs[d.BDF] = d
 	}
 	return ix
 }
 
+// Load scans the host's PCI functions, NUMA nodes and online CPUs. Functions
+// that could not be read are left out and their errors returned joined, with
+// an index of the rest; a missing /sys/bus/pci/devices satisfies
+// errors.Is(err, fs.ErrNotExist).
+func Load(r *hostfs.Root) (*Index, error) {
+	devs, err := pci.Scan(r)
+	var info HostInfo
+	var nerr, cerr error
+	info.NUMANodes, nerr = ReadNUMANodes(r)
+	if s, err := r.ReadString(CPUOnline); err == nil {
+		if info.OnlineCPUs, err = cpulist.Parse(s); err != nil {
+			cerr = fmt.Errorf("%s: %w", CPUOnline, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		cerr = err
+	}
+	return NewHost(devs, info), errors.Join(err, nerr, cerr)
+}
+
+// ReadNUMANodes counts the NUMA nodes online: /sys/devices/system/node/online,
+// else the node<N> directories there. 0 with no error when the host does not
+// say (no such directory: a kernel without NUMA, or a tree without it).
+func ReadNUMANodes(r *hostfs.Root) (int, error) {
+	s, err := r.ReadString(NodeDir + "/online")
+	if err == nil {
+		set, err := cpulist.Parse(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s/online: %w", NodeDir, err)
+		}
+		return set.Count(), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	names, err := r.ReadDir(NodeDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, nm := range names {
+		if rest, ok := strings.CutPrefix(nm, "node"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Info is the host's NUMA layout as the index knows it.
+func (ix *Index) Info() HostInfo { return ix.info }
+
 // Device returns the function at bdf, or nil.
 func (ix *Index) Device(bdf string) *pci.Device { return ix.devs[bdf] }
+
+// Devices lists every function, by address.
+func (ix *Index) Devices() []*pci.Device {
+	out := make([]*pci.Device, 0, len(ix.devs))
+	for _, d := range ix.devs {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].BDF < out[j].BDF })
+	return out
+}
 
 // PortType is the PCIe port type of bdf: from its config space when that was
 // readable, otherwise inferred from the tree (a bridge on the root bus is a
@@ -71,6 +167,13 @@ type Path struct {
 	Switches int
 	NUMAA    int
 	NUMAB    int
+	// NUMAUnknown: the functions hang under different host bridges, a NUMA
+	// node is unknown (-1) and local_cpulist does not settle it, so Class is
+	// SYS as the conservative answer, not a known fact.
+	NUMAUnknown bool
+	// NUMANote says how an unknown NUMA node was settled ("" when both nodes
+	// are known or the path stays below one host bridge).
+	NUMANote string
 }
 
 // Classify returns the path between functions a and b.
@@ -93,11 +196,7 @@ func (ix *Index) Classify(a, b string) (Path, error) {
 	if da.Root != db.Root {
 		p.Bridges = append(reversed(ca), cb...)
 		p.Switches = ix.countSwitches(p.Bridges)
-		if da.NUMANode >= 0 && db.NUMANode >= 0 && da.NUMANode != db.NUMANode {
-			p.Class = pathclass.SYS
-		} else {
-			p.Class = pathclass.NODE // same node, or unknown (-1): not known to differ
-		}
+		p.Class, p.NUMAUnknown, p.NUMANote = ix.acrossHostBridges(da, db)
 		return p, nil
 	}
 	k := 0
@@ -129,6 +228,43 @@ func (ix *Index) Classify(a, b string) (Path, error) {
 		p.Class = pathclass.PXB
 	}
 	return p, nil
+}
+
+// acrossHostBridges classifies two functions under different host bridges
+// (see the package comment for the rule).
+func (ix *Index) acrossHostBridges(a, b *pci.Device) (pathclass.Class, bool, string) {
+	if a.NUMANode >= 0 && b.NUMANode >= 0 {
+		if a.NUMANode == b.NUMANode {
+			return pathclass.NODE, false, ""
+		}
+		return pathclass.SYS, false, ""
+	}
+	unknown := fmt.Sprintf("numa_node %d/%d (-1 is unknown)", a.NUMANode, b.NUMANode)
+	ca, cb := a.LocalCPUs, b.LocalCPUs
+	online := ix.info.OnlineCPUs
+	allA := !online.Empty() && ca.Equal(online)
+	allB := !online.Empty() && cb.Equal(online)
+	switch {
+	case ix.info.NUMANodes == 1:
+		return pathclass.NODE, false, unknown + "; the host has one NUMA node online: NODE"
+	case !ca.Empty() && ca.Equal(cb) && !allA:
+		return pathclass.NODE, false, fmt.Sprintf("%s; same local_cpulist %s: one node, NODE", unknown, ca)
+	case !ca.Empty() && !cb.Empty() && !ca.Intersects(cb):
+		return pathclass.SYS, false, fmt.Sprintf("%s; local_cpulists %s and %s are disjoint: different sockets, SYS", unknown, ca, cb)
+	}
+	nodes := "unknown"
+	if ix.info.NUMANodes > 0 {
+		nodes = fmt.Sprint(ix.info.NUMANodes)
+	}
+	why := ""
+	switch {
+	case allA && allB:
+		why = " (both list every online CPU, which is what the kernel writes for an unknown node)"
+	case allA || allB:
+		why = fmt.Sprintf(" (%q is every online CPU, which is what the kernel writes for an unknown node)", online.String())
+	}
+	return pathclass.SYS, true, fmt.Sprintf("%s, local_cpulist %q/%q%s and %s NUMA nodes online do not tell whether they share a socket: reported as SYS (NUMA unknown)",
+		unknown, ca.String(), cb.String(), why, nodes)
 }
 
 // countSwitches counts distinct switches among bridges: an upstream port is
@@ -166,8 +302,9 @@ type Candidate struct {
 }
 
 // Nearest returns, for one GPU, the candidates sorted nearest first: by
-// class, then fewer bridges, then name. nics maps RDMA device name to PCI
-// function. Functions missing from the index are errors.
+// class, then fewer bridges, then lower PCI address, then name (internal/rails
+// adds a rule for NICs already taken by another GPU). nics maps RDMA device
+// name to PCI function. Functions missing from the index are errors.
 func (ix *Index) Nearest(gpu string, nics map[string]string) ([]Candidate, error) {
 	var out []Candidate
 	for name, bdf := range nics {
@@ -184,6 +321,9 @@ func (ix *Index) Nearest(gpu string, nics map[string]string) ([]Candidate, error
 		if len(x.Path.Bridges) != len(y.Path.Bridges) {
 			return len(x.Path.Bridges) < len(y.Path.Bridges)
 		}
+		if x.PCI != y.PCI {
+			return x.PCI < y.PCI
+		}
 		return x.NIC < y.NIC
 	}
 	for i := 1; i < len(out); i++ {
@@ -192,4 +332,81 @@ func (ix *Index) Nearest(gpu string, nics map[string]string) ([]Candidate, error
 		}
 	}
 	return out, nil
+}
+
+// Link is what a PCIe link should train to.
+type Link struct {
+	// Speed (GT/s) and Width are the lower of the function's own maximum and
+	// its link partner's: a Gen5 x16 GPU in a Gen4 slot should run 16 GT/s.
+	Speed float64
+	Width int
+	// Partner is the function at the other end of the link ("" when none is
+	// known: a function on the root bus, or a port with nothing below it).
+	Partner      string
+	PartnerSpeed float64 // the partner's max, 0 when unknown
+	PartnerWidth int
+	// Limited says the partner lowers speed or width below the function's
+	// own maximum.
+	Limited bool
+}
+
+// String is "16 GT/s x16 (limited by link partner 0000:17:01.0: max 16 GT/s x16)".
+func (l Link) String() string {
+	s := fmt.Sprintf("%g GT/s x%d", l.Speed, l.Width)
+	if l.Limited {
+		s += fmt.Sprintf(" (limited by link partner %s: max %g GT/s x%d)", l.Partner, l.PartnerSpeed, l.PartnerWidth)
+	}
+	return s
+}
+
+// LinkPartner is the other end of the link whose state bdf's sysfs link files
+// describe: the port above for endpoints and upstream ports; for root and
+// downstream ports the lowest-addressed function directly below (the
+// functions of one device share its link). nil when there is none.
+func (ix *Index) LinkPartner(bdf string) *pci.Device {
+	d := ix.devs[bdf]
+	if d == nil {
+		return nil
+	}
+	switch ix.PortType(bdf) {
+	case pci.TypeRootPort, pci.TypeDownstream:
+		var best *pci.Device
+		for _, c := range ix.devs {
+			if c.Parent() == bdf && (best == nil || c.BDF < best.BDF) {
+				best = c
+			}
+		}
+		return best
+	}
+	if p := d.Parent(); p != "" {
+		return ix.devs[p]
+	}
+	return nil
+}
+
+// ExpectedLink says what bdf's link should train to: the lower of its own
+// maximum speed and width and its link partner's (LinkPartner). A function
+// without link attributes (virtual or integrated) is an error; a partner
+// without them does not limit.
+func (ix *Index) ExpectedLink(bdf string) (Link, error) {
+	d := ix.devs[bdf]
+	if d == nil {
+		return Link{}, fmt.Errorf("no PCI function %s", bdf)
+	}
+	if d.MaxSpeed == 0 || d.MaxWidth == 0 {
+		return Link{}, fmt.Errorf("%s has no max_link_speed/max_link_width in sysfs (a virtual or integrated function)", bdf)
+	}
+	l := Link{Speed: d.MaxSpeed, Width: d.MaxWidth}
+	p := ix.LinkPartner(bdf)
+	if p == nil {
+		return l, nil
+	}
+	l.Partner, l.PartnerSpeed, l.PartnerWidth = p.BDF, p.MaxSpeed, p.MaxWidth
+	if p.MaxSpeed > 0 && p.MaxSpeed < l.Speed {
+		l.Speed, l.Limited = p.MaxSpeed, true
+	}
+	if p.MaxWidth > 0 && p.MaxWidth < l.Width {
+		l.Width, l.Limited = p.MaxWidth, true
+	}
+	return l, nil
 }

@@ -41,7 +41,7 @@ func hostMain() error {
 	var o lab.Options
 	var pkgs, extra string
 	fs.StringVar(&o.Mode, "mode", env("LAB_MODE", lab.ModeLab), "lab (whole suite), kill (kill the client mid-run) or bench (ours vs perftest)")
-	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/..."), "package patterns, space separated (LAB_PKGS)")
+	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/... ./harness/verbs"), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
 	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
@@ -64,6 +64,7 @@ func hostMain() error {
 	fs.DurationVar(&o.Deadline, "deadline", dur("LAB_DEADLINE", "15m"), "limit of the whole VM phase; VMs still running are killed (LAB_DEADLINE)")
 	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
 	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
+	emu := fs.Bool("emulated-gpu", env("LAB_EMULATED_GPU", "1") != "0", "install the emulated GPU (harness/emugpu) in the VMs and run the suite on it, plus pingpong once more on host memory (LAB_EMULATED_GPU=0 turns it off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -87,6 +88,7 @@ func hostMain() error {
 		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill or bench", o.Mode)
 	}
 	o.Loopback = *loop
+	o.EmulatedGPU = *emu
 	o.Pkgs = strings.Fields(pkgs)
 	o.Env = strings.Fields(extra)
 	for _, e := range o.Env {

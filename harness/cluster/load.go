@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/isolate"
+)
+
+// event is the part of a go test -json event the loader reads (attr events
+// carry Key and Value since Go 1.25).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Key     string
+	Value   string
+	Output  string
+}
+
+type testRec struct {
+	name   string
+	attrs  map[string]string
+	status isolate.Status
+	detail string
+}
+
+// readTests reads go test -json events into one record per test that ended.
+// The report package owns the full event model; this reads only what pair
+// results need (status, attributes, the first failure line).
+func readTests(r io.Reader) ([]testRec, error) {
+	byKey := map[string]*testRec{}
+	var order []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 || b[0] != '{' {
+			continue // gotestsum may interleave non-JSON lines
+		}
+		var e event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if e.Test == "" {
+			continue
+		}
+		k := e.Package + "\x00" + e.Test
+		t := byKey[k]
+		if t == nil {
+			t = &testRec{name: e.Test, attrs: map[string]string{}}
+			byKey[k] = t
+			order = append(order, k)
+		}
+		switch e.Action {
+		case "attr":
+			t.attrs[e.Key] = e.Value
+		case "output":
+			if t.detail == "" {
+				t.detail = failureLine(e.Output)
+			}
+		case "pass":
+			t.status = isolate.Pass
+		case "fail":
+			t.status = isolate.Fail
+		case "skip":
+			t.status = isolate.Skip
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]testRec, 0, len(order))
+	for _, k := range order {
+		if t := byKey[k]; t.status != "" {
+			out = append(out, *t)
+		}
+	}
+	return out, nil
+}
+
+// failureLine returns the message of a "    file_test.go:12: message" line.
+func failureLine(s string) string {
+	s = strings.TrimSpace(s)
+	file, msg, ok := strings.Cut(s, ": ")
+	if !ok || !strings.Contains(file, ".go:") || strings.ContainsAny(file, " \t") {
+		return ""
+	}
+	return strings.TrimSpace(msg)
+}
+
+// Load reads every host's rounds under root into pair results (package
+// isolate documents which tests count and which attributes they carry). A
+// host that had a peer in a round and left no pair result for it gives one
+// Missing result for every rail. It also returns the plans it read.
+func Load(root string) ([]isolate.Result, []Plan, error) {
+	hrs, err := scan(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	var results []isolate.Result
+	var plans []Plan
+	for _, hr := range hrs {
+		p, err := readPlan(hr.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p != nil {
+			plans = append(plans, *p)
+		}
+		rs, err := loadRound(hr, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		results = append(results, rs...)
+	}
+	return results, plans, nil
+}
+
+func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
+	var recs []testRec
+	f, err := os.Open(filepath.Join(hr.dir, "test.json"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		recs, err = readTests(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(hr.dir, "test.json"), err)
+		}
+	}
+	peer, role := "", ""
+	if p != nil {
+		peer, role = p.Peer, p.Role
+	}
+	var out []isolate.Result
+	for _, t := range recs {
+		rail, ok := t.attrs["gdr.rail"]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(rail)
+		if err != nil || n < 0 || n > 1024 {
+			return nil, fmt.Errorf("%s: test %s: gdr.rail=%q is not a rail index", hr.dir, t.name, rail)
+		}
+		r := isolate.Result{Host: hr.host, Round: hr.round, Rail: n, Peer: peer, Role: role, Test: t.name, Status: t.status, Detail: t.detail}
+		if v := t.attrs["gdr.peer"]; v != "" {
+			r.Peer = v
+		}
+		if v := t.attrs["gdr.role"]; v != "" {
+			r.Role = v
+		}
+		if v, ok := t.attrs["gdr.bw_gbps"]; ok {
+			if r.BWGbitS, err = strconv.ParseFloat(v, 64); err != nil || r.BWGbitS < 0 {
+				return nil, fmt.Errorf("%s: test %s: gdr.bw_gbps=%q is not a bandwidth in Gbit/s", hr.dir, t.name, v)
+			}
+		}
+		r.Size, _ = strconv.Atoi(t.attrs["gdr.size"])
+		r.Op = t.attrs["gdr.op"]
+		if r.Peer == "" {
+			continue // not a two-host test (loopback)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 && p != nil && p.Role != Idle && p.Peer != "" {
+		why := "no pair results (no test.json)"
+		if recs != nil {
+			why = "no test with gdr.rail in test.json"
+		}
+		out = append(out, isolate.Result{Host: hr.host, Round: hr.round, Rail: isolate.AllRails, Peer: p.Peer, Role: p.Role,
+			Status: isolate.Missing, Detail: why})
+	}
+	return out, nil
+}

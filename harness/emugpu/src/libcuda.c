@@ -1,0 +1,657 @@
+/* The emulated GPU: a libcuda.so.1 for machines without one.
+ *
+ * Unit tests load it in place of the NVIDIA driver, and the Soft-RoCE lab
+ * installs it in its VMs so that the suite's GPU code paths (pingpong on GPU
+ * memory, memreg, conformance/gpu) run against rxe. "Device memory" is a
+ * memfd mapped twice:
+ *
+ *   alias A  the address cuMemAlloc returns, which the suite registers with
+ *            the NIC. At the first copy, memset, synchronize or flush after
+ *            the allocation it becomes PROT_NONE: from then on a CPU access
+ *            faults (SIGSEGV), as a CPU read of cuMemAlloc memory does on a
+ *            real driver, while rxe, which reached the pages through the
+ *            registration, still reads and writes them.
+ *   alias B  the emulator's private view, through which cuMemcpy* and
+ *            cuMemsetD8 move data.
+ *
+ * A shadow copy of each allocation holds what the emulator last wrote, read
+ * or flushed. A cuMemcpyDtoH of bytes that differ from the shadow reads data
+ * the NIC wrote since the last cuFlushGPUDirectRDMAWrites: the emulator
+ * refuses it loudly, naming the missing call (the emulated device reports
+ * writes ordering NONE with the HOST flush option, so a flush is required).
+ *
+ * Not emulated, and reported so: dma-buf export (the lab kernel has no
+ * udmabuf, and rxe has no dma-buf MRs), cuMemCreate (VMM). Everything here is
+ * labelled emulated by the suite (gdrEmulatedGPU below) and is never counted
+ * as hardware evidence.
+ *
+ * Environment: FAKE_CUDA_INIT=<CUresult> makes cuInit fail with it;
+ * FAKE_CUDA_DEVICES=<1..8> sets the device count (default 1);
+ * FAKE_CUDA_PEER=0 makes the devices unable to reach each other (see "peers").
+ * Build flags: -DOMIT_MANAGED drops a required symbol (loader tests);
+ * -DNO_DMABUF_SYMBOL drops cuMemGetHandleForAddressRange (a pre-11.7 driver);
+ * -DNO_PEER_SYMBOL drops cuDeviceCanAccessPeer (a library without the peer calls).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+	OK = 0,
+	ERR_INVALID_VALUE = 1,
+	ERR_OUT_OF_MEMORY = 2,
+	ERR_NOT_INITIALIZED = 3,
+	ERR_NO_DEVICE = 100,
+	ERR_INVALID_DEVICE = 101,
+	ERR_INVALID_CONTEXT = 201,
+	ERR_NOT_SUPPORTED = 801,
+	ERR_UNKNOWN = 999,
+};
+
+#define MAX_DEV 8
+#define MEM_LIMIT ((size_t)1 << 30)
+
+/* Marks this library as the emulator: harness/cuda labels every result on it. */
+const char *gdrEmulatedGPU(void) {
+	return "GDR emulated GPU: host memory (memfd) behind PROT_NONE, reached by the NIC through its registration; copies through a private alias";
+}
+
+static int inited;
+static __thread CUcontext current;
+static char last_msg[512];
+
+static void say(const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "gdr-emulated-gpu: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+static int ndev(void) {
+	const char *v = getenv("FAKE_CUDA_DEVICES");
+	int n = v ? atoi(v) : 1;
+	return n < 1 ? 1 : (n > MAX_DEV ? MAX_DEV : n);
+}
+
+static int cur_dev(void) { return current ? (int)((uintptr_t)current - 0x1000) : -1; }
+
+/* ---- allocations ---- */
+
+enum kind { K_DEVICE, K_MANAGED, K_HOST };
+
+struct alloc {
+	struct alloc *next;
+	enum kind kind;
+	int dev;
+	uintptr_t user;     /* what the caller got */
+	size_t ulen;        /* what the caller asked for */
+	uintptr_t a;        /* alias A mapping (device) or malloc block */
+	size_t maplen;
+	char *b;            /* alias B (device) */
+	unsigned char *shadow;
+	int fd;
+	int prot_none;
+	int sync_memops;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct alloc *allocs;
+
+static struct alloc *find_locked(uintptr_t p, size_t n) {
+	for (struct alloc *x = allocs; x; x = x->next)
+		if (p >= x->user && p - x->user <= x->ulen && n <= x->ulen - (p - x->user))
+			return x;
+	return NULL;
+}
+
+/* protect_fresh makes every device allocation PROT_NONE at the first CUDA
+ * operation that is not part of allocating it (the suite registers right
+ * after allocating; a registration after this point gets EFAULT). */
+static void protect_fresh_locked(const char *op) {
+	for (struct alloc *x = allocs; x; x = x->next) {
+		if (x->kind != K_DEVICE || x->prot_none)
+			continue;
+		if (mprotect((void *)x->a, x->maplen, PROT_NONE) != 0) {
+			say("mprotect(0x%lx, %zu, PROT_NONE) failed: %s", (unsigned long)x->a, x->maplen, strerror(errno));
+			continue;
+		}
+		x->prot_none = 1;
+		say("0x%lx (+%zu bytes) is now PROT_NONE at %s: the CPU can no longer touch it; an ibv_reg_mr of it from now on fails with EFAULT (the emulator's limit, not the suite's)",
+		    (unsigned long)x->user, x->ulen, op);
+	}
+}
+
+static CUresult need_ctx(void) { return current ? OK : ERR_INVALID_CONTEXT; }
+
+static CUresult dev_alloc(CUdeviceptr *p, size_t n, enum kind k) {
+	long pg = sysconf(_SC_PAGESIZE);
+	if (!inited)
+		return ERR_NOT_INITIALIZED;
+	if (need_ctx())
+		return ERR_INVALID_CONTEXT;
+	if (!p || n == 0)
+		return ERR_INVALID_VALUE;
+	if (n > MEM_LIMIT)
+		return ERR_OUT_OF_MEMORY;
+	struct alloc *x = calloc(1, sizeof *x);
+	if (!x)
+		return ERR_OUT_OF_MEMORY;
+	x->kind = k;
+	x->dev = cur_dev();
+	x->ulen = n;
+	x->fd = -1;
+	/* Like cuMemAlloc: large allocations are 2 MiB aligned in a real
+	 * driver, small ones only 512-byte aligned inside a page; the suite
+	 * must align them itself, so small ones start 512 bytes into a page. */
+	size_t off = n < ((size_t)2 << 20) ? 512 : 0;
+	x->maplen = (off + n + pg - 1) / pg * pg;
+	if (k == K_MANAGED) {
+		void *m = NULL;
+		if (posix_memalign(&m, pg, x->maplen) != 0) {
+			free(x);
+			return ERR_OUT_OF_MEMORY;
+		}
+		memset(m, 0, x->maplen);
+		x->a = (uintptr_t)m;
+	} else {
+		x->fd = memfd_create("gdr-emulated-gpu", MFD_CLOEXEC);
+		if (x->fd < 0 || ftruncate(x->fd, (off_t)x->maplen) != 0)
+			goto oom;
+		void *a = mmap(NULL, x->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0);
+		if (a == MAP_FAILED)
+			goto oom;
+		x->a = (uintptr_t)a;
+		void *b = mmap(NULL, x->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0);
+		if (b == MAP_FAILED) {
+			munmap(a, x->maplen);
+			goto oom;
+		}
+		x->b = b;
+		x->shadow = calloc(1, x->maplen);
+		if (!x->shadow) {
+			munmap(a, x->maplen);
+			munmap(b, x->maplen);
+			goto oom;
+		}
+	}
+	x->user = x->a + off;
+	pthread_mutex_lock(&mu);
+	x->next = allocs;
+	allocs = x;
+	pthread_mutex_unlock(&mu);
+	*p = (CUdeviceptr)x->user;
+	return OK;
+oom:
+	if (x->fd >= 0)
+		close(x->fd);
+	free(x);
+	return ERR_OUT_OF_MEMORY;
+}
+
+static void drop(struct alloc *x) {
+	if (x->kind == K_DEVICE) {
+		munmap((void *)x->a, x->maplen);
+		munmap(x->b, x->maplen);
+		close(x->fd);
+		free(x->shadow);
+	} else {
+		free((void *)x->a);
+	}
+	free(x);
+}
+
+static CUresult free_kind(uintptr_t p, int host) {
+	pthread_mutex_lock(&mu);
+	for (struct alloc **pp = &allocs; *pp; pp = &(*pp)->next) {
+		struct alloc *x = *pp;
+		if (x->user == p && ((x->kind == K_HOST) == host)) {
+			*pp = x->next;
+			pthread_mutex_unlock(&mu);
+			drop(x);
+			return OK;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return ERR_INVALID_VALUE;
+}
+
+/* ---- peers and streams: several emulated GPUs (FAKE_CUDA_DEVICES >= 2) ----
+ *
+ * Every emulated device's memory is host memory, so each device can reach
+ * every other's: cuDeviceCanAccessPeer is 1 between distinct devices (0 for a
+ * device and itself, as on a real driver), unless FAKE_CUDA_PEER=0 emulates a
+ * platform without peer-to-peer (then cuCtxEnablePeerAccess fails with
+ * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED). cuCtxEnablePeerAccess keeps a table
+ * of (context, peer) and answers as the driver does: ALREADY_ENABLED the
+ * second time, NOT_ENABLED for a disable without an enable; the table of a
+ * device is cleared when its primary context's last retain is released.
+ * cuMemcpyPeer(Async) moves bytes from alias B to alias B under the rules of
+ * the other copies: source bytes the NIC wrote since the last flush are
+ * refused (as cuMemcpyDtoH refuses them), the destination's shadow is
+ * updated (as cuMemcpyHtoD does), and a fresh allocation becomes PROT_NONE.
+ * Like a real driver it copies whether or not peer access is enabled (the
+ * real one then stages through host memory). Streams are handles whose work
+ * is done at once: every copy here completes before it returns.
+ *
+ * Not emulated, and so reported by the suite: a link. There is no NVLink
+ * (NVML is not emulated) and no PCIe path (the devices are not in sysfs), and
+ * copy rates are those of CPU memcpy.
+ */
+enum {
+	ERR_PEER_UNSUPPORTED = 217,
+	ERR_INVALID_HANDLE = 400,
+	ERR_PEER_ALREADY = 704,
+	ERR_PEER_NOT_ENABLED = 705,
+};
+
+static int peer_on[MAX_DEV][MAX_DEV]; /* [context's device][peer's device] */
+static int ctx_refs[MAX_DEV];
+
+static int peer_allowed(void) {
+	const char *v = getenv("FAKE_CUDA_PEER");
+	return !(v && strcmp(v, "0") == 0);
+}
+
+/* ctx_dev is the device of a context handle (see cuDevicePrimaryCtxRetain), or -1. */
+static int ctx_dev(CUcontext c) {
+	uintptr_t v = (uintptr_t)c;
+	return (v >= 0x1000 && v < 0x1000 + (uintptr_t)ndev()) ? (int)(v - 0x1000) : -1;
+}
+
+static void peer_retained(CUdevice d) {
+	pthread_mutex_lock(&mu);
+	ctx_refs[d]++;
+	pthread_mutex_unlock(&mu);
+}
+
+/* peer_released drops a retain; the last one forgets d's peer mappings both
+ * ways, as destroying a real context does. */
+static void peer_released(CUdevice d) {
+	pthread_mutex_lock(&mu);
+	if (ctx_refs[d] > 0 && --ctx_refs[d] == 0)
+		for (int i = 0; i < MAX_DEV; i++)
+			peer_on[d][i] = peer_on[i][d] = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+static int peer_error_name(CUresult r, const char **s) {
+	switch (r) {
+	case ERR_PEER_UNSUPPORTED: *s = "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"; return 1;
+	case ERR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return 1;
+	case ERR_PEER_ALREADY: *s = "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"; return 1;
+	case ERR_PEER_NOT_ENABLED: *s = "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"; return 1;
+	}
+	return 0;
+}
+
+static int peer_error_string(CUresult r, const char **s) {
+	switch (r) {
+	case ERR_PEER_UNSUPPORTED: *s = "peer access is not supported between these two devices"; return 1;
+	case ERR_INVALID_HANDLE: *s = "invalid resource handle"; return 1;
+	case ERR_PEER_ALREADY: *s = "peer access is already enabled"; return 1;
+	case ERR_PEER_NOT_ENABLED: *s = "peer access has not been enabled"; return 1;
+	}
+	return 0;
+}
+
+#ifndef NO_PEER_SYMBOL
+CUresult cuDeviceCanAccessPeer(int *v, CUdevice d, CUdevice p) {
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!v) return ERR_INVALID_VALUE;
+	if (d < 0 || d >= ndev() || p < 0 || p >= ndev()) return ERR_INVALID_DEVICE;
+	*v = d != p && peer_allowed();
+	return OK;
+}
+#endif
+
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+	int d = cur_dev(), p = ctx_dev(peer);
+	if (!current || p < 0) return ERR_INVALID_CONTEXT;
+	if (flags != 0) return ERR_INVALID_VALUE;
+	if (p == d) return ERR_INVALID_DEVICE;
+	if (!peer_allowed()) return ERR_PEER_UNSUPPORTED;
+	pthread_mutex_lock(&mu);
+	int was = peer_on[d][p];
+	peer_on[d][p] = 1;
+	pthread_mutex_unlock(&mu);
+	return was ? ERR_PEER_ALREADY : OK;
+}
+
+CUresult cuCtxDisablePeerAccess(CUcontext peer) {
+	int d = cur_dev(), p = ctx_dev(peer);
+	if (!current || p < 0) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	int was = peer_on[d][p];
+	peer_on[d][p] = 0;
+	pthread_mutex_unlock(&mu);
+	return was ? OK : ERR_PEER_NOT_ENABLED;
+}
+
+#define STREAM_MAGIC 0x5eed57a1u
+struct stream { unsigned magic; int dev; };
+
+static int bad_stream(void *s) { return s && ((struct stream *)s)->magic != STREAM_MAGIC; }
+
+CUresult cuStreamCreate(void **s, unsigned int flags) {
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	if (!s || flags > 1) return ERR_INVALID_VALUE; /* DEFAULT 0, NON_BLOCKING 1 */
+	struct stream *x = calloc(1, sizeof *x);
+	if (!x) return ERR_OUT_OF_MEMORY;
+	x->magic = STREAM_MAGIC;
+	x->dev = cur_dev();
+	*s = x;
+	return OK;
+}
+
+CUresult cuStreamSynchronize(void *s) {
+	if (bad_stream(s)) return ERR_INVALID_HANDLE;
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked("cuStreamSynchronize");
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuStreamDestroy_v2(void *s) {
+	if (!s || bad_stream(s)) return ERR_INVALID_HANDLE;
+	((struct stream *)s)->magic = 0;
+	free(s);
+	return OK;
+}
+
+/* peer_copy copies n bytes from src (memory of srcCtx's device) to dst
+ * (memory of dstCtx's device) through their private aliases. */
+static CUresult peer_copy(const char *op, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	int dd = ctx_dev(dctx), sd = ctx_dev(sctx);
+	if (need_ctx() || dd < 0 || sd < 0) return ERR_INVALID_CONTEXT;
+	if (n == 0) return OK;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked(op);
+	struct alloc *x = find_locked((uintptr_t)src, n), *y = find_locked((uintptr_t)dst, n);
+	if (!x || !y || x->kind != K_DEVICE || y->kind != K_DEVICE || x->dev != sd || y->dev != dd) {
+		snprintf(last_msg, sizeof last_msg,
+			 "emulated GPU: %s of %zu bytes from 0x%llx (device %d) to 0x%llx (device %d): both ends must be cuMemAlloc memory of their context's device (managed memory is not emulated here)",
+			 op, n, (unsigned long long)src, sd, (unsigned long long)dst, dd);
+		say("%s", last_msg);
+		pthread_mutex_unlock(&mu);
+		return ERR_INVALID_VALUE;
+	}
+	size_t soff = (uintptr_t)src - x->a, doff = (uintptr_t)dst - y->a;
+	if (memcmp(x->b + soff, x->shadow + soff, n) != 0) {
+		snprintf(last_msg, sizeof last_msg,
+			 "emulated GPU: %s of %zu bytes from 0x%llx would read bytes that the NIC wrote after the last cuFlushGPUDirectRDMAWrites; "
+			 "with writes ordering NONE the suite must call cuFlushGPUDirectRDMAWrites before reading RDMA-written GPU memory",
+			 op, n, (unsigned long long)src);
+		say("%s", last_msg);
+		pthread_mutex_unlock(&mu);
+		return ERR_UNKNOWN;
+	}
+	memmove(y->b + doff, x->b + soff, n);
+	memcpy(y->shadow + doff, y->b + doff, n);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	return peer_copy("cuMemcpyPeer", dst, dctx, src, sctx, n);
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, void *s) {
+	if (bad_stream(s)) return ERR_INVALID_HANDLE;
+	return peer_copy("cuMemcpyPeerAsync", dst, dctx, src, sctx, n);
+}
+
+/* ---- driver API ---- */
+
+CUresult cuInit(unsigned int f) {
+	const char *v = getenv("FAKE_CUDA_INIT");
+	(void)f;
+	if (v && atoi(v) != 0)
+		return atoi(v);
+	inited = 1;
+	return OK;
+}
+CUresult cuDriverGetVersion(int *v) { *v = 12040; return OK; }
+CUresult cuDeviceGetCount(int *n) { if (!inited) return ERR_NOT_INITIALIZED; *n = ndev(); return OK; }
+CUresult cuDeviceGet(CUdevice *d, int i) { if (i < 0 || i >= ndev()) return ERR_INVALID_DEVICE; *d = i; return OK; }
+CUresult cuDeviceGetName(char *s, int n, CUdevice d) {
+	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
+	snprintf(s, (size_t)n, "GDR emulated GPU %d", d);
+	return OK;
+}
+/* Devices sit at fictional PCI addresses that no VM or test tree has. */
+static int bus_of(CUdevice d) { return 0x3b + 0x10 * d; }
+CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) {
+	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
+	switch (a) {
+	case 33: *v = bus_of(d); return OK;      /* PCI_BUS_ID */
+	case 34: *v = 0; return OK;              /* PCI_DEVICE_ID */
+	case 50: *v = 0; return OK;              /* PCI_DOMAIN_ID */
+	case 41: *v = 1; return OK;              /* UNIFIED_ADDRESSING */
+	case 75: *v = 9; return OK;              /* compute capability 9.0 */
+	case 76: *v = 0; return OK;
+	case 110: *v = 0; return OK;             /* GPU_DIRECT_RDMA_WITH_CUDA_VMM: no cuMemCreate here */
+	case 116: *v = 1; return OK;             /* GPU_DIRECT_RDMA_SUPPORTED */
+	case 117: *v = 1; return OK;             /* FLUSH_WRITES_OPTIONS: HOST */
+	case 118: *v = 0; return OK;             /* WRITES_ORDERING NONE: reads need a flush */
+	case 124: *v = 0; return OK;             /* DMA_BUF_SUPPORTED: not emulated */
+	case 999: return ERR_INVALID_VALUE;      /* unit tests: an attribute that fails */
+	}
+	*v = 0;
+	return OK;
+}
+CUresult cuDeviceGetPCIBusId(char *s, int n, CUdevice d) {
+	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
+	snprintf(s, (size_t)n, "0000:%02X:00.0", bus_of(d));
+	return OK;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE; *b = MEM_LIMIT; return OK; }
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
+	*c = (CUcontext)(uintptr_t)(0x1000 + d);
+	peer_retained(d);
+	return OK;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
+	peer_released(d);
+	return OK;
+}
+CUresult cuCtxSetCurrent(CUcontext c) { current = c; return OK; }
+CUresult cuCtxGetCurrent(CUcontext *c) { *c = current; return OK; }
+CUresult cuCtxSynchronize(void) {
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked("cuCtxSynchronize");
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return dev_alloc(p, n, K_DEVICE); }
+#ifndef OMIT_MANAGED
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int f) { (void)f; return dev_alloc(p, n, K_MANAGED); }
+#endif
+CUresult cuMemFree_v2(CUdeviceptr p) { return free_kind((uintptr_t)p, 0); }
+
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned int f) {
+	long pg = sysconf(_SC_PAGESIZE);
+	(void)f;
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!p || n == 0) return ERR_INVALID_VALUE;
+	struct alloc *x = calloc(1, sizeof *x);
+	void *m = NULL;
+	if (!x || posix_memalign(&m, pg, n) != 0) {
+		free(x);
+		return ERR_OUT_OF_MEMORY;
+	}
+	x->kind = K_HOST;
+	x->dev = -1;
+	x->a = x->user = (uintptr_t)m;
+	x->ulen = x->maplen = n;
+	x->fd = -1;
+	pthread_mutex_lock(&mu);
+	x->next = allocs;
+	allocs = x;
+	pthread_mutex_unlock(&mu);
+	*p = m;
+	return OK;
+}
+CUresult cuMemFreeHost(void *p) { return free_kind((uintptr_t)p, 1); }
+
+/* copy_in writes n bytes at device address d from src through alias B (or
+ * directly, for managed memory) and records them in the shadow. */
+static CUresult copy_in(const char *op, CUdeviceptr d, const void *src, int v, size_t n) {
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked(op);
+	struct alloc *x = find_locked((uintptr_t)d, n);
+	if (!x || x->kind == K_HOST) {
+		pthread_mutex_unlock(&mu);
+		return ERR_INVALID_VALUE;
+	}
+	size_t off = (uintptr_t)d - x->a;
+	if (x->kind == K_MANAGED) {
+		if (src) memcpy((void *)(uintptr_t)d, src, n); else memset((void *)(uintptr_t)d, v, n);
+	} else {
+		if (src) memcpy(x->b + off, src, n); else memset(x->b + off, v, n);
+		memcpy(x->shadow + off, x->b + off, n);
+	}
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { return copy_in("cuMemcpyHtoD", d, s, 0, n); }
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return copy_in("cuMemsetD8", d, NULL, v, n); }
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr s, size_t n) {
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked("cuMemcpyDtoH");
+	struct alloc *x = find_locked((uintptr_t)s, n);
+	if (!x || x->kind == K_HOST) {
+		pthread_mutex_unlock(&mu);
+		return ERR_INVALID_VALUE;
+	}
+	size_t off = (uintptr_t)s - x->a;
+	if (x->kind == K_MANAGED) {
+		memcpy(dst, (void *)(uintptr_t)s, n);
+		pthread_mutex_unlock(&mu);
+		return OK;
+	}
+	if (memcmp(x->b + off, x->shadow + off, n) != 0) {
+		size_t first = 0, count = 0;
+		for (size_t i = 0; i < n; i++)
+			if (x->b[off + i] != (char)x->shadow[off + i]) {
+				if (!count) first = i;
+				count++;
+			}
+		snprintf(last_msg, sizeof last_msg,
+			 "emulated GPU: cuMemcpyDtoH of %zu bytes at 0x%llx would read %zu bytes (first at +%zu) that the NIC wrote after the last cuFlushGPUDirectRDMAWrites; "
+			 "with writes ordering NONE the suite must call cuFlushGPUDirectRDMAWrites before reading RDMA-written GPU memory",
+			 n, (unsigned long long)s, count, first);
+		say("%s", last_msg);
+		pthread_mutex_unlock(&mu);
+		return ERR_UNKNOWN;
+	}
+	memcpy(dst, x->b + off, n);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+/* cuFlushGPUDirectRDMAWrites(target CURRENT_CTX = 0, scope TO_OWNER = 100 or
+ * TO_ALL_DEVICES = 200): what the NIC wrote becomes what the device sees. */
+CUresult cuFlushGPUDirectRDMAWrites(int target, int scope) {
+	if (target != 0 || (scope != 100 && scope != 200)) return ERR_INVALID_VALUE;
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked("cuFlushGPUDirectRDMAWrites");
+	for (struct alloc *x = allocs; x; x = x->next)
+		if (x->kind == K_DEVICE && (scope == 200 || x->dev == cur_dev()))
+			memcpy(x->shadow, x->b, x->maplen);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuPointerGetAttribute(void *v, int a, CUdeviceptr p) {
+	pthread_mutex_lock(&mu);
+	struct alloc *x = find_locked((uintptr_t)p, 0);
+	CUresult r = OK;
+	if (!x) {
+		r = ERR_INVALID_VALUE; /* not CUDA memory */
+	} else if (a == 2) {       /* MEMORY_TYPE: HOST 1, DEVICE 2 */
+		*(unsigned *)v = x->kind == K_HOST ? 1 : 2;
+	} else if (a == 8) {       /* IS_MANAGED */
+		*(int *)v = x->kind == K_MANAGED;
+	} else if (a == 6) {       /* SYNC_MEMOPS */
+		*(int *)v = x->sync_memops;
+	} else {
+		r = ERR_INVALID_VALUE;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+CUresult cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) {
+	pthread_mutex_lock(&mu);
+	struct alloc *x = find_locked((uintptr_t)p, 0);
+	CUresult r = OK;
+	if (!x || x->kind == K_HOST || a != 6)
+		r = ERR_INVALID_VALUE;
+	else
+		x->sync_memops = *(const unsigned *)v != 0;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+#ifndef NO_DMABUF_SYMBOL
+CUresult cuMemGetHandleForAddressRange(void *h, CUdeviceptr p, size_t n, int type, unsigned long long f) {
+	(void)h; (void)p; (void)n; (void)type; (void)f;
+	snprintf(last_msg, sizeof last_msg, "the emulated GPU cannot export dma-buf: the lab kernel has no udmabuf and rxe has no dma-buf MRs, so the dma-buf path is not proven by the lab");
+	return ERR_NOT_SUPPORTED;
+}
+#endif
+
+CUresult cuGetErrorName(CUresult r, const char **s) {
+	if (peer_error_name(r, s)) return OK;
+	switch (r) {
+	case ERR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return OK;
+	case ERR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
+	case ERR_NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; return OK;
+	case ERR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return OK;
+	case ERR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; return OK;
+	case ERR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; return OK;
+	case ERR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; return OK;
+	case ERR_UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; return OK;
+	}
+	*s = NULL;
+	return ERR_INVALID_VALUE;
+}
+CUresult cuGetErrorString(CUresult r, const char **s) {
+	if (peer_error_string(r, s)) return OK;
+	switch (r) {
+	case ERR_INVALID_VALUE: *s = "invalid argument"; return OK;
+	case ERR_OUT_OF_MEMORY: *s = "out of memory"; return OK;
+	case ERR_NOT_INITIALIZED: *s = "initialization error"; return OK;
+	case ERR_NO_DEVICE: *s = "no CUDA-capable device is detected"; return OK;
+	case ERR_INVALID_DEVICE: *s = "invalid device ordinal"; return OK;
+	case ERR_INVALID_CONTEXT: *s = "invalid device context"; return OK;
+	case ERR_NOT_SUPPORTED:
+	case ERR_UNKNOWN: *s = last_msg[0] ? last_msg : "unknown error"; return OK;
+	}
+	*s = NULL;
+	return ERR_INVALID_VALUE;
+}

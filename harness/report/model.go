@@ -1,0 +1,394 @@
+package report
+
+import (
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+)
+
+// Run is one host's results: its identity and its go test -json events.
+type Run struct {
+	Host   Identity
+	Events []Event
+	// Errs are failures of the run outside any test (a VM that died, a
+	// binary that did not start); each fails the host.
+	Errs []string
+}
+
+// Case is one test or subtest of one host's run.
+type Case struct {
+	Host     string
+	Area     string // install, topology, gpu, memreg, pingpong (last element of the package path)
+	Package  string // the package as the events name it
+	Name     string // TestPP08Bandwidth/WRITE/4096
+	Parent   *Case
+	Children []*Case
+	Result   gtr.Result // gtr.Unknown: started, never finished
+	Duration time.Duration
+	Output   []string          // every line the test printed, framing included
+	Own      map[string]string // attributes it set itself
+	Attrs    map[string]string // Own over its parents' (gdr.req and facts are inherited)
+	Req      string            // gdr.req, own or inherited
+	Message  string            // failure: first line of cause and remedy; skip: the reason
+	Counted  bool              // a row of its own: carries its own verdict (see count)
+	order    int
+}
+
+// Device names what a counted subtest is about: the part of its name below
+// the requirement's test (TestTOPO02NearestNIC/0000:3b:00.0 -> 0000:3b:00.0).
+func (c *Case) Device() string {
+	_, sub, ok := strings.Cut(c.Name, "/")
+	if !ok {
+		return ""
+	}
+	return sub
+}
+
+// Status is a requirement's or a case's outcome.
+type Status string
+
+const (
+	Pass   Status = "pass"
+	Fail   Status = "fail"
+	Skip   Status = "skip"
+	NotRun Status = "not run"
+)
+
+func statusOf(r gtr.Result) Status {
+	switch r {
+	case gtr.Pass:
+		return Pass
+	case gtr.Skip:
+		return Skip
+	}
+	return Fail // gtr.Fail, and gtr.Unknown: a test that never finished failed
+}
+
+// Status is the case's outcome.
+func (c *Case) Status() Status { return statusOf(c.Result) }
+
+// pkgRun is one package of one host: what gtr models, plus the cases.
+type pkgRun struct {
+	gtr.Package
+	Area  string
+	Cases []*Case // every test and subtest, in start order
+	// NoTests: the package built with no tests for these tags ([no test files]).
+	NoTests bool
+	// Failed: the package failed outside its tests (build error, panic in
+	// TestMain, exit with no failed test); Failure says how.
+	Failed  bool
+	Failure string
+}
+
+// areaOf is the last element of a package path, less any host label the lab
+// put in front (server/conformance/pingpong -> pingpong).
+func areaOf(pkg string) string { return path.Base(pkg) }
+
+// buildPackages folds one host's events into packages and cases.
+func buildPackages(host string, evs []Event) []*pkgRun {
+	var pkgs []*pkgRun
+	byPkg := map[string]*pkgRun{}
+	cases := map[string]map[string]*Case{}
+	getPkg := func(name string) *pkgRun {
+		p := byPkg[name]
+		if p == nil {
+			p = &pkgRun{Package: gtr.Package{Name: name}, Area: areaOf(name)}
+			byPkg[name] = p
+			pkgs = append(pkgs, p)
+			cases[name] = map[string]*Case{}
+		}
+		return p
+	}
+	n := 0
+	getCase := func(p *pkgRun, name string) *Case {
+		c := cases[p.Name][name]
+		if c == nil {
+			n++
+			c = &Case{Host: host, Area: p.Area, Package: p.Name, Name: name, Own: map[string]string{}, order: n}
+			cases[p.Name][name] = c
+			p.Cases = append(p.Cases, c)
+		}
+		return c
+	}
+	buildOut := map[string][]string{}
+	for _, e := range evs {
+		if e.Action == "build-output" || e.Action == "build-fail" {
+			ip := strings.Fields(e.ImportPath + " ")[0]
+			if e.Action == "build-output" {
+				buildOut[ip] = append(buildOut[ip], splitLines(e.Output)...)
+			}
+			continue
+		}
+		p := getPkg(e.Package)
+		if e.Test == "" {
+			switch e.Action {
+			case "output":
+				p.Output = append(p.Output, splitLines(e.Output)...)
+				if strings.Contains(e.Output, "[no test files]") {
+					p.NoTests = true
+				}
+			case "pass", "fail", "skip":
+				p.Duration = secs(e.Elapsed)
+				if e.Action == "fail" {
+					p.Failed = true
+				}
+			}
+			continue
+		}
+		c := getCase(p, e.Test)
+		switch e.Action {
+		case "output":
+			c.Output = append(c.Output, splitLines(e.Output)...)
+		case "attr":
+			c.Own[e.Key] = e.Value
+		case "pass":
+			c.Result, c.Duration = gtr.Pass, secs(e.Elapsed)
+		case "fail":
+			c.Result, c.Duration = gtr.Fail, secs(e.Elapsed)
+		case "skip":
+			c.Result, c.Duration = gtr.Skip, secs(e.Elapsed)
+		}
+	}
+	for _, p := range pkgs {
+		link(p)
+		if bo := buildOut[p.Name]; len(bo) > 0 {
+			p.BuildError = gtr.Error{Name: p.Name, Cause: "build failed", Output: bo}
+		}
+		p.Failure = p.failure()
+		p.Failed = p.Failure != ""
+		for i, c := range p.Cases {
+			t := gtr.NewTest(i, c.Name)
+			t.Result, t.Duration, t.Output, t.Level = c.Result, c.Duration, c.Output, strings.Count(c.Name, "/")
+			for k, v := range c.Attrs {
+				t.Data[k] = v
+			}
+			p.Tests = append(p.Tests, t)
+		}
+	}
+	return pkgs
+}
+
+// failure says how a package failed outside its tests, or "".
+func (p *pkgRun) failure() string {
+	if len(p.BuildError.Output) > 0 {
+		return "did not build: " + firstUseful(p.BuildError.Output)
+	}
+	if !p.Failed {
+		return ""
+	}
+	for _, c := range p.Cases {
+		if c.Result == gtr.Fail || c.Result == gtr.Unknown {
+			return "" // its tests say why
+		}
+	}
+	return "failed outside its tests: " + firstUseful(p.Output)
+}
+
+// link finds each case's parent (the longest name prefix at a "/" that is a
+// test of the package: t.Run names may contain "/" themselves), inherits
+// attributes down, and decides which cases are counted.
+func link(p *pkgRun) {
+	by := map[string]*Case{}
+	for _, c := range p.Cases {
+		by[c.Name] = c
+	}
+	for _, c := range p.Cases {
+		for i := strings.LastIndex(c.Name, "/"); i > 0; i = strings.LastIndex(c.Name[:i], "/") {
+			if par := by[c.Name[:i]]; par != nil {
+				c.Parent = par
+				par.Children = append(par.Children, c)
+				break
+			}
+		}
+	}
+	// Parents start before their subtests, so start order is top-down.
+	sort.SliceStable(p.Cases, func(i, j int) bool { return p.Cases[i].order < p.Cases[j].order })
+	var inherit func(c *Case)
+	inherit = func(c *Case) {
+		c.Attrs = map[string]string{}
+		if c.Parent != nil {
+			for k, v := range c.Parent.Attrs {
+				if k != "gdr.skip" && k != "gdr.absent" {
+					c.Attrs[k] = v
+				}
+			}
+		}
+		for k, v := range c.Own {
+			c.Attrs[k] = v
+		}
+		c.Req = c.Attrs["gdr.req"]
+		for _, ch := range c.Children {
+			inherit(ch)
+		}
+	}
+	for _, c := range p.Cases {
+		if c.Parent == nil {
+			inherit(c)
+		}
+	}
+	for _, c := range p.Cases {
+		normalizeLegacy(c.Attrs)
+		c.Counted = counted(c)
+		c.Message = message(c)
+	}
+}
+
+// counted: a test with subtests is a row only when it carries a verdict its
+// subtests do not: it failed (or never finished) while none of them did.
+// Otherwise its subtests are the rows, and it would count twice.
+func counted(c *Case) bool {
+	if len(c.Children) == 0 {
+		return true
+	}
+	if c.Result != gtr.Fail && c.Result != gtr.Unknown {
+		return false
+	}
+	var anyFail func(c *Case) bool
+	anyFail = func(c *Case) bool {
+		for _, ch := range c.Children {
+			if ch.Result == gtr.Fail || ch.Result == gtr.Unknown || anyFail(ch) {
+				return true
+			}
+		}
+		return false
+	}
+	return !anyFail(c)
+}
+
+var (
+	logLine  = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: (.*)$`)
+	framing  = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME|ATTR)|--- (PASS|FAIL|SKIP|BENCH):)`)
+	panicRe  = regexp.MustCompile(`^(panic: |fatal error: |SIGSEGV|signal: )`)
+	remedyRe = regexp.MustCompile(`;\s*remedy:\s*`)
+)
+
+// logMessages are the test's t.Log/t.Error/t.Skip messages (first lines).
+func logMessages(out []string) []string {
+	var msgs []string
+	for _, l := range out {
+		if framing.MatchString(l) {
+			continue
+		}
+		if m := logLine.FindStringSubmatch(l); m != nil {
+			msgs = append(msgs, strings.TrimSpace(m[1]))
+		}
+	}
+	return msgs
+}
+
+// message is a failed case's first line of cause and remedy, or a skipped
+// case's reason. go test's output does not tell t.Log from t.Error, so the
+// suite's own form ("cause; remedy: ...") is looked for first, then a
+// strict-mode absence, a panic, and else the last message before the end
+// (t.Fatal ends a test; logs come before it).
+func message(c *Case) string {
+	msgs := logMessages(c.Output)
+	switch c.Result {
+	case gtr.Pass:
+		return ""
+	case gtr.Skip:
+		if s := c.Own["gdr.skip"]; s != "" {
+			return s
+		}
+		if len(msgs) > 0 {
+			return msgs[len(msgs)-1]
+		}
+		return "skipped (no reason given)"
+	}
+	for _, m := range msgs {
+		if remedyRe.MatchString(m) {
+			return m
+		}
+	}
+	for _, m := range msgs {
+		if strings.HasPrefix(m, "GDR_STRICT=1:") {
+			return m
+		}
+	}
+	for _, l := range c.Output {
+		if panicRe.MatchString(strings.TrimSpace(l)) {
+			return strings.TrimSpace(l)
+		}
+	}
+	prefix := ""
+	if c.Result == gtr.Unknown {
+		prefix = "did not finish (the test binary crashed, hung or was killed)"
+		if len(msgs) == 0 {
+			return prefix
+		}
+		prefix += "; last message: "
+	}
+	if len(msgs) > 0 {
+		return prefix + msgs[len(msgs)-1]
+	}
+	if s := firstUseful(c.Output); s != "" {
+		return s
+	}
+	return "failed (no message)"
+}
+
+// CauseAndRemedy splits the suite's "cause; remedy: what to do" message.
+func CauseAndRemedy(msg string) (cause, remedy string) {
+	if loc := remedyRe.FindStringIndex(msg); loc != nil {
+		return strings.TrimSpace(msg[:loc[0]]), strings.TrimSpace(msg[loc[1]:])
+	}
+	return msg, ""
+}
+
+func firstUseful(lines []string) string {
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" || framing.MatchString(l) || l == "FAIL" || l == "PASS" || strings.HasPrefix(l, "FAIL\t") || strings.HasPrefix(l, "ok  \t") {
+			continue
+		}
+		return l
+	}
+	return ""
+}
+
+func splitLines(s string) []string {
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// legacy maps keys of recordings made before the unit rule (attrkey) to
+// today's, so old runs render with their numbers.
+var legacy = map[string]string{
+	"gdr.bw_gbps": "gdr.bw_gbit_s", "gdr.bw_mbps": "gdr.bw_mib_s", "gdr.rate_gbps": "gdr.rate_gbit_s",
+	"gdr.size": "gdr.size_bytes", "gdr.bw_size": "gdr.size_bytes", "gdr.link_gbps": "gdr.link_gbyte_s",
+	"gdr.bw_gbps_host": "gdr.bw_gbit_s_host", "gdr.bw_gbps_gpu": "gdr.bw_gbit_s_gpu",
+	"gdr.h2d_gbps": "gdr.copy_gbyte_s", "gdr.d2h_gbps": "gdr.copy_gbyte_s",
+	"gdr.h2d_gbps_mean": "gdr.copy_gbyte_s_mean", "gdr.d2h_gbps_mean": "gdr.copy_gbyte_s_mean",
+	"gdr.h2d_fraction": "gdr.copy_fraction", "gdr.d2h_fraction": "gdr.copy_fraction",
+}
+
+func normalizeLegacy(a map[string]string) {
+	for old, now := range legacy {
+		if v, ok := a[old]; ok {
+			if _, has := a[now]; !has {
+				a[now] = v
+			}
+			delete(a, old)
+		}
+	}
+	var links []string
+	for k, v := range a {
+		if bdf, ok := strings.CutPrefix(k, "gdr.link_"); ok && strings.Contains(bdf, ":") {
+			delete(a, k)
+			links = append(links, bdf+" "+v)
+		}
+	}
+	if len(links) > 0 && a["gdr.links"] == "" {
+		sort.Strings(links)
+		a["gdr.links"] = strings.Join(links, "; ")
+	}
+}

@@ -1,0 +1,67 @@
+// Package report turns go test -json event streams (attr events included) of
+// one host or many into the suite's qualification report: junit.xml,
+// summary.txt (printed at the end of every run), summary.md, summary.json and
+// a self-contained report.html, with one verdict: QUALIFIED, NOT QUALIFIED (n)
+// or INCOMPLETE (n not run).
+//
+// A host's folder holds test.json (its events) and host.json (its identity,
+// written on the host at report time by Collect); folders of many hosts merge
+// by reading each (LoadDir). The model is go-junit-report's gtr (one
+// gtr.Package per host and area) plus the tests' attributes, and the JUnit
+// output uses its junit types (see Testcase for what they lack).
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Report file names (contract: pipelines read them).
+const (
+	SummaryText = "summary.txt"
+	SummaryMD   = "summary.md"
+	SummaryJSON = "summary.json"
+	HTMLFile    = "report.html"
+)
+
+// WriteAll writes junit.xml, summary.txt, summary.md, summary.json and
+// report.html into dir.
+func (r *Report) WriteAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		JUnitFile:   func(b *bytes.Buffer) error { return r.WriteJUnit(b) },
+		SummaryText: func(b *bytes.Buffer) error { return r.WriteText(b) },
+		SummaryMD:   func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
+		SummaryJSON: func(b *bytes.Buffer) error { return r.WriteJSON(b) },
+		HTMLFile:    func(b *bytes.Buffer) error { return r.WriteHTML(b) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveRun writes a host's run as a report folder (test.json and host.json)
+// that LoadDir reads back: the lab keeps each VM's run this way.
+func SaveRun(dir string, run Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := WriteEvents(&b, run.Events); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, EventsFile), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return WriteIdentity(dir, run.Host)
+}

@@ -1,0 +1,502 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// esc escapes text for SVG/HTML.
+func esc(s string) string { return html.EscapeString(s) }
+
+// classColor is a path class's colour, best (PIX) to worst (SYS).
+var classColor = map[string]string{"PIX": "#1a7f37", "PXB": "#4c9a2a", "PHB": "#bf8700", "NODE": "#d4631c", "SYS": "#cf222e"}
+
+func colorOf(class string) string {
+	if c, ok := classColor[class]; ok {
+		return c
+	}
+	return "#6e7781"
+}
+
+// pcieNode is a PCI function (or root complex) in the drawn tree.
+type pcieNode struct {
+	id       string // BDF, or pciDDDD:BB for a root complex
+	kind     string // root, bridge, gpu, nic
+	label    string
+	info     string // tooltip
+	children []*pcieNode
+	x, y     float64
+}
+
+// Topology is what the topology tests recorded about a host's PCIe tree.
+type Topology struct {
+	Chains   map[string][]string // device BDF -> its chain, root port first
+	GPUs     map[string]string   // BDF -> name ("" unknown)
+	NICs     map[string]string   // BDF -> RDMA device name
+	Soft     []string            // software RDMA devices ("rxe0 on eth0")
+	Pairs    []Pair              // every (GPU, NIC) pair with its class (TOPO-01)
+	Nearest  map[string]Pair     // GPU BDF -> its nearest NIC (TOPO-02)
+	Links    map[string]string   // BDF -> link state text
+	NICNames map[string]string   // RDMA device -> BDF
+}
+
+// Pair is one GPU<->NIC path.
+type Pair struct {
+	GPU, NIC, NICPCI, Class string
+	Switches                string
+}
+
+// topology gathers the PCIe facts from a host's cases.
+func topology(h *HostResult) Topology {
+	t := Topology{Chains: map[string][]string{}, GPUs: map[string]string{}, NICs: map[string]string{}, Nearest: map[string]Pair{},
+		Links: map[string]string{}, NICNames: map[string]string{}}
+	softSeen := map[string]bool{}
+	for _, c := range h.cases {
+		a := c.Attrs
+		if g := a["gdr.gpu"]; isBDF(g) {
+			if _, ok := t.GPUs[g]; !ok || t.GPUs[g] == "" {
+				t.GPUs[g] = a["gdr.gpu_name"]
+			}
+		}
+		if n, p := a["gdr.nic"], a["gdr.nic_pci"]; n != "" && isBDF(p) {
+			t.NICs[p], t.NICNames[n] = n, p
+		}
+		if a["gdr.nic_kind"] == "software" && !softSeen[a["gdr.nic"]] {
+			softSeen[a["gdr.nic"]] = true
+			t.Soft = append(t.Soft, a["gdr.nic"]+" on "+a["gdr.nic_parent"])
+		}
+		for _, k := range []string{"gdr.gpu_chain", "gdr.nic_chain"} {
+			if ch := strings.Fields(a[k]); len(ch) > 0 && isBDF(ch[len(ch)-1]) {
+				t.Chains[ch[len(ch)-1]] = ch
+			}
+		}
+		for _, l := range strings.Split(a["gdr.links"], ";") {
+			if f := strings.Fields(l); len(f) > 1 && isBDF(f[0]) {
+				t.Links[f[0]] = strings.Join(f[1:], " ")
+			}
+		}
+		if c.Area == "topology" && c.Counted && a["gdr.path"] != "" && a["gdr.gpu"] != "" && a["gdr.nic"] != "" {
+			p := Pair{GPU: a["gdr.gpu"], NIC: a["gdr.nic"], NICPCI: a["gdr.nic_pci"], Class: a["gdr.path"], Switches: a["gdr.switches"]}
+			switch c.Req {
+			case "TOPO-01":
+				t.Pairs = append(t.Pairs, p)
+			case "TOPO-02":
+				t.Nearest[p.GPU] = p
+			}
+		}
+	}
+	for _, id := range h.Identity.GPUs {
+		bdf, name, _ := strings.Cut(id, " ")
+		if isBDF(bdf) {
+			if _, ok := t.GPUs[bdf]; !ok || t.GPUs[bdf] == "" {
+				t.GPUs[bdf] = name
+			}
+		}
+	}
+	return t
+}
+
+func isBDF(s string) bool {
+	return len(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.'
+}
+
+// Empty says the tests recorded no PCIe device.
+func (t Topology) Empty() bool { return len(t.GPUs) == 0 && len(t.NICs) == 0 && len(t.Soft) == 0 }
+
+// tree builds the drawn tree: root complexes, the bridges of every chain,
+// GPUs and NICs. A device without a recorded chain hangs off its bus's root.
+func (t Topology) tree() []*pcieNode {
+	nodes := map[string]*pcieNode{}
+	var roots []*pcieNode
+	get := func(id, kind string) *pcieNode {
+		n := nodes[id]
+		if n == nil {
+			n = &pcieNode{id: id, kind: kind}
+			nodes[id] = n
+		}
+		return n
+	}
+	rootOf := func(bdf string) *pcieNode {
+		id := "pci" + bdf[:7]
+		n, ok := nodes[id]
+		if !ok {
+			n = get(id, "root")
+			n.label = "root " + bdf[:7]
+			n.info = "PCI root complex (host bridge) " + id
+			roots = append(roots, n)
+		}
+		return n
+	}
+	devs := map[string]string{}
+	for g := range t.GPUs {
+		devs[g] = "gpu"
+	}
+	for p := range t.NICs {
+		devs[p] = "nic"
+	}
+	bdfs := make([]string, 0, len(devs))
+	for b := range devs {
+		bdfs = append(bdfs, b)
+	}
+	sort.Strings(bdfs)
+	for _, b := range bdfs {
+		ch := t.Chains[b]
+		if len(ch) == 0 || ch[len(ch)-1] != b {
+			ch = []string{b}
+		}
+		parent := rootOf(ch[0])
+		for i, id := range ch {
+			kind := "bridge"
+			if i == len(ch)-1 {
+				kind = devs[b]
+			}
+			n := get(id, kind)
+			if i == len(ch)-1 {
+				n.kind = kind
+			}
+			if !contains(parent.children, n) {
+				parent.children = append(parent.children, n)
+			}
+			parent = n
+		}
+	}
+	parentOf := map[*pcieNode]*pcieNode{}
+	for _, n := range nodes {
+		for _, c := range n.children {
+			parentOf[c] = n
+		}
+	}
+	role := func(n *pcieNode) string {
+		p := parentOf[n]
+		switch {
+		case p != nil && p.kind == "root":
+			return "root port"
+		case len(n.children) > 0 && n.children[0].kind == "bridge":
+			return "switch"
+		case p != nil && p.kind == "bridge":
+			return "switch port"
+		}
+		return "bridge"
+	}
+	for id, n := range nodes {
+		switch n.kind {
+		case "gpu":
+			n.label = "GPU " + short(id)
+			n.info = strings.TrimSpace("GPU " + id + " " + t.GPUs[id])
+		case "nic":
+			n.label = t.NICs[id] + " " + short(id)
+			n.info = "RDMA NIC " + t.NICs[id] + " at " + id
+		case "bridge":
+			r := role(n)
+			n.label = r + " " + short(id)
+			n.info = "PCIe " + r + " " + id
+		}
+		if l := t.Links[id]; l != "" {
+			n.info += "; link " + l
+		}
+	}
+	sort.Slice(roots, func(i, j int) bool { return roots[i].id < roots[j].id })
+	return roots
+}
+
+func contains(ns []*pcieNode, n *pcieNode) bool {
+	for _, x := range ns {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// short drops the PCI domain when it is 0000.
+func short(bdf string) string { return strings.TrimPrefix(bdf, "0000:") }
+
+// TreeSVG draws the host's PCIe tree: root complexes at the top, bridges,
+// then GPUs (green) and NICs (blue); each GPU's nearest NIC is joined by a
+// dashed arc coloured and labelled with the path class.
+func (t Topology) TreeSVG() string {
+	roots := t.tree()
+	const bw, bh, gapX, gapY = 118.0, 30.0, 14.0, 58.0
+	leaves := 0
+	depth := 0
+	var place func(n *pcieNode, d int)
+	place = func(n *pcieNode, d int) {
+		n.y = 20 + float64(d)*gapY
+		depth = max(depth, d)
+		if len(n.children) == 0 {
+			n.x = 10 + float64(leaves)*(bw+gapX)
+			leaves++
+			return
+		}
+		sort.Slice(n.children, func(i, j int) bool { return n.children[i].id < n.children[j].id })
+		for _, c := range n.children {
+			place(c, d+1)
+		}
+		n.x = (n.children[0].x + n.children[len(n.children)-1].x) / 2
+	}
+	for _, r := range roots {
+		place(r, 0)
+	}
+	width := 20 + float64(max(leaves, 1))*(bw+gapX)
+	height := 20 + float64(depth+1)*gapY + 70
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="tree" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" role="img" aria-label="PCIe tree">`, width, height, math.Min(width, 1400))
+	var draw func(n *pcieNode)
+	pos := map[string]*pcieNode{}
+	draw = func(n *pcieNode) {
+		pos[n.id] = n
+		for _, c := range n.children {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#8c959f" stroke-width="1.5"/>`, n.x+bw/2, n.y+bh, c.x+bw/2, c.y)
+			draw(c)
+		}
+		fill := map[string]string{"root": "#eaeef2", "bridge": "#f6f8fa", "gpu": "#dafbe1", "nic": "#ddf4ff"}[n.kind]
+		stroke := map[string]string{"root": "#57606a", "bridge": "#8c959f", "gpu": "#1a7f37", "nic": "#0969da"}[n.kind]
+		fmt.Fprintf(&b, `<g class="node %s"><title>%s</title><rect x="%.1f" y="%.1f" width="%.0f" height="%.0f" rx="5" fill="%s" stroke="%s"/>`+
+			`<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text></g>`,
+			n.kind, esc(n.info), n.x, n.y, bw, bh, fill, stroke, n.x+bw/2, n.y+bh/2+4, esc(clip(n.label, 20)))
+	}
+	for _, r := range roots {
+		draw(r)
+	}
+	gpus := make([]string, 0, len(t.Nearest))
+	for g := range t.Nearest {
+		gpus = append(gpus, g)
+	}
+	sort.Strings(gpus)
+	base := 20 + float64(depth)*gapY + bh
+	for i, g := range gpus {
+		p := t.Nearest[g]
+		a, z := pos[g], pos[p.NICPCI]
+		if z == nil {
+			z = pos[t.NICNames[p.NIC]]
+		}
+		if a == nil || z == nil {
+			continue
+		}
+		x1, x2 := a.x+bw/2, z.x+bw/2
+		dip := base + 18 + float64(i%3)*14
+		col := colorOf(p.Class)
+		fmt.Fprintf(&b, `<g class="pair"><title>%s &lt;-&gt; %s: %s</title><path d="M%.1f %.1f C %.1f %.1f, %.1f %.1f, %.1f %.1f" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="5 3"/>`+
+			`<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" font-weight="bold" fill="%s">%s</text></g>`,
+			esc(g), esc(p.NIC), esc(p.Class), x1, base, x1, dip+12, x2, dip+12, x2, base, col, (x1+x2)/2, dip+16, col, esc(p.Class))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// point is one (x, y) of a chart series.
+type point struct{ x, y float64 }
+
+type series struct {
+	name  string
+	color string
+	pts   []point
+}
+
+var palette = []string{"#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#d4631c", "#57606a", "#e85aad"}
+
+// BandwidthSVG charts PP-08: bandwidth against message size, one line per
+// host and operation, the floor as a dashed line where one applies.
+func BandwidthSVG(hs []*HostResult) string {
+	var ss []series
+	floor := 0.0
+	for _, h := range hs {
+		by := map[string]*series{}
+		var names []string
+		for _, c := range h.Cases() {
+			if c.Req != "PP-08" || c.Status() == Skip {
+				continue
+			}
+			size, err1 := strconv.ParseFloat(c.Attrs["gdr.size_bytes"], 64)
+			bw, err2 := strconv.ParseFloat(c.Attrs["gdr.bw_gbit_s"], 64)
+			if err1 != nil || err2 != nil || size <= 0 {
+				continue
+			}
+			if f, err := strconv.ParseFloat(c.Attrs["gdr.min_bw_gbit_s"], 64); err == nil {
+				floor = math.Max(floor, f)
+			}
+			op := c.Attrs["gdr.op"]
+			if op == "" {
+				op = "bw"
+			}
+			name := op
+			if len(hs) > 1 {
+				name = h.Identity.Host + " " + op
+			}
+			s := by[name]
+			if s == nil {
+				s = &series{name: name}
+				by[name] = s
+				names = append(names, name)
+			}
+			s.pts = append(s.pts, point{size, bw})
+		}
+		for _, n := range names {
+			s := by[n]
+			sort.Slice(s.pts, func(i, j int) bool { return s.pts[i].x < s.pts[j].x })
+			s.color = palette[len(ss)%len(palette)]
+			ss = append(ss, *s)
+		}
+	}
+	if len(ss) == 0 {
+		return ""
+	}
+	return lineChart(ss, "message size (bytes, log scale)", "bandwidth (Gbit/s)", true, floor, "floor")
+}
+
+// lineChart draws series on a log2 x axis when logX.
+func lineChart(ss []series, xlabel, ylabel string, logX bool, hline float64, hlabel string) string {
+	const w, h, l, r, top, bot = 640.0, 320.0, 64.0, 150.0, 16.0, 46.0
+	minX, maxX, maxY := math.Inf(1), math.Inf(-1), hline
+	for _, s := range ss {
+		for _, p := range s.pts {
+			x := p.x
+			if logX {
+				x = math.Log2(x)
+			}
+			minX, maxX, maxY = math.Min(minX, x), math.Max(maxX, x), math.Max(maxY, p.y)
+		}
+	}
+	if maxX == minX {
+		minX, maxX = minX-1, maxX+1
+	}
+	if maxY <= 0 {
+		maxY = 1
+	}
+	maxY *= 1.1
+	px := func(x float64) float64 {
+		if logX {
+			x = math.Log2(x)
+		}
+		return l + (x-minX)/(maxX-minX)*(w-l-r)
+	}
+	py := func(y float64) float64 { return h - bot - y/maxY*(h-top-bot) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" role="img" aria-label="%s">`, w, h, w, esc(ylabel))
+	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="#fff" stroke="#d0d7de"/>`, l, top, w-l-r, h-top-bot)
+	for i := 0; i <= 4; i++ {
+		y := maxY * float64(i) / 4
+		fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#eaeef2"/><text x="%.0f" y="%.1f" font-size="10" text-anchor="end">%s</text>`,
+			l, w-r, py(y), py(y), l-4, py(y)+3, fmtNum(y))
+	}
+	ticks := map[float64]bool{}
+	for _, s := range ss {
+		for _, p := range s.pts {
+			ticks[p.x] = true
+		}
+	}
+	for x := range ticks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="10" text-anchor="middle">%s</text>`, px(x), h-bot+14, esc(sizeLabel(x)))
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="middle">%s</text>`, l+(w-l-r)/2, h-8, esc(xlabel))
+	fmt.Fprintf(&b, `<text x="12" y="%.0f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.0f)">%s</text>`, top+(h-top-bot)/2, top+(h-top-bot)/2, esc(ylabel))
+	if hline > 0 {
+		fmt.Fprintf(&b, `<line class="floor" x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#cf222e" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" font-size="10" fill="#cf222e">%s %s</text>`,
+			l, w-r, py(hline), py(hline), l+6, py(hline)-4, esc(hlabel), fmtNum(hline))
+	}
+	for i, s := range ss {
+		var pts []string
+		for _, p := range s.pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p.x), py(p.y)))
+		}
+		fmt.Fprintf(&b, `<g class="series"><title>%s</title><polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, esc(s.name), s.color, strings.Join(pts, " "))
+		for _, p := range s.pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s B, %s</title></circle>`, px(p.x), py(p.y), s.color, esc(s.name), fmtNum(p.x), fmtNum(p.y))
+		}
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="10" height="10" fill="%s"/><text x="%.0f" y="%.0f" font-size="11">%s</text></g>`,
+			w-r+8, top+4+float64(i)*16, s.color, w-r+22, top+13+float64(i)*16, esc(clip(s.name, 20)))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+func sizeLabel(x float64) string {
+	switch {
+	case x >= 1<<20 && math.Mod(x, 1<<20) == 0:
+		return fmt.Sprintf("%.0fM", x/(1<<20))
+	case x >= 1<<10 && math.Mod(x, 1<<10) == 0:
+		return fmt.Sprintf("%.0fK", x/(1<<10))
+	}
+	return fmtNum(x)
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e9:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// copyBar is one GPU's copy measurement against its link.
+type copyBar struct {
+	label          string
+	gbs, link, min float64
+}
+
+// CopySVG charts GPU-09/GPU-10: each GPU's pinned copy bandwidth (H2D and
+// D2H) as a bar beside its PCIe link's theoretical rate, with the floor.
+func CopySVG(hs []*HostResult) string {
+	var bars []copyBar
+	for _, h := range hs {
+		for _, c := range h.Cases() {
+			if c.Req != "GPU-09" && c.Req != "GPU-10" || c.Status() == Skip {
+				continue
+			}
+			gbs, err1 := strconv.ParseFloat(c.Attrs["gdr.copy_gbyte_s"], 64)
+			link, err2 := strconv.ParseFloat(c.Attrs["gdr.link_gbyte_s"], 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			frac, _ := strconv.ParseFloat(c.Attrs["gdr.min_copy_fraction"], 64)
+			dir := map[string]string{"GPU-09": "H2D", "GPU-10": "D2H"}[c.Req]
+			label := dir + " " + short(c.Attrs["gdr.gpu"])
+			if len(hs) > 1 {
+				label = h.Identity.Host + " " + label
+			}
+			bars = append(bars, copyBar{label: label, gbs: gbs, link: link, min: frac * link})
+		}
+	}
+	if len(bars) == 0 {
+		return ""
+	}
+	const w, l, r, rowH, top = 640.0, 150.0, 90.0, 26.0, 10.0
+	h := top + float64(len(bars))*rowH + 34
+	maxV := 0.0
+	for _, b := range bars {
+		maxV = math.Max(maxV, math.Max(b.gbs, b.link))
+	}
+	maxV *= 1.05
+	px := func(v float64) float64 { return l + v/maxV*(w-l-r) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" role="img" aria-label="copy bandwidth">`, w, h, w)
+	for i, x := range bars {
+		y := top + float64(i)*rowH
+		col := "#1a7f37"
+		if x.gbs < x.min {
+			col = "#cf222e"
+		}
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, l-6, y+15, esc(clip(x.label, 24)))
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="%.1f" height="16" fill="%s"><title>%s: %s GB/s of %s GB/s (%.0f%%)</title></rect>`,
+			l, y+3, px(x.gbs)-l, col, esc(x.label), fmtNum(x.gbs), fmtNum(x.link), 100*x.gbs/x.link)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#0969da" stroke-width="3"><title>link rate %s GB/s</title></line>`, px(x.link), px(x.link), y, y+22, fmtNum(x.link))
+		if x.min > 0 {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#cf222e" stroke-dasharray="3 2" stroke-width="2"><title>floor %s GB/s</title></line>`, px(x.min), px(x.min), y, y+22, fmtNum(x.min))
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s GB/s (%.0f%%)</text>`, math.Max(px(x.gbs), px(x.link))+6, y+15, fmtNum(x.gbs), 100*x.gbs/x.link)
+	}
+	fy := top + float64(len(bars))*rowH + 14
+	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="10" height="10" fill="#1a7f37"/><text x="%.0f" y="%.0f" font-size="11">pinned copy, GB/s</text>`, l, fy, l+14, fy+9)
+	fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.0f" y2="%.0f" stroke="#0969da" stroke-width="3"/><text x="%.0f" y="%.0f" font-size="11">PCIe link rate</text>`, l+140, l+140, fy-2, fy+12, l+146, fy+9)
+	fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.0f" y2="%.0f" stroke="#cf222e" stroke-dasharray="3 2" stroke-width="2"/><text x="%.0f" y="%.0f" font-size="11">floor (GDR_MIN_COPY_FRACTION)</text>`, l+250, l+250, fy-2, fy+12, l+256, fy+9)
+	b.WriteString(`</svg>`)
+	return b.String()
+}

@@ -1,0 +1,576 @@
+// Package isolate turns the pair results of an N-host run into the merged
+// cluster summary's pairs, suspects and bad links, and adds the re-pairing
+// rounds that tell a bad host from a bad partner.
+//
+// # Input
+//
+// One Result per (host, round, rail, test) as the host itself saw it. The
+// report merge builds them from the shared folder GDR_REPORTS, one
+// subfolder per host and round (gdrcluster writes plan.json there, the suite
+// writes test.json):
+//
+//	<GDR_REPORTS>/<host>/round-<k>/plan.json   role, peer, round (gdrcluster plan)
+//	<GDR_REPORTS>/<host>/round-<k>/test.json   go test -json events, attr events included
+//
+// A test of test.json is a pair result when it carries the attributes
+// gdr.rail (the rail index, 0-based in the host's rail order) and, where the
+// suite knows it, gdr.peer (the peer's host name as in the job's host list;
+// plan.json's peer stands in when absent) and gdr.role (server or client).
+// Its status is the test's pass, fail or skip. Bandwidth comes from gdr.bw_gbps
+// (Gbit/s) with gdr.size (bytes) and gdr.op (WRITE, READ): the pair's
+// bandwidth is the WRITE figure at the largest size either end reported.
+// A host that had a peer in a round but wrote no pair result for it gives a
+// Missing result on every rail (Rail = AllRails): a failure of that pair.
+//
+// # Model
+//
+// A pair passes on a rail when both ends' tests pass; it fails when either
+// end's test fails or the pair is Slow (below Options' floor). A fault is
+// taken to be static: a bad NIC (host, rail) or a bad host fails with every
+// partner; a bad link fails only between its two hosts. So a pass proves both
+// ends good on that rail, and, per rail:
+//
+//   - bad: never passed, and failed with at least two different partners that
+//     passed with someone else;
+//   - bad link: a failed pair whose two ends both passed elsewhere;
+//   - suspect: never passed and has a failure not yet explained (a partner
+//     that is not bad): re-pair it with a host that passed everywhere;
+//   - cleared: passed, and its failures are explained (a bad partner or a
+//     bad link);
+//   - untested: never passed, every failure explained by a bad partner (it
+//     needs a good partner to be judged).
+//
+// Requiring two partners that passed elsewhere, not just two partners, keeps
+// a host squeezed between two bad ones from being called bad: it is re-paired
+// instead.
+package isolate
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Status of a test, one end's view of a pair, or a pair.
+type Status string
+
+const (
+	Pass    Status = "pass"
+	Fail    Status = "fail"
+	Slow    Status = "slow"    // passed, but below the pair bandwidth floor: counts as a failure
+	Skip    Status = "skip"    // not judged (absent hardware); ignored
+	Missing Status = "missing" // scheduled, no result: counts as a failure
+)
+
+func (s Status) failed() bool { return s == Fail || s == Slow || s == Missing }
+
+// AllRails marks a Result that applies to every rail (a round that failed
+// before any rail was tried).
+const AllRails = -1
+
+// Result is one test's outcome on one rail as one host saw it.
+type Result struct {
+	Host    string  // the reporting host, as in the job's host list
+	Round   int     // schedule round (0-based)
+	Rail    int     // rail index, or AllRails
+	Peer    string  // the partner host in this round
+	Role    string  // "server", "client" or ""
+	Test    string  // test name, for evidence
+	Status  Status  // Pass, Fail, Skip or Missing
+	BWGbitS float64 // bandwidth measured, Gbit/s; 0 when none
+	Size    int     // message size of BWGbitS, bytes; 0 when unknown
+	Op      string  // operation of BWGbitS (WRITE, READ); "" when unknown
+	Detail  string  // first line of the failure
+}
+
+// Options are the pair floors.
+type Options struct {
+	// MinFraction: a passing pair whose bandwidth is below this fraction of
+	// the median of the other pairs on its rail is Slow (GDR_PAIR_MIN_FRACTION).
+	// Applied only where at least two other pairs of the rail measured one.
+	MinFraction float64
+	// MinGbitS: an absolute floor; 0 = none.
+	MinGbitS float64
+}
+
+// State is a (host, rail)'s standing.
+type State string
+
+const (
+	Good      State = "good"
+	Cleared   State = "cleared"
+	Untested  State = "untested"
+	Suspected State = "suspect"
+	Bad       State = "bad"
+)
+
+// rank orders states from best to worst.
+func (s State) rank() int {
+	return map[State]int{Good: 0, Cleared: 1, Untested: 2, Suspected: 3, Bad: 4}[s]
+}
+
+// Pair is one pair on one rail in one round: the summary's pairs entry.
+// A is the server and B the client where the roles are known.
+type Pair struct {
+	Round      int     `json:"round"`
+	A          string  `json:"a"`
+	B          string  `json:"b"`
+	Rail       int     `json:"rail"`
+	Status     Status  `json:"status"`
+	BWGbitS    float64 `json:"bw_gbit_s,omitempty"`
+	FloorGbitS float64 `json:"floor_gbit_s,omitempty"` // the floor a Slow pair fell below
+	Detail     string  `json:"detail,omitempty"`
+}
+
+// Evidence is one failed pair as seen from one of its ends.
+type Evidence struct {
+	Round        int     `json:"round"`
+	Partner      string  `json:"partner"`
+	Rail         int     `json:"rail"`
+	Status       Status  `json:"status"`
+	BWGbitS      float64 `json:"bw_gbit_s,omitempty"`
+	FloorGbitS   float64 `json:"floor_gbit_s,omitempty"`
+	PartnerState State   `json:"partner_state"`
+	Detail       string  `json:"detail,omitempty"`
+}
+
+// Suspect is a (host, rail) found bad, or failing and not yet explained:
+// the summary's suspects entry.
+type Suspect struct {
+	Host     string     `json:"host"`
+	Rail     int        `json:"rail"`
+	Verdict  State      `json:"verdict"` // Bad or Suspected
+	Reason   string     `json:"reason"`
+	Evidence []Evidence `json:"evidence"`
+}
+
+// Link is a pair that failed while both its ends passed with others: the
+// cable, the switch ports or the path between exactly these two hosts.
+type Link struct {
+	A        string     `json:"a"`
+	B        string     `json:"b"`
+	Rail     int        `json:"rail"`
+	Reason   string     `json:"reason"`
+	Evidence []Evidence `json:"evidence"`
+}
+
+// Host is the summary's hosts entry. Verdict is the report's (QUALIFIED,
+// NOT QUALIFIED (n), INCOMPLETE (n not run)); Fabric is this package's: the
+// worst State over the host's rails.
+type Host struct {
+	Host    string `json:"host"`
+	Verdict string `json:"verdict"`
+	Fabric  State  `json:"fabric"`
+	// BadRails lists the rails found bad (all of them for a bad host).
+	BadRails []int `json:"bad_rails,omitempty"`
+}
+
+// Summary holds the merged cluster summary.json fields this package owns;
+// the report embeds it next to its own.
+type Summary struct {
+	Hosts    []Host    `json:"hosts"`
+	Pairs    []Pair    `json:"pairs"`
+	Suspects []Suspect `json:"suspects"`
+	Links    []Link    `json:"links"`
+}
+
+type hostRail struct {
+	host string
+	rail int
+}
+
+// Analysis is the outcome of Analyze.
+type Analysis struct {
+	Hosts    []string // every host, schedule order first
+	Rails    []int
+	Pairs    []Pair
+	Suspects []Suspect
+	Links    []Link
+
+	state    map[hostRail]State
+	failed   map[hostRail]bool // had a failed pair on that rail
+	anyFail  map[string]bool
+	met      map[[2]string]bool
+	index    map[string]int
+	idleRail map[hostRail]bool // only skips on that rail: nothing to judge
+}
+
+// State is host's standing on rail; a host never seen on the rail is Untested.
+func (a *Analysis) State(host string, rail int) State {
+	if s, ok := a.state[hostRail{host, rail}]; ok {
+		return s
+	}
+	return Untested
+}
+
+// HostState is the worst State over the host's rails.
+func (a *Analysis) HostState(host string) State {
+	worst := Good
+	for _, r := range a.Rails {
+		if s := a.State(host, r); s.rank() > worst.rank() {
+			worst = s
+		}
+	}
+	return worst
+}
+
+// Met reports whether two hosts were paired in any round analysed.
+func (a *Analysis) Met(x, y string) bool { return a.met[key2(x, y)] }
+
+// Summary fills the summary's fields; verdicts maps host to the report's
+// verdict (missing hosts get "").
+func (a *Analysis) Summary(verdicts map[string]string) Summary {
+	s := Summary{Pairs: a.Pairs, Suspects: a.Suspects, Links: a.Links}
+	for _, h := range a.Hosts {
+		e := Host{Host: h, Verdict: verdicts[h], Fabric: a.HostState(h)}
+		for _, r := range a.Rails {
+			if a.State(h, r) == Bad {
+				e.BadRails = append(e.BadRails, r)
+			}
+		}
+		s.Hosts = append(s.Hosts, e)
+	}
+	if s.Pairs == nil {
+		s.Pairs = []Pair{}
+	}
+	if s.Suspects == nil {
+		s.Suspects = []Suspect{}
+	}
+	if s.Links == nil {
+		s.Links = []Link{}
+	}
+	return s
+}
+
+func key2(x, y string) [2]string {
+	if x > y {
+		x, y = y, x
+	}
+	return [2]string{x, y}
+}
+
+// end is one host's aggregated view of one pair on one rail.
+type end struct {
+	status  Status
+	role    string
+	bw      float64
+	size    int
+	write   bool
+	detail  string
+	present bool
+}
+
+func (e *end) add(r Result) {
+	e.present = true
+	if r.Role != "" {
+		e.role = r.Role
+	}
+	switch {
+	case r.Status.failed():
+		if !e.status.failed() || e.status == Missing && r.Status != Missing {
+			e.status = r.Status
+			e.detail = r.Detail
+			if e.detail == "" && r.Test != "" {
+				e.detail = r.Test + " " + string(r.Status)
+			}
+		}
+	case r.Status == Pass && !e.status.failed():
+		e.status = Pass
+	case e.status == "":
+		e.status = Skip
+	}
+	if r.BWGbitS > 0 && !math.IsNaN(r.BWGbitS) && !math.IsInf(r.BWGbitS, 0) {
+		w := r.Op == "" || strings.EqualFold(r.Op, "write")
+		better := w && !e.write || w == e.write && (r.Size > e.size || r.Size == e.size && r.BWGbitS > e.bw)
+		if e.bw == 0 || better {
+			e.bw, e.size, e.write = r.BWGbitS, r.Size, w
+		}
+	}
+}
+
+// pairKey names one pair on one rail in one round by host index, lo < hi.
+type pairKey struct {
+	round, rail, lo, hi int
+}
+
+// Analyze judges every pair of results and every (host, rail). hosts is the
+// job's host list (schedule order); hosts only seen in results are added.
+func Analyze(hosts []string, results []Result, opt Options) *Analysis {
+	a := &Analysis{
+		state: map[hostRail]State{}, failed: map[hostRail]bool{}, anyFail: map[string]bool{},
+		met: map[[2]string]bool{}, index: map[string]int{}, idleRail: map[hostRail]bool{},
+	}
+	for _, h := range hosts {
+		if _, ok := a.index[h]; !ok {
+			a.index[h] = len(a.Hosts)
+			a.Hosts = append(a.Hosts, h)
+		}
+	}
+	extra := map[string]bool{}
+	rails := map[int]bool{}
+	for _, r := range results {
+		for _, h := range []string{r.Host, r.Peer} {
+			if _, ok := a.index[h]; !ok && h != "" {
+				extra[h] = true
+			}
+		}
+		if r.Rail >= 0 {
+			rails[r.Rail] = true
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(extra)) {
+		a.index[h] = len(a.Hosts)
+		a.Hosts = append(a.Hosts, h)
+	}
+	a.Rails = slices.Sorted(maps.Keys(rails))
+	if len(a.Rails) == 0 && len(results) > 0 {
+		a.Rails = []int{0}
+	}
+
+	// Each end's view of each pair: [0] the lower index, [1] the higher.
+	ends := make(map[pairKey]*[2]end, len(results)/2)
+	var keys []pairKey
+	for _, r := range results {
+		if r.Host == "" || r.Peer == "" || r.Host == r.Peer {
+			continue
+		}
+		a.met[key2(r.Host, r.Peer)] = true
+		rs := []int{r.Rail}
+		if r.Rail == AllRails {
+			rs = a.Rails
+		}
+		h, p := a.index[r.Host], a.index[r.Peer]
+		side := 0
+		if h > p {
+			side = 1
+		}
+		for _, rail := range rs {
+			pk := pairKey{r.Round, rail, min(h, p), max(h, p)}
+			e := ends[pk]
+			if e == nil {
+				e = &[2]end{}
+				ends[pk] = e
+				keys = append(keys, pk)
+			}
+			e[side].add(r)
+		}
+	}
+	slices.SortFunc(keys, func(x, y pairKey) int {
+		return cmp.Or(cmp.Compare(x.round, y.round), cmp.Compare(x.lo, y.lo), cmp.Compare(x.hi, y.hi), cmp.Compare(x.rail, y.rail))
+	})
+
+	// Pairs: both ends merged.
+	a.Pairs = make([]Pair, 0, len(keys))
+	for _, k := range keys {
+		e := ends[k]
+		lo, hi := a.Hosts[k.lo], a.Hosts[k.hi]
+		p := Pair{Round: k.round, A: lo, B: hi, Rail: k.rail, Status: Skip}
+		if serverIs(&e[0], &e[1]) {
+			p.A, p.B = hi, lo
+		}
+		var bwEnd *end
+		for i, host := range []string{lo, hi} {
+			e := &e[i]
+			if !e.present {
+				continue
+			}
+			switch {
+			case e.status.failed():
+				if !p.Status.failed() || p.Status == Missing && e.status != Missing {
+					p.Status = e.status
+					p.Detail = host + ": " + e.detail
+				}
+			case e.status == Pass && !p.Status.failed():
+				p.Status = Pass
+			}
+			if e.bw > 0 && (bwEnd == nil || e.write && !bwEnd.write || e.write == bwEnd.write && (e.size > bwEnd.size || e.size == bwEnd.size && e.bw > bwEnd.bw)) {
+				bwEnd = e
+			}
+		}
+		if bwEnd != nil {
+			p.BWGbitS = bwEnd.bw
+		}
+		a.Pairs = append(a.Pairs, p)
+	}
+
+	applyFloors(a.Pairs, opt)
+	a.judge()
+	return a
+}
+
+// serverIs reports whether the later end in schedule order (hi) is the
+// server, from the roles the ends reported; unknown roles keep schedule order.
+func serverIs(lo, hi *end) bool {
+	return lo.role == "client" || hi.role == "server" && lo.role != "server"
+}
+
+// applyFloors marks passing pairs below the floors Slow.
+func applyFloors(pairs []Pair, opt Options) {
+	byRail := map[int][]int{}
+	for i, p := range pairs {
+		if p.Status == Pass && p.BWGbitS > 0 {
+			byRail[p.Rail] = append(byRail[p.Rail], i)
+		}
+	}
+	for _, idx := range byRail {
+		vals := make([]float64, len(idx))
+		for i, j := range idx {
+			vals[i] = pairs[j].BWGbitS
+		}
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		for i, j := range idx {
+			floor := opt.MinGbitS
+			if opt.MinFraction > 0 && len(sorted) >= 3 {
+				floor = max(floor, opt.MinFraction*medianWithout(sorted, vals[i]))
+			}
+			if floor > 0 && pairs[j].BWGbitS < floor {
+				pairs[j].Status = Slow
+				pairs[j].FloorGbitS = floor
+				pairs[j].Detail = fmt.Sprintf("%.1f Gbit/s is below the floor of %.1f Gbit/s", pairs[j].BWGbitS, floor)
+			}
+		}
+	}
+}
+
+// medianWithout is the median of sorted with one copy of v left out: a pair
+// is compared with the others, so one slow pair of four cannot drag the
+// median down to itself.
+func medianWithout(sorted []float64, v float64) float64 {
+	skip, _ := slices.BinarySearch(sorted, v)
+	at := func(i int) float64 { // the rest, without copying it
+		if i >= skip {
+			i++
+		}
+		return sorted[i]
+	}
+	m := len(sorted) - 1
+	if m%2 == 1 {
+		return at(m / 2)
+	}
+	return (at(m/2-1) + at(m/2)) / 2
+}
+
+// judge applies the model to every rail.
+func (a *Analysis) judge() {
+	byRail := map[int][]*Pair{}
+	for i := range a.Pairs {
+		p := &a.Pairs[i]
+		byRail[p.Rail] = append(byRail[p.Rail], p)
+	}
+	for _, rail := range a.Rails {
+		pairs := byRail[rail]
+		good := map[string]bool{}
+		judged := map[string]bool{}
+		for _, p := range pairs {
+			if p.Status == Skip {
+				continue
+			}
+			judged[p.A], judged[p.B] = true, true
+			if p.Status == Pass {
+				good[p.A], good[p.B] = true, true
+			}
+		}
+		goodPartners := map[string]map[string]bool{}
+		var links []*Pair
+		for _, p := range pairs {
+			if !p.Status.failed() {
+				continue
+			}
+			a.failed[hostRail{p.A, rail}], a.failed[hostRail{p.B, rail}] = true, true
+			a.anyFail[p.A], a.anyFail[p.B] = true, true
+			if good[p.A] && good[p.B] {
+				links = append(links, p)
+				continue
+			}
+			for _, x := range [][2]string{{p.A, p.B}, {p.B, p.A}} {
+				if !good[x[0]] && good[x[1]] {
+					if goodPartners[x[0]] == nil {
+						goodPartners[x[0]] = map[string]bool{}
+					}
+					goodPartners[x[0]][x[1]] = true
+				}
+			}
+		}
+		bad := map[string]bool{}
+		for h, ps := range goodPartners {
+			if len(ps) >= 2 {
+				bad[h] = true
+			}
+		}
+		for _, h := range a.Hosts {
+			hr := hostRail{h, rail}
+			switch {
+			case !judged[h]:
+				a.idleRail[hr] = true
+				a.state[hr] = Untested
+			case good[h] && a.failed[hr]:
+				a.state[hr] = Cleared
+			case good[h]:
+				a.state[hr] = Good
+			case bad[h]:
+				a.state[hr] = Bad
+			default:
+				a.state[hr] = Untested // every failure explained by a bad partner, unless:
+				for _, p := range pairs {
+					if p.Status.failed() && (p.A == h && !bad[p.B] || p.B == h && !bad[p.A]) {
+						a.state[hr] = Suspected
+						break
+					}
+				}
+			}
+		}
+		for _, l := range links {
+			a.Links = append(a.Links, Link{A: l.A, B: l.B, Rail: rail,
+				Reason: fmt.Sprintf("%s and %s failed together on rail %d in round %d (%s) while each passed with other partners: the link between them (cables, switch ports, path)",
+					l.A, l.B, rail, l.Round, l.Status),
+				Evidence: []Evidence{a.evidence(l, l.A), a.evidence(l, l.B)}})
+		}
+	}
+
+	for _, h := range a.Hosts {
+		for _, rail := range a.Rails {
+			st := a.State(h, rail)
+			if st != Bad && st != Suspected {
+				continue
+			}
+			s := Suspect{Host: h, Rail: rail, Verdict: st}
+			var parts []string
+			vouched := 0 // failures with partners that passed elsewhere
+			for i := range a.Pairs {
+				p := &a.Pairs[i]
+				if p.Rail != rail || !p.Status.failed() || p.A != h && p.B != h {
+					continue
+				}
+				ev := a.evidence(p, h)
+				s.Evidence = append(s.Evidence, ev)
+				part := fmt.Sprintf("%s (round %d, %s", ev.Partner, ev.Round, ev.Status)
+				if ev.Status == Slow {
+					part += fmt.Sprintf(" %.1f < %.1f Gbit/s", ev.BWGbitS, ev.FloorGbitS)
+				}
+				parts = append(parts, part+", partner "+string(ev.PartnerState)+")")
+				if ev.PartnerState == Good || ev.PartnerState == Cleared {
+					vouched++
+				}
+			}
+			if st == Bad {
+				s.Reason = fmt.Sprintf("%s rail %d failed with %d partners that passed with others: %s", h, rail, vouched, strings.Join(parts, "; "))
+			} else {
+				s.Reason = fmt.Sprintf("%s rail %d failed with %s and has not passed with anyone yet: re-pair it with a host that passed everywhere", h, rail, strings.Join(parts, "; "))
+			}
+			a.Suspects = append(a.Suspects, s)
+		}
+	}
+}
+
+func (a *Analysis) evidence(p *Pair, from string) Evidence {
+	partner := p.B
+	if p.B == from {
+		partner = p.A
+	}
+	return Evidence{Round: p.Round, Partner: partner, Rail: p.Rail, Status: p.Status, BWGbitS: p.BWGbitS,
+		FloorGbitS: p.FloorGbitS, PartnerState: a.State(partner, p.Rail), Detail: p.Detail}
+}

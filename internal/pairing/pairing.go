@@ -1,0 +1,220 @@
+// Package pairing decides who meets whom in each round of an N-host run, and
+// the out-of-band port and token of every round.
+//
+// Hosts are numbered 0..n-1 in the job's order (Slurm's node list, the
+// Kubernetes completion index). A round is a matching: every host meets at
+// most one peer, as server or client, and runs the two-host suite with it on
+// every rail (rail i meets rail i on the peer: rail-aligned fabrics).
+//
+// Schedules (GDR_PAIRING):
+//
+//   - ring: round 0 pairs (0,1) (2,3) ...; round 1 shifts by one: (1,2)
+//     (3,4) ... (n-1,0). Every host meets both ring neighbours, so a bad host
+//     fails with two different partners after two rounds. An odd ring needs a
+//     third round for the edge (n-1,0); one host idles in each of the first
+//     two. n=2 is one round; n<2 none.
+//   - all: every pair once, by the circle method: n-1 rounds for even n, n
+//     rounds for odd n with one host idle per round.
+//
+// Re-pairing rounds after these are computed from results (package isolate).
+//
+// Roles: on a ring the host before its neighbour serves, so each host serves
+// once and dials once; in other rounds the lower index serves in even rounds
+// and the higher in odd ones (Meet).
+package pairing
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
+)
+
+// Kind is a pairing schedule.
+type Kind string
+
+const (
+	Ring Kind = "ring"
+	All  Kind = "all"
+)
+
+// ParseKind reads GDR_PAIRING ("" means ring).
+func ParseKind(s string) (Kind, error) {
+	switch Kind(strings.ToLower(strings.TrimSpace(s))) {
+	case "", Ring:
+		return Ring, nil
+	case All:
+		return All, nil
+	}
+	return "", fmt.Errorf("GDR_PAIRING=%s is not valid: want ring (each host with both neighbours, 2 rounds) or all (every pair, n-1 rounds)", clip.Quote(s))
+}
+
+// Pair is one meeting: indices of the server and the client.
+type Pair struct {
+	Server, Client int
+}
+
+// Round is one matching of the schedule.
+type Round struct {
+	Index  int
+	Pairs  []Pair
+	Repair bool // added by isolation to re-pair suspects with good hosts
+}
+
+// Peer returns the peer of host i in this round and whether i serves;
+// ok is false when i idles.
+func (r Round) Peer(i int) (peer int, server, ok bool) {
+	for _, p := range r.Pairs {
+		switch i {
+		case p.Server:
+			return p.Client, true, true
+		case p.Client:
+			return p.Server, false, true
+		}
+	}
+	return 0, false, false
+}
+
+// Meet orders a and b into a Pair for round index (the role rule above).
+func Meet(round, a, b int) Pair {
+	lo, hi := min(a, b), max(a, b)
+	if round%2 == 0 {
+		return Pair{Server: lo, Client: hi}
+	}
+	return Pair{Server: hi, Client: lo}
+}
+
+// Base returns the fixed rounds of a schedule for n hosts.
+func Base(kind Kind, n int) []Round {
+	if n < 2 {
+		return nil
+	}
+	if kind == All {
+		return circle(n)
+	}
+	if n == 2 {
+		return []Round{{Index: 0, Pairs: []Pair{{Server: 0, Client: 1}}}}
+	}
+	// Round 0 pairs (0,1) (2,3) ...; round 1 the same shifted by one. Even n:
+	// round 1 closes the ring with (n-1,0). Odd n: each leaves one host out
+	// and a third round closes the ring.
+	var rounds []Round
+	for shift := 0; shift < 2; shift++ {
+		r := Round{Index: shift}
+		for a := shift; a+1 < n || (n%2 == 0 && a < n); a += 2 {
+			r.Pairs = append(r.Pairs, Pair{Server: a, Client: (a + 1) % n})
+		}
+		rounds = append(rounds, r)
+	}
+	if n%2 == 1 {
+		rounds = append(rounds, Round{Index: 2, Pairs: []Pair{{Server: n - 1, Client: 0}}})
+	}
+	return rounds
+}
+
+// circle is the round-robin tournament: host m-1 (or a phantom, for odd n)
+// stays put while the others rotate.
+func circle(n int) []Round {
+	m := n
+	if m%2 == 1 {
+		m++ // host m-1 = n is a phantom: its partner idles
+	}
+	var rounds []Round
+	for r := 0; r < m-1; r++ {
+		rd := Round{Index: r}
+		add := func(a, b int) {
+			if a < n && b < n {
+				rd.Pairs = append(rd.Pairs, Meet(r, a, b))
+			}
+		}
+		add(r, m-1)
+		for k := 1; k < m/2; k++ {
+			add((r+k)%(m-1), (r-k+m-1)%(m-1))
+		}
+		sort.Slice(rd.Pairs, func(i, j int) bool {
+			return min(rd.Pairs[i].Server, rd.Pairs[i].Client) < min(rd.Pairs[j].Server, rd.Pairs[j].Client)
+		})
+		rounds = append(rounds, rd)
+	}
+	return rounds
+}
+
+// PortsPerRound consecutive ports belong to one round: the suite listens on
+// the first and may use the others (per rail, say) without meeting another
+// round or job.
+const PortsPerRound = 16
+
+// Ports is the range out-of-band ports are taken from (GDR_CLUSTER_PORTS).
+// The default stays below Linux's ephemeral range (32768-60999), so an
+// outgoing connection never holds a port a later round listens on.
+type Ports struct{ Lo, Hi int }
+
+// DefaultPorts is the range used when GDR_CLUSTER_PORTS is unset.
+var DefaultPorts = Ports{Lo: 20000, Hi: 29999}
+
+// ParsePorts reads "LO-HI".
+func ParsePorts(s string) (Ports, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DefaultPorts, nil
+	}
+	lo, hi, ok := strings.Cut(s, "-")
+	l, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	h, err2 := strconv.Atoi(strings.TrimSpace(hi))
+	if !ok || err1 != nil || err2 != nil || l < 1024 || h > 65535 || h-l+1 < PortsPerRound {
+		return Ports{}, fmt.Errorf("GDR_CLUSTER_PORTS=%s is not valid: want LO-HI within 1024-65535 holding at least %d ports (default %d-%d)",
+			clip.Quote(s), PortsPerRound, DefaultPorts.Lo, DefaultPorts.Hi)
+	}
+	return Ports{Lo: l, Hi: h}, nil
+}
+
+// Job is what makes one job's rounds its own: its identity and secret.
+type Job struct {
+	// Key names the job uniquely among those that may run at the same time
+	// (jobenv.Task.Key: engine, cluster or namespace, job ID or UID).
+	Key string
+	// Secret is shared by the job's tasks and nobody else (GDR_CLUSTER_SECRET).
+	Secret []byte
+	Ports  Ports
+}
+
+// mac is HMAC-SHA256(Secret, label 0 Key 0 round): every value a job derives
+// is bound to its secret, its identity and the round.
+func (j Job) mac(label string, round int) []byte {
+	m := hmac.New(sha256.New, j.Secret)
+	m.Write([]byte("gdrconf/cluster/v1/" + label))
+	m.Write([]byte{0})
+	m.Write([]byte(j.Key))
+	m.Write([]byte{0})
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(round))
+	m.Write(b[:])
+	return m.Sum(nil)
+}
+
+// Token is GDR_TOKEN for a round: 128 bits of HMAC-SHA256(secret, job key,
+// round) in hex. Another job, or another round of this job, has a different
+// token, so a session that reaches the wrong peer fails authentication
+// instead of measuring the wrong pair.
+func (j Job) Token(round int) string { return hex.EncodeToString(j.mac("token", round)[:16]) }
+
+// Port is the first out-of-band port of a round. The job picks a starting
+// block from its key (not from the secret: ports are public anyway) and each
+// round takes the next block, so consecutive rounds never share a port and
+// two jobs share one only if their blocks happen to line up; the token still
+// keeps them apart then.
+func (j Job) Port(round int) int {
+	blocks := (j.Ports.Hi - j.Ports.Lo + 1) / PortsPerRound
+	if blocks < 1 {
+		blocks = 1
+	}
+	h := sha256.Sum256([]byte("gdrconf/cluster/v1/port\x00" + j.Key))
+	start := int(binary.BigEndian.Uint64(h[:8]) % uint64(blocks))
+	return j.Ports.Lo + ((start+round)%blocks)*PortsPerRound
+}
