@@ -599,7 +599,9 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 			}
 		}
 		if receiver && !sp.bidir {
-			if err := e.FillPoison(size, poison); err != nil {
+			// Poison the transfer and the guard behind it (CheckBufAt
+			// reads both).
+			if err := e.FillPoison(min(size+64, e.Buf.Len()), poison); err != nil {
 				return err
 			}
 		}

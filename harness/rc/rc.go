@@ -585,7 +585,14 @@ func (e *End) setup() error {
 	e.Attr("rd_atom", e.RdAtom)
 	if !e.loopback {
 		e.Attr("role", e.Role)
-		e.Attr("peer", e.Sess.Peer())
+		// The peer's host name when a cluster round names it (the
+		// isolation of bad nodes pairs results by host), else its address.
+		if e.Cfg.PeerName != "" {
+			e.Attr("peer", e.Cfg.PeerName)
+			e.Attr("peer_addr", e.Sess.Peer())
+		} else {
+			e.Attr("peer", e.Sess.Peer())
+		}
 		e.Attr("oob_auth", e.Sess.Security())
 	} else {
 		e.Attr("role", "loopback")

@@ -61,6 +61,7 @@ type Config struct {
 	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
 	Role       Role            // GDR_ROLE
 	Peer       string          // GDR_PEER: host:port of the server, for the client
+	PeerName   string          // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
 	Listen     string          // GDR_LISTEN: host:port the server listens on
 	Token      string          // GDR_TOKEN: shared secret for the out-of-band session
 	Timeout    time.Duration   // GDR_TIMEOUT: deadline for any wait on the peer or NIC
@@ -135,7 +136,7 @@ func Defaults() Config {
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
-	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
+	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_PEER_NAME", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
@@ -235,6 +236,13 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			badWhy("GDR_PEER", v, err, "host or host:port of the server (port 1-65535)")
 		} else {
 			c.Peer = hp
+		}
+	}
+	if v, ok := get("GDR_PEER_NAME"); ok && v != "" {
+		if len(v) > 255 || strings.ContainsAny(v, " /\x00\t\n") {
+			bad("GDR_PEER_NAME", v, "a host name (at most 255 characters, no blanks or slashes)")
+		} else {
+			c.PeerName = v
 		}
 	}
 	if v, ok := get("GDR_LISTEN"); ok && v != "" {

@@ -278,6 +278,8 @@ func TestMalformedValues(t *testing.T) {
 		{"GDR_QPS", "out of range", "65", "1 to 64"},
 		{"GDR_QPS", "garbage", "many", "whole number"},
 		{"GDR_QPS", "huge", huge, "whole number"},
+		{"GDR_PEER_NAME", "garbage", "a b", "a host name"},
+		{"GDR_PEER_NAME", "huge", hugeText, "a host name"},
 		{"GDR_MAX_LAT_P99_US", "wrong unit", "5us", "microseconds, no unit"},
 		{"GDR_MAX_LAT_P99_US", "huge", huge, "microseconds"},
 		{"GDR_MAX_LAT_P999_US", "out of range", "-1", "microseconds"},
