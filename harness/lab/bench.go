@@ -20,10 +20,15 @@ import (
 // comparison of one run each (the old bench) swung from 0.32 to 1.08.
 // Pairs alternate their order (ours first in even rounds, perftest first
 // in odd ones), so a load that grows or fades during a pair favours
-// neither tool.
+// neither tool, and their number is even: the first run after a change of
+// metric was slower in the lab (2026-12-01: pairs with ours first gave
+// 0.76-0.80 at 64 KiB, pairs with perftest first 0.96-1.09), and with five
+// pairs three of one order decided the median. Each metric now has its
+// pairs back to back after one untimed warm-up run of each tool.
 
-// BenchPairs is how many (ours, perftest) pairs each metric gets.
-const BenchPairs = 5
+// BenchPairs is how many (ours, perftest) pairs each metric gets: even, so
+// that as many pairs start with ours as with perftest.
+const BenchPairs = 6
 
 // benchMetric is one measured quantity group: one run of each tool gives
 // every row of the group (latency: p50 and p99 of the same runs).
@@ -37,7 +42,7 @@ type benchMetric struct {
 
 // Latency runs are capped at benchLatIters round trips: under TCG one takes
 // about 44 ms between the VMs (much more on a loaded host), and 2 x
-// BenchPairs runs of every metric must fit the lab deadline. Bandwidth runs
+// (BenchPairs + 1) runs of every metric must fit the lab deadline. Bandwidth runs
 // move benchBWBytes each, at least benchMinBWIters messages (the lab's rxe
 // does 5-35 MB/s depending on the host's load).
 const (
@@ -63,48 +68,54 @@ func benchStepID(round int, tool, metric string) string {
 	return fmt.Sprintf("b%d:%s:%s", round, tool, metric)
 }
 
-// benchPlan adds the interleaved steps to both jobs (ModeBench).
+// benchPlan adds the interleaved steps to both jobs (ModeBench): metric by
+// metric, one warm-up run of each tool (not counted: the first run after a
+// change of message size is slower, whichever tool it is), then BenchPairs
+// pairs, the order alternating.
 func (r *runner) benchPlan(pp *testPkg, server, client *Job) {
 	o := r.o
 	if pp == nil {
 		r.logf("NOTE: no %s test binary: the bench measures perftest only and has no ratios", PingpongPkg)
 	}
-	for round := 0; round < BenchPairs; round++ {
-		for _, m := range benchMetrics(o.Iters) {
-			ours := func() {
-				if pp == nil {
-					return
-				}
-				id := benchStepID(round, "ours", m.id)
-				st := Step{ID: id, Pkg: PingpongPkg + "@" + id, Kind: "gotest", Timeout: o.StepTimeout}
-				// perftest uses host memory; the step's own GDR_ITERS and
-				// GDR_BW_ITERS come after testEnv's and win.
-				env := []string{"GDR_MEM=host", fmt.Sprintf("GDR_ITERS=%d", m.iters)}
-				if !m.lat {
-					env = append(env, fmt.Sprintf("GDR_BW_ITERS=%d", m.iters), fmt.Sprintf("GDR_BW_SIZES=%d", m.size))
-				}
-				pair(server, client, st, r.gotestArgv(*pp, m.oursRe), r.gotestArgv(*pp, m.oursRe),
-					append(r.testEnv("server"), env...), append(r.testEnv("client"), env...))
+	for _, m := range benchMetrics(o.Iters) {
+		ours := func(id string) {
+			if pp == nil {
+				return
 			}
-			theirs := func() {
-				id := benchStepID(round, "perftest", m.id)
-				st := Step{ID: id, Pkg: "perftest", Kind: "tool", Timeout: 3 * time.Minute}
-				argv := writeBW(m.size, m.iters)
-				if m.lat {
-					argv = writeLat(m.size, m.iters)
-				}
-				pair(server, client, st, argv, append(append([]string(nil), argv...), ServerIP), nil, nil)
+			st := Step{ID: id, Pkg: PingpongPkg + "@" + id, Kind: "gotest", Timeout: o.StepTimeout}
+			// perftest uses host memory; the step's own GDR_ITERS and
+			// GDR_BW_ITERS come after testEnv's and win.
+			env := []string{"GDR_MEM=host", fmt.Sprintf("GDR_ITERS=%d", m.iters)}
+			if !m.lat {
+				env = append(env, fmt.Sprintf("GDR_BW_ITERS=%d", m.iters), fmt.Sprintf("GDR_BW_SIZES=%d", m.size))
 			}
+			pair(server, client, st, r.gotestArgv(*pp, m.oursRe), r.gotestArgv(*pp, m.oursRe),
+				append(r.testEnv("server"), env...), append(r.testEnv("client"), env...))
+		}
+		theirs := func(id string) {
+			st := Step{ID: id, Pkg: "perftest", Kind: "tool", Timeout: 3 * time.Minute}
+			argv := writeBW(m.size, m.iters)
+			if m.lat {
+				argv = writeLat(m.size, m.iters)
+			}
+			pair(server, client, st, argv, append(append([]string(nil), argv...), ServerIP), nil, nil)
+		}
+		ours(benchWarmID("ours", m.id))
+		theirs(benchWarmID("perftest", m.id))
+		for round := 0; round < BenchPairs; round++ {
 			if round%2 == 0 {
-				ours()
-				theirs()
+				ours(benchStepID(round, "ours", m.id))
+				theirs(benchStepID(round, "perftest", m.id))
 			} else {
-				theirs()
-				ours()
+				theirs(benchStepID(round, "perftest", m.id))
+				ours(benchStepID(round, "ours", m.id))
 			}
 		}
 	}
 }
+
+// benchWarmID names a metric's warm-up run.
+func benchWarmID(tool, metric string) string { return "warm:" + tool + ":" + metric }
 
 // ParsePerftestBW returns the average bandwidth of ib_write_bw's result
 // line for size in Gb/s (10^9 bit/s, like gdr.bw_gbit_s). perftest's
@@ -349,7 +360,7 @@ func (r *runner) bench(suites []*Suite) error {
 	rows, problems := BenchRows(suites, perftest, r.o.Iters)
 	doc := map[string]any{
 		"lab":    "two qemu TCG VMs, Soft-RoCE rxe0, socket network on 127.0.0.1",
-		"method": fmt.Sprintf("ours and perftest interleaved in the same VMs, %d pairs per metric, order alternating per round; ratio = median of the pairwise ratios ours/perftest", BenchPairs),
+		"method": fmt.Sprintf("ours and perftest interleaved in the same VMs, metric by metric: one untimed warm-up run of each, then %d pairs back to back, order alternating; ratio = median of the pairwise ratios ours/perftest", BenchPairs),
 		"iters":  r.o.Iters, "rows": rows, "problems": problems,
 	}
 	b, _ := json.MarshalIndent(doc, "", "  ")

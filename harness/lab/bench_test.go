@@ -19,7 +19,7 @@ func TestBenchPlanInterleaves(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	server, client := jobs[0], jobs[1]
-	require.Len(t, server.Steps, BenchPairs*3*2)
+	require.Len(t, server.Steps, (BenchPairs+1)*3*2)
 	require.Len(t, client.Steps, len(server.Steps))
 	var ids []string
 	for i, st := range server.Steps {
@@ -27,9 +27,14 @@ func TestBenchPlanInterleaves(t *testing.T) {
 		assert.True(t, st.Barrier)
 		ids = append(ids, st.ID)
 	}
-	// Adjacent pairs, order alternating per round.
-	assert.Equal(t, []string{"b0:ours:write_bw_65536", "b0:perftest:write_bw_65536", "b0:ours:write_bw_1048576", "b0:perftest:write_bw_1048576",
-		"b0:ours:write_lat_2", "b0:perftest:write_lat_2", "b1:perftest:write_bw_65536", "b1:ours:write_bw_65536"}, ids[:8])
+	// Metric by metric: a warm-up of each tool, then adjacent pairs, the
+	// order alternating, as many pairs starting with ours as with perftest.
+	assert.Equal(t, []string{"warm:ours:write_bw_65536", "warm:perftest:write_bw_65536",
+		"b0:ours:write_bw_65536", "b0:perftest:write_bw_65536", "b1:perftest:write_bw_65536", "b1:ours:write_bw_65536",
+		"b2:ours:write_bw_65536", "b2:perftest:write_bw_65536"}, ids[:8])
+	assert.Equal(t, "warm:ours:write_bw_1048576", ids[2*(BenchPairs+1)])
+	assert.Equal(t, "b5:ours:write_lat_2", ids[len(ids)-1])
+	assert.Zero(t, BenchPairs%2)
 
 	byID := map[string]Step{}
 	for _, st := range client.Steps {
@@ -57,7 +62,7 @@ func TestBenchPlanInterleaves(t *testing.T) {
 	// Without our binary only perftest runs.
 	jobs, err = r.plan(nil)
 	require.NoError(t, err)
-	assert.Len(t, jobs[0].Steps, BenchPairs*3)
+	assert.Len(t, jobs[0].Steps, (BenchPairs+1)*3)
 }
 
 func TestMedian(t *testing.T) {
@@ -120,12 +125,12 @@ func TestBenchRowsPairs(t *testing.T) {
 	assert.Equal(t, 64, rows[1].Iters)
 	p50 := rows[2]
 	assert.Equal(t, "write_lat_2_p50", p50.Metric)
-	assert.Equal(t, 4, p50.N)
+	assert.Equal(t, BenchPairs-1, p50.N)
 	assert.InDelta(t, 1.01, p50.Ratio, 1e-6)
-	assert.False(t, p50.Met, "4 of 5 pairs is not enough")
+	assert.False(t, p50.Met, "one pair short is not enough")
 	assert.InDelta(t, 1.0, rows[3].Ratio, 1e-6)
 	joined := strings.Join(problems, "\n")
-	assert.Contains(t, joined, "write_lat_2_p50: 4 of 5 pairs complete")
+	assert.Contains(t, joined, fmt.Sprintf("write_lat_2_p50: %d of %d pairs complete", BenchPairs-1, BenchPairs))
 	assert.Contains(t, joined, "b4:perftest:write_lat_2")
 
 	var buf bytes.Buffer
