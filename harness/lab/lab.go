@@ -360,25 +360,7 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 		argv := append(r.gotestArgv(*pp, o.Run), "-test.failfast")
 		pair(&server, &client, st, argv, argv, r.testEnv("server"), r.testEnv("client"))
 	case ModeBench:
-		sizes := []int{65536, 1048576}
-		if pp != nil {
-			st := Step{ID: "2h:" + pp.Short, Pkg: pp.Short, Kind: "gotest", Timeout: o.StepTimeout}
-			run := o.Run
-			if run == "" {
-				run = "Bandwidth|Latency"
-			}
-			env := []string{"GDR_BW_SIZES=65536,1048576"}
-			pair(&server, &client, st, r.gotestArgv(*pp, run), r.gotestArgv(*pp, run),
-				append(r.testEnv("server"), env...), append(r.testEnv("client"), env...))
-		} else {
-			r.logf("NOTE: no %s test binary: the bench measures perftest only", PingpongPkg)
-		}
-		for _, s := range sizes {
-			pair(&server, &client, toolStep(fmt.Sprintf("ib_write_bw-%d", s), 3*time.Minute),
-				writeBW(s, o.Iters), append(writeBW(s, o.Iters), ServerIP), nil, nil)
-		}
-		pair(&server, &client, toolStep("ib_write_lat-2", 3*time.Minute),
-			writeLat(2, o.Iters), append(writeLat(2, o.Iters), ServerIP), nil, nil)
+		r.benchPlan(pp, &server, &client) // bench.go: ours and perftest interleaved
 	default:
 		return nil, fmt.Errorf("unknown lab mode %q (lab, kill, bench)", o.Mode)
 	}

@@ -363,29 +363,6 @@ func TestPerftestParsers(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestBenchRows(t *testing.T) {
-	s := &Suite{Host: "client", Pkg: PingpongPkg, Events: []Event{
-		{Action: "attr", Test: "TestPP08Bandwidth/WRITE/65536", Key: "gdr.bw_gbit_s", Value: "0.270"},
-		{Action: "attr", Test: "TestPP08Bandwidth/READ/65536", Key: "gdr.bw_gbit_s", Value: "9.000"},
-		{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p50", Value: "4100.000"},
-		{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p99", Value: "8000.250"},
-	}}
-	rows, problems := BenchRows([]*Suite{s}, map[string]string{"ib_write_bw-65536": perftestBW, "ib_write_lat-2": perftestLat})
-	require.Len(t, rows, 4)
-	assert.InDelta(t, 0.27/0.28, rows[0].Ratio, 1e-9)
-	assert.True(t, rows[0].Met, "0.964 >= 0.95")
-	assert.Contains(t, rows[0].OursFrom, "TestPP08Bandwidth/WRITE/65536", "READ is not taken for WRITE")
-	assert.Zero(t, rows[1].Ratio, "1 MiB was not measured")
-	assert.InDelta(t, 4100/4000.31, rows[2].Ratio, 1e-9)
-	assert.True(t, rows[2].Met)
-	assert.InDelta(t, 1.0, rows[3].Ratio, 1e-9)
-	assert.NotEmpty(t, problems, "missing 1 MiB numbers are reported")
-	var buf bytes.Buffer
-	BenchTable(&buf, rows)
-	assert.Contains(t, buf.String(), "write_bw_65536")
-	assert.Contains(t, buf.String(), "0.964")
-}
-
 func TestQEMUArgs(t *testing.T) {
 	a := strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Role: "client", Net: "connect=127.0.0.1:5", MAC: "52:54:00:00:00:02"}, "c.log", "r.log"), " ")
 	for _, want := range []string{"-accel tcg", "-smp 1", "-m 768", "-no-reboot", "lab.role=client", "console=ttyS0",

@@ -22,6 +22,7 @@ var ErrNeedRoot = errors.New("extended config not readable (need root)")
 const (
 	CapIDPCIe   = 0x10   // PCI Express capability (standard list)
 	ExtCapIDACS = 0x000D // Access Control Services (extended list)
+	ExtCapIDATS = 0x000F // Address Translation Services (extended list)
 )
 
 // PCIe device/port types (PCIe capability register bits 7:4).
@@ -77,6 +78,16 @@ type PCIeCap struct {
 	LinkCapW   int
 	LinkStaGTs float64 // current speed from Link Status
 	LinkStaW   int
+
+	// Version is the capability's version (bits 3:0 of its register):
+	// Device Capabilities 2 and Device Control 2 exist from version 2 on.
+	Version int
+	DevCap  uint32 // Device Capabilities (offset +0x04)
+	DevCtl  uint16 // Device Control (+0x08)
+	// Has2 reports whether DevCap2 and DevCtl2 were read (version >= 2).
+	Has2    bool
+	DevCap2 uint32 // Device Capabilities 2 (+0x24)
+	DevCtl2 uint16 // Device Control 2 (+0x28)
 }
 
 // ACS control/capability bits (PCIe base spec, ACS Capability and Control registers).
@@ -148,6 +159,7 @@ type Config struct {
 	PCIe       *PCIeCap
 	ExtCaps    []Cap
 	ACS        *ACS
+	ATS        *ATS
 }
 
 // Extended reports whether the extended (PCIe) space was readable.
@@ -228,6 +240,16 @@ func ParseConfig(b []byte) (*Config, error) {
 					LinkCapW:   int(lcap>>4) & 0x3f,
 					LinkStaGTs: linkSpeedGTs(uint32(lsta) & 0xf),
 					LinkStaW:   int(lsta>>4) & 0x3f,
+					Version:    int(b[off+2]) & 0xf,
+					DevCap:     le.Uint32(b[off+0x04:]),
+					DevCtl:     le.Uint16(b[off+0x08:]),
+				}
+				// A version 2 capability is 0x3c bytes; one placed too
+				// close to the end to hold the "2" registers has none.
+				if c.PCIe.Version >= 2 && off+0x2a <= StdSize {
+					c.PCIe.Has2 = true
+					c.PCIe.DevCap2 = le.Uint32(b[off+0x24:])
+					c.PCIe.DevCtl2 = le.Uint16(b[off+0x28:])
 				}
 			}
 			off = int(b[off+1]) &^ 3
@@ -257,6 +279,12 @@ func ParseConfig(b []byte) (*Config, error) {
 				return c, fmt.Errorf("ACS capability at %#x runs past the end of config space", off)
 			}
 			c.ACS = &ACS{Offset: off, Cap: le.Uint16(b[off+4:]), Ctrl: le.Uint16(b[off+6:])}
+		}
+		if id == ExtCapIDATS && c.ATS == nil {
+			if off+8 > ExtendedSize {
+				return c, fmt.Errorf("ATS capability at %#x runs past the end of config space", off)
+			}
+			c.ATS = &ATS{Offset: off, Cap: le.Uint16(b[off+4:]), Ctrl: le.Uint16(b[off+6:])}
 		}
 		off = int(h>>20) &^ 3
 	}

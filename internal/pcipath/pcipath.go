@@ -1,0 +1,247 @@
+// Package pcipath judges the PCIe settings of the functions on a GPU<->NIC
+// peer-to-peer path: Max_Payload_Size, Max_Read_Request_Size, Relaxed
+// Ordering, Extended and 10-bit tags, ATS. Each rule names where it comes
+// from; a rule fails only where the specification makes the setting wrong
+// (a TLP the receiver must reject), warns where vendors document a
+// performance cost, and otherwise reports.
+package pcipath
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/pci"
+)
+
+// Role of a function on the path.
+type Role string
+
+const (
+	GPU    Role = "GPU"
+	NIC    Role = "NIC"
+	Bridge Role = "bridge"
+)
+
+// Member is one function on the path.
+type Member struct {
+	Dev  *pci.Device
+	Role Role
+}
+
+// Path is GPU first, the bridges between in order, then the NIC. Without a
+// NIC (a GPU-only host) it is the GPU and the bridges above it.
+type Path []Member
+
+// Verdict of a finding.
+type Verdict int
+
+const (
+	Report  Verdict = iota // facts, nothing wrong
+	Unknown                // the setting could not be read
+	Warn                   // a documented performance cost; does not fail
+	Fail                   // a setting the specification makes wrong for this path
+)
+
+func (v Verdict) String() string {
+	return [...]string{"report", "unknown", "warn", "fail"}[v]
+}
+
+// Rule identifies a check, with its source.
+type Rule struct {
+	ID     string
+	What   string
+	Source string
+}
+
+// The rules. Their sources are what README and the requirement texts cite.
+var (
+	RuleReadable = Rule{"readable", "the PCI Express capability must be readable to judge the settings",
+		"Linux returns config space beyond 64 bytes to CAP_SYS_ADMIN only"}
+	RuleMPSSupported = Rule{"mps-supported", "Max_Payload_Size must not exceed the function's Max_Payload_Size Supported, and must be a defined encoding",
+		"PCIe Base Specification, Device Control register: Max_Payload_Size (software must not program a value above Max_Payload_Size Supported; encodings 110b and 111b are reserved)"}
+	RuleMPSPath = Rule{"mps-path", "a TLP of the sender's Max_Payload_Size must be accepted by every function it crosses and by the receiver: no endpoint's MaxPayload may exceed that of any other function on the peer-to-peer path",
+		"PCIe Base Specification 2.2.2 (a TLP's data payload must not exceed the receiver's Max_Payload_Size; a receiver treats a violation as a Malformed TLP); Linux Documentation/admin-guide/kernel-parameters.txt, pci=pcie_bus_peer2peer (one MPS everywhere is what allows peer-to-peer DMA between any pair of devices) and pcie_bus_perf (per-parent MPS, not safe for peer-to-peer)"}
+	RuleMRRS = Rule{"mrrs", "Max_Read_Request_Size is per function and limits only the reads it issues: reported, with reserved encodings failed",
+		"PCIe Base Specification, Device Control register: Max_Read_Request_Size"}
+	RuleRelaxedOrdering = Rule{"relaxed-ordering", "the NIC may issue Relaxed Ordering writes only with Enable Relaxed Ordering set; mlx5 uses it for memory registered with IBV_ACCESS_RELAXED_ORDERING, which NCCL requests (NCCL_IB_PCI_RELAXED_ORDERING)",
+		"Linux commit 17347d5430c4 'net/mlx5e: Add support for PCI relaxed ordering' (RO gated on pcie_relaxed_ordering_enabled(), i.e. this bit; 10 -> 40 GB/s on an ARM host), commit d6de0bb1850f 'RDMA/mlx5: Set relaxed ordering when requested'; the kernel clears the bit below root complexes with broken RO (PCI_DEV_FLAGS_NO_RELAXED_ORDERING quirks)"}
+	RuleExtTag = Rule{"ext-tag", "with Extended Tag Field Enable clear a requester has 32 outstanding reads instead of 256, which caps read bandwidth on fast links",
+		"PCIe Base Specification, Device Control: Extended Tag Field Enable; Linux pci_configure_extended_tags() enables it wherever supported unless the host bridge has no_ext_tags"}
+	RuleTenBitTag = Rule{"10bit-tag", "a requester must not send 10-bit-tag requests to a completer that does not support them; for requests to another endpoint only an implementation-specific mechanism may decide",
+		"PCIe Base Specification 4.0+ 2.2.6.2 (10-Bit Tag rules); the Linux P2PDMA check proposed on linux-pci in 2021 refuses peer-to-peer between a 10-bit requester and a peer without 10-Bit Tag Completer"}
+	RuleATS = Rule{"ats", "ATS lets the NIC cache IOMMU translations (and, with ACS Direct Translated P2P, send translated peer-to-peer requests straight across a switch); reported",
+		"PCIe Base Specification, Address Translation Services chapter"}
+)
+
+// Finding is one judged setting.
+type Finding struct {
+	Rule    Rule
+	Device  string // BDF of the function the finding is about
+	Verdict Verdict
+	Message string
+	Remedy  string
+}
+
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s [%s] %s: %s", f.Verdict, f.Rule.ID, f.Device, f.Message)
+	if f.Remedy != "" {
+		s += "; remedy: " + f.Remedy
+	}
+	return s
+}
+
+// Result is the settings of every readable member and the findings.
+type Result struct {
+	Settings map[string]pci.Settings // by BDF
+	Findings []Finding
+}
+
+// Worst is the most severe verdict among the findings (Report if none).
+func (r Result) Worst() Verdict {
+	w := Report
+	for _, f := range r.Findings {
+		w = max(w, f.Verdict)
+	}
+	return w
+}
+
+// Of returns the findings with verdict v.
+func (r Result) Of(v Verdict) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Verdict == v {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func name(m Member) string { return fmt.Sprintf("%s %s", m.Role, m.Dev.BDF) }
+
+// Check judges the path.
+func Check(p Path) Result {
+	res := Result{Settings: map[string]pci.Settings{}}
+	add := func(f Finding) { res.Findings = append(res.Findings, f) }
+	var ok []Member
+	for _, m := range p {
+		s, readable := m.Dev.Config.Settings()
+		if !readable {
+			why := "no PCI Express capability"
+			if m.Dev.ConfigErr != nil {
+				why = m.Dev.ConfigErr.Error()
+			}
+			if errors.Is(m.Dev.ConfigErr, pci.ErrNeedRoot) {
+				why = "only the 64-byte header is readable (run as root)"
+			}
+			add(Finding{Rule: RuleReadable, Device: m.Dev.BDF, Verdict: Unknown, Message: fmt.Sprintf("%s: settings not checked: %s", name(m), why)})
+			continue
+		}
+		res.Settings[m.Dev.BDF] = s
+		ok = append(ok, m)
+		if s.MaxPayload == 0 || s.MaxPayloadSupported == 0 || s.MaxPayload > s.MaxPayloadSupported {
+			add(Finding{Rule: RuleMPSSupported, Device: m.Dev.BDF, Verdict: Fail,
+				Message: fmt.Sprintf("%s: MaxPayload %s with MaxPayload Supported %s (Device Control %#04x, Device Capabilities %#08x)",
+					name(m), size(s.MaxPayload), size(s.MaxPayloadSupported), m.Dev.Config.PCIe.DevCtl, m.Dev.Config.PCIe.DevCap),
+				Remedy: "the firmware or kernel programmed an invalid MaxPayload: update the BIOS, or boot with pci=pcie_bus_safe"})
+		}
+		if s.MaxReadRequest == 0 {
+			add(Finding{Rule: RuleMRRS, Device: m.Dev.BDF, Verdict: Fail,
+				Message: fmt.Sprintf("%s: Max_Read_Request_Size uses a reserved encoding (Device Control %#04x)", name(m), m.Dev.Config.PCIe.DevCtl),
+				Remedy:  "update the BIOS or the device firmware; setpci can set a valid size"})
+		}
+	}
+	mpsPath(ok, add)
+	endpoints(ok, add)
+	return res
+}
+
+func size(v int) string {
+	if v == 0 {
+		return "(reserved encoding)"
+	}
+	return fmt.Sprintf("%d B", v)
+}
+
+// mpsPath: every endpoint's payload must fit every other function on the path.
+func mpsPath(ms []Member, add func(Finding)) {
+	for _, e := range ms {
+		if e.Role == Bridge {
+			continue
+		}
+		se, _ := e.Dev.Config.Settings()
+		if se.MaxPayload == 0 {
+			continue
+		}
+		var small []string
+		for _, o := range ms {
+			if o.Dev == e.Dev {
+				continue
+			}
+			so, _ := o.Dev.Config.Settings()
+			if so.MaxPayload != 0 && so.MaxPayload < se.MaxPayload {
+				small = append(small, fmt.Sprintf("%s (%d B)", name(o), so.MaxPayload))
+			}
+		}
+		if len(small) == 0 {
+			continue
+		}
+		add(Finding{Rule: RuleMPSPath, Device: e.Dev.BDF, Verdict: Fail,
+			Message: fmt.Sprintf("%s sends TLPs of up to %d B (MaxPayload), more than %s on its path accepts: its peer-to-peer writes and read completions arrive as Malformed TLPs",
+				name(e), se.MaxPayload, strings.Join(small, ", ")),
+			Remedy: "give every function on the path one MaxPayload: boot with pci=pcie_bus_safe (or pcie_bus_peer2peer) instead of pcie_bus_perf, or set it in the BIOS"})
+	}
+}
+
+// endpoints: Relaxed Ordering, Extended Tags and 10-bit tags of the GPU and
+// the NIC, ATS reported.
+func endpoints(ms []Member, add func(Finding)) {
+	var gpu, nic *Member
+	for i := range ms {
+		switch ms[i].Role {
+		case GPU:
+			gpu = &ms[i]
+		case NIC:
+			nic = &ms[i]
+		}
+	}
+	for _, e := range []*Member{gpu, nic} {
+		if e == nil {
+			continue
+		}
+		s, _ := e.Dev.Config.Settings()
+		if s.ExtTagSupported && !s.ExtTag {
+			add(Finding{Rule: RuleExtTag, Device: e.Dev.BDF, Verdict: Warn,
+				Message: fmt.Sprintf("%s supports Extended Tags but has them disabled: at most 32 outstanding reads", name(*e)),
+				Remedy:  fmt.Sprintf("check the BIOS and the kernel (a no_ext_tags quirk of the host bridge?); setpci -s %s CAP_EXP+8.w=0100:0100 enables it until reboot", e.Dev.BDF)})
+		}
+		if s.ATS {
+			add(Finding{Rule: RuleATS, Device: e.Dev.BDF, Verdict: Report,
+				Message: fmt.Sprintf("%s has ATS, %s", name(*e), map[bool]string{true: "enabled", false: "disabled"}[s.ATSEnabled])})
+		}
+	}
+	if nic != nil {
+		s, _ := nic.Dev.Config.Settings()
+		if !s.RelaxedOrdering {
+			add(Finding{Rule: RuleRelaxedOrdering, Device: nic.Dev.BDF, Verdict: Warn,
+				Message: fmt.Sprintf("%s has Relaxed Ordering disabled: relaxed-ordering memory registrations (NCCL's default where supported) fall back to strict ordering, which limits GPUDirect RDMA bandwidth on some platforms", name(*nic)),
+				Remedy:  fmt.Sprintf("unless the kernel cleared it for a root complex with broken Relaxed Ordering (dmesg), enable it: setpci -s %s CAP_EXP+8.w=0010:0010, and check the BIOS's PCIe Relaxed Ordering option", nic.Dev.BDF)})
+		}
+	}
+	if gpu != nil && nic != nil {
+		tenBit(*nic, *gpu, add)
+		tenBit(*gpu, *nic, add)
+	}
+}
+
+func tenBit(req, comp Member, add func(Finding)) {
+	sr, _ := req.Dev.Config.Settings()
+	sc, _ := comp.Dev.Config.Settings()
+	if !sr.TenBitRequester || !sc.Has2 || sc.TenBitCompleter {
+		return
+	}
+	add(Finding{Rule: RuleTenBitTag, Device: req.Dev.BDF, Verdict: Warn,
+		Message: fmt.Sprintf("%s has 10-Bit Tag Requester enabled but %s does not support 10-Bit Tag Completer: unless %s limits itself for peer-to-peer requests, its reads of the peer can fail",
+			name(req), name(comp), req.Dev.BDF),
+		Remedy: fmt.Sprintf("if peer-to-peer reads fail (AER UnxCmplt/CmpltTO), clear 10-Bit Tag Requester Enable: setpci -s %s CAP_EXP+28.w=0000:1000", req.Dev.BDF)})
+}

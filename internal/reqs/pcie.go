@@ -1,0 +1,10 @@
+package reqs
+
+// PCIe settings on the GPU<->NIC path (issue 10). Registered apart from
+// topology.go so the areas' files grow independently; the area is topology
+// because conformance/topology checks them.
+func init() {
+	register(
+		Req{ID: "TOPO-08", Area: "topology", Title: "PCIe settings on each rail's GPU<->NIC path: no function's MaxPayload above its MaxPayload Supported, and no endpoint's MaxPayload above any function on the path (PCIe Base Spec 2.2.2: larger TLPs are Malformed); MaxReadReq, Relaxed Ordering, Extended and 10-bit tags, ATS reported; NIC Relaxed Ordering off, tags disabled or 10-bit tags without a completer warned"},
+	)
+}
