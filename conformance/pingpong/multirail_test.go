@@ -113,7 +113,7 @@ func measureRail(ends []*rc.End, r *rails.Rail, size int) railResult {
 			var el time.Duration
 			err := e.OnNICCPUs(func() (err error) {
 				el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: verbs.OpWrite, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
-					RKey: remote.RKey, Size: size, Iters: e.Cfg.Iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Cfg.Timeout})
+					RKey: remote.RKey, Size: size, Iters: e.Cfg.Iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Timeout()})
 				return err
 			})
 			stop()

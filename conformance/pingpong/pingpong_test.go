@@ -90,11 +90,11 @@ func connectCheck(t *testing.T, r *rails.Rail) {
 			if err := e.QP.PostSend(verbs.SendWR{ID: 1, Op: verbs.OpSend, Signaled: true}); err != nil {
 				return err
 			}
-			if _, err := e.SCQ.Wait(1, "zero-length SEND", e.Cfg.Timeout); err != nil {
+			if _, err := e.SCQ.Wait(1, "zero-length SEND", e.Timeout()); err != nil {
 				return err
 			}
 		} else {
-			wc, err := e.RCQ.Wait(1, "receive of the zero-length SEND", e.Cfg.Timeout)
+			wc, err := e.RCQ.Wait(1, "receive of the zero-length SEND", e.Timeout())
 			if err != nil {
 				return err
 			}
@@ -347,10 +347,10 @@ func TestPP06SendRecv(t *testing.T) {
 func TestPP07Latency(t *testing.T) { perRail(t, "PP-07", latencyCheck) }
 
 func latencyCheck(t *testing.T, r *rails.Rail) {
-	ends := connect(t, r, 2*latRegion, nil, "")
+	sh := share(t, r, 2*latRegion, nil, "")
 	t.Run("WRITE/"+strconv.Itoa(latSize), func(t *testing.T) {
 		testenv.Req(t, "PP-07")
-		lat, threshold, thrWhy := latency(t, ends, false)
+		lat, threshold, thrWhy := latency(t, sh.Ends(t), false)
 		testenv.Attr(t, "threshold", thrWhy)
 		if threshold > 0 {
 			testenv.Attr(t, "max_lat_us_p50", threshold)
@@ -384,7 +384,7 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		err := e.OnNICCPUs(func() (err error) {
 			stamps, err = e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
 				PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
-				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Cfg.Timeout})
+				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Timeout()})
 			return err
 		})
 		if err != nil {
@@ -456,13 +456,13 @@ func TestPP08Bandwidth(t *testing.T) { perRail(t, "PP-08", bandwidthSweep) }
 func bandwidthSweep(t *testing.T, r *rails.Rail) {
 	cfg := testenv.Config(t)
 	maxSize := maxBWSize(cfg.BWSizes)
-	ends := connect(t, r, maxSize, nil, "")
+	sh := share(t, r, maxSize, nil, "")
 	for _, op := range []verbs.Opcode{verbs.OpWrite, verbs.OpRead} {
 		name := map[verbs.Opcode]string{verbs.OpWrite: "WRITE", verbs.OpRead: "READ"}[op]
 		for _, size := range cfg.BWSizes {
 			t.Run(fmt.Sprintf("%s/%d", name, size), func(t *testing.T) {
 				testenv.Req(t, "PP-08")
-				bandwidth(t, ends, op, name, size, size == maxSize, func(gbps float64) {
+				bandwidth(t, sh.Ends(t), op, name, size, size == maxSize, func(gbps float64) {
 					if op == verbs.OpWrite && size == maxSize {
 						soloBW.Store(r.Index, gbps) // PP-10 compares all rails at once with this
 					}
@@ -521,7 +521,7 @@ func measureBW(t *testing.T, ends []*rc.End, op verbs.Opcode, name string, size 
 			var el time.Duration
 			err := e.OnNICCPUs(func() (err error) {
 				el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: op, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
-					RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Cfg.Timeout})
+					RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Timeout()})
 				return err
 			})
 			stop()
