@@ -76,7 +76,7 @@ func TestPP10AllRails(t *testing.T) {
 			continue
 		}
 		sum += r.gbps
-		bytes += int64(size) * int64(cfg.Iters)
+		bytes += int64(size) * int64(cfg.BWIters)
 	}
 	testenv.Attr(t, "rails", len(run))
 	testenv.Attr(t, "size_bytes", size)
@@ -107,24 +107,25 @@ func measureRail(ends []*rc.End, r *rails.Rail, size int) railResult {
 		}
 		var res oob.Result
 		if e.Role == "client" {
-			td := min(txDepth, e.QP.SQDepth)
+			td := min(e.Cfg.TxDepth, e.QP.SQDepth)
 			mr, remote := e.MR(), e.Remote()
 			stop := e.Sess.Heartbeat()
 			var el time.Duration
 			err := e.OnNICCPUs(func() (err error) {
 				el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: verbs.OpWrite, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
-					RKey: remote.RKey, Size: size, Iters: e.Cfg.Iters, TxDepth: td, CQMod: min(cqMod, td), Timeout: e.Timeout()})
+					RKey: remote.RKey, Size: size, Iters: e.Cfg.BWIters, TxDepth: td, CQMod: min(cqMod, td),
+					Warmup: min(td, e.Cfg.BWIters/10), Timeout: e.Timeout()})
 				return err
 			})
 			stop()
 			if err != nil {
 				return err
 			}
-			res = oob.Result{Name: step, OK: true, Values: map[string]float64{"gbps": stats.Gbps(int64(size)*int64(e.Cfg.Iters), el), "ns": float64(el)}}
+			res = oob.Result{Name: step, OK: true, Values: map[string]float64{"gbps": stats.Gbps(int64(size)*int64(e.Cfg.BWIters), el), "ns": float64(el)}}
 		} else {
 			res = oob.Result{Name: step, OK: true}
 		}
-		restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(e.Cfg.Iters)))
+		restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(e.Cfg.BWIters)))
 		peer, err := e.Sess.ExchangeResult(res)
 		restore()
 		if err != nil {

@@ -145,6 +145,7 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 	if p != nil {
 		peer, role = p.Peer, p.Role
 	}
+	inherit(recs)
 	var out []isolate.Result
 	for _, t := range recs {
 		rail, ok := t.attrs["gdr.rail"]
@@ -162,12 +163,13 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 		if v := t.attrs["gdr.role"]; v != "" {
 			r.Role = v
 		}
-		if v, ok := t.attrs["gdr.bw_gbps"]; ok {
+		if k, v, ok := first(t.attrs, "gdr.bw_gbit_s", "gdr.bw_gbps"); ok {
 			if r.BWGbitS, err = strconv.ParseFloat(v, 64); err != nil || r.BWGbitS < 0 {
-				return nil, fmt.Errorf("%s: test %s: gdr.bw_gbps=%q is not a bandwidth in Gbit/s", hr.dir, t.name, v)
+				return nil, fmt.Errorf("%s: test %s: %s=%q is not a bandwidth in Gbit/s", hr.dir, t.name, k, v)
 			}
 		}
-		r.Size, _ = strconv.Atoi(t.attrs["gdr.size"])
+		_, size, _ := first(t.attrs, "gdr.size_bytes", "gdr.size")
+		r.Size, _ = strconv.Atoi(size)
 		r.Op = t.attrs["gdr.op"]
 		if r.Peer == "" {
 			continue // not a two-host test (loopback)
@@ -183,4 +185,39 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 			Status: isolate.Missing, Detail: why})
 	}
 	return out, nil
+}
+
+// first returns the first of keys that attrs has (the suite's key, then
+// the name older recordings used).
+func first(attrs map[string]string, keys ...string) (key, val string, ok bool) {
+	for _, k := range keys {
+		if v, ok := attrs[k]; ok {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// inherit gives each subtest the attributes of its parents that it does not
+// set itself: pingpong records the rail on "TestPP08Bandwidth/rail1" and the
+// bandwidth on "TestPP08Bandwidth/rail1/WRITE/1048576".
+func inherit(recs []testRec) {
+	byName := map[string]map[string]string{}
+	for _, t := range recs {
+		byName[t.name] = t.attrs
+	}
+	for _, t := range recs {
+		for p := t.name; ; {
+			i := strings.LastIndex(p, "/")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			for k, v := range byName[p] {
+				if _, has := t.attrs[k]; !has {
+					t.attrs[k] = v
+				}
+			}
+		}
+	}
 }

@@ -12,7 +12,9 @@ import (
 
 func attr(test, k, v string) Event { return Event{Action: "attr", Test: test, Key: k, Value: v} }
 
-func end(action, test string, el float64) Event { return Event{Action: action, Test: test, Elapsed: el} }
+func end(action, test string, el float64) Event {
+	return Event{Action: action, Test: test, Elapsed: el}
+}
 
 // host builds one host's pingpong suite from (test, action, elapsed, own output).
 func host(role string, tests ...[4]string) *Suite {

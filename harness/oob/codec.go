@@ -122,6 +122,10 @@ type Endpoint struct {
 	// registered more than once (GPU memory through both nvidia_peermem and
 	// dma-buf); RKey/Addr above are MRs[0]. Older peers send none.
 	MRs []RemoteMR `json:"mrs,omitempty"`
+	// QPNs and PSNs are every queue pair's, QPN/PSN's first, when the
+	// connection has several (GDR_QPS).
+	QPNs []uint32 `json:"qpns,omitempty"`
+	PSNs []uint32 `json:"psns,omitempty"`
 }
 
 // RemoteMR is one registration of the peer's buffer.
@@ -519,6 +523,14 @@ func (m Message) validate() error {
 		}
 		if e.Addr+e.Len < e.Addr {
 			return fmt.Errorf("buffer 0x%x+%d wraps around", e.Addr, e.Len)
+		}
+		if len(e.QPNs) != len(e.PSNs) || len(e.QPNs) > 64 {
+			return fmt.Errorf("%d QPNs and %d PSNs (want equal counts, at most 64)", len(e.QPNs), len(e.PSNs))
+		}
+		for i := range e.QPNs {
+			if e.QPNs[i] == 0 || e.QPNs[i] >= 1<<24 || e.PSNs[i] >= 1<<24 {
+				return fmt.Errorf("QP %d: QPN %d / PSN %d out of range", i, e.QPNs[i], e.PSNs[i])
+			}
 		}
 		if len(e.MRs) > maxMRs {
 			return fmt.Errorf("%d MRs (want at most %d)", len(e.MRs), maxMRs)

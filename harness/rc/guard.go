@@ -31,8 +31,9 @@ func (e *End) Timeout() time.Duration {
 }
 
 // guard runs a C polling loop (a measurement) within the test's budget: when
-// the budget ends first, the QP is moved to the error state, which flushes
-// the loop's work requests and ends it, and the error says why.
+// the budget ends first, the QPs are moved to the error state, which flushes
+// the loop's work requests and ends it, and the error says why. It may run
+// on several goroutines at once (one per QP).
 func (e *End) guard(fn func() error) error {
 	if !e.budget.Has() || e.QP == nil {
 		return fn()
@@ -44,7 +45,12 @@ func (e *End) guard(fn func() error) error {
 		defer mu.Unlock()
 		if !done {
 			fired = true
-			_ = e.QP.SetError()
+			for _, q := range e.QPs {
+				_ = q.SetError()
+			}
+			if len(e.QPs) == 0 {
+				_ = e.QP.SetError()
+			}
 		}
 	})
 	err := fn()

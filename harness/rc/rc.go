@@ -84,6 +84,8 @@ type Options struct {
 	Loopback bool
 	// MR overrides GDR_MR for GPU memory ("" keeps GDR_MR).
 	MR config.MRPath
+	// QPs is how many queue pairs to connect (0 or 1: one).
+	QPs int
 }
 
 // End is one side of a connection.
@@ -107,7 +109,12 @@ type End struct {
 	CPUs     cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
-	QP       *verbs.QP
+	QP       *verbs.QP // QPs[0]
+	// QPs are the connection's queue pairs (GDR_QPS for bandwidth runs,
+	// else one), QP i connected to the peer's QP i; SCQs[i] is QP i's send
+	// CQ, so each can be polled on its own thread.
+	QPs  []*verbs.QP
+	SCQs []*verbs.CQ
 	// MRs are the buffer's registrations, preferred first: one for host
 	// memory; for GPU memory one per working path of GDR_MR.
 	MRs     []*verbs.MR
@@ -116,6 +123,7 @@ type End struct {
 	RdAtom   int
 	mrPolicy config.MRPath
 	loopback bool // both ends in this process
+	nQPs     int
 
 	Peer      oob.Endpoint
 	PeerMRs   []oob.RemoteMR // the peer's registrations, preferred first
@@ -219,7 +227,7 @@ func Connect(t *testing.T, o Options) []*End {
 		mrPolicy = o.MR
 	}
 	mk := func(role string, s *oob.Session) *End {
-		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback,
+		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback, nQPs: max(o.QPs, 1),
 			budget: bud}
 	}
 	role := cfg.Role
@@ -496,30 +504,38 @@ func (e *End) setup() error {
 	attr := e.Ctx.Attr()
 	// CQ and QP limits are separate device attributes: a CQ deeper than
 	// max_cqe, or a QP longer than max_qp_wr, is refused.
-	cqDepth := min(QueueDepth, max(attr.MaxCQE, 1))
-	wrDepth := min(QueueDepth, max(attr.MaxQPWR, 1), cqDepth)
-	if e.SCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
-		return err
-	}
-	cleanup(t, "send CQ", e.SCQ)
+	want := max(QueueDepth, cfg.TxDepth+16) // room for GDR_TX_DEPTH and a few more
+	cqDepth := min(want, max(attr.MaxCQE, 1))
+	wrDepth := min(want, max(attr.MaxQPWR, 1), cqDepth)
 	if e.RCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
 		return err
 	}
 	cleanup(t, "receive CQ", e.RCQ)
-	if e.QP, err = e.PD.CreateRCQP(e.SCQ, e.RCQ, verbs.QPCaps{SendWR: wrDepth, RecvWR: wrDepth, MaxInline: MaxInline}); err != nil {
-		return err
+	psns := make([]uint32, e.nQPs)
+	for i := range e.nQPs {
+		scq, err := e.Ctx.CreateCQ(cqDepth)
+		if err != nil {
+			return err
+		}
+		cleanup(t, fmt.Sprintf("send CQ %d", i), scq)
+		qp, err := e.PD.CreateRCQP(scq, e.RCQ, verbs.QPCaps{SendWR: wrDepth, RecvWR: wrDepth, MaxInline: MaxInline})
+		if err != nil {
+			return err
+		}
+		cleanup(t, fmt.Sprintf("queue pair %d", i), qp)
+		if err := qp.Init(cfg.IBPort, verbs.AccessRW); err != nil {
+			return err
+		}
+		e.SCQs, e.QPs = append(e.SCQs, scq), append(e.QPs, qp)
+		var psn [4]byte
+		_, _ = rand.Read(psn[:])
+		psns[i] = binary.BigEndian.Uint32(psn[:]) & 0xffffff
 	}
-	cleanup(t, "queue pair", e.QP)
+	e.SCQ, e.QP = e.SCQs[0], e.QPs[0]
 	if err := e.register(); err != nil {
 		return err
 	}
-	if err := e.QP.Init(cfg.IBPort, verbs.AccessRW); err != nil {
-		return err
-	}
-
-	var psn [4]byte
-	_, _ = rand.Read(psn[:])
-	mine := binary.BigEndian.Uint32(psn[:]) & 0xffffff
+	mine := psns[0]
 	mr := e.MR()
 	gid16 := e.GID.Addr.To16()
 	local := oob.Endpoint{LID: e.Port.LID, GID: gid16, GIDIndex: e.GID.Index, QPN: e.QP.Num, PSN: mine,
@@ -527,6 +543,11 @@ func (e *End) setup() error {
 		Mem: string(e.Buf.Kind())}
 	for _, m := range e.MRs {
 		local.MRs = append(local.MRs, oob.RemoteMR{Path: m.Path, RKey: m.RKey, Addr: m.Addr, Len: uint64(m.Len)})
+	}
+	if e.nQPs > 1 {
+		for i, qp := range e.QPs {
+			local.QPNs, local.PSNs = append(local.QPNs, qp.Num), append(local.PSNs, psns[i])
+		}
 	}
 	if e.Peer, err = e.Sess.ExchangeEndpoint(local); err != nil {
 		return err
@@ -566,14 +587,23 @@ func (e *End) setup() error {
 	if e.Role == "server" {
 		e.Seed = peerSeed
 	}
-	r := verbs.Remote{QPN: e.Peer.QPN, PSN: e.Peer.PSN, LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
-		MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index}
-	copy(r.GID[:], e.Peer.GID)
-	if err := e.QP.RTR(r); err != nil {
-		return err
+	peerQPNs, peerPSNs := e.Peer.QPNs, e.Peer.PSNs
+	if len(peerQPNs) == 0 {
+		peerQPNs, peerPSNs = []uint32{e.Peer.QPN}, []uint32{e.Peer.PSN}
 	}
-	if err := e.QP.RTS(mine, e.RdAtom); err != nil {
-		return err
+	if len(peerQPNs) != len(e.QPs) {
+		return fmt.Errorf("the peer %s connects %d queue pairs, this host %d: set the same GDR_QPS on both", e.Sess.Peer(), len(peerQPNs), len(e.QPs))
+	}
+	for i, qp := range e.QPs {
+		r := verbs.Remote{QPN: peerQPNs[i], PSN: peerPSNs[i], LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
+			MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index}
+		copy(r.GID[:], e.Peer.GID)
+		if err := qp.RTR(r); err != nil {
+			return err
+		}
+		if err := qp.RTS(psns[i], e.RdAtom); err != nil {
+			return err
+		}
 	}
 	// Both QPs are RTS before anyone sends.
 	if err := e.Sess.Barrier("connected", 0); err != nil {
@@ -595,7 +625,14 @@ func (e *End) setup() error {
 	e.Attr("rd_atom", e.RdAtom)
 	if !e.loopback {
 		e.Attr("role", e.Role)
-		e.Attr("peer", e.Sess.Peer())
+		// The peer's host name when a cluster round names it (the
+		// isolation of bad nodes pairs results by host), else its address.
+		if e.Cfg.PeerName != "" {
+			e.Attr("peer", e.Cfg.PeerName)
+			e.Attr("peer_addr", e.Sess.Peer())
+		} else {
+			e.Attr("peer", e.Sess.Peer())
+		}
 		e.Attr("oob_auth", e.Sess.Security())
 	} else {
 		e.Attr("role", "loopback")

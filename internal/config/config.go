@@ -61,6 +61,7 @@ type Config struct {
 	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
 	Role       Role            // GDR_ROLE
 	Peer       string          // GDR_PEER: host:port of the server, for the client
+	PeerName   string          // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
 	Listen     string          // GDR_LISTEN: host:port the server listens on
 	Token      string          // GDR_TOKEN: shared secret for the out-of-band session
 	Timeout    time.Duration   // GDR_TIMEOUT: deadline for any wait on the peer or NIC
@@ -75,9 +76,32 @@ type Config struct {
 	// Thresholds; zero means "derive from the port rate on real NICs, or none".
 	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
 	MaxLatUS  float64 // GDR_MAX_LAT_US: p50 latency ceiling for small WRITEs
+	// MaxLatP99US and MaxLatP999US are GDR_MAX_LAT_P99_US and
+	// GDR_MAX_LAT_P999_US: tail ceilings (p99.9 judged only from 10000
+	// iterations on).
+	MaxLatP99US  float64
+	MaxLatP999US float64
+	// BWIters is GDR_BW_ITERS: WRs per bandwidth point (perftest's -n
+	// default is 5000), separate from GDR_ITERS (latency, data checks).
+	BWIters int
+	// TxDepth is GDR_TX_DEPTH: WRs in flight during bandwidth runs
+	// (perftest's -t, default 128).
+	TxDepth int
+	// QPs is GDR_QPS: queue pairs per bandwidth connection (perftest's
+	// -q); each posts GDR_BW_ITERS WRs, all at once.
+	QPs int
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
+	// MinConcurrentFraction is GDR_MIN_CONCURRENT_FRACTION: a GPU's pinned
+	// copy rate while every selected GPU copies at once, as a fraction of its
+	// rate alone (GPU-12/13).
+	MinConcurrentFraction float64
+	// MinP2PNVLinkFraction and MinP2PPCIeFraction are GDR_MIN_P2P_NVLINK_FRACTION
+	// and GDR_MIN_P2P_PCIE_FRACTION: GPU<->GPU peer copy bandwidth floors as a
+	// fraction of the link's theoretical rate per direction (GPU-15).
+	MinP2PNVLinkFraction float64
+	MinP2PPCIeFraction   float64
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -90,18 +114,34 @@ func Defaults() Config {
 		Timeout:         30 * time.Second,
 		MaxPath:         pathclass.PXB,
 		Iters:           1000,
+		BWIters:         5000,
+		TxDepth:         128,
+		QPs:             1,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
-		MR:              MRAuto,
+		// 0.8 sits between what two GPUs behind one uplink get at most
+		// (0.5 each) and what GPUs with uplinks of their own keep (0.9 and
+		// more, host memory being shared); see README.
+		MinConcurrentFraction: 0.8,
+		// 0.74 of NVLink 4's 450 GB/s (18 links) is 333 GB/s, just below the
+		// 335 GB/s Azure's node health checks require of every H200 pair
+		// (azurehpc-health-checks conf/nd96isr_h200_v5.conf: check_gpu_bw 48 335).
+		MinP2PNVLinkFraction: 0.74,
+		// A peer copy over PCIe crosses both GPUs' links with the same bytes
+		// a host copy carries: the same floor as GDR_MIN_COPY_FRACTION.
+		MinP2PPCIeFraction: 0.6,
+		MR:                 MRAuto,
 	}
 }
 
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
-	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
+	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_PEER_NAME", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
-	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES", "GDR_LEAK_CHECK",
+	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
+	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
+	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 }
 
 // Load reads the process environment.
@@ -199,6 +239,13 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			c.Peer = hp
 		}
 	}
+	if v, ok := get("GDR_PEER_NAME"); ok && v != "" {
+		if len(v) > 255 || strings.ContainsAny(v, " /\x00\t\n") {
+			bad("GDR_PEER_NAME", v, "a host name (at most 255 characters, no blanks or slashes)")
+		} else {
+			c.PeerName = v
+		}
+	}
 	if v, ok := get("GDR_LISTEN"); ok && v != "" {
 		hp, err := withPort(v)
 		if err != nil {
@@ -269,6 +316,30 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			c.Iters = n
 		}
 	}
+	if v, ok := get("GDR_BW_ITERS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10_000_000 {
+			bad("GDR_BW_ITERS", v, "a whole number from 1 to 10000000")
+		} else {
+			c.BWIters = n
+		}
+	}
+	if v, ok := get("GDR_TX_DEPTH"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 8192 {
+			bad("GDR_TX_DEPTH", v, "a whole number from 1 to 8192")
+		} else {
+			c.TxDepth = n
+		}
+	}
+	if v, ok := get("GDR_QPS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			bad("GDR_QPS", v, "a whole number from 1 to 64")
+		} else {
+			c.QPs = n
+		}
+	}
 	if v, ok := get("GDR_BW_SIZES"); ok && v != "" {
 		sizes, err := parseSizes(v)
 		if err != nil {
@@ -279,7 +350,12 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, "Gb/s, no unit", c.MinBWGbps, bad)
 	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, "microseconds, no unit", c.MaxLatUS, bad)
+	c.MaxLatP99US = parseFloat(get, "GDR_MAX_LAT_P99_US", 0, 1e9, "microseconds, no unit", c.MaxLatP99US, bad)
+	c.MaxLatP999US = parseFloat(get, "GDR_MAX_LAT_P999_US", 0, 1e9, "microseconds, no unit", c.MaxLatP999US, bad)
 	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, "a fraction: 0.6, not 60%", c.MinCopyFraction, bad)
+	c.MinConcurrentFraction = parseFloat(get, "GDR_MIN_CONCURRENT_FRACTION", 0, 1, "a fraction of the solo rate: 0.8, not 80%", c.MinConcurrentFraction, bad)
+	c.MinP2PNVLinkFraction = parseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
+	c.MinP2PPCIeFraction = parseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
 
 	if c.Role == Client && c.Peer == "" {
 		errs = append(errs, errors.New("GDR_ROLE=client needs GDR_PEER=host[:port] naming the server"))

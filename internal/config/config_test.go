@@ -31,6 +31,9 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, -1, c.GIDIndex)
 	assert.Equal(t, 1, c.IBPort)
 	assert.Equal(t, 30*time.Second, c.Timeout)
+	assert.Equal(t, 0.8, c.MinConcurrentFraction)
+	assert.Equal(t, 0.74, c.MinP2PNVLinkFraction)
+	assert.Equal(t, c.MinCopyFraction, c.MinP2PPCIeFraction, "PCIe peer copies have the host copies' floor")
 }
 
 func TestValidValues(t *testing.T) {
@@ -41,6 +44,7 @@ func TestValidValues(t *testing.T) {
 		"GDR_MAX_PATH", "phb", "GDR_ALLOW_IOMMU", "yes", "GDR_MEM", "GPU",
 		"GDR_ITERS", "50", "GDR_MIN_BW_GBPS", "90.5", "GDR_MAX_LAT_US", "5",
 		"GDR_MIN_COPY_FRACTION", "0.8", "GDR_TOKEN", "s3cret", "GDR_LISTEN", "127.0.0.1:9999",
+		"GDR_MIN_CONCURRENT_FRACTION", "0.5", "GDR_MIN_P2P_NVLINK_FRACTION", "0.9", "GDR_MIN_P2P_PCIE_FRACTION", "0.25",
 	))
 	require.NoError(t, err)
 	assert.True(t, c.Strict)
@@ -57,6 +61,9 @@ func TestValidValues(t *testing.T) {
 	assert.Equal(t, 50, c.Iters)
 	assert.InDelta(t, 90.5, c.MinBWGbps, 1e-9)
 	assert.InDelta(t, 0.8, c.MinCopyFraction, 1e-9)
+	assert.InDelta(t, 0.5, c.MinConcurrentFraction, 1e-9)
+	assert.InDelta(t, 0.9, c.MinP2PNVLinkFraction, 1e-9)
+	assert.InDelta(t, 0.25, c.MinP2PPCIeFraction, 1e-9)
 
 	c, err = Parse(env("GDR_TIMEOUT", "1.5", "GDR_GPU", "1", "GDR_PEER", "[fd00::1]:7000", "GDR_ROLE", "client", "GDR_GID_INDEX", "auto"))
 	require.NoError(t, err)
@@ -87,6 +94,9 @@ func TestBadValuesNameVariableAndValue(t *testing.T) {
 		{"GDR_ITERS", "-5", "whole number"},
 		{"GDR_MIN_BW_GBPS", "fast", "number"},
 		{"GDR_MIN_COPY_FRACTION", "1.5", "0 to 1"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "-0.1", "0 to 1"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "335", "0 to 1"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "half", "0 to 1"},
 		{"GDR_MAX_LAT_US", "NaN", "number"},
 		{"GDR_BW_SIZES", "64k,,1m", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "0", "comma-separated message sizes"},
@@ -261,6 +271,21 @@ func TestMalformedValues(t *testing.T) {
 		{"GDR_ITERS", "wrong unit", "1k", "whole number"},
 		{"GDR_ITERS", "garbage", "-5", "whole number"},
 		{"GDR_ITERS", "huge", huge, "whole number"},
+		{"GDR_BW_ITERS", "out of range", "0", "1 to 10000000"},
+		{"GDR_BW_ITERS", "wrong unit", "5k", "whole number"},
+		{"GDR_BW_ITERS", "huge", huge, "whole number"},
+		{"GDR_TX_DEPTH", "out of range", "9000", "1 to 8192"},
+		{"GDR_TX_DEPTH", "garbage", "deep", "whole number"},
+		{"GDR_TX_DEPTH", "huge", huge, "whole number"},
+		{"GDR_QPS", "out of range", "65", "1 to 64"},
+		{"GDR_QPS", "garbage", "many", "whole number"},
+		{"GDR_QPS", "huge", huge, "whole number"},
+		{"GDR_PEER_NAME", "garbage", "a b", "a host name"},
+		{"GDR_PEER_NAME", "huge", hugeText, "a host name"},
+		{"GDR_MAX_LAT_P99_US", "wrong unit", "5us", "microseconds, no unit"},
+		{"GDR_MAX_LAT_P99_US", "huge", huge, "microseconds"},
+		{"GDR_MAX_LAT_P999_US", "out of range", "-1", "microseconds"},
+		{"GDR_MAX_LAT_P999_US", "huge", huge, "microseconds"},
 		{"GDR_MIN_BW_GBPS", "out of range", "-1", "0 to 1e+06"},
 		{"GDR_MIN_BW_GBPS", "out of range", "Inf", "0 to 1e+06"},
 		{"GDR_MIN_BW_GBPS", "wrong unit", "100Gb/s", "Gb/s, no unit"},
@@ -273,6 +298,15 @@ func TestMalformedValues(t *testing.T) {
 		{"GDR_MIN_COPY_FRACTION", "wrong unit", "60%", "0.6, not 60%"},
 		{"GDR_MIN_COPY_FRACTION", "out of range", "1.5", "0 to 1"},
 		{"GDR_MIN_COPY_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "wrong unit", "80%", "0.8, not 80%"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "out of range", "-0.1", "0 to 1"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "wrong unit", "333", "0.74, not 333 GB/s"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "garbage", "most", "0 to 1"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "wrong unit", "60%", "0.6, not 60%"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "out of range", "2", "0 to 1"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "huge", huge, "0 to 1"},
 		{"GDR_BW_SIZES", "wrong unit", "64KB", `size "64kb" is not a number of bytes`},
 		{"GDR_BW_SIZES", "wrong unit", "1g", "k/m suffixes"},
 		{"GDR_BW_SIZES", "out of range", "0", `size "0" is out of range`},

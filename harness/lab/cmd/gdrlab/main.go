@@ -50,7 +50,7 @@ func hostMain() error {
 	var o lab.Options
 	var pkgs, extra string
 	fs.StringVar(&o.Mode, "mode", env("LAB_MODE", lab.ModeLab), "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest) or faults (the fault matrix)")
-	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/..."), "package patterns, space separated (LAB_PKGS)")
+	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/... ./harness/verbs"), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
 	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
