@@ -82,7 +82,7 @@ func FaultCases() []FaultCase {
 				{At: 15 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "up"}}}},
 			MustFail: true, Causes: peerGone + `|GID|budget`, Need: map[string]string{"client": `DOWN|link went down`}, Recover: true},
 		{Name: "linkdown", Expected: "client eth0 down for good mid-run: every later test fails within GDR_TIMEOUT+margin, the client naming its port DOWN, the server its vanished peer",
-			Run:      "TestPP0[2-6]",
+			Run:      "TestPP0[2-8]",
 			Faults:   map[string][]Fault{"client": {{At: 8 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "down"}}}},
 			MustFail: true, Causes: peerGone, Need: map[string]string{"client": `DOWN`, "server": `peer vanished|no valid peer|closed the connection|peer failed`}},
 		{Name: "kill", Expected: "client VM killed mid-run: the server fails within GDR_TIMEOUT+margin of the kill, naming the peer",

@@ -28,6 +28,13 @@ func main() {
 	}
 }
 
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // atoiOr reads a whole number, -1 for anything else (rejected later).
 func atoiOr(s string) int {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -114,6 +121,9 @@ func hostMain() error {
 	o.Loopback = *loop
 	o.EmulatedGPU = *emu
 	o.Pkgs = strings.Fields(pkgs)
+	if o.Mode == lab.ModeFaults && os.Getenv("LAB_PKGS") == "" && !flagSet(fs, "pkgs") {
+		o.Pkgs = []string{"./" + lab.PingpongPkg} // the matrix runs pingpong only
+	}
 	o.Env = strings.Fields(extra)
 	for _, e := range o.Env {
 		if !strings.HasPrefix(e, "GDR_") || !strings.Contains(e, "=") {
