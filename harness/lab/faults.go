@@ -127,25 +127,53 @@ type caseRun struct {
 // hostTests are one host's tests with their own failure text.
 type hostTest struct {
 	*TestResult
-	leaf bool
-	self float64 // seconds spent in the test itself, not in its subtests
-	msg  string  // its own output without go test's framing
+	leaf       bool
+	self       float64 // seconds spent in the test itself, not in its subtests
+	msg        string  // its own output without go test's framing
+	childFails bool    // a subtest failed (which carries the cause)
 }
 
+// hostTests folds a suite into tests that know their subtests. A subtest's
+// parent is the longest other test name it extends ("/" in t.Run names
+// makes one level look like several: rail0/WRITE/4096 is a child of rail0).
 func hostTests(s *Suite) []hostTest {
 	ts := s.Tests()
-	out := make([]hostTest, 0, len(ts))
+	out := make([]hostTest, len(ts))
+	idx := map[string]int{}
+	for i, t := range ts {
+		out[i] = hostTest{TestResult: t, leaf: true, self: t.Elapsed, msg: ownText(t.Output.String())}
+		idx[t.Name] = i
+	}
 	for _, t := range ts {
-		ht := hostTest{TestResult: t, leaf: true, self: t.Elapsed, msg: ownText(t.Output.String())}
-		for _, u := range ts {
-			if rest, ok := strings.CutPrefix(u.Name, t.Name+"/"); ok {
-				ht.leaf = false
-				if !strings.Contains(rest, "/") {
-					ht.self -= u.Elapsed
+		name := t.Name
+		for {
+			j := strings.LastIndexByte(name, '/')
+			if j < 0 {
+				break
+			}
+			name = name[:j]
+			if p, ok := idx[name]; ok {
+				out[p].leaf = false
+				out[p].self -= t.Elapsed
+				if t.Action == "fail" || t.Action == "" {
+					out[p].childFails = true
 				}
+				break
 			}
 		}
-		out = append(out, ht)
+	}
+	// A failed subtest fails every ancestor: mark them all.
+	for i := range out {
+		if !out[i].childFails {
+			continue
+		}
+		name := out[i].Name
+		for j := strings.LastIndexByte(name, '/'); j >= 0; j = strings.LastIndexByte(name, '/') {
+			name = name[:j]
+			if p, ok := idx[name]; ok {
+				out[p].childFails = true
+			}
+		}
 	}
 	return out
 }
@@ -212,7 +240,7 @@ func Judge(c FaultCase, cr caseRun) CaseResult {
 					problems = append(problems, fmt.Sprintf("%s: %s never reached a verdict", s.Role, t.Name))
 					continue
 				}
-				if t.msg == "" && !t.leaf {
+				if !t.leaf && (t.msg == "" || t.childFails) {
 					continue // fails for its subtests, which carry the cause
 				}
 				took := t.self

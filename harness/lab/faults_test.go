@@ -174,3 +174,30 @@ func TestSelectCasesAndJobs(t *testing.T) {
 	assert.Equal(t, []string{"/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "netem", "loss", "10%"}, loss[1].Steps[0].Faults[0].Argv)
 	assert.Empty(t, loss[0].Steps[0].Faults, "faults are planted in the client only")
 }
+
+// A parent whose subtest failed is not judged itself (its log lines are not
+// its cause), and its own time excludes its subtests even when their names
+// hold a "/".
+func TestHostTestsTree(t *testing.T) {
+	s := host("server",
+		[4]string{"TestPP08Bandwidth/rail0/WRITE/4096", "pass", "2", ""},
+		[4]string{"TestPP08Bandwidth/rail0/WRITE-BIDIR/1048576", "fail", "30", "no completion within 20s"},
+		[4]string{"TestPP08Bandwidth/rail0", "fail", "40", "oob: rejected connection from 198.18.0.2:1: was still in its handshake"},
+		[4]string{"TestPP08Bandwidth", "fail", "41", ""})
+	ts := hostTests(s)
+	byName := map[string]hostTest{}
+	for _, x := range ts {
+		byName[x.Name] = x
+	}
+	rail := byName["TestPP08Bandwidth/rail0"]
+	assert.False(t, rail.leaf)
+	assert.InDelta(t, 8.0, rail.self, 1e-9)
+	assert.True(t, rail.childFails)
+	assert.True(t, byName["TestPP08Bandwidth"].childFails)
+	assert.InDelta(t, 1.0, byName["TestPP08Bandwidth"].self, 1e-9)
+
+	c := caseNamed(t, "loss-10pct")
+	r := Judge(c, caseRun{timeout: 20 * time.Second, suites: []*Suite{s}})
+	assert.NotContains(t, strings.Join(r.Problems, "\n"), "TestPP08Bandwidth/rail0 failed without naming")
+	assert.Equal(t, 30.0, r.Seconds)
+}
