@@ -635,7 +635,7 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 			stop := e.Sess.Heartbeat() // the peer waits on the session meanwhile
 			el, err := bwAllQPs(e, verbs.BWArgs{Op: sp.op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
 				RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td),
-				Warmup: min(td, iters/10), Timeout: e.Timeout()})
+				Warmup: min(td, iters/10), Timeout: bwStall(e, td, size)})
 			stop()
 			if err != nil {
 				return err
@@ -721,6 +721,14 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 	rc.Report(t, ends)
 	t.Logf("%s %d B: %.3f Gb/s (%s)", sp.name, size, gbps, thrWhy)
 	return gbps, threshold, thrWhy
+}
+
+// bwStall is the longest a bandwidth run may go without a completion:
+// GDR_TIMEOUT plus the data between two completions (one signaled WR in
+// cqMod) at rc's pessimistic rate. On a lossy or loaded link 100 WRs of
+// 1 MiB take far longer than a small message's round trip.
+func bwStall(e *rc.End, td, size int) time.Duration {
+	return e.WaitBudget(int64(min(cqMod, td)) * int64(size))
 }
 
 // bwAllQPs runs a bandwidth loop on every queue pair of e at once, each on

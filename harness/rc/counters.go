@@ -21,13 +21,15 @@ func portCounters(root *hostfs.Root, dev string, port int) (map[string]uint64, e
 	base := fmt.Sprintf("/sys/class/infiniband/%s/ports/%d", dev, port)
 	out := map[string]uint64{}
 	found := false
+	var errs []error
 	for _, sub := range []string{"counters", "hw_counters"} {
 		names, err := root.ReadDir(base + "/" + sub)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			errs = append(errs, err) // the other directory may still be readable
+			continue
 		}
 		found = true
 		for _, n := range names {
@@ -44,6 +46,9 @@ func portCounters(root *hostfs.Root, dev string, port int) (map[string]uint64, e
 		}
 	}
 	if !found {
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
 		return nil, fmt.Errorf("%s has neither counters/ nor hw_counters/", base)
 	}
 	return out, nil

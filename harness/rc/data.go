@@ -30,12 +30,16 @@ func (e *End) FillPatternAt(off, size int, seed uint64) error {
 // CheckBufAt reads back offset off + size bytes + a guard and checks the
 // pattern for seed at off, with poison in front (nothing written before the
 // start) and behind (nothing past the length).
-func (e *End) CheckBufAt(off, size int, seed uint64) error { return e.checkRegion(off, size, seed, true) }
+func (e *End) CheckBufAt(off, size int, seed uint64) error {
+	return e.checkRegion(off, size, seed, true)
+}
 
 // CheckRegion is CheckBufAt for a region whose front is not poison (the
 // bidirectional bandwidth run sends from the first half of the buffer and
 // receives into the second): the pattern and the guard behind it.
-func (e *End) CheckRegion(off, size int, seed uint64) error { return e.checkRegion(off, size, seed, false) }
+func (e *End) CheckRegion(off, size int, seed uint64) error {
+	return e.checkRegion(off, size, seed, false)
+}
 
 func (e *End) checkRegion(off, size int, seed uint64, front bool) error {
 	got := make([]byte, min(off+size+64, e.Buf.Len()))

@@ -150,6 +150,9 @@ func (e *End) evidence() string {
 			parts = append(parts, p+" now: the link went down during the test; "+portDownRemedy)
 		}
 	}
+	if e.counters0 == nil && e.countersErr != nil {
+		parts = append(parts, "the NIC's counters could not be read at the connection: "+e.countersErr.Error())
+	}
 	if e.counters0 != nil {
 		now, err := portCounters(e.Root, e.Dev, e.Cfg.IBPort)
 		if err == nil {

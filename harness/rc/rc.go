@@ -135,8 +135,9 @@ type End struct {
 	budget budget.Budget
 	// counters0 is the port's counters when the QP reached RTS, so a stall
 	// can say what the NIC saw since (retransmits, sequence errors).
-	counters0  map[string]uint64
-	countersAt time.Time
+	counters0   map[string]uint64
+	countersAt  time.Time
+	countersErr error // why counters0 is nil
 
 	mu    sync.Mutex
 	attrs [][2]any
@@ -611,6 +612,10 @@ func (e *End) setup() error {
 	}
 	if c, err := portCounters(e.Root, e.Dev, cfg.IBPort); err == nil {
 		e.counters0, e.countersAt = c, time.Now()
+		e.Attr("nic_counters", fmt.Sprintf("%d read at the connection (a stall reports their rise)", len(c)))
+	} else {
+		e.countersErr = err
+		e.Attr("nic_counters", "unreadable: "+err.Error())
 	}
 	e.Attr("nic", e.Dev)
 	e.Attr("mem", membuf.Label(e.Buf))
