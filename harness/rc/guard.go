@@ -117,13 +117,15 @@ const portDownRemedy = "bring the link up (cable, switch port, `ip link set <net
 
 // stalled adds what the NIC saw to a transfer that stalled or completed in
 // error: the port's state now, and its counters since the connection, in
-// place of verbs' generic guess at a cause. It reports whether it changed err.
-func (e *End) stalled(err error) bool {
+// place of verbs' generic guess at a cause. Wrappers up the chain formatted
+// their text already (fmt.Errorf), so the returned error carries the whole
+// message again with the verbs error's part replaced; it unwraps to err.
+func (e *End) stalled(err error) error {
 	var te *verbs.TimeoutError
 	var we *verbs.WCError
 	isT, isW := errors.As(err, &te), errors.As(err, &we)
 	if !isT && !isW {
-		return false
+		return err
 	}
 	var ev string
 	if e.budget.Has() && !time.Now().Before(e.budget.End()) {
@@ -132,15 +134,29 @@ func (e *End) stalled(err error) bool {
 		ev = e.evidence()
 	}
 	if ev == "" {
-		return false
+		return err
 	}
+	var inner error = we
+	if isT {
+		inner = te
+	}
+	before := inner.Error()
 	if isT {
 		te.Evidence = ev
 	} else {
 		we.Evidence = ev
 	}
-	return true
+	return &evidenced{msg: strings.Replace(err.Error(), before, inner.Error(), 1), err: err}
 }
+
+// evidenced is an error chain whose text was written again with evidence.
+type evidenced struct {
+	msg string
+	err error
+}
+
+func (e *evidenced) Error() string { return e.msg }
+func (e *evidenced) Unwrap() error { return e.err }
 
 // evidence is the NIC's account of a stall ("" when it has none to give).
 func (e *End) evidence() string {

@@ -4,6 +4,7 @@ package rc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,8 +71,12 @@ func TestStallEvidence(t *testing.T) {
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "900", "rcvd_pkts": "300",
 		"completer_retry_err": "12", "rcvd_seq_err": "3", "retry_exceeded_err": "1", "link_downed": "0", "duplicate_request": "0"})
 	we := &verbs.WCError{WC: verbs.WC{Status: 12}, What: "RDMA WRITE"}
-	require.True(t, e.stalled(we))
-	msg := we.Error()
+	// Wrapped as pingpong wraps it: the outer text was formatted already.
+	wrapped := fmt.Errorf("queue pair 0 of 1: %w", we)
+	got := e.stalled(wrapped)
+	assert.ErrorIs(t, got, wrapped)
+	msg := got.Error()
+	assert.True(t, strings.HasPrefix(msg, "queue pair 0 of 1: RDMA WRITE: work completion error"), msg)
 	assert.Contains(t, msg, "retry exceeded: the NIC gave up after its retransmissions (retry_exceeded_err +1)")
 	assert.Contains(t, msg, "rxe0 port 1 counters since the connection")
 	assert.Contains(t, msg, "completer_retry_err +12, rcvd_pkts +210, rcvd_seq_err +3, retry_exceeded_err +1, sent_pkts +800")
@@ -81,7 +86,7 @@ func TestStallEvidence(t *testing.T) {
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "900", "rcvd_pkts": "300",
 		"completer_retry_err": "5", "rcvd_seq_err": "0", "retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "2"})
 	te := &verbs.TimeoutError{What: "RDMA READ", Timeout: time.Second}
-	require.True(t, e.stalled(te))
+	require.NotEqual(t, te, e.stalled(te))
 	assert.Contains(t, te.Error(), "packets were lost or late and the NIC retransmitted (completer_retry_err +5, duplicate_request +2)")
 	assert.NotContains(t, te.Error(), "GDR_TIMEOUT is too short")
 
@@ -89,18 +94,19 @@ func TestStallEvidence(t *testing.T) {
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "140", "rcvd_pkts": "90",
 		"completer_retry_err": "0", "rcvd_seq_err": "0", "retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "0"})
 	te = &verbs.TimeoutError{What: "RDMA WRITE", Timeout: time.Second}
-	require.True(t, e.stalled(te))
+	require.NotEqual(t, te, e.stalled(te))
 	assert.Contains(t, te.Error(), "sent 40 packets since the connection and received none: the peer is unreachable or gone")
 
 	// The local link went down: named first.
 	e.Root = rxeTree(t, "1: DOWN", "3: Disabled", "down", before)
 	we = &verbs.WCError{WC: verbs.WC{Status: 4}, What: "RDMA WRITE"}
-	require.True(t, e.stalled(we))
+	require.NotEqual(t, we, e.stalled(we))
 	assert.True(t, strings.HasPrefix(we.Evidence, "rxe0 port 1 is DOWN, not ACTIVE (physical state Disabled); netdev eth0 is down now: the link went down"), we.Evidence)
 	assert.Contains(t, we.Evidence, "none rose")
 
 	// Other errors are left alone.
-	assert.False(t, e.stalled(errors.New("not a transfer")))
+	other := errors.New("not a transfer")
+	assert.Equal(t, other, e.stalled(other))
 }
 
 func TestConnectError(t *testing.T) {
