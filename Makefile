@@ -109,7 +109,12 @@ lab-bench: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode bench
 lab-kill: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode kill
-.PHONY: lab-kill FORCE
+# The fault matrix (loss, delay, link down, kill, token, mismatch, stray,
+# hostile, load), fresh VMs per case: reports/lab-faults/faults.json.
+#   make lab-faults LAB_FAULTS=loss-1pct,token
+lab-faults: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode faults
+.PHONY: lab-kill lab-faults FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

@@ -81,15 +81,15 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 		t.Run(string(k), func(t *testing.T) {
 			testenv.Req(t, "PP-09")
 			t.Cleanup(func() { r.skipped = t.Skipped() })
-			ends := connect(t, nil, bufSize, forced(k), absent)
-			r.mem = memLabel(ends)
+			sh := share(t, nil, bufSize, forced(k), absent)
+			r.mem = memLabel(sh.First())
 			ok := t.Run("WRITE-data", func(t *testing.T) {
 				testenv.Req(t, "PP-09")
-				verifyAll(t, ends, writeCheck)
+				verifyAll(t, sh.Ends(t), writeCheck)
 			})
 			ok = t.Run(fmt.Sprintf("WRITE-bw/%d", size), func(t *testing.T) {
 				testenv.Req(t, "PP-09")
-				gbps, _, thrWhy := measureBW(t, ends, verbs.OpWrite, "WRITE", size, true)
+				gbps, _, thrWhy := measureBW(t, sh.Ends(t), verbs.OpWrite, "WRITE", size, true)
 				testenv.Attr(t, "threshold", "reported only (PP-08 holds the floor; here: "+thrWhy+")")
 				r.gbps = gbps
 			}) && ok
@@ -97,7 +97,7 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 				testenv.Req(t, "PP-09")
 				// Both halves wait on WRITE_WITH_IMM completions: the CPU
 				// cannot poll GPU memory, and one method keeps the ratio fair.
-				lat, _, _ := latency(t, ends, true)
+				lat, _, _ := latency(t, sh.Ends(t), true)
 				testenv.Attr(t, "threshold", "reported only (PP-07 holds the ceiling)")
 				r.p50us = stats.US(lat.P50)
 			}) && ok

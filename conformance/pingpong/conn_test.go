@@ -26,6 +26,14 @@ func connect(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip stri
 	return rc.Connect(t, connOptions(t, r, bufSize, alloc, skip))
 }
 
+// share is connect for a test whose subtests run on one connection in turn
+// (rc.Shared): a subtest that fails makes the next one connect afresh
+// instead of failing on what it left behind.
+func share(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string) *rc.Shared {
+	t.Helper()
+	return rc.Share(t, connOptions(t, r, bufSize, alloc, skip))
+}
+
 func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string) rc.Options {
 	cfg := testenv.Config(t)
 	if alloc == nil {

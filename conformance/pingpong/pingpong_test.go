@@ -91,11 +91,11 @@ func connectCheck(t *testing.T, r *rails.Rail) {
 			if err := e.QP.PostSend(verbs.SendWR{ID: 1, Op: verbs.OpSend, Signaled: true}); err != nil {
 				return err
 			}
-			if _, err := e.SCQ.Wait(1, "zero-length SEND", e.Cfg.Timeout); err != nil {
+			if _, err := e.SCQ.Wait(1, "zero-length SEND", e.Timeout()); err != nil {
 				return err
 			}
 		} else {
-			wc, err := e.RCQ.Wait(1, "receive of the zero-length SEND", e.Cfg.Timeout)
+			wc, err := e.RCQ.Wait(1, "receive of the zero-length SEND", e.Timeout())
 			if err != nil {
 				return err
 			}
@@ -364,10 +364,10 @@ func TestPP06SendRecv(t *testing.T) {
 func TestPP07Latency(t *testing.T) { perRail(t, "PP-07", latencyCheck) }
 
 func latencyCheck(t *testing.T, r *rails.Rail) {
-	ends := connect(t, r, 2*latRegion, nil, "")
+	sh := share(t, r, 2*latRegion, nil, "")
 	t.Run("WRITE/"+strconv.Itoa(latSize), func(t *testing.T) {
 		testenv.Req(t, "PP-07")
-		lat, threshold, thrWhy := latency(t, ends, false)
+		lat, threshold, thrWhy := latency(t, sh.Ends(t), false)
 		testenv.Attr(t, "threshold", thrWhy)
 		if threshold <= 0 {
 			return
@@ -422,7 +422,7 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		err := e.OnNICCPUs(func() (err error) {
 			stamps, err = e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
 				PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
-				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Cfg.Timeout})
+				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Timeout()})
 			return err
 		})
 		if err != nil {
@@ -496,13 +496,13 @@ func bandwidthSweep(t *testing.T, r *rails.Rail) {
 	maxSize := maxBWSize(cfg.BWSizes)
 	o := connOptions(t, r, 2*maxSize, nil, "") // bidirectional runs use both halves
 	o.QPs = cfg.QPs
-	ends := rc.Connect(t, o)
+	sh := rc.Share(t, o)
 	for _, op := range []verbs.Opcode{verbs.OpWrite, verbs.OpRead} {
 		name := map[verbs.Opcode]string{verbs.OpWrite: "WRITE", verbs.OpRead: "READ"}[op]
 		for _, size := range cfg.BWSizes {
 			t.Run(fmt.Sprintf("%s/%d", name, size), func(t *testing.T) {
 				testenv.Req(t, "PP-08")
-				bandwidth(t, ends, op, name, size, size == maxSize, func(gbps float64) {
+				bandwidth(t, sh.Ends(t), op, name, size, size == maxSize, func(gbps float64) {
 					if op == verbs.OpWrite && size == maxSize {
 						soloBW.Store(r.Index, gbps) // PP-10 compares all rails at once with this
 					}
@@ -514,7 +514,7 @@ func bandwidthSweep(t *testing.T, r *rails.Rail) {
 	// carries twice its rate.
 	t.Run(fmt.Sprintf("WRITE-BIDIR/%d", maxSize), func(t *testing.T) {
 		testenv.Req(t, "PP-08")
-		gbps, threshold, thrWhy := runBW(t, ends, bwSpec{op: verbs.OpWrite, name: "WRITE-BIDIR", size: maxSize, largest: true, bidir: true})
+		gbps, threshold, thrWhy := runBW(t, sh.Ends(t), bwSpec{op: verbs.OpWrite, name: "WRITE-BIDIR", size: maxSize, largest: true, bidir: true})
 		judgeBW(t, "WRITE-BIDIR", maxSize, gbps, threshold, thrWhy)
 	})
 }
@@ -635,7 +635,7 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 			stop := e.Sess.Heartbeat() // the peer waits on the session meanwhile
 			el, err := bwAllQPs(e, verbs.BWArgs{Op: sp.op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
 				RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td),
-				Warmup: min(td, iters/10), Timeout: e.Cfg.Timeout})
+				Warmup: min(td, iters/10), Timeout: bwStall(e, td, size)})
 			stop()
 			if err != nil {
 				return err
@@ -721,6 +721,14 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 	rc.Report(t, ends)
 	t.Logf("%s %d B: %.3f Gb/s (%s)", sp.name, size, gbps, thrWhy)
 	return gbps, threshold, thrWhy
+}
+
+// bwStall is the longest a bandwidth run may go without a completion:
+// GDR_TIMEOUT plus the data between two completions (one signaled WR in
+// cqMod) at rc's pessimistic rate. On a lossy or loaded link 100 WRs of
+// 1 MiB take far longer than a small message's round trip.
+func bwStall(e *rc.End, td, size int) time.Duration {
+	return e.WaitBudget(int64(min(cqMod, td)) * int64(size))
 }
 
 // bwAllQPs runs a bandwidth loop on every queue pair of e at once, each on

@@ -72,13 +72,19 @@ func (g *guest) main() error {
 	g.rec = NewRecordWriter(out)
 
 	cmdline, _ := os.ReadFile("/proc/cmdline")
-	role := ""
+	role, key := "", ""
 	for _, f := range strings.Fields(string(cmdline)) {
 		if v, ok := strings.CutPrefix(f, "lab.role="); ok {
 			role = v
 		}
+		if v, ok := strings.CutPrefix(f, "lab.job="); ok {
+			key = v // one of several jobs in the image (lab-faults)
+		}
 	}
-	b, err := os.ReadFile("/lab/job-" + role + ".json")
+	if key == "" {
+		key = role
+	}
+	b, err := os.ReadFile("/lab/job-" + key + ".json")
 	if err != nil {
 		return fmt.Errorf("job for lab.role=%q: %w", role, err)
 	}
@@ -276,7 +282,9 @@ func (g *guest) runStep(st Step) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
+	stop := g.startFaults(st)
 	err := cmd.Run()
+	stop()
 	if ctx.Err() == context.DeadlineExceeded {
 		end.RC, end.Err = -1, fmt.Sprintf("killed after the step's limit of %v", st.Timeout)
 		return

@@ -15,7 +15,8 @@ import (
 // API for "crc32" instead of declaring a dependency. rdma_ucm (and with it
 // rdma_cm, /dev/infiniband/rdma_cm) is there because real hosts load it and
 // the install checks ask for it.
-var ModuleRoots = []string{"crc32_generic", "rdma_rxe", "rdma_ucm", "virtio_pci", "virtio_net"}
+// sch_netem is the qdisc make lab-faults plants packet loss and delay with.
+var ModuleRoots = []string{"crc32_generic", "rdma_rxe", "rdma_ucm", "virtio_pci", "virtio_net", "sch_netem"}
 
 // Tools are the binaries copied from the unpacked packages into the image
 // (guest path -> candidate paths inside Parts.Root).
@@ -23,6 +24,7 @@ var Tools = map[string][]string{
 	"/bin/busybox":              {"bin/busybox", "usr/bin/busybox"},
 	"/usr/sbin/ip":              {"sbin/ip", "bin/ip", "usr/sbin/ip", "usr/bin/ip"},
 	"/usr/bin/rdma":             {"usr/bin/rdma", "sbin/rdma", "bin/rdma"},
+	"/usr/sbin/tc":              {"sbin/tc", "usr/sbin/tc", "bin/tc"},
 	"/usr/bin/ibv_devinfo":      {"usr/bin/ibv_devinfo"},
 	"/usr/bin/ibv_devices":      {"usr/bin/ibv_devices"},
 	"/usr/bin/ibv_rc_pingpong":  {"usr/bin/ibv_rc_pingpong"},

@@ -31,6 +31,8 @@ type Step struct {
 	Timeout time.Duration `json:"timeout"` // the step is killed after this
 	Barrier bool          `json:"barrier"` // meet the peer VM before starting
 	Delay   time.Duration `json:"delay"`   // sleep after the barrier (a client waiting for a server to listen)
+	// Faults are what the agent does to its VM meanwhile (lab-faults).
+	Faults []Fault `json:"faults,omitempty"`
 }
 
 // Job is what one VM runs, in order, after its network and rxe0 are up.
@@ -41,6 +43,10 @@ type Job struct {
 	Modules []string      `json:"modules"`
 	Setup   time.Duration `json:"setup"` // deadline for modules, network and rxe0 ACTIVE
 	Steps   []Step        `json:"steps"`
+	// Key names the job in an image that holds several (lab-faults: one
+	// pair per case), chosen by lab.job= on the kernel command line; "" is
+	// Role's job.
+	Key string `json:"key,omitempty"`
 }
 
 // Record types written by the guest on its result port (ttyS1), one per

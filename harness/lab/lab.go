@@ -29,6 +29,7 @@ const (
 	ModeLab   = "lab"   // the whole suite on both hosts and in loopback
 	ModeKill  = "kill"  // kill the client mid-run; the server must fail naming the peer
 	ModeBench = "bench" // our bandwidth/latency tests against perftest
+	// ModeFaults (faults.go) is the fault matrix.
 )
 
 // PingpongPkg is the package the lab exists to prove.
@@ -60,6 +61,11 @@ type Options struct {
 	EmulatedGPU bool
 	Accel       string
 	Out         io.Writer
+	// Load is how many busy loops run on the host beside the VMs for the
+	// whole run (LAB_LOAD; a loaded CI machine).
+	Load int
+	// Faults selects cases of the fault matrix by name (ModeFaults; nil = all).
+	Faults []string
 }
 
 type runner struct {
@@ -68,6 +74,7 @@ type runner struct {
 	dir    string // .cache/lab/run
 	apt    aptState
 	kernel string // the VMs' kernel, for the report's host identity
+	kill   bool   // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -102,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 	// Old results must not pass for new ones; remove only what the lab
 	// writes, since LAB_REPORTS may name a folder shared with other reports.
 	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log", "summary.*", "report.html",
-		"server*/*.json", "client*/*.json", "loopback*/*.json"} {
+		"server*/*.json", "client*/*.json", "loopback*/*.json", "faults.json", "*/*_pingpong.json", "*/*.console.log"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -126,6 +133,14 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Load > 0 {
+		stop := startLoad(o.Load, r.logf)
+		defer stop()
+	}
+	if o.Mode == ModeFaults {
+		return r.runFaults(ctx, qemu, parts, pkgs, agent)
+	}
+	r.kill = o.Mode == ModeKill
 	plan, err := r.plan(pkgs)
 	if err != nil {
 		return err
@@ -362,7 +377,7 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 	case ModeBench:
 		r.benchPlan(pp, &server, &client) // bench.go: ours and perftest interleaved
 	default:
-		return nil, fmt.Errorf("unknown lab mode %q (lab, kill, bench)", o.Mode)
+		return nil, fmt.Errorf("unknown lab mode %q (lab, kill, bench, faults)", o.Mode)
 	}
 	return []Job{server, client}, nil
 }
@@ -395,8 +410,12 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 			netopt = fmt.Sprintf("connect=127.0.0.1:%d", port)
 			mac = "52:54:00:12:34:02"
 		}
+		var cmdline string
+		if j.Key != "" {
+			cmdline = "lab.job=" + j.Key
+		}
 		vm, err := StartVM(VMConfig{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role,
-			Net: netopt, MAC: mac, Accel: r.o.Accel})
+			Net: netopt, MAC: mac, Accel: r.o.Accel, Cmdline: cmdline})
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -432,7 +451,7 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 					r.logf("%-6s %-28s %6.1fs  %s", role, s.Step.ID, s.End.Duration.Seconds(), status)
 				}
 			}
-			if r.o.Mode == ModeKill && role == "client" && vr.killed == "" {
+			if r.kill && role == "client" && vr.killed == "" {
 				if st := res.Step("2h:" + PingpongPkg); st != nil && st.End == nil {
 					if vr.killAt.IsZero() {
 						vr.killAt = time.Now().Add(r.o.KillAfter)

@@ -132,6 +132,7 @@ var debianGraph = map[string][]string{
 	"virtio_pci":            {"virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_ring", "virtio"},
 	"virtio_pci_modern_dev": nil, "virtio_pci_legacy_dev": nil, "virtio_ring": nil, "virtio": {"virtio_ring"},
 	"virtio_net": {"net_failover", "virtio_ring", "virtio"}, "net_failover": {"failover"}, "failover": nil,
+	"sch_netem": nil,
 }
 
 func TestLoadOrder(t *testing.T) {

@@ -22,6 +22,7 @@ var Packages = []string{
 	"libibverbs1", "ibverbs-providers", "librdmacm1", "libnl-3-200", "libnl-route-3-200",
 	"iproute2", "libbpf1", "libelf1", "libmnl0", "libcap2", "libbsd0", "libmd0", "zlib1g",
 	"ibverbs-utils", "perftest", "libpci3", "libudev1", "libibumad3",
+	"libxtables12", // iproute2's tc links it (lab-faults plants loss and delay with tc netem)
 }
 
 // KernelMeta is the Debian meta package whose dependency names the kernel.

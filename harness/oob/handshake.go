@@ -267,7 +267,7 @@ type acceptOutcome struct {
 func (l *Listener) Accept() (*Session, error) {
 	defer l.Close()
 	to := l.opt.timeout()
-	deadline := time.Now().Add(to)
+	deadline, cut := l.opt.until(time.Now().Add(to))
 	if tl, ok := l.ln.(*net.TCPListener); ok {
 		_ = tl.SetDeadline(deadline)
 	}
@@ -362,6 +362,13 @@ func (l *Listener) Accept() (*Session, error) {
 		return out.s, out.err
 	}
 	if isTimeout(aerr) {
+		if cut {
+			e := l.opt.budgetError(l.Addr(), "accepting the peer")
+			if rej := l.Rejected(); len(rej) > 0 {
+				e.Msg += fmt.Sprintf(" (turned away %d connection(s) meanwhile, the last %s: %s)", len(rej), rej[len(rej)-1].Addr, rej[len(rej)-1].Why)
+			}
+			return nil, e
+		}
 		return nil, l.noPeer(to)
 	}
 	return nil, fmt.Errorf("oob: accept on %s for test %s: %w", l.Addr(), l.opt.Test, aerr)
@@ -544,10 +551,17 @@ func (l *Listener) handshake(c net.Conn, deadline time.Time) (*Session, *Rejecti
 func Dial(addr string, opt Options) (*Session, error) {
 	opt.history().Begin(opt.Test)
 	to := opt.timeout()
-	deadline := time.Now().Add(to)
+	deadline, cut := opt.until(time.Now().Add(to))
 	var last error
 	for {
 		left := time.Until(deadline)
+		if left <= 0 && cut {
+			e := opt.budgetError(addr, "connecting to the server")
+			if last != nil {
+				e.Msg += fmt.Sprintf(" (last error: %v)", last)
+			}
+			return nil, e
+		}
 		if left <= 0 {
 			var e *Error
 			if errors.As(last, &e) && e.Kind == ErrTest {
@@ -568,6 +582,9 @@ func Dial(addr string, opt Options) (*Session, error) {
 			}
 			s.Close()
 			if !retryable(err) {
+				if cut && !time.Now().Before(deadline) {
+					return nil, opt.budgetError(addr, "the handshake with the server")
+				}
 				return nil, err
 			}
 		}

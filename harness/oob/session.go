@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/budget"
 )
 
 // Options configure one session.
@@ -31,6 +33,25 @@ type Options struct {
 	History *History
 	// Version overrides the protocol version (tests of version mismatch only).
 	Version int
+	// Deadline, when set, is a moment no wait, accept or dial goes past:
+	// the test binary's deadline less a reserve (harness/rc, internal/budget).
+	// A wait it ends fails with ErrBudget, so a slow fabric ends in one
+	// verdict per test instead of go test's timeout panic.
+	Deadline time.Time
+}
+
+// until is t, or the session's Deadline when that comes first; cut says so.
+func (o Options) until(t time.Time) (time.Time, bool) {
+	if !o.Deadline.IsZero() && o.Deadline.Before(t) {
+		return o.Deadline, true
+	}
+	return t, false
+}
+
+// budgetError is a wait on what that the Deadline ended.
+func (o Options) budgetError(peer, what string) *Error {
+	return &Error{Kind: ErrBudget, TimedOut: true, Msg: fmt.Sprintf("oob: peer %s (test %s): %v", peer, o.Test,
+		(&budget.Error{What: what, Limit: o.Deadline.Add(budget.Reserve), At: time.Now()}).Error())}
 }
 
 // CapFactor is how many times its bound one wait may last while the peer
@@ -76,6 +97,9 @@ var (
 	ErrPeer      = errors.New("peer reported a failure")
 	ErrProtocol  = errors.New("protocol violation")
 	ErrIntegrity = errors.New("frame failed the session's integrity check")
+	// ErrBudget: Options.Deadline ended the wait (the test binary's
+	// deadline is near); errors.Is(err, budget.ErrExhausted) holds too.
+	ErrBudget = budget.ErrExhausted
 )
 
 // Lag says, for a test mismatch (ErrTest), which side is behind.
@@ -101,6 +125,10 @@ type Error struct {
 	// after one that ended early.
 	PeerTest string
 	Lag      Lag
+	// TimedOut: the wait ran out (silence, the cap on heartbeats, the
+	// Deadline), as opposed to a peer that closed, aborted or broke the
+	// protocol: a caller may retry the latter on a fresh session at once.
+	TimedOut bool
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -200,8 +228,12 @@ func (s *Session) Send(m Message) error {
 	if err != nil {
 		return err
 	}
-	_ = s.conn.SetWriteDeadline(time.Now().Add(to))
+	wd, cut := s.opt.until(time.Now().Add(to))
+	_ = s.conn.SetWriteDeadline(wd)
 	if _, err := s.conn.Write(b); err != nil {
+		if cut && isTimeout(err) {
+			return s.opt.budgetError(s.peer, "sending "+m.Type.String())
+		}
 		return s.ioError(err, "sending "+m.Type.String(), to)
 	}
 	return nil
@@ -223,8 +255,9 @@ func (s *Session) read() (Message, error) {
 }
 
 const (
-	heartbeatStep = "\x00heartbeat"
-	resyncStep    = "\x00resync "
+	heartbeatStep  = "\x00heartbeat"
+	resyncStep     = "\x00resync "
+	checkpointStep = "\x00checkpoint"
 )
 
 func isHeartbeat(m Message) bool { return m.Type == TSync && m.Sync.Step == heartbeatStep }
@@ -238,7 +271,7 @@ func (s *Session) wait(what string, drop func(Message) bool) (Message, int, erro
 	bound := s.Timeout()
 	limit := s.maxWait(bound)
 	start := time.Now()
-	hard := start.Add(limit)
+	hard, cutHard := s.opt.until(start.Add(limit))
 	beats, dropped := 0, 0
 	for {
 		dl := time.Now().Add(bound)
@@ -252,8 +285,12 @@ func (s *Session) wait(what string, drop func(Message) bool) (Message, int, erro
 			var fe *FrameError
 			var se *SealError
 			switch {
+			case isTimeout(err) && atCap && cutHard:
+				e := s.opt.budgetError(s.peer, "waiting for "+what)
+				s.abortLocked("failed", fmt.Sprintf("the %s gave up waiting for %s: %s", s.role, what, e.Msg))
+				return Message{}, dropped, e
 			case isTimeout(err) && atCap && beats > 0:
-				e := &Error{Kind: ErrStalled, Msg: fmt.Sprintf(
+				e := &Error{Kind: ErrStalled, TimedOut: true, Msg: fmt.Sprintf(
 					"oob: peer stalled: %s (test %s) sent only heartbeats (%d) for %v while we waited for %s, the cap on one wait (%s): it is alive but stuck in a step, or the step needs longer; see its log, or raise GDR_TIMEOUT",
 					s.peer, s.opt.Test, beats, time.Since(start).Round(time.Millisecond), what, s.capWhy(bound, limit))}
 				s.abortLocked("failed", fmt.Sprintf("the %s gave up waiting for %s: %s", s.role, what, e.Msg))
@@ -328,6 +365,28 @@ func (s *Session) Resync(point string) (dropped int, err error) {
 		return n, e
 	}
 	return n, nil
+}
+
+// Checkpoint starts a step on a session that the step before may have left
+// out of step (a subtest that failed on one host and not the other): both
+// sides Resync at point, dropping what the earlier step left unread, then
+// tell each other whether their side of it went well (ok). It returns
+// whether both did, so both hosts decide alike to go on with what the
+// session carries or to connect afresh; an error means the session itself
+// is unusable (the peer vanished, closed it, or resynced elsewhere).
+func (s *Session) Checkpoint(point string, ok bool) (both bool, err error) {
+	if _, err := s.Resync(point); err != nil {
+		return false, err
+	}
+	var v uint64
+	if ok {
+		v = 1
+	}
+	peer, err := s.BarrierValue(checkpointStep, 0, v)
+	if err != nil {
+		return false, err
+	}
+	return ok && peer == 1, nil
 }
 
 // expect receives a message of type t.
@@ -424,7 +483,7 @@ func (s *Session) peerError(e *ErrorMsg) error {
 func (s *Session) ioError(err error, doing string, to time.Duration) error {
 	switch {
 	case isTimeout(err):
-		return &Error{Kind: ErrVanished, Msg: fmt.Sprintf(
+		return &Error{Kind: ErrVanished, TimedOut: true, Msg: fmt.Sprintf(
 			"oob: peer vanished: %s (test %s) gave no answer within %v while we were %s: the other host's test died, hangs or lost its network; check its log, or raise GDR_TIMEOUT",
 			s.peer, s.opt.Test, to, doing)}
 	case isClosed(err):

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gdrconf/gdrconf/harness/oob"
 	"github.com/gdrconf/gdrconf/harness/testenv"
@@ -55,24 +56,48 @@ func PlanRails(t *testing.T, rs []*rails.Rail) (run []*rails.Rail, missing strin
 	if cfg.Role == config.Loopback {
 		return rs, ""
 	}
+	bud := Budget(t)
+	if err := bud.Start(t.Name(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	mine := make([]string, len(rs))
 	for i, r := range rs {
 		mine[i] = strconv.Itoa(max(r.Index, 0))
 	}
-	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: []string{"rails/1"}}
+	// Ports that are DOWN now are the cause to name; when every rail's is,
+	// the out-of-band network most likely is down too: do not spend
+	// GDR_TIMEOUT on it.
+	root := testenv.Root(t)
+	var down []string
+	for _, r := range rs {
+		if r.NIC != nil {
+			if p := portProblem(root, r.NIC.Name, cfg.IBPort); p != "" {
+				down = append(down, p)
+			}
+		}
+	}
+	wait := cfg.Timeout
+	if len(down) > 0 && len(down) == len(rs) {
+		wait = min(wait, portDownWait)
+	}
+	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: wait, Caps: []string{"rails/1"}, Logf: t.Logf, Deadline: bud.End()}
 	var s *oob.Session
 	var err error
 	if cfg.Role == config.Server {
 		var ln *oob.Listener
 		if ln, err = oob.Listen(cfg.Listen, opt); err == nil {
 			s, err = ln.Accept()
+			remember(t.Name(), ln.Rejected())
 			ln.Close()
 		}
 	} else {
 		s, err = oob.Dial(cfg.Peer, opt)
 	}
 	if err != nil {
-		t.Fatalf("agreeing the rails with the peer: %v", err)
+		if len(down) > 0 {
+			t.Fatalf("%s; remedy: %s (agreeing the rails with the peer failed too: %v)", strings.Join(down, "; "), portDownRemedy, err)
+		}
+		t.Fatalf("agreeing the rails with the peer: %v", connectError(err, ""))
 	}
 	defer s.Close()
 	peer, _, _, err := s.Agree(oob.Agree{Info: map[string]string{"rails": strings.Join(mine, ",")}})

@@ -30,6 +30,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/oob"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/budget"
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
@@ -130,6 +131,14 @@ type End struct {
 	Seed      uint64 // the pattern seed agreed for this test
 	PathMTU   int
 
+	// budget bounds every wait of the test (its binary's deadline).
+	budget budget.Budget
+	// counters0 is the port's counters when the QP reached RTS, so a stall
+	// can say what the NIC saw since (retransmits, sequence errors).
+	counters0   map[string]uint64
+	countersAt  time.Time
+	countersErr error // why counters0 is nil
+
 	mu    sync.Mutex
 	attrs [][2]any
 }
@@ -176,6 +185,10 @@ func Connect(t *testing.T, o Options) []*End {
 	t.Helper()
 	cfg := testenv.Config(t)
 	root := testenv.Root(t)
+	bud := Budget(t)
+	if err := bud.Start(t.Name(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	dev, skip, fail := o.Dev, "", ""
 	rail := o.Rail
 	switch {
@@ -191,18 +204,32 @@ func Connect(t *testing.T, o Options) []*End {
 	if o.Skip != "" && skip == "" && fail == "" {
 		skip = o.Skip
 	}
+	// The port as it is now, before any wait on the peer: one that went
+	// DOWN since the selection read it is the cause to name, not the
+	// connect that would time out behind it.
+	wait := cfg.Timeout
+	if dev != "" && skip == "" && fail == "" {
+		if p := portProblem(root, dev, cfg.IBPort); p != "" {
+			fail = p + "; remedy: " + portDownRemedy
+			// Still meet the peer (its out-of-band network may be another
+			// one) so that it fails with this reason, but not for long.
+			wait = min(wait, portDownWait)
+		}
+	}
 	name := t.Name()
 	if o.Session != "" {
 		name = o.Session
 	}
-	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf}
+	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: wait, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf,
+		Deadline: bud.End()}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
 		mrPolicy = o.MR
 	}
 	mk := func(role string, s *oob.Session) *End {
-		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback, nQPs: max(o.QPs, 1)}
+		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback, nQPs: max(o.QPs, 1),
+			budget: bud}
 	}
 	role := cfg.Role
 	if o.Loopback {
@@ -214,7 +241,7 @@ func Connect(t *testing.T, o Options) []*End {
 			testenv.Absent(t, "%s", skip)
 		}
 		if fail != "" {
-			testenv.Failf(t, "fix the configuration", "%s", fail)
+			failWith(t, fail)
 		}
 		srv, cli := loopbackSessions(t, opt)
 		ends = []*End{mk("server", srv), mk("client", cli)}
@@ -225,15 +252,16 @@ func Connect(t *testing.T, o Options) []*End {
 		}
 		t.Cleanup(func() { ln.Close() })
 		s, err := ln.Accept()
+		remember(name, ln.Rejected())
 		if err != nil {
-			t.Fatal(err)
+			t.Fatal(connectError(err, fail))
 		}
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("server", s)}
 	case config.Client:
 		s, err := oob.Dial(offsetPort(cfg.Peer, o.PortOffset), opt)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatal(connectError(err, fail))
 		}
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("client", s)}
@@ -289,7 +317,7 @@ func Connect(t *testing.T, o Options) []*End {
 			t.Fatalf("the peer (%s) cannot run %s: %s", e.Sess.Peer(), t.Name(), pi["fail"])
 		}
 		if fail != "" {
-			testenv.Failf(t, "fix the configuration", "%s", fail)
+			failWith(t, fail)
 		}
 		for k, v := range o.Info {
 			if pi[k] != v {
@@ -302,6 +330,15 @@ func Connect(t *testing.T, o Options) []*End {
 	FailIf(t, ends, Each(ends, (*End).setup))
 	Report(t, ends) // connection facts belong to the test that connected
 	return ends
+}
+
+// failWith ends the test with fail, which may carry its own remedy.
+func failWith(t testing.TB, fail string) {
+	t.Helper()
+	if strings.Contains(fail, "; remedy: ") {
+		t.Fatal(fail)
+	}
+	testenv.Failf(t, "fix the configuration", "%s", fail)
 }
 
 // loopbackSessions opens a session to ourselves over 127.0.0.1.
@@ -372,6 +409,7 @@ func Each(ends []*End, fn func(*End) error) []error {
 		var te *verbs.TimeoutError
 		var we *verbs.WCError
 		if errors.As(errs[i], &te) || errors.As(errs[i], &we) {
+			errs[i] = ends[i].stalled(errs[i]) // the NIC's counters and port state, not a guess
 			// The NIC waited in vain: say who we waited for.
 			errs[i] = fmt.Errorf("%w (peer %s, the %s end of %s: if it died or lost its link, see its log)",
 				errs[i], ends[i].Sess.Peer(), ends[i].PeerRole(), ends[i].T.Name())
@@ -572,6 +610,13 @@ func (e *End) setup() error {
 	if err := e.Sess.Barrier("connected", 0); err != nil {
 		return err
 	}
+	if c, err := portCounters(e.Root, e.Dev, cfg.IBPort); err == nil {
+		e.counters0, e.countersAt = c, time.Now()
+		e.Attr("nic_counters", fmt.Sprintf("%d read at the connection (a stall reports their rise)", len(c)))
+	} else {
+		e.countersErr = err
+		e.Attr("nic_counters", "unreadable: "+err.Error())
+	}
 	e.Attr("nic", e.Dev)
 	e.Attr("mem", membuf.Label(e.Buf))
 	e.Attr("peer_mem", e.Peer.Mem)
@@ -667,16 +712,19 @@ func (e *End) pickGID() error {
 
 // OnNICCPUs runs fn (a polling loop in C) on a CPU of the NIC's
 // local_cpulist and records where it ran as gdr.poll_cpus.
+// The loop is bounded by the test's budget (guard).
 func (e *End) OnNICCPUs(fn func() error) error {
-	placed, err := numa.OnCPUs(e.CPUs, fn)
+	placed, err := numa.OnCPUs(e.CPUs, func() error { return e.guard(fn) })
 	e.Attr("poll_cpus", placed)
 	return err
 }
 
 // WaitBudget bounds a wait on the peer while it moves n bytes: GDR_TIMEOUT
-// plus the transfer at a pessimistic 5 MB/s (software RDMA under emulation).
+// plus the transfer at a pessimistic 5 MB/s (software RDMA under emulation),
+// or what is left of the test's budget when that is less.
 func (e *End) WaitBudget(n int64) time.Duration {
-	return e.Cfg.Timeout + time.Duration(float64(n)/5e6*float64(time.Second))
+	d, _ := e.budget.Bound(e.Cfg.Timeout+time.Duration(float64(n)/5e6*float64(time.Second)), time.Now())
+	return d
 }
 
 // RateGbps is the port's rate in Gb/s (0 when unknown).

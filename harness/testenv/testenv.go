@@ -45,8 +45,14 @@ func Root(t testing.TB) *hostfs.Root {
 
 // Req tags the test with its requirement ID (JUnit property gdr.req). An ID
 // missing from the catalogue is a suite bug and fails the test.
+//
+// With GDR_LEAK_CHECK=1 it first registers the leak check: that cleanup
+// runs last of the test's, after every object the test made is released.
 func Req(t testing.TB, id string) {
 	t.Helper()
+	if Config(t).LeakCheck {
+		leakCheck(t)
+	}
 	if _, ok := reqs.Lookup(id); !ok {
 		t.Fatalf("suite bug: requirement %s is not in internal/reqs", id)
 	}

@@ -247,7 +247,21 @@ int gdr_qp_rts(struct ibv_qp *qp, uint32_t sq_psn, uint8_t max_rd_atomic, uint8_
 		IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
 }
 
-const char *gdr_wc_status_str(int status) { return G.wc_status_str((enum ibv_wc_status)status); }
+// A QP moved to ERR flushes every outstanding WR with WR_FLUSH_ERR, which
+// ends a polling loop on another thread (harness/rc's budget watchdog).
+int gdr_qp_to_err(struct ibv_qp *qp) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_ERR;
+	errno = 0;
+	return rc_errno(G.modify_qp(qp, &a, IBV_QP_STATE));
+}
+
+const char *gdr_wc_status_str(int status) {
+	if (!G.wc_status_str) // an error formatted before libibverbs was loaded
+		return "(libibverbs not loaded)";
+	return G.wc_status_str((enum ibv_wc_status)status);
+}
 
 #define STACK_WRS 16
 

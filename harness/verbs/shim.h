@@ -41,6 +41,7 @@ int gdr_qp_init(struct ibv_qp *qp, uint8_t port, int access);
 int gdr_qp_rtr(struct ibv_qp *qp, uint8_t port, int mtu_enum, uint32_t dest_qpn, uint32_t rq_psn,
 	uint16_t dlid, int global, const uint8_t dgid[16], uint8_t sgid_index, uint8_t max_dest_rd_atomic);
 int gdr_qp_rts(struct ibv_qp *qp, uint32_t sq_psn, uint8_t max_rd_atomic, uint8_t timeout, uint8_t retry);
+int gdr_qp_to_err(struct ibv_qp *qp);
 const char *gdr_wc_status_str(int status);
 
 // A flat, pointer-free work request Go can pass as a slice.

@@ -692,6 +692,20 @@ func clampRd(n int) int {
 	return n
 }
 
+// SetError moves the QP to the error state: every outstanding WR completes
+// with WR_FLUSH_ERR, so a polling loop on another goroutine (Bandwidth,
+// Latency, Wait) returns. The QP can only be destroyed afterwards. Safe to
+// call while another goroutine polls; not after Close.
+func (q *QP) SetError() error {
+	if q == nil || q.qp == nil {
+		return nil
+	}
+	if rc := C.gdr_qp_to_err(q.qp); rc != 0 {
+		return verr("ibv_modify_qp(ERR)", rc, "")
+	}
+	return nil
+}
+
 // RTS moves RTR -> RTS with our send PSN.
 func (q *QP) RTS(psn uint32, rdAtom int) error {
 	if rc := C.gdr_qp_rts(q.qp, C.uint32_t(psn), C.uint8_t(clampRd(rdAtom)), 14, 7); rc != 0 {
@@ -800,11 +814,19 @@ func StatusString(status int) string { return C.GoString(C.gdr_wc_status_str(C.i
 type WCError struct {
 	WC   WC
 	What string
+	// Evidence, when a caller sets it (harness/rc: the NIC's counters since
+	// the connection and the port state), replaces the status's generic
+	// hint: what happened, instead of what may have.
+	Evidence string
 }
 
 func (e *WCError) Error() string {
+	hint := wcHint(e.WC.Status)
+	if e.Evidence != "" {
+		hint = "; " + e.Evidence
+	}
 	return fmt.Sprintf("%s: work completion error: wr_id %d status %d (%s), vendor error 0x%x%s",
-		e.What, e.WC.ID, e.WC.Status, StatusString(e.WC.Status), e.WC.VendorErr, wcHint(e.WC.Status))
+		e.What, e.WC.ID, e.WC.Status, StatusString(e.WC.Status), e.WC.VendorErr, hint)
 }
 
 func wcHint(status int) string {
@@ -831,10 +853,17 @@ type TimeoutError struct {
 	Timeout time.Duration
 	Got     int
 	Want    int
+	// Evidence, when a caller sets it, replaces the generic guess at a cause
+	// (as WCError.Evidence).
+	Evidence string
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%s: no completion within %v (got %d of %d): the peer stopped, the fabric drops packets, or GDR_TIMEOUT is too short for this link", e.What, e.Timeout, e.Got, e.Want)
+	why := "the peer stopped, the fabric drops packets, or GDR_TIMEOUT is too short for this link"
+	if e.Evidence != "" {
+		why = e.Evidence
+	}
+	return fmt.Sprintf("%s: no completion within %v (got %d of %d): %s", e.What, e.Timeout, e.Got, e.Want, why)
 }
 
 // Poll collects completions into out until it holds at least min of them

@@ -324,3 +324,30 @@ func TestDmabufProbe(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ibv_reg_dmabuf_mr(fd -1")
 }
+
+// SetError ends a polling loop on another goroutine (harness/rc's budget
+// watchdog): the loop's WRs flush and it returns a completion error
+// instead of running on to its iterations.
+func TestSetErrorEndsALoop(t *testing.T) {
+	c := device(t)
+	a, b, _ := loopPair(t, c)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := a.qp.Bandwidth(BWArgs{CQ: a.scq, Op: OpWrite, Local: a.mr, LocalAddr: a.mr.Addr, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey,
+			Size: 4096, Iters: 10_000_000, TxDepth: 16, CQMod: 8, Timeout: time.Minute})
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, a.qp.SetError())
+	select {
+	case err := <-done:
+		var we *WCError
+		require.True(t, errors.As(err, &we), "%v", err)
+		assert.Contains(t, strings.ToLower(StatusString(we.WC.Status)), "flush", "the WRs were flushed, not completed")
+		t.Logf("after SetError: %v (%v)", err, time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop did not end after SetError")
+	}
+	require.NoError(t, a.qp.SetError(), "ERR -> ERR is allowed")
+}

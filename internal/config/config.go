@@ -67,6 +67,7 @@ type Config struct {
 	Timeout    time.Duration   // GDR_TIMEOUT: deadline for any wait on the peer or NIC
 	MaxPath    pathclass.Class // GDR_MAX_PATH: worst acceptable GPU<->NIC class
 	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
+	LeakCheck  bool            // GDR_LEAK_CHECK: each test fails if it leaves RDMA objects behind
 	Mem        Mem             // GDR_MEM: gpu|host
 	MR         MRPath          // GDR_MR: auto|peermem|dmabuf
 	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
@@ -140,7 +141,7 @@ var Vars = []string{
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
-	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION",
+	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 }
 
 // Load reads the process environment.
@@ -283,6 +284,13 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_ALLOW_IOMMU", v, "1 or 0")
 		}
 		c.AllowIOMMU = b
+	}
+	if v, ok := get("GDR_LEAK_CHECK"); ok {
+		b, err := parseBool(v)
+		if err != nil {
+			bad("GDR_LEAK_CHECK", v, "1 or 0")
+		}
+		c.LeakCheck = b
 	}
 	if v, ok := get("GDR_MEM"); ok {
 		switch Mem(strings.ToLower(v)) {

@@ -262,6 +262,8 @@ func TestMalformedValues(t *testing.T) {
 		{"GDR_MAX_PATH", "huge", hugeText, "PIX, PXB"},
 		{"GDR_ALLOW_IOMMU", "out of range", "2", "1 or 0"},
 		{"GDR_ALLOW_IOMMU", "huge", huge, "1 or 0"},
+		{"GDR_LEAK_CHECK", "garbage", "maybe", "1 or 0"},
+		{"GDR_LEAK_CHECK", "huge", huge, "1 or 0"},
 		{"GDR_MEM", "garbage", "hbm", "gpu or host"},
 		{"GDR_MEM", "huge", hugeText, "gpu or host"},
 		{"GDR_ITERS", "out of range", "0", "1 to 10000000"},

@@ -28,6 +28,22 @@ func main() {
 	}
 }
 
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// atoiOr reads a whole number, -1 for anything else (rejected later).
+func atoiOr(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 // env returns the variable or a default.
 func env(k, def string) string {
 	if v, ok := os.LookupEnv(k); ok && v != "" {
@@ -40,13 +56,13 @@ func hostMain() error {
 	fs := flag.NewFlagSet("gdrlab", flag.ContinueOnError)
 	var o lab.Options
 	var pkgs, extra string
-	fs.StringVar(&o.Mode, "mode", env("LAB_MODE", lab.ModeLab), "lab (whole suite), kill (kill the client mid-run) or bench (ours vs perftest)")
+	fs.StringVar(&o.Mode, "mode", env("LAB_MODE", lab.ModeLab), "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest) or faults (the fault matrix)")
 	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/... ./harness/verbs"), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
 	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
 	fs.StringVar(&o.CacheDir, "cache", env("LAB_CACHE", ".cache/lab"), "cache folder (Debian parts, build outputs)")
-	fs.StringVar(&o.ReportDir, "reports", env("LAB_REPORTS", "reports/lab"), "report folder")
+	fs.StringVar(&o.ReportDir, "reports", env("LAB_REPORTS", ""), "report folder (LAB_REPORTS; default reports/lab, reports/lab-faults for -mode faults)")
 	fs.StringVar(&o.Accel, "accel", env("LAB_ACCEL", "tcg"), "qemu accelerator (tcg: what CI has)")
 	fs.StringVar(&extra, "env", env("LAB_ENV", ""), "extra VAR=value settings for the test binaries, space separated (LAB_ENV)")
 	iters, _ := strconv.Atoi(env("LAB_ITERS", "200"))
@@ -59,11 +75,13 @@ func hostMain() error {
 		}
 		return d
 	}
-	fs.DurationVar(&o.Timeout, "timeout", dur("LAB_TIMEOUT", "45s"), "GDR_TIMEOUT inside the lab (LAB_TIMEOUT)")
+	fs.DurationVar(&o.Timeout, "timeout", dur("LAB_TIMEOUT", "45s"), "GDR_TIMEOUT inside the lab (LAB_TIMEOUT; faults mode default 20s)")
 	fs.DurationVar(&o.StepTimeout, "step-timeout", dur("LAB_STEP_TIMEOUT", "5m"), "limit of one package's run in one VM (LAB_STEP_TIMEOUT)")
 	fs.DurationVar(&o.Deadline, "deadline", dur("LAB_DEADLINE", "15m"), "limit of the whole VM phase; VMs still running are killed (LAB_DEADLINE)")
 	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
 	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
+	fs.IntVar(&o.Load, "load", atoiOr(env("LAB_LOAD", "0")), "busy loops on the host beside the VMs for the whole run (LAB_LOAD)")
+	faults := fs.String("faults", env("LAB_FAULTS", ""), "faults mode: the cases to run, comma separated (LAB_FAULTS; default all)")
 	emu := fs.Bool("emulated-gpu", env("LAB_EMULATED_GPU", "1") != "0", "install the emulated GPU (harness/emugpu) in the VMs and run the suite on it, plus pingpong once more on host memory (LAB_EMULATED_GPU=0 turns it off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
@@ -83,13 +101,36 @@ func hostMain() error {
 		o.Deadline = 30 * time.Minute
 	}
 	switch o.Mode {
-	case lab.ModeLab, lab.ModeKill, lab.ModeBench:
+	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults:
 	default:
-		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill or bench", o.Mode)
+		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench or faults", o.Mode)
+	}
+	if o.ReportDir == "" {
+		o.ReportDir = "reports/lab"
+		if o.Mode == lab.ModeFaults {
+			o.ReportDir = "reports/lab-faults"
+		}
+	}
+	// The matrix waits out GDR_TIMEOUT in many of its cases: a shorter one
+	// than make lab's keeps it short, and is still far above what the lab's
+	// healthy waits need.
+	timeoutSet := os.Getenv("LAB_TIMEOUT") != ""
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if o.Mode == lab.ModeFaults && !timeoutSet {
+		o.Timeout = 20 * time.Second
+	}
+	if o.Load < 0 || o.Load > 64 {
+		return fmt.Errorf("LAB_LOAD=%d: want 0 to 64 busy loops", o.Load)
+	}
+	if *faults != "" {
+		o.Faults = strings.Split(*faults, ",")
 	}
 	o.Loopback = *loop
 	o.EmulatedGPU = *emu
 	o.Pkgs = strings.Fields(pkgs)
+	if o.Mode == lab.ModeFaults && os.Getenv("LAB_PKGS") == "" && !flagSet(fs, "pkgs") {
+		o.Pkgs = []string{"./" + lab.PingpongPkg} // the matrix runs pingpong only
+	}
 	o.Env = strings.Fields(extra)
 	for _, e := range o.Env {
 		if !strings.HasPrefix(e, "GDR_") || !strings.Contains(e, "=") {

@@ -1,0 +1,559 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ModeFaults runs the fault matrix (make lab-faults): each case boots two
+// fresh VMs, plants one fault and runs pingpong on both, then checks that
+// the tests passed or that both hosts reached verdicts in time, naming the
+// cause, with no RDMA object left behind between tests.
+const ModeFaults = "faults"
+
+// Fresh VMs per case, not fresh processes in long-lived VMs: a fault
+// changes kernel state that outlives a test process (a qdisc, an rxe port
+// and its GID table after a link flap, QPs the kernel still retransmits on,
+// a killed VM), and a case must not inherit the one before. A boot costs
+// about 15 s of the case's time.
+
+// FaultCase is one row of the matrix.
+type FaultCase struct {
+	Name     string
+	Expected string              // what must happen, in words (faults.json)
+	Run      string              // -test.run of the pingpong binaries ("" = all tests)
+	Env      map[string][]string // role -> extra GDR_* settings
+	Faults   map[string][]Fault  // role -> what that VM's agent does during the run
+	Kill     time.Duration       // the host kills the client VM this long after its run began
+	FailFast bool                // -test.failfast: the run ends at its first failure (its end times the verdict)
+	Load     int                 // busy loops on the host for the whole case
+	// Pass: every test must pass outright on both hosts. Otherwise tests
+	// may pass, and every failure must name one of Causes.
+	Pass   bool
+	Causes string // regexp (case-insensitive) every failure message matches
+	// Need: role -> regexp that at least one failure, or (Pass cases) the
+	// output, on that host must match (the cause named where it happened);
+	// in a case that may pass (neither Pass nor MustFail), only a host with
+	// failures must name it.
+	Need map[string]string
+	// MustFail: at least one test fails (the fault cannot go unnoticed).
+	MustFail bool
+	// Recover: on each host with a failure a test passes after it (the
+	// link came back; one failure stays one failure).
+	Recover bool
+	Margin  time.Duration // over GDR_TIMEOUT for one verdict; 0 = FaultMargin
+	// Timeout is the case's GDR_TIMEOUT (0: the matrix's, LAB_TIMEOUT).
+	Timeout time.Duration
+}
+
+// FaultMargin is the default margin over GDR_TIMEOUT within which a failing
+// test must reach its verdict: the part of the test before the fault hit,
+// the transfer allowance of rc.End.WaitBudget at the matrix's sizes, and the
+// report. A case may state its own.
+const FaultMargin = 15 * time.Second
+
+// PassTimeout is GDR_TIMEOUT of the cases that must pass outright: make
+// lab's own, so that nothing but the fault differs from a plain lab run.
+const PassTimeout = 45 * time.Second
+
+// SlowMargin is the margin of the cases whose fault lasts the whole run
+// (loss, delay): a failing test's own work before its stall is slowed too.
+const SlowMargin = 30 * time.Second
+
+// Messages that mean a failure did not stay one failure: a later test
+// failed on what an earlier one left behind.
+var cascade = regexp.MustCompile(`got out of step|different suite builds|panic: test timed out|killed after the step's limit`)
+
+// FaultCases is the matrix. The client is the VM the faults are planted in.
+func FaultCases() []FaultCase {
+	tc := func(args ...string) []Fault {
+		return []Fault{{Argv: append([]string{"/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "netem"}, args...)}}
+	}
+	oobPort := ServerIP + ":" + strconv.Itoa(18515)
+	// The whole-run faults get fewer iterations and no 1 MiB bandwidth
+	// point: their verdicts are the point, and a slowed fabric would
+	// otherwise spend the binary's budget.
+	small := map[string][]string{"server": {"GDR_ITERS=50", "GDR_BW_ITERS=50", "GDR_BW_SIZES=4096,65536"},
+		"client": {"GDR_ITERS=50", "GDR_BW_ITERS=50", "GDR_BW_SIZES=4096,65536"}}
+	peerGone := `peer vanished|no valid peer|closed the connection|could not reach|peer failed|peer reported|cannot run|is behind|skipped forward|stopped test|unreachable|DOWN|retr|counters`
+	return []FaultCase{
+		{Name: "loss-1pct", Expected: "1% packet loss on the client's link: every test passes (RoCE retransmission cures it)",
+			Faults: map[string][]Fault{"client": tc("loss", "1%")}, Pass: true, Timeout: PassTimeout},
+		{Name: "loss-10pct", Expected: "10% packet loss on the client's link: tests pass, or fail each within GDR_TIMEOUT+margin naming what the NIC counted (retransmits, retry exceeded) or the peer; no failure caused by an earlier one",
+			Faults: map[string][]Fault{"client": tc("loss", "10%")}, Causes: peerGone + `|budget|-test.timeout|timed? ?out|no completion`,
+			Env: small, Margin: SlowMargin},
+		{Name: "delay-jitter", Expected: "20 ms +- 10 ms delay on the client's link (packets reordered): tests pass, or fail each within GDR_TIMEOUT+margin naming the cause; never the binary's timeout panic",
+			Faults: map[string][]Fault{"client": tc("delay", "20ms", "10ms")}, Causes: peerGone + `|budget|-test.timeout|timed? ?out|no completion`,
+			Env: small, Margin: SlowMargin},
+		{Name: "linkdown-5s", Expected: "client eth0 down for 5 s during the bandwidth sweep: the tests in flight pass (retransmission) or fail within GDR_TIMEOUT+margin naming the cause (the client its port DOWN or what its NIC counted); tests after the link is back pass",
+			Faults: map[string][]Fault{"client": {
+				{At: 30 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "down"}},
+				{At: 35 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "up"}}}},
+			Causes: peerGone + `|GID|budget`, Need: map[string]string{"client": `DOWN|link went down|retr|counters`}, Recover: true},
+		{Name: "linkdown", Expected: "client eth0 down for good mid-run: every later test fails within GDR_TIMEOUT+margin, the client naming its port DOWN, the server its vanished peer",
+			Run:      "TestPP0[2-8]",
+			Faults:   map[string][]Fault{"client": {{At: 8 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "down"}}}},
+			MustFail: true, Causes: peerGone, Need: map[string]string{"client": `DOWN`, "server": `peer vanished|no valid peer|closed the connection|peer failed`}},
+		{Name: "kill", Expected: "client VM killed mid-run: the server fails within GDR_TIMEOUT+margin of the kill, naming the peer",
+			Kill: 8 * time.Second, FailFast: true, MustFail: true, Causes: peerGone, Need: map[string]string{"server": ClientIP + `|peer`}},
+		{Name: "token", Expected: "GDR_TOKEN differs: every test fails on both hosts within GDR_TIMEOUT+margin, naming the token",
+			Run: "TestPP0[12]", Env: map[string][]string{"server": {"GDR_TOKEN=lab-faults-alpha"}, "client": {"GDR_TOKEN=lab-faults-bravo"}},
+			MustFail: true, Causes: `token`, Need: map[string]string{"server": `token`, "client": `token`}},
+		{Name: "mismatch", Expected: "GDR_ITERS differs: every test fails on both hosts at once, naming GDR_ITERS",
+			Run: "TestPP0[1-3]", Env: map[string][]string{"client": {"GDR_ITERS=50"}},
+			MustFail: true, Causes: `GDR_ITERS differs`, Need: map[string]string{"server": `GDR_ITERS`, "client": `GDR_ITERS`}},
+		{Name: "stray", Expected: "a connect-and-close to the server's out-of-band port every 0.7 s for the whole run: every test passes, and the server logs each stray with its address",
+			Faults: map[string][]Fault{"client": {{Kind: FaultStray, Target: oobPort, Every: 700 * time.Millisecond}}},
+			Pass:   true, Timeout: PassTimeout, Need: map[string]string{"server": `rejected connection from ` + regexp.QuoteMeta(ClientIP)}},
+		{Name: "hostile", Expected: "garbage, an oversized frame, a replayed and a reflected hello to the server's out-of-band port every 0.7 s: every test passes, and the server names each hostile connection's address and what it sent",
+			Faults: map[string][]Fault{"client": {{Kind: FaultHostile, Target: oobPort, Every: 700 * time.Millisecond}}},
+			Pass:   true, Timeout: PassTimeout, Need: map[string]string{"server": `rejected connection from ` + regexp.QuoteMeta(ClientIP) + `:\d+: sent garbage`}},
+		{Name: "load", Expected: "two busy loops on the host for the whole run: every test passes",
+			Load: 2, Pass: true, Timeout: PassTimeout},
+	}
+}
+
+// CaseResult is one row of faults.json.
+type CaseResult struct {
+	Name      string   `json:"name"`
+	Expected  string   `json:"expected"`
+	Got       string   `json:"got"`
+	OK        bool     `json:"ok"`
+	Seconds   float64  `json:"seconds"`    // the slowest failing test's verdict (kill: from the kill), or the longest test when none failed
+	Measured  string   `json:"measured"`   // which of the two seconds is
+	DeadlineS float64  `json:"deadline_s"` // GDR_TIMEOUT + margin, which every failing test must meet
+	Leaked    int      `json:"leaked"`     // RDMA objects left between tests, both hosts
+	WallS     float64  `json:"wall_s"`     // the case from boot to verdict
+	Problems  []string `json:"problems,omitempty"`
+}
+
+// caseRun is what a case produced, for Judge.
+type caseRun struct {
+	suites   []*Suite      // pingpong on server and client
+	killTook time.Duration // kill cases: from the kill to the server's verdict (host clock)
+	timeout  time.Duration // GDR_TIMEOUT of the case
+}
+
+// hostTests are one host's tests with their own failure text.
+type hostTest struct {
+	*TestResult
+	leaf       bool
+	self       float64 // seconds spent in the test itself, not in its subtests
+	msg        string  // its own output without go test's framing
+	childFails bool    // a subtest failed (which carries the cause)
+}
+
+// hostTests folds a suite into tests that know their subtests. A subtest's
+// parent is the longest other test name it extends ("/" in t.Run names
+// makes one level look like several: rail0/WRITE/4096 is a child of rail0).
+func hostTests(s *Suite) []hostTest {
+	ts := s.Tests()
+	out := make([]hostTest, len(ts))
+	idx := map[string]int{}
+	for i, t := range ts {
+		out[i] = hostTest{TestResult: t, leaf: true, self: t.Elapsed, msg: ownText(t.Output.String())}
+		idx[t.Name] = i
+	}
+	for _, t := range ts {
+		name := t.Name
+		for {
+			j := strings.LastIndexByte(name, '/')
+			if j < 0 {
+				break
+			}
+			name = name[:j]
+			if p, ok := idx[name]; ok {
+				out[p].leaf = false
+				out[p].self -= t.Elapsed
+				if t.Action == "fail" || t.Action == "" {
+					out[p].childFails = true
+				}
+				break
+			}
+		}
+	}
+	// A failed subtest fails every ancestor: mark them all.
+	for i := range out {
+		if !out[i].childFails {
+			continue
+		}
+		name := out[i].Name
+		for j := strings.LastIndexByte(name, '/'); j >= 0; j = strings.LastIndexByte(name, '/') {
+			name = name[:j]
+			if p, ok := idx[name]; ok {
+				out[p].childFails = true
+			}
+		}
+	}
+	return out
+}
+
+// ownText drops go test's framing lines from a test's output.
+func ownText(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- ") {
+			continue
+		}
+		keep = append(keep, t)
+	}
+	return strings.Join(keep, "\n")
+}
+
+// Judge checks a case's results against its expectation.
+func Judge(c FaultCase, cr caseRun) CaseResult {
+	margin := c.Margin
+	if margin == 0 {
+		margin = FaultMargin
+	}
+	deadline := cr.timeout + margin
+	res := CaseResult{Name: c.Name, Expected: c.Expected, DeadlineS: deadline.Seconds()}
+	var problems, got []string
+	causes := regexp.MustCompile(`(?i)` + orNever(c.Causes))
+	var slowest, slowestFail float64
+	anyFail := false
+	for _, s := range cr.suites {
+		tests := hostTests(s)
+		var nPass, nFail, nSkip, leakSeen int
+		var fails []string
+		failedYet, recovered := false, false
+		var need *regexp.Regexp
+		if n := c.Need[s.Role]; n != "" {
+			need = regexp.MustCompile(`(?i)` + n)
+		}
+		needMet := need == nil
+		for _, t := range tests {
+			if v, ok := t.Attrs["gdr.rdma_leaked_count"]; ok {
+				leakSeen++
+				n, _ := strconv.Atoi(v)
+				res.Leaked += n
+			}
+			if t.leaf {
+				slowest = max(slowest, t.Elapsed)
+			}
+			switch t.Action {
+			case "pass":
+				nPass++
+				if failedYet && t.leaf {
+					recovered = true
+				}
+			case "skip":
+				nSkip++
+				if c.Pass && !gpuSkip(t.TestResult) {
+					problems = append(problems, fmt.Sprintf("%s: %s skipped: %s", s.Role, t.Name, firstLine(t.msg)))
+				}
+			default:
+				nFail++
+				anyFail, failedYet = true, true
+				if t.Action == "" {
+					if !(c.Kill > 0 && s.Role == "client") { // a killed VM's test never ends
+						problems = append(problems, fmt.Sprintf("%s: %s never reached a verdict", s.Role, t.Name))
+					}
+					continue
+				}
+				if !t.leaf && (t.msg == "" || t.childFails) {
+					continue // fails for its subtests, which carry the cause
+				}
+				took := t.self
+				if t.leaf {
+					took = t.Elapsed
+				}
+				slowestFail = max(slowestFail, took)
+				line := firstFailLine(t.Output.String())
+				fails = append(fails, fmt.Sprintf("%s %.1fs: %s", t.Name, took, clipLine(line, 160)))
+				if took > deadline.Seconds() {
+					problems = append(problems, fmt.Sprintf("%s: %s took %.1fs to its verdict, more than GDR_TIMEOUT %v + margin %v", s.Role, t.Name, took, cr.timeout, margin))
+				}
+				if cascade.MatchString(t.msg) {
+					problems = append(problems, fmt.Sprintf("%s: %s failed on what an earlier test left behind: %s", s.Role, t.Name, clipLine(line, 200)))
+				}
+				if c.Pass {
+					problems = append(problems, fmt.Sprintf("%s: %s failed, and this case must pass: %s", s.Role, t.Name, clipLine(line, 200)))
+				} else if !causes.MatchString(t.msg) {
+					problems = append(problems, fmt.Sprintf("%s: %s failed without naming the cause (%s): %s", s.Role, t.Name, c.Causes, clipLine(line, 200)))
+				}
+				if need != nil && need.MatchString(t.msg) {
+					needMet = true
+				}
+			}
+		}
+		if need != nil && !needMet && c.Pass {
+			for _, t := range tests {
+				if need.MatchString(t.Output.String()) {
+					needMet = true
+				}
+			}
+		}
+		if !needMet && (c.Pass || c.MustFail || nFail > 0) && !(c.Kill > 0 && s.Role == "client") {
+			problems = append(problems, fmt.Sprintf("%s: nothing in its results matches %q", s.Role, c.Need[s.Role]))
+		}
+		if c.Recover && failedYet && !recovered {
+			problems = append(problems, s.Role+": no test passed after the first failure (the fault's effect did not stay with the tests it hit)")
+		}
+		if s.StepErr != "" && !(c.Kill > 0 && s.Role == "client") {
+			problems = append(problems, fmt.Sprintf("%s: the run itself failed: %s", s.Role, s.StepErr))
+		}
+		if cascade.MatchString(s.StepErr) {
+			problems = append(problems, s.Role+": "+s.StepErr)
+		}
+		if len(tests) > 0 && leakSeen == 0 {
+			problems = append(problems, s.Role+": no test recorded gdr.rdma_leaked_count (GDR_LEAK_CHECK did not run)")
+		}
+		h := fmt.Sprintf("%s %d pass %d fail %d skip", s.Role, nPass, nFail, nSkip)
+		if len(fails) > 0 {
+			h += " (" + strings.Join(fails[:min(len(fails), 2)], "; ")
+			if len(fails) > 2 {
+				h += fmt.Sprintf("; and %d more", len(fails)-2)
+			}
+			h += ")"
+		}
+		if c.Kill > 0 && s.Role == "client" {
+			h = "client VM killed"
+			if len(tests) > 0 {
+				h += fmt.Sprintf(" after %d tests", nPass)
+			}
+		}
+		got = append(got, h)
+	}
+	if c.Kill > 0 {
+		k := cr.killTook.Seconds()
+		got = append(got, fmt.Sprintf("server's verdict %.1fs after the kill", k))
+		slowestFail = max(slowestFail, k)
+		if cr.killTook <= 0 {
+			problems = append(problems, "the client VM was not killed, or the server's run never ended")
+		} else if k > deadline.Seconds() {
+			problems = append(problems, fmt.Sprintf("the server needed %.1fs after the kill, more than GDR_TIMEOUT %v + margin %v", k, cr.timeout, margin))
+		}
+	}
+	if c.MustFail && !anyFail {
+		problems = append(problems, "no test failed: the fault went unnoticed")
+	}
+	if res.Leaked > 0 {
+		problems = append(problems, fmt.Sprintf("%d RDMA objects left between tests (gdr.rdma_leaked_count)", res.Leaked))
+	}
+	if len(cr.suites) == 0 {
+		problems = append(problems, "no results")
+	}
+	res.Seconds, res.Measured = slowestFail, "slowest failing verdict"
+	if c.Kill > 0 {
+		res.Measured = "slowest failing verdict or the server's after the kill"
+	}
+	if !anyFail && c.Kill == 0 {
+		res.Seconds, res.Measured = slowest, "longest test (none failed)"
+	}
+	res.Got = strings.Join(got, "; ")
+	res.Problems = problems
+	res.OK = len(problems) == 0
+	return res
+}
+
+func orNever(re string) string {
+	if re == "" {
+		return `$.^`
+	}
+	return re
+}
+
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// FaultTable prints the matrix.
+func FaultTable(w io.Writer, rs []CaseResult) {
+	nw := len("case")
+	for _, r := range rs {
+		nw = max(nw, len(r.Name))
+	}
+	fmt.Fprintf(w, "seconds: the slowest failing test's verdict on either host (kill: the server's after the kill); in parentheses when nothing failed: the longest test\n")
+	fmt.Fprintf(w, "%-*s  %-4s  %8s  %10s  %6s  %7s  %s\n", nw, "case", "ok", "seconds", "deadline_s", "leaked", "wall_s", "got")
+	for _, r := range rs {
+		ok := "ok"
+		if !r.OK {
+			ok = "FAIL"
+		}
+		secs := fmt.Sprintf("%.1f", r.Seconds)
+		if strings.HasPrefix(r.Measured, "longest") {
+			secs = "(" + secs + ")" // nothing failed: no verdict to time
+		}
+		fmt.Fprintf(w, "%-*s  %-4s  %8s  %10.1f  %6d  %7.0f  %s\n", nw, r.Name, ok, secs, r.DeadlineS, r.Leaked, r.WallS, r.Got)
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "%-*s        problem: %s\n", nw, "", p)
+		}
+	}
+}
+
+// selectCases applies LAB_FAULTS (comma-separated case names; "" = all).
+func selectCases(all []FaultCase, names []string) ([]FaultCase, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []FaultCase
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(c FaultCase) bool { return c.Name == n })
+		if i < 0 {
+			known := make([]string, len(all))
+			for j, c := range all {
+				known[j] = c.Name
+			}
+			return nil, fmt.Errorf("LAB_FAULTS names case %q; the cases are %s", n, strings.Join(known, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// faultJobs is the pair of jobs of one case.
+func (r *runner) faultJobs(c FaultCase, pp testPkg) []Job {
+	key := func(role string) string { return c.Name + "-" + role }
+	server := Job{Role: "server", Key: key("server"), Addr: ServerIP, Peer: ClientIP, Setup: 90 * time.Second}
+	client := Job{Role: "client", Key: key("client"), Addr: ClientIP, Peer: ServerIP, Setup: 90 * time.Second}
+	st := Step{ID: "2h:" + pp.Short, Pkg: pp.Short, Kind: "gotest", Timeout: r.o.StepTimeout}
+	run := c.Run
+	if run == "" {
+		run = r.o.Run
+	}
+	argv := r.gotestArgv(pp, run)
+	if c.FailFast {
+		argv = append(argv, "-test.failfast")
+	}
+	env := func(role string) []string {
+		e := append(r.testEnv(role), "GDR_LEAK_CHECK=1")
+		if c.Timeout > 0 {
+			e = append(e, "GDR_TIMEOUT="+c.Timeout.String()) // the last of a name wins
+		}
+		return append(e, c.Env[role]...)
+	}
+	pair(&server, &client, st, argv, argv, env("server"), env("client"))
+	server.Steps[0].Faults = c.Faults["server"]
+	client.Steps[0].Faults = c.Faults["client"]
+	return []Job{server, client}
+}
+
+// runFaults is make lab-faults after the parts and binaries are ready.
+func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs []testPkg, agent string) error {
+	o := r.o
+	var pp *testPkg
+	for i := range pkgs {
+		if pkgs[i].Short == PingpongPkg {
+			pp = &pkgs[i]
+		}
+	}
+	if pp == nil {
+		return fmt.Errorf("lab-faults: no %s test binary was built (tags %q)", PingpongPkg, o.Tags)
+	}
+	cases, err := selectCases(FaultCases(), o.Faults)
+	if err != nil {
+		return err
+	}
+	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{pp.Guest: pp.Bin}, Jobs: map[string]Job{}}
+	plans := map[string][]Job{}
+	for _, c := range cases {
+		plans[c.Name] = r.faultJobs(c, *pp)
+		for _, j := range plans[c.Name] {
+			im.Jobs[j.Key] = j
+		}
+	}
+	initrd := filepath.Join(r.dir, "initrd.gz")
+	if err := im.Build(initrd); err != nil {
+		return fmt.Errorf("building the initramfs: %w", err)
+	}
+	var results []CaseResult
+	for _, c := range cases {
+		res := r.faultCase(ctx, qemu, parts, initrd, c, plans[c.Name])
+		results = append(results, res)
+		status := "ok"
+		if !res.OK {
+			status = "FAILED: " + strings.Join(res.Problems, "; ")
+		}
+		r.logf("case %s: %s (%.0fs)", c.Name, status, res.WallS)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.ReportDir, "faults.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.Out)
+	FaultTable(o.Out, results)
+	bad := 0
+	for _, res := range results {
+		if !res.OK {
+			bad++
+		}
+	}
+	fmt.Fprintf(o.Out, "\nfault matrix: %d of %d cases ok in %.0fs (%s/faults.json; each case's events and consoles in %s/<case>/)\n",
+		len(results)-bad, len(results), time.Since(r.start).Seconds(), o.ReportDir, o.ReportDir)
+	if bad > 0 {
+		return fmt.Errorf("lab-faults: %d case(s) not as expected", bad)
+	}
+	return nil
+}
+
+// faultCase boots fresh VMs for one case, plants its faults and judges it.
+func (r *runner) faultCase(ctx context.Context, qemu string, parts *Parts, initrd string, c FaultCase, plan []Job) CaseResult {
+	start := time.Now()
+	r.logf("case %s: %s", c.Name, c.Expected)
+	if c.Load > 0 {
+		stop := startLoad(c.Load, r.logf)
+		defer stop()
+	}
+	r.kill, r.o.KillAfter = c.Kill > 0, c.Kill
+	defer func() { r.kill = false }()
+	runs, vmErrs := r.boot(ctx, qemu, parts, initrd, plan)
+	suites := r.collect(ctx, plan, runs, vmErrs)
+	dir := filepath.Join(r.o.ReportDir, c.Name)
+	_ = os.MkdirAll(dir, 0o755)
+	for role, vr := range runs {
+		if b, err := os.ReadFile(vr.vm.Console); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, role+".console.log"), b, 0o644)
+		}
+	}
+	cr := caseRun{timeout: r.o.Timeout}
+	if c.Timeout > 0 {
+		cr.timeout = c.Timeout
+	}
+	for _, s := range suites {
+		if s.Pkg != PingpongPkg {
+			if s.StepErr != "" && !(c.Kill > 0 && s.Role == "client") {
+				cr.suites = append(cr.suites, s) // setup failures count
+			}
+			continue
+		}
+		cr.suites = append(cr.suites, s)
+		var buf strings.Builder
+		enc := json.NewEncoder(&buf)
+		for _, e := range s.Events {
+			_ = enc.Encode(e)
+		}
+		_ = os.WriteFile(filepath.Join(dir, s.Role+"_pingpong.json"), []byte(buf.String()), 0o644)
+	}
+	sort.Slice(cr.suites, func(i, j int) bool { return cr.suites[i].Role > cr.suites[j].Role }) // server first
+	if c.Kill > 0 {
+		if cl, sv := runs["client"], runs["server"]; cl != nil && sv != nil && cl.killed != "" {
+			if end, ok := sv.stepEnd["2h:"+PingpongPkg]; ok {
+				cr.killTook = end.Sub(cl.killAt)
+			}
+		}
+	}
+	res := Judge(c, cr)
+	res.WallS = time.Since(start).Seconds()
+	return res
+}

@@ -1,0 +1,152 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gdrconf/gdrconf/harness/oob"
+)
+
+// Fault is something the guest agent does to its own VM while a step runs
+// (make lab-faults): a command At after the step's program started (At 0:
+// before it starts, so a qdisc is in place for the whole run), or a
+// built-in disturbance of the server's out-of-band port repeated Every
+// until the step ends.
+type Fault struct {
+	At     time.Duration `json:"at"`
+	Argv   []string      `json:"argv,omitempty"`   // a command (ip, tc), run once
+	Kind   string        `json:"kind,omitempty"`   // FaultStray or FaultHostile
+	Target string        `json:"target,omitempty"` // host:port for Kind
+	Every  time.Duration `json:"every,omitempty"`  // pause between connections for Kind
+}
+
+// Built-in fault kinds.
+const (
+	// FaultStray connects to Target and closes at once, as a port scanner
+	// or a health probe does.
+	FaultStray = "stray"
+	// FaultHostile sends Target garbage, an oversized frame header, a
+	// replayed hello and the server's own hello reflected back.
+	FaultHostile = "hostile"
+)
+
+// startFaults runs the step's faults: those at 0 now, the others on their
+// own goroutines. stop ends the loops and waits for them.
+func (g *guest) startFaults(st Step) (stop func()) {
+	if len(st.Faults) == 0 {
+		return func() {}
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, f := range st.Faults {
+		if f.At <= 0 && f.Kind == "" {
+			g.fault(ctx, f, start)
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(f.At):
+			}
+			g.fault(ctx, f, start)
+		})
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// fault runs one fault and logs what it did with its time in the step.
+func (g *guest) fault(ctx context.Context, f Fault, start time.Time) {
+	at := func() string { return fmt.Sprintf("+%.1fs", time.Since(start).Seconds()) }
+	switch f.Kind {
+	case "":
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, f.Argv[0], f.Argv[1:]...).CombinedOutput()
+		g.logf("fault %s: %s: %v %s", at(), strings.Join(f.Argv, " "), errOr(err), strings.TrimSpace(string(out)))
+	case FaultStray, FaultHostile:
+		n, kinds := 0, map[string]int{}
+		g.logf("fault %s: %s connections to %s every %v begin", at(), f.Kind, f.Target, f.Every)
+		for i := 0; ; i++ {
+			what := "connect-and-close"
+			if f.Kind == FaultHostile {
+				what = hostileConn(f.Target, i)
+			} else if c, err := net.DialTimeout("tcp", f.Target, time.Second); err == nil {
+				c.Close()
+			} else {
+				what = ""
+			}
+			if what != "" {
+				n++
+				kinds[what]++
+			}
+			select {
+			case <-ctx.Done():
+				g.logf("fault %s: %s: %d connections to %s made (%v)", at(), f.Kind, n, f.Target, kinds)
+				return
+			case <-time.After(f.Every):
+			}
+		}
+	default:
+		g.logf("fault %s: unknown kind %q", at(), f.Kind)
+	}
+}
+
+func errOr(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// hostileConn makes the i-th hostile connection to target and returns what
+// it sent ("" when nothing listened). Each is a way a confused or hostile
+// peer can talk to the out-of-band port; the server must turn each away,
+// naming this address, and go on waiting for its real client.
+func hostileConn(target string, i int) string {
+	c, err := net.DialTimeout("tcp", target, time.Second)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	hello := func(role string) []byte {
+		nonce := bytes.Repeat([]byte{0x5a}, oob.NonceLen) // the same nonce every time: a replay
+		b, _ := oob.Encode(oob.Message{Type: oob.THello, Hello: &oob.Hello{Version: oob.Version, Test: "TestPP01Device",
+			Role: role, Nonce: nonce}})
+		return b
+	}
+	switch i % 4 {
+	case 0:
+		junk := make([]byte, 256)
+		_, _ = rand.Read(junk)
+		_, _ = c.Write(junk)
+		return "garbage"
+	case 1:
+		// A valid header claiming a 4 GiB body: must be refused unread.
+		h := append([]byte("GDRo"), byte(oob.THello), 0, 0, 0)
+		h = binary.BigEndian.AppendUint32(h, 0xfffffff0)
+		_, _ = c.Write(append(h, bytes.Repeat([]byte{'{'}, 64)...))
+		return "oversized"
+	case 2:
+		// A hello, then the same hello again where the token proof belongs.
+		_, _ = c.Write(hello("client"))
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf) // the server's hello, or its error
+		_, _ = c.Write(hello("client"))
+		return "replayed"
+	default:
+		// The server's own words sent back: a hello with role server.
+		_, _ = c.Write(hello("server"))
+		return "reflected"
+	}
+}

@@ -1,0 +1,186 @@
+//go:build rdma
+
+package rc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/budget"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
+)
+
+// Budget is test t's budget: its binary's deadline (-test.timeout) less
+// budget.Reserve. Every wait of a test is bounded by it, so a slow fabric
+// ends in one verdict per test, never in go test's timeout panic.
+func Budget(t *testing.T) budget.Budget {
+	d, ok := t.Deadline()
+	return budget.New(d, ok, budget.Reserve)
+}
+
+// Timeout is GDR_TIMEOUT, or what is left of the test's budget when less.
+func (e *End) Timeout() time.Duration {
+	d, _ := e.budget.Bound(e.Cfg.Timeout, time.Now())
+	return d
+}
+
+// guard runs a C polling loop (a measurement) within the test's budget: when
+// the budget ends first, the QPs are moved to the error state, which flushes
+// the loop's work requests and ends it, and the error says why. It may run
+// on several goroutines at once (one per QP).
+func (e *End) guard(fn func() error) error {
+	if !e.budget.Has() || e.QP == nil {
+		return fn()
+	}
+	var mu sync.Mutex
+	done, fired := false, false
+	tm := time.AfterFunc(time.Until(e.budget.End()), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			fired = true
+			for _, q := range e.QPs {
+				_ = q.SetError()
+			}
+			if len(e.QPs) == 0 {
+				_ = e.QP.SetError()
+			}
+		}
+	})
+	err := fn()
+	tm.Stop()
+	mu.Lock()
+	done = true
+	cut := fired
+	mu.Unlock()
+	if cut && err != nil {
+		return fmt.Errorf("%w (the QP was moved to the error state to end the measurement; it reported: %v)",
+			e.budget.Cut("the "+e.Role+"'s measurement", time.Now()), err)
+	}
+	return err
+}
+
+// portProblem says why port p of dev cannot carry traffic right now ("" if
+// it is ACTIVE), read afresh from sysfs: the selection read the ports once
+// per run, and a port that went DOWN since must be named before any wait.
+func portProblem(root *hostfs.Root, dev string, p int) string {
+	d, err := rdmadev.Load(root, dev)
+	if err != nil {
+		return fmt.Sprintf("RDMA device %s: %v", dev, err)
+	}
+	port := d.Port(p)
+	if port == nil {
+		return fmt.Sprintf("%s has no port %d (GDR_IB_PORT)", dev, p)
+	}
+	if port.Active() {
+		return ""
+	}
+	msg := fmt.Sprintf("%s port %d is %s, not ACTIVE", dev, p, orWord(port.State, "in an unknown state"))
+	if port.PhysState != "" {
+		msg += " (physical state " + port.PhysState + ")"
+	}
+	if nd := netdevState(root, d); nd != "" {
+		msg += "; " + nd
+	}
+	return msg
+}
+
+// netdevState describes the netdevs under a RoCE device whose link is not
+// up ("netdev eth0 is down"), "" when all are up or unknown.
+func netdevState(root *hostfs.Root, d *rdmadev.Device) string {
+	var out []string
+	for _, nd := range d.Netdevs {
+		op, err := root.ReadString("/sys/class/net/" + nd + "/operstate")
+		if err != nil || op == "up" || op == "" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("netdev %s is %s", nd, op))
+	}
+	return strings.Join(out, ", ")
+}
+
+func orWord(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// portDownRemedy is what to do about a port that is not ACTIVE.
+const portDownRemedy = "bring the link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), or choose another port with GDR_IB_PORT"
+
+// stalled adds what the NIC saw to a transfer that stalled or completed in
+// error: the port's state now, and its counters since the connection, in
+// place of verbs' generic guess at a cause. Wrappers up the chain formatted
+// their text already (fmt.Errorf), so the returned error carries the whole
+// message again with the verbs error's part replaced; it unwraps to err.
+func (e *End) stalled(err error) error {
+	var te *verbs.TimeoutError
+	var we *verbs.WCError
+	isT, isW := errors.As(err, &te), errors.As(err, &we)
+	if !isT && !isW {
+		return err
+	}
+	var ev string
+	if e.budget.Has() && !time.Now().Before(e.budget.End()) {
+		ev = e.budget.Cut("the wait", time.Now()).Error()
+	} else {
+		ev = e.evidence()
+	}
+	if ev == "" {
+		return err
+	}
+	var inner error = we
+	if isT {
+		inner = te
+	}
+	before := inner.Error()
+	if isT {
+		te.Evidence = ev
+	} else {
+		we.Evidence = ev
+	}
+	return &evidenced{msg: strings.Replace(err.Error(), before, inner.Error(), 1), err: err}
+}
+
+// evidenced is an error chain whose text was written again with evidence.
+type evidenced struct {
+	msg string
+	err error
+}
+
+func (e *evidenced) Error() string { return e.msg }
+func (e *evidenced) Unwrap() error { return e.err }
+
+// evidence is the NIC's account of a stall ("" when it has none to give).
+func (e *End) evidence() string {
+	var parts []string
+	if e.Root != nil && e.Dev != "" {
+		if p := portProblem(e.Root, e.Dev, e.Cfg.IBPort); p != "" {
+			parts = append(parts, p+" now: the link went down during the test; "+portDownRemedy)
+		}
+	}
+	if e.counters0 == nil && e.countersErr != nil {
+		parts = append(parts, "the NIC's counters could not be read at the connection: "+e.countersErr.Error())
+	}
+	if e.counters0 != nil {
+		now, err := portCounters(e.Root, e.Dev, e.Cfg.IBPort)
+		if err == nil {
+			d := diffCounters(e.counters0, now)
+			if why := interpret(d); why != "" {
+				parts = append(parts, why)
+			}
+			parts = append(parts, fmt.Sprintf("%s port %d counters since the connection %v ago: %s",
+				e.Dev, e.Cfg.IBPort, time.Since(e.countersAt).Round(100*time.Millisecond), d))
+		} else {
+			parts = append(parts, "the NIC's counters could not be read: "+err.Error())
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,202 @@
+//go:build rdma
+
+package rc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/harness/oob"
+	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+)
+
+// rxeTree writes an rxe0 on eth0 with port 1 in state and the given
+// hw_counters, and returns its root.
+func rxeTree(t *testing.T, state, phys, oper string, hw map[string]string) *hostfs.Root {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"sys/class/infiniband/rxe0/parent":             "eth0\n",
+		"sys/class/infiniband/rxe0/node_type":          "1: CA\n",
+		"sys/class/infiniband/rxe0/ports/1/state":      state + "\n",
+		"sys/class/infiniband/rxe0/ports/1/phys_state": phys + "\n",
+		"sys/class/infiniband/rxe0/ports/1/link_layer": "Ethernet\n",
+		"sys/class/infiniband/rxe0/ports/1/rate":       "2.5 Gb/sec (1X SDR)\n",
+		"sys/class/net/eth0/operstate":                 oper + "\n",
+	}
+	for k, v := range hw {
+		files["sys/class/infiniband/rxe0/ports/1/hw_counters/"+k] = v + "\n"
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
+	}
+	r, err := hostfs.New(dir)
+	require.NoError(t, err)
+	return r
+}
+
+func TestPortProblem(t *testing.T) {
+	r := rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", nil)
+	assert.Empty(t, portProblem(r, "rxe0", 1))
+	r = rxeTree(t, "1: DOWN", "3: Disabled", "down", nil)
+	assert.Equal(t, "rxe0 port 1 is DOWN, not ACTIVE (physical state Disabled); netdev eth0 is down", portProblem(r, "rxe0", 1))
+	assert.Equal(t, "rxe0 has no port 2 (GDR_IB_PORT)", portProblem(r, "rxe0", 2))
+	assert.Contains(t, portProblem(r, "mlx5_9", 1), "RDMA device mlx5_9")
+}
+
+// A stall is told by what the NIC counted since the connection, not by a
+// guess: loss and retransmission, a peer that never answered, a dead link.
+func TestStallEvidence(t *testing.T) {
+	before := map[string]string{"sent_pkts": "100", "rcvd_pkts": "90", "completer_retry_err": "0", "rcvd_seq_err": "0",
+		"retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "0"}
+	e := &End{Cfg: config.Defaults(), Dev: "rxe0", Role: "client"}
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", before)
+	c0, err := portCounters(e.Root, "rxe0", 1)
+	require.NoError(t, err)
+	e.counters0, e.countersAt = c0, time.Now()
+
+	// Loss: retransmissions, then the NIC gave up.
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "900", "rcvd_pkts": "300",
+		"completer_retry_err": "12", "rcvd_seq_err": "3", "retry_exceeded_err": "1", "link_downed": "0", "duplicate_request": "0"})
+	we := &verbs.WCError{WC: verbs.WC{Status: 12}, What: "RDMA WRITE"}
+	// Wrapped as pingpong wraps it: the outer text was formatted already.
+	wrapped := fmt.Errorf("queue pair 0 of 1: %w", we)
+	got := e.stalled(wrapped)
+	assert.ErrorIs(t, got, wrapped)
+	msg := got.Error()
+	assert.True(t, strings.HasPrefix(msg, "queue pair 0 of 1: RDMA WRITE: work completion error"), msg)
+	assert.Contains(t, msg, "retry exceeded: the NIC gave up after its retransmissions (retry_exceeded_err +1)")
+	assert.Contains(t, msg, "rxe0 port 1 counters since the connection")
+	assert.Contains(t, msg, "completer_retry_err +12, rcvd_pkts +210, rcvd_seq_err +3, retry_exceeded_err +1, sent_pkts +800")
+	assert.NotContains(t, msg, "unreachable GID/LID", "no three-way guess")
+
+	// Retransmitting without giving up yet.
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "900", "rcvd_pkts": "300",
+		"completer_retry_err": "5", "rcvd_seq_err": "0", "retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "2"})
+	te := &verbs.TimeoutError{What: "RDMA READ", Timeout: time.Second}
+	require.NotEqual(t, te, e.stalled(te))
+	assert.Contains(t, te.Error(), "packets were lost or late and the NIC retransmitted (completer_retry_err +5, duplicate_request +2)")
+	assert.NotContains(t, te.Error(), "GDR_TIMEOUT is too short")
+
+	// Nothing came back: the peer is unreachable or gone.
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "140", "rcvd_pkts": "90",
+		"completer_retry_err": "0", "rcvd_seq_err": "0", "retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "0"})
+	te = &verbs.TimeoutError{What: "RDMA WRITE", Timeout: time.Second}
+	require.NotEqual(t, te, e.stalled(te))
+	assert.Contains(t, te.Error(), "sent 40 packets since the connection and received none: the peer is unreachable or gone")
+
+	// The local link went down: named first.
+	e.Root = rxeTree(t, "1: DOWN", "3: Disabled", "down", before)
+	we = &verbs.WCError{WC: verbs.WC{Status: 4}, What: "RDMA WRITE"}
+	require.NotEqual(t, we, e.stalled(we))
+	assert.True(t, strings.HasPrefix(we.Evidence, "rxe0 port 1 is DOWN, not ACTIVE (physical state Disabled); netdev eth0 is down now: the link went down"), we.Evidence)
+	assert.Contains(t, we.Evidence, "none rose")
+
+	// Other errors are left alone.
+	other := errors.New("not a transfer")
+	assert.Equal(t, other, e.stalled(other))
+}
+
+func TestConnectError(t *testing.T) {
+	err := connectError(errors.New("oob: could not reach the server"), "rxe0 port 1 is DOWN, not ACTIVE; remedy: bring the link up")
+	assert.Equal(t, "rxe0 port 1 is DOWN, not ACTIVE; remedy: bring the link up (the peer could not be told either: oob: could not reach the server)", err.Error())
+
+	behind := &oob.Error{Kind: oob.ErrTest, Lag: oob.LagSelfBehind, PeerTest: "TestPP05Read", Msg: "oob: test mismatch: ... skip forward to TestPP05Read"}
+	err = connectError(behind, "")
+	assert.True(t, strings.HasPrefix(err.Error(), "skipped forward: this host is behind its peer, which ran this test already and is at TestPP05Read"), err.Error())
+	assert.ErrorIs(t, err, oob.ErrTest)
+
+	remember("TestPP01Device", []oob.Rejection{{Addr: "198.18.0.9:4000", Why: "sent garbage", Kind: oob.ErrProtocol},
+		{Addr: "198.18.0.2:4001", Why: "its token proof does not match", Kind: oob.ErrToken}})
+	gone := &oob.Error{Kind: oob.ErrVanished, Msg: "oob: no valid peer connected to :18515 within 20s"}
+	err = connectError(gone, "")
+	assert.Contains(t, err.Error(), "earlier in this run this server turned away: 198.18.0.2:4001 in TestPP01Device: its token proof does not match")
+	assert.NotContains(t, err.Error(), "198.18.0.9", "strays are not the peer")
+}
+
+// The shared connection's checkpoint: both ends in step and passed keep it;
+// a side that failed makes both connect afresh, and what the failed
+// subtest left unread does not reach the next one.
+func TestSharedCheckpoint(t *testing.T) {
+	pair := func(name string) []*End {
+		opt := oob.Options{Test: name, Timeout: 2 * time.Second, History: new(oob.History), Logf: t.Logf}
+		ln, err := oob.Listen("127.0.0.1:0", opt)
+		require.NoError(t, err)
+		var srv *oob.Session
+		var serr error
+		done := make(chan struct{})
+		go func() { defer close(done); srv, serr = ln.Accept() }()
+		cli, cerr := oob.Dial(ln.Addr(), opt)
+		<-done
+		require.NoError(t, serr)
+		require.NoError(t, cerr)
+		t.Cleanup(func() { srv.Close(); cli.Close() })
+		return []*End{{Role: "server", Sess: srv}, {Role: "client", Sess: cli}}
+	}
+	ends := pair("TestShared")
+	both, err := checkpoint(ends, "TestShared/WRITE/4096", true)
+	require.NoError(t, err)
+	assert.True(t, both)
+
+	// The client sent its result, the server failed before reading it.
+	require.NoError(t, ends[1].Sess.Send(oob.Message{Type: oob.TResult, Result: &oob.Result{Name: "bw WRITE 4096", OK: true}}))
+	ends[0].Sess.Abort("failed", "server: completion error")
+	both, err = checkpoint(ends, "TestShared/WRITE/65536", false)
+	require.NoError(t, err)
+	assert.False(t, both, "a failed subtest makes the next one connect afresh")
+	errc := make(chan error, 1)
+	go func() { errc <- ends[1].Sess.Barrier("next", 0) }()
+	require.NoError(t, ends[0].Sess.Barrier("next", 0), "the stale result was dropped")
+	require.NoError(t, <-errc)
+
+	// A session the peer closed: an error that is not a timeout (reconnect).
+	ends[1].Sess.Close()
+	_, err = checkpoint(ends[:1], "TestShared/READ/4096", true)
+	require.Error(t, err)
+	assert.False(t, timedOut(err))
+	assert.Contains(t, err.Error(), "server: ")
+}
+
+// A client one test behind its server (the server ran this test without
+// it) skips forward at once with a message saying so, and its next test
+// meets the server.
+func TestSkipForward(t *testing.T) {
+	sh, ch := new(oob.History), new(oob.History)
+	sh.Begin("TestPP03Write/rail0") // the server ran PP-03 alone: the client's PP-03 ended early
+	so := oob.Options{Test: "TestPP04WriteImm/rail0", Timeout: 5 * time.Second, History: sh, Logf: t.Logf}
+	ln, err := oob.Listen("127.0.0.1:0", so)
+	require.NoError(t, err)
+	accepted := make(chan error, 1)
+	go func() {
+		s, err := ln.Accept()
+		if s != nil {
+			defer s.Close()
+		}
+		accepted <- err
+	}()
+	co := oob.Options{Test: "TestPP03Write/rail0", Timeout: 5 * time.Second, History: ch}
+	start := time.Now()
+	_, err = oob.Dial(ln.Addr(), co)
+	require.Error(t, err)
+	msg := connectError(err, "").Error()
+	assert.Less(t, time.Since(start), 2*time.Second, "no wait for GDR_TIMEOUT")
+	assert.True(t, strings.HasPrefix(msg, "skipped forward: this host is behind its peer, which ran this test already and is at TestPP04WriteImm/rail0"), msg)
+
+	co.Test = "TestPP04WriteImm/rail0"
+	s, err := oob.Dial(ln.Addr(), co)
+	require.NoError(t, err, "the next test meets the server")
+	s.Close()
+	require.NoError(t, <-accepted)
+}
