@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,18 +157,19 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 			return nil, fmt.Errorf("%s: test %s: gdr.rail=%q is not a rail index", hr.dir, t.name, rail)
 		}
 		r := isolate.Result{Host: hr.host, Round: hr.round, Rail: n, Peer: peer, Role: role, Test: t.name, Status: t.status, Detail: t.detail}
-		if v := t.attrs["gdr.peer"]; v != "" {
+		if v := t.attrs["gdr.peer"]; isHostName(v) {
 			r.Peer = v
 		}
 		if v := t.attrs["gdr.role"]; v != "" {
 			r.Role = v
 		}
-		if v, ok := t.attrs["gdr.bw_gbps"]; ok {
+		if k, v, ok := attr(t.attrs, "gdr.bw_gbit_s", "gdr.bw_gbps"); ok {
 			if r.BWGbitS, err = strconv.ParseFloat(v, 64); err != nil || r.BWGbitS < 0 {
-				return nil, fmt.Errorf("%s: test %s: gdr.bw_gbps=%q is not a bandwidth in Gbit/s", hr.dir, t.name, v)
+				return nil, fmt.Errorf("%s: test %s: %s=%q is not a bandwidth in Gbit/s", hr.dir, t.name, k, v)
 			}
 		}
-		r.Size, _ = strconv.Atoi(t.attrs["gdr.size"])
+		_, size, _ := attr(t.attrs, "gdr.size_bytes", "gdr.size")
+		r.Size, _ = strconv.Atoi(size)
 		r.Op = t.attrs["gdr.op"]
 		if r.Peer == "" {
 			continue // not a two-host test (loopback)
@@ -183,4 +185,25 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 			Status: isolate.Missing, Detail: why})
 	}
 	return out, nil
+}
+
+// attr returns the first of keys the test set: the current name first, then
+// the name recordings from before the unit-in-key rename carry.
+func attr(attrs map[string]string, keys ...string) (key, value string, ok bool) {
+	for _, k := range keys {
+		if v, ok := attrs[k]; ok {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// isHostName says whether a gdr.peer value names a host. The suite records
+// the out-of-band session's remote address (198.18.0.2:41388, [fd00::2]:7),
+// which names no host of the job's list: then plan.json's peer stands.
+func isHostName(v string) bool {
+	if v == "" || strings.ContainsAny(v, ":[] /") {
+		return false
+	}
+	return net.ParseIP(v) == nil
 }
