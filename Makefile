@@ -100,7 +100,13 @@ lab-bench: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode bench
 lab-kill: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode kill
-.PHONY: lab-kill FORCE
+# Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from
+# Debian): srun -N4 runs deploy/rounds.sh, one rail of one VM is degraded on
+# purpose (LAB_DEGRADE), and the merged reports/lab-cluster/summary.json must
+# name exactly that rail as suspect (harness/lab/README.md).
+lab-cluster: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode cluster
+.PHONY: lab-kill lab-cluster FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

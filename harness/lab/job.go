@@ -41,6 +41,9 @@ type Job struct {
 	Modules []string      `json:"modules"`
 	Setup   time.Duration `json:"setup"` // deadline for modules, network and rxe0 ACTIVE
 	Steps   []Step        `json:"steps"`
+	// Cluster, when set, makes the VM a node of the cluster lab
+	// (cluster_guest.go) instead of a host of the two-VM lab.
+	Cluster *ClusterJob `json:"cluster,omitempty"`
 }
 
 // Record types written by the guest on its result port (ttyS1), one per

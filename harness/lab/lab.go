@@ -60,6 +60,7 @@ type Options struct {
 	EmulatedGPU bool
 	Accel       string
 	Out         io.Writer
+	Cluster     ClusterOptions // ModeCluster only
 }
 
 type runner struct {
@@ -84,6 +85,9 @@ type testPkg struct {
 
 // Run executes a lab run and returns an error when the lab failed.
 func Run(ctx context.Context, o Options) error {
+	if o.Mode == ModeCluster {
+		return RunCluster(ctx, o)
+	}
 	r := &runner{o: o, start: time.Now(), dir: filepath.Join(o.CacheDir, "run")}
 	unlock, err := r.lock(ctx)
 	if err != nil {
