@@ -39,6 +39,14 @@ not json: gotestsum may print this
 {"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536","Key":"gdr.size","Value":"65536"}
 {"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536","Key":"gdr.peer","Value":"[fd00::2]:7"}
 {"Action":"pass","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536"}
+{"Action":"run","Package":"p","Test":"TestPP09HostVsGPU"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU","Key":"gdr.rail","Value":"1"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU","Key":"gdr.role","Value":"client"}
+{"Action":"run","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536","Key":"gdr.bw_gbit_s","Value":"0.058"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536","Key":"gdr.size_bytes","Value":"65536"}
+{"Action":"pass","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536"}
+{"Action":"pass","Package":"p","Test":"TestPP09HostVsGPU"}
 {"Action":"run","Package":"p","Test":"TestTOPO01Inventory"}
 {"Action":"pass","Package":"p","Test":"TestTOPO01Inventory"}
 {"Action":"fail","Package":"p","Test":"TestPP08Bandwidth"}
@@ -64,6 +72,9 @@ func TestLoad(t *testing.T) {
 		// An address in gdr.peer (what the suite records) leaves the plan's
 		// peer; the keys from before the unit-in-key rename still read.
 		{Host: "gpu1", Round: 0, Rail: 0, Peer: "gpu2", Role: "client", Test: "TestPP08Bandwidth/rail0/WRITE/65536", Status: isolate.Pass, BWGbitS: 2.5, Size: 65536},
+		// Attributes of a parent (the rail's test) reach its subtests.
+		{Host: "gpu1", Round: 0, Rail: 1, Peer: "gpu2", Role: "client", Test: "TestPP09HostVsGPU", Status: isolate.Pass},
+		{Host: "gpu1", Round: 0, Rail: 1, Peer: "gpu2", Role: "client", Test: "TestPP09HostVsGPU/gpu/WRITE-bw/65536", Status: isolate.Pass, BWGbitS: 0.058, Size: 65536},
 		{Host: "gpu2", Round: 0, Rail: isolate.AllRails, Peer: "gpu1", Role: "server", Status: isolate.Missing, Detail: "no pair results (no test.json)"},
 	}, res)
 

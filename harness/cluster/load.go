@@ -81,6 +81,25 @@ func readTests(r io.Reader) ([]testRec, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	// Subtests inherit their parents' attributes, as in the report: the
+	// suite sets gdr.rail, gdr.role and gdr.peer on a rail's test and the
+	// bandwidth on its size subtests (TestPP08Bandwidth/WRITE/65536).
+	for _, k := range order {
+		t := byKey[k]
+		pkg, _, _ := strings.Cut(k, "\x00")
+		for name := t.name; strings.Contains(name, "/"); {
+			name = name[:strings.LastIndex(name, "/")]
+			parent := byKey[pkg+"\x00"+name]
+			if parent == nil {
+				continue
+			}
+			for a, v := range parent.attrs {
+				if _, own := t.attrs[a]; !own {
+					t.attrs[a] = v
+				}
+			}
+		}
+	}
 	out := make([]testRec, 0, len(order))
 	for _, k := range order {
 		if t := byKey[k]; t.status != "" {
