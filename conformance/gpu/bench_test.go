@@ -3,6 +3,8 @@
 package gpu
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +57,88 @@ func BenchmarkCopy(b *testing.B) {
 				} else {
 					b.Logf("GPU %s %s pinned %s x%d: %.2f GB/s", dev.PCI, dir, cuda.Size(copySize), len(ds), gbps)
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkConcurrentCopy reports pinned host<->device copy bandwidth with
+// every GPU copying at once (GPU-12/13's measurement): each GPU copies b.N
+// times 256 MiB, all starting together. Metrics: aggregate_GB/s (every
+// GPU's rate added up), min_GB/s (the slowest GPU's), and per GPU its own
+// GB/s in the log.
+func BenchmarkConcurrentCopy(b *testing.B) {
+	d := cuda.Open(b)
+	devs := cuda.GPUs(b, d)
+	if len(devs) < 2 {
+		testenv.Absent(b, "concurrent copies need two or more GPUs; the selection has %s", devs[0].PCI)
+	}
+	n := bufSize(devs[0])
+	cs := newHostCopiers(b, devs, n)
+	for _, dir := range []cuda.Direction{cuda.HtoD, cuda.DtoH} {
+		b.Run(string(dir), func(b *testing.B) {
+			b.SetBytes(int64(n * len(cs)))
+			b.ResetTimer()
+			lanes, err := concurrently(cs, dir, n, 0, cuda.Loop{Reps: b.N})
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var agg float64
+			low := -1.0
+			var per []string
+			for i, l := range lanes {
+				r := meanGBps(n, l)
+				agg += r
+				if low < 0 || r < low {
+					low = r
+				}
+				per = append(per, fmt.Sprintf("%s %.2f", cs[i].dev.PCI, r))
+			}
+			b.ReportMetric(agg, "aggregate_GB/s")
+			b.ReportMetric(low, "min_GB/s")
+			b.Logf("%s pinned %s x%d on %d GPUs at once: aggregate %.2f GB/s; per GPU (GB/s): %s",
+				dir, cuda.Size(n), b.N, len(cs), agg, strings.Join(per, ", "))
+		})
+	}
+}
+
+// BenchmarkPeerCopy reports cuMemcpyPeer bandwidth for every ordered GPU
+// pair with peer access enabled (GPU-15's measurement): b.N batches of 8
+// copies of 256 MiB. Metric: GB/s.
+func BenchmarkPeerCopy(b *testing.B) {
+	d := cuda.Open(b)
+	devs := cuda.GPUs(b, d)
+	if len(devs) < 2 {
+		testenv.Absent(b, "peer copies need two or more GPUs; the selection has %s", devs[0].PCI)
+	}
+	n := bufSize(devs[0])
+	for _, src := range devs {
+		for _, dst := range devs {
+			if src.PCI == dst.PCI {
+				continue
+			}
+			b.Run(src.PCI+"_to_"+dst.PCI, func(b *testing.B) {
+				if ok, err := src.CanAccessPeer(dst); err != nil || !ok {
+					testenv.Absent(b, "no peer access %s -> %s (cuDeviceCanAccessPeer %v, %v)", src.PCI, dst.PCI, ok, err)
+				}
+				cs, cd := cuda.Primary(b, src), cuda.Primary(b, dst)
+				cuda.EnablePeer(b, cs, cd)
+				cuda.EnablePeer(b, cd, cs)
+				from, to := cuda.Alloc(b, cs, n), cuda.Alloc(b, cd, n)
+				if _, err := cuda.PeerCopyLoop(to, from, n, 1, cuda.Loop{Reps: 1}); err != nil { // warm-up
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(peerBatch * n))
+				b.ResetTimer()
+				spans, err := cuda.PeerCopyLoop(to, from, n, peerBatch, cuda.Loop{Reps: b.N})
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := meanGBps(peerBatch*n, spans)
+				b.ReportMetric(r, "GB/s")
+				b.Logf("%s -> %s: %s x %d x %d: %.2f GB/s", src.PCI, dst.PCI, cuda.Size(n), peerBatch, b.N, r)
 			})
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
 // bufSize is what each registration covers: one 2 MiB GPU page, the unit
@@ -272,7 +273,7 @@ func tryDmabuf(t *testing.T, g *gpuEnv, n *nicEnv) outcome {
 // checked through a flushed device-to-host copy.
 func moveData(t *testing.T, g *gpuEnv, n *nicEnv, path config.MRPath) {
 	t.Helper()
-	alloc := func(t testing.TB, size int) membuf.Buffer { return cuda.Alloc(t, g.ctx, size) }
+	alloc := func(t testing.TB, size int, _ *rails.Rail) membuf.Buffer { return cuda.Alloc(t, g.ctx, size) }
 	ends := rc.Connect(t, rc.Options{Dev: n.name, BufSize: moveSize, Alloc: alloc, Loopback: true, MR: path})
 	srv, cli := ends[0], ends[1]
 	wait := func(e *rc.End, what string) error {

@@ -81,7 +81,7 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 		t.Run(string(k), func(t *testing.T) {
 			testenv.Req(t, "PP-09")
 			t.Cleanup(func() { r.skipped = t.Skipped() })
-			ends := connect(t, bufSize, forced(k), absent)
+			ends := connect(t, nil, bufSize, forced(k), absent)
 			r.mem = memLabel(ends)
 			ok := t.Run("WRITE-data", func(t *testing.T) {
 				testenv.Req(t, "PP-09")
@@ -137,12 +137,4 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 	testenv.Attr(t, "lat_ratio_gpu_host", latRatio)
 	t.Logf("WRITE %d B: host %.3f Gb/s, GPU %.3f Gb/s (GPU/host %.3f); WRITE %d B p50: host %.2f us, GPU %.2f us (GPU/host %.3f)",
 		size, h.gbps, g.gbps, bwRatio, latSize, h.p50us, g.p50us, latRatio)
-}
-
-// ratio is a/b, or 0 when b is not positive (nothing to compare against).
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a / b
 }

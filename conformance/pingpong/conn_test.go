@@ -4,38 +4,70 @@ package pingpong
 
 import (
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
-// perftest's bandwidth tools keep 128 WRs outstanding and signal one in 100.
-const (
-	txDepth = 128
-	cqMod   = 100
-)
+// perftest's bandwidth tools signal one WR in 100 (GDR_TX_DEPTH keeps
+// 128 in flight, as they do).
+const cqMod = 100
 
-// connect connects this test's ends (harness/rc) on a buffer of bufSize
-// bytes from alloc (nil: the memory GDR_MEM selects), with the settings both
-// hosts must share. skip, when set, is a reason only this host knows of.
-func connect(t *testing.T, bufSize int, alloc rc.Alloc, skip string) []*rc.End {
+// connect connects this test's ends (harness/rc) on rail r (nil: the
+// primary rail) on a buffer of bufSize bytes from alloc (nil: the memory
+// GDR_MEM selects), with the settings both hosts must share. skip, when
+// set, is a reason only this host knows of.
+func connect(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string) []*rc.End {
 	t.Helper()
+	return rc.Connect(t, connOptions(t, r, bufSize, alloc, skip))
+}
+
+func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string) rc.Options {
 	cfg := testenv.Config(t)
 	if alloc == nil {
 		alloc = newBuffer
 	}
-	return rc.Connect(t, rc.Options{BufSize: bufSize, Alloc: alloc, Skip: skip,
-		Info: map[string]string{"GDR_ITERS": strconv.Itoa(cfg.Iters), "GDR_BW_SIZES": rc.JoinInts(cfg.BWSizes)}})
+	return rc.Options{Rail: r, BufSize: bufSize, Alloc: alloc, Skip: skip,
+		Info: map[string]string{"GDR_ITERS": strconv.Itoa(cfg.Iters), "GDR_BW_ITERS": strconv.Itoa(cfg.BWIters),
+			"GDR_TX_DEPTH": strconv.Itoa(cfg.TxDepth), "GDR_QPS": strconv.Itoa(cfg.QPs), "GDR_BW_SIZES": rc.JoinInts(cfg.BWSizes)}}
 }
+
+// perRail runs fn in one subtest per rail ("rail<N>", rc.Rails), the rails
+// agreed with the peer (rail i meets rail i); rails only one host has fail
+// the test, naming them.
+func perRail(t *testing.T, id string, fn func(t *testing.T, r *rails.Rail)) {
+	t.Helper()
+	testenv.Req(t, id)
+	run, missing := rc.PlanRails(t, rc.Rails(t))
+	testenv.Attr(t, "rails", len(run))
+	for _, r := range run {
+		t.Run(rc.RailName(r), func(t *testing.T) {
+			testenv.Req(t, id)
+			fn(t, r)
+		})
+	}
+	if missing != "" {
+		testenv.Failf(t, "run both hosts with the same rails (GPUs and NICs), or choose the common ones with GDR_RAILS", "%s", missing)
+	}
+}
+
+// soloBW holds each rail's WRITE bandwidth at the largest size, measured
+// alone by PP-08, for PP-10's comparison with all rails at once.
+var soloBW sync.Map // rail index -> Gb/s
 
 // threshold rules, documented in README: on hardware NICs, bandwidth at the
 // largest size >= bwFraction of the port rate, and small-WRITE p50 latency
-// <= defaultMaxLatUS; software devices (rxe, siw) get none.
+// <= defaultMaxLatUS (p99 twice that, p99.9 four times from 10000
+// iterations); software devices (rxe, siw) get none. 2.5 us is the
+// WRITE/SEND t_avg limit of Mellanox/ngc_multinode_perf (common.sh,
+// LAT_PASS_VAL).
 const (
 	bwFraction      = 0.75
-	defaultMaxLatUS = 10.0
+	defaultMaxLatUS = 2.5
 )
 
 // wr is a send WR on e's registration local at offset off for n bytes,
@@ -43,4 +75,12 @@ const (
 func wr(id uint64, op verbs.Opcode, local *verbs.MR, remoteAddr uint64, rkey uint32, off, n int, signaled bool) verbs.SendWR {
 	return verbs.SendWR{ID: id, Op: op, Local: local, LocalAddr: local.Addr + uint64(off), Len: uint32(n),
 		RemoteAddr: remoteAddr + uint64(off), RKey: rkey, Signaled: signaled}
+}
+
+// ratio is a/b, or 0 when b is not positive (nothing to compare against).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
 }

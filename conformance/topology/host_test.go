@@ -56,6 +56,10 @@ func (h *host) needRails(t *testing.T) []*rails.Rail {
 	if !h.sel.PCIDir {
 		testenv.Absent(t, "no NVIDIA GPU: %s does not exist under %s (no sysfs?)", pci.DevicesDir, h.root.Dir())
 	}
+	if bad := pci.UnreadableGPUs(h.sel.PCIErr); len(bad) > 0 {
+		// A GPU with a corrupt attribute is not "no GPU".
+		testenv.Failf(t, "check the kernel's sysfs (or the recorded tree)", "%d PCI function(s) that may be NVIDIA GPUs could not be read: %v", len(bad), bad[0])
+	}
 	if len(h.gpus) == 0 {
 		testenv.Absent(t, "no NVIDIA GPU: %s under %s lists %d PCI functions, none with vendor 0x10de and class 0x03xxxx",
 			pci.DevicesDir, h.root.Dir(), len(h.ix.Devices()))

@@ -81,25 +81,6 @@ func readTests(r io.Reader) ([]testRec, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	// Subtests inherit their parents' attributes, as in the report: the
-	// suite sets gdr.rail, gdr.role and gdr.peer on a rail's test and the
-	// bandwidth on its size subtests (TestPP08Bandwidth/WRITE/65536).
-	for _, k := range order {
-		t := byKey[k]
-		pkg, _, _ := strings.Cut(k, "\x00")
-		for name := t.name; strings.Contains(name, "/"); {
-			name = name[:strings.LastIndex(name, "/")]
-			parent := byKey[pkg+"\x00"+name]
-			if parent == nil {
-				continue
-			}
-			for a, v := range parent.attrs {
-				if _, own := t.attrs[a]; !own {
-					t.attrs[a] = v
-				}
-			}
-		}
-	}
 	out := make([]testRec, 0, len(order))
 	for _, k := range order {
 		if t := byKey[k]; t.status != "" {
@@ -165,6 +146,7 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 	if p != nil {
 		peer, role = p.Peer, p.Role
 	}
+	inherit(recs)
 	var out []isolate.Result
 	for _, t := range recs {
 		rail, ok := t.attrs["gdr.rail"]
@@ -182,12 +164,12 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 		if v := t.attrs["gdr.role"]; v != "" {
 			r.Role = v
 		}
-		if k, v, ok := attr(t.attrs, "gdr.bw_gbit_s", "gdr.bw_gbps"); ok {
+		if k, v, ok := first(t.attrs, "gdr.bw_gbit_s", "gdr.bw_gbps"); ok {
 			if r.BWGbitS, err = strconv.ParseFloat(v, 64); err != nil || r.BWGbitS < 0 {
 				return nil, fmt.Errorf("%s: test %s: %s=%q is not a bandwidth in Gbit/s", hr.dir, t.name, k, v)
 			}
 		}
-		_, size, _ := attr(t.attrs, "gdr.size_bytes", "gdr.size")
+		_, size, _ := first(t.attrs, "gdr.size_bytes", "gdr.size")
 		r.Size, _ = strconv.Atoi(size)
 		r.Op = t.attrs["gdr.op"]
 		if r.Peer == "" {
@@ -206,9 +188,9 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 	return out, nil
 }
 
-// attr returns the first of keys the test set: the current name first, then
-// the name recordings from before the unit-in-key rename carry.
-func attr(attrs map[string]string, keys ...string) (key, value string, ok bool) {
+// first returns the first of keys that attrs has (the suite's key, then
+// the name older recordings used).
+func first(attrs map[string]string, keys ...string) (key, val string, ok bool) {
 	for _, k := range keys {
 		if v, ok := attrs[k]; ok {
 			return k, v, true
@@ -217,9 +199,34 @@ func attr(attrs map[string]string, keys ...string) (key, value string, ok bool) 
 	return "", "", false
 }
 
-// isHostName says whether a gdr.peer value names a host. The suite records
-// the out-of-band session's remote address (198.18.0.2:41388, [fd00::2]:7),
-// which names no host of the job's list: then plan.json's peer stands.
+// inherit gives each subtest the attributes of its parents that it does not
+// set itself: pingpong records the rail on "TestPP08Bandwidth/rail1" and the
+// bandwidth on "TestPP08Bandwidth/rail1/WRITE/1048576".
+func inherit(recs []testRec) {
+	byName := map[string]map[string]string{}
+	for _, t := range recs {
+		byName[t.name] = t.attrs
+	}
+	for _, t := range recs {
+		for p := t.name; ; {
+			i := strings.LastIndex(p, "/")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			for k, v := range byName[p] {
+				if _, has := t.attrs[k]; !has {
+					t.attrs[k] = v
+				}
+			}
+		}
+	}
+}
+
+// isHostName says whether a gdr.peer value names a host. Runs without
+// GDR_PEER_NAME record the out-of-band session's remote address
+// (198.18.0.2:41388, [fd00::2]:7), which names no host of the job's list:
+// then plan.json's peer stands.
 func isHostName(v string) bool {
 	if v == "" || strings.ContainsAny(v, ":[] /") {
 		return false

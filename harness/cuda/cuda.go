@@ -21,6 +21,7 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr; // 64-bit ABI (the _v2 entry points)
+typedef struct CUstream_st *CUstream;
 
 // The driver's function table, filled by gdr_cuda_load.
 static struct {
@@ -55,6 +56,16 @@ static struct {
 	CUresult (*FlushGPUDirectRDMAWrites)(int, int);
 	// Only in the lab's emulated GPU (harness/emugpu).
 	const char *(*EmulatedGPU)(void);
+	// Peer-to-peer and streams (multi-GPU checks). Every driver this suite
+	// supports has them; they are optional so that a library without them
+	// fails those checks by name instead of failing to load.
+	CUresult (*DeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+	CUresult (*CtxEnablePeerAccess)(CUcontext, unsigned int);
+	CUresult (*CtxDisablePeerAccess)(CUcontext);
+	CUresult (*MemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+	CUresult (*StreamCreate)(CUstream *, unsigned int);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*StreamDestroy)(CUstream);
 } gdr_cu;
 
 static void *gdr_cu_lib;
@@ -105,6 +116,13 @@ static int gdr_cuda_load(const char *name, const char **why, const char **missin
 	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = dlsym(h, "cuMemGetHandleForAddressRange");
 	*(void **)(&gdr_cu.FlushGPUDirectRDMAWrites) = dlsym(h, "cuFlushGPUDirectRDMAWrites");
 	*(void **)(&gdr_cu.EmulatedGPU) = dlsym(h, "gdrEmulatedGPU");
+	*(void **)(&gdr_cu.DeviceCanAccessPeer) = dlsym(h, "cuDeviceCanAccessPeer");
+	*(void **)(&gdr_cu.CtxEnablePeerAccess) = dlsym(h, "cuCtxEnablePeerAccess");
+	*(void **)(&gdr_cu.CtxDisablePeerAccess) = dlsym(h, "cuCtxDisablePeerAccess");
+	*(void **)(&gdr_cu.MemcpyPeerAsync) = dlsym(h, "cuMemcpyPeerAsync");
+	*(void **)(&gdr_cu.StreamCreate) = dlsym(h, "cuStreamCreate");
+	*(void **)(&gdr_cu.StreamSynchronize) = dlsym(h, "cuStreamSynchronize");
+	*(void **)(&gdr_cu.StreamDestroy) = dlsym(h, "cuStreamDestroy_v2");
 	gdr_cu_lib = h;
 	return 0;
 }
@@ -116,6 +134,13 @@ static void gdr_cuda_unload(void) {
 	*(void **)(&gdr_cu.MemGetHandleForAddressRange) = NULL;
 	*(void **)(&gdr_cu.FlushGPUDirectRDMAWrites) = NULL;
 	*(void **)(&gdr_cu.EmulatedGPU) = NULL;
+	*(void **)(&gdr_cu.DeviceCanAccessPeer) = NULL;
+	*(void **)(&gdr_cu.CtxEnablePeerAccess) = NULL;
+	*(void **)(&gdr_cu.CtxDisablePeerAccess) = NULL;
+	*(void **)(&gdr_cu.MemcpyPeerAsync) = NULL;
+	*(void **)(&gdr_cu.StreamCreate) = NULL;
+	*(void **)(&gdr_cu.StreamSynchronize) = NULL;
+	*(void **)(&gdr_cu.StreamDestroy) = NULL;
 }
 
 static int gdr_has_dmabuf_export(void) { return gdr_cu.MemGetHandleForAddressRange != NULL; }
@@ -150,6 +175,27 @@ static CUresult gdr_cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) {
 static CUresult gdr_cuMemGetHandleForAddressRange(int *fd, CUdeviceptr p, size_t n, int type) {
 	return gdr_cu.MemGetHandleForAddressRange(fd, p, n, type, 0);
 }
+// The peer-to-peer and stream calls; gdr_missing_peer names the first one the
+// library lacks (NULL when it has them all).
+static const char *gdr_missing_peer(void) {
+	if (!gdr_cu.DeviceCanAccessPeer) return "cuDeviceCanAccessPeer";
+	if (!gdr_cu.CtxEnablePeerAccess) return "cuCtxEnablePeerAccess";
+	if (!gdr_cu.CtxDisablePeerAccess) return "cuCtxDisablePeerAccess";
+	if (!gdr_cu.MemcpyPeerAsync) return "cuMemcpyPeerAsync";
+	if (!gdr_cu.StreamCreate) return "cuStreamCreate";
+	if (!gdr_cu.StreamSynchronize) return "cuStreamSynchronize";
+	if (!gdr_cu.StreamDestroy) return "cuStreamDestroy_v2";
+	return NULL;
+}
+static CUresult gdr_cuDeviceCanAccessPeer(int *v, CUdevice d, CUdevice p) { return gdr_cu.DeviceCanAccessPeer(v, d, p); }
+static CUresult gdr_cuCtxEnablePeerAccess(CUcontext peer) { return gdr_cu.CtxEnablePeerAccess(peer, 0); }
+static CUresult gdr_cuCtxDisablePeerAccess(CUcontext peer) { return gdr_cu.CtxDisablePeerAccess(peer); }
+static CUresult gdr_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st) {
+	return gdr_cu.MemcpyPeerAsync(d, dc, s, sc, n, st);
+}
+static CUresult gdr_cuStreamCreate(CUstream *s) { return gdr_cu.StreamCreate(s, 1); } // CU_STREAM_NON_BLOCKING
+static CUresult gdr_cuStreamSynchronize(CUstream s) { return gdr_cu.StreamSynchronize(s); }
+static CUresult gdr_cuStreamDestroy(CUstream s) { return gdr_cu.StreamDestroy(s); }
 static const char *gdr_cuGetErrorName(CUresult r) {
 	const char *s = NULL;
 	if (gdr_cu.GetErrorName(r, &s) != 0 || !s) return "";
@@ -191,6 +237,11 @@ const (
 	ErrDriverMismatch = 803
 	ErrStubLibrary    = 34
 	ErrInsufficientDr = 35 // CUDA_ERROR_INSUFFICIENT_DRIVER
+
+	ErrPeerAccessUnsupported    = 217 // CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+	ErrPeerAccessAlreadyEnabled = 704 // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+	ErrPeerAccessNotEnabled     = 705 // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
+	ErrTooManyPeers             = 711 // CUDA_ERROR_TOO_MANY_PEERS
 )
 
 // Attribute is a CUdevice_attribute value.
@@ -768,3 +819,91 @@ func (c *Context) dmabufFD(addr uintptr, size int) (int, error) {
 }
 
 func pageSize() int { return os.Getpagesize() }
+
+// Peer-to-peer and stream calls (peer.go builds on them). Each returns an
+// error naming the entry point when the library lacks one.
+
+func missingPeer(op string) error {
+	if m := C.gdr_missing_peer(); m != nil {
+		return &Error{Op: op, Code: ErrNotSupported, Name: "symbol missing",
+			Desc: fmt.Sprintf("%s does not export %s; upgrade the NVIDIA driver", Library, C.GoString(m))}
+	}
+	return nil
+}
+
+func canAccessPeer(dev, peer Device) (bool, error) {
+	op := fmt.Sprintf("cuDeviceCanAccessPeer(gpu %d, gpu %d)", dev.Ordinal, peer.Ordinal)
+	if err := missingPeer(op); err != nil {
+		return false, err
+	}
+	var v C.int
+	err := check(op, C.gdr_cuDeviceCanAccessPeer(&v, dev.h, peer.h))
+	return v != 0, err
+}
+
+// The calls below assume a context is current (inside Do).
+
+// handle is the context's CUcontext, or an error once it is released.
+func (c *Context) handle() (C.CUcontext, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		return nil, fmt.Errorf("gpu %d: primary context already released", c.Dev.Ordinal)
+	}
+	return c.ctx, nil
+}
+
+func ctxEnablePeerAccess(c, peer *Context) error {
+	op := fmt.Sprintf("cuCtxEnablePeerAccess(gpu %d -> gpu %d)", c.Dev.Ordinal, peer.Dev.Ordinal)
+	if err := missingPeer(op); err != nil {
+		return err
+	}
+	h, err := peer.handle()
+	if err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuCtxEnablePeerAccess(h))
+}
+
+func ctxDisablePeerAccess(c, peer *Context) error {
+	op := fmt.Sprintf("cuCtxDisablePeerAccess(gpu %d -> gpu %d)", c.Dev.Ordinal, peer.Dev.Ordinal)
+	if err := missingPeer(op); err != nil {
+		return err
+	}
+	h, err := peer.handle()
+	if err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuCtxDisablePeerAccess(h))
+}
+
+// stream is a CUDA stream of the context current when it was made.
+type stream struct{ s C.CUstream }
+
+func streamCreate() (stream, error) {
+	if err := missingPeer("cuStreamCreate"); err != nil {
+		return stream{}, err
+	}
+	var s C.CUstream
+	err := check("cuStreamCreate(NON_BLOCKING)", C.gdr_cuStreamCreate(&s))
+	return stream{s}, err
+}
+
+func (s stream) sync() error { return check("cuStreamSynchronize", C.gdr_cuStreamSynchronize(s.s)) }
+
+func (s stream) destroy() error { return check("cuStreamDestroy", C.gdr_cuStreamDestroy(s.s)) }
+
+// memcpyPeerAsync queues a copy of n bytes from src (in srcCtx) to dst (in
+// dstCtx) on s.
+func (s stream) memcpyPeerAsync(dst uintptr, dstCtx *Context, src uintptr, srcCtx *Context, n int) error {
+	dh, err := dstCtx.handle()
+	if err != nil {
+		return err
+	}
+	sh, err := srcCtx.handle()
+	if err != nil {
+		return err
+	}
+	return check(fmt.Sprintf("cuMemcpyPeerAsync(gpu %d -> gpu %d, %s)", srcCtx.Dev.Ordinal, dstCtx.Dev.Ordinal, Size(n)),
+		C.gdr_cuMemcpyPeerAsync(C.CUdeviceptr(dst), dh, C.CUdeviceptr(src), sh, C.size_t(n), s.s))
+}

@@ -3,12 +3,14 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/internal/multigpu"
 )
 
 // Mem is device memory from cuMemAlloc (or cuMemAllocManaged, for negative
@@ -192,24 +194,74 @@ const (
 	DtoH Direction = "DtoH"
 )
 
-// Copy runs reps synchronous copies of n bytes between dev and host in
-// direction dir on one locked thread and returns each copy's duration.
-func (c *Context) Copy(dir Direction, dev *Mem, host *Pinned, n, reps int) ([]time.Duration, error) {
+// Loop bounds a timed copy loop: it ends after Reps operations (0: no
+// count), when Stop is closed, or when Limit has passed (0: no limit),
+// whichever comes first. Reps or Limit must be set: every loop ends.
+type Loop struct {
+	Reps  int
+	Stop  <-chan struct{}
+	Limit time.Duration
+}
+
+// run times op back to back under l's bounds on the calling thread. This is
+// the one timed loop of the package: host copies, peer copies and the loops
+// that keep a link busy all go through it.
+func (l Loop) run(op func() error) ([]multigpu.Span, error) {
+	if l.Reps <= 0 && l.Limit <= 0 {
+		return nil, errors.New("copy loop without a bound: set Reps or Limit")
+	}
+	var deadline time.Time
+	if l.Limit > 0 {
+		deadline = time.Now().Add(l.Limit)
+	}
+	var out []multigpu.Span
+	for l.Reps <= 0 || len(out) < l.Reps {
+		select {
+		case <-l.Stop: // a nil Stop is never ready
+			return out, nil
+		default:
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return out, nil
+		}
+		start := time.Now()
+		if err := op(); err != nil {
+			return out, err
+		}
+		out = append(out, multigpu.Span{Start: start, End: time.Now()})
+	}
+	return out, nil
+}
+
+// Durations lists the spans' durations.
+func Durations(spans []multigpu.Span) []time.Duration {
+	out := make([]time.Duration, len(spans))
+	for i, s := range spans {
+		out[i] = s.Duration()
+	}
+	return out
+}
+
+// CopyLoop copies n bytes between dev and host in direction dir back to
+// back, one synchronous copy per span, under l's bounds, on one locked
+// thread with the context current.
+func (c *Context) CopyLoop(dir Direction, dev *Mem, host *Pinned, n int, l Loop) ([]multigpu.Span, error) {
 	if err := copyFits(dev, host, n); err != nil {
 		return nil, err
 	}
-	out := make([]time.Duration, 0, reps)
-	err := c.Do(func() error {
-		for i := 0; i < reps; i++ {
-			start := time.Now()
-			if err := c.copyOnce(dir, dev, host, n); err != nil {
-				return err
-			}
-			out = append(out, time.Since(start))
-		}
-		return nil
+	var spans []multigpu.Span
+	err := c.Do(func() (err error) {
+		spans, err = l.run(func() error { return c.copyOnce(dir, dev, host, n) })
+		return err
 	})
-	return out, err
+	return spans, err
+}
+
+// Copy runs reps synchronous copies of n bytes between dev and host in
+// direction dir on one locked thread and returns each copy's duration.
+func (c *Context) Copy(dir Direction, dev *Mem, host *Pinned, n, reps int) ([]time.Duration, error) {
+	spans, err := c.CopyLoop(dir, dev, host, n, Loop{Reps: reps})
+	return Durations(spans), err
 }
 
 // copyFits checks that n bytes fit both buffers.
@@ -232,28 +284,8 @@ func (c *Context) copyOnce(dir Direction, dev *Mem, host *Pinned, n int) error {
 // closed or limit has passed, keeping the link busy while someone else
 // samples it. It returns the number of copies made.
 func (c *Context) CopyUntil(dir Direction, dev *Mem, host *Pinned, n int, stop <-chan struct{}, limit time.Duration) (int, error) {
-	if err := copyFits(dev, host, n); err != nil {
-		return 0, err
-	}
-	count := 0
-	deadline := time.Now().Add(limit)
-	err := c.Do(func() error {
-		for {
-			select {
-			case <-stop:
-				return nil
-			default:
-			}
-			if time.Now().After(deadline) {
-				return nil
-			}
-			if err := c.copyOnce(dir, dev, host, n); err != nil {
-				return err
-			}
-			count++
-		}
-	})
-	return count, err
+	spans, err := c.CopyLoop(dir, dev, host, n, Loop{Stop: stop, Limit: limit})
+	return len(spans), err
 }
 
 // GBps converts bytes moved in d to GB/s (10^9 bytes per second).

@@ -157,11 +157,24 @@ func GPUOf(t testing.TB, dev Device) *rails.GPU {
 // and records where it ran as gdr.copy_cpus.
 func OnGPUCPUs(t testing.TB, dev Device, fn func() error) error {
 	t.Helper()
-	var cpus cpulist.Set
-	if g := GPUOf(t, dev); g != nil && g.Dev != nil {
-		cpus = g.Dev.LocalCPUs
-	}
-	placed, err := numa.OnCPUs(cpus, fn)
-	testenv.Attr(t, "copy_cpus", placed)
+	placed, err := numa.OnCPUs(LocalCPUs(t, dev), fn)
+	CopyCPUsAttr(t, placed)
 	return err
+}
+
+// CopyCPUsAttr records where timed copies ran (numa.OnCPUs' answer) as
+// gdr.copy_cpus, for tests that place copies themselves.
+func CopyCPUsAttr(t testing.TB, placed string) {
+	t.Helper()
+	testenv.Attr(t, "copy_cpus", placed)
+}
+
+// LocalCPUs is the GPU's local_cpulist, empty when sysfs does not have the
+// GPU (numa.OnCPUs then runs unpinned and says so).
+func LocalCPUs(t testing.TB, dev Device) cpulist.Set {
+	t.Helper()
+	if g := GPUOf(t, dev); g != nil && g.Dev != nil {
+		return g.Dev.LocalCPUs
+	}
+	return cpulist.Set{}
 }

@@ -87,6 +87,16 @@ func AllocManaged(t testing.TB, c *Context, size int) *Mem {
 // without crossing sockets), recorded as gdr.pinned_numa.
 func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
 	t.Helper()
+	h, place := HostAllocNear(t, c, n)
+	testenv.Attr(t, "pinned_numa", place)
+	return h
+}
+
+// HostAllocNear is HostAlloc without the attribute: it returns where the
+// buffer went, for tests that allocate for several GPUs before the subtest
+// that reports each one exists.
+func HostAllocNear(t testing.TB, c *Context, n int) (*Pinned, string) {
+	t.Helper()
 	node := -1
 	if g := GPUOf(t, c.Dev); g != nil {
 		node = g.NUMA
@@ -96,7 +106,6 @@ func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
 		h, err = c.HostAlloc(n)
 		return err
 	})
-	testenv.Attr(t, "pinned_numa", place)
 	if err != nil {
 		testenv.Failf(t, "free host memory, or raise the locked-memory limit (ulimit -l unlimited)", "GPU %s: %v", c.Dev.PCI, err)
 	}
@@ -105,7 +114,27 @@ func HostAlloc(t testing.TB, c *Context, n int) *Pinned {
 			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
 		}
 	})
-	return h
+	return h, place
+}
+
+// EnablePeer lets c reach peer's memory for t (cuCtxEnablePeerAccess) and,
+// when this call enabled it, disables it again in t.Cleanup, so the shared
+// primary context is left as it was found. It reports whether this call
+// enabled it (false: it already was). A failure fails t with a remedy.
+func EnablePeer(t testing.TB, c, peer *Context) bool {
+	t.Helper()
+	now, err := c.EnablePeerAccess(peer)
+	if err != nil {
+		testenv.Failf(t, PeerRemedy(err), "GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)
+	}
+	if now {
+		t.Cleanup(func() {
+			if err := c.DisablePeerAccess(peer); err != nil {
+				t.Errorf("GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)
+			}
+		})
+	}
+	return now
 }
 
 func allocRemedy(err error) string {

@@ -7,6 +7,11 @@
 // cuMemcpy*, and data the NIC wrote is refused until
 // cuFlushGPUDirectRDMAWrites. See src/libcuda.c for how.
 //
+// With FAKE_CUDA_DEVICES=<n> it has n devices that reach each other's
+// memory (peer access, cuMemcpyPeer under the same flush rule), so the
+// suite's multi-GPU checks run on it; no link (NVLink, a PCIe path) is
+// emulated, and the checks that judge one say so.
+//
 // Results on it are labelled gdr.mem=gpu-emulated and never count as
 // hardware evidence; the dma-buf path is not emulated (rxe has none).
 package emugpu

@@ -98,7 +98,7 @@ func BenchRows(suites []*Suite, perftest map[string]string) ([]BenchRow, []strin
 		row := BenchRow{Metric: fmt.Sprintf("write_bw_%d", size), Unit: "Gb/s", Target: ">= 0.95"}
 		row.Ours, row.OursFrom = findAttr(suites, func(n string) bool {
 			return isWrite(n) && strings.Contains(n, "Bandwidth") && strings.HasSuffix(n, "/"+strconv.Itoa(size))
-		}, "gdr.bw_gbps")
+		}, "gdr.bw_gbit_s")
 		v, err := ParsePerftestBW(perftest[fmt.Sprintf("ib_write_bw-%d", size)], size)
 		if err != nil {
 			problems = append(problems, err.Error())

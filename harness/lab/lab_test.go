@@ -365,8 +365,8 @@ func TestPerftestParsers(t *testing.T) {
 
 func TestBenchRows(t *testing.T) {
 	s := &Suite{Host: "client", Pkg: PingpongPkg, Events: []Event{
-		{Action: "attr", Test: "TestPP08Bandwidth/WRITE/65536", Key: "gdr.bw_gbps", Value: "0.270"},
-		{Action: "attr", Test: "TestPP08Bandwidth/READ/65536", Key: "gdr.bw_gbps", Value: "9.000"},
+		{Action: "attr", Test: "TestPP08Bandwidth/WRITE/65536", Key: "gdr.bw_gbit_s", Value: "0.270"},
+		{Action: "attr", Test: "TestPP08Bandwidth/READ/65536", Key: "gdr.bw_gbit_s", Value: "9.000"},
 		{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p50", Value: "4100.000"},
 		{Action: "attr", Test: "TestPP07Latency/WRITE/2", Key: "gdr.lat_us_p99", Value: "8000.250"},
 	}}

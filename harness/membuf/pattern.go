@@ -38,6 +38,12 @@ func IterSeed(seed uint64, size, i int) uint64 {
 // difference. poison is the byte the receiver pre-filled its buffer with: a
 // buffer still all poison means the data never arrived.
 func Compare(got, want []byte, poison byte) error {
+	return CompareCopy(got, want, poison, "the NIC completed the operation but the data never reached this memory; for GPU memory check nvidia-peermem or dma-buf support")
+}
+
+// CompareCopy is Compare for data some other engine moved (a GPU's copy
+// engine): untouched says why a buffer still all poison matters there.
+func CompareCopy(got, want []byte, poison byte, untouched string) error {
 	if len(got) < len(want) {
 		return fmt.Errorf("got %d bytes, want %d", len(got), len(want))
 	}
@@ -53,20 +59,31 @@ func Compare(got, want []byte, poison byte) error {
 	if bad == 0 {
 		return nil
 	}
-	untouched := true
+	all := true
 	for _, b := range got[:len(want)] {
 		if b != poison {
-			untouched = false
+			all = false
 			break
 		}
 	}
 	cause := "the data arrived corrupted"
-	if untouched {
-		cause = "nothing arrived: the buffer still holds its pre-filled poison bytes (the NIC completed the operation but the data never reached this memory; for GPU memory check nvidia-peermem or dma-buf support)"
+	if all {
+		cause = "nothing arrived: the buffer still holds its pre-filled poison bytes (" + untouched + ")"
 	}
 	end := min(first+8, len(want))
 	return fmt.Errorf("%d of %d bytes differ, first at offset %d (want % x, got % x): %s",
 		bad, len(want), first, want[first:end], got[first:end], cause)
+}
+
+// GuardBefore checks that the off bytes before a transfer at offset off
+// still hold poison (nothing written before the start).
+func GuardBefore(got []byte, off int, poison byte) error {
+	for i := 0; i < off && i < len(got); i++ {
+		if got[i] != poison {
+			return fmt.Errorf("byte %d before the transfer's start (offset %d) was overwritten (0x%02x, poison 0x%02x): the NIC wrote before the requested address", off-i, off, got[i], poison)
+		}
+	}
+	return nil
 }
 
 // Guard checks that the 64 bytes after size still hold poison (no overlong write).

@@ -49,3 +49,12 @@ func TestGuard(t *testing.T) {
 	assert.ErrorContains(t, Guard(b, 100, 0xa5), "byte 30 past the 100-byte transfer")
 	require.NoError(t, Guard(b, 200, 0xa5), "nothing after the buffer to check")
 }
+
+func TestGuardBefore(t *testing.T) {
+	b := []byte{0xa5, 0xa5, 0xa5, 1, 2}
+	require.NoError(t, GuardBefore(b, 3, 0xa5))
+	b[1] = 0
+	err := GuardBefore(b, 3, 0xa5)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "before the transfer's start")
+}

@@ -81,6 +81,24 @@ func Open(t testing.TB) *Handle {
 	return h
 }
 
+// TryOpen initialises NVML for t, shutting it down when t ends, and returns
+// the error instead of ending t when NVML is missing or broken: for checks
+// that use NVML for a detail (the NVLink between two GPUs) and report its
+// absence rather than stop.
+func TryOpen(t testing.TB) (*Handle, error) {
+	t.Helper()
+	h, err := open()
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if ret := h.nv.Shutdown(); ret != gonvml.SUCCESS {
+			t.Errorf("NVML Shutdown: %s", ret.Error())
+		}
+	})
+	return h, nil
+}
+
 // open initialises NVML. When the library does not load, go-nvml says only
 // ERROR_LIBRARY_NOT_FOUND; the dlopen text (which names the missing file or
 // the broken dependency) is added by trying the same dlopen ourselves.

@@ -3,31 +3,53 @@
 // protocol version and token proof, RDMA endpoints, the agreement to run or to
 // skip, barriers and results.
 //
-// Wire format: every message is one frame
+// Wire format: every message is one frame. The 12-byte header is the same in
+// every protocol version:
 //
-//	magic "GDRo" | type (1 byte) | reserved (3 bytes, zero) | length (uint32 BE) | payload (JSON)
+//	magic "GDRo" | type (1 byte) | flags (1 byte) | reserved (2 bytes, zero) | length (uint32 BE) | body
 //
-// The frame header, Hello and Error are frozen across protocol versions, so
-// two different versions can always tell each other why they disagree.
+// Plain frames (flags 0) carry a JSON body; only the handshake uses them.
+// After the handshake every frame is sealed (flags 0x01):
+//
+//	header | sequence (uint64 BE, per direction, from 0) | JSON | HMAC-SHA256 (32 bytes)
+//
+// where length counts sequence, JSON and MAC, and the MAC covers header,
+// sequence and JSON under the session key of that direction (session.go).
+// The header, Hello and ErrorMsg stay decodable across protocol versions (v1
+// called the flags byte reserved and required zero), so two different builds
+// can always tell each other why they disagree.
 package oob
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
-// Version is the protocol version this build speaks.
-const Version = 1
+// Version is the protocol version this build speaks. v2: the client proves
+// the token first, frames after the handshake are sealed (MAC, sequence).
+const Version = 2
 
-// MaxPayload bounds a frame's payload; anything larger is rejected before
-// it is read, so a wrong peer cannot make us allocate.
+// MaxPayload bounds a frame's body; anything larger is rejected before it is
+// read, so a wrong peer cannot make us allocate.
 const MaxPayload = 64 << 10
 
 const headerLen = 12
+
+const (
+	flagSealed = 0x01
+	seqLen     = 8
+	macLen     = sha256.Size
+	// SealedOverhead is what sealing adds to a frame: sequence and MAC.
+	SealedOverhead = seqLen + macLen
+)
 
 var magic = [4]byte{'G', 'D', 'R', 'o'}
 
@@ -56,7 +78,7 @@ func (t Type) String() string {
 	return fmt.Sprintf("type 0x%02x", uint8(t))
 }
 
-// Hello opens a session. Its fields are frozen across versions.
+// Hello opens a session. Fields present in v1 keep their meaning.
 type Hello struct {
 	Version  int      `json:"version"`
 	Test     string   `json:"test"`
@@ -64,11 +86,15 @@ type Hello struct {
 	Caps     []string `json:"caps,omitempty"`
 	Nonce    []byte   `json:"nonce"`
 	HasToken bool     `json:"has_token"`
-	// Proof is the server's HMAC over both nonces (empty in the client's hello).
+	// Proof was v1's server proof; v2 never sends it (proofs travel in Auth).
 	Proof []byte `json:"proof,omitempty"`
+	// Done (v2, client) lists the tests the client began before this one,
+	// oldest first, so the server can tell a client one test behind from one
+	// running a different test list.
+	Done []string `json:"done,omitempty"`
 }
 
-// Auth carries the client's proof of the token.
+// Auth carries one side's proof of the token over the handshake transcript.
 type Auth struct {
 	Proof []byte `json:"proof"`
 }
@@ -96,6 +122,10 @@ type Endpoint struct {
 	// registered more than once (GPU memory through both nvidia_peermem and
 	// dma-buf); RKey/Addr above are MRs[0]. Older peers send none.
 	MRs []RemoteMR `json:"mrs,omitempty"`
+	// QPNs and PSNs are every queue pair's, QPN/PSN's first, when the
+	// connection has several (GDR_QPS).
+	QPNs []uint32 `json:"qpns,omitempty"`
+	PSNs []uint32 `json:"psns,omitempty"`
 }
 
 // RemoteMR is one registration of the peer's buffer.
@@ -124,10 +154,13 @@ type Result struct {
 	Values map[string]float64 `json:"values,omitempty"`
 }
 
-// ErrorMsg tells the peer why we are giving up. Frozen across versions.
+// ErrorMsg tells the peer why we are giving up. Kind and Msg are read by
+// every version; Test and Lag (v2) detail a test mismatch.
 type ErrorMsg struct {
-	Kind string `json:"kind"` // version, token, test, failed
+	Kind string `json:"kind"` // version, token, test, failed, protocol
 	Msg  string `json:"msg"`
+	Test string `json:"test,omitempty"` // the sender's current test
+	Lag  string `json:"lag,omitempty"`  // test mismatch: see Lag.wire
 }
 
 // Message is one decoded frame: Type and exactly one of the pointers.
@@ -155,8 +188,16 @@ func IsFrameError(err error) bool {
 	return errors.As(err, &fe)
 }
 
-// Encode builds the frame for m.
-func Encode(m Message) ([]byte, error) {
+// SealError is a well-formed sealed frame that fails the session's checks:
+// a MAC that does not verify (changed on the way) or a sequence number out of
+// step (replayed, dropped or reordered).
+type SealError struct {
+	Reason string
+}
+
+func (e *SealError) Error() string { return "rejected oob frame: " + e.Reason }
+
+func body(m Message) (any, error) {
 	var v any
 	switch m.Type {
 	case THello:
@@ -179,17 +220,40 @@ func Encode(m Message) ([]byte, error) {
 	if v == nil || isNilPtr(v) {
 		return nil, fmt.Errorf("oob: %v message without its body", m.Type)
 	}
+	return v, nil
+}
+
+func marshal(m Message, overhead int) ([]byte, error) {
+	v, err := body(m)
+	if err != nil {
+		return nil, err
+	}
 	p, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("oob: encode %v: %w", m.Type, err)
 	}
-	if len(p) > MaxPayload {
-		return nil, fmt.Errorf("oob: %v message is %d bytes, above the %d-byte limit", m.Type, len(p), MaxPayload)
+	if len(p)+overhead > MaxPayload {
+		return nil, fmt.Errorf("oob: %v message is %d bytes, above the %d-byte limit", m.Type, len(p)+overhead, MaxPayload)
+	}
+	return p, nil
+}
+
+func putHeader(b []byte, t Type, flags byte, n int) {
+	copy(b, magic[:])
+	b[4] = byte(t)
+	b[5] = flags
+	b[6], b[7] = 0, 0
+	binary.BigEndian.PutUint32(b[8:12], uint32(n))
+}
+
+// Encode builds the plain frame for m (handshake frames).
+func Encode(m Message) ([]byte, error) {
+	p, err := marshal(m, 0)
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, headerLen+len(p))
-	copy(b, magic[:])
-	b[4] = byte(m.Type)
-	binary.BigEndian.PutUint32(b[8:12], uint32(len(p)))
+	putHeader(b, m.Type, 0, len(p))
 	copy(b[headerLen:], p)
 	return b, nil
 }
@@ -214,33 +278,41 @@ func isNilPtr(v any) bool {
 	return false
 }
 
-// parseHeader checks a frame header and returns the type and payload length.
-func parseHeader(h []byte) (Type, int, error) {
+// parseHeader checks a frame header and returns type, flags and body length.
+func parseHeader(h []byte) (Type, byte, int, error) {
 	if !bytes.Equal(h[:4], magic[:]) {
-		return 0, 0, &FrameError{Reason: fmt.Sprintf("bad magic %q (want %q): the peer is not a gdrconf oob endpoint", h[:4], magic[:])}
+		return 0, 0, 0, &FrameError{Reason: fmt.Sprintf("bad magic %q (want %q): the peer is not a gdrconf oob endpoint", h[:4], magic[:])}
 	}
 	t := Type(h[4])
 	if _, ok := typeNames[t]; !ok {
-		return 0, 0, &FrameError{Reason: fmt.Sprintf("unknown message type 0x%02x", h[4])}
+		return 0, 0, 0, &FrameError{Reason: fmt.Sprintf("unknown message type 0x%02x", h[4])}
 	}
-	if h[5] != 0 || h[6] != 0 || h[7] != 0 {
-		return 0, 0, &FrameError{Reason: fmt.Sprintf("reserved header bytes are % x, want zero", h[5:8])}
+	if h[5]&^flagSealed != 0 || h[6] != 0 || h[7] != 0 {
+		return 0, 0, 0, &FrameError{Reason: fmt.Sprintf("flags/reserved header bytes are % x, want 00 or 01 then 00 00", h[5:8])}
 	}
 	n := binary.BigEndian.Uint32(h[8:12])
 	if n > MaxPayload {
-		return 0, 0, &FrameError{Reason: fmt.Sprintf("%v payload of %d bytes exceeds the %d-byte limit", t, n, MaxPayload)}
+		return 0, 0, 0, &FrameError{Reason: fmt.Sprintf("%v payload of %d bytes exceeds the %d-byte limit", t, n, MaxPayload)}
 	}
-	return t, int(n), nil
+	if h[5] == flagSealed && n < SealedOverhead {
+		return 0, 0, 0, &FrameError{Reason: fmt.Sprintf("sealed %v body of %d bytes is shorter than its sequence number and MAC (%d bytes)", t, n, SealedOverhead)}
+	}
+	return t, h[5], int(n), nil
 }
 
-// Decode parses exactly one frame held in b.
+var errSealedPlain = "sealed %v frame outside a session (only the handshake is plain): the peer is out of step"
+
+// Decode parses exactly one plain frame held in b.
 func Decode(b []byte) (Message, error) {
 	if len(b) < headerLen {
 		return Message{}, &FrameError{Reason: fmt.Sprintf("frame of %d bytes is shorter than the %d-byte header", len(b), headerLen)}
 	}
-	t, n, err := parseHeader(b[:headerLen])
+	t, fl, n, err := parseHeader(b[:headerLen])
 	if err != nil {
 		return Message{}, err
+	}
+	if fl != 0 {
+		return Message{}, &FrameError{Reason: fmt.Sprintf(errSealedPlain, t)}
 	}
 	if len(b)-headerLen != n {
 		return Message{}, &FrameError{Reason: fmt.Sprintf("%v header says %d payload bytes, frame has %d", t, n, len(b)-headerLen)}
@@ -248,24 +320,101 @@ func Decode(b []byte) (Message, error) {
 	return decodePayload(t, b[headerLen:])
 }
 
-// ReadMessage reads one frame from r.
+// ReadMessage reads one plain frame from r.
 func ReadMessage(r io.Reader) (Message, error) {
+	_, m, err := readPlain(r)
+	return m, err
+}
+
+// readFrame reads one frame's header and body.
+func readFrame(r io.Reader) (raw []byte, t Type, flags byte, err error) {
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return Message{}, err
+		return nil, 0, 0, err
 	}
-	t, n, err := parseHeader(h[:])
+	t, flags, n, err := parseHeader(h[:])
 	if err != nil {
-		return Message{}, err
+		return nil, 0, 0, err
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
+	raw = make([]byte, headerLen+n)
+	copy(raw, h[:])
+	if _, err := io.ReadFull(r, raw[headerLen:]); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
+		return nil, 0, 0, err
+	}
+	return raw, t, flags, nil
+}
+
+// readPlain reads one plain frame and also returns its bytes (the handshake
+// transcript covers them).
+func readPlain(r io.Reader) ([]byte, Message, error) {
+	raw, t, fl, err := readFrame(r)
+	if err != nil {
+		return nil, Message{}, err
+	}
+	if fl != 0 {
+		return nil, Message{}, &FrameError{Reason: fmt.Sprintf(errSealedPlain, t)}
+	}
+	m, err := decodePayload(t, raw[headerLen:])
+	return raw, m, err
+}
+
+// sealer writes one direction's sealed frames.
+type sealer struct {
+	key []byte
+	seq uint64
+}
+
+func (s *sealer) seal(m Message) ([]byte, error) {
+	p, err := marshal(m, SealedOverhead)
+	if err != nil {
+		return nil, err
+	}
+	n := seqLen + len(p) + macLen
+	b := make([]byte, headerLen+n)
+	putHeader(b, m.Type, flagSealed, n)
+	binary.BigEndian.PutUint64(b[headerLen:], s.seq)
+	copy(b[headerLen+seqLen:], p)
+	mac := hmac.New(sha256.New, s.key)
+	mac.Write(b[:headerLen+seqLen+len(p)])
+	mac.Sum(b[:headerLen+seqLen+len(p)])
+	s.seq++
+	return b, nil
+}
+
+// opener checks one direction's sealed frames: MAC first (a changed frame),
+// then the sequence number (a replayed, dropped or reordered one).
+type opener struct {
+	key []byte
+	seq uint64
+}
+
+func (o *opener) open(raw []byte, t Type, flags byte) (Message, error) {
+	if flags != flagSealed {
+		return Message{}, &FrameError{Reason: fmt.Sprintf("plain %v frame after the handshake, where every frame is sealed: the peer is out of step or not the peer", t)}
+	}
+	end := len(raw) - macLen
+	mac := hmac.New(sha256.New, o.key)
+	mac.Write(raw[:end])
+	if !hmac.Equal(mac.Sum(nil), raw[end:]) {
+		return Message{}, &SealError{Reason: fmt.Sprintf("%v frame (sequence %d expected) fails its MAC check: it was changed on the way, or does not belong to this session",
+			t, o.seq)}
+	}
+	seq := binary.BigEndian.Uint64(raw[headerLen:])
+	switch {
+	case seq < o.seq:
+		return Message{}, &SealError{Reason: fmt.Sprintf("%v frame with sequence %d replayed: frames up to %d were already received", t, seq, o.seq-1)}
+	case seq > o.seq:
+		return Message{}, &SealError{Reason: fmt.Sprintf("%v frame with sequence %d where %d was next: frames were dropped or reordered on the way", t, seq, o.seq)}
+	}
+	m, err := decodePayload(t, raw[headerLen+seqLen:end])
+	if err != nil {
 		return Message{}, err
 	}
-	return decodePayload(t, p)
+	o.seq++
+	return m, nil
 }
 
 func decodePayload(t Type, p []byte) (Message, error) {
@@ -307,7 +456,12 @@ func decodePayload(t Type, p []byte) (Message, error) {
 	return m, nil
 }
 
-const maxText = 4096
+const (
+	maxText = 4096
+	// maxDone bounds Hello.Done: names, and bytes over all names.
+	maxDone      = 256
+	maxDoneBytes = 16 << 10
+)
 
 // short quotes at most a short prefix of a peer's value in an error.
 func short(s string) string {
@@ -328,13 +482,21 @@ func (m Message) validate() error {
 			return fmt.Errorf("test name of %d bytes (want 1..%d)", len(h.Test), maxText)
 		}
 		if h.Role != "server" && h.Role != "client" {
-			return fmt.Errorf("role %q (want server or client)", h.Role)
+			return fmt.Errorf("role %s (want server or client)", clip.Quote(h.Role))
 		}
 		if len(h.Nonce) != NonceLen {
 			return fmt.Errorf("nonce of %d bytes (want %d)", len(h.Nonce), NonceLen)
 		}
 		if len(h.Proof) != 0 && len(h.Proof) != proofLen {
 			return fmt.Errorf("proof of %d bytes (want %d)", len(h.Proof), proofLen)
+		}
+		if len(h.Done) > maxDone {
+			return fmt.Errorf("%d earlier tests listed (at most %d)", len(h.Done), maxDone)
+		}
+		for _, d := range h.Done {
+			if d == "" || len(d) > maxText {
+				return fmt.Errorf("earlier test name of %d bytes (want 1..%d)", len(d), maxText)
+			}
 		}
 	case TAuth:
 		if len(m.Auth.Proof) != proofLen {
@@ -362,6 +524,14 @@ func (m Message) validate() error {
 		if e.Addr+e.Len < e.Addr {
 			return fmt.Errorf("buffer 0x%x+%d wraps around", e.Addr, e.Len)
 		}
+		if len(e.QPNs) != len(e.PSNs) || len(e.QPNs) > 64 {
+			return fmt.Errorf("%d QPNs and %d PSNs (want equal counts, at most 64)", len(e.QPNs), len(e.PSNs))
+		}
+		for i := range e.QPNs {
+			if e.QPNs[i] == 0 || e.QPNs[i] >= 1<<24 || e.PSNs[i] >= 1<<24 {
+				return fmt.Errorf("QP %d: QPN %d / PSN %d out of range", i, e.QPNs[i], e.PSNs[i])
+			}
+		}
 		if len(e.MRs) > maxMRs {
 			return fmt.Errorf("%d MRs (want at most %d)", len(e.MRs), maxMRs)
 		}
@@ -386,6 +556,9 @@ func (m Message) validate() error {
 	case TError:
 		if m.Error.Kind == "" {
 			return errors.New("error without a kind")
+		}
+		if _, ok := lagFromWire(m.Error.Lag); !ok {
+			return fmt.Errorf("test mismatch lag %s (want %s, %s or %s)", clip.Quote(m.Error.Lag), lagClientBehind, lagServerBehind, lagLists)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"short", []byte("GDR"), "shorter than the 12-byte header"},
 		{"magic", badMagic, "bad magic"},
 		{"unknown type", frame(Type(0x7f), "{}"), "unknown message type 0x7f"},
-		{"reserved", reserved, "reserved header bytes"},
+		{"reserved", reserved, "flags/reserved header bytes"},
 		{"oversized", over, "exceeds the 65536-byte limit"},
 		{"length mismatch", append(frame(TSync, `{"step":"a"}`), 'x'), "header says 12 payload bytes, frame has 13"},
 		{"bad json", frame(TSync, `{"step":`), "not valid JSON"},
@@ -108,9 +109,19 @@ func TestEncodeRejects(t *testing.T) {
 	assert.ErrorContains(t, err, "above the 65536-byte limit")
 }
 
-// pair runs a server and a client session over 127.0.0.1.
+// pair runs a server and a client session over 127.0.0.1, each side with
+// its own test history (two processes).
 func pair(t *testing.T, so, co Options) (srv, cli *Session, serr, cerr error) {
 	t.Helper()
+	if so.History == nil {
+		so.History = new(History)
+	}
+	if co.History == nil {
+		co.History = new(History)
+	}
+	if so.Logf == nil {
+		so.Logf = t.Logf
+	}
 	ln, err := Listen("127.0.0.1:0", so)
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -186,6 +197,9 @@ func TestSessionHappyPath(t *testing.T) {
 	assert.Equal(t, "mismatch", o.res.Msg)
 }
 
+// A wrong token fails both sides: the client at once (the server answers
+// its proof with an error), the server when its wait ends, naming what it
+// turned away.
 func TestWrongToken(t *testing.T) {
 	for _, c := range []struct{ name, st, ct, want string }{
 		{"different", "a", "b", "GDR_TOKEN differs"},
@@ -193,13 +207,19 @@ func TestWrongToken(t *testing.T) {
 		{"client only", "", "b", "set on the client but not on the server"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, serr, cerr := pair(t, opts("T", c.st), opts("T", c.ct))
+			t.Parallel()
+			so, co := opts("T", c.st), opts("T", c.ct)
+			so.Timeout = 400 * time.Millisecond
+			start := time.Now()
+			_, _, serr, cerr := pair(t, so, co)
+			assert.Less(t, time.Since(start), 2*time.Second)
 			for side, err := range map[string]error{"server": serr, "client": cerr} {
 				require.Error(t, err, side)
 				assert.ErrorIs(t, err, ErrToken, side)
 				assert.Contains(t, err.Error(), "wrong token", side)
 				assert.Contains(t, err.Error(), c.want, side)
 			}
+			assert.Contains(t, serr.Error(), "127.0.0.1:", "the server names the client it turned away")
 		})
 	}
 }
@@ -208,59 +228,41 @@ func TestVersionMismatch(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		sv, cv int
-	}{{"client newer", 1, 2}, {"server newer", 2, 1}} {
+	}{{"client newer", 2, 3}, {"server newer", 3, 2}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			so, co := opts("T", ""), opts("T", "")
+			so.Timeout = 400 * time.Millisecond
 			so.Version, co.Version = c.sv, c.cv
 			_, _, serr, cerr := pair(t, so, co)
 			for side, err := range map[string]error{"server": serr, "client": cerr} {
 				require.Error(t, err, side)
 				assert.ErrorIs(t, err, ErrVersion, side)
 				assert.Contains(t, err.Error(), "version mismatch", side)
-				assert.Contains(t, err.Error(), "the server speaks oob protocol v", side)
+				assert.Contains(t, err.Error(), fmt.Sprintf("the server speaks oob protocol v%d, the client v%d: run the same gdrconf build on both hosts", c.sv, c.cv), side)
 			}
 		})
 	}
 }
 
+// Different test lists: neither host ran the other's test. The client fails
+// at once saying so; the server keeps waiting, then says the same.
 func TestTestMismatch(t *testing.T) {
-	_, _, serr, cerr := pair(t, opts("TestA", ""), opts("TestB", ""))
-	assert.ErrorIs(t, serr, ErrTest)
-	assert.ErrorIs(t, cerr, ErrTest)
-	assert.Contains(t, serr.Error(), "TestA")
-	assert.Contains(t, cerr.Error(), "TestB")
-}
-
-// A peer that stops answering fails within the timeout, naming the peer and
-// what we waited for.
-func TestSilentPeer(t *testing.T) {
-	srv, cli, serr, cerr := pair(t, opts("TestSilent", ""), opts("TestSilent", ""))
-	require.NoError(t, serr)
-	require.NoError(t, cerr)
-	srv.opt.Timeout = 300 * time.Millisecond
-	start := time.Now()
-	err := srv.Barrier("written", 5)
-	el := time.Since(start)
-	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrVanished)
-	assert.Less(t, el, 2*time.Second)
-	assert.GreaterOrEqual(t, el, 250*time.Millisecond)
-	for _, s := range []string{"peer vanished", cli.conn.LocalAddr().String(), `barrier "written" (iteration 5)`, "300ms", "TestSilent"} {
-		assert.Contains(t, err.Error(), s)
+	so, co := opts("TestA", ""), opts("TestB", "")
+	so.Timeout = 400 * time.Millisecond
+	_, _, serr, cerr := pair(t, so, co)
+	for side, err := range map[string]error{"server": serr, "client": cerr} {
+		require.Error(t, err, side)
+		assert.ErrorIs(t, err, ErrTest, side)
+		assert.Contains(t, err.Error(), "the server runs test TestA, the client test TestB", side)
+		assert.Contains(t, err.Error(), "different test lists", side)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, LagLists, e.Lag, side)
 	}
-}
-
-// A peer whose process dies (connection closed) is reported as such at once.
-func TestPeerClosed(t *testing.T) {
-	srv, cli, serr, cerr := pair(t, opts("T", ""), opts("T", ""))
-	require.NoError(t, serr)
-	require.NoError(t, cerr)
-	cli.Close()
-	_, err := srv.ExchangeEndpoint(sampleEndpoint())
-	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrVanished)
-	assert.Contains(t, err.Error(), "closed the connection")
-	assert.Contains(t, err.Error(), "RDMA endpoint")
+	var e *Error
+	require.ErrorAs(t, cerr, &e)
+	assert.Equal(t, "TestA", e.PeerTest)
 }
 
 // A silent peer during the hello (accepts TCP, never speaks) fails both ways.
@@ -294,7 +296,7 @@ func TestAcceptTimeout(t *testing.T) {
 	_, err = ln.Accept()
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrVanished)
-	assert.Contains(t, err.Error(), "no peer connected")
+	assert.Contains(t, err.Error(), "no valid peer connected")
 	// The listener is closed after the session: the port is free again.
 	ln2, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
@@ -422,14 +424,15 @@ func FuzzDecode(f *testing.F) {
 // once the heartbeats stop, the wait fails within Timeout.
 func TestHeartbeat(t *testing.T) {
 	so, co := opts("T", ""), opts("T", "")
-	so.Timeout, co.Timeout = 200*time.Millisecond, 200*time.Millisecond
+	// Margins for a loaded 2-core CI machine: heartbeats every 100ms.
+	so.Timeout, co.Timeout = 400*time.Millisecond, 400*time.Millisecond
 	srv, cli, serr, cerr := pair(t, so, co)
 	require.NoError(t, serr)
 	require.NoError(t, cerr)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Barrier("done", 0) }()
 	stop := cli.Heartbeat()
-	time.Sleep(600 * time.Millisecond) // 3x the timeout, busy
+	time.Sleep(1200 * time.Millisecond) // 3x the timeout, busy
 	stop()
 	require.NoError(t, cli.Barrier("done", 0))
 	require.NoError(t, <-errc)
@@ -440,5 +443,5 @@ func TestHeartbeat(t *testing.T) {
 	start := time.Now()
 	err := srv.Barrier("never", 1)
 	assert.ErrorIs(t, err, ErrVanished)
-	assert.Less(t, time.Since(start), time.Second)
+	assert.Less(t, time.Since(start), 1500*time.Millisecond)
 }

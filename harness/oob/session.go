@@ -1,9 +1,6 @@
 package oob
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -11,24 +8,34 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
-
-// NonceLen is the length of hello nonces.
-const NonceLen = 16
-
-const proofLen = sha256.Size
 
 // Options configure one session.
 type Options struct {
 	Test    string        // test name; both sides must run the same test
 	Token   string        // GDR_TOKEN; "" = unauthenticated
-	Timeout time.Duration // bound on every read, write, accept and dial
+	Timeout time.Duration // bound on each wait for the peer (silence), and on accept and dial
 	Caps    []string      // capabilities this side offers (e.g. mem:gpu)
+	// MaxWait caps one wait on the peer however many heartbeats arrive; 0 is
+	// CapFactor times the bound in effect (Timeout, or what Within set).
+	MaxWait time.Duration
+	// Logf receives one line per connection the server rejects (address and
+	// why); nil writes them to standard error.
+	Logf func(format string, args ...any)
+	// History is the order of this process's tests, for telling a peer one
+	// test behind from one running a different test list; nil is
+	// DefaultHistory.
+	History *History
 	// Version overrides the protocol version (tests of version mismatch only).
 	Version int
 }
+
+// CapFactor is how many times its bound one wait may last while the peer
+// sends only heartbeats (Options.MaxWait overrides it).
+const CapFactor = 4
 
 func (o Options) version() int {
 	if o.Version != 0 {
@@ -44,114 +51,85 @@ func (o Options) timeout() time.Duration {
 	return o.Timeout
 }
 
+func (o Options) history() *History {
+	if o.History != nil {
+		return o.History
+	}
+	return DefaultHistory
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+		return
+	}
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
 // Kinds of session failure, so callers and users can tell them apart.
 var (
-	ErrVanished = errors.New("peer vanished")
-	ErrToken    = errors.New("wrong token")
-	ErrVersion  = errors.New("protocol version mismatch")
-	ErrTest     = errors.New("peer runs a different test")
-	ErrPeer     = errors.New("peer reported a failure")
-	ErrProtocol = errors.New("protocol violation")
+	ErrVanished  = errors.New("peer vanished")
+	ErrStalled   = errors.New("peer stalled: heartbeats only")
+	ErrToken     = errors.New("wrong token")
+	ErrVersion   = errors.New("protocol version mismatch")
+	ErrTest      = errors.New("peer runs a different test")
+	ErrPeer      = errors.New("peer reported a failure")
+	ErrProtocol  = errors.New("protocol violation")
+	ErrIntegrity = errors.New("frame failed the session's integrity check")
 )
+
+// Lag says, for a test mismatch (ErrTest), which side is behind.
+type Lag int
+
+const (
+	LagNone       Lag = iota // not a test mismatch
+	LagLists                 // neither side ran the other's test: different test lists
+	LagPeerBehind            // the peer is at a test this side ran earlier
+	LagSelfBehind            // this side is at a test the peer ran earlier: skip forward
+)
+
+func (l Lag) String() string {
+	return [...]string{"none", "different test lists", "peer behind", "this side behind"}[l]
+}
 
 // Error is a session failure: Kind is one of the Err* values above.
 type Error struct {
 	Kind error
 	Msg  string
+	// For ErrTest: the peer's current test and which side is behind, so a
+	// caller can skip forward (LagSelfBehind) instead of failing every test
+	// after one that ended early.
+	PeerTest string
+	Lag      Lag
 }
 
 func (e *Error) Error() string { return e.Msg }
 func (e *Error) Unwrap() error { return e.Kind }
 
-// Session is one test's connection to the peer.
+// Session is one test's connection to the peer. Its methods may be called
+// from the test and from one Heartbeat at the same time.
 type Session struct {
 	conn     net.Conn
 	role     string
 	opt      Options
 	peer     string
 	PeerCaps []string
-	closed   bool
-	wmu      sync.Mutex // heartbeats write concurrently with the test
+	auth     bool // the session keys depend on a token
+
+	bound  atomic.Int64 // current wait bound in ns (Within changes it)
+	closed atomic.Bool
+
+	wmu sync.Mutex // heartbeats write concurrently with the test
+	out *sealer    // nil during the handshake
+
+	rmu sync.Mutex
+	in  *opener
 }
 
-// Listener is the server's socket for one test session.
-type Listener struct {
-	ln  net.Listener
-	opt Options
-}
-
-// Listen opens the server's socket on addr ("host:port"; port 0 picks one).
-func Listen(addr string, opt Options) (*Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("oob: listen on %s for test %s: %w (another test run on this host, or GDR_LISTEN names a port in use)", addr, opt.Test, err)
-	}
-	return &Listener{ln: ln, opt: opt}, nil
-}
-
-// Addr is the address the listener is bound to.
-func (l *Listener) Addr() string { return l.ln.Addr().String() }
-
-// Close closes the listening socket; safe to call twice.
-func (l *Listener) Close() error {
-	err := l.ln.Close()
-	if errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
-}
-
-// Accept waits (at most Timeout) for exactly one peer, closes the listener and
-// runs the server side of the hello.
-func (l *Listener) Accept() (*Session, error) {
-	defer l.Close() // exactly one peer per test session
-	to := l.opt.timeout()
-	if tl, ok := l.ln.(*net.TCPListener); ok {
-		_ = tl.SetDeadline(time.Now().Add(to))
-	}
-	c, err := l.ln.Accept()
-	if err != nil {
-		if isTimeout(err) {
-			return nil, &Error{Kind: ErrVanished, Msg: fmt.Sprintf(
-				"oob: no peer connected to %s within %v for test %s: start the same command on the other host with GDR_ROLE=client GDR_PEER=<this host>, or raise GDR_TIMEOUT",
-				l.Addr(), to, l.opt.Test)}
-		}
-		return nil, fmt.Errorf("oob: accept on %s for test %s: %w", l.Addr(), l.opt.Test, err)
-	}
-	s := &Session{conn: c, role: "server", opt: l.opt, peer: c.RemoteAddr().String()}
-	if err := s.serverHello(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// Dial connects to the server at addr, retrying refused connections until
-// Timeout (the server may still be finishing the previous test), and runs the
-// client side of the hello.
-func Dial(addr string, opt Options) (*Session, error) {
-	to := opt.timeout()
-	deadline := time.Now().Add(to)
-	var last error
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, &Error{Kind: ErrVanished, Msg: fmt.Sprintf(
-				"oob: could not reach the server %s within %v for test %s (last error: %v): start the same command there with GDR_ROLE=server, check GDR_PEER and the firewall, or raise GDR_TIMEOUT",
-				addr, to, opt.Test, last)}
-		}
-		c, err := net.DialTimeout("tcp", addr, left)
-		if err == nil {
-			s := &Session{conn: c, role: "client", opt: opt, peer: addr}
-			if err := s.clientHello(); err != nil {
-				s.Close()
-				return nil, err
-			}
-			return s, nil
-		}
-		last = err
-		time.Sleep(min(100*time.Millisecond, max(time.Until(deadline), 0)))
-	}
+func newSession(c net.Conn, role string, opt Options, peer string) *Session {
+	s := &Session{conn: c, role: role, opt: opt, peer: peer}
+	s.bound.Store(int64(opt.timeout()))
+	return s
 }
 
 // Peer is the peer's address.
@@ -160,24 +138,68 @@ func (s *Session) Peer() string { return s.peer }
 // Role is "server" or "client".
 func (s *Session) Role() string { return s.role }
 
-// Close ends the session; safe to call twice.
+// Authenticated reports whether GDR_TOKEN keys the session: without a token
+// frames are still sequence-checked and MACed, but anyone on the path could
+// forge them.
+func (s *Session) Authenticated() bool { return s.auth }
+
+// Security names the session's protection for reports: "hmac-sha256" with a
+// token, "none (GDR_TOKEN unset)" without.
+func (s *Session) Security() string {
+	if s.auth {
+		return "hmac-sha256"
+	}
+	return "none (GDR_TOKEN unset)"
+}
+
+// Close ends the session; safe to call twice and concurrently.
 func (s *Session) Close() error {
-	if s == nil || s.closed {
+	if s == nil || s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
 	return s.conn.Close()
+}
+
+// Timeout is the current bound on each wait, read and write.
+func (s *Session) Timeout() time.Duration { return time.Duration(s.bound.Load()) }
+
+// Within sets the bound for the following waits to d (e.g. while the peer
+// runs a long transfer without heartbeats) and returns a func that restores
+// it. The cap on one wait grows with it (CapFactor×d, or MaxWait). Heartbeat
+// may run meanwhile; Within itself belongs to one goroutine (restores nest).
+func (s *Session) Within(d time.Duration) (restore func()) {
+	if d <= 0 {
+		return func() {}
+	}
+	old := s.bound.Swap(int64(d))
+	return func() { s.bound.Store(old) }
+}
+
+// maxWait is the cap on one wait whose bound is bound.
+func (s *Session) maxWait(bound time.Duration) time.Duration {
+	if s.opt.MaxWait > 0 {
+		return max(s.opt.MaxWait, bound)
+	}
+	return CapFactor * bound
+}
+
+// frame encodes m: plain during the handshake, sealed after. Call with wmu.
+func (s *Session) frame(m Message) ([]byte, error) {
+	if s.out == nil {
+		return Encode(m)
+	}
+	return s.out.seal(m)
 }
 
 // Send writes one message within Timeout.
 func (s *Session) Send(m Message) error {
-	b, err := Encode(m)
+	to := s.Timeout()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b, err := s.frame(m)
 	if err != nil {
 		return err
 	}
-	to := s.opt.timeout()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(to))
 	if _, err := s.conn.Write(b); err != nil {
 		return s.ioError(err, "sending "+m.Type.String(), to)
@@ -185,27 +207,127 @@ func (s *Session) Send(m Message) error {
 	return nil
 }
 
-// Recv reads the next message within Timeout; what names what we wait for,
-// for the error text. A peer's Error message comes back as an *Error.
-func (s *Session) Recv(what string) (Message, error) {
-	to := s.opt.timeout()
-	_ = s.conn.SetReadDeadline(time.Now().Add(to))
-	m, err := ReadMessage(s.conn)
-	for err == nil && m.Type == TSync && m.Sync.Step == heartbeatStep {
-		// The peer is alive but busy (a long measurement): wait on.
-		_ = s.conn.SetReadDeadline(time.Now().Add(to))
-		m, err = ReadMessage(s.conn)
-	}
+// read reads one frame (sealed once the handshake is done).
+func (s *Session) read() (Message, error) {
+	raw, t, fl, err := readFrame(s.conn)
 	if err != nil {
-		if IsFrameError(err) {
-			return Message{}, &Error{Kind: ErrProtocol, Msg: fmt.Sprintf("oob: peer %s (test %s) while waiting for %s: %v", s.peer, s.opt.Test, what, err)}
+		return Message{}, err
+	}
+	if s.in == nil {
+		if fl != 0 {
+			return Message{}, &FrameError{Reason: fmt.Sprintf(errSealedPlain, t)}
 		}
-		return Message{}, s.ioError(err, "waiting for "+what, to)
+		return decodePayload(t, raw[headerLen:])
+	}
+	return s.in.open(raw, t, fl)
+}
+
+const (
+	heartbeatStep = "\x00heartbeat"
+	resyncStep    = "\x00resync "
+)
+
+func isHeartbeat(m Message) bool { return m.Type == TSync && m.Sync.Step == heartbeatStep }
+
+// wait reads frames until one that drop does not discard, within the bound
+// of silence (Timeout; heartbeats reset it) and the cap on the whole wait
+// (heartbeats do not extend it). It returns the frame and how many it dropped.
+func (s *Session) wait(what string, drop func(Message) bool) (Message, int, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	bound := s.Timeout()
+	limit := s.maxWait(bound)
+	start := time.Now()
+	hard := start.Add(limit)
+	beats, dropped := 0, 0
+	for {
+		dl := time.Now().Add(bound)
+		atCap := !dl.Before(hard)
+		if atCap {
+			dl = hard
+		}
+		_ = s.conn.SetReadDeadline(dl)
+		m, err := s.read()
+		if err != nil {
+			var fe *FrameError
+			var se *SealError
+			switch {
+			case isTimeout(err) && atCap && beats > 0:
+				e := &Error{Kind: ErrStalled, Msg: fmt.Sprintf(
+					"oob: peer stalled: %s (test %s) sent only heartbeats (%d) for %v while we waited for %s, the cap on one wait (%s): it is alive but stuck in a step, or the step needs longer; see its log, or raise GDR_TIMEOUT",
+					s.peer, s.opt.Test, beats, time.Since(start).Round(time.Millisecond), what, s.capWhy(bound, limit))}
+				s.abortLocked("failed", fmt.Sprintf("the %s gave up waiting for %s: %s", s.role, what, e.Msg))
+				return Message{}, dropped, e
+			case errors.As(err, &se):
+				e := &Error{Kind: ErrIntegrity, Msg: fmt.Sprintf(
+					"oob: peer %s (test %s) while waiting for %s: %v; the session is not trustworthy: something on the path between the hosts changes or injects traffic, or the peer is not the gdrconf process it claims to be",
+					s.peer, s.opt.Test, what, err)}
+				s.abortLocked("protocol", e.Msg)
+				return Message{}, dropped, e
+			case errors.As(err, &fe):
+				e := &Error{Kind: ErrProtocol, Msg: fmt.Sprintf("oob: peer %s (test %s) while waiting for %s: %v", s.peer, s.opt.Test, what, err)}
+				s.abortLocked("protocol", e.Msg)
+				return Message{}, dropped, e
+			}
+			return Message{}, dropped, s.ioError(err, "waiting for "+what, bound)
+		}
+		if isHeartbeat(m) {
+			beats++ // alive but busy (a long measurement): wait on, up to the cap
+			continue
+		}
+		if drop != nil && drop(m) {
+			dropped++
+			continue
+		}
+		return m, dropped, nil
+	}
+}
+
+func (s *Session) capWhy(bound, limit time.Duration) string {
+	if s.opt.MaxWait > 0 {
+		return fmt.Sprintf("%v (MaxWait)", limit)
+	}
+	return fmt.Sprintf("%v = %d x the %v bound", limit, CapFactor, bound)
+}
+
+// Recv reads the next message, waiting at most Timeout of silence and the
+// cap in all; what names what we wait for, for the error text. A peer's
+// Error message comes back as an *Error.
+func (s *Session) Recv(what string) (Message, error) {
+	m, _, err := s.wait(what, nil)
+	if err != nil {
+		return Message{}, err
 	}
 	if m.Type == TError {
 		return Message{}, s.peerError(m.Error)
 	}
 	return m, nil
+}
+
+// Resync brings both sides to the same point after a failed step: each side
+// calls it with the same point, and every frame of the peer's that was sent
+// before its marker (a result nobody read, an Abort) is dropped. It returns
+// how many frames were dropped. A peer that does not resync fails the wait
+// as any silent peer does.
+func (s *Session) Resync(point string) (dropped int, err error) {
+	if point == "" || len(point) > maxText-len(resyncStep) {
+		return 0, fmt.Errorf("oob: resync point of %d bytes (want 1..%d)", len(point), maxText-len(resyncStep))
+	}
+	if err := s.Send(Message{Type: TSync, Sync: &Sync{Step: resyncStep + point}}); err != nil {
+		return 0, err
+	}
+	m, n, err := s.wait(fmt.Sprintf("the peer to resync at %q", point), func(m Message) bool {
+		return m.Type != TSync || !strings.HasPrefix(m.Sync.Step, resyncStep)
+	})
+	if err != nil {
+		return n, err
+	}
+	if got := strings.TrimPrefix(m.Sync.Step, resyncStep); got != point {
+		e := &Error{Kind: ErrProtocol, Msg: fmt.Sprintf("oob: peer %s (test %s) resynced at %q, we at %q: the hosts got out of step", s.peer, s.opt.Test, got, point)}
+		s.Abort("protocol", e.Msg)
+		return n, e
+	}
+	return n, nil
 }
 
 // expect receives a message of type t.
@@ -222,31 +344,44 @@ func (s *Session) expect(t Type, what string) (Message, error) {
 	return m, nil
 }
 
+// maxErrText bounds the text of an Error frame we send or show.
+const maxErrText = 2048
+
+func clipText(s string) string {
+	if len(s) <= maxErrText {
+		return s
+	}
+	return s[:maxErrText] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
 // Abort tells the peer why we give up (best effort) so it fails with our reason.
 func (s *Session) Abort(kind, msg string) {
-	if s == nil || s.closed {
+	if s == nil || s.closed.Load() {
 		return
 	}
-	b, err := Encode(Message{Type: TError, Error: &ErrorMsg{Kind: kind, Msg: msg}})
+	s.abortLocked(kind, msg)
+}
+
+// abortLocked is Abort for callers that may hold rmu (it takes only wmu).
+func (s *Session) abortLocked(kind, msg string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b, err := s.frame(Message{Type: TError, Error: &ErrorMsg{Kind: kind, Msg: clipText(msg)}})
 	if err != nil {
 		return
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	_ = s.conn.SetWriteDeadline(time.Now().Add(min(s.opt.timeout(), 2*time.Second)))
+	_ = s.conn.SetWriteDeadline(time.Now().Add(min(s.Timeout(), 2*time.Second)))
 	_, _ = s.conn.Write(b)
 }
 
-const heartbeatStep = "\x00heartbeat"
-
 // Heartbeat tells the peer every Timeout/4 that this side is alive while it
 // is busy outside the session (a measurement in C), so the peer's waits stay
-// bounded by Timeout yet survive a measurement longer than Timeout. Call
-// the returned stop when the busy part ends.
+// bounded by Timeout of silence yet survive a step longer than Timeout, up to
+// the peer's cap on one wait. Call the returned stop when the busy part ends.
 func (s *Session) Heartbeat() (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	every := max(s.opt.timeout()/4, 10*time.Millisecond)
+	every := max(s.Timeout()/4, 10*time.Millisecond)
 	go func() {
 		defer close(finished)
 		tk := time.NewTicker(every)
@@ -262,7 +397,8 @@ func (s *Session) Heartbeat() (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done); <-finished }
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); <-finished }
 }
 
 func (s *Session) peerError(e *ErrorMsg) error {
@@ -276,7 +412,13 @@ func (s *Session) peerError(e *ErrorMsg) error {
 		kind = ErrTest
 	}
 	prefix := map[error]string{ErrVersion: "version mismatch", ErrToken: "wrong token", ErrTest: "test mismatch", ErrPeer: "peer failed"}[kind]
-	return &Error{Kind: kind, Msg: fmt.Sprintf("oob: %s: peer %s (test %s) says: %s", prefix, s.peer, s.opt.Test, e.Msg)}
+	out := &Error{Kind: kind, Msg: fmt.Sprintf("oob: %s: peer %s (test %s) says: %s", prefix, s.peer, s.opt.Test, clipText(e.Msg))}
+	if kind == ErrTest {
+		out.PeerTest = e.Test
+		out.Lag, _ = lagFromWire(e.Lag)
+		out.Lag = out.Lag.flip()
+	}
+	return out
 }
 
 func (s *Session) ioError(err error, doing string, to time.Duration) error {
@@ -285,7 +427,7 @@ func (s *Session) ioError(err error, doing string, to time.Duration) error {
 		return &Error{Kind: ErrVanished, Msg: fmt.Sprintf(
 			"oob: peer vanished: %s (test %s) gave no answer within %v while we were %s: the other host's test died, hangs or lost its network; check its log, or raise GDR_TIMEOUT",
 			s.peer, s.opt.Test, to, doing)}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case isClosed(err):
 		return &Error{Kind: ErrVanished, Msg: fmt.Sprintf(
 			"oob: peer vanished: %s (test %s) closed the connection while we were %s: the other host's test failed or was killed; see its log",
 			s.peer, s.opt.Test, doing)}
@@ -293,120 +435,13 @@ func (s *Session) ioError(err error, doing string, to time.Duration) error {
 	return &Error{Kind: ErrVanished, Msg: fmt.Sprintf("oob: peer %s (test %s) while %s: %v", s.peer, s.opt.Test, doing, err)}
 }
 
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-func newNonce() []byte {
-	b := make([]byte, NonceLen)
-	_, _ = rand.Read(b) // crypto/rand never fails on Linux
-	return b
-}
-
-// proof binds the token to both nonces, the test and the direction, so a
-// proof cannot be replayed for another session or reflected back.
-func proof(token, dir, test string, a, b []byte) []byte {
-	m := hmac.New(sha256.New, []byte(token))
-	fmt.Fprintf(m, "gdrconf-oob|%s|%s|", dir, test)
-	m.Write(a)
-	m.Write(b)
-	return m.Sum(nil)
-}
-
-func (s *Session) versionError(peerV int) error {
-	sv, cv := s.opt.version(), peerV
-	if s.role == "client" {
-		sv, cv = peerV, s.opt.version()
-	}
-	msg := fmt.Sprintf("the server speaks oob protocol v%d, the client v%d: run the same gdrconf build on both hosts", sv, cv)
-	s.Abort("version", msg)
-	return &Error{Kind: ErrVersion, Msg: fmt.Sprintf("oob: version mismatch with %s (test %s): %s", s.peer, s.opt.Test, msg)}
-}
-
-func (s *Session) tokenError(msg string) error {
-	s.Abort("token", msg)
-	return &Error{Kind: ErrToken, Msg: fmt.Sprintf("oob: wrong token: %s (test %s): %s", s.peer, s.opt.Test, msg)}
-}
-
-func (s *Session) testError(peerTest string) error {
-	msg := fmt.Sprintf("the %s runs test %s, the peer test %s: run the identical command (same -run filter) on both hosts", s.role, s.opt.Test, peerTest)
-	s.Abort("test", msg)
-	return &Error{Kind: ErrTest, Msg: fmt.Sprintf("oob: test mismatch with %s: %s", s.peer, msg)}
-}
-
-func tokenMismatch(serverHas, clientHas bool) string {
-	switch {
-	case serverHas && !clientHas:
-		return "GDR_TOKEN is set on the server but not on the client: set the same GDR_TOKEN on both hosts"
-	case !serverHas && clientHas:
-		return "GDR_TOKEN is set on the client but not on the server: set the same GDR_TOKEN on both hosts"
-	}
-	return "GDR_TOKEN differs between the hosts: set the same value on both"
-}
-
-func (s *Session) clientHello() error {
-	cn := newNonce()
-	h := &Hello{Version: s.opt.version(), Test: s.opt.Test, Role: "client", Caps: s.opt.Caps, Nonce: cn, HasToken: s.opt.Token != ""}
-	if err := s.Send(Message{Type: THello, Hello: h}); err != nil {
-		return err
-	}
-	m, err := s.expect(THello, "the server's hello")
-	if err != nil {
-		return err
-	}
-	sh := m.Hello
-	if sh.Version != s.opt.version() {
-		return s.versionError(sh.Version)
-	}
-	if sh.Test != s.opt.Test {
-		return s.testError(sh.Test)
-	}
-	if sh.HasToken != (s.opt.Token != "") {
-		return s.tokenError(tokenMismatch(sh.HasToken, s.opt.Token != ""))
-	}
-	if !hmac.Equal(sh.Proof, proof(s.opt.Token, "server", s.opt.Test, cn, sh.Nonce)) {
-		return s.tokenError(tokenMismatch(true, true))
-	}
-	s.PeerCaps = sh.Caps
-	if err := s.Send(Message{Type: TAuth, Auth: &Auth{Proof: proof(s.opt.Token, "client", s.opt.Test, sh.Nonce, cn)}}); err != nil {
-		return err
-	}
-	// The server confirms, so a rejection reaches us here and not later.
-	_, err = s.expectSync("hello accepted", 0)
-	return err
-}
-
-func (s *Session) serverHello() error {
-	m, err := s.expect(THello, "the client's hello")
-	if err != nil {
-		return err
-	}
-	ch := m.Hello
-	if ch.Version != s.opt.version() {
-		return s.versionError(ch.Version)
-	}
-	if ch.Test != s.opt.Test {
-		return s.testError(ch.Test)
-	}
-	if ch.HasToken != (s.opt.Token != "") {
-		return s.tokenError(tokenMismatch(s.opt.Token != "", ch.HasToken))
-	}
-	sn := newNonce()
-	h := &Hello{Version: s.opt.version(), Test: s.opt.Test, Role: "server", Caps: s.opt.Caps, Nonce: sn,
-		HasToken: s.opt.Token != "", Proof: proof(s.opt.Token, "server", s.opt.Test, ch.Nonce, sn)}
-	if err := s.Send(Message{Type: THello, Hello: h}); err != nil {
-		return err
-	}
-	a, err := s.expect(TAuth, "the client's token proof")
-	if err != nil {
-		return err
-	}
-	if !hmac.Equal(a.Auth.Proof, proof(s.opt.Token, "client", s.opt.Test, sn, ch.Nonce)) {
-		return s.tokenError(tokenMismatch(true, true))
-	}
-	s.PeerCaps = ch.Caps
-	return s.Send(Message{Type: TSync, Sync: &Sync{Step: "hello accepted"}})
 }
 
 func (s *Session) expectSync(step string, iter int) (*Sync, error) {
@@ -501,14 +536,3 @@ func (s *Session) ExchangeResult(local Result) (Result, error) {
 	}
 	return *m.Result, nil
 }
-
-// Within sets the bound for the following reads and writes to d (e.g. while
-// the peer runs a long measurement) and returns a func that restores it.
-func (s *Session) Within(d time.Duration) (restore func()) {
-	old := s.opt.Timeout
-	s.opt.Timeout = d
-	return func() { s.opt.Timeout = old }
-}
-
-// Timeout is the current bound on each read and write.
-func (s *Session) Timeout() time.Duration { return s.opt.timeout() }

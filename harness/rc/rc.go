@@ -43,15 +43,27 @@ const (
 	MaxInline  = 64
 )
 
-// Alloc makes a test's buffer of size bytes, released through t.Cleanup; it
-// may end the test (an absent GPU, say). Call it from the test goroutine.
-type Alloc func(t testing.TB, size int) membuf.Buffer
+// Alloc makes a test's buffer of size bytes for rail r (its GPU, or host
+// memory near its NIC), released through t.Cleanup; it may end the test (an
+// absent GPU, say). r may be nil (no rail known). Call it from the test
+// goroutine.
+type Alloc func(t testing.TB, size int, r *rails.Rail) membuf.Buffer
 
 // Options say what to connect. Every field but BufSize and Alloc has a
 // working zero value.
 type Options struct {
-	// Dev is the RDMA device; "" takes the one Probe picks.
+	// Rail is the rail to connect on (its NIC; its GPU for the buffer);
+	// nil takes the primary rail (Probe).
+	Rail *rails.Rail
+	// Dev names the RDMA device instead of a rail (memreg's own NIC).
 	Dev string
+	// Session names the out-of-band session when one test connects
+	// several times (""= the test's name).
+	Session string
+	// PortOffset is added to the out-of-band port (GDR_LISTEN, GDR_PEER)
+	// so that rails connected at the same time do not share it: rail r
+	// uses the base port + r.
+	PortOffset int
 	// BufSize is the size of each end's buffer.
 	BufSize int
 	// Alloc makes the buffer; nil means page-aligned host memory.
@@ -71,6 +83,8 @@ type Options struct {
 	Loopback bool
 	// MR overrides GDR_MR for GPU memory ("" keeps GDR_MR).
 	MR config.MRPath
+	// QPs is how many queue pairs to connect (0 or 1: one).
+	QPs int
 }
 
 // End is one side of a connection.
@@ -91,10 +105,15 @@ type End struct {
 	sysDev   *rdmadev.Device // the NIC as sysfs shows it
 	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
 	// loops poll the CQ there (OnNICCPUs).
-	CPUs cpulist.Set
+	CPUs     cpulist.Set
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
-	QP       *verbs.QP
+	QP       *verbs.QP // QPs[0]
+	// QPs are the connection's queue pairs (GDR_QPS for bandwidth runs,
+	// else one), QP i connected to the peer's QP i; SCQs[i] is QP i's send
+	// CQ, so each can be polled on its own thread.
+	QPs  []*verbs.QP
+	SCQs []*verbs.CQ
 	// MRs are the buffer's registrations, preferred first: one for host
 	// memory; for GPU memory one per working path of GDR_MR.
 	MRs     []*verbs.MR
@@ -103,6 +122,7 @@ type End struct {
 	RdAtom   int
 	mrPolicy config.MRPath
 	loopback bool // both ends in this process
+	nQPs     int
 
 	Peer      oob.Endpoint
 	PeerMRs   []oob.RemoteMR // the peer's registrations, preferred first
@@ -157,23 +177,32 @@ func Connect(t *testing.T, o Options) []*End {
 	cfg := testenv.Config(t)
 	root := testenv.Root(t)
 	dev, skip, fail := o.Dev, "", ""
-	if dev == "" {
-		var r *rails.Rail
-		if r, skip, fail = Probe(t); r != nil && r.NIC != nil {
-			dev = r.NIC.Name
-		}
+	rail := o.Rail
+	switch {
+	case dev != "":
+	case rail != nil:
+		skip, fail = checkRail(t, rail)
+	default:
+		rail, skip, fail = Probe(t)
+	}
+	if dev == "" && rail != nil && rail.NIC != nil {
+		dev = rail.NIC.Name
 	}
 	if o.Skip != "" && skip == "" && fail == "" {
 		skip = o.Skip
 	}
-	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...)}
+	name := t.Name()
+	if o.Session != "" {
+		name = o.Session
+	}
+	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: cfg.Timeout, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
 		mrPolicy = o.MR
 	}
 	mk := func(role string, s *oob.Session) *End {
-		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback}
+		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback, nQPs: max(o.QPs, 1)}
 	}
 	role := cfg.Role
 	if o.Loopback {
@@ -190,7 +219,7 @@ func Connect(t *testing.T, o Options) []*End {
 		srv, cli := loopbackSessions(t, opt)
 		ends = []*End{mk("server", srv), mk("client", cli)}
 	case config.Server:
-		ln, err := oob.Listen(cfg.Listen, opt)
+		ln, err := oob.Listen(offsetPort(cfg.Listen, o.PortOffset), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +231,7 @@ func Connect(t *testing.T, o Options) []*End {
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("server", s)}
 	case config.Client:
-		s, err := oob.Dial(cfg.Peer, opt)
+		s, err := oob.Dial(offsetPort(cfg.Peer, o.PortOffset), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +255,7 @@ func Connect(t *testing.T, o Options) []*End {
 			alloc = HostBuffer
 		}
 		for _, e := range ends {
-			e.Buf = alloc(t, o.BufSize)
+			e.Buf = alloc(t, o.BufSize, rail)
 		}
 	}
 
@@ -297,6 +326,22 @@ func loopbackSessions(t *testing.T, opt oob.Options) (srv, cli *oob.Session) {
 		t.Fatalf("loopback out-of-band session over 127.0.0.1: %v", err)
 	}
 	return srv, cli
+}
+
+// offsetPort adds off to the port of host:port (validated by config).
+func offsetPort(hp string, off int) string {
+	if off == 0 {
+		return hp
+	}
+	h, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return hp
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return hp
+	}
+	return net.JoinHostPort(h, strconv.Itoa(n+off))
 }
 
 func index(ends []*End, e *End) int {
@@ -422,30 +467,38 @@ func (e *End) setup() error {
 	attr := e.Ctx.Attr()
 	// CQ and QP limits are separate device attributes: a CQ deeper than
 	// max_cqe, or a QP longer than max_qp_wr, is refused.
-	cqDepth := min(QueueDepth, max(attr.MaxCQE, 1))
-	wrDepth := min(QueueDepth, max(attr.MaxQPWR, 1), cqDepth)
-	if e.SCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
-		return err
-	}
-	cleanup(t, "send CQ", e.SCQ)
+	want := max(QueueDepth, cfg.TxDepth+16) // room for GDR_TX_DEPTH and a few more
+	cqDepth := min(want, max(attr.MaxCQE, 1))
+	wrDepth := min(want, max(attr.MaxQPWR, 1), cqDepth)
 	if e.RCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
 		return err
 	}
 	cleanup(t, "receive CQ", e.RCQ)
-	if e.QP, err = e.PD.CreateRCQP(e.SCQ, e.RCQ, verbs.QPCaps{SendWR: wrDepth, RecvWR: wrDepth, MaxInline: MaxInline}); err != nil {
-		return err
+	psns := make([]uint32, e.nQPs)
+	for i := range e.nQPs {
+		scq, err := e.Ctx.CreateCQ(cqDepth)
+		if err != nil {
+			return err
+		}
+		cleanup(t, fmt.Sprintf("send CQ %d", i), scq)
+		qp, err := e.PD.CreateRCQP(scq, e.RCQ, verbs.QPCaps{SendWR: wrDepth, RecvWR: wrDepth, MaxInline: MaxInline})
+		if err != nil {
+			return err
+		}
+		cleanup(t, fmt.Sprintf("queue pair %d", i), qp)
+		if err := qp.Init(cfg.IBPort, verbs.AccessRW); err != nil {
+			return err
+		}
+		e.SCQs, e.QPs = append(e.SCQs, scq), append(e.QPs, qp)
+		var psn [4]byte
+		_, _ = rand.Read(psn[:])
+		psns[i] = binary.BigEndian.Uint32(psn[:]) & 0xffffff
 	}
-	cleanup(t, "queue pair", e.QP)
+	e.SCQ, e.QP = e.SCQs[0], e.QPs[0]
 	if err := e.register(); err != nil {
 		return err
 	}
-	if err := e.QP.Init(cfg.IBPort, verbs.AccessRW); err != nil {
-		return err
-	}
-
-	var psn [4]byte
-	_, _ = rand.Read(psn[:])
-	mine := binary.BigEndian.Uint32(psn[:]) & 0xffffff
+	mine := psns[0]
 	mr := e.MR()
 	gid16 := e.GID.Addr.To16()
 	local := oob.Endpoint{LID: e.Port.LID, GID: gid16, GIDIndex: e.GID.Index, QPN: e.QP.Num, PSN: mine,
@@ -453,6 +506,11 @@ func (e *End) setup() error {
 		Mem: string(e.Buf.Kind())}
 	for _, m := range e.MRs {
 		local.MRs = append(local.MRs, oob.RemoteMR{Path: m.Path, RKey: m.RKey, Addr: m.Addr, Len: uint64(m.Len)})
+	}
+	if e.nQPs > 1 {
+		for i, qp := range e.QPs {
+			local.QPNs, local.PSNs = append(local.QPNs, qp.Num), append(local.PSNs, psns[i])
+		}
 	}
 	if e.Peer, err = e.Sess.ExchangeEndpoint(local); err != nil {
 		return err
@@ -492,14 +550,23 @@ func (e *End) setup() error {
 	if e.Role == "server" {
 		e.Seed = peerSeed
 	}
-	r := verbs.Remote{QPN: e.Peer.QPN, PSN: e.Peer.PSN, LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
-		MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index}
-	copy(r.GID[:], e.Peer.GID)
-	if err := e.QP.RTR(r); err != nil {
-		return err
+	peerQPNs, peerPSNs := e.Peer.QPNs, e.Peer.PSNs
+	if len(peerQPNs) == 0 {
+		peerQPNs, peerPSNs = []uint32{e.Peer.QPN}, []uint32{e.Peer.PSN}
 	}
-	if err := e.QP.RTS(mine, e.RdAtom); err != nil {
-		return err
+	if len(peerQPNs) != len(e.QPs) {
+		return fmt.Errorf("the peer %s connects %d queue pairs, this host %d: set the same GDR_QPS on both", e.Sess.Peer(), len(peerQPNs), len(e.QPs))
+	}
+	for i, qp := range e.QPs {
+		r := verbs.Remote{QPN: peerQPNs[i], PSN: peerPSNs[i], LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
+			MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index}
+		copy(r.GID[:], e.Peer.GID)
+		if err := qp.RTR(r); err != nil {
+			return err
+		}
+		if err := qp.RTS(psns[i], e.RdAtom); err != nil {
+			return err
+		}
 	}
 	// Both QPs are RTS before anyone sends.
 	if err := e.Sess.Barrier("connected", 0); err != nil {
@@ -518,7 +585,15 @@ func (e *End) setup() error {
 	e.Attr("rd_atom", e.RdAtom)
 	if !e.loopback {
 		e.Attr("role", e.Role)
-		e.Attr("peer", e.Sess.Peer())
+		// The peer's host name when a cluster round names it (the
+		// isolation of bad nodes pairs results by host), else its address.
+		if e.Cfg.PeerName != "" {
+			e.Attr("peer", e.Cfg.PeerName)
+			e.Attr("peer_addr", e.Sess.Peer())
+		} else {
+			e.Attr("peer", e.Sess.Peer())
+		}
+		e.Attr("oob_auth", e.Sess.Security())
 	} else {
 		e.Attr("role", "loopback")
 	}
@@ -615,14 +690,17 @@ func (e *End) RateGbps() float64 {
 	return 0
 }
 
-// HostBuffer is the default Alloc: page-aligned host memory on the primary
-// rail NIC's NUMA node (where its DMA is cheapest), recorded as
-// gdr.host_mem_numa.
-func HostBuffer(t testing.TB, size int) membuf.Buffer {
+// HostBuffer is the default Alloc: page-aligned host memory on the NUMA
+// node of rail r's NIC (the primary rail's when r is nil), where its DMA is
+// cheapest, recorded as gdr.host_mem_numa.
+func HostBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	t.Helper()
+	if r == nil {
+		r = testenv.Selection(t).Primary
+	}
 	node := -1
-	if p := testenv.Selection(t).Primary; p != nil && p.NIC != nil {
-		node = p.NIC.NUMA
+	if r != nil && r.NIC != nil {
+		node = r.NIC.NUMA
 	}
 	b, place, err := membuf.NewHostOn(size, node)
 	testenv.Attr(t, "host_mem_numa", place)

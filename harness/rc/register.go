@@ -106,28 +106,48 @@ func (e *End) registerGPU(path string) (*verbs.MR, error) {
 // a DOWN port is named before any connection is tried).
 func Probe(t testing.TB) (r *rails.Rail, skip, fail string) {
 	t.Helper()
-	sel := testenv.Selection(t)
-	root := testenv.Root(t)
-	r = sel.Primary
-	if r == nil || r.NIC == nil {
-		if len(sel.NICs) > 0 {
-			return r, "", sel.NoCandidate() + "; remedy: bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT"
-		}
-		hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
-		mods := "kernel modules unknown"
-		if km, err := kmod.New(root); err != nil {
-			mods += " (" + err.Error() + ")"
-		} else {
-			mods = km.Summary(kmod.RDMA)
-			if !km.Has("ib_core") {
-				hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
-			}
-		}
-		return r, fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
+	r = testenv.Selection(t).Primary
+	if r == nil {
+		skip, fail = noNIC(t)
+		return nil, skip, fail
 	}
+	skip, fail = checkRail(t, r)
+	return r, skip, fail
+}
+
+// checkRail records rail r's facts on t and says why it cannot carry a
+// test here (no NIC, or no libibverbs).
+func checkRail(t testing.TB, r *rails.Rail) (skip, fail string) {
+	t.Helper()
 	testenv.RailAttrs(t, r)
-	if err := verbs.Load(); err != nil {
-		return r, err.Error(), ""
+	if r.NIC == nil {
+		return noNIC(t)
 	}
-	return r, "", ""
+	if err := verbs.Load(); err != nil {
+		return err.Error(), ""
+	}
+	return "", ""
+}
+
+// noNIC says why no NIC can carry the test: none there is an absence (a
+// skip naming where the suite looked and what is loaded); NICs there but
+// none usable (a DOWN port, no uverbs node) is a failure, named before any
+// connection is tried.
+func noNIC(t testing.TB) (skip, fail string) {
+	sel := testenv.Selection(t)
+	if len(sel.NICs) > 0 {
+		return "", sel.NoCandidate() + "; remedy: bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT"
+	}
+	root := testenv.Root(t)
+	hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
+	mods := "kernel modules unknown"
+	if km, err := kmod.New(root); err != nil {
+		mods += " (" + err.Error() + ")"
+	} else {
+		mods = km.Summary(kmod.RDMA)
+		if !km.Has("ib_core") {
+			hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
+		}
+	}
+	return fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
 }

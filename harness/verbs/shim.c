@@ -498,14 +498,15 @@ int gdr_lat(const gdr_lat_args *a, int64_t *stamps, int *wc_status, int *done) {
 	return 0;
 }
 
-int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done) {
+// bw_loop posts iters WRs as ib_write_bw does (at most tx_depth
+// outstanding, every cq_mod-th and the last signaled) and waits for them.
+static int bw_loop(const gdr_bw_args *a, int iters, int64_t *elapsed_ns, int *wc_status, int *done) {
 	struct ibv_sge sge = {.addr = a->laddr, .length = a->size, .lkey = a->lkey};
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc[16];
 	int scnt = 0, ccnt = 0, rc, spins = 0;
 	int cq_mod = a->cq_mod < 1 ? 1 : a->cq_mod;
 	int64_t start = 0, last = gdr_now_ns();
-	*wc_status = -1;
 	*done = 0;
 	memset(&wr, 0, sizeof wr);
 	wr.sg_list = &sge;
@@ -513,12 +514,12 @@ int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done)
 	wr.opcode = (enum ibv_wr_opcode)a->opcode;
 	wr.wr.rdma.remote_addr = a->raddr;
 	wr.wr.rdma.rkey = a->rkey;
-	while (ccnt < a->iters) {
-		while (scnt < a->iters && scnt - ccnt < a->tx_depth) {
+	while (ccnt < iters) {
+		while (scnt < iters && scnt - ccnt < a->tx_depth) {
 			wr.wr_id = (uint64_t)scnt;
 			// ib_write_bw signals every cq_mod-th WR and the last one; a
 			// completion then accounts for all WRs since the previous one.
-			wr.send_flags = (scnt % cq_mod == cq_mod - 1 || scnt == a->iters - 1) ? IBV_SEND_SIGNALED : 0;
+			wr.send_flags = (scnt % cq_mod == cq_mod - 1 || scnt == iters - 1) ? IBV_SEND_SIGNALED : 0;
 			if (scnt == 0)
 				start = gdr_now_ns();
 			if ((rc = ibv_post_send(a->qp, &wr, &bad)))
@@ -546,4 +547,15 @@ int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done)
 	}
 	*elapsed_ns = gdr_now_ns() - start;
 	return 0;
+}
+
+int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done) {
+	int64_t warm_ns = 0;
+	int rc;
+	*wc_status = -1;
+	// The warm-up (untimed) brings QP, MR and page-table caches into use,
+	// so the timed run measures the steady state.
+	if (a->warmup > 0 && (rc = bw_loop(a, a->warmup, &warm_ns, wc_status, done)))
+		return rc;
+	return bw_loop(a, a->iters, elapsed_ns, wc_status, done);
 }

@@ -116,6 +116,7 @@ typedef struct {
 	int32_t iters;
 	int32_t tx_depth;
 	int32_t cq_mod;
+	int32_t warmup;   // untimed WRs first
 	int64_t timeout_ns;
 } gdr_bw_args;
 int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done);

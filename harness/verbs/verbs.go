@@ -973,6 +973,7 @@ type BWArgs struct {
 	Iters      int
 	TxDepth    int
 	CQMod      int
+	Warmup     int           // untimed WRs posted (and completed) first
 	Timeout    time.Duration // longest time without progress
 }
 
@@ -987,7 +988,7 @@ func (q *QP) Bandwidth(a BWArgs) (time.Duration, error) {
 	}
 	ca := C.gdr_bw_args{qp: q.qp, scq: a.CQ.cq, opcode: C.int32_t(a.Op), laddr: C.uint64_t(a.LocalAddr), lkey: C.uint32_t(a.Local.LKey),
 		raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size), iters: C.int32_t(a.Iters),
-		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), timeout_ns: C.int64_t(a.Timeout)}
+		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), warmup: C.int32_t(max(a.Warmup, 0)), timeout_ns: C.int64_t(a.Timeout)}
 	var el C.int64_t
 	var st, done C.int
 	rc := C.gdr_bw(&ca, &el, &st, &done)

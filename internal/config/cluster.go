@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/pairing"
 )
 
@@ -43,7 +44,7 @@ func ParseCluster(lookup func(string) (string, bool)) (Cluster, error) {
 		return strings.TrimSpace(v), ok
 	}
 	bad := func(name, val, accepted string) {
-		errs = append(errs, fmt.Errorf("%s=%q is not valid: want %s", name, val, accepted))
+		errs = append(errs, fmt.Errorf("%s=%s is not valid: want %s", name, clip.Quote(val), accepted))
 	}
 	if v, ok := get("GDR_PAIRING"); ok {
 		k, err := pairing.ParseKind(v)
@@ -56,7 +57,11 @@ func ParseCluster(lookup func(string) (string, bool)) (Cluster, error) {
 		c.Secret = v // taken as given: a secret may hold any bytes
 	}
 	if v, ok := get("GDR_CLUSTER_SECRET_FILE"); ok && v != "" {
-		c.SecretFile = v
+		if err := checkPath(v); err != nil {
+			bad("GDR_CLUSTER_SECRET_FILE", v, "a file path: "+err.Error())
+		} else {
+			c.SecretFile = v
+		}
 	}
 	if c.Secret != "" && c.SecretFile != "" {
 		errs = append(errs, errors.New("GDR_CLUSTER_SECRET and GDR_CLUSTER_SECRET_FILE are both set: set one"))
@@ -86,8 +91,12 @@ func ParseCluster(lookup func(string) (string, bool)) (Cluster, error) {
 		c.RepairRounds = n
 	}
 	if v, ok := get("GDR_REPORTS"); ok && v != "" {
-		c.Reports = v
+		if err := checkPath(v); err != nil {
+			bad("GDR_REPORTS", v, "a folder path: "+err.Error())
+		} else {
+			c.Reports = v
+		}
 	}
-	c.MinFraction = parseFloat(get, "GDR_PAIR_MIN_FRACTION", 0, 1, c.MinFraction, bad)
+	c.MinFraction = parseFloat(get, "GDR_PAIR_MIN_FRACTION", 0, 1, "a fraction: 0.5, not 50%", c.MinFraction, bad)
 	return c, errors.Join(errs...)
 }

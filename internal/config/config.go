@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
 // DefaultPort is the out-of-band TCP port when GDR_PEER or GDR_LISTEN names none.
@@ -59,6 +61,7 @@ type Config struct {
 	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
 	Role       Role            // GDR_ROLE
 	Peer       string          // GDR_PEER: host:port of the server, for the client
+	PeerName   string          // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
 	Listen     string          // GDR_LISTEN: host:port the server listens on
 	Token      string          // GDR_TOKEN: shared secret for the out-of-band session
 	Timeout    time.Duration   // GDR_TIMEOUT: deadline for any wait on the peer or NIC
@@ -72,9 +75,32 @@ type Config struct {
 	// Thresholds; zero means "derive from the port rate on real NICs, or none".
 	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
 	MaxLatUS  float64 // GDR_MAX_LAT_US: p50 latency ceiling for small WRITEs
+	// MaxLatP99US and MaxLatP999US are GDR_MAX_LAT_P99_US and
+	// GDR_MAX_LAT_P999_US: tail ceilings (p99.9 judged only from 10000
+	// iterations on).
+	MaxLatP99US  float64
+	MaxLatP999US float64
+	// BWIters is GDR_BW_ITERS: WRs per bandwidth point (perftest's -n
+	// default is 5000), separate from GDR_ITERS (latency, data checks).
+	BWIters int
+	// TxDepth is GDR_TX_DEPTH: WRs in flight during bandwidth runs
+	// (perftest's -t, default 128).
+	TxDepth int
+	// QPs is GDR_QPS: queue pairs per bandwidth connection (perftest's
+	// -q); each posts GDR_BW_ITERS WRs, all at once.
+	QPs int
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
+	// MinConcurrentFraction is GDR_MIN_CONCURRENT_FRACTION: a GPU's pinned
+	// copy rate while every selected GPU copies at once, as a fraction of its
+	// rate alone (GPU-12/13).
+	MinConcurrentFraction float64
+	// MinP2PNVLinkFraction and MinP2PPCIeFraction are GDR_MIN_P2P_NVLINK_FRACTION
+	// and GDR_MIN_P2P_PCIE_FRACTION: GPU<->GPU peer copy bandwidth floors as a
+	// fraction of the link's theoretical rate per direction (GPU-15).
+	MinP2PNVLinkFraction float64
+	MinP2PPCIeFraction   float64
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -87,18 +113,34 @@ func Defaults() Config {
 		Timeout:         30 * time.Second,
 		MaxPath:         pathclass.PXB,
 		Iters:           1000,
+		BWIters:         5000,
+		TxDepth:         128,
+		QPs:             1,
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
-		MR:              MRAuto,
+		// 0.8 sits between what two GPUs behind one uplink get at most
+		// (0.5 each) and what GPUs with uplinks of their own keep (0.9 and
+		// more, host memory being shared); see README.
+		MinConcurrentFraction: 0.8,
+		// 0.74 of NVLink 4's 450 GB/s (18 links) is 333 GB/s, just below the
+		// 335 GB/s Azure's node health checks require of every H200 pair
+		// (azurehpc-health-checks conf/nd96isr_h200_v5.conf: check_gpu_bw 48 335).
+		MinP2PNVLinkFraction: 0.74,
+		// A peer copy over PCIe crosses both GPUs' links with the same bytes
+		// a host copy carries: the same floor as GDR_MIN_COPY_FRACTION.
+		MinP2PPCIeFraction: 0.6,
+		MR:                 MRAuto,
 	}
 }
 
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
-	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
+	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_PEER_NAME", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
-	"GDR_MAX_LAT_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
+	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
+	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
+	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION",
 }
 
 // Load reads the process environment.
@@ -116,12 +158,21 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return strings.TrimSpace(v), true
 	}
+	// bad reports a value: the variable, at most a short prefix of the
+	// value (it may be huge), why when known, and what is accepted.
 	bad := func(name, val, accepted string) {
-		errs = append(errs, fmt.Errorf("%s=%q is not valid: want %s", name, val, accepted))
+		errs = append(errs, fmt.Errorf("%s=%s is not valid: want %s", name, clip.Quote(val), accepted))
+	}
+	badWhy := func(name, val string, why error, accepted string) {
+		errs = append(errs, fmt.Errorf("%s=%s is not valid: %v; want %s", name, clip.Quote(val), why, accepted))
 	}
 
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
-		c.HostRoot = v
+		if err := checkPath(v); err != nil {
+			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())
+		} else {
+			c.HostRoot = v
+		}
 	}
 	if v, ok := get("GDR_STRICT"); ok {
 		b, err := parseBool(v)
@@ -133,14 +184,15 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	if v, ok := get("GDR_GPU"); ok {
 		c.GPU = strings.ToLower(v)
 		if v != "" && !validGPUSelector(c.GPU) {
-			bad("GDR_GPU", v, "a GPU index (0, 1, ...) or a PCI address like 0000:3b:00.0")
+			bad("GDR_GPU", v, "a GPU index (0, 1, ...) or a PCI address like 0000:3b:00.0 (bus <= ff, device <= 1f, function <= 7)")
 		}
 	}
 	if v, ok := get("GDR_RDMA_DEVICE"); ok {
-		if strings.ContainsAny(v, "/ ") {
-			bad("GDR_RDMA_DEVICE", v, "an RDMA device name as in /sys/class/infiniband (e.g. mlx5_0)")
+		if !validDevName(v) {
+			bad("GDR_RDMA_DEVICE", v, "an RDMA device name as in /sys/class/infiniband (e.g. mlx5_0): up to 64 printable characters, no '/' or spaces")
+		} else {
+			c.RDMADevice = v
 		}
-		c.RDMADevice = v
 	}
 	if v, ok := get("GDR_RAILS"); ok && v != "" && !strings.EqualFold(v, "all") {
 		rails, err := parseRails(v)
@@ -154,8 +206,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 255 {
 			bad("GDR_IB_PORT", v, "a port number from 1 to 255")
+		} else {
+			c.IBPort = n
 		}
-		c.IBPort = n
 	}
 	if v, ok := get("GDR_GID_INDEX"); ok && v != "" {
 		if strings.EqualFold(v, "auto") {
@@ -176,34 +229,53 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get("GDR_PEER"); ok && v != "" {
 		hp, err := withPort(v)
-		if err != nil || strings.HasPrefix(hp, ":") {
-			bad("GDR_PEER", v, "host or host:port of the server")
+		if err == nil && strings.HasPrefix(hp, ":") {
+			err = errors.New("no host")
 		}
-		c.Peer = hp
+		if err != nil {
+			badWhy("GDR_PEER", v, err, "host or host:port of the server (port 1-65535)")
+		} else {
+			c.Peer = hp
+		}
+	}
+	if v, ok := get("GDR_PEER_NAME"); ok && v != "" {
+		if len(v) > 255 || strings.ContainsAny(v, " /\x00\t\n") {
+			bad("GDR_PEER_NAME", v, "a host name (at most 255 characters, no blanks or slashes)")
+		} else {
+			c.PeerName = v
+		}
 	}
 	if v, ok := get("GDR_LISTEN"); ok && v != "" {
 		hp, err := withPort(v)
 		if err != nil {
-			bad("GDR_LISTEN", v, "[host]:port to listen on")
+			badWhy("GDR_LISTEN", v, err, "[host]:port to listen on (port 1-65535)")
+		} else {
+			c.Listen = hp
 		}
-		c.Listen = hp
 	}
 	if v, ok := get("GDR_TOKEN"); ok {
-		c.Token = v
+		// A secret: never quoted, not even in part.
+		if len(v) > maxToken {
+			errs = append(errs, fmt.Errorf("GDR_TOKEN is not valid: %d bytes long; want a shared secret of at most %d bytes (the value is not shown)", len(v), maxToken))
+		} else {
+			c.Token = v
+		}
 	}
 	if v, ok := get("GDR_TIMEOUT"); ok && v != "" {
 		d, err := parseDuration(v)
 		if err != nil || d <= 0 || d > 24*time.Hour {
-			bad("GDR_TIMEOUT", v, "a duration like 30s or 2m (or seconds), above 0 and at most 24h")
+			bad("GDR_TIMEOUT", v, "a duration like 30s, 2m or 1h30m (or plain seconds), above 0 and at most 24h")
+		} else {
+			c.Timeout = d
 		}
-		c.Timeout = d
 	}
 	if v, ok := get("GDR_MAX_PATH"); ok && v != "" {
 		pc, err := pathclass.Parse(v)
 		if err != nil {
 			bad("GDR_MAX_PATH", v, pathclass.Accepted)
+		} else {
+			c.MaxPath = pc
 		}
-		c.MaxPath = pc
 	}
 	if v, ok := get("GDR_ALLOW_IOMMU"); ok {
 		b, err := parseBool(v)
@@ -232,41 +304,101 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10_000_000 {
 			bad("GDR_ITERS", v, "a whole number from 1 to 10000000")
+		} else {
+			c.Iters = n
 		}
-		c.Iters = n
+	}
+	if v, ok := get("GDR_BW_ITERS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10_000_000 {
+			bad("GDR_BW_ITERS", v, "a whole number from 1 to 10000000")
+		} else {
+			c.BWIters = n
+		}
+	}
+	if v, ok := get("GDR_TX_DEPTH"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 8192 {
+			bad("GDR_TX_DEPTH", v, "a whole number from 1 to 8192")
+		} else {
+			c.TxDepth = n
+		}
+	}
+	if v, ok := get("GDR_QPS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			bad("GDR_QPS", v, "a whole number from 1 to 64")
+		} else {
+			c.QPs = n
+		}
 	}
 	if v, ok := get("GDR_BW_SIZES"); ok && v != "" {
 		sizes, err := parseSizes(v)
 		if err != nil {
-			bad("GDR_BW_SIZES", v, "comma-separated message sizes in bytes from 1 to 1073741824, e.g. 65536,1048576 (k/m suffixes allowed: 64k,1m)")
+			badWhy("GDR_BW_SIZES", v, err, "comma-separated message sizes in bytes from 1 to 1073741824, e.g. 65536,1048576 (k/m suffixes allowed: 64k,1m)")
 		} else {
 			c.BWSizes = sizes
 		}
 	}
-	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, c.MinBWGbps, bad)
-	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, c.MaxLatUS, bad)
-	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, c.MinCopyFraction, bad)
+	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, "Gb/s, no unit", c.MinBWGbps, bad)
+	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, "microseconds, no unit", c.MaxLatUS, bad)
+	c.MaxLatP99US = parseFloat(get, "GDR_MAX_LAT_P99_US", 0, 1e9, "microseconds, no unit", c.MaxLatP99US, bad)
+	c.MaxLatP999US = parseFloat(get, "GDR_MAX_LAT_P999_US", 0, 1e9, "microseconds, no unit", c.MaxLatP999US, bad)
+	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, "a fraction: 0.6, not 60%", c.MinCopyFraction, bad)
+	c.MinConcurrentFraction = parseFloat(get, "GDR_MIN_CONCURRENT_FRACTION", 0, 1, "a fraction of the solo rate: 0.8, not 80%", c.MinConcurrentFraction, bad)
+	c.MinP2PNVLinkFraction = parseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
+	c.MinP2PPCIeFraction = parseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
 
 	if c.Role == Client && c.Peer == "" {
 		errs = append(errs, errors.New("GDR_ROLE=client needs GDR_PEER=host[:port] naming the server"))
 	}
 	if c.Role == Loopback && c.Peer != "" {
-		errs = append(errs, fmt.Errorf("GDR_PEER=%q is set but GDR_ROLE is not: set GDR_ROLE=client (or server on the other host)", c.Peer))
+		errs = append(errs, fmt.Errorf("GDR_PEER=%s is set but GDR_ROLE is not: set GDR_ROLE=client (or server on the other host)", clip.Quote(c.Peer)))
 	}
 	return c, errors.Join(errs...)
 }
 
-func parseFloat(get func(string) (string, bool), name string, lo, hi, def float64, bad func(string, string, string)) float64 {
+// Limits on free-form values.
+const (
+	maxPath  = 4096 // PATH_MAX
+	maxToken = 4096
+)
+
+func parseFloat(get func(string) (string, bool), name string, lo, hi float64, unit string, def float64, bad func(string, string, string)) float64 {
 	v, ok := get(name)
 	if !ok || v == "" {
 		return def
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f != f || f < lo || f > hi {
-		bad(name, v, fmt.Sprintf("a number from %g to %g", lo, hi))
+		bad(name, v, fmt.Sprintf("a number from %g to %g (%s)", lo, hi, unit))
 		return def
 	}
 	return f
+}
+
+// checkPath rejects what no path can be: longer than PATH_MAX, or holding a NUL.
+func checkPath(v string) error {
+	switch {
+	case len(v) > maxPath:
+		return fmt.Errorf("at most %d bytes, this one has %d", maxPath, len(v))
+	case strings.ContainsRune(v, 0):
+		return errors.New("no NUL bytes, this one has one")
+	}
+	return nil
+}
+
+// validDevName: what the kernel lets an RDMA device be called (IB_DEVICE_NAME_MAX).
+func validDevName(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == '/' || r >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // parseRails reads "0,2,5": distinct rail indices, in the order given.
@@ -276,7 +408,7 @@ func parseRails(v string) ([]int, error) {
 	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 0 || n > 4095 || seen[n] {
-			return nil, fmt.Errorf("bad rail %q", f)
+			return nil, fmt.Errorf("bad rail %s", clip.Quote(f))
 		}
 		seen[n] = true
 		out = append(out, n)
@@ -297,8 +429,11 @@ func parseSizes(v string) ([]int, error) {
 			mul, f = 1<<20, strings.TrimSuffix(f, "m")
 		}
 		n, err := strconv.Atoi(f)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("size %s is not a number of bytes", clip.Quote(f))
+		}
 		if err != nil || n < 1 || n > (1<<30)/mul {
-			return nil, fmt.Errorf("bad size %q", f)
+			return nil, fmt.Errorf("size %s is out of range", clip.Quote(f))
 		}
 		out = append(out, n*mul)
 	}
@@ -312,38 +447,47 @@ func parseBool(v string) (bool, error) {
 	case "1", "true", "yes", "on":
 		return true, nil
 	}
-	return false, fmt.Errorf("not a boolean: %q", v)
+	return false, fmt.Errorf("not a boolean: %s", clip.Quote(v))
 }
 
 // parseDuration takes Go durations ("30s") and plain seconds ("30", "0.5").
 func parseDuration(v string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
 		if f != f || f > 1e9 {
-			return 0, fmt.Errorf("bad seconds %q", v)
+			return 0, fmt.Errorf("bad seconds %s", clip.Quote(v))
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
 	return time.ParseDuration(v)
 }
 
+// withPort checks host[:port] and adds DefaultPort when no port is given.
 func withPort(v string) (string, error) {
 	host, port, err := net.SplitHostPort(v)
 	if err != nil {
 		// No port given (a bare host name or IPv4 address).
 		if strings.Count(v, ":") > 1 && !strings.HasPrefix(v, "[") {
 			if net.ParseIP(v) == nil {
-				return "", fmt.Errorf("%q is neither host:port nor an IPv6 address", v)
+				return "", errors.New("neither host:port nor an IPv6 address")
 			}
 			return net.JoinHostPort(v, strconv.Itoa(DefaultPort)), nil // bare IPv6
 		}
 		if strings.Contains(v, ":") {
-			return "", err
+			return "", errors.New("not host:port (an IPv6 address with a port goes in brackets: [fd00::1]:18515)")
 		}
-		return net.JoinHostPort(v, strconv.Itoa(DefaultPort)), nil
+		host, port = v, strconv.Itoa(DefaultPort)
+	}
+	if strings.ContainsAny(host, " /\x00") || len(host) > 253 {
+		return "", fmt.Errorf("host %s is not a host name or address", clip.Quote(host))
 	}
 	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("bad port %q", port)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return "", fmt.Errorf("port %s is out of range (1-65535)", clip.Quote(port))
+	case err != nil:
+		return "", fmt.Errorf("port %s is not a number", clip.Quote(port))
+	case n < 1 || n > 65535:
+		return "", fmt.Errorf("port %d is out of range (1-65535)", n)
 	}
 	return net.JoinHostPort(host, port), nil
 }
@@ -352,23 +496,7 @@ func validGPUSelector(s string) bool {
 	if n, err := strconv.Atoi(s); err == nil {
 		return n >= 0
 	}
-	// dddd:bb:dd.f or bb:dd.f
-	parts := strings.Split(s, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return false
-	}
-	last := parts[len(parts)-1]
-	df := strings.Split(last, ".")
-	if len(df) != 2 {
-		return false
-	}
-	for _, h := range append(parts[:len(parts)-1], df...) {
-		if h == "" {
-			return false
-		}
-		if _, err := strconv.ParseUint(h, 16, 32); err != nil {
-			return false
-		}
-	}
-	return true
+	// dddd:bb:dd.f or bb:dd.f, each field in range
+	_, err := pcie.NormalizeAddr(s)
+	return err == nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 )
 
@@ -29,6 +31,9 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, -1, c.GIDIndex)
 	assert.Equal(t, 1, c.IBPort)
 	assert.Equal(t, 30*time.Second, c.Timeout)
+	assert.Equal(t, 0.8, c.MinConcurrentFraction)
+	assert.Equal(t, 0.74, c.MinP2PNVLinkFraction)
+	assert.Equal(t, c.MinCopyFraction, c.MinP2PPCIeFraction, "PCIe peer copies have the host copies' floor")
 }
 
 func TestValidValues(t *testing.T) {
@@ -39,6 +44,7 @@ func TestValidValues(t *testing.T) {
 		"GDR_MAX_PATH", "phb", "GDR_ALLOW_IOMMU", "yes", "GDR_MEM", "GPU",
 		"GDR_ITERS", "50", "GDR_MIN_BW_GBPS", "90.5", "GDR_MAX_LAT_US", "5",
 		"GDR_MIN_COPY_FRACTION", "0.8", "GDR_TOKEN", "s3cret", "GDR_LISTEN", "127.0.0.1:9999",
+		"GDR_MIN_CONCURRENT_FRACTION", "0.5", "GDR_MIN_P2P_NVLINK_FRACTION", "0.9", "GDR_MIN_P2P_PCIE_FRACTION", "0.25",
 	))
 	require.NoError(t, err)
 	assert.True(t, c.Strict)
@@ -55,6 +61,9 @@ func TestValidValues(t *testing.T) {
 	assert.Equal(t, 50, c.Iters)
 	assert.InDelta(t, 90.5, c.MinBWGbps, 1e-9)
 	assert.InDelta(t, 0.8, c.MinCopyFraction, 1e-9)
+	assert.InDelta(t, 0.5, c.MinConcurrentFraction, 1e-9)
+	assert.InDelta(t, 0.9, c.MinP2PNVLinkFraction, 1e-9)
+	assert.InDelta(t, 0.25, c.MinP2PPCIeFraction, 1e-9)
 
 	c, err = Parse(env("GDR_TIMEOUT", "1.5", "GDR_GPU", "1", "GDR_PEER", "[fd00::1]:7000", "GDR_ROLE", "client", "GDR_GID_INDEX", "auto"))
 	require.NoError(t, err)
@@ -85,6 +94,9 @@ func TestBadValuesNameVariableAndValue(t *testing.T) {
 		{"GDR_ITERS", "-5", "whole number"},
 		{"GDR_MIN_BW_GBPS", "fast", "number"},
 		{"GDR_MIN_COPY_FRACTION", "1.5", "0 to 1"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "-0.1", "0 to 1"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "335", "0 to 1"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "half", "0 to 1"},
 		{"GDR_MAX_LAT_US", "NaN", "number"},
 		{"GDR_BW_SIZES", "64k,,1m", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "0", "comma-separated message sizes"},
@@ -167,5 +179,188 @@ func TestReadmeDocumentsEveryVariable(t *testing.T) {
 	require.True(t, i >= 0 && j > i, "README.md lacks the configuration table markers")
 	for _, v := range Vars {
 		assert.Contains(t, s[i:j], "`"+v+"`", "README's configuration table does not document %s", v)
+	}
+}
+
+// Malformed values of every variable: out of range, wrong unit, garbage,
+// huge. Each is an error naming the variable, at most a short prefix of the
+// value (GDR_TOKEN: none of it) and what is accepted; no panic, a short line.
+func TestMalformedValues(t *testing.T) {
+	huge := strings.Repeat("9", 1<<20)
+	hugeText := strings.Repeat("x", 1<<20)
+	cases := []struct {
+		name, kind, val, want string
+	}{
+		{"GDR_HOST_ROOT", "garbage", "/host\x00/x", "no NUL bytes"},
+		{"GDR_HOST_ROOT", "huge", "/" + hugeText, "at most 4096 bytes"},
+		{"GDR_RAILS", "out of range", "4096", "rail indices"},
+		{"GDR_RAILS", "garbage", "0,0", "each at most once"},
+		{"GDR_RAILS", "garbage", "first", "all, or a comma-separated list"},
+		{"GDR_RAILS", "huge", huge, "rail indices"},
+		{"GDR_MR", "garbage", "gdr", "auto, peermem or dmabuf"},
+		{"GDR_MR", "huge", hugeText, "auto, peermem or dmabuf"},
+		{"GDR_PAIRING", "garbage", "star", "want ring"},
+		{"GDR_PAIRING", "huge", hugeText, "want ring"},
+		{"GDR_CLUSTER_SECRET_FILE", "garbage", "/run/s\x00", "no NUL bytes"},
+		{"GDR_CLUSTER_SECRET_FILE", "huge", hugeText, "at most 4096 bytes"},
+		{"GDR_CLUSTER_PORTS", "out of range", "80-2000", "within 1024-65535"},
+		{"GDR_CLUSTER_PORTS", "garbage", "5", "LO-HI"},
+		{"GDR_CLUSTER_PORTS", "huge", huge, "LO-HI"},
+		{"GDR_PEER_SUFFIX", "garbage", "/x", "host name characters"},
+		{"GDR_PEER_SUFFIX", "huge", hugeText + "/", "host name characters"},
+		{"GDR_REPAIR_ROUNDS", "out of range", "17", "0 to 16"},
+		{"GDR_REPAIR_ROUNDS", "garbage", "x", "0 to 16"},
+		{"GDR_REPAIR_ROUNDS", "huge", huge, "0 to 16"},
+		{"GDR_REPORTS", "garbage", "reports\x00", "no NUL bytes"},
+		{"GDR_REPORTS", "huge", hugeText, "at most 4096 bytes"},
+		{"GDR_PAIR_MIN_FRACTION", "wrong unit", "50%", "0.5, not 50%"},
+		{"GDR_PAIR_MIN_FRACTION", "out of range", "2", "0 to 1"},
+		{"GDR_PAIR_MIN_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_STRICT", "out of range", "2", "1 or 0"},
+		{"GDR_STRICT", "garbage", "maybe", "1 or 0"},
+		{"GDR_STRICT", "huge", huge, "1 or 0"},
+		{"GDR_GPU", "out of range", "-1", "GPU index"},
+		{"GDR_GPU", "out of range", "0000:3b:20.0", "device <= 1f"},
+		{"GDR_GPU", "out of range", "0000:3b:00.8", "function <= 7"},
+		{"GDR_GPU", "garbage", "gpu0", "PCI address"},
+		{"GDR_GPU", "huge", huge, "GPU index"},
+		{"GDR_RDMA_DEVICE", "garbage", "mlx5 0", "/sys/class/infiniband"},
+		{"GDR_RDMA_DEVICE", "garbage", "mlx5\x01", "printable"},
+		{"GDR_RDMA_DEVICE", "huge", hugeText, "up to 64"},
+		{"GDR_IB_PORT", "out of range", "0", "1 to 255"},
+		{"GDR_IB_PORT", "out of range", "256", "1 to 255"},
+		{"GDR_IB_PORT", "wrong unit", "1.0", "1 to 255"},
+		{"GDR_IB_PORT", "garbage", "x", "1 to 255"},
+		{"GDR_IB_PORT", "huge", huge, "1 to 255"},
+		{"GDR_GID_INDEX", "out of range", "-2", "0 to 65535"},
+		{"GDR_GID_INDEX", "out of range", "65536", "0 to 65535"},
+		{"GDR_GID_INDEX", "garbage", "first", "or auto"},
+		{"GDR_GID_INDEX", "huge", huge, "0 to 65535"},
+		{"GDR_ROLE", "garbage", "master", "server, client"},
+		{"GDR_ROLE", "huge", hugeText, "server, client"},
+		{"GDR_PEER", "out of range", "host:99999", "port 99999 is out of range (1-65535)"},
+		{"GDR_PEER", "out of range", "host:0", "port 0 is out of range"},
+		{"GDR_PEER", "out of range", "host:" + huge[:30], "out of range (1-65535)"},
+		{"GDR_PEER", "garbage", "host:http", `port "http" is not a number`},
+		{"GDR_PEER", "garbage", "fd00::1:x:", "IPv6"},
+		{"GDR_PEER", "garbage", "a b:1", "not a host name"},
+		{"GDR_PEER", "huge", hugeText, "host or host:port"},
+		{"GDR_LISTEN", "out of range", ":70000", "port 70000 is out of range"},
+		{"GDR_LISTEN", "garbage", "::x::", "port"},
+		{"GDR_LISTEN", "huge", ":" + huge, "out of range"},
+		{"GDR_TOKEN", "huge", hugeText, "at most 4096 bytes"},
+		{"GDR_TIMEOUT", "out of range", "0", "above 0"},
+		{"GDR_TIMEOUT", "out of range", "-5s", "above 0"},
+		{"GDR_TIMEOUT", "out of range", "25h", "at most 24h"},
+		{"GDR_TIMEOUT", "out of range", "1e400", "at most 24h"},
+		{"GDR_TIMEOUT", "wrong unit", "30 sec", "like 30s"},
+		{"GDR_TIMEOUT", "wrong unit", "30S", "like 30s"},
+		{"GDR_TIMEOUT", "garbage", "forever", "duration"},
+		{"GDR_TIMEOUT", "garbage", "NaN", "duration"},
+		{"GDR_TIMEOUT", "huge", huge, "at most 24h"},
+		{"GDR_MAX_PATH", "garbage", "NVL", "PIX, PXB"},
+		{"GDR_MAX_PATH", "huge", hugeText, "PIX, PXB"},
+		{"GDR_ALLOW_IOMMU", "out of range", "2", "1 or 0"},
+		{"GDR_ALLOW_IOMMU", "huge", huge, "1 or 0"},
+		{"GDR_MEM", "garbage", "hbm", "gpu or host"},
+		{"GDR_MEM", "huge", hugeText, "gpu or host"},
+		{"GDR_ITERS", "out of range", "0", "1 to 10000000"},
+		{"GDR_ITERS", "out of range", "10000001", "1 to 10000000"},
+		{"GDR_ITERS", "wrong unit", "1k", "whole number"},
+		{"GDR_ITERS", "garbage", "-5", "whole number"},
+		{"GDR_ITERS", "huge", huge, "whole number"},
+		{"GDR_BW_ITERS", "out of range", "0", "1 to 10000000"},
+		{"GDR_BW_ITERS", "wrong unit", "5k", "whole number"},
+		{"GDR_BW_ITERS", "huge", huge, "whole number"},
+		{"GDR_TX_DEPTH", "out of range", "9000", "1 to 8192"},
+		{"GDR_TX_DEPTH", "garbage", "deep", "whole number"},
+		{"GDR_TX_DEPTH", "huge", huge, "whole number"},
+		{"GDR_QPS", "out of range", "65", "1 to 64"},
+		{"GDR_QPS", "garbage", "many", "whole number"},
+		{"GDR_QPS", "huge", huge, "whole number"},
+		{"GDR_PEER_NAME", "garbage", "a b", "a host name"},
+		{"GDR_PEER_NAME", "huge", hugeText, "a host name"},
+		{"GDR_MAX_LAT_P99_US", "wrong unit", "5us", "microseconds, no unit"},
+		{"GDR_MAX_LAT_P99_US", "huge", huge, "microseconds"},
+		{"GDR_MAX_LAT_P999_US", "out of range", "-1", "microseconds"},
+		{"GDR_MAX_LAT_P999_US", "huge", huge, "microseconds"},
+		{"GDR_MIN_BW_GBPS", "out of range", "-1", "0 to 1e+06"},
+		{"GDR_MIN_BW_GBPS", "out of range", "Inf", "0 to 1e+06"},
+		{"GDR_MIN_BW_GBPS", "wrong unit", "100Gb/s", "Gb/s, no unit"},
+		{"GDR_MIN_BW_GBPS", "garbage", "fast", "number"},
+		{"GDR_MIN_BW_GBPS", "huge", huge, "number"},
+		{"GDR_MAX_LAT_US", "wrong unit", "5us", "microseconds, no unit"},
+		{"GDR_MAX_LAT_US", "out of range", "-1", "0 to 1e+09"},
+		{"GDR_MAX_LAT_US", "garbage", "NaN", "number"},
+		{"GDR_MAX_LAT_US", "huge", huge, "number"},
+		{"GDR_MIN_COPY_FRACTION", "wrong unit", "60%", "0.6, not 60%"},
+		{"GDR_MIN_COPY_FRACTION", "out of range", "1.5", "0 to 1"},
+		{"GDR_MIN_COPY_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "wrong unit", "80%", "0.8, not 80%"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "out of range", "-0.1", "0 to 1"},
+		{"GDR_MIN_CONCURRENT_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "wrong unit", "333", "0.74, not 333 GB/s"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "garbage", "most", "0 to 1"},
+		{"GDR_MIN_P2P_NVLINK_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "wrong unit", "60%", "0.6, not 60%"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "out of range", "2", "0 to 1"},
+		{"GDR_MIN_P2P_PCIE_FRACTION", "huge", huge, "0 to 1"},
+		{"GDR_BW_SIZES", "wrong unit", "64KB", `size "64kb" is not a number of bytes`},
+		{"GDR_BW_SIZES", "wrong unit", "1g", "k/m suffixes"},
+		{"GDR_BW_SIZES", "out of range", "0", `size "0" is out of range`},
+		{"GDR_BW_SIZES", "out of range", "2048m", "out of range"},
+		{"GDR_BW_SIZES", "garbage", "64k,,1m", "comma-separated message sizes"},
+		{"GDR_BW_SIZES", "huge", huge, "out of range"},
+	}
+	covered := map[string]map[string]bool{}
+	for _, tc := range cases {
+		if covered[tc.name] == nil {
+			covered[tc.name] = map[string]bool{}
+		}
+		covered[tc.name][tc.kind] = true
+		t.Run(tc.name+" "+tc.kind+" "+clip.Quote(tc.val), func(t *testing.T) {
+			var err error
+			if slices.Contains(ClusterVars, tc.name) {
+				require.NotPanics(t, func() { _, err = ParseCluster(env(tc.name, tc.val)) })
+			} else {
+				require.NotPanics(t, func() { _, err = Parse(env(tc.name, tc.val)) })
+			}
+			require.Error(t, err)
+			msg := err.Error()
+			assert.Contains(t, msg, tc.name)
+			assert.Contains(t, msg, tc.want)
+			assert.Less(t, len(msg), 600, "a short message, whatever the value: %s", msg)
+			if tc.name == "GDR_TOKEN" {
+				assert.NotContains(t, msg, tc.val[:8], "a secret is never quoted")
+			} else {
+				assert.Contains(t, msg, clip.Quote(strings.TrimSpace(tc.val)), "the value, or a short prefix of it")
+			}
+		})
+	}
+	// Every variable has its huge case and at least one other; a secret is
+	// taken as given (any bytes, never shown): GDR_TOKEN has only its length
+	// cap, GDR_CLUSTER_SECRET not even that.
+	for _, v := range append(slices.Clone(Vars), ClusterVars...) {
+		if v == "GDR_CLUSTER_SECRET" {
+			continue
+		}
+		assert.True(t, covered[v]["huge"], "%s has no huge-value case", v)
+		if v != "GDR_TOKEN" {
+			assert.GreaterOrEqual(t, len(covered[v]), 2, "%s needs more malformed cases", v)
+		}
+	}
+}
+
+// An empty value is the same as unset: the default, no error.
+func TestEmptyValuesAreDefaults(t *testing.T) {
+	for _, v := range Vars {
+		t.Run(v, func(t *testing.T) {
+			c, err := Parse(env(v, ""))
+			require.NoError(t, err)
+			assert.Equal(t, Defaults(), c)
+			c, err = Parse(env(v, "   "))
+			require.NoError(t, err)
+			assert.Equal(t, Defaults(), c)
+		})
 	}
 }

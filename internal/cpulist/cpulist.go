@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // maxCPU bounds a list: far above any real machine, small enough that a
@@ -35,7 +37,7 @@ func Parse(s string) (Set, error) {
 			b, err2 = num(hi)
 		}
 		if err1 != nil || err2 != nil || b < a {
-			return Set{}, fmt.Errorf("CPU list %q: %q is not a number or a range lo-hi (0 to %d)", s, f, maxCPU)
+			return Set{}, fmt.Errorf("CPU list %s: %s is not a number or a range lo-hi (0 to %d)", clip.Quote(s), clip.Quote(f), maxCPU)
 		}
 		rs = append(rs, Range{a, b})
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Version is a CUDA major.minor, with the toolkit's patch when known.
@@ -52,7 +54,7 @@ var nvccRe = regexp.MustCompile(`(?m)^Cuda compilation tools, release (\d{1,3})\
 func ParseNvcc(out string) (Version, error) {
 	m := nvccRe.FindStringSubmatch(out)
 	if m == nil {
-		return Version{}, fmt.Errorf("nvcc -V output has no line \"Cuda compilation tools, release X.Y, VX.Y.Z\": %q", clip(out))
+		return Version{}, fmt.Errorf("nvcc -V output has no line \"Cuda compilation tools, release X.Y, VX.Y.Z\": %s", clip.QuoteN(out, 200))
 	}
 	n := make([]int, 5)
 	for i := range n {
@@ -65,13 +67,6 @@ func ParseNvcc(out string) (Version, error) {
 		return Version{}, fmt.Errorf("nvcc -V: release %d.%d is not a CUDA version", n[0], n[1])
 	}
 	return Version{Major: n[0], Minor: n[1], Patch: n[4]}, nil
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
 }
 
 // Compat is how a toolkit version relates to the CUDA version a driver

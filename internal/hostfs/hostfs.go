@@ -11,12 +11,14 @@ package hostfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // maxLinks bounds symlink resolution; a cycle in a fixture must give an error, not a hang.
@@ -120,21 +122,75 @@ func (r *Root) Real(p string) (string, error) {
 	return r.Host(rp), nil
 }
 
-// ReadFile reads host file p.
-func (r *Root) ReadFile(p string) ([]byte, error) {
+// MaxFile caps one host-file read (ReadFile, ReadString): the largest
+// kernel page size (64 KiB, arm64 kernels with 64K pages), which bounds every
+// sysfs attribute; PCIe config space is 4 KiB. A larger file is an error, so
+// a corrupt tree (a 100 MB "attribute") costs neither memory nor a flood of
+// quoted text. Files that are legitimately larger (/proc/modules,
+// modules.builtin) are read with ReadFileMax and a limit of their own.
+const MaxFile = 64 << 10
+
+// ErrTooLarge is a host file above its read limit.
+var ErrTooLarge = errors.New("above the read limit")
+
+// ReadFile reads host file p, at most MaxFile bytes.
+func (r *Root) ReadFile(p string) ([]byte, error) { return r.ReadFileMax(p, MaxFile) }
+
+// ReadFileMax reads host file p, at most limit bytes. Only regular files
+// are read: a FIFO or device node in a corrupt tree gives an error, not a
+// read that never ends.
+func (r *Root) ReadFileMax(p string, limit int64) ([]byte, error) {
 	real, err := r.Real(p)
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(real)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.describe(p), unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.describe(p), unwrapPath(err))
+	}
+	if !fi.Mode().IsRegular() {
+		what := "not a regular file"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeDir != 0:
+			what = "a directory, not a file"
+		case t&fs.ModeNamedPipe != 0:
+			what = "a FIFO, not a file"
+		case t&fs.ModeDevice != 0:
+			what = "a device node, not a file"
+		case t&fs.ModeSocket != 0:
+			what = "a socket, not a file"
+		}
+		return nil, fmt.Errorf("read %s: %s", r.describe(p), what)
+	}
+	// sysfs reports a page as every attribute's size and /proc reports 0,
+	// so the size is a hint only: read one byte past the limit to know.
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.describe(p), unwrapPath(err))
+	}
+	if int64(len(b)) > limit {
+		size := fmt.Sprintf("more than %d bytes", limit)
+		if fi.Size() > limit {
+			size = fmt.Sprintf("%d bytes", fi.Size())
+		}
+		hint := ""
+		if limit == MaxFile {
+			hint = " (a sysfs attribute is at most one page)"
+		}
+		return nil, fmt.Errorf("read %s: %s, %w of %d bytes for this file%s: the file is corrupt or not what its name says",
+			r.describe(p), size, ErrTooLarge, limit, hint)
 	}
 	return b, nil
 }
 
-// ReadString reads host file p and trims surrounding white space, the way
-// sysfs attribute files are meant to be read.
+// ReadString reads host file p (at most MaxFile bytes) and trims
+// surrounding white space, the way sysfs attribute files are meant to be read.
 func (r *Root) ReadString(p string) (string, error) {
 	b, err := r.ReadFile(p)
 	if err != nil {

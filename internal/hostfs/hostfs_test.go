@@ -5,7 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -126,3 +128,67 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// Every read is capped: a huge "attribute" is an error naming the file and
+// the limit, read no further than the limit; larger files use ReadFileMax.
+func TestReadCap(t *testing.T) {
+	dir := t.TempDir()
+	r, err := New(dir)
+	require.NoError(t, err)
+	big := filepath.Join(dir, "vendor")
+	f, err := os.Create(big)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(100<<20)) // 100 MB, sparse
+	require.NoError(t, f.Close())
+	_, err = r.ReadFile("/vendor")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.Contains(t, err.Error(), "/vendor (under "+dir+")")
+	assert.Contains(t, err.Error(), "104857600 bytes, above the read limit of 65536 bytes")
+	assert.Contains(t, err.Error(), "a sysfs attribute is at most one page")
+	assert.Less(t, len(err.Error()), 400)
+	_, err = r.ReadString("/vendor")
+	assert.ErrorIs(t, err, ErrTooLarge)
+
+	exact := make([]byte, MaxFile)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "page"), exact, 0o644))
+	b, err := r.ReadFile("/page")
+	require.NoError(t, err)
+	assert.Len(t, b, MaxFile, "a file of exactly the limit reads")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "page1"), append(exact, 'x'), 0o644))
+	_, err = r.ReadFile("/page1")
+	assert.ErrorContains(t, err, "65537 bytes, above the read limit")
+	b, err = r.ReadFileMax("/page1", 1<<20)
+	require.NoError(t, err)
+	assert.Len(t, b, MaxFile+1)
+	_, err = r.ReadFileMax("/page1", 10)
+	assert.ErrorContains(t, err, "above the read limit of 10 bytes for this file: the file is corrupt")
+}
+
+// A FIFO, a device-like entry or a directory where a file belongs is an
+// error at once, never a read that waits forever.
+func TestReadNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	r, err := New(dir)
+	require.NoError(t, err)
+	require.NoError(t, syscallMkfifo(filepath.Join(dir, "fifo")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "dir"), 0o755))
+	done := make(chan error, 1)
+	go func() { _, err := r.ReadFile("/fifo"); done <- err }()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "/fifo (under "+dir+"): a FIFO, not a file")
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO hangs")
+	}
+	_, err = r.ReadFile("/dir")
+	assert.ErrorContains(t, err, "a directory, not a file")
+	// What /proc files look like: size 0, content anyway.
+	b, err := New("/")
+	require.NoError(t, err)
+	s, err := b.ReadString("/proc/self/stat")
+	require.NoError(t, err)
+	assert.NotEmpty(t, s)
+}
+
+func syscallMkfifo(p string) error { return syscall.Mkfifo(p, 0o644) }

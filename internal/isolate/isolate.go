@@ -15,10 +15,9 @@
 // A test of test.json is a pair result when it carries the attributes
 // gdr.rail (the rail index, 0-based in the host's rail order) and, where the
 // suite knows it, gdr.peer (the peer's host name as in the job's host list;
-// plan.json's peer stands in when absent or an address, as the suite
-// records it) and gdr.role (server or client). Its status is the test's
-// pass, fail or skip. Bandwidth comes from gdr.bw_gbit_s (Gbit/s) with
-// gdr.size_bytes and gdr.op (WRITE, READ): the pair's
+// plan.json's peer stands in when absent or an address) and gdr.role (server or client).
+// Its status is the test's pass, fail or skip. Bandwidth comes from gdr.bw_gbit_s
+// (Gbit/s) with gdr.size_bytes and gdr.op (WRITE, READ), inherited from parent tests: the pair's
 // bandwidth is the WRITE figure at the largest size either end reported.
 // A host that had a peer in a round but wrote no pair result for it gives a
 // Missing result on every rail (Rail = AllRails): a failure of that pair.

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
@@ -47,7 +48,7 @@ func ParseProcModules(b []byte) ([]Module, error) {
 		}
 		m, err := parseModuleLine(line)
 		if err != nil {
-			return out, fmt.Errorf("/proc/modules line %d %q: %w", n, clip(line), err)
+			return out, fmt.Errorf("/proc/modules line %d %s: %w", n, clip.QuoteN(line, 120), err)
 		}
 		out = append(out, m)
 	}
@@ -65,17 +66,17 @@ func parseModuleLine(line string) (Module, error) {
 	}
 	m := Module{Name: f[0]}
 	if !validName(m.Name) {
-		return m, fmt.Errorf("bad module name %q", m.Name)
+		return m, fmt.Errorf("bad module name %s", clip.Quote(m.Name))
 	}
 	var err error
 	if m.Size, err = strconv.ParseUint(f[1], 10, 64); err != nil {
-		return m, fmt.Errorf("bad size %q", f[1])
+		return m, fmt.Errorf("bad size %s", clip.Quote(f[1]))
 	}
 	refs, err := strconv.ParseInt(f[2], 10, 32)
 	if err != nil || refs < 0 {
 		// The kernel prints "-" for modules that cannot be unloaded.
 		if f[2] != "-" {
-			return m, fmt.Errorf("bad refcount %q", f[2])
+			return m, fmt.Errorf("bad refcount %s", clip.Quote(f[2]))
 		}
 		refs = -1
 	}
@@ -86,7 +87,7 @@ func parseModuleLine(line string) (Module, error) {
 				continue
 			}
 			if !validName(u) && u != "[permanent]" {
-				return m, fmt.Errorf("bad user list %q", f[3])
+				return m, fmt.Errorf("bad user list %s", clip.Quote(f[3]))
 			}
 			m.Users = append(m.Users, u)
 		}
@@ -95,12 +96,12 @@ func parseModuleLine(line string) (Module, error) {
 	case "Live", "Loading", "Unloading":
 		m.State = f[4]
 	default:
-		return m, fmt.Errorf("bad state %q (want Live, Loading or Unloading)", f[4])
+		return m, fmt.Errorf("bad state %s (want Live, Loading or Unloading)", clip.Quote(f[4]))
 	}
 	if len(f) >= 7 {
 		t := f[6]
 		if !strings.HasPrefix(t, "(") || !strings.HasSuffix(t, ")") || len(t) < 2 {
-			return m, fmt.Errorf("bad taint field %q", t)
+			return m, fmt.Errorf("bad taint field %s", clip.Quote(t))
 		}
 		m.Taint = t[1 : len(t)-1]
 	}
@@ -131,18 +132,11 @@ func ParseBuiltin(b []byte) (map[string]bool, error) {
 		base := path.Base(line)
 		name, ok := strings.CutSuffix(base, ".ko")
 		if !ok || !validName(name) {
-			return out, fmt.Errorf("modules.builtin line %d %q: want a path ending in <name>.ko", n+1, clip(line))
+			return out, fmt.Errorf("modules.builtin line %d %s: want a path ending in <name>.ko", n+1, clip.QuoteN(line, 120))
 		}
 		out[Normalize(name)] = true
 	}
 	return out, nil
-}
-
-func clip(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "..."
-	}
-	return s
 }
 
 // Status is what the host says about one module.
@@ -199,7 +193,7 @@ type Host struct {
 // there is not an error (containers, static kernels); a malformed file is.
 func New(root *hostfs.Root) (*Host, error) {
 	h := &Host{root: root, mods: map[string]Module{}}
-	b, err := root.ReadFile("/proc/modules")
+	b, err := root.ReadFileMax("/proc/modules", MaxListFile)
 	switch {
 	case err == nil:
 		h.procRead = true
@@ -216,7 +210,7 @@ func New(root *hostfs.Root) (*Host, error) {
 	}
 	if rel, err := root.ReadString("/proc/sys/kernel/osrelease"); err == nil && rel != "" && !strings.ContainsAny(rel, "/ ") {
 		h.release = rel
-		bb, err := root.ReadFile(path.Join("/lib/modules", rel, "modules.builtin"))
+		bb, err := root.ReadFileMax(path.Join("/lib/modules", rel, "modules.builtin"), MaxListFile)
 		switch {
 		case err == nil:
 			if h.builtin, err = ParseBuiltin(bb); err != nil {
@@ -229,6 +223,10 @@ func New(root *hostfs.Root) (*Host, error) {
 	}
 	return h, nil
 }
+
+// MaxListFile caps the read of /proc/modules and modules.builtin, which
+// outgrow hostfs.MaxFile: about 100 bytes a line, 4 MiB is some 40000 modules.
+const MaxListFile = 4 << 20
 
 // Release is the kernel release (/proc/sys/kernel/osrelease), "" if unknown.
 func (h *Host) Release() string { return h.release }
@@ -255,7 +253,7 @@ func (h *Host) Modules() map[string]Module { return h.mods }
 func (h *Host) Lookup(name string) (Status, error) {
 	name = Normalize(name)
 	if !validName(name) {
-		return Status{}, fmt.Errorf("bad module name %q", name)
+		return Status{}, fmt.Errorf("bad module name %s", clip.Quote(name))
 	}
 	st := Status{Name: name}
 	if m, ok := h.mods[name]; ok {
@@ -278,7 +276,7 @@ func (h *Host) Lookup(name string) (Status, error) {
 		switch st.InitState {
 		case "", "live", "coming", "going", "unformed":
 		default:
-			return st, fmt.Errorf("%s/initstate: unknown state %q", dir, clip(st.InitState))
+			return st, fmt.Errorf("%s/initstate: unknown state %s", dir, clip.QuoteN(st.InitState, 120))
 		}
 		if st.Version, err = read("version"); err != nil {
 			return st, err

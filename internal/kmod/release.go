@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // ParseRelease reads the major and minor version from a kernel release
@@ -16,18 +18,18 @@ func ParseRelease(s string) (major, minor int, err error) {
 	}
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 {
-		return 0, 0, fmt.Errorf("kernel release %q is not of the form <major>.<minor>[...]", clip(orig))
+		return 0, 0, fmt.Errorf("kernel release %s is not of the form <major>.<minor>[...]", clip.QuoteN(orig, 120))
 	}
 	var n [2]int
 	for i := range n {
 		p := parts[i]
 		if p == "" || len(p) > 4 || strings.Trim(p, "0123456789") != "" {
-			return 0, 0, fmt.Errorf("kernel release %q is not of the form <major>.<minor>[...]", clip(orig))
+			return 0, 0, fmt.Errorf("kernel release %s is not of the form <major>.<minor>[...]", clip.QuoteN(orig, 120))
 		}
 		n[i], _ = strconv.Atoi(p)
 	}
 	if n[0] == 0 {
-		return 0, 0, fmt.Errorf("kernel release %q has major version 0", clip(orig))
+		return 0, 0, fmt.Errorf("kernel release %s has major version 0", clip.QuoteN(orig, 120))
 	}
 	return n[0], n[1], nil
 }

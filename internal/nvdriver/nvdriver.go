@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // VersionFile is where the driver describes itself.
@@ -56,7 +58,7 @@ func ParseVersionFile(b []byte) (Info, error) {
 		}
 	}
 	if !found {
-		return info, fmt.Errorf("%s has no \"NVRM version:\" line: %q", VersionFile, clip(string(b)))
+		return info, fmt.Errorf("%s has no \"NVRM version:\" line: %s", VersionFile, clip.QuoteN(string(b), 200))
 	}
 	return info, nil
 }
@@ -66,7 +68,7 @@ func parseNVRM(line string) (Info, error) {
 	rest := strings.TrimSpace(strings.TrimPrefix(line, "NVRM version:"))
 	i := strings.Index(rest, "Kernel Module")
 	if !strings.HasPrefix(rest, "NVIDIA UNIX") || i < 0 {
-		return info, fmt.Errorf("%s: NVRM line is not \"NVIDIA UNIX ... Kernel Module <version> ...\": %q", VersionFile, clip(line))
+		return info, fmt.Errorf("%s: NVRM line is not \"NVIDIA UNIX ... Kernel Module <version> ...\": %s", VersionFile, clip.QuoteN(line, 200))
 	}
 	head := strings.Fields(rest[:i])
 	tail := strings.Fields(rest[i+len("Kernel Module"):])
@@ -84,10 +86,10 @@ func parseNVRM(line string) (Info, error) {
 		tail = tail[2:]
 	}
 	if len(tail) == 0 {
-		return info, fmt.Errorf("%s: no driver version after \"Kernel Module\": %q", VersionFile, clip(line))
+		return info, fmt.Errorf("%s: no driver version after \"Kernel Module\": %s", VersionFile, clip.QuoteN(line, 200))
 	}
 	if _, err := ParseDriverVersion(tail[0]); err != nil {
-		return info, fmt.Errorf("%s: %w in %q", VersionFile, err, clip(line))
+		return info, fmt.Errorf("%s: %w in %s", VersionFile, err, clip.QuoteN(line, 200))
 	}
 	info.Version = tail[0]
 	return info, nil
@@ -99,16 +101,16 @@ func parseNVRM(line string) (Info, error) {
 func ParseDriverVersion(s string) ([]int, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return nil, fmt.Errorf("driver version %q is not of the form NNN.NN[.NN]", clip(s))
+		return nil, fmt.Errorf("driver version %s is not of the form NNN.NN[.NN]", clip.QuoteN(s, 200))
 	}
 	out := make([]int, len(parts))
 	for i, p := range parts {
 		if p == "" || len(p) > 6 || strings.Trim(p, "0123456789") != "" {
-			return nil, fmt.Errorf("driver version %q is not of the form NNN.NN[.NN]", clip(s))
+			return nil, fmt.Errorf("driver version %s is not of the form NNN.NN[.NN]", clip.QuoteN(s, 200))
 		}
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("driver version %q is not of the form NNN.NN[.NN]", clip(s))
+			return nil, fmt.Errorf("driver version %s is not of the form NNN.NN[.NN]", clip.QuoteN(s, 200))
 		}
 		out[i] = n
 	}
@@ -129,11 +131,4 @@ func SameVersion(a, b string) bool {
 		}
 	}
 	return true
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
 }

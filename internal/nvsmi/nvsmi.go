@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 )
 
@@ -56,13 +57,13 @@ func ParseLink(s string) (Link, error) {
 	if m := nvRE.FindStringSubmatch(t); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if n < 1 {
-			return Link{}, fmt.Errorf("topology cell %q: NVLink count must be at least 1", s)
+			return Link{}, fmt.Errorf("topology cell %s: NVLink count must be at least 1", clip.Quote(s))
 		}
 		return Link{NVLinks: n}, nil
 	}
 	c, err := pathclass.Parse(t)
 	if err != nil || t == "" {
-		return Link{}, fmt.Errorf("topology cell %q: want X, NV<n>, PIX, PXB, PHB, NODE or SYS", s)
+		return Link{}, fmt.Errorf("topology cell %s: want X, NV<n>, PIX, PXB, PHB, NODE or SYS", clip.Quote(s))
 	}
 	return Link{Class: c}, nil
 }
@@ -122,7 +123,7 @@ func Parse(out string) (*Matrix, error) {
 			if len(rows) > 0 {
 				break // the matrix ended (legend or other text follows)
 			}
-			return nil, fmt.Errorf("nvidia-smi topo -m: line %d starts with %q, not a device from the header", i+1, label)
+			return nil, fmt.Errorf("nvidia-smi topo -m: line %d starts with %s, not a device from the header", i+1, clip.Quote(label))
 		}
 		if rows[label] {
 			return nil, fmt.Errorf("nvidia-smi topo -m: row %s appears twice", label)
@@ -138,7 +139,7 @@ func Parse(out string) (*Matrix, error) {
 				return nil, fmt.Errorf("nvidia-smi topo -m: row %s, column %s: %w", label, m.Labels[j], err)
 			}
 			if lk.Self != (label == m.Labels[j]) {
-				return nil, fmt.Errorf("nvidia-smi topo -m: row %s, column %s: %q on the wrong place for X (self)", label, m.Labels[j], cell)
+				return nil, fmt.Errorf("nvidia-smi topo -m: row %s, column %s: %s on the wrong place for X (self)", label, m.Labels[j], clip.Quote(cell))
 			}
 			key := label + "|" + m.Labels[j]
 			m.Cells[key] = cell
@@ -169,7 +170,7 @@ func Parse(out string) (*Matrix, error) {
 				missing = append(missing, l)
 			}
 		}
-		return nil, fmt.Errorf("nvidia-smi topo -m: no row for %s (line %d reads %q)", strings.Join(missing, ", "), i+1, clip(lineAt(lines, i)))
+		return nil, fmt.Errorf("nvidia-smi topo -m: no row for %s (line %d reads %s)", strings.Join(missing, ", "), i+1, clip.Quote(lineAt(lines, i)))
 	}
 	for _, a := range m.Labels {
 		for _, b := range m.Labels {
@@ -247,11 +248,4 @@ func lineAt(lines []string, i int) string {
 		return lines[i]
 	}
 	return "<end of output>"
-}
-
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
 }

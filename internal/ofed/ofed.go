@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Version is an OFED release as ofed_info names it.
@@ -25,19 +27,12 @@ var sRe = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*?)-(\d+(?:\.\d+)+(?:-[0-9A
 func ParseS(out string) (Version, error) {
 	line := strings.TrimSpace(out)
 	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		return Version{}, fmt.Errorf("ofed_info -s printed more than one line: %q", clip(out))
+		return Version{}, fmt.Errorf("ofed_info -s printed more than one line: %s", clip.QuoteN(out, 200))
 	}
 	line = strings.TrimSuffix(line, ":")
 	m := sRe.FindStringSubmatch(line)
 	if m == nil {
-		return Version{}, fmt.Errorf("ofed_info -s output %q is not <distro>-<release> (e.g. MLNX_OFED_LINUX-23.10-1.1.9.0)", clip(out))
+		return Version{}, fmt.Errorf("ofed_info -s output %s is not <distro>-<release> (e.g. MLNX_OFED_LINUX-23.10-1.1.9.0)", clip.QuoteN(out, 200))
 	}
 	return Version{Distro: m[1], Release: m[2]}, nil
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
 }

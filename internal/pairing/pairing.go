@@ -32,6 +32,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Kind is a pairing schedule.
@@ -50,7 +52,7 @@ func ParseKind(s string) (Kind, error) {
 	case All:
 		return All, nil
 	}
-	return "", fmt.Errorf("GDR_PAIRING=%q is not valid: want ring (each host with both neighbours, 2 rounds) or all (every pair, n-1 rounds)", s)
+	return "", fmt.Errorf("GDR_PAIRING=%s is not valid: want ring (each host with both neighbours, 2 rounds) or all (every pair, n-1 rounds)", clip.Quote(s))
 }
 
 // Pair is one meeting: indices of the server and the client.
@@ -166,8 +168,8 @@ func ParsePorts(s string) (Ports, error) {
 	l, err1 := strconv.Atoi(strings.TrimSpace(lo))
 	h, err2 := strconv.Atoi(strings.TrimSpace(hi))
 	if !ok || err1 != nil || err2 != nil || l < 1024 || h > 65535 || h-l+1 < PortsPerRound {
-		return Ports{}, fmt.Errorf("GDR_CLUSTER_PORTS=%q is not valid: want LO-HI within 1024-65535 holding at least %d ports (default %d-%d)",
-			s, PortsPerRound, DefaultPorts.Lo, DefaultPorts.Hi)
+		return Ports{}, fmt.Errorf("GDR_CLUSTER_PORTS=%s is not valid: want LO-HI within 1024-65535 holding at least %d ports (default %d-%d)",
+			clip.Quote(s), PortsPerRound, DefaultPorts.Lo, DefaultPorts.Hi)
 	}
 	return Ports{Lo: l, Hi: h}, nil
 }

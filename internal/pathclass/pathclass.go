@@ -5,6 +5,8 @@ package pathclass
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Class is a PCIe path class. Larger is farther.
@@ -44,7 +46,7 @@ func Parse(s string) (Class, error) {
 			return Class(i), nil
 		}
 	}
-	return Unknown, fmt.Errorf("%q is not a path class (want %s)", s, Accepted)
+	return Unknown, fmt.Errorf("%s is not a path class (want %s)", clip.Quote(s), Accepted)
 }
 
 // FartherThan reports whether c is a worse path than limit.

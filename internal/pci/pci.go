@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pcie"
@@ -127,11 +128,11 @@ func SplitPath(p string) (root string, chain []string, err error) {
 func ParseHex(s string, bits int) (uint64, error) {
 	t := strings.TrimSpace(s)
 	if !strings.HasPrefix(t, "0x") && !strings.HasPrefix(t, "0X") {
-		return 0, fmt.Errorf("%q is not a 0x-prefixed hex number", s)
+		return 0, fmt.Errorf("%s is not a 0x-prefixed hex number", clip.Quote(s))
 	}
 	v, err := strconv.ParseUint(t[2:], 16, bits)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a %d-bit hex number", s, bits)
+		return 0, fmt.Errorf("%s is not a %d-bit hex number", clip.Quote(s), bits)
 	}
 	return v, nil
 }
@@ -141,7 +142,7 @@ func ParseNUMA(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	n, err := strconv.Atoi(t)
 	if err != nil || n < -1 || n > 4095 {
-		return 0, fmt.Errorf("numa_node %q: want -1 or a node number", s)
+		return 0, fmt.Errorf("numa_node %s: want -1 or a node number", clip.Quote(s))
 	}
 	return n, nil
 }
@@ -160,52 +161,112 @@ func ParseSpeed(s string) (float64, error) {
 func ParseWidth(s string) (int, error) { return pcie.ParseWidth(s) }
 
 // Scan reads every function in /sys/bus/pci/devices. Devices that cannot be
-// read are left out and their errors joined into the returned error, so one
-// broken entry does not hide the rest. A missing directory is an error that
-// satisfies errors.Is(err, fs.ErrNotExist).
+// read are left out and listed in the returned *ScanError, so one broken
+// entry does not hide the rest. A missing directory is an error that
+// satisfies errors.Is(err, fs.ErrNotExist); a *ScanError never does, even
+// when an entry's own error is a missing file (a dangling link), so "no
+// sysfs" and "a broken entry" stay apart.
 func Scan(r *hostfs.Root) ([]*Device, error) {
 	names, err := r.ReadDir(DevicesDir)
 	if err != nil {
 		return nil, err
 	}
 	var devs []*Device
-	var errs []error
+	se := &ScanError{}
 	for _, n := range names {
 		if strings.HasPrefix(n, ".") {
 			continue // not a kernel entry (e.g. a fixture's .gitkeep)
 		}
 		d, err := Load(r, n)
 		if err != nil {
-			errs = append(errs, err)
+			var ee *EntryError
+			if !errors.As(err, &ee) {
+				ee = &EntryError{BDF: n, Err: err}
+			}
+			se.Entries = append(se.Entries, ee)
 			continue
 		}
 		devs = append(devs, d)
 	}
-	return devs, errors.Join(errs...)
+	if len(se.Entries) > 0 {
+		return devs, se
+	}
+	return devs, nil
+}
+
+// ScanError lists the PCI functions Scan could not read.
+type ScanError struct {
+	Entries []*EntryError
+}
+
+func (e *ScanError) Error() string {
+	s := make([]string, len(e.Entries))
+	for i, x := range e.Entries {
+		s[i] = x.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// EntryError is one PCI function that could not be read, with the identity
+// attributes that could be.
+type EntryError struct {
+	BDF               string
+	Vendor            uint16
+	Class             uint32
+	VendorOK, ClassOK bool // whether Vendor and Class were read
+	Err               error
+}
+
+func (e *EntryError) Error() string { return e.Err.Error() }
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// MaybeGPU reports whether the unreadable function could be an NVIDIA GPU
+// (IsGPU): its vendor and class say so, or could not be read. A GPU whose
+// vendor file is corrupt must fail the checks that need GPUs, not make them
+// skip for "no NVIDIA GPU".
+func (e *EntryError) MaybeGPU() bool {
+	return (!e.VendorOK || e.Vendor == 0x10de) && (!e.ClassOK || e.Class>>16 == 0x03)
+}
+
+// UnreadableGPUs returns the functions in Scan's error that could be NVIDIA
+// GPUs, nil if there are none (or err is not a *ScanError).
+func UnreadableGPUs(err error) []*EntryError {
+	var se *ScanError
+	if !errors.As(err, &se) {
+		return nil
+	}
+	var out []*EntryError
+	for _, e := range se.Entries {
+		if e.MaybeGPU() {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Load reads one function by its address.
 func Load(r *hostfs.Root, bdf string) (*Device, error) {
+	fail := func(err error) (*Device, error) { return nil, &EntryError{BDF: bdf, Err: err} }
 	a, err := pcie.NormalizeAddr(bdf)
 	if err != nil || a != bdf {
-		return nil, fmt.Errorf("%s/%s: not a PCI address (want dddd:bb:dd.f)", DevicesDir, bdf)
+		return fail(fmt.Errorf("%s/%s: not a PCI address (want dddd:bb:dd.f)", DevicesDir, clip.Quote(bdf)))
 	}
 	link := DevicesDir + "/" + bdf
 	real, err := r.Resolve(link)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", link, err)
+		return fail(fmt.Errorf("%s: %w", link, err))
 	}
 	if fi, err := r.Stat(link); err != nil {
-		return nil, fmt.Errorf("%s -> %s: dangling link: %w", link, real, err)
+		return fail(fmt.Errorf("%s -> %s: dangling link: %w", link, real, err))
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%s -> %s: not a directory", link, real)
+		return fail(fmt.Errorf("%s -> %s: not a directory", link, real))
 	}
 	d := &Device{BDF: bdf, SysPath: real, NUMANode: -1}
 	if d.Root, d.Chain, err = SplitPath(real); err != nil {
-		return nil, fmt.Errorf("%s: %w", link, err)
+		return fail(fmt.Errorf("%s: %w", link, err))
 	}
 	if last := d.Chain[len(d.Chain)-1]; last != bdf {
-		return nil, fmt.Errorf("%s resolves to %s, which names %s", link, real, last)
+		return fail(fmt.Errorf("%s resolves to %s, which names %s", link, real, last))
 	}
 	attr := func(name string) string { return real + "/" + name }
 	read := func(name string) (string, bool, error) {
@@ -219,27 +280,29 @@ func Load(r *hostfs.Root, bdf string) (*Device, error) {
 		return s, true, nil
 	}
 	var errs []error
-	hexAttr := func(name string, bits int, required bool) uint64 {
+	hexAttr := func(name string, bits int, required bool) (uint64, bool) {
 		s, ok, err := read(name)
 		if err != nil {
 			errs = append(errs, err)
-			return 0
+			return 0, false
 		}
 		if !ok {
 			if required {
 				errs = append(errs, fmt.Errorf("%s: missing", attr(name)))
 			}
-			return 0
+			return 0, false
 		}
 		v, err := ParseHex(s, bits)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", attr(name), err))
+			return 0, false
 		}
-		return v
+		return v, true
 	}
-	d.Vendor = uint16(hexAttr("vendor", 16, true))
-	d.Device = uint16(hexAttr("device", 16, true))
-	d.Class = uint32(hexAttr("class", 24, true))
+	vendor, vendorOK := hexAttr("vendor", 16, true)
+	device, _ := hexAttr("device", 16, true)
+	class, classOK := hexAttr("class", 24, true)
+	d.Vendor, d.Device, d.Class = uint16(vendor), uint16(device), uint32(class)
 
 	speed := func(name string) float64 {
 		s, ok, err := read(name)
@@ -329,7 +392,7 @@ func Load(r *hostfs.Root, bdf string) (*Device, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, &EntryError{BDF: bdf, Vendor: d.Vendor, Class: d.Class, VendorOK: vendorOK, ClassOK: classOK, Err: errors.Join(errs...)}
 	}
 	return d, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -338,4 +339,46 @@ func TestLoadMalformed(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Scan(empty)
 	assert.True(t, errors.Is(err, fs.ErrNotExist), "%v", err)
+}
+
+// A function that cannot be read says whether it could be a GPU, so a GPU
+// with a corrupt vendor file fails the GPU checks instead of vanishing; a
+// broken entry is never mistaken for a missing /sys/bus/pci.
+func TestScanErrorSaysMaybeGPU(t *testing.T) {
+	write := func(name, v string) func(string) {
+		return func(dev string) { require.NoError(t, os.WriteFile(filepath.Join(dev, name), []byte(v), 0o644)) }
+	}
+	for name, tc := range map[string]struct {
+		f     func(string)
+		maybe bool
+		want  string
+	}{
+		"corrupt GPU vendor":   {write("vendor", "\x00\xffgarbage"), true, `/vendor: "\x00\xffgarbage" is not a 0x-prefixed hex number`},
+		"empty GPU vendor":     {write("vendor", ""), true, "/vendor: \"\" is not"},
+		"huge GPU vendor":      {write("vendor", strings.Repeat("A", 1<<20)), true, "above the read limit of 65536 bytes"},
+		"corrupt GPU class":    {write("class", "0xzz"), true, "/class"},
+		"GPU, bad width":       {write("max_link_width", "x16"), true, "max_link_width"},
+		"NIC vendor, bad link": {func(dev string) { write("vendor", "0x15b3")(dev); write("max_link_width", "?")(dev) }, false, "max_link_width"},
+		"network class":        {func(dev string) { write("class", "0x020000")(dev); write("vendor", "0xnvidia")(dev) }, false, "/vendor"},
+		"dangling entry":       {func(dev string) { os.RemoveAll(dev) }, true, "dangling"},
+		"symlink loop":         {func(dev string) { os.RemoveAll(dev); require.NoError(t, os.Symlink("0000:00:06.0", dev)) }, true, "symbolic links (a loop?)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := writeTree(t, tc.f)
+			devs, err := Scan(r)
+			assert.Empty(t, devs)
+			require.Error(t, err)
+			assert.False(t, errors.Is(err, fs.ErrNotExist), "a broken entry is not a missing directory")
+			var se *ScanError
+			require.ErrorAs(t, err, &se)
+			require.Len(t, se.Entries, 1)
+			assert.Equal(t, "0000:00:06.0", se.Entries[0].BDF)
+			assert.Equal(t, tc.maybe, se.Entries[0].MaybeGPU())
+			assert.Equal(t, tc.maybe, len(UnreadableGPUs(err)) == 1)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Less(t, len(err.Error()), 500, "bounded message: %s", err)
+		})
+	}
+	assert.Nil(t, UnreadableGPUs(nil))
+	assert.Nil(t, UnreadableGPUs(fs.ErrNotExist))
 }

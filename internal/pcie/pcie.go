@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
@@ -74,17 +75,17 @@ func ParseSpeed(s string) (float64, error) {
 		return 0, errors.New("empty link speed")
 	}
 	if strings.HasPrefix(strings.ToLower(s), "unknown") {
-		return 0, fmt.Errorf("%q: %w", s, ErrUnknown)
+		return 0, fmt.Errorf("%s: %w", clip.Quote(s), ErrUnknown)
 	}
 	f := strings.Fields(s)
 	if len(f) < 2 || f[1] != "GT/s" {
-		return 0, fmt.Errorf("link speed %q: want \"<number> GT/s [PCIe]\"", s)
+		return 0, fmt.Errorf("link speed %s: want \"<number> GT/s [PCIe]\"", clip.Quote(s))
 	}
 	// sysfs prints plain decimals; ParseFloat alone would also take "NaN",
 	// "Inf" and hex floats, and NaN slips through any range comparison.
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || strings.Trim(f[0], "0123456789.") != "" || !(v > 0 && v <= 1000) {
-		return 0, fmt.Errorf("link speed %q: bad number %q", s, f[0])
+		return 0, fmt.Errorf("link speed %s: bad number %s", clip.Quote(s), clip.Quote(f[0]))
 	}
 	return v, nil
 }
@@ -95,7 +96,7 @@ func ParseWidth(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > 32 {
-		return 0, fmt.Errorf("link width %q: want a lane count from 0 to 32", s)
+		return 0, fmt.Errorf("link width %s: want a lane count from 0 to 32", clip.Quote(s))
 	}
 	return n, nil
 }
@@ -199,11 +200,11 @@ func NormalizeAddr(s string) (string, error) {
 	case 3:
 		dom, bus, devfn = parts[0], parts[1], parts[2]
 	default:
-		return "", fmt.Errorf("PCI address %q: want dddd:bb:dd.f", orig)
+		return "", fmt.Errorf("PCI address %s: want dddd:bb:dd.f", clip.Quote(orig))
 	}
 	df := strings.Split(devfn, ".")
 	if len(df) != 2 {
-		return "", fmt.Errorf("PCI address %q: want dddd:bb:dd.f", orig)
+		return "", fmt.Errorf("PCI address %s: want dddd:bb:dd.f", clip.Quote(orig))
 	}
 	parse := func(h string, max uint64) (uint64, bool) {
 		if h == "" || len(h) > 8 {
@@ -217,7 +218,7 @@ func NormalizeAddr(s string) (string, error) {
 	dv, ok3 := parse(df[0], 0x1f)
 	fn, ok4 := parse(df[1], 0x7)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return "", fmt.Errorf("PCI address %q: a field is out of range (domain <= ffff, bus <= ff, device <= 1f, function <= 7)", orig)
+		return "", fmt.Errorf("PCI address %s: a field is out of range (domain <= ffff, bus <= ff, device <= 1f, function <= 7)", clip.Quote(orig))
 	}
 	return fmt.Sprintf("%04x:%02x:%02x.%x", d, b, dv, fn), nil
 }

@@ -13,5 +13,10 @@ func init() {
 		Req{ID: "GPU-09", Area: "gpu", Title: "pinned host-to-device copy bandwidth >= GDR_MIN_COPY_FRACTION of the PCIe link's theoretical rate"},
 		Req{ID: "GPU-10", Area: "gpu", Title: "pinned device-to-host copy bandwidth >= GDR_MIN_COPY_FRACTION of the PCIe link's theoretical rate"},
 		Req{ID: "GPU-11", Area: "gpu", Title: "the GPU's PCIe link runs at its maximum speed and width while the GPU copies (idle downclocking is reported, not failed)"},
+		// Multi-GPU hosts (two or more GPUs selected; absent on one).
+		Req{ID: "GPU-12", Area: "gpu", Title: "multi-GPU: with every selected GPU copying host-to-device at once (pinned, on each GPU's NUMA node), each GPU keeps >= GDR_MIN_CONCURRENT_FRACTION of its solo rate; per-GPU and aggregate GB/s; a failure names the GPUs sharing its upstream bridges"},
+		Req{ID: "GPU-13", Area: "gpu", Title: "multi-GPU: with every selected GPU copying device-to-host at once, each GPU keeps >= GDR_MIN_CONCURRENT_FRACTION of its solo rate; per-GPU and aggregate GB/s; a failure names the GPUs sharing its upstream bridges"},
+		Req{ID: "GPU-14", Area: "gpu", Title: "multi-GPU: every GPU pair can access each other's memory (cuDeviceCanAccessPeer), peer access enables (cuCtxEnablePeerAccess) and cuMemcpyPeer delivers a pattern intact each way; link kind reported (NVLink links from NVML, or PCIe path class)"},
+		Req{ID: "GPU-15", Area: "gpu", Title: "multi-GPU: cuMemcpyPeer bandwidth of every GPU pair, each way, >= the link kind's floor (NVLink: GDR_MIN_P2P_NVLINK_FRACTION of links x per-link rate; PCIe: GDR_MIN_P2P_PCIE_FRACTION of the slower GPU link), data verified after the timed copies; bidirectional rate reported"},
 	)
 }

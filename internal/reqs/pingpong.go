@@ -2,14 +2,15 @@ package reqs
 
 func init() {
 	register(
-		Req{ID: "PP-01", Area: "pingpong", Title: "an RDMA device with an ACTIVE port is present and opens through libibverbs; port, GID (type, netdev) and rate reported"},
-		Req{ID: "PP-02", Area: "pingpong", Title: "an RC queue pair goes RESET -> INIT -> RTR -> RTS on both ends and carries a message"},
-		Req{ID: "PP-03", Area: "pingpong", Title: "RDMA WRITE delivers every byte intact (fresh pattern per iteration, compared at the target)"},
-		Req{ID: "PP-04", Area: "pingpong", Title: "RDMA WRITE_WITH_IMM delivers the data and the immediate value with a RECV_RDMA_WITH_IMM completion"},
-		Req{ID: "PP-05", Area: "pingpong", Title: "RDMA READ fetches the peer's data intact"},
-		Req{ID: "PP-06", Area: "pingpong", Title: "SEND/RECV delivers the message intact with the right length"},
-		Req{ID: "PP-07", Area: "pingpong", Title: "small RDMA WRITE latency p50/p99/p99.9 (ib_write_lat method); p50 within GDR_MAX_LAT_US, or 10 us on hardware NICs"},
-		Req{ID: "PP-08", Area: "pingpong", Title: "RDMA WRITE/READ bandwidth over GDR_BW_SIZES (ib_write_bw method); largest size >= GDR_MIN_BW_GBPS, or 75% of the port rate on hardware NICs"},
+		Req{ID: "PP-01", Area: "pingpong", Title: "on every rail: an RDMA device with an ACTIVE port is present and opens through libibverbs; port, GID (type, netdev) and rate reported"},
+		Req{ID: "PP-02", Area: "pingpong", Title: "on every rail: an RC queue pair goes RESET -> INIT -> RTR -> RTS on both ends and carries a message"},
+		Req{ID: "PP-03", Area: "pingpong", Title: "on every rail: RDMA WRITE delivers every byte intact (fresh pattern per iteration, compared at the target)"},
+		Req{ID: "PP-04", Area: "pingpong", Title: "on every rail: RDMA WRITE_WITH_IMM delivers the data and the immediate value with a RECV_RDMA_WITH_IMM completion"},
+		Req{ID: "PP-05", Area: "pingpong", Title: "on every rail: RDMA READ fetches the peer's data intact"},
+		Req{ID: "PP-06", Area: "pingpong", Title: "on every rail: SEND/RECV delivers the message intact with the right length"},
+		Req{ID: "PP-07", Area: "pingpong", Title: "on every rail: small RDMA WRITE latency p50/p99/p99.9 (ib_write_lat method); p50 within GDR_MAX_LAT_US, or 10 us on hardware NICs"},
+		Req{ID: "PP-08", Area: "pingpong", Title: "on every rail: RDMA WRITE/READ bandwidth over GDR_BW_SIZES (ib_write_bw method); largest size >= GDR_MIN_BW_GBPS, or 75% of the port rate on hardware NICs"},
+		Req{ID: "PP-10", Area: "pingpong", Title: "RDMA WRITE bandwidth (largest GDR_BW_SIZES) on all rails at once: per-rail and aggregate Gb/s; on hardware NICs each rail keeps >= 80% of its PP-08 rate alone (rails sharing a root port are named)"},
 		Req{ID: "PP-09", Area: "pingpong", Title: "gpu builds: on one (NIC, peer) pair, RDMA WRITE data, bandwidth (largest GDR_BW_SIZES) and 2-byte latency on host then GPU memory; GPU data verified by a device-to-host copy; both reported side by side with GPU/host ratios (reported, not judged)", Level: ReportOnly},
 	)
 }

@@ -286,3 +286,28 @@ func TestFixtureTrees(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedUpstream(t *testing.T) {
+	ix := host(0, 1)
+	// 0000:05:00.0 sits below dspA of the first switch; 0000:07:00.0 below
+	// a second switch under dspA; 0000:06:00.0 below dspB; 0000:08:00.0 on
+	// another root port of the same host bridge; 0000:81:00.0 elsewhere.
+	got, err := ix.SharedUpstream("0000:05:00.0", []string{"0000:05:00.0", "0000:07:00.0", "0000:06:00.0", "0000:08:00.0", "0000:81:00.0", "0000:00:06.0"})
+	require.NoError(t, err)
+	require.Len(t, got, 4, "itself and the function under another host bridge are left out")
+	assert.Equal(t, "0000:07:00.0", got[0].Peer)
+	assert.Equal(t, "0000:02:00.0", got[0].Bridge, "both hang below the downstream port")
+	assert.Equal(t, "switch downstream port 0000:02:00.0", got[0].Where())
+	assert.Equal(t, "0000:01:00.0", got[1].Bridge, "the NIC's downstream port differs: the upstream port is shared")
+	assert.Equal(t, "switch upstream port 0000:01:00.0", got[1].Where())
+	assert.Equal(t, "", got[2].Bridge, "another root port: only the host bridge")
+	assert.Equal(t, "host bridge pci0000:00 (no PCI bridge in common)", got[2].Where())
+	assert.Equal(t, "/sys/devices/pci0000:00", got[2].HostBridge)
+	assert.Equal(t, "0000:00:06.0", got[3].Peer, "a function on the root bus shares the host bridge")
+	assert.Equal(t, -1, got[3].BridgeType)
+
+	_, err = ix.SharedUpstream("0000:99:00.0", nil)
+	require.ErrorContains(t, err, "no PCI function 0000:99:00.0")
+	_, err = ix.SharedUpstream("0000:05:00.0", []string{"0000:98:00.0"})
+	require.ErrorContains(t, err, "no PCI function 0000:98:00.0")
+}

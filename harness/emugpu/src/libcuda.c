@@ -26,9 +26,11 @@
  * as hardware evidence.
  *
  * Environment: FAKE_CUDA_INIT=<CUresult> makes cuInit fail with it;
- * FAKE_CUDA_DEVICES=<1..8> sets the device count (default 1).
+ * FAKE_CUDA_DEVICES=<1..8> sets the device count (default 1);
+ * FAKE_CUDA_PEER=0 makes the devices unable to reach each other (see "peers").
  * Build flags: -DOMIT_MANAGED drops a required symbol (loader tests);
- * -DNO_DMABUF_SYMBOL drops cuMemGetHandleForAddressRange (a pre-11.7 driver).
+ * -DNO_DMABUF_SYMBOL drops cuMemGetHandleForAddressRange (a pre-11.7 driver);
+ * -DNO_PEER_SYMBOL drops cuDeviceCanAccessPeer (a library without the peer calls).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -227,6 +229,192 @@ static CUresult free_kind(uintptr_t p, int host) {
 	return ERR_INVALID_VALUE;
 }
 
+/* ---- peers and streams: several emulated GPUs (FAKE_CUDA_DEVICES >= 2) ----
+ *
+ * Every emulated device's memory is host memory, so each device can reach
+ * every other's: cuDeviceCanAccessPeer is 1 between distinct devices (0 for a
+ * device and itself, as on a real driver), unless FAKE_CUDA_PEER=0 emulates a
+ * platform without peer-to-peer (then cuCtxEnablePeerAccess fails with
+ * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED). cuCtxEnablePeerAccess keeps a table
+ * of (context, peer) and answers as the driver does: ALREADY_ENABLED the
+ * second time, NOT_ENABLED for a disable without an enable; the table of a
+ * device is cleared when its primary context's last retain is released.
+ * cuMemcpyPeer(Async) moves bytes from alias B to alias B under the rules of
+ * the other copies: source bytes the NIC wrote since the last flush are
+ * refused (as cuMemcpyDtoH refuses them), the destination's shadow is
+ * updated (as cuMemcpyHtoD does), and a fresh allocation becomes PROT_NONE.
+ * Like a real driver it copies whether or not peer access is enabled (the
+ * real one then stages through host memory). Streams are handles whose work
+ * is done at once: every copy here completes before it returns.
+ *
+ * Not emulated, and so reported by the suite: a link. There is no NVLink
+ * (NVML is not emulated) and no PCIe path (the devices are not in sysfs), and
+ * copy rates are those of CPU memcpy.
+ */
+enum {
+	ERR_PEER_UNSUPPORTED = 217,
+	ERR_INVALID_HANDLE = 400,
+	ERR_PEER_ALREADY = 704,
+	ERR_PEER_NOT_ENABLED = 705,
+};
+
+static int peer_on[MAX_DEV][MAX_DEV]; /* [context's device][peer's device] */
+static int ctx_refs[MAX_DEV];
+
+static int peer_allowed(void) {
+	const char *v = getenv("FAKE_CUDA_PEER");
+	return !(v && strcmp(v, "0") == 0);
+}
+
+/* ctx_dev is the device of a context handle (see cuDevicePrimaryCtxRetain), or -1. */
+static int ctx_dev(CUcontext c) {
+	uintptr_t v = (uintptr_t)c;
+	return (v >= 0x1000 && v < 0x1000 + (uintptr_t)ndev()) ? (int)(v - 0x1000) : -1;
+}
+
+static void peer_retained(CUdevice d) {
+	pthread_mutex_lock(&mu);
+	ctx_refs[d]++;
+	pthread_mutex_unlock(&mu);
+}
+
+/* peer_released drops a retain; the last one forgets d's peer mappings both
+ * ways, as destroying a real context does. */
+static void peer_released(CUdevice d) {
+	pthread_mutex_lock(&mu);
+	if (ctx_refs[d] > 0 && --ctx_refs[d] == 0)
+		for (int i = 0; i < MAX_DEV; i++)
+			peer_on[d][i] = peer_on[i][d] = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+static int peer_error_name(CUresult r, const char **s) {
+	switch (r) {
+	case ERR_PEER_UNSUPPORTED: *s = "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"; return 1;
+	case ERR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return 1;
+	case ERR_PEER_ALREADY: *s = "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"; return 1;
+	case ERR_PEER_NOT_ENABLED: *s = "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"; return 1;
+	}
+	return 0;
+}
+
+static int peer_error_string(CUresult r, const char **s) {
+	switch (r) {
+	case ERR_PEER_UNSUPPORTED: *s = "peer access is not supported between these two devices"; return 1;
+	case ERR_INVALID_HANDLE: *s = "invalid resource handle"; return 1;
+	case ERR_PEER_ALREADY: *s = "peer access is already enabled"; return 1;
+	case ERR_PEER_NOT_ENABLED: *s = "peer access has not been enabled"; return 1;
+	}
+	return 0;
+}
+
+#ifndef NO_PEER_SYMBOL
+CUresult cuDeviceCanAccessPeer(int *v, CUdevice d, CUdevice p) {
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!v) return ERR_INVALID_VALUE;
+	if (d < 0 || d >= ndev() || p < 0 || p >= ndev()) return ERR_INVALID_DEVICE;
+	*v = d != p && peer_allowed();
+	return OK;
+}
+#endif
+
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+	int d = cur_dev(), p = ctx_dev(peer);
+	if (!current || p < 0) return ERR_INVALID_CONTEXT;
+	if (flags != 0) return ERR_INVALID_VALUE;
+	if (p == d) return ERR_INVALID_DEVICE;
+	if (!peer_allowed()) return ERR_PEER_UNSUPPORTED;
+	pthread_mutex_lock(&mu);
+	int was = peer_on[d][p];
+	peer_on[d][p] = 1;
+	pthread_mutex_unlock(&mu);
+	return was ? ERR_PEER_ALREADY : OK;
+}
+
+CUresult cuCtxDisablePeerAccess(CUcontext peer) {
+	int d = cur_dev(), p = ctx_dev(peer);
+	if (!current || p < 0) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	int was = peer_on[d][p];
+	peer_on[d][p] = 0;
+	pthread_mutex_unlock(&mu);
+	return was ? OK : ERR_PEER_NOT_ENABLED;
+}
+
+#define STREAM_MAGIC 0x5eed57a1u
+struct stream { unsigned magic; int dev; };
+
+static int bad_stream(void *s) { return s && ((struct stream *)s)->magic != STREAM_MAGIC; }
+
+CUresult cuStreamCreate(void **s, unsigned int flags) {
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	if (!s || flags > 1) return ERR_INVALID_VALUE; /* DEFAULT 0, NON_BLOCKING 1 */
+	struct stream *x = calloc(1, sizeof *x);
+	if (!x) return ERR_OUT_OF_MEMORY;
+	x->magic = STREAM_MAGIC;
+	x->dev = cur_dev();
+	*s = x;
+	return OK;
+}
+
+CUresult cuStreamSynchronize(void *s) {
+	if (bad_stream(s)) return ERR_INVALID_HANDLE;
+	if (need_ctx()) return ERR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked("cuStreamSynchronize");
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuStreamDestroy_v2(void *s) {
+	if (!s || bad_stream(s)) return ERR_INVALID_HANDLE;
+	((struct stream *)s)->magic = 0;
+	free(s);
+	return OK;
+}
+
+/* peer_copy copies n bytes from src (memory of srcCtx's device) to dst
+ * (memory of dstCtx's device) through their private aliases. */
+static CUresult peer_copy(const char *op, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	int dd = ctx_dev(dctx), sd = ctx_dev(sctx);
+	if (need_ctx() || dd < 0 || sd < 0) return ERR_INVALID_CONTEXT;
+	if (n == 0) return OK;
+	pthread_mutex_lock(&mu);
+	protect_fresh_locked(op);
+	struct alloc *x = find_locked((uintptr_t)src, n), *y = find_locked((uintptr_t)dst, n);
+	if (!x || !y || x->kind != K_DEVICE || y->kind != K_DEVICE || x->dev != sd || y->dev != dd) {
+		snprintf(last_msg, sizeof last_msg,
+			 "emulated GPU: %s of %zu bytes from 0x%llx (device %d) to 0x%llx (device %d): both ends must be cuMemAlloc memory of their context's device (managed memory is not emulated here)",
+			 op, n, (unsigned long long)src, sd, (unsigned long long)dst, dd);
+		say("%s", last_msg);
+		pthread_mutex_unlock(&mu);
+		return ERR_INVALID_VALUE;
+	}
+	size_t soff = (uintptr_t)src - x->a, doff = (uintptr_t)dst - y->a;
+	if (memcmp(x->b + soff, x->shadow + soff, n) != 0) {
+		snprintf(last_msg, sizeof last_msg,
+			 "emulated GPU: %s of %zu bytes from 0x%llx would read bytes that the NIC wrote after the last cuFlushGPUDirectRDMAWrites; "
+			 "with writes ordering NONE the suite must call cuFlushGPUDirectRDMAWrites before reading RDMA-written GPU memory",
+			 op, n, (unsigned long long)src);
+		say("%s", last_msg);
+		pthread_mutex_unlock(&mu);
+		return ERR_UNKNOWN;
+	}
+	memmove(y->b + doff, x->b + soff, n);
+	memcpy(y->shadow + doff, y->b + doff, n);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	return peer_copy("cuMemcpyPeer", dst, dctx, src, sctx, n);
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, void *s) {
+	if (bad_stream(s)) return ERR_INVALID_HANDLE;
+	return peer_copy("cuMemcpyPeerAsync", dst, dctx, src, sctx, n);
+}
+
 /* ---- driver API ---- */
 
 CUresult cuInit(unsigned int f) {
@@ -276,9 +464,14 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
 	if (!inited) return ERR_NOT_INITIALIZED;
 	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
 	*c = (CUcontext)(uintptr_t)(0x1000 + d);
+	peer_retained(d);
 	return OK;
 }
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return (d < 0 || d >= ndev()) ? ERR_INVALID_DEVICE : OK; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
+	peer_released(d);
+	return OK;
+}
 CUresult cuCtxSetCurrent(CUcontext c) { current = c; return OK; }
 CUresult cuCtxGetCurrent(CUcontext *c) { *c = current; return OK; }
 CUresult cuCtxSynchronize(void) {
@@ -433,6 +626,7 @@ CUresult cuMemGetHandleForAddressRange(void *h, CUdeviceptr p, size_t n, int typ
 #endif
 
 CUresult cuGetErrorName(CUresult r, const char **s) {
+	if (peer_error_name(r, s)) return OK;
 	switch (r) {
 	case ERR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return OK;
 	case ERR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
@@ -447,6 +641,7 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
 	return ERR_INVALID_VALUE;
 }
 CUresult cuGetErrorString(CUresult r, const char **s) {
+	if (peer_error_string(r, s)) return OK;
 	switch (r) {
 	case ERR_INVALID_VALUE: *s = "invalid argument"; return OK;
 	case ERR_OUT_OF_MEMORY: *s = "out of memory"; return OK;

@@ -60,7 +60,7 @@ func hostMain() error {
 		return normal
 	}
 	fs.StringVar(&o.Mode, "mode", mode, "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest) or cluster (four VMs under Slurm)")
-	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", pick("./conformance/...", "./conformance/pingpong")), "package patterns, space separated (LAB_PKGS)")
+	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", pick("./conformance/... ./harness/verbs", "./conformance/pingpong")), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
 	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
