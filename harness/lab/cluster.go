@@ -119,6 +119,12 @@ func (r *runner) clusterEnv() []string {
 		// the WRITE figure at the largest size anyway.
 		env = append(env, "GDR_BW_SIZES=65536")
 	}
+	if !hasEnv(o.Env, "GDR_BW_ITERS") {
+		// 200 WRs of 64 KiB (13 MB, about 2 s under TCG) per bandwidth
+		// point: enough for a pair's number to be stable against the
+		// others', far from the 5000 a hardware run takes.
+		env = append(env, fmt.Sprintf("GDR_BW_ITERS=%d", 10*o.Iters))
+	}
 	switch c.Suite {
 	case SuiteStandin:
 		// Ten times the suite's iterations: one ib_write_bw run is one

@@ -14,7 +14,7 @@ import (
 func TestParseDegrade(t *testing.T) {
 	d, err := ParseDegrade(DefaultDegrade, 4, 2)
 	require.NoError(t, err)
-	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "20ms"}, Spec: "vm3:1:delay=20ms"}}, d)
+	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "50ms"}, Spec: "vm3:1:delay=50ms"}}, d)
 
 	d, err = ParseDegrade(" vm2:0:loss=10%  vm4:1:delay=10ms,loss=1.5% ", 4, 2)
 	require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestClusterPlan(t *testing.T) {
 		"--job-name=gdrconf", "/lab/deploy/rounds.sh"}, srun.Argv)
 	env := strings.Join(srun.Env, " ")
 	for _, want := range []string{"GDR_REPORTS=/shared/rounds", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
-		"GDR_SUITE=/lab/suite.sh", "GDR_BW_SIZES=65536", "GDR_STRICT=0"} {
+		"GDR_SUITE=/lab/suite.sh", "GDR_BW_SIZES=65536", "GDR_BW_ITERS=200", "GDR_STRICT=0"} {
 		assert.Contains(t, env, want)
 	}
 	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the controller's agent draws the secret")
@@ -139,7 +139,7 @@ func TestClusterVerdict(t *testing.T) {
 
 	s = good()
 	s.Suspects = nil
-	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=20ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
+	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=50ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
 
 	s = good()
 	s.Hosts[1].Verdict = "NOT QUALIFIED (2)"

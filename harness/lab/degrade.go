@@ -18,7 +18,13 @@ type Degrade struct {
 }
 
 // DefaultDegrade is the planted fault of `make lab-cluster`.
-const DefaultDegrade = "vm3:1:delay=20ms"
+//
+// 50 ms on that VM's egress stretches both what it sends and the
+// acknowledgements of what it receives: under TCG its pairs' bandwidth fell
+// to a third of the others' (0.018 against 0.058-0.064 Gbit/s), below the
+// pair floor of half the rail's median, while every test still passed, so
+// its partners are cleared rather than failed.
+const DefaultDegrade = "vm3:1:delay=50ms"
 
 var (
 	netemTime = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(us|ms|s)$`)
