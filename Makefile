@@ -114,7 +114,13 @@ lab-kill: deps $(LAB_BIN)
 #   make lab-faults LAB_FAULTS=loss-1pct,token
 lab-faults: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode faults
-.PHONY: lab-kill lab-faults FORCE
+# Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from
+# Debian): srun -N4 runs deploy/rounds.sh, one rail of one VM is degraded on
+# purpose (LAB_DEGRADE), and the merged reports/lab-cluster/summary.json must
+# name exactly that rail as suspect (harness/lab/README.md).
+lab-cluster: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode cluster
+.PHONY: lab-kill lab-faults lab-cluster FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

@@ -21,8 +21,9 @@ not json: gotestsum may print this
 {"Action":"run","Package":"p","Test":"TestPP08Bandwidth"}
 {"Action":"run","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576"}
 {"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.rail","Value":"1"}
-{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.bw_gbps","Value":"12.500"}
-{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.size","Value":"1048576"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.bw_gbit_s","Value":"12.500"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.size_bytes","Value":"1048576"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.peer","Value":"198.18.0.2:41388"}
 {"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Key":"gdr.op","Value":"WRITE"}
 {"Action":"output","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Output":"=== RUN   TestPP08Bandwidth/rail1/WRITE/1048576\n"}
 {"Action":"output","Package":"p","Test":"TestPP08Bandwidth/rail1/WRITE/1048576","Output":"    pingpong_test.go:478: WRITE bandwidth at 1048576 B is 12.50 Gb/s, below the 75.00 Gb/s floor\n"}
@@ -32,6 +33,20 @@ not json: gotestsum may print this
 {"Action":"attr","Package":"p","Test":"TestPP03Write/rail0","Key":"gdr.peer","Value":"gpu9"}
 {"Action":"attr","Package":"p","Test":"TestPP03Write/rail0","Key":"gdr.role","Value":"server"}
 {"Action":"pass","Package":"p","Test":"TestPP03Write/rail0"}
+{"Action":"run","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536","Key":"gdr.rail","Value":"0"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536","Key":"gdr.bw_gbps","Value":"2.5"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536","Key":"gdr.size","Value":"65536"}
+{"Action":"attr","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536","Key":"gdr.peer","Value":"[fd00::2]:7"}
+{"Action":"pass","Package":"p","Test":"TestPP08Bandwidth/rail0/WRITE/65536"}
+{"Action":"run","Package":"p","Test":"TestPP09HostVsGPU"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU","Key":"gdr.rail","Value":"1"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU","Key":"gdr.role","Value":"client"}
+{"Action":"run","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536","Key":"gdr.bw_gbit_s","Value":"0.058"}
+{"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536","Key":"gdr.size_bytes","Value":"65536"}
+{"Action":"pass","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536"}
+{"Action":"pass","Package":"p","Test":"TestPP09HostVsGPU"}
 {"Action":"run","Package":"p","Test":"TestTOPO01Inventory"}
 {"Action":"pass","Package":"p","Test":"TestTOPO01Inventory"}
 {"Action":"fail","Package":"p","Test":"TestPP08Bandwidth"}
@@ -54,6 +69,12 @@ func TestLoad(t *testing.T) {
 		{Host: "gpu1", Round: 0, Rail: 1, Peer: "gpu2", Role: "client", Test: "TestPP08Bandwidth/rail1/WRITE/1048576", Status: isolate.Fail,
 			BWGbitS: 12.5, Size: 1048576, Op: "WRITE", Detail: "WRITE bandwidth at 1048576 B is 12.50 Gb/s, below the 75.00 Gb/s floor"},
 		{Host: "gpu1", Round: 0, Rail: 0, Peer: "gpu9", Role: "server", Test: "TestPP03Write/rail0", Status: isolate.Pass},
+		// An address in gdr.peer (what the suite records) leaves the plan's
+		// peer; the keys from before the unit-in-key rename still read.
+		{Host: "gpu1", Round: 0, Rail: 0, Peer: "gpu2", Role: "client", Test: "TestPP08Bandwidth/rail0/WRITE/65536", Status: isolate.Pass, BWGbitS: 2.5, Size: 65536},
+		// Attributes of a parent (the rail's test) reach its subtests.
+		{Host: "gpu1", Round: 0, Rail: 1, Peer: "gpu2", Role: "client", Test: "TestPP09HostVsGPU", Status: isolate.Pass},
+		{Host: "gpu1", Round: 0, Rail: 1, Peer: "gpu2", Role: "client", Test: "TestPP09HostVsGPU/gpu/WRITE-bw/65536", Status: isolate.Pass, BWGbitS: 0.058, Size: 65536},
 		{Host: "gpu2", Round: 0, Rail: isolate.AllRails, Peer: "gpu1", Role: "server", Status: isolate.Missing, Detail: "no pair results (no test.json)"},
 	}, res)
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -157,7 +158,7 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 			return nil, fmt.Errorf("%s: test %s: gdr.rail=%q is not a rail index", hr.dir, t.name, rail)
 		}
 		r := isolate.Result{Host: hr.host, Round: hr.round, Rail: n, Peer: peer, Role: role, Test: t.name, Status: t.status, Detail: t.detail}
-		if v := t.attrs["gdr.peer"]; v != "" {
+		if v := t.attrs["gdr.peer"]; isHostName(v) {
 			r.Peer = v
 		}
 		if v := t.attrs["gdr.role"]; v != "" {
@@ -220,4 +221,15 @@ func inherit(recs []testRec) {
 			}
 		}
 	}
+}
+
+// isHostName says whether a gdr.peer value names a host. Runs without
+// GDR_PEER_NAME record the out-of-band session's remote address
+// (198.18.0.2:41388, [fd00::2]:7), which names no host of the job's list:
+// then plan.json's peer stands.
+func isHostName(v string) bool {
+	if v == "" || strings.ContainsAny(v, ":[] /") {
+		return false
+	}
+	return net.ParseIP(v) == nil
 }

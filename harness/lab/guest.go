@@ -92,6 +92,9 @@ func (g *guest) main() error {
 		return fmt.Errorf("job for lab.role=%q: %w", role, err)
 	}
 	g.logf("role %s, %d steps", role, len(g.job.Steps))
+	if g.job.Cluster != nil {
+		return g.clusterMain()
+	}
 
 	setup := Step{ID: "setup-" + role, Host: role, Pkg: "lab", Kind: "setup", Timeout: g.job.Setup}
 	_ = g.rec.Write(RecBegin, setup.ID, mustJSON(setup))

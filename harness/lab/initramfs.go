@@ -47,6 +47,19 @@ type Image struct {
 	Agent    string            // the gdrlab binary, becomes /init
 	Binaries map[string]string // guest path -> host file (test binaries)
 	Jobs     map[string]Job    // role -> job, written as /lab/job-<role>.json
+
+	// What the cluster lab adds (the two-VM lab leaves these empty):
+	Files    map[string]string // guest path -> host file, copied as is (scripts, data)
+	Data     map[string]DataFile
+	Symlinks map[string]string // guest path -> target
+	Modules  []string          // more module roots than ModuleRoots (9p, sch_netem)
+	Applets  []string          // more busybox applets
+}
+
+// DataFile is a file made by the lab itself (slurm.conf, the munge key).
+type DataFile struct {
+	Mode  uint32
+	Bytes []byte
 }
 
 // Build writes the gzip-compressed newc initramfs to dst and returns the
@@ -58,7 +71,7 @@ func (im *Image) Build(dst string) error {
 	if err != nil {
 		return err
 	}
-	mods, err := ModuleLoadOrder(filepath.Join(modDir, "kernel"), ModuleRoots, builtin)
+	mods, err := ModuleLoadOrder(filepath.Join(modDir, "kernel"), append(append([]string(nil), ModuleRoots...), im.Modules...), builtin)
 	if err != nil {
 		return err
 	}
@@ -97,7 +110,10 @@ func (im *Image) Build(dst string) error {
 		return err
 	}
 	for so, hp := range libs {
-		files[guestLibDir+"/"+so] = hp
+		files[guestLibPath(p.Root, so, hp)] = hp
+	}
+	for gp, hp := range im.Files {
+		files[gp] = hp
 	}
 	for _, ip := range interps {
 		hp := findLib(path.Base(ip), p.LibDirs())
@@ -135,8 +151,31 @@ func (im *Image) Build(dst string) error {
 	if err := cw.Symlink("/lib", "usr/lib"); err != nil {
 		return err
 	}
-	for _, a := range busyboxApplets {
+	for _, a := range append(append([]string(nil), busyboxApplets...), im.Applets...) {
+		if cw.Has("/bin/" + a) {
+			continue
+		}
 		if err := cw.Symlink("/bin/"+a, "busybox"); err != nil {
+			return err
+		}
+	}
+	var links []string
+	for gp := range im.Symlinks {
+		links = append(links, gp)
+	}
+	sort.Strings(links)
+	for _, gp := range links {
+		if err := cw.Symlink(gp, im.Symlinks[gp]); err != nil {
+			return err
+		}
+	}
+	var data []string
+	for gp := range im.Data {
+		data = append(data, gp)
+	}
+	sort.Strings(data)
+	for _, gp := range data {
+		if err := cw.File(gp, im.Data[gp].Mode, im.Data[gp].Bytes); err != nil {
 			return err
 		}
 	}
@@ -175,4 +214,19 @@ func (im *Image) Build(dst string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// privateLibDirs are package folders whose libraries keep their folder in the
+// image: Slurm loads its plugins, and libslurmfull.so, from its own
+// directory (RUNPATH and PluginDir), not from the default search path.
+var privateLibDirs = []string{"usr/lib/x86_64-linux-gnu/slurm-wlm"}
+
+// guestLibPath is where a library found at host path hp goes in the image.
+func guestLibPath(root, so, hp string) string {
+	for _, d := range privateLibDirs {
+		if filepath.Dir(hp) == filepath.Join(root, d) {
+			return "/" + d + "/" + so
+		}
+	}
+	return guestLibDir + "/" + so
 }

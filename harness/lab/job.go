@@ -47,6 +47,9 @@ type Job struct {
 	// pair per case), chosen by lab.job= on the kernel command line; "" is
 	// Role's job.
 	Key string `json:"key,omitempty"`
+	// Cluster, when set, makes the VM a node of the cluster lab
+	// (cluster_guest.go) instead of a host of the two-VM lab.
+	Cluster *ClusterJob `json:"cluster,omitempty"`
 }
 
 // Record types written by the guest on its result port (ttyS1), one per

@@ -65,7 +65,8 @@ type Options struct {
 	// whole run (LAB_LOAD; a loaded CI machine).
 	Load int
 	// Faults selects cases of the fault matrix by name (ModeFaults; nil = all).
-	Faults []string
+	Faults  []string
+	Cluster ClusterOptions // ModeCluster only
 }
 
 type runner struct {
@@ -91,6 +92,9 @@ type testPkg struct {
 
 // Run executes a lab run and returns an error when the lab failed.
 func Run(ctx context.Context, o Options) error {
+	if o.Mode == ModeCluster {
+		return RunCluster(ctx, o)
+	}
 	r := &runner{o: o, start: time.Now(), dir: filepath.Join(o.CacheDir, "run")}
 	unlock, err := r.lock(ctx)
 	if err != nil {

@@ -25,6 +25,12 @@ var Packages = []string{
 	"libxtables12", // iproute2's tc links it (lab-faults plants loss and delay with tc netem)
 }
 
+// partsPackages is every package of the parts: the two-VM lab's and the
+// cluster lab's, so that one cached parts folder serves every mode.
+func partsPackages() []string {
+	return append(append([]string(nil), Packages...), ClusterPackages...)
+}
+
 // KernelMeta is the Debian meta package whose dependency names the kernel.
 const KernelMeta = "linux-image-amd64"
 
@@ -154,14 +160,14 @@ func resolve(ctx context.Context, apt *aptState, logf Logf) (map[string]string, 
 		var vers map[string]string
 		if kpkg != "" {
 			pout, _ := run(ctx, time.Minute, "", "apt-cache", "policy", kpkg)
-			p2, _ := run(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, Packages...)...)
+			p2, _ := run(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, partsPackages()...)...)
 			vers = ParsePolicy(pout + "\n" + p2)
 		}
 		var missing []string
 		if kpkg == "" {
 			missing = append(missing, KernelMeta)
 		}
-		for _, p := range append([]string{kpkg}, Packages...) {
+		for _, p := range append([]string{kpkg}, partsPackages()...) {
 			if p != "" && vers[p] == "" {
 				missing = append(missing, p)
 			}
@@ -257,6 +263,11 @@ func (p *Parts) LibDirs() []string {
 	for _, r := range []string{p.Root, "/"} {
 		for _, s := range []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64"} {
 			d = append(d, filepath.Join(r, s))
+		}
+		if r == p.Root {
+			for _, s := range privateLibDirs {
+				d = append(d, filepath.Join(r, s))
+			}
 		}
 	}
 	return d

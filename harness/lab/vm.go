@@ -37,6 +37,22 @@ type VMConfig struct {
 	MemMiB  int
 	Accel   string // tcg (default); kvm only where the caller knows it is usable
 	Cmdline string // extra kernel parameters
+	// NICs, when set, replace Net and MAC: one virtio-net device per entry,
+	// in order (eth0, eth1, ...). The cluster lab joins each to a Switch.
+	NICs []NIC
+	// Shares are host folders the guest mounts over virtio-9p.
+	Shares []Share
+}
+
+// NIC is one virtio-net device and its qemu netdev.
+type NIC struct {
+	Netdev string // -netdev value without id: "stream,server=off,addr.type=inet,..."
+	MAC    string
+}
+
+// Share is a host folder exported to the guest with virtio-9p as mount tag Tag.
+type Share struct {
+	Tag, Path string
 }
 
 // QEMUArgs returns qemu's command line for c.
@@ -49,16 +65,27 @@ func QEMUArgs(c VMConfig, console, result string) []string {
 	if mem == 0 {
 		mem = 768
 	}
-	return []string{
+	args := []string{
 		"-accel", accel, "-smp", "1", "-m", strconv.Itoa(mem),
 		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-no-reboot",
 		"-kernel", c.Kernel, "-initrd", c.Initrd,
 		"-append", strings.TrimSpace("console=ttyS0 loglevel=4 panic=-1 lab.role=" + c.Role + " " + c.Cmdline),
 		"-serial", "file:" + console,
 		"-serial", "file:" + result,
-		"-netdev", "socket,id=n0," + c.Net,
-		"-device", "virtio-net-pci,netdev=n0,mac=" + c.MAC,
 	}
+	if len(c.NICs) == 0 {
+		args = append(args, "-netdev", "socket,id=n0,"+c.Net, "-device", "virtio-net-pci,netdev=n0,mac="+c.MAC)
+	}
+	for i, n := range c.NICs {
+		args = append(args, "-netdev", fmt.Sprintf("%s,id=n%d", n.Netdev, i), "-device", fmt.Sprintf("virtio-net-pci,netdev=n%d,mac=%s", i, n.MAC))
+	}
+	// security_model=none: files are created as qemu's user, and ownership
+	// changes the guest asks for are not refused (the lab runs as root or not).
+	for i, sh := range c.Shares {
+		args = append(args, "-fsdev", fmt.Sprintf("local,id=fs%d,path=%s,security_model=none", i, strings.ReplaceAll(sh.Path, ",", ",,")),
+			"-device", fmt.Sprintf("virtio-9p-pci,fsdev=fs%d,mount_tag=%s", i, sh.Tag))
+	}
+	return args
 }
 
 // StartVM starts qemu; the VM runs until its agent powers it off or Kill.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/isolate"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
@@ -66,6 +67,10 @@ type htmlData struct {
 	Heat      []heatRow
 	BW, Copy  template.HTML
 	Hosts     []hostView
+	// A cluster run: the pair x rail heatmap and the suspects.
+	RailCols []string
+	RailHeat []heatRow
+	Cluster  *isolate.Summary
 }
 
 func anchor(s string) string {
@@ -116,6 +121,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if pairs := Pairs(r.Hosts); len(pairs) > 0 {
 		d.HeatHosts, d.Heat = heatmap(pairs)
 	}
+	d.RailCols, d.RailHeat = r.railHeat()
+	d.Cluster = r.Cluster
 	d.BW = template.HTML(BandwidthSVG(r.Hosts))
 	d.Copy = template.HTML(CopySVG(r.Hosts))
 	return page.Execute(w, d)
@@ -165,7 +172,11 @@ func hostViewOf(h *HostResult, many bool) hostView {
 		if len(out) > maxOutputLines {
 			out = append(append([]string{}, out[:maxOutputLines]...), fmt.Sprintf("... %d more lines in junit.xml", len(c.Output)-maxOutputLines))
 		}
-		v.Details = append(v.Details, detail{Name: c.Name, Req: c.Req, Message: c.Message, Output: strings.Join(out, "\n"), Status: c.Status()})
+		name := c.Name
+		if rd := roundOf(c.Package); rd != "" {
+			name += " (" + rd + ")"
+		}
+		v.Details = append(v.Details, detail{Name: name, Req: c.Req, Message: c.Message, Output: strings.Join(out, "\n"), Status: c.Status()})
 	}
 	return v
 }

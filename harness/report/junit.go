@@ -171,7 +171,11 @@ func (d *Testsuites) add(s Testsuite) {
 }
 
 func caseOf(c *Case) Testcase {
-	tc := Testcase{Testcase: junit.Testcase{Name: CaseName(c.Name, c.Host), Classname: ClassName(c.Host, c.Area), Time: duration(c.Duration)}}
+	name := c.Name
+	if rd := roundOf(c.Package); rd != "" {
+		name += " (" + rd + ")" // a cluster run: the same test once per round
+	}
+	tc := Testcase{Testcase: junit.Testcase{Name: CaseName(name, c.Host), Classname: ClassName(c.Host, c.Area), Time: duration(c.Duration)}}
 	keys := make([]string, 0, len(c.Attrs))
 	for k := range c.Attrs {
 		keys = append(keys, k)

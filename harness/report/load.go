@@ -25,12 +25,17 @@ const (
 //     combined test.json beside them is not read again;
 //   - else a folder with test.json is one host, named after the folder;
 //   - else a folder with only junit.xml is a recording from before test.json
-//     was kept: its cases become events (ReadJUnit).
+//     was kept: its cases become events (ReadJUnit);
+//   - a cluster run's shared folder (IsCluster) is one run per host, its
+//     rounds merged (LoadCluster adds the pair analysis).
 //
 // A folder that holds a report this package wrote (summary.json) and no
 // events is output, not input, and is passed over.
 func LoadDir(dir string) ([]Run, error) {
 	has := func(name string) bool { return exists(filepath.Join(dir, name)) }
+	if IsCluster(dir) {
+		return loadClusterRuns(dir)
+	}
 	if has(HostFile) {
 		r, err := loadHost(dir)
 		if err != nil {

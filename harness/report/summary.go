@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/isolate"
 )
 
 // Counts of a host's requirements by status.
@@ -114,6 +116,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "%-24s %-28s %5d %5d %5d %7d\n", h.Identity.Host, h.Verdict.Line, c.Pass, c.Fail, c.Skip, c.NotRun)
 		}
 	}
+	r.clusterText(&b)
 	for _, h := range r.Hosts {
 		writeHostText(&b, h, len(r.Hosts) > 1)
 	}
@@ -200,6 +203,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d |\n", mdEscape(h.Identity.Host), h.Verdict.Line, c.Pass, c.Fail, c.Skip, c.NotRun)
 		}
 	}
+	r.clusterMarkdown(&b)
 	for _, h := range r.Hosts {
 		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n\n| | |\n| --- | --- |\n", mdEscape(h.Identity.Host), h.Verdict.Line, h.Verdict.Advice)
 		for _, l := range identityLines(h.Identity) {
@@ -258,6 +262,10 @@ type hostJSON struct {
 	Causes   []*Cause     `json:"shared_causes,omitempty"`
 	Errors   []string     `json:"errors,omitempty"`
 	Other    []OtherCase  `json:"other_tests,omitempty"`
+	// A cluster run's: the host's fabric state (internal/isolate) and the
+	// rails found bad on it.
+	Fabric   isolate.State `json:"fabric,omitempty"`
+	BadRails []int         `json:"bad_rails,omitempty"`
 }
 
 // WriteJSON writes summary.json. Always: verdict, line, hosts (each with host,
@@ -270,10 +278,19 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	var hosts []hostJSON
 	for _, h := range r.Hosts {
-		hosts = append(hosts, hostJSON{Host: h.Identity.Host, Verdict: h.Verdict.Verdict, Line: h.Verdict.Line, Advice: h.Verdict.Advice,
-			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other})
+		hj := hostJSON{Host: h.Identity.Host, Verdict: h.Verdict.Verdict, Line: h.Verdict.Line, Advice: h.Verdict.Advice,
+			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other}
+		if f := r.fabric(h.Identity.Host); f != nil {
+			hj.Fabric, hj.BadRails = f.Fabric, f.BadRails
+		}
+		hosts = append(hosts, hj)
 	}
 	out["hosts"] = hosts
+	if c := r.Cluster; c != nil {
+		// Cluster runs (contract): pairs (a, b, rail, status, bw_gbit_s),
+		// suspects (host, rail), links.
+		out["pairs"], out["suspects"], out["links"] = c.Pairs, c.Suspects, c.Links
+	}
 	if len(r.Hosts) == 1 {
 		h := r.Hosts[0]
 		out["host"] = h.Identity

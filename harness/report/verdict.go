@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/attrkey"
+	"github.com/gdrconf/gdrconf/internal/isolate"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
@@ -125,6 +126,9 @@ type Report struct {
 	Hosts   []*HostResult `json:"hosts"`
 	Suite   string        `json:"suite_version"`
 	Time    string        `json:"time"`
+	// Cluster is a cluster run's pair analysis (SetCluster); nil otherwise.
+	Cluster *isolate.Summary `json:"cluster,omitempty"`
+	rails   []int
 }
 
 // Build makes the report of runs (one per host).

@@ -15,7 +15,7 @@
 // A test of test.json is a pair result when it carries the attributes
 // gdr.rail (the rail index, 0-based in the host's rail order) and, where the
 // suite knows it, gdr.peer (the peer's host name as in the job's host list;
-// plan.json's peer stands in when absent) and gdr.role (server or client).
+// plan.json's peer stands in when absent or an address) and gdr.role (server or client).
 // Its status is the test's pass, fail or skip. Bandwidth comes from gdr.bw_gbit_s
 // (Gbit/s) with gdr.size_bytes and gdr.op (WRITE, READ), inherited from parent tests: the pair's
 // bandwidth is the WRITE figure at the largest size either end reported.
@@ -430,7 +430,7 @@ func applyFloors(pairs []Pair, opt Options) {
 			if floor > 0 && pairs[j].BWGbitS < floor {
 				pairs[j].Status = Slow
 				pairs[j].FloorGbitS = floor
-				pairs[j].Detail = fmt.Sprintf("%.1f Gbit/s is below the floor of %.1f Gbit/s", pairs[j].BWGbitS, floor)
+				pairs[j].Detail = fmt.Sprintf("%.3g Gbit/s is below the floor of %.3g Gbit/s", pairs[j].BWGbitS, floor)
 			}
 		}
 	}
@@ -549,7 +549,7 @@ func (a *Analysis) judge() {
 				s.Evidence = append(s.Evidence, ev)
 				part := fmt.Sprintf("%s (round %d, %s", ev.Partner, ev.Round, ev.Status)
 				if ev.Status == Slow {
-					part += fmt.Sprintf(" %.1f < %.1f Gbit/s", ev.BWGbitS, ev.FloorGbitS)
+					part += fmt.Sprintf(" %.3g < %.3g Gbit/s", ev.BWGbitS, ev.FloorGbitS)
 				}
 				parts = append(parts, part+", partner "+string(ev.PartnerState)+")")
 				if ev.PartnerState == Good || ev.PartnerState == Cleared {

@@ -103,7 +103,7 @@ func TestBadNICIsolatedToItsRail(t *testing.T) {
 	assert.Equal(t, Slow, s.Evidence[0].Status)
 	assert.InDelta(t, 117, s.Evidence[0].BWGbitS, 0.1)
 	assert.InDelta(t, 195, s.Evidence[0].FloorGbitS, 0.1, "half of the other pairs' median")
-	assert.Contains(t, s.Reason, "gpu0003 rail 1 failed with 2 partners that passed with others: gpu0004 (round 0, slow 117.0 < 195.0 Gbit/s, partner cleared)")
+	assert.Contains(t, s.Reason, "gpu0003 rail 1 failed with 2 partners that passed with others: gpu0004 (round 0, slow 117 < 195 Gbit/s, partner cleared)")
 	sum := a.Summary(map[string]string{"gpu0003": "NOT QUALIFIED (1)"})
 	assert.Equal(t, Host{Host: "gpu0003", Verdict: "NOT QUALIFIED (1)", Fabric: Bad, BadRails: []int{1}}, sum.Hosts[2])
 	assert.Equal(t, Cleared, sum.Hosts[1].Fabric)

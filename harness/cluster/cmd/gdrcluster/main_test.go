@@ -150,7 +150,7 @@ func TestSlurmRunEndToEnd(t *testing.T) {
 	require.Equal(t, 0, run([]string{"isolate"}, outside, &out, &errb), errb.String())
 	assert.Contains(t, out.String(), "6 hosts, 2 rails")
 	assert.Contains(t, out.String(), "BAD      n3 rail 1: n3 rail 1 failed with 3 partners that passed with others")
-	assert.Contains(t, out.String(), "slow 10.0 < 50.0 Gbit/s")
+	assert.Contains(t, out.String(), "slow 10 < 50 Gbit/s")
 
 	// Plans on disk carry no secret.
 	b, err := os.ReadFile(filepath.Join(cluster.RoundDir(root, "n1", 0), "plan.json"))

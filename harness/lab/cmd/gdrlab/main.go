@@ -22,6 +22,10 @@ func main() {
 	if os.Getpid() == 1 {
 		lab.GuestMain() // never returns
 	}
+	if len(os.Args) > 1 && os.Args[1] == "standin" {
+		// Inside a cluster lab VM: one round of the stand-in workload.
+		os.Exit(lab.StandinMain(os.LookupEnv, os.Stdout))
+	}
 	if err := hostMain(); err != nil {
 		fmt.Fprintf(os.Stderr, "gdrlab: %v\n", err)
 		os.Exit(1)
@@ -56,16 +60,31 @@ func hostMain() error {
 	fs := flag.NewFlagSet("gdrlab", flag.ContinueOnError)
 	var o lab.Options
 	var pkgs, extra string
-	fs.StringVar(&o.Mode, "mode", env("LAB_MODE", lab.ModeLab), "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest) or faults (the fault matrix)")
-	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", "./conformance/... ./harness/verbs"), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
+	mode := env("LAB_MODE", lab.ModeLab)
+	for i, a := range os.Args[1:] { // the cluster lab's defaults differ; read -mode first
+		if v, ok := strings.CutPrefix(a, "-mode="); ok {
+			mode = v
+		} else if a == "-mode" && i+2 < len(os.Args) {
+			mode = os.Args[i+2]
+		}
+	}
+	cluster := mode == lab.ModeCluster
+	pick := func(normal, forCluster string) string {
+		if cluster {
+			return forCluster
+		}
+		return normal
+	}
+	fs.StringVar(&o.Mode, "mode", mode, "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest), faults (the fault matrix) or cluster (four VMs under Slurm)")
+	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", pick("./conformance/... ./harness/verbs", "./conformance/pingpong")), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
 	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
 	fs.StringVar(&o.CacheDir, "cache", env("LAB_CACHE", ".cache/lab"), "cache folder (Debian parts, build outputs)")
-	fs.StringVar(&o.ReportDir, "reports", env("LAB_REPORTS", ""), "report folder (LAB_REPORTS; default reports/lab, reports/lab-faults for -mode faults)")
+	fs.StringVar(&o.ReportDir, "reports", env("LAB_REPORTS", ""), "report folder (LAB_REPORTS; default reports/lab, reports/lab-faults for -mode faults, reports/lab-cluster for -mode cluster)")
 	fs.StringVar(&o.Accel, "accel", env("LAB_ACCEL", "tcg"), "qemu accelerator (tcg: what CI has)")
 	fs.StringVar(&extra, "env", env("LAB_ENV", ""), "extra VAR=value settings for the test binaries, space separated (LAB_ENV)")
-	iters, _ := strconv.Atoi(env("LAB_ITERS", "200"))
+	iters, _ := strconv.Atoi(env("LAB_ITERS", pick("200", "20")))
 	fs.IntVar(&o.Iters, "iters", iters, "GDR_ITERS inside the lab and perftest -n in bench mode (LAB_ITERS; bench default 1000)")
 	dur := func(k, def string) time.Duration {
 		d, err := time.ParseDuration(env(k, def))
@@ -77,7 +96,16 @@ func hostMain() error {
 	}
 	fs.DurationVar(&o.Timeout, "timeout", dur("LAB_TIMEOUT", "45s"), "GDR_TIMEOUT inside the lab (LAB_TIMEOUT; faults mode default 20s)")
 	fs.DurationVar(&o.StepTimeout, "step-timeout", dur("LAB_STEP_TIMEOUT", "5m"), "limit of one package's run in one VM (LAB_STEP_TIMEOUT)")
-	fs.DurationVar(&o.Deadline, "deadline", dur("LAB_DEADLINE", "15m"), "limit of the whole VM phase; VMs still running are killed (LAB_DEADLINE)")
+	fs.DurationVar(&o.Deadline, "deadline", dur("LAB_DEADLINE", pick("15m", "40m")), "limit of the whole VM phase; VMs still running are killed (LAB_DEADLINE)")
+	fs.StringVar(&o.Cluster.Degrade, "degrade", env("LAB_DEGRADE", lab.DefaultDegrade), "cluster: the rails degraded on purpose, host:rail:netem (e.g. vm3:1:delay=20ms, vm2:0:loss=10%), or none (LAB_DEGRADE)")
+	fs.StringVar(&o.Cluster.Suite, "cluster-suite", env("LAB_CLUSTER_SUITE", lab.SuitePingpong), "cluster: what each round runs: pingpong (dist/run.sh with the LAB_PKGS test binaries) or standin (ib_write_bw on every rail) (LAB_CLUSTER_SUITE)")
+	fs.StringVar(&o.Cluster.Pairing, "pairing", env("LAB_PAIRING", "ring"), "cluster: GDR_PAIRING inside the lab (LAB_PAIRING)")
+	chosts, _ := strconv.Atoi(env("LAB_CLUSTER_HOSTS", "4"))
+	fs.IntVar(&o.Cluster.Hosts, "hosts", chosts, "cluster: number of VMs (LAB_CLUSTER_HOSTS)")
+	o.Cluster.Rails = 2
+	mem, _ := strconv.Atoi(env("LAB_VM_MEM", pick("768", "640")))
+	fs.IntVar(&o.Cluster.MemMiB, "vm-mem", mem, "cluster: MiB of memory per VM (LAB_VM_MEM)")
+	fs.DurationVar(&o.Cluster.SrunTimeout, "srun-timeout", dur("LAB_SRUN_TIMEOUT", "25m"), "cluster: srun's time limit (LAB_SRUN_TIMEOUT)")
 	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
 	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
 	fs.IntVar(&o.Load, "load", atoiOr(env("LAB_LOAD", "0")), "busy loops on the host beside the VMs for the whole run (LAB_LOAD)")
@@ -101,14 +129,17 @@ func hostMain() error {
 		o.Deadline = 30 * time.Minute
 	}
 	switch o.Mode {
-	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults:
+	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults, lab.ModeCluster:
 	default:
-		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench or faults", o.Mode)
+		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench, faults or cluster", o.Mode)
 	}
 	if o.ReportDir == "" {
 		o.ReportDir = "reports/lab"
-		if o.Mode == lab.ModeFaults {
+		switch o.Mode {
+		case lab.ModeFaults:
 			o.ReportDir = "reports/lab-faults"
+		case lab.ModeCluster:
+			o.ReportDir = "reports/lab-cluster"
 		}
 	}
 	// The matrix waits out GDR_TIMEOUT in many of its cases: a shorter one
@@ -124,6 +155,9 @@ func hostMain() error {
 	}
 	if *faults != "" {
 		o.Faults = strings.Split(*faults, ",")
+	}
+	if o.Cluster.Suite != lab.SuitePingpong && o.Cluster.Suite != lab.SuiteStandin {
+		return fmt.Errorf("LAB_CLUSTER_SUITE=%q: want %s or %s", o.Cluster.Suite, lab.SuitePingpong, lab.SuiteStandin)
 	}
 	o.Loopback = *loop
 	o.EmulatedGPU = *emu

@@ -4,6 +4,7 @@
 //	gdrreport -collect -go-exit $rc reports          # after a run on this host
 //	gdrreport -collect -host h200-1 reports          # ... named h200-1, not by its hostname
 //	gdrreport -out merged hostA/reports hostB/reports reports/lab   # many hosts
+//	gdrreport -out reports/cluster /shared/gdr       # a cluster run's GDR_REPORTS: rounds, pairs, suspects
 //
 // Exit status: 0 QUALIFIED (and INCOMPLETE without GDR_STRICT=1), 1 NOT
 // QUALIFIED, 2 the report could not be made, 3 INCOMPLETE under GDR_STRICT=1.
@@ -17,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/harness/report"
+	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/isolate"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -71,7 +74,28 @@ func run(args []string) int {
 		}
 	}
 	var runs []report.Run
+	var analysis *isolate.Analysis
 	for _, d := range dirs {
+		if report.IsCluster(d) {
+			// A cluster run's shared folder: its rounds, and the pairs,
+			// suspects and bad links over them.
+			if analysis != nil {
+				fmt.Fprintln(os.Stderr, "gdrreport: more than one cluster folder: merge one cluster run at a time")
+				return 2
+			}
+			cfg, err := config.ParseCluster(os.LookupEnv)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
+				return 2
+			}
+			rs, a, err := report.LoadCluster(d, isolate.Options{MinFraction: cfg.MinFraction})
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
+				return 2
+			}
+			runs, analysis = append(runs, rs...), a
+			continue
+		}
 		rs, err := report.LoadDir(d)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
@@ -80,6 +104,9 @@ func run(args []string) int {
 		runs = append(runs, rs...)
 	}
 	r := report.Build(runs)
+	if analysis != nil {
+		r.SetCluster(analysis)
+	}
 	if err := r.WriteAll(*out); err != nil {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2

@@ -1,0 +1,403 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ClusterJob is what one VM of the cluster lab does besides the two-VM
+// lab's job fields: its NICs, its part in Slurm, the shared folder, and on
+// the controller the srun that runs the suite on every node.
+type ClusterJob struct {
+	Host       string     `json:"host"`       // vm2: hostname and Slurm node name
+	Controller string     `json:"controller"` // the VM running slurmctld and srun
+	Hosts      []string   `json:"hosts"`      // every node, in Slurm's order
+	NICs       []GuestNIC `json:"nics"`
+	Degrade    []Degrade  `json:"degrade,omitempty"` // this VM's planted faults
+	ShareTag   string     `json:"share_tag"`         // virtio-9p mount tag of the shared folder
+	Shared     string     `json:"shared"`            // where it is mounted (/shared)
+	LogDir     string     `json:"log_dir"`           // daemons' logs, on the shared folder
+	EndFile    string     `json:"end_file"`          // the controller writes it when srun is over
+	// Waits, each a deadline: daemons up, every node idle in Slurm, the end
+	// file (nodes other than the controller).
+	DaemonWait time.Duration `json:"daemon_wait"`
+	NodesWait  time.Duration `json:"nodes_wait"`
+	EndWait    time.Duration `json:"end_wait"`
+	// Srun is the controller's srun step; the agent adds a fresh
+	// GDR_CLUSTER_SECRET to its environment (never written anywhere).
+	Srun *Step `json:"srun,omitempty"`
+}
+
+// GuestNIC is one virtio NIC of a cluster VM, found by its MAC.
+type GuestNIC struct {
+	MAC  string `json:"mac"`
+	Addr string `json:"addr"` // 198.18.1.3/24
+	RXE  string `json:"rxe"`  // rxe0 on a rail's NIC; "" on the management network
+	Rail int    `json:"rail"` // the rail it carries (-1: management)
+}
+
+// recordStep runs fn as one recorded step (begin, output, end records).
+func (g *guest) recordStep(st Step, fn func(w io.Writer, deadline time.Time) error) error {
+	_ = g.rec.Write(RecBegin, st.ID, mustJSON(st))
+	w := g.rec.StepOutput(st.ID)
+	start := time.Now()
+	err := fn(w, start.Add(st.Timeout))
+	end := StepEnd{Duration: time.Since(start)}
+	if err != nil {
+		end.RC, end.Err = 1, err.Error()
+		fmt.Fprintf(w, "gdrlab: %v\n", err)
+	}
+	_ = g.rec.Write(RecEnd, st.ID, mustJSON(end))
+	g.logf("step %s: rc=%d %s %s", st.ID, end.RC, end.Duration.Round(time.Millisecond), end.Err)
+	return err
+}
+
+func (g *guest) clusterMain() error {
+	c := g.job.Cluster
+	host := c.Host
+	controller := host == c.Controller
+	if controller {
+		// Whatever happens here, the other nodes must stop waiting.
+		defer g.writeEnd()
+	}
+	step := func(id string, d time.Duration) Step {
+		return Step{ID: id, Host: host, Pkg: "lab", Kind: "setup", Timeout: d}
+	}
+	if err := g.recordStep(step("setup-"+host, g.job.Setup), g.clusterSetup); err != nil {
+		return err
+	}
+	if err := g.recordStep(step("daemons-"+host, c.DaemonWait), g.startDaemons); err != nil {
+		return err
+	}
+	if !controller {
+		return g.recordStep(step("wait-"+host, c.EndWait), func(w io.Writer, deadline time.Time) error {
+			fmt.Fprintf(w, "slurmd serves the job; waiting for %s from %s\n", c.EndFile, c.Controller)
+			return waitFor(deadline, c.EndFile+" (the controller's srun to end)", func() bool {
+				_, err := os.Stat(c.EndFile)
+				time.Sleep(time.Second)
+				return err == nil
+			})
+		})
+	}
+	if err := g.recordStep(step("nodes", c.NodesWait), g.waitNodes); err != nil {
+		return err
+	}
+	if c.Srun != nil {
+		st := *c.Srun
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return fmt.Errorf("drawing the cluster secret: %w", err)
+		}
+		st.Env = append(append([]string(nil), st.Env...), "GDR_CLUSTER_SECRET="+base64.StdEncoding.EncodeToString(secret))
+		g.runStep(st)
+	}
+	return nil
+}
+
+func (g *guest) writeEnd() {
+	c := g.job.Cluster
+	if err := os.WriteFile(c.EndFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		g.logf("writing %s: %v", c.EndFile, err)
+	}
+}
+
+// command runs one setup command, its output into w, within deadline.
+func command(w io.Writer, deadline time.Time, argv ...string) error {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Env = []string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+	fmt.Fprintf(w, "+ %s\n", strings.Join(argv, " "))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	return nil
+}
+
+// clusterSetup: modules, hostname, NICs and their rxe devices, the shared
+// folder, the planted fault.
+func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
+	c := g.job.Cluster
+	for _, m := range []struct{ dst, typ string }{{"/dev/shm", "tmpfs"}, {"/dev/pts", "devpts"}, {"/sys/fs/cgroup", "tmpfs"}} {
+		_ = os.MkdirAll(m.dst, 0o755)
+		_ = unix.Mount(m.typ, m.dst, m.typ, 0, "")
+	}
+	// slurmd 22.05 initialises its cgroup plugin even with
+	// proctrack/linuxproc; a tmpfs there is what cgroup/v1 expects, and the
+	// freezer hierarchy what it would use. (Its cgroup/v2 plugin wants
+	// systemd to delegate a cgroup, which the lab's VMs do not have.)
+	_ = os.MkdirAll("/sys/fs/cgroup/freezer", 0o755)
+	_ = unix.Mount("cgroup", "/sys/fs/cgroup/freezer", "cgroup", 0, "freezer")
+	for _, m := range g.job.Modules {
+		f, err := os.Open(m)
+		if err != nil {
+			return fmt.Errorf("module %s: %w", m, err)
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("loading module %s: %w", m, err)
+		}
+	}
+	fmt.Fprintf(w, "loaded %d modules\n", len(g.job.Modules))
+	if err := unix.Sethostname([]byte(c.Host)); err != nil {
+		return fmt.Errorf("sethostname %s: %w", c.Host, err)
+	}
+	if err := command(w, deadline, "/usr/sbin/ip", "link", "set", "lo", "up"); err != nil {
+		return err
+	}
+	devs := map[int]string{}
+	for i, n := range c.NICs {
+		var dev string
+		if err := waitFor(deadline, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
+			return err
+		}
+		devs[i] = dev
+		for _, cmd := range [][]string{
+			{"/usr/sbin/ip", "addr", "add", n.Addr, "dev", dev},
+			{"/usr/sbin/ip", "link", "set", dev, "up"},
+		} {
+			if err := command(w, deadline, cmd...); err != nil {
+				return err
+			}
+		}
+		if n.RXE != "" {
+			if err := command(w, deadline, "/usr/bin/rdma", "link", "add", n.RXE, "type", "rxe", "netdev", dev); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range c.NICs {
+		if n.RXE == "" {
+			continue
+		}
+		state := "/sys/class/infiniband/" + n.RXE + "/ports/1/state"
+		gid := "/sys/class/infiniband/" + n.RXE + "/ports/1/gids/1"
+		if err := waitFor(deadline, state+" ACTIVE and "+gid+" (RoCE v2 IPv4 GID)", func() bool {
+			s, err1 := os.ReadFile(state)
+			g, err2 := os.ReadFile(gid)
+			return err1 == nil && err2 == nil && strings.Contains(string(s), "ACTIVE") && strings.Contains(string(g), "ffff:")
+		}); err != nil {
+			return err
+		}
+		b, _ := os.ReadFile(gid)
+		fmt.Fprintf(w, "%s (rail %d) ACTIVE, gid 1 %s", n.RXE, n.Rail, b)
+	}
+	if err := os.MkdirAll(c.Shared, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(c.ShareTag, c.Shared, "9p", 0, "trans=virtio,version=9p2000.L,msize=262144"); err != nil {
+		return fmt.Errorf("mounting the shared folder (virtio-9p tag %s) on %s: %w", c.ShareTag, c.Shared, err)
+	}
+	fmt.Fprintf(w, "shared folder %s mounted (virtio-9p)\n", c.Shared)
+	for _, d := range c.Degrade {
+		var dev string
+		for i, n := range c.NICs {
+			if n.Rail == d.Rail && n.RXE != "" {
+				dev = devs[i]
+			}
+		}
+		if dev == "" {
+			return fmt.Errorf("LAB_DEGRADE %s: this VM has no NIC of rail %d", d.Spec, d.Rail)
+		}
+		if err := command(w, deadline, append([]string{"/usr/sbin/tc", "qdisc", "add", "dev", dev, "root", "netem"}, d.Netem...)...); err != nil {
+			return err
+		}
+		if err := command(w, deadline, "/usr/sbin/tc", "qdisc", "show", "dev", dev); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "DEGRADED on purpose: rail %d (%s) of %s: netem %s\n", d.Rail, dev, c.Host, strings.Join(d.Netem, " "))
+	}
+	return nil
+}
+
+// netdevByMAC names the network device with that MAC address, or "".
+func netdevByMAC(mac string) string {
+	ents, _ := os.ReadDir("/sys/class/net")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/sys/class/net", e.Name(), "address"))
+		if err == nil && strings.EqualFold(strings.TrimSpace(string(b)), mac) {
+			return e.Name()
+		}
+	}
+	return ""
+}
+
+// mkdirOwned makes dir with mode, owned by uid (munge and Slurm check both).
+func mkdirOwned(dir string, mode os.FileMode, uid int) error {
+	// Parents as Debian has them (0755): munge walks every one of them.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return err
+	}
+	return os.Lchown(dir, uid, uid)
+}
+
+// daemon starts a long-running process in the foreground of its own
+// process group, its output into log.
+func daemon(w io.Writer, log string, uid int, argv ...string) (*exec.Cmd, error) {
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
+	}
+	fmt.Fprintf(w, "+ %s > %s\n", strings.Join(argv, " "), log)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	go func() { _ = cmd.Wait(); f.Close() }()
+	return cmd, nil
+}
+
+// alive reports whether a daemon is still running (not a zombie).
+func alive(cmd *exec.Cmd) bool {
+	if cmd.ProcessState != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// tail is the last lines of a log, for a failure message.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return lastLines(string(b), n)
+}
+
+// startDaemons sets up and starts munged, then slurmctld on the controller
+// and slurmd everywhere, and checks each is up.
+func (g *guest) startDaemons(w io.Writer, deadline time.Time) error {
+	c := g.job.Cluster
+	for _, d := range []struct {
+		dir  string
+		mode os.FileMode
+		uid  int
+	}{
+		{"/etc/munge", 0o700, MungeUID}, {"/var/lib/munge", 0o700, MungeUID}, {"/var/log/munge", 0o700, MungeUID},
+		{"/run/munge", 0o755, MungeUID}, {"/var/spool/slurmd", 0o755, 0}, {"/var/spool/slurmctld", 0o755, SlurmUID},
+		{"/root", 0o700, 0}, {"/var/tmp", os.ModeSticky | 0o777, 0},
+	} {
+		if err := mkdirOwned(d.dir, d.mode, d.uid); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(c.LogDir, 0o777); err != nil {
+		return err
+	}
+	_ = os.Chmod(c.LogDir, 0o777) // slurmctld logs there as the slurm user
+	key := "/etc/munge/munge.key"
+	if err := os.Chmod(key, 0o400); err != nil {
+		return fmt.Errorf("munge key %s: %w", key, err)
+	}
+	if err := os.Lchown(key, MungeUID, MungeUID); err != nil {
+		return err
+	}
+	mlog := filepath.Join(c.LogDir, "munged-"+c.Host+".log")
+	munged, err := daemon(w, mlog, MungeUID, "/usr/sbin/munged", "--foreground", "--num-threads=2")
+	if err != nil {
+		return err
+	}
+	sock := "/run/munge/munge.socket.2"
+	if err := waitFor(deadline, sock+" (munged)", func() bool {
+		_, err := os.Stat(sock)
+		return err == nil || !alive(munged)
+	}); err != nil || !alive(munged) {
+		return fmt.Errorf("munged did not come up: %s", tail(mlog, 5))
+	}
+	if err := command(w, deadline, "/bin/sh", "-c", "/usr/bin/munge -n | /usr/bin/unmunge | head -3"); err != nil {
+		return err
+	}
+	type started struct {
+		name, log string
+		cmd       *exec.Cmd
+	}
+	var ds []started
+	if c.Host == c.Controller {
+		log := filepath.Join(c.LogDir, "slurmctld.log")
+		cmd, err := daemon(w, filepath.Join(c.LogDir, "slurmctld-stderr.log"), 0, "/usr/sbin/slurmctld", "-D", "-c")
+		if err != nil {
+			return err
+		}
+		ds = append(ds, started{"slurmctld", log, cmd})
+	}
+	log := filepath.Join(c.LogDir, "slurmd-"+c.Host+".log")
+	cmd, err := daemon(w, filepath.Join(c.LogDir, "slurmd-"+c.Host+"-stderr.log"), 0, "/usr/sbin/slurmd", "-D", "-N", c.Host)
+	if err != nil {
+		return err
+	}
+	ds = append(ds, started{"slurmd", log, cmd})
+	// Up means still running a few seconds later: a bad slurm.conf or a
+	// missing plugin ends a daemon at once.
+	time.Sleep(3 * time.Second)
+	for _, d := range ds {
+		if !alive(d.cmd) {
+			return fmt.Errorf("%s exited at start: %s | stderr: %s", d.name, tail(d.log, 6), tail(strings.TrimSuffix(d.log, ".log")+"-stderr.log", 3))
+		}
+		fmt.Fprintf(w, "%s running (pid %d), log %s\n", d.name, d.cmd.Process.Pid, d.log)
+	}
+	return nil
+}
+
+// waitNodes waits until every node is idle in Slurm (registered, munge
+// working both ways).
+func (g *guest) waitNodes(w io.Writer, deadline time.Time) error {
+	c := g.job.Cluster
+	last := ""
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, "/usr/bin/sinfo", "-h", "-N", "-o", "%N %t").CombinedOutput()
+		cancel()
+		s := strings.TrimSpace(string(out))
+		if s != last {
+			fmt.Fprintf(w, "sinfo: %s\n", strings.ReplaceAll(s, "\n", "; "))
+			last = s
+		}
+		idle := 0
+		for _, l := range strings.Split(s, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[1] == "idle" {
+				idle++
+			}
+		}
+		if err == nil && idle == len(c.Hosts) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d nodes idle in Slurm after %v (sinfo: %s); see the slurmd logs in %s", idle, len(c.Hosts),
+				c.NodesWait, strings.ReplaceAll(s, "\n", "; "), c.LogDir)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
