@@ -175,7 +175,7 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 		addrs = append(addrs, fmt.Sprintf("%s.%d", mgmtNet, i+1))
 	}
 	im.Files, im.Data, im.Symlinks = map[string]string{}, clusterEtc(hosts, addrs), map[string]string{}
-	im.Modules = []string{"9p", "9pnet_virtio", "sch_netem"}
+	im.Modules = []string{"9p", "9pnet_virtio"} // sch_netem is in ModuleRoots
 	im.Applets = []string{"dirname", "basename", "rm", "head", "tail", "tee", "tr", "cut", "date", "hostname", "id", "wc", "sed",
 		"awk", "touch", "chmod", "ln", "mv", "readlink", "sort", "uniq", "stat", "find", "true", "false", "test", "[", "seq", "xargs", "which"}
 	for gp, rel := range slurmTools {

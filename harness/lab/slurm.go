@@ -12,12 +12,12 @@ import (
 // (one parts folder serves every lab mode): Slurm and munge with their
 // libraries (apt-cache depends --no-recommends of slurmd, slurmctld,
 // slurm-client, munge and slurm-wlm-basic-plugins), bash for
-// deploy/rounds.sh and dist/run.sh, and what iproute2's tc needs for netem.
+// deploy/rounds.sh and dist/run.sh (tc's libxtables12 is in Packages).
 var ClusterPackages = []string{
 	"munge", "libmunge2", "slurmd", "slurmctld", "slurm-client", "slurm-wlm-basic-plugins",
 	"libhwloc15", "liblz4-1", "libnuma1", "libpam0g", "libaudit1", "libcap-ng0", "libreadline8", "libbz2-1.0",
 	"libgcrypt20", "libgpg-error0", "libdbus-1-3", "libsystemd0", "liblzma5", "libzstd1", "libjson-c5",
-	"liblua5.1-0", "libyaml-0-2", "bash", "libtinfo6", "libxtables12",
+	"liblua5.1-0", "libyaml-0-2", "bash", "libtinfo6",
 }
 
 // slurmTools are the Slurm, munge and shell binaries of the cluster image
