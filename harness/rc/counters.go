@@ -125,6 +125,9 @@ var (
 	received = []string{"rcvd_pkts", "port_rcv_packets", "unicast_rcv_packets"}
 	sent     = []string{"sent_pkts", "port_xmit_packets", "unicast_xmit_packets"}
 	downed   = []string{"link_downed"}
+	// rxe counts a packet its netdev refused (link down, no route): the
+	// completion then says "local QP operation error".
+	notSent = []string{"send_err"}
 )
 
 // interpret says what the counters that rose mean for a stalled transfer,
@@ -138,6 +141,9 @@ func interpret(d counterDelta) string {
 		why = append(why, "retry exceeded: the NIC gave up after its retransmissions ("+strings.Join(l, ", ")+")")
 	} else if l := d.any(retransmit...); len(l) > 0 {
 		why = append(why, "packets were lost or late and the NIC retransmitted ("+strings.Join(l, ", ")+")")
+	}
+	if l := d.any(notSent...); len(l) > 0 {
+		why = append(why, "the NIC could not put packets on the wire ("+strings.Join(l, ", ")+"): its link or route was down")
 	}
 	rx, rxSeen := d.sum(received...)
 	tx, _ := d.sum(sent...)

@@ -116,11 +116,13 @@ func orWord(s, def string) string {
 const portDownRemedy = "bring the link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), or choose another port with GDR_IB_PORT"
 
 // stalled adds what the NIC saw to a transfer that stalled or completed in
-// error: the port's state now, and its counters since the connection, in
-// place of verbs' generic guess at a cause. Wrappers up the chain formatted
-// their text already (fmt.Errorf), so the returned error carries the whole
-// message again with the verbs error's part replaced; it unwraps to err.
-func (e *End) stalled(err error) error {
+// error: a sentence naming the likely cause first, then the port's state
+// now and during the step (during: what watchPort saw) and its counters
+// since the connection, in place of verbs' generic guess. Wrappers up the
+// chain formatted their text already (fmt.Errorf), so the returned error
+// carries the whole message again with the verbs error's part replaced; it
+// unwraps to err.
+func (e *End) stalled(err error, during portSeen) error {
 	var te *verbs.TimeoutError
 	var we *verbs.WCError
 	isT, isW := errors.As(err, &te), errors.As(err, &we)
@@ -131,7 +133,11 @@ func (e *End) stalled(err error) error {
 	if e.budget.Has() && !time.Now().Before(e.budget.End()) {
 		ev = e.budget.Cut("the wait", time.Now()).Error()
 	} else {
-		ev = e.evidence()
+		hint := "the peer stopped, or GDR_TIMEOUT is too short for this link"
+		if isW {
+			hint = we.Hint()
+		}
+		ev = e.evidence(during, hint)
 	}
 	if ev == "" {
 		return err
@@ -158,29 +164,115 @@ type evidenced struct {
 func (e *evidenced) Error() string { return e.msg }
 func (e *evidenced) Unwrap() error { return e.err }
 
-// evidence is the NIC's account of a stall ("" when it has none to give).
-func (e *End) evidence() string {
-	var parts []string
+// evidence is the NIC's account of a stall ("" when it has none to give):
+// the likely cause in a sentence, then the facts it rests on. during is
+// what watchPort saw while the step ran; hint is
+// the completion status's generic guess, stated as the likely cause only
+// when nothing the NIC shows names one.
+func (e *End) evidence(during portSeen, hint string) string {
+	var causes, facts []string
 	if e.Root != nil && e.Dev != "" {
-		if p := portProblem(e.Root, e.Dev, e.Cfg.IBPort); p != "" {
-			parts = append(parts, p+" now: the link went down during the test; "+portDownRemedy)
+		now := portProblem(e.Root, e.Dev, e.Cfg.IBPort)
+		switch {
+		case now != "":
+			causes = append(causes, "the link went down during the test and is still down")
+			facts = append(facts, now+" now")
+		case during.problem != "":
+			causes = append(causes, "the link went down during the test and came back")
+			facts = append(facts, fmt.Sprintf("%s port %d is ACTIVE again now", e.Dev, e.Cfg.IBPort))
+		default:
+			facts = append(facts, fmt.Sprintf("%s port %d is ACTIVE now", e.Dev, e.Cfg.IBPort))
+		}
+		if during.problem != "" {
+			facts = append(facts, "during the step: "+during.problem)
+		} else if during.reads > 0 {
+			facts = append(facts, fmt.Sprintf("ACTIVE at each of %d reads during the step (every %v)", during.reads, portSample))
 		}
 	}
 	if e.counters0 == nil && e.countersErr != nil {
-		parts = append(parts, "the NIC's counters could not be read at the connection: "+e.countersErr.Error())
+		facts = append(facts, "the NIC's counters could not be read at the connection: "+e.countersErr.Error())
 	}
 	if e.counters0 != nil {
 		now, err := portCounters(e.Root, e.Dev, e.Cfg.IBPort)
 		if err == nil {
 			d := diffCounters(e.counters0, now)
 			if why := interpret(d); why != "" {
-				parts = append(parts, why)
+				causes = append(causes, why)
 			}
-			parts = append(parts, fmt.Sprintf("%s port %d counters since the connection %v ago: %s",
+			facts = append(facts, fmt.Sprintf("%s port %d counters since the connection %v ago: %s",
 				e.Dev, e.Cfg.IBPort, time.Since(e.countersAt).Round(100*time.Millisecond), d))
 		} else {
-			parts = append(parts, "the NIC's counters could not be read: "+err.Error())
+			facts = append(facts, "the NIC's counters could not be read: "+err.Error())
 		}
 	}
-	return strings.Join(parts, "; ")
+	if len(facts) == 0 {
+		return ""
+	}
+	var cause, remedy string
+	switch {
+	case len(causes) > 0:
+		cause = "likely cause: " + strings.Join(causes, "; ")
+		if strings.HasPrefix(causes[0], "the link went down") {
+			remedy = "; remedy: " + portDownRemedy
+		}
+	case hint != "":
+		cause = "likely cause (the NIC shows none): " + hint
+	default:
+		cause = "the NIC shows no cause"
+	}
+	return cause + "; " + strings.Join(facts, "; ") + remedy
+}
+
+// portSample is how often watchPort reads the port's state.
+const portSample = 200 * time.Millisecond
+
+// portSeen is what watchPort saw: how often it read the port's state, and
+// its first problem (portProblem) with when ("" when it stayed ACTIVE).
+type portSeen struct {
+	reads   int
+	problem string
+}
+
+// watchPort reads the port's state every portSample while a step runs and
+// returns a function that ends the watch and says what it saw. A link that
+// flaps and is back by the time the step fails is named this way; the
+// counters (link_downed) catch flaps shorter than a sample.
+func (e *End) watchPort() func() portSeen {
+	if e.Root == nil || e.Dev == "" {
+		return func() portSeen { return portSeen{} }
+	}
+	path := fmt.Sprintf("%s/%s/ports/%d/state", rdmadev.ClassDir, e.Dev, e.Cfg.IBPort)
+	start := time.Now()
+	stop, done := make(chan struct{}), make(chan struct{})
+	var seen portSeen
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(portSample)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+			}
+			s, err := e.Root.ReadString(path)
+			seen.reads++
+			if err != nil {
+				continue // the port's problem, if any, is read again at the verdict
+			}
+			if _, name, err := rdmadev.ParseState(s); err == nil && name != "ACTIVE" {
+				p := portProblem(e.Root, e.Dev, e.Cfg.IBPort)
+				if p == "" {
+					p = fmt.Sprintf("%s port %d was %s", e.Dev, e.Cfg.IBPort, name)
+				}
+				seen.problem = fmt.Sprintf("%s, %.1fs into the step", p, time.Since(start).Seconds())
+				return
+			}
+		}
+	}()
+	return func() portSeen {
+		close(stop)
+		<-done
+		return seen
+	}
 }

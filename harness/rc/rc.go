@@ -405,11 +405,13 @@ func JoinInts(v []int) string {
 func Each(ends []*End, fn func(*End) error) []error {
 	errs := make([]error, len(ends))
 	run := func(i int) {
+		watched := ends[i].watchPort() // a link that flaps and is back by the verdict
 		errs[i] = fn(ends[i])
+		seen := watched()
 		var te *verbs.TimeoutError
 		var we *verbs.WCError
 		if errors.As(errs[i], &te) || errors.As(errs[i], &we) {
-			errs[i] = ends[i].stalled(errs[i]) // the NIC's counters and port state, not a guess
+			errs[i] = ends[i].stalled(errs[i], seen) // the NIC's counters and port state, not a guess
 			// The NIC waited in vain: say who we waited for.
 			errs[i] = fmt.Errorf("%w (peer %s, the %s end of %s: if it died or lost its link, see its log)",
 				errs[i], ends[i].Sess.Peer(), ends[i].PeerRole(), ends[i].T.Name())

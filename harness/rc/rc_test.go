@@ -73,7 +73,7 @@ func TestStallEvidence(t *testing.T) {
 	we := &verbs.WCError{WC: verbs.WC{Status: 12}, What: "RDMA WRITE"}
 	// Wrapped as pingpong wraps it: the outer text was formatted already.
 	wrapped := fmt.Errorf("queue pair 0 of 1: %w", we)
-	got := e.stalled(wrapped)
+	got := e.stalled(wrapped, portSeen{})
 	assert.ErrorIs(t, got, wrapped)
 	msg := got.Error()
 	assert.True(t, strings.HasPrefix(msg, "queue pair 0 of 1: RDMA WRITE: work completion error"), msg)
@@ -86,27 +86,36 @@ func TestStallEvidence(t *testing.T) {
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "900", "rcvd_pkts": "300",
 		"completer_retry_err": "5", "rcvd_seq_err": "0", "retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "2"})
 	te := &verbs.TimeoutError{What: "RDMA READ", Timeout: time.Second}
-	require.NotEqual(t, te, e.stalled(te))
+	require.NotEqual(t, te, e.stalled(te, portSeen{}))
 	assert.Contains(t, te.Error(), "packets were lost or late and the NIC retransmitted (completer_retry_err +5, duplicate_request +2)")
 	assert.NotContains(t, te.Error(), "GDR_TIMEOUT is too short")
+
+	// A stall the NIC shows no cause for says so, with the port and counters.
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", before)
+	te = &verbs.TimeoutError{What: "RDMA WRITE", Timeout: time.Second}
+	require.NotEqual(t, te, e.stalled(te, portSeen{reads: 5}))
+	assert.Contains(t, te.Error(), "likely cause (the NIC shows none): the peer stopped, or GDR_TIMEOUT is too short for this link; rxe0 port 1 is ACTIVE now; ACTIVE at each of 5 reads during the step")
+	assert.Contains(t, te.Error(), "none rose")
 
 	// Nothing came back: the peer is unreachable or gone.
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "140", "rcvd_pkts": "90",
 		"completer_retry_err": "0", "rcvd_seq_err": "0", "retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "0"})
 	te = &verbs.TimeoutError{What: "RDMA WRITE", Timeout: time.Second}
-	require.NotEqual(t, te, e.stalled(te))
+	require.NotEqual(t, te, e.stalled(te, portSeen{}))
 	assert.Contains(t, te.Error(), "sent 40 packets since the connection and received none: the peer is unreachable or gone")
 
 	// The local link went down: named first.
 	e.Root = rxeTree(t, "1: DOWN", "3: Disabled", "down", before)
 	we = &verbs.WCError{WC: verbs.WC{Status: 4}, What: "RDMA WRITE"}
-	require.NotEqual(t, we, e.stalled(we))
-	assert.True(t, strings.HasPrefix(we.Evidence, "rxe0 port 1 is DOWN, not ACTIVE (physical state Disabled); netdev eth0 is down now: the link went down"), we.Evidence)
+	require.NotEqual(t, we, e.stalled(we, portSeen{}))
+	assert.True(t, strings.HasPrefix(we.Evidence, "likely cause: the link went down during the test and is still down; "), we.Evidence)
+	assert.True(t, strings.HasSuffix(we.Evidence, "; remedy: "+portDownRemedy), we.Evidence)
+	assert.Contains(t, we.Evidence, "rxe0 port 1 is DOWN, not ACTIVE (physical state Disabled); netdev eth0 is down now")
 	assert.Contains(t, we.Evidence, "none rose")
 
 	// Other errors are left alone.
 	other := errors.New("not a transfer")
-	assert.Equal(t, other, e.stalled(other))
+	assert.Equal(t, other, e.stalled(other, portSeen{}))
 }
 
 func TestConnectError(t *testing.T) {
@@ -199,4 +208,98 @@ func TestSkipForward(t *testing.T) {
 	require.NoError(t, err, "the next test meets the server")
 	s.Close()
 	require.NoError(t, <-accepted)
+}
+
+// Every completion error carries the same evidence as a stall, and names a
+// likely cause: from the port and counters when they show one, else the
+// status's own (lab: linkdown-5s ended in status 2 with no cause named).
+func TestCompletionErrorEvidence(t *testing.T) {
+	quiet := map[string]string{"sent_pkts": "100", "rcvd_pkts": "90", "retry_exceeded_err": "0",
+		"link_downed": "0", "send_err": "0", "completer_retry_err": "0"}
+	e := &End{Cfg: config.Defaults(), Dev: "rxe0", Role: "client"}
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", quiet)
+	c0, err := portCounters(e.Root, "rxe0", 1)
+	require.NoError(t, err)
+	e.counters0, e.countersAt = c0, time.Now()
+	bw := func(status int) (*verbs.WCError, error) {
+		we := &verbs.WCError{WC: verbs.WC{Status: status}, What: "RDMA_WRITE bandwidth (after 100 of 200 iterations)"}
+		return we, fmt.Errorf("queue pair 0 of 1: %w", we)
+	}
+	cases := []struct {
+		name          string
+		state, oper   string
+		hw            map[string]string
+		during        portSeen
+		status        int
+		want, notWant []string
+	}{
+		{name: "link down now (status 2)", state: "1: DOWN", oper: "down", status: 2,
+			hw:      map[string]string{"sent_pkts": "400", "rcvd_pkts": "300", "link_downed": "1", "send_err": "3"},
+			want:    []string{"likely cause: the link went down during the test", "the link went down and up (link_downed +1)", "could not put packets on the wire (send_err +3)", "rxe0 port 1 is DOWN, not ACTIVE", "netdev eth0 is down now", "counters since the connection"},
+			notWant: []string{"bad WR or routing problem"}},
+		{name: "link flapped and is back (status 2)", state: "4: ACTIVE", oper: "up", status: 2,
+			during:  portSeen{reads: 30, problem: "rxe0 port 1 is DOWN, not ACTIVE; netdev eth0 is down, 2.0s into the step"},
+			hw:      map[string]string{"sent_pkts": "400", "rcvd_pkts": "300", "link_downed": "1", "send_err": "1"},
+			want:    []string{"likely cause: the link went down during the test and came back", "rxe0 port 1 is ACTIVE again now", "during the step: rxe0 port 1 is DOWN, not ACTIVE; netdev eth0 is down, 2.0s into the step", "link_downed +1"},
+			notWant: []string{"bad WR or routing problem"}},
+		{name: "retry exceeded, counted (status 12)", state: "4: ACTIVE", oper: "up", status: 12, during: portSeen{reads: 40},
+			hw:      map[string]string{"sent_pkts": "900", "rcvd_pkts": "100", "retry_exceeded_err": "1", "completer_retry_err": "7"},
+			want:    []string{"likely cause: retry exceeded: the NIC gave up after its retransmissions (retry_exceeded_err +1)", "rxe0 port 1 is ACTIVE now", "ACTIVE at each of 40 reads during the step", "completer_retry_err +7"},
+			notWant: []string{"the peer did not acknowledge"}},
+		{name: "retry exceeded, nothing counted (status 12)", state: "4: ACTIVE", oper: "up", status: 12, hw: quiet,
+			want: []string{"likely cause (the NIC shows none): the peer did not acknowledge", "rxe0 port 1 is ACTIVE now", "none rose"}},
+		{name: "local QP operation error, nothing counted (status 2)", state: "4: ACTIVE", oper: "up", status: 2, hw: quiet,
+			want: []string{"likely cause (the NIC shows none): local QP operation error (bad WR or routing problem)", "none rose"}},
+		{name: "remote access error (status 10)", state: "4: ACTIVE", oper: "up", status: 10, hw: quiet,
+			want: []string{"likely cause (the NIC shows none): the peer's MR rejected the access"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hw := map[string]string{}
+			for k, v := range quiet {
+				hw[k] = v
+			}
+			for k, v := range c.hw {
+				hw[k] = v
+			}
+			e.Root = rxeTree(t, c.state, "5: LinkUp", c.oper, hw)
+			we, wrapped := bw(c.status)
+			got := e.stalled(wrapped, c.during)
+			assert.ErrorIs(t, got, wrapped)
+			msg := got.Error()
+			t.Log(msg)
+			assert.True(t, strings.HasPrefix(msg, "queue pair 0 of 1: RDMA_WRITE bandwidth (after 100 of 200 iterations): work completion error"), msg)
+			assert.Contains(t, msg, we.Evidence, "the wrapper's text carries the evidence")
+			for _, w := range c.want {
+				assert.Contains(t, msg, w)
+			}
+			for _, w := range c.notWant {
+				assert.NotContains(t, msg, w)
+			}
+		})
+	}
+}
+
+// The port watch names a link that went down during a step, with when.
+func TestWatchPort(t *testing.T) {
+	e := &End{Cfg: config.Defaults(), Dev: "rxe0", Role: "client"}
+	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", nil)
+	stop := e.watchPort()
+	time.Sleep(3 * portSample)
+	state := filepath.Join(e.Root.Dir(), "sys/class/infiniband/rxe0/ports/1/state")
+	require.NoError(t, os.WriteFile(state, []byte("1: DOWN\n"), 0o644))
+	time.Sleep(3 * portSample)
+	seen := stop()
+	assert.GreaterOrEqual(t, seen.reads, 2)
+	assert.Contains(t, seen.problem, "rxe0 port 1 is DOWN, not ACTIVE")
+	assert.Contains(t, seen.problem, "s into the step")
+
+	// ACTIVE throughout: reads, no problem; and no device, no watch.
+	require.NoError(t, os.WriteFile(state, []byte("4: ACTIVE\n"), 0o644))
+	stop = e.watchPort()
+	time.Sleep(3 * portSample)
+	seen = stop()
+	assert.Positive(t, seen.reads)
+	assert.Empty(t, seen.problem)
+	assert.Equal(t, portSeen{}, (&End{}).watchPort()())
 }

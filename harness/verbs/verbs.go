@@ -829,6 +829,10 @@ func (e *WCError) Error() string {
 		e.What, e.WC.ID, e.WC.Status, StatusString(e.WC.Status), e.WC.VendorErr, hint)
 }
 
+// Hint is the status's generic guess at a cause, "" when it has none: what
+// may have happened, for a caller whose evidence does not say what did.
+func (e *WCError) Hint() string { return strings.TrimPrefix(wcHint(e.WC.Status), ": ") }
+
 func wcHint(status int) string {
 	switch status {
 	case C.IBV_WC_REM_ACCESS_ERR:
