@@ -69,11 +69,15 @@ lint: deps
 # The race detector over the packages that run goroutines or share state
 # behind locks: the out-of-band session (heartbeats beside the test), the lab
 # (VM watchers, record writer), membuf, dl, the selection (testenv) and
-# rdmadev's lazily read GID tables. harness/rc, cuda need -tags and hardware:
-# the lab runs them. About 40 s cold on 2 cores, 15 s warm.
+# rdmadev's lazily read GID tables; with the rdma tag, harness/rc (the ends'
+# goroutines, the budget watchdog, the port watch, the shared checkpoint: its
+# unit tests need no device). cuda's need a GPU: the lab runs them. About 40 s
+# cold on 2 cores, 15 s warm.
 RACE_PKGS ?= ./harness/oob/... ./harness/lab/... ./harness/membuf/... ./harness/dl/... ./harness/testenv/... ./internal/rdmadev/...
+RACE_RDMA_PKGS ?= ./harness/rc/...
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
 # What CI runs (README's test command).
 test: lint unit race lab
