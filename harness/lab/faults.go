@@ -99,7 +99,8 @@ func FaultCases() []FaultCase {
 			Faults: map[string][]Fault{"client": {
 				{At: 30 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "down"}},
 				{At: 35 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "up"}}}},
-			Causes: peerGone + `|GID|budget`, Need: map[string]string{"client": `DOWN|link went down|retr|counters`}, Recover: true},
+			// The client must name the cause, not only list counters.
+			Causes: peerGone + `|GID|budget`, Need: map[string]string{"client": `DOWN|link went down|retry exceeded|retransmitted`}, Recover: true},
 		{Name: "linkdown", Expected: "client eth0 down for good mid-run: every later test fails within GDR_TIMEOUT+margin, the client naming its port DOWN, the server its vanished peer",
 			Run:      "TestPP0[2-8]",
 			Faults:   map[string][]Fault{"client": {{At: 8 * time.Second, Argv: []string{"/usr/sbin/ip", "link", "set", "eth0", "down"}}}},
