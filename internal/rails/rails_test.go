@@ -302,3 +302,36 @@ func TestStrings(t *testing.T) {
 	g := sel(t, discover(t, "h200-1"))
 	assert.Equal(t, "rail 0: GPU 0 (0000:00:06.0) without NIC", g.Primary.String())
 }
+
+func TestPathDevices(t *testing.T) {
+	h := discover(t, "dgx")
+	s := sel(t, h)
+	r := s.All[5]
+	devs, missing := h.PathDevices(r)
+	assert.Empty(t, missing)
+	require.Len(t, devs, 2+r.Bridges())
+	assert.Equal(t, PathDevice{Role: "GPU", Dev: h.Index.Device("0000:a9:00.0")}, devs[0])
+	assert.Equal(t, "NIC", devs[len(devs)-1].Role)
+	assert.Equal(t, r.NIC.PCI, devs[len(devs)-1].Dev.BDF)
+	for i, b := range r.Path.Bridges {
+		assert.Equal(t, "bridge", devs[1+i].Role)
+		assert.Equal(t, b, devs[1+i].Dev.BDF)
+	}
+
+	// NIC only (no GPU on the rail): the NIC and every port above it.
+	nicOnly := &Rail{Index: -1, NIC: r.NIC}
+	devs, missing = h.PathDevices(nicOnly)
+	assert.Empty(t, missing)
+	nic := h.Index.Device(r.NIC.PCI)
+	require.Len(t, devs, len(nic.Chain))
+	assert.Equal(t, "NIC", devs[0].Role)
+	assert.Equal(t, nic.Chain[0], devs[len(devs)-1].Dev.BDF, "ends at the root port")
+
+	_, missing = h.UpstreamDevices("NIC", "0000:ee:00.0")
+	assert.Equal(t, []string{"NIC 0000:ee:00.0"}, missing)
+	devs, missing = h.PathDevices(nil)
+	assert.Empty(t, devs)
+	assert.Empty(t, missing)
+	devs, _ = h.PathDevices(&Rail{GPU: &GPU{PCI: "0000:00:99.0", DriverOnly: true}})
+	assert.Empty(t, devs, "a driver-only GPU has no PCI path")
+}
