@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/harness/health"
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
@@ -36,6 +37,12 @@ func share(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string
 
 func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string) rc.Options {
 	cfg := testenv.Config(t)
+	// Every connection is traffic HLTH-01 judges the counters around.
+	if hr := r; hr != nil {
+		traffic.Around(t, hr)
+	} else if p := testenv.Selection(t).Primary; p != nil {
+		traffic.Around(t, p)
+	}
 	if alloc == nil {
 		alloc = newBuffer
 	}
@@ -62,6 +69,10 @@ func perRail(t *testing.T, id string, fn func(t *testing.T, r *rails.Rail)) {
 		testenv.Failf(t, "run both hosts with the same rails (GPUs and NICs), or choose the common ones with GDR_RAILS", "%s", missing)
 	}
 }
+
+// traffic is the counters window of this package's traffic tests
+// (harness/health), judged by HLTH-01 after them.
+var traffic = health.New()
 
 // soloBW holds each rail's WRITE bandwidth at the largest size, measured
 // alone by PP-08, for PP-10's comparison with all rails at once.
