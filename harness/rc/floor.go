@@ -46,4 +46,3 @@ func (e *End) PathLimit() (l floors.Limit, ok bool, notes []string, err error) {
 	l, ok, err = floors.PathLimit(links)
 	return l, ok, notes, err
 }
-
