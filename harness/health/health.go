@@ -204,38 +204,60 @@ func (w *Window) judgeRail(t *testing.T, root *hostfs.Root, x *watch) {
 		testenv.Absent(t, "no counter of %s could be read: looked at %s (%s)", x.rail, strings.Join(x.where, ", "),
 			strings.Join(append(append([]string(nil), d.Absent...), d.Problems...), "; "))
 	}
-	fs := counters.JudgeWith(d, counters.Options{Software: x.soft})
-	var deltas []string
-	for _, f := range fs {
-		if f.Rose() {
-			deltas = append(deltas, fmt.Sprintf("%s +%d", f.Key, f.Delta))
-		}
-	}
+	o := Outcome(d, x.soft, x.rose)
 	testenv.Attr(t, "counters_count", len(after.Values))
 	testenv.Attr(t, "counters_window_sec", d.Elapsed().Seconds())
-	if len(deltas) == 0 {
+	if len(o.Deltas) == 0 {
 		testenv.Attr(t, "counter_deltas", "none rose")
 	} else {
-		testenv.Attr(t, "counter_deltas", strings.Join(deltas, ", "))
+		testenv.Attr(t, "counter_deltas", strings.Join(o.Deltas, ", "))
 	}
-	t.Logf("%s: %d counters over %.1f s; rose: %s", x.name, len(after.Values), d.Elapsed().Seconds(), orNone(deltas))
-	var warns []string
-	for _, f := range fs {
-		during := strings.Join(x.rose[f.Key], ", ")
+	t.Logf("%s: %d counters over %.1f s; rose: %s", x.name, len(after.Values), d.Elapsed().Seconds(), orNone(o.Deltas))
+	for _, w := range o.Warns {
+		t.Logf("warning: %s", w)
+	}
+	if len(o.Warns) > 0 {
+		testenv.Attr(t, "warning", strings.Join(o.Warns, " | "))
+	}
+	for _, f := range o.Fails {
+		testenv.Errorf(t, f.Remedy, "%s", f.Message)
+	}
+}
+
+// Failure is one error counter that rose, as the HLTH test reports it.
+type Failure struct {
+	Message string // counter, device, delta, meaning, cause, the tests it rose during
+	Remedy  string
+}
+
+// Result is a rail's window judged.
+type Result struct {
+	Deltas []string // every counter that rose: "<key> +N"
+	Warns  []string
+	Fails  []Failure
+}
+
+// Outcome judges the delta of a window (counters.JudgeWith, soft naming
+// the software devices) and names for each finding the tests it rose
+// during (rose: counter -> "test +N", from Around).
+func Outcome(d counters.Delta, soft map[string]bool, rose map[counters.Key][]string) Result {
+	var r Result
+	for _, f := range counters.JudgeWith(d, counters.Options{Software: soft}) {
+		if f.Rose() {
+			r.Deltas = append(r.Deltas, fmt.Sprintf("%s +%d", f.Key, f.Delta))
+		}
+		during := strings.Join(rose[f.Key], ", ")
 		if during == "" {
 			during = "between tests"
 		}
 		switch f.Verdict {
 		case counters.Fail:
-			testenv.Errorf(t, remedyFor(f.Class.Cause), "%s (rose during: %s)", f.Message, during)
+			r.Fails = append(r.Fails, Failure{Message: fmt.Sprintf("%s (rose during: %s)", f.Message, during), Remedy: remedyFor(f.Class.Cause)})
 		case counters.Warn:
-			warns = append(warns, f.Message)
-			t.Logf("warning: %s (rose during: %s)", f.Message, during)
+			r.Warns = append(r.Warns, fmt.Sprintf("%s (rose during: %s)", f.Message, during))
 		}
 	}
-	if len(warns) > 0 {
-		testenv.Attr(t, "warning", strings.Join(warns, " | "))
-	}
+	return r
 }
 
 func remedyFor(c counters.Cause) string {
