@@ -204,7 +204,13 @@ func (w *Window) judgeRail(t *testing.T, root *hostfs.Root, x *watch) {
 		testenv.Absent(t, "no counter of %s could be read: looked at %s (%s)", x.rail, strings.Join(x.where, ", "),
 			strings.Join(append(append([]string(nil), d.Absent...), d.Problems...), "; "))
 	}
-	o := Outcome(d, x.soft, x.rose)
+	w.mu.Lock()
+	rose := make(map[counters.Key][]string, len(x.rose))
+	for k, v := range x.rose {
+		rose[k] = append([]string(nil), v...)
+	}
+	w.mu.Unlock()
+	o := Outcome(d, x.soft, rose)
 	testenv.Attr(t, "counters_count", len(after.Values))
 	testenv.Attr(t, "counters_window_sec", d.Elapsed().Seconds())
 	if len(o.Deltas) == 0 {
