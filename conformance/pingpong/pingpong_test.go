@@ -415,16 +415,27 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		if err := e.FillPoison(2*latRegion, 0); err != nil {
 			return err
 		}
+		iters := e.Cfg.Iters + 1 // n+1 posts give n round trips
+		pre := 0
+		if useImm {
+			// Receives posted before the barrier: the peer's first write
+			// finds one (else an RNR NAK, which HLTH-01 would count).
+			for pre < verbs.LatRecvs(iters) {
+				if err := e.QP.PostRecv(verbs.RecvWR{ID: uint64(pre)}); err != nil {
+					return err
+				}
+				pre++
+			}
+		}
 		if err := e.Sess.Barrier("lat start", 0); err != nil {
 			return err
 		}
 		mr, remote := e.MR(), e.Remote()
-		iters := e.Cfg.Iters + 1 // n+1 posts give n round trips
 		var stamps []int64
 		err := e.OnNICCPUs(func() (err error) {
 			stamps, err = e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
 				PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
-				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Timeout()})
+				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Preposted: pre, Timeout: e.Timeout()})
 			return err
 		})
 		if err != nil {
