@@ -582,7 +582,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 				s.StepErr = err.Error()
 				continue
 			}
-			evs, _ := ParseEvents(bytes.NewReader(js))
+			evs, _ := report.ReadEvents(bytes.NewReader(js))
 			DropTimes(evs)
 			s.Events = evs
 			switch {

@@ -1,10 +1,8 @@
 package lab
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
@@ -15,17 +13,9 @@ import (
 	"github.com/gdrconf/gdrconf/harness/report"
 )
 
-// Event is one go test -json (test2json) event.
-type Event struct {
-	Time    *time.Time `json:",omitempty"`
-	Action  string
-	Package string  `json:",omitempty"`
-	Test    string  `json:",omitempty"`
-	Elapsed float64 `json:",omitempty"`
-	Output  string  `json:",omitempty"`
-	Key     string  `json:",omitempty"`
-	Value   string  `json:",omitempty"`
-}
+// Event is the report's test2json event: the lab and the report read the
+// same streams.
+type Event = report.Event
 
 // Test2JSON converts a test binary's -test.v=test2json output into JSON
 // events with `go tool test2json`, labelling them with pkg. test2json gives
@@ -42,27 +32,6 @@ func Test2JSON(ctx context.Context, goCmd string, pkg string, raw []byte) ([]byt
 		return nil, fmt.Errorf("%s tool test2json -p %s: %v: %s", goCmd, pkg, err, errb.String())
 	}
 	return out.Bytes(), nil
-}
-
-// ParseEvents reads newline-separated JSON events; non-JSON lines are
-// returned as output of the package so nothing is lost.
-func ParseEvents(r io.Reader) ([]Event, error) {
-	var evs []Event
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
-			evs = append(evs, Event{Action: "output", Output: string(line) + "\n"})
-			continue
-		}
-		evs = append(evs, e)
-	}
-	return evs, sc.Err()
 }
 
 // DropTimes clears the Time of every event.

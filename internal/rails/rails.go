@@ -135,6 +135,8 @@ func (r *Rail) Switches() int { return r.Path.Switches }
 func (r *Rail) String() string {
 	var s string
 	switch {
+	case r.GPU == nil && r.NIC == nil:
+		return "no GPU and no NIC"
 	case r.GPU == nil:
 		s = "NIC only: "
 	default:
