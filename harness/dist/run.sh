@@ -15,7 +15,8 @@
 # Clusters).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [[ -z "${GDR_PLAN:-}" && "${SLURM_STEP_NUM_TASKS:-1}" =~ ^[0-9]+$ ]] && ((SLURM_STEP_NUM_TASKS > 1)); then
+tasks="${SLURM_STEP_NUM_TASKS:-1}"
+if [[ -z "${GDR_PLAN:-}" && "$tasks" =~ ^[0-9]+$ ]] && ((10#$tasks > 1)); then
 	export GDR_REPORTS="${GDR_REPORTS:-$PWD/reports}"
 	exec "$here/rounds.sh" "$@"
 fi

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,21 @@ func TestDistRunUnderSrun(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, "n1", "round-0", "args"))
 	require.NoError(t, err)
 	assert.Equal(t, "-test.run=TestPP08\n", string(b))
+
+	// Alone (no srun step of several tasks) it runs the one host's suite,
+	// here missing: the failure names gotestsum, not rounds.sh.
+	cmd := exec.Command("bash", filepath.Join(dist, "run.sh"))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLURM_") && !strings.HasPrefix(kv, "GDR_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GDR_REPORTS="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "bin/gotestsum")
+	assert.NotContains(t, string(out), "unbound variable")
+	assert.NotContains(t, string(out), "rounds.sh")
 }
 
 // runRounds starts script as four Slurm tasks of one job and checks the
