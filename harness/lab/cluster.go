@@ -698,22 +698,9 @@ func (r *runner) printCluster(s *ClusterSummary, rep *report.Report, degrade []D
 		fmt.Fprintf(w, " %18s", fmt.Sprintf("rail %d Gbit/s", rl))
 	}
 	fmt.Fprintln(w)
-	type key struct {
-		round int
-		a, b  string
-	}
-	by := map[key]map[int]isolate.Pair{}
-	var order []key
-	for _, p := range s.Pairs {
-		k := key{p.Round, p.A, p.B}
-		if by[k] == nil {
-			by[k] = map[int]isolate.Pair{}
-			order = append(order, k)
-		}
-		by[k][p.Rail] = p
-	}
+	order, by := isolate.ByPair(s.Pairs)
 	for _, k := range order {
-		fmt.Fprintf(w, "  %-5d %-12s", k.round, k.a+"-"+k.b)
+		fmt.Fprintf(w, "  %-5d %-12s", k.Round, k.A+"-"+k.B)
 		for rl := 0; rl < r.o.Cluster.Rails; rl++ {
 			p, ok := by[k][rl]
 			cell := "-"

@@ -257,19 +257,8 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 		return nil, nil
 	}
 	lo, hi := map[int]float64{}, map[int]float64{}
-	type key struct {
-		round int
-		a, b  string
-	}
-	by := map[key]map[int]isolate.Pair{}
-	var order []key
+	order, by := isolate.ByPair(c.Pairs)
 	for _, p := range c.Pairs {
-		k := key{p.Round, p.A, p.B}
-		if by[k] == nil {
-			by[k] = map[int]isolate.Pair{}
-			order = append(order, k)
-		}
-		by[k][p.Rail] = p
 		if p.BWGbitS > 0 {
 			if l, ok := lo[p.Rail]; !ok || p.BWGbitS < l {
 				lo[p.Rail] = p.BWGbitS
@@ -281,7 +270,7 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 		cols = append(cols, fmt.Sprintf("rail %d", rl))
 	}
 	for _, k := range order {
-		row := heatRow{Host: fmt.Sprintf("%s – %s (round %d)", k.a, k.b, k.round)}
+		row := heatRow{Host: fmt.Sprintf("%s – %s (round %d)", k.A, k.B, k.Round)}
 		for _, rl := range r.rails {
 			p, ok := by[k][rl]
 			if !ok {
@@ -292,7 +281,7 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 			if hi[rl] > lo[rl] {
 				f = (p.BWGbitS - lo[rl]) / (hi[rl] - lo[rl])
 			}
-			cell := heatCell{Text: fmtNum(p.BWGbitS), Tip: fmt.Sprintf("%s-%s rail %d round %d: %s Gbit/s (%s) %s", k.a, k.b, rl, k.round, fmtNum(p.BWGbitS), p.Status, p.Detail),
+			cell := heatCell{Text: fmtNum(p.BWGbitS), Tip: fmt.Sprintf("%s-%s rail %d round %d: %s Gbit/s (%s) %s", k.A, k.B, rl, k.Round, fmtNum(p.BWGbitS), p.Status, p.Detail),
 				Style: template.CSS(fmt.Sprintf("background:hsl(%d,65%%,78%%)", int(120*f)))}
 			if p.BWGbitS == 0 {
 				cell.Text = "–"
