@@ -215,6 +215,9 @@ func (r *Report) clusterText(b *strings.Builder) {
 	for _, l := range c.Links {
 		fmt.Fprintf(b, "  %-8s %s-%s rail %d: %s\n", "LINK", l.A, l.B, l.Rail, l.Reason)
 	}
+	for _, h := range clearedButFailed(c) {
+		fmt.Fprintf(b, "  %-8s %s\n", "NOTE", h)
+	}
 	var bad []string
 	for _, p := range c.Pairs {
 		if p.Status != isolate.Pass {
@@ -246,6 +249,24 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 	for _, l := range c.Links {
 		fmt.Fprintf(b, "- **link %s-%s rail %d**: %s\n", mdEscape(l.A), mdEscape(l.B), l.Rail, mdEscape(l.Reason))
 	}
+	for _, h := range clearedButFailed(c) {
+		fmt.Fprintf(b, "- note: %s\n", mdEscape(h))
+	}
+}
+
+// clearedButFailed explains the hosts whose own verdict failed while the
+// isolation cleared their fabric: a bad partner can fail the tests of a good
+// host (a partner that stalls makes both ends' transfers time out), and an
+// operator must not replace that host on its verdict alone.
+func clearedButFailed(c *isolate.Summary) []string {
+	var out []string
+	for _, h := range c.Hosts {
+		if h.Fabric == isolate.Cleared && strings.HasPrefix(h.Verdict, "NOT QUALIFIED") {
+			out = append(out, fmt.Sprintf("%s is %s, but its fabric was cleared: every pair it failed in is explained by a partner found bad; "+
+				"if its failures are pair tests only, re-run it with a known-good partner before acting on its verdict", h.Host, h.Verdict))
+		}
+	}
+	return out
 }
 
 // railHeat is the pair x rail heatmap: one row per pair and round, one
