@@ -608,7 +608,7 @@ func (e *End) setup() error {
 		if err := qp.RTR(r); err != nil {
 			return err
 		}
-		if err := qp.RTS(psns[i], e.RdAtom); err != nil {
+		if err := qp.RTS(psns[i], e.RdAtom, cfg.IBTimeout); err != nil {
 			return err
 		}
 	}

@@ -706,9 +706,14 @@ func (q *QP) SetError() error {
 	return nil
 }
 
-// RTS moves RTR -> RTS with our send PSN.
-func (q *QP) RTS(psn uint32, rdAtom int) error {
-	if rc := C.gdr_qp_rts(q.qp, C.uint32_t(psn), C.uint8_t(clampRd(rdAtom)), 14, 7); rc != 0 {
+// RTS moves RTR -> RTS with our send PSN and the local ACK timeout
+// (4.096 us x 2^timeout, 1..31; 0 or out of range is 14, 67 ms); the NIC
+// retransmits 7 times before the WR fails.
+func (q *QP) RTS(psn uint32, rdAtom, timeout int) error {
+	if timeout < 1 || timeout > 31 {
+		timeout = 14
+	}
+	if rc := C.gdr_qp_rts(q.qp, C.uint32_t(psn), C.uint8_t(clampRd(rdAtom)), C.uint8_t(timeout), 7); rc != 0 {
 		return verr("ibv_modify_qp(RTS)", rc, "")
 	}
 	return nil
