@@ -334,6 +334,7 @@ func TestPathDevices(t *testing.T) {
 	assert.Empty(t, missing)
 	devs, _ = h.PathDevices(&Rail{GPU: &GPU{PCI: "0000:00:99.0", DriverOnly: true}})
 	assert.Empty(t, devs, "a driver-only GPU has no PCI path")
+}
 
 // copyTree copies a fixture tree (files, folders, symbolic links as links).
 func copyTree(t *testing.T, src, dst string) {
