@@ -79,18 +79,21 @@ race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
-# What CI runs (README's test command).
-test: lint unit race lab
+# What CI runs (README's test command): about 9 minutes for lint, unit, race
+# and the two-VM lab on 2 cores, plus 4 for the four-VM Slurm lab.
+test: lint unit race lab lab-cluster
 
 clean:
 	rm -rf $(REPORTS)
 
-# A copy of the suite for hosts without Go: dist/run.sh writes the same reports.
+# A copy of the suite for hosts without Go: dist/run.sh writes the same reports;
+# with gdrcluster, rounds.sh and gdrconf.sbatch beside it, srun -N<n>
+# --ntasks-per-node=1 dist/run.sh (or sbatch -N<n> dist/gdrconf.sbatch) qualifies n hosts.
 dist: deps
 	REPORT_LDFLAGS='$(REPORT_LDFLAGS)' harness/dist/build.sh '$(TAGS)' dist
 
-# The cluster planner beside deploy/rounds.sh (pure Go, any Linux host):
-# srun -N<n> --ntasks-per-node=1 deploy/rounds.sh, or sbatch deploy/slurm/gdrconf.sbatch.
+# The cluster planner beside deploy/rounds.sh in a checkout (pure Go, any
+# Linux host); make dist ships it as dist/gdrcluster.
 gdrcluster:
 	CGO_ENABLED=0 $(GO) build -o deploy/gdrcluster ./harness/cluster/cmd/gdrcluster
 .PHONY: gdrcluster

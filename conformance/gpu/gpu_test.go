@@ -321,6 +321,7 @@ func measure(t testing.TB, c *cuda.Context, dir cuda.Direction, dev *cuda.Mem, h
 
 func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 	forEachGPU(t, id, func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		copies(t, dev)
 		frac := testenv.Config(t).MinCopyFraction
 		_, want := gpuLink(t, dev)
 		rate, _ := pcie.GBps(want.Speed, want.Width)
@@ -350,6 +351,7 @@ func TestGPU10DtoHBandwidth(t *testing.T) { copyCheck(t, "GPU-10", cuda.DtoH) }
 
 func TestGPU11LinkUnderLoad(t *testing.T) {
 	forEachGPU(t, "GPU-11", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		copies(t, dev)
 		root := testenv.Root(t)
 		idle, want := gpuLink(t, dev)
 		testenv.Attr(t, "link_idle", fmt.Sprintf("%g GT/s x%d", idle.CurGTs, idle.CurWidth))

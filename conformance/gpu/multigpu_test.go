@@ -255,6 +255,7 @@ func sharers(t *testing.T, dev cuda.Device, cs []*hostCopier, fraction map[strin
 
 func concurrentCheck(t *testing.T, id string, dir cuda.Direction) {
 	devs := multiGPU(t, id)
+	copies(t, devs...)
 	frac := testenv.Config(t).MinConcurrentFraction
 	n := bufSize(devs[0])
 	cs := newHostCopiers(t, devs, n)
@@ -630,6 +631,7 @@ func TestGPU15PeerBandwidth(t *testing.T) {
 			testenv.Absent(t, "%s and %s have no peer access (cuDeviceCanAccessPeer %v/%v): GPU-14 judges that; a copy without it would time host staging, not the link", a.PCI, b.PCI, ab, ba)
 		}
 		ca, cb := enablePeers(t, a, b)
+		copies(t, a, b)
 		n := bufSize(a)
 		ps := []peerBuffers{newPeerBuffers(t, ca, cb, n, 0x1500+1), newPeerBuffers(t, cb, ca, n, 0x1500+2)}
 		best := make([]float64, 2)

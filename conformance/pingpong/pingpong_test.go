@@ -15,6 +15,8 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/floors"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/stats"
 )
@@ -413,16 +415,27 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		if err := e.FillPoison(2*latRegion, 0); err != nil {
 			return err
 		}
+		iters := e.Cfg.Iters + 1 // n+1 posts give n round trips
+		pre := 0
+		if useImm {
+			// Receives posted before the barrier: the peer's first write
+			// finds one (else an RNR NAK, which HLTH-01 would count).
+			for pre < verbs.LatRecvs(iters) {
+				if err := e.QP.PostRecv(verbs.RecvWR{ID: uint64(pre)}); err != nil {
+					return err
+				}
+				pre++
+			}
+		}
 		if err := e.Sess.Barrier("lat start", 0); err != nil {
 			return err
 		}
 		mr, remote := e.MR(), e.Remote()
-		iters := e.Cfg.Iters + 1 // n+1 posts give n round trips
 		var stamps []int64
 		err := e.OnNICCPUs(func() (err error) {
 			stamps, err = e.QP.Latency(verbs.LatArgs{SendCQ: e.SCQ, RecvCQ: e.RCQ, Local: mr, SendAddr: mr.Addr,
 				PollAddr: mr.Addr + latRegion + latSize - 1, RemoteAddr: remote.Addr + latRegion, RKey: remote.RKey,
-				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Timeout: e.Timeout()})
+				Size: latSize, Iters: iters, First: e.Role == "client", UseImm: useImm, Preposted: pre, Timeout: e.Timeout()})
 			return err
 		})
 		if err != nil {
@@ -519,7 +532,7 @@ func bandwidthSweep(t *testing.T, r *rails.Rail) {
 	})
 }
 
-// maxBWSize is the largest size of GDR_BW_SIZES, where thresholds apply.
+// maxBWSize is the largest size of GDR_BW_SIZES (GDR_MIN_BW_GBPS applies there).
 func maxBWSize(sizes []int) int {
 	m := 0
 	for _, s := range sizes {
@@ -579,6 +592,11 @@ type bwSpec struct {
 // applies.
 func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, thrWhy string) {
 	size := sp.size
+	// Each end's PCIe path, read on the test goroutine (testenv).
+	paths := map[*rc.End]pathLimit{}
+	for _, e := range ends {
+		paths[e] = endPath(e)
+	}
 	errs := rc.Each(ends, func(e *rc.End) error {
 		iters := e.Cfg.BWIters
 		step := fmt.Sprintf("bw %s %d", sp.name, size)
@@ -646,6 +664,10 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		} else {
 			r = oob.Result{Name: step, OK: true, Values: map[string]float64{"rate": e.RateGbps()}}
 		}
+		// The peer's floor needs this host's PCIe path too: its slowest
+		// link travels with the result.
+		own := paths[e]
+		r.Values["pcie"], r.Msg = own.Gbps, own.By
 		// A side that does not post waits here while the other measures:
 		// bound the wait by the transfer at a pessimistic rate, not by
 		// heartbeats alone.
@@ -709,11 +731,26 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		e.Attr("data_checked", fmt.Sprintf("final %d B verified at the receiver", size))
 		if e.Role == "client" || len(ends) == 1 {
 			gbps = total
-			rate := min(e.RateGbps(), peerRate)
-			if sp.bidir {
-				rate *= 2 // both directions of a full-duplex port
+			limits := []floors.Limit{own.Limit}
+			if !e.Loopback() {
+				by := peer.Msg // the peer's words: bounded before they reach a message
+				if len(by) > 200 {
+					by = clip.QuoteN(by, 200)
+				}
+				limits = append(limits, floors.Limit{Gbps: peer.Values["pcie"], By: by})
 			}
-			threshold, thrWhy = bwThreshold(e, rate, sp.largest)
+			f := bwFloor(e, sp, min(e.RateGbps(), peerRate), limits)
+			threshold, thrWhy = f.Gbps, f.Why
+			if f.Fraction.Fraction > 0 {
+				e.Attr("bw_floor_fraction", f.Fraction.Fraction)
+			}
+			if f.limit.Gbps > 0 {
+				e.Attr("bw_limit_gbit_s", f.limit.Gbps)
+				e.Attr("bw_limit_source", f.limit.Limit)
+			}
+			if own.notes != "" {
+				e.Attr("pcie_path_note", own.notes)
+			}
 		}
 		return nil
 	})
@@ -769,16 +806,52 @@ func verdict(name string, err error) oob.Result {
 	return oob.Result{Name: name, OK: true}
 }
 
-func bwThreshold(e *rc.End, rate float64, largest bool) (float64, string) {
-	switch {
-	case !largest:
-		return 0, "reported only: thresholds apply at the largest size of GDR_BW_SIZES"
-	case e.Cfg.MinBWGbps > 0:
-		return e.Cfg.MinBWGbps, fmt.Sprintf("GDR_MIN_BW_GBPS=%g", e.Cfg.MinBWGbps)
-	case e.Software:
-		return 0, fmt.Sprintf("no threshold: software device (%s), its port rate is fictional", e.SoftWhy)
-	case rate <= 0:
-		return 0, "no threshold: the port rate is unknown"
+// pathLimit is one end's PCIe path for the floors (rc.End.PathLimit).
+type pathLimit struct {
+	floors.Limit
+	notes string
+}
+
+func endPath(e *rc.End) pathLimit {
+	l, ok, notes, err := e.PathLimit()
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("PCIe path not counted: %v", err))
 	}
-	return bwFraction * rate, fmt.Sprintf("%.0f%% of the %.0f Gb/s port rate", bwFraction*100, rate)
+	if !ok || err != nil {
+		l = floors.Limit{}
+	}
+	return pathLimit{Limit: l, notes: strings.Join(notes, "; ")}
+}
+
+// bwPoint is the floor of one point of the sweep and what it came from.
+type bwPoint struct {
+	floors.Floor
+	limit floors.Bottleneck // zero when no floor was derived
+}
+
+// bwFloor is the floor at sp's size (internal/floors): on hardware NICs
+// the per-size fraction of min(port rate, PCIe path rate of both hosts),
+// twice that for a bidirectional run; GDR_MIN_BW_GBPS instead at the
+// largest size; nothing on software devices.
+func bwFloor(e *rc.End, sp bwSpec, rate float64, limits []floors.Limit) bwPoint {
+	none := func(why string) bwPoint { return bwPoint{Floor: floors.Floor{Size: sp.size, Why: why}} }
+	switch {
+	case e.Cfg.MinBWGbps > 0 && sp.largest:
+		return bwPoint{Floor: floors.Floor{Size: sp.size, Gbps: e.Cfg.MinBWGbps, Why: fmt.Sprintf("GDR_MIN_BW_GBPS=%g", e.Cfg.MinBWGbps)}}
+	case e.Cfg.MinBWGbps > 0:
+		return none(fmt.Sprintf("reported only: GDR_MIN_BW_GBPS=%g replaces the derived floors and applies at the largest size of GDR_BW_SIZES", e.Cfg.MinBWGbps))
+	case e.Software:
+		return none(fmt.Sprintf("no threshold: software device (%s), its port rate is fictional", e.SoftWhy))
+	case rate <= 0:
+		return none("no threshold: the port rate is unknown")
+	}
+	b, err := floors.FindLimits(rate, limits)
+	if err != nil {
+		return none("no threshold: " + err.Error())
+	}
+	if sp.bidir {
+		b = b.Scale(2, "both directions of a full-duplex port and PCIe link")
+	}
+	fs := floors.Floors(b, floors.DefaultFractions, []int{sp.size})
+	return bwPoint{Floor: fs[0], limit: b}
 }

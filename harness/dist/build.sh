@@ -3,8 +3,9 @@
 # hosts rarely have a toolchain): one test binary per conformance package, plus
 # test2json, gotestsum and gdrreport, plus run.sh which writes the same
 # reports/ as `make conformance` (junit.xml, summary.txt/md/json, report.html,
-# test.json, host.json). mgpu-evidence.sh and mgpu-compare.cu ride along: on a
-# multi-GPU host, mgpu-evidence.sh <dir> runs the suite and the copy
+# test.json, host.json), plus gdrcluster, rounds.sh and gdrconf.sbatch for N
+# hosts under Slurm or Kubernetes. mgpu-evidence.sh and mgpu-compare.cu ride
+# along: on a multi-GPU host, mgpu-evidence.sh <dir> runs the suite and the copy
 # benchmarks next to the same figures through the CUDA runtime.
 #   harness/dist/build.sh <tags> <outdir>
 set -euo pipefail
@@ -26,5 +27,9 @@ $go build "${ld[@]}" -o "$out/bin/gotestsum" gotest.tools/gotestsum
 # Static, so it runs on any Linux of the same architecture; the version is
 # linked in for builds whose build info has no VCS revision (worktrees).
 CGO_ENABLED=0 $go build -buildvcs=auto -ldflags "-s -w ${REPORT_LDFLAGS:-}" -o "$out/bin/gdrreport" ./harness/report/cmd/gdrreport
+# The N-host run (README, Clusters): the planner beside rounds.sh, and the
+# batch script, so that a cluster without Go runs srun -N<n> dist/run.sh.
+CGO_ENABLED=0 $go build -ldflags "-s -w" -o "$out/gdrcluster" ./harness/cluster/cmd/gdrcluster
 cp harness/dist/run.sh harness/dist/run-json.sh harness/dist/mgpu-evidence.sh harness/dist/mgpu-compare.cu "$out/"
+cp deploy/rounds.sh deploy/slurm/gdrconf.sbatch "$out/"
 echo "built $out (tags $tags): $(cd "$out/bin" && ls *.test | tr '\n' ' ')"

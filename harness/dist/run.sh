@@ -5,8 +5,21 @@
 # exit status (the verdict's) is this script's. Extra arguments go to every
 # test binary (e.g. -test.run X). GDR_REPORTS names another report folder;
 # GDR_REPORT_HOST names the host in the report (default: its hostname).
+#
+# Under srun with one task per node on several nodes
+# (srun -N<n> --ntasks-per-node=1 dist/run.sh) every task runs the pairing
+# schedule instead: rounds.sh beside this script, which calls this script
+# back for each round with the round's plan (GDR_PLAN) set. GDR_REPORTS is
+# then the shared folder (default: reports/ here, which must be on a file
+# system every node mounts) and GDR_CLUSTER_SECRET must be set (README,
+# Clusters).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+tasks="${SLURM_STEP_NUM_TASKS:-1}"
+if [[ -z "${GDR_PLAN:-}" && "$tasks" =~ ^[0-9]+$ ]] && ((10#$tasks > 1)); then
+	export GDR_REPORTS="${GDR_REPORTS:-$PWD/reports}"
+	exec "$here/rounds.sh" "$@"
+fi
 reports="${GDR_REPORTS:-$PWD/reports}"
 mkdir -p "$reports"
 rm -f "$reports/test.json" "$reports/host.json"

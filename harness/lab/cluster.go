@@ -43,16 +43,14 @@ type ClusterOptions struct {
 
 // Guest paths and networks of the cluster lab.
 const (
-	clusterShared  = "/shared"
-	clusterRounds  = clusterShared + "/rounds" // GDR_REPORTS of deploy/rounds.sh
-	clusterLogs    = clusterShared + "/lab"    // daemons' logs and the end file
-	clusterDist    = "/lab/dist"
-	clusterDeploy  = "/lab/deploy"
-	clusterShare   = "gdrshared" // virtio-9p mount tag
-	mgmtNet        = "198.18.0"  // eth2 of every VM: Slurm, munge, out-of-band sessions
-	clusterName    = "gdrlab"
-	clusterSuiteSh = "/lab/suite.sh"
-	standinSh      = "/lab/standin.sh"
+	clusterShared = "/shared"
+	clusterRounds = clusterShared + "/rounds" // GDR_REPORTS of dist/run.sh under srun
+	clusterLogs   = clusterShared + "/lab"    // daemons' logs and the end file
+	clusterDist   = "/lab/dist"               // make dist's layout, rounds.sh and gdrcluster included
+	clusterShare  = "gdrshared"               // virtio-9p mount tag
+	mgmtNet       = "198.18.0"                // eth2 of every VM: Slurm, munge, out-of-band sessions
+	clusterName   = "gdrlab"
+	standinSh     = "/lab/standin.sh"
 )
 
 // railNet is rail r's network: 198.18.<r+1>.0/24.
@@ -89,10 +87,13 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 			}
 		}
 		if i == 0 {
+			// The command README gives a cluster: srun -N<n>
+			// --ntasks-per-node=1 dist/run.sh, which runs rounds.sh
+			// beside it; the arguments reach each round's suite.
+			argv := []string{"/usr/bin/srun", fmt.Sprintf("--nodes=%d", c.Hosts), "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label",
+				fmt.Sprintf("--time=%d", int(c.SrunTimeout.Minutes()+0.999)), "--job-name=gdrconf", clusterDist + "/run.sh"}
 			cj.Srun = &Step{ID: "srun", Host: h, Pkg: "slurm", Kind: "tool", Timeout: c.SrunTimeout + time.Minute,
-				Argv: []string{"/usr/bin/srun", fmt.Sprintf("--nodes=%d", c.Hosts), "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label",
-					fmt.Sprintf("--time=%d", int(c.SrunTimeout.Minutes()+0.999)), "--job-name=gdrconf", clusterDeploy + "/rounds.sh"},
-				Env: r.clusterEnv()}
+				Argv: append(argv, r.clusterSuiteArgs()...), Env: r.clusterEnv()}
 		}
 		jobs = append(jobs, Job{Role: h, Addr: fmt.Sprintf("%s.%d", mgmtNet, i+1), Setup: 3 * time.Minute, Cluster: cj})
 	}
@@ -119,34 +120,42 @@ func (r *runner) clusterEnv() []string {
 		// the WRITE figure at the largest size anyway.
 		env = append(env, "GDR_BW_SIZES=65536")
 	}
+	if !hasEnv(o.Env, "GDR_IB_TIMEOUT") {
+		// Under TCG a round trip is about 17 ms and the planted 50 ms
+		// delay makes it about 67 ms, the default ACK timeout's: the NIC
+		// then retransmits until its retries run out and the partner's
+		// tests fail too (seen: BIDIR on vm2-vm3 rail 1). 1.07 s leaves
+		// the delay to slow the pair (rxe holds 64 packets per QP in
+		// flight), which is the fault this lab plants; lost packets are
+		// the fault matrix's.
+		env = append(env, "GDR_IB_TIMEOUT=18")
+	}
 	if !hasEnv(o.Env, "GDR_BW_ITERS") {
 		// 200 WRs of 64 KiB (13 MB, about 2 s under TCG) per bandwidth
 		// point: enough for a pair's number to be stable against the
 		// others', far from the 5000 a hardware run takes.
 		env = append(env, fmt.Sprintf("GDR_BW_ITERS=%d", 10*o.Iters))
 	}
-	switch c.Suite {
-	case SuiteStandin:
+	if c.Suite == SuiteStandin {
 		// Ten times the suite's iterations: one ib_write_bw run is one
 		// number, and short runs are dominated by their start.
 		env = append(env, "GDR_SUITE="+standinSh, fmt.Sprintf("LAB_STANDIN_RAILS=%d", c.Rails), fmt.Sprintf("LAB_STANDIN_ITERS=%d", 10*o.Iters))
-	default:
-		env = append(env, "GDR_SUITE="+clusterSuiteSh)
 	}
+	// The suite itself: rounds.sh's default, run.sh beside it.
 	return append(env, o.Env...)
 }
 
-// clusterSuiteScript runs dist/run.sh with the lab's test filter and limit.
-func (r *runner) clusterSuiteScript() string {
+// clusterSuiteArgs are the suite's arguments on srun's command line: the
+// lab's test limit and filter (none for the stand-in).
+func (r *runner) clusterSuiteArgs() []string {
+	if r.o.Cluster.Suite == SuiteStandin {
+		return nil
+	}
 	args := []string{"-test.timeout=" + (r.o.StepTimeout - 15*time.Second).String()}
 	if r.o.Run != "" {
 		args = append(args, "-test.run="+r.o.Run)
 	}
-	var q []string
-	for _, a := range args {
-		q = append(q, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	return "#!/bin/sh\nexec " + clusterDist + "/run.sh " + strings.Join(q, " ") + " \"$@\"\n"
+	return args
 }
 
 // goBuild builds Go commands for the image: static when cgo is off.
@@ -210,27 +219,29 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	if err := r.goBuild(ctx, bin+"/", false, "./harness/cluster/cmd/gdrcluster", "./harness/report/cmd/gdrreport"); err != nil {
 		return err
 	}
-	im.Binaries[clusterDeploy+"/gdrcluster"] = filepath.Join(bin, "gdrcluster")
-	im.Files[clusterDeploy+"/rounds.sh"] = filepath.Join(o.RepoDir, "deploy", "rounds.sh")
+	// make dist's layout (harness/dist/build.sh): srun starts run.sh, which
+	// under srun goes to rounds.sh beside it, which calls gdrcluster and,
+	// for each round, GDR_SUITE (the stand-in) or run.sh.
+	im.Binaries[clusterDist+"/gdrcluster"] = filepath.Join(bin, "gdrcluster")
+	im.Files[clusterDist+"/rounds.sh"] = filepath.Join(o.RepoDir, "deploy", "rounds.sh")
+	for _, f := range []string{"run.sh", "run-json.sh"} {
+		im.Files[clusterDist+"/"+f] = filepath.Join(o.RepoDir, "harness", "dist", f)
+	}
 	im.Data[standinSh] = DataFile{0o755, []byte(standinScript)}
 	if o.Cluster.Suite == SuitePingpong {
-		// The Go-free copy of the suite (harness/dist's layout): run.sh runs
-		// every test binary in dist/bin and writes the round's reports.
+		// The suite: run.sh runs every test binary in dist/bin and writes
+		// the round's reports.
 		if err := r.goBuild(ctx, bin+"/", true, "gotest.tools/gotestsum", "cmd/test2json"); err != nil {
 			return err
 		}
 		for _, n := range []string{"gotestsum", "test2json", "gdrreport"} {
 			im.Binaries[clusterDist+"/bin/"+n] = filepath.Join(bin, n)
 		}
-		for _, f := range []string{"run.sh", "run-json.sh"} {
-			im.Files[clusterDist+"/"+f] = filepath.Join(o.RepoDir, "harness", "dist", f)
-		}
 		for _, p := range pkgs {
 			base := filepath.Base(p.Bin)
 			im.Binaries[clusterDist+"/bin/"+base] = p.Bin
 			im.Data[clusterDist+"/bin/"+strings.TrimSuffix(base, ".test")+".pkg"] = DataFile{0o644, []byte(p.Import + "\n")}
 		}
-		im.Data[clusterSuiteSh] = DataFile{0o755, []byte(r.clusterSuiteScript())}
 		if o.EmulatedGPU {
 			lib, err := emugpu.Build(r.dir)
 			if err != nil {
@@ -687,22 +698,9 @@ func (r *runner) printCluster(s *ClusterSummary, rep *report.Report, degrade []D
 		fmt.Fprintf(w, " %18s", fmt.Sprintf("rail %d Gbit/s", rl))
 	}
 	fmt.Fprintln(w)
-	type key struct {
-		round int
-		a, b  string
-	}
-	by := map[key]map[int]isolate.Pair{}
-	var order []key
-	for _, p := range s.Pairs {
-		k := key{p.Round, p.A, p.B}
-		if by[k] == nil {
-			by[k] = map[int]isolate.Pair{}
-			order = append(order, k)
-		}
-		by[k][p.Rail] = p
-	}
+	order, by := isolate.ByPair(s.Pairs)
 	for _, k := range order {
-		fmt.Fprintf(w, "  %-5d %-12s", k.round, k.a+"-"+k.b)
+		fmt.Fprintf(w, "  %-5d %-12s", k.Round, k.A+"-"+k.B)
 		for rl := 0; rl < r.o.Cluster.Rails; rl++ {
 			p, ok := by[k][rl]
 			cell := "-"

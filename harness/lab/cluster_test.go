@@ -87,21 +87,22 @@ func TestClusterPlan(t *testing.T) {
 	}
 	srun := jobs[0].Cluster.Srun
 	assert.Equal(t, []string{"/usr/bin/srun", "--nodes=4", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label", "--time=25",
-		"--job-name=gdrconf", "/lab/deploy/rounds.sh"}, srun.Argv)
+		"--job-name=gdrconf", "/lab/dist/run.sh", "-test.timeout=4m45s", "-test.run=TestPP0[38]"}, srun.Argv)
 	env := strings.Join(srun.Env, " ")
 	for _, want := range []string{"GDR_REPORTS=/shared/rounds", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
-		"GDR_SUITE=/lab/suite.sh", "GDR_BW_SIZES=65536", "GDR_BW_ITERS=200", "GDR_STRICT=0"} {
+		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=200", "GDR_STRICT=0"} {
 		assert.Contains(t, env, want)
 	}
 	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the controller's agent draws the secret")
 	assert.NotContains(t, env, "GDR_RDMA_DEVICE", "every rail, not one NIC")
-	assert.Equal(t, "#!/bin/sh\nexec /lab/dist/run.sh '-test.timeout=4m45s' '-test.run=TestPP0[38]' \"$@\"\n", r.clusterSuiteScript())
+	assert.NotContains(t, env, "GDR_SUITE", "the suite is rounds.sh's default, run.sh beside it")
 
 	r.o.Cluster.Suite = SuiteStandin
 	r.o.Env = []string{"GDR_BW_SIZES=4096"}
 	env = strings.Join(r.clusterEnv(), " ")
 	assert.Contains(t, env, "GDR_SUITE=/lab/standin.sh")
 	assert.Contains(t, env, "LAB_STANDIN_RAILS=2")
+	assert.Empty(t, r.clusterSuiteArgs(), "the stand-in takes no test flags")
 	assert.Equal(t, 1, strings.Count(env, "GDR_BW_SIZES="), "LAB_ENV's own wins")
 }
 

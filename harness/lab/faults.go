@@ -87,8 +87,10 @@ func FaultCases() []FaultCase {
 		"client": {"GDR_ITERS=50", "GDR_BW_ITERS=50", "GDR_BW_SIZES=4096,65536"}}
 	peerGone := `peer vanished|no valid peer|closed the connection|could not reach|peer failed|peer reported|cannot run|is behind|skipped forward|stopped test|unreachable|DOWN|retr|counters`
 	return []FaultCase{
-		{Name: "loss-1pct", Expected: "1% packet loss on the client's link: every test passes (RoCE retransmission cures it)",
-			Faults: map[string][]Fault{"client": tc("loss", "1%")}, Pass: true, Timeout: PassTimeout},
+		{Name: "loss-1pct", Expected: "1% packet loss on the client's link: every traffic test passes (RoCE retransmission cures it), and HLTH-01 fails on both hosts naming the rxe counter that rose and its delta (the server out_of_seq_request, the client rcvd_seq_err)",
+			Faults: map[string][]Fault{"client": tc("loss", "1%")}, Timeout: PassTimeout, MustFail: true,
+			Causes: `hw_counters/(out_of_seq_request|rcvd_seq_err|retry_exceeded_err) rose by \d+`,
+			Need:   map[string]string{"server": `rxe0 port 1 hw_counters/out_of_seq_request rose by \d+`, "client": `rxe0 port 1 hw_counters/rcvd_seq_err rose by \d+`}},
 		{Name: "loss-10pct", Expected: "10% packet loss on the client's link: tests pass, or fail each within GDR_TIMEOUT+margin naming what the NIC counted (retransmits, retry exceeded) or the peer; no failure caused by an earlier one",
 			Faults: map[string][]Fault{"client": tc("loss", "10%")}, Causes: peerGone + `|budget|-test.timeout|timed? ?out|no completion`,
 			Env: small, Margin: SlowMargin},

@@ -39,7 +39,7 @@ func caseNamed(t *testing.T, name string) FaultCase {
 }
 
 func TestJudgePassCase(t *testing.T) {
-	c := caseNamed(t, "loss-1pct")
+	c := caseNamed(t, "load")
 	ok := caseRun{timeout: 20 * time.Second, suites: []*Suite{
 		host("server", [4]string{"TestPP03Write", "pass", "3.5", ""}, [4]string{"TestPP03Write/rail0", "pass", "3.4", ""}),
 		host("client", [4]string{"TestPP03Write", "pass", "3.6", ""}, [4]string{"TestPP03Write/rail0", "pass", "3.5", ""}),
@@ -56,6 +56,40 @@ func TestJudgePassCase(t *testing.T) {
 	r = Judge(c, bad)
 	assert.False(t, r.OK)
 	assert.Contains(t, strings.Join(r.Problems, "\n"), "TestPP03Write/rail0 failed, and this case must pass")
+}
+
+// 1% loss: the traffic passes and HLTH-01 fails on both hosts, naming the
+// rxe loss counters; a traffic failure or a HLTH failure naming another
+// counter fails the case, and so does a run where HLTH-01 passes.
+func TestJudgeLossCase(t *testing.T) {
+	c := caseNamed(t, "loss-1pct")
+	const hl = "TestHLTH01TrafficCounters"
+	srvMsg := "rxe0 port 1 hw_counters/out_of_seq_request rose by 41 during the run: requests received with a PSN beyond the expected one: a packet was lost and a NAK sent (retransmission) (rose during: TestPP08Bandwidth/rail0/WRITE/65536 +41); remedy: find where packets were lost"
+	cliMsg := "rxe0 port 1 hw_counters/rcvd_seq_err rose by 40 during the run: NAK sequence errors received: the peer saw a PSN gap (packet loss) (retransmission) (rose during: ...); remedy: ..."
+	run := func(srv, cli string, pp string) caseRun {
+		hs := func(role, msg string) *Suite {
+			a := "fail"
+			if msg == "" {
+				a = "pass"
+			}
+			return host(role, [4]string{"TestPP03Write", pp, "3.5", ""}, [4]string{"TestPP03Write/rail0", pp, "3.4", ""},
+				[4]string{hl, a, "0.2", ""}, [4]string{hl + "/rail0", a, "0.1", msg})
+		}
+		return caseRun{timeout: 45 * time.Second, suites: []*Suite{hs("server", srv), hs("client", cli)}}
+	}
+	r := Judge(c, run(srvMsg, cliMsg, "pass"))
+	assert.True(t, r.OK, "%v", r.Problems)
+
+	r = Judge(c, run("", "", "pass"))
+	assert.False(t, r.OK, "HLTH-01 passing under loss is the fault gone unnoticed")
+	assert.Contains(t, strings.Join(r.Problems, "\n"), "no test failed")
+
+	r = Judge(c, run(srvMsg, "rxe0 port 1 hw_counters/send_err rose by 1", "pass"))
+	assert.False(t, r.OK)
+	assert.Contains(t, strings.Join(r.Problems, "\n"), "client: "+hl+"/rail0 failed without naming the cause")
+
+	r = Judge(c, run(srvMsg, cliMsg, "fail"))
+	assert.False(t, r.OK, "a traffic test failing under 1% loss fails the case")
 }
 
 // A failure caused by an earlier one, a verdict slower than GDR_TIMEOUT plus

@@ -97,7 +97,10 @@ type End struct {
 	Sess *oob.Session
 	Buf  membuf.Buffer
 
-	Dev      string
+	Dev string
+	// Rail is the rail the connection serves (nil for Options.Dev or a
+	// host without one): its PCIe path bounds the bandwidth floors.
+	Rail     *rails.Rail
 	Software bool   // rxe/siw: no PCI device, fictional port rate
 	SoftWhy  string // the driver or parent netdev, for messages
 	Ctx      *verbs.Context
@@ -150,6 +153,9 @@ func (e *End) Attr(k string, v any) {
 	defer e.mu.Unlock()
 	e.attrs = append(e.attrs, [2]any{k, v})
 }
+
+// Loopback reports whether both ends are in this process (one host).
+func (e *End) Loopback() bool { return e.loopback }
 
 // Host reports whether the buffer is host memory the CPU may poll.
 func (e *End) Host() bool { return e.Buf.Kind() == membuf.Host }
@@ -228,7 +234,7 @@ func Connect(t *testing.T, o Options) []*End {
 		mrPolicy = o.MR
 	}
 	mk := func(role string, s *oob.Session) *End {
-		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback, nQPs: max(o.QPs, 1),
+		return &End{T: t, Cfg: cfg, Root: root, Role: role, Sess: s, Dev: dev, Rail: rail, mrPolicy: mrPolicy, loopback: o.Loopback || cfg.Role == config.Loopback, nQPs: max(o.QPs, 1),
 			budget: bud}
 	}
 	role := cfg.Role
@@ -604,7 +610,7 @@ func (e *End) setup() error {
 		if err := qp.RTR(r); err != nil {
 			return err
 		}
-		if err := qp.RTS(psns[i], e.RdAtom); err != nil {
+		if err := qp.RTS(psns[i], e.RdAtom, cfg.IBTimeout); err != nil {
 			return err
 		}
 	}

@@ -215,6 +215,9 @@ func (r *Report) clusterText(b *strings.Builder) {
 	for _, l := range c.Links {
 		fmt.Fprintf(b, "  %-8s %s-%s rail %d: %s\n", "LINK", l.A, l.B, l.Rail, l.Reason)
 	}
+	for _, h := range clearedButFailed(c) {
+		fmt.Fprintf(b, "  %-8s %s\n", "NOTE", h)
+	}
 	var bad []string
 	for _, p := range c.Pairs {
 		if p.Status != isolate.Pass {
@@ -246,6 +249,24 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 	for _, l := range c.Links {
 		fmt.Fprintf(b, "- **link %s-%s rail %d**: %s\n", mdEscape(l.A), mdEscape(l.B), l.Rail, mdEscape(l.Reason))
 	}
+	for _, h := range clearedButFailed(c) {
+		fmt.Fprintf(b, "- note: %s\n", mdEscape(h))
+	}
+}
+
+// clearedButFailed explains the hosts whose own verdict failed while the
+// isolation cleared their fabric: a bad partner can fail the tests of a good
+// host (a partner that stalls makes both ends' transfers time out), and an
+// operator must not replace that host on its verdict alone.
+func clearedButFailed(c *isolate.Summary) []string {
+	var out []string
+	for _, h := range c.Hosts {
+		if h.Fabric == isolate.Cleared && strings.HasPrefix(h.Verdict, "NOT QUALIFIED") {
+			out = append(out, fmt.Sprintf("%s is %s, but its fabric was cleared: every pair it failed in is explained by a partner found bad; "+
+				"if its failures are pair tests only, re-run it with a known-good partner before acting on its verdict", h.Host, h.Verdict))
+		}
+	}
+	return out
 }
 
 // railHeat is the pair x rail heatmap: one row per pair and round, one
@@ -257,19 +278,8 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 		return nil, nil
 	}
 	lo, hi := map[int]float64{}, map[int]float64{}
-	type key struct {
-		round int
-		a, b  string
-	}
-	by := map[key]map[int]isolate.Pair{}
-	var order []key
+	order, by := isolate.ByPair(c.Pairs)
 	for _, p := range c.Pairs {
-		k := key{p.Round, p.A, p.B}
-		if by[k] == nil {
-			by[k] = map[int]isolate.Pair{}
-			order = append(order, k)
-		}
-		by[k][p.Rail] = p
 		if p.BWGbitS > 0 {
 			if l, ok := lo[p.Rail]; !ok || p.BWGbitS < l {
 				lo[p.Rail] = p.BWGbitS
@@ -281,7 +291,7 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 		cols = append(cols, fmt.Sprintf("rail %d", rl))
 	}
 	for _, k := range order {
-		row := heatRow{Host: fmt.Sprintf("%s – %s (round %d)", k.a, k.b, k.round)}
+		row := heatRow{Host: fmt.Sprintf("%s – %s (round %d)", k.A, k.B, k.Round)}
 		for _, rl := range r.rails {
 			p, ok := by[k][rl]
 			if !ok {
@@ -292,7 +302,7 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 			if hi[rl] > lo[rl] {
 				f = (p.BWGbitS - lo[rl]) / (hi[rl] - lo[rl])
 			}
-			cell := heatCell{Text: fmtNum(p.BWGbitS), Tip: fmt.Sprintf("%s-%s rail %d round %d: %s Gbit/s (%s) %s", k.a, k.b, rl, k.round, fmtNum(p.BWGbitS), p.Status, p.Detail),
+			cell := heatCell{Text: fmtNum(p.BWGbitS), Tip: fmt.Sprintf("%s-%s rail %d round %d: %s Gbit/s (%s) %s", k.A, k.B, rl, k.Round, fmtNum(p.BWGbitS), p.Status, p.Detail),
 				Style: template.CSS(fmt.Sprintf("background:hsl(%d,65%%,78%%)", int(120*f)))}
 			if p.BWGbitS == 0 {
 				cell.Text = "–"

@@ -186,3 +186,16 @@ func TestClusterMissingRound(t *testing.T) {
 	}
 	assert.Positive(t, missing)
 }
+
+func TestClusterClearedButFailed(t *testing.T) {
+	c := &isolate.Summary{Hosts: []isolate.Host{
+		{Host: "vm1", Verdict: "INCOMPLETE (39 not run)", Fabric: isolate.Good},
+		{Host: "vm2", Verdict: "NOT QUALIFIED (1)", Fabric: isolate.Cleared},
+		{Host: "vm3", Verdict: "NOT QUALIFIED (2)", Fabric: isolate.Bad},
+		{Host: "vm4", Verdict: "INCOMPLETE (39 not run)", Fabric: isolate.Cleared},
+	}}
+	got := clearedButFailed(c)
+	require.Len(t, got, 1, "only a failed host whose fabric was cleared gets the note: %v", got)
+	assert.Contains(t, got[0], "vm2 is NOT QUALIFIED (1), but its fabric was cleared")
+	assert.Contains(t, got[0], "known-good partner")
+}

@@ -452,7 +452,10 @@ int gdr_lat(const gdr_lat_args *a, int64_t *stamps, int *wc_status, int *done) {
 	wr.wr.rdma.remote_addr = a->raddr;
 	wr.wr.rdma.rkey = a->rkey;
 	if (a->use_imm) {
-		for (int i = 0; i < 2 && i < a->iters; i++)
+		// Two receives stay posted; the caller posts them before the
+		// barrier both sides pass, so the peer's first write cannot find
+		// none (an RNR NAK and a retry, which the NIC counts).
+		for (int i = a->preposted; i < 2 && i < a->iters; i++)
 			if ((rc = post_recv0(a->qp)))
 				return rc;
 	}

@@ -96,6 +96,7 @@ typedef struct {
 	int32_t iters;
 	int32_t first;    // 1: this side posts first (client)
 	int32_t use_imm;  // 1: wait on recv completions instead of memory
+	int32_t preposted; // use_imm: receives the caller posted before its barrier (0..2)
 	int32_t inline_ok;
 	int32_t sq_depth;
 	int64_t timeout_ns;

@@ -706,9 +706,14 @@ func (q *QP) SetError() error {
 	return nil
 }
 
-// RTS moves RTR -> RTS with our send PSN.
-func (q *QP) RTS(psn uint32, rdAtom int) error {
-	if rc := C.gdr_qp_rts(q.qp, C.uint32_t(psn), C.uint8_t(clampRd(rdAtom)), 14, 7); rc != 0 {
+// RTS moves RTR -> RTS with our send PSN and the local ACK timeout
+// (4.096 us x 2^timeout, 1..31; 0 or out of range is 14, 67 ms); the NIC
+// retransmits 7 times before the WR fails.
+func (q *QP) RTS(psn uint32, rdAtom, timeout int) error {
+	if timeout < 1 || timeout > 31 {
+		timeout = 14
+	}
+	if rc := C.gdr_qp_rts(q.qp, C.uint32_t(psn), C.uint8_t(clampRd(rdAtom)), C.uint8_t(timeout), 7); rc != 0 {
 		return verr("ibv_modify_qp(RTS)", rc, "")
 	}
 	return nil
@@ -944,8 +949,18 @@ type LatArgs struct {
 	Iters          int
 	First          bool // this side posts first (client)
 	UseImm         bool // wait on RECV_RDMA_WITH_IMM completions (non-host memory)
-	Timeout        time.Duration
+	// Preposted (UseImm) is how many zero-length receives the caller posted
+	// before the barrier it passes with the peer: min(2, Iters) (LatRecvs)
+	// closes the race where the peer's first write arrives before this
+	// side's loop posts its receives (an RNR NAK the NIC counts). 0: the
+	// loop posts them itself.
+	Preposted int
+	Timeout   time.Duration
 }
+
+// LatRecvs is how many receives a WRITE_WITH_IMM latency run of iters
+// keeps posted (LatArgs.Preposted).
+func LatRecvs(iters int) int { return min(2, iters) }
 
 // Latency runs the ping-pong; it returns the post timestamps (ns), so
 // consecutive differences are round trips.
@@ -973,6 +988,10 @@ func (q *QP) Latency(a LatArgs) ([]int64, error) {
 	}
 	if a.UseImm {
 		ca.use_imm = 1
+		if a.Preposted < 0 || a.Preposted > LatRecvs(a.Iters) {
+			return nil, fmt.Errorf("latency: %d receives preposted, want 0..%d", a.Preposted, LatRecvs(a.Iters))
+		}
+		ca.preposted = C.int32_t(a.Preposted)
 	}
 	if inline(OpWrite, a.Local, uint32(a.Size), q.MaxInline) {
 		ca.inline_ok = 1

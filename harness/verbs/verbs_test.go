@@ -178,7 +178,7 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: [16]byte(gid.Addr.To16()), UseGRH: port.LinkLayer == "Ethernet",
 			MTU: port.ActiveMTU, RdAtom: 4, SGIDIdx: gid.Index}
 		require.NoError(t, x[0].qp.RTR(r))
-		require.NoError(t, x[0].qp.RTS(0, 4))
+		require.NoError(t, x[0].qp.RTS(0, 4, 0))
 	}
 	return a, b, gid
 }

@@ -90,6 +90,10 @@ type Config struct {
 	// QPs is GDR_QPS: queue pairs per bandwidth connection (perftest's
 	// -q); each posts GDR_BW_ITERS WRs, all at once.
 	QPs int
+	// IBTimeout is GDR_IB_TIMEOUT: the queue pairs' local ACK timeout,
+	// 4.096 us x 2^n (perftest's -u, NCCL_IB_TIMEOUT), before the NIC
+	// retransmits (7 times, then the WR fails).
+	IBTimeout int
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
@@ -117,6 +121,7 @@ func Defaults() Config {
 		BWIters:         5000,
 		TxDepth:         128,
 		QPs:             1,
+		IBTimeout:       14, // 67 ms, perftest's default
 		BWSizes:         []int{4096, 65536, 1048576},
 		MinCopyFraction: 0.6,
 		// 0.8 sits between what two GPUs behind one uplink get at most
@@ -140,7 +145,7 @@ var Vars = []string{
 	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_PEER_NAME", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
-	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS",
+	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 }
 
@@ -330,6 +335,15 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_TX_DEPTH", v, "a whole number from 1 to 8192")
 		} else {
 			c.TxDepth = n
+		}
+	}
+	if v, ok := get("GDR_IB_TIMEOUT"); ok && v != "" {
+		// 0 would be an infinite timeout: a lost packet would hang the QP.
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 31 {
+			bad("GDR_IB_TIMEOUT", v, "an exponent from 1 to 31 (4.096 us x 2^n; 14 is 67 ms, 18 is 1.07 s)")
+		} else {
+			c.IBTimeout = n
 		}
 	}
 	if v, ok := get("GDR_QPS"); ok && v != "" {

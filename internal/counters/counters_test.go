@@ -388,3 +388,29 @@ func TestTableIsComplete(t *testing.T) {
 	assert.Equal(t, Unknown, Classify(Key{Source: AER, Group: AERCorrectable, Name: "dev_cor_errs_bit[16]"}).Kind)
 	assert.Contains(t, Classify(Key{Source: AER, Group: AERFatal, Name: "DLP"}).Meaning, "fatal")
 }
+
+// On software devices the timer-driven retransmission counters warn (they
+// rise under emulation without loss); the loss counters still fail, and
+// the same names on hardware fail.
+func TestJudgeSoftware(t *testing.T) {
+	retry := k("rxe0", HW, "", "completer_retry_err")
+	dup := k("rxe0", HW, "", "duplicate_request")
+	oos := k("rxe0", HW, "", "out_of_seq_request")
+	seq := k("rxe0", HW, "", "rcvd_seq_err")
+	hw := k("mlx5_0", HW, "", "duplicate_request")
+	before := snap(map[Key]uint64{retry: 1, dup: 2, oos: 0, seq: 0, hw: 0})
+	after := snap(map[Key]uint64{retry: 60, dup: 900, oos: 3, seq: 2, hw: 5})
+	fs := JudgeWith(Diff(before, after), Options{Software: map[string]bool{"rxe0": true}})
+	f := findingFor(t, fs, retry)
+	assert.Equal(t, Warn, f.Verdict)
+	assert.Contains(t, f.Message, "rxe0 port 1 hw_counters/completer_retry_err rose by 59")
+	assert.Contains(t, f.Message, "without loss")
+	assert.Equal(t, Warn, findingFor(t, fs, dup).Verdict)
+	f = findingFor(t, fs, oos)
+	assert.Equal(t, Fail, f.Verdict)
+	assert.Contains(t, f.Message, "rxe0 port 1 hw_counters/out_of_seq_request rose by 3")
+	assert.Contains(t, f.Message, "retransmission")
+	assert.Equal(t, Fail, findingFor(t, fs, seq).Verdict)
+	assert.Equal(t, Fail, findingFor(t, fs, hw).Verdict, "a hardware NIC's duplicate_request still fails")
+	assert.Equal(t, Fail, findingFor(t, Judge(Diff(before, after)), retry).Verdict, "without the option rxe's counters fail")
+}

@@ -16,6 +16,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
@@ -128,6 +129,28 @@ type Bottleneck struct {
 // fictional, so no floor or ceiling applies.
 var ErrSoftware = errors.New("software RDMA device: its port rate is fictional, no threshold applies")
 
+// Limit is the slowest PCIe link of one path (one host's NIC, bridges and
+// GPU), so that two hosts can each reduce their own path and exchange one
+// number.
+type Limit struct {
+	Gbps float64 // payload rate, one direction
+	By   string  // the link's name ("NIC 0000:3b:00.0"), with the host's role when two hosts
+}
+
+// PathLimit returns the slowest of links; ok is false when links is empty.
+func PathLimit(links []Link) (l Limit, ok bool, err error) {
+	for _, k := range links {
+		g, err := k.PayloadGbps()
+		if err != nil {
+			return Limit{}, false, err
+		}
+		if !ok || g < l.Gbps {
+			l, ok = Limit{Gbps: g, By: k.Name}, true
+		}
+	}
+	return l, ok, nil
+}
+
 // Find returns the bottleneck of a port of rate portGbps (the port's rate
 // file, in Gb/s) and the PCIe links on the path (the NIC's and, for GPU
 // memory, the GPU's; every link the data crosses if known).
@@ -135,17 +158,31 @@ func Find(portGbps float64, software bool, links []Link) (Bottleneck, error) {
 	if software {
 		return Bottleneck{}, ErrSoftware
 	}
+	l, ok, err := PathLimit(links)
+	if err != nil {
+		return Bottleneck{}, err
+	}
+	var ls []Limit
+	if ok {
+		ls = append(ls, l)
+	}
+	return FindLimits(portGbps, ls)
+}
+
+// FindLimits is Find over paths already reduced to their slowest link (one
+// Limit per host of a two-host run; a Limit of 0 Gb/s is unknown and left
+// out).
+func FindLimits(portGbps float64, limits []Limit) (Bottleneck, error) {
 	if !(portGbps > 0) || math.IsInf(portGbps, 0) {
 		return Bottleneck{}, fmt.Errorf("port rate %v Gb/s: want a positive rate", portGbps)
 	}
 	b := Bottleneck{Gbps: portGbps, Limit: "port", PortGb: portGbps}
-	for _, l := range links {
-		g, err := l.PayloadGbps()
-		if err != nil {
-			return Bottleneck{}, err
+	for _, l := range limits {
+		if !(l.Gbps > 0) || math.IsInf(l.Gbps, 0) {
+			continue
 		}
-		if b.PCIeGb == 0 || g < b.PCIeGb {
-			b.PCIeGb, b.PCIeBy = g, l.Name
+		if b.PCIeGb == 0 || l.Gbps < b.PCIeGb {
+			b.PCIeGb, b.PCIeBy = l.Gbps, l.By
 		}
 	}
 	if b.PCIeGb > 0 && b.PCIeGb < b.Gbps {
@@ -157,6 +194,38 @@ func Find(portGbps float64, software bool, links []Link) (Bottleneck, error) {
 	}
 	b.Derived += fmt.Sprintf(") = %.1f Gb/s", b.Gbps)
 	return b, nil
+}
+
+// Scale is b with every rate multiplied by k: a bidirectional run is judged
+// against twice the one-way bottleneck (port and PCIe are full duplex).
+func (b Bottleneck) Scale(k float64, why string) Bottleneck {
+	out := b
+	out.Gbps, out.PortGb, out.PCIeGb = b.Gbps*k, b.PortGb*k, b.PCIeGb*k
+	out.Derived = fmt.Sprintf("%g x %s (%s)", k, b.Derived, why)
+	return out
+}
+
+// LinkOf is the link of PCI function d as trained now, named "<role>
+// <BDF>", with the MaxPayload its config space says (0 when unreadable).
+// GPUs lower their link speed when idle (power management): a GPU below
+// its maximum speed is taken at the speed it trains to under load, the
+// lower of its own and its parent port's maximum (parent may be nil);
+// whether it gets there is judged elsewhere (GPU-11, TOPO link checks).
+func LinkOf(d *pci.Device, role string, parent *pci.Device) Link {
+	l := Link{Name: role + " " + d.BDF, GTs: d.CurSpeed, Width: d.CurWidth}
+	if d.IsGPU() && d.MaxSpeed > d.CurSpeed {
+		l.GTs = d.MaxSpeed
+		if parent != nil && parent.MaxSpeed > 0 && parent.MaxSpeed < l.GTs {
+			l.GTs = parent.MaxSpeed
+		}
+		l.Name += fmt.Sprintf(" (idle at %g GT/s; taken at %g GT/s, its speed under load)", d.CurSpeed, l.GTs)
+	}
+	if d.Config != nil {
+		if s, ok := d.Config.Settings(); ok {
+			l.MaxPayload = s.MaxPayload
+		}
+	}
+	return l
 }
 
 // Floor is the bandwidth floor at one message size.

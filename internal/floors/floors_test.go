@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 func TestTLPEfficiency(t *testing.T) {
@@ -84,4 +86,57 @@ func TestLatencyCeilings(t *testing.T) {
 	assert.Equal(t, 2.5, MaxLatP50US)
 	assert.Greater(t, MaxLatP99US, MaxLatP50US)
 	assert.Equal(t, 10000, P999MinIters)
+}
+
+// Two hosts reduce their own paths and exchange one Limit each; the floor
+// comes from the slowest of the port and both paths.
+func TestFindLimits(t *testing.T) {
+	gen5 := Link{Name: "client NIC 0000:3b:00.0", GTs: 32, Width: 16, MaxPayload: 256}
+	gen4 := Link{Name: "client GPU 0000:3c:00.0", GTs: 16, Width: 16, MaxPayload: 512}
+	l, ok, err := PathLimit([]Link{gen5, gen4})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "client GPU 0000:3c:00.0", l.By)
+	assert.InDelta(t, 31.51*8*512/538, l.Gbps, 0.05)
+	_, ok, err = PathLimit(nil)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	_, _, err = PathLimit([]Link{{Name: "NIC z", GTs: 0, Width: 16}})
+	assert.ErrorContains(t, err, "NIC z")
+
+	peer := Limit{Gbps: 100, By: "server NIC 0000:af:00.0"}
+	b, err := FindLimits(400, []Limit{l, peer, {Gbps: 0, By: "unknown"}})
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, b.Gbps)
+	assert.Equal(t, "server NIC 0000:af:00.0", b.Limit)
+	assert.Equal(t, "min(port 400 Gb/s, PCIe 100.0 Gb/s at server NIC 0000:af:00.0) = 100.0 Gb/s", b.Derived)
+	_, err = FindLimits(0, nil)
+	assert.ErrorContains(t, err, "want a positive rate")
+
+	// Bidirectional: twice the bottleneck, and the floors follow.
+	bb := b.Scale(2, "both directions")
+	assert.Equal(t, 200.0, bb.Gbps)
+	assert.Contains(t, bb.Derived, "2 x min(port 400 Gb/s")
+	fs := Floors(bb, DefaultFractions, []int{65536})
+	assert.InDelta(t, 180, fs[0].Gbps, 1e-9)
+	assert.Contains(t, fs[0].Why, "both directions")
+}
+
+// LinkOf takes a function's trained link and MaxPayload; an idle GPU is
+// taken at the speed it trains to under load, capped by its parent port.
+func TestLinkOf(t *testing.T) {
+	nic := &pci.Device{BDF: "0000:3b:00.0", Vendor: 0x15b3, Class: 0x020700, CurSpeed: 16, MaxSpeed: 32, CurWidth: 16, MaxWidth: 16}
+	l := LinkOf(nic, "NIC", nil)
+	assert.Equal(t, Link{Name: "NIC 0000:3b:00.0", GTs: 16, Width: 16}, l, "a NIC is taken as trained: a slow NIC link is the bottleneck")
+
+	port := &pci.Device{BDF: "0000:3a:00.0", MaxSpeed: 16}
+	gpu := &pci.Device{BDF: "0000:3c:00.0", Vendor: 0x10de, Class: 0x030200, CurSpeed: 2.5, MaxSpeed: 32, CurWidth: 16, MaxWidth: 16}
+	l = LinkOf(gpu, "GPU", port)
+	assert.Equal(t, 16.0, l.GTs, "the parent port's 16 GT/s caps it")
+	assert.Contains(t, l.Name, "idle at 2.5 GT/s")
+	l = LinkOf(gpu, "GPU", nil)
+	assert.Equal(t, 32.0, l.GTs)
+	g, err := l.PayloadGbps()
+	require.NoError(t, err)
+	assert.InDelta(t, 457.6, g, 0.1, "MaxPayload unknown: 256 B assumed")
 }

@@ -574,3 +574,25 @@ func (a *Analysis) evidence(p *Pair, from string) Evidence {
 	return Evidence{Round: p.Round, Partner: partner, Rail: p.Rail, Status: p.Status, BWGbitS: p.BWGbitS,
 		FloorGbitS: p.FloorGbitS, PartnerState: a.State(partner, p.Rail), Detail: p.Detail}
 }
+
+// PairKey names one pair of hosts in one round (A the server, B the client).
+type PairKey struct {
+	Round int
+	A, B  string
+}
+
+// ByPair groups pair results by round and hosts, in the order they first
+// appear, each with its results per rail: the rows of a pair x rail table.
+func ByPair(ps []Pair) ([]PairKey, map[PairKey]map[int]Pair) {
+	by := map[PairKey]map[int]Pair{}
+	var order []PairKey
+	for _, p := range ps {
+		k := PairKey{p.Round, p.A, p.B}
+		if by[k] == nil {
+			by[k] = map[int]Pair{}
+			order = append(order, k)
+		}
+		by[k][p.Rail] = p
+	}
+	return order, by
+}

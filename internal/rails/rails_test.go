@@ -302,3 +302,94 @@ func TestStrings(t *testing.T) {
 	g := sel(t, discover(t, "h200-1"))
 	assert.Equal(t, "rail 0: GPU 0 (0000:00:06.0) without NIC", g.Primary.String())
 }
+
+func TestPathDevices(t *testing.T) {
+	h := discover(t, "dgx")
+	s := sel(t, h)
+	r := s.All[5]
+	devs, missing := h.PathDevices(r)
+	assert.Empty(t, missing)
+	require.Len(t, devs, 2+r.Bridges())
+	assert.Equal(t, PathDevice{Role: "GPU", Dev: h.Index.Device("0000:a9:00.0")}, devs[0])
+	assert.Equal(t, "NIC", devs[len(devs)-1].Role)
+	assert.Equal(t, r.NIC.PCI, devs[len(devs)-1].Dev.BDF)
+	for i, b := range r.Path.Bridges {
+		assert.Equal(t, "bridge", devs[1+i].Role)
+		assert.Equal(t, b, devs[1+i].Dev.BDF)
+	}
+
+	// NIC only (no GPU on the rail): the NIC and every port above it.
+	nicOnly := &Rail{Index: -1, NIC: r.NIC}
+	devs, missing = h.PathDevices(nicOnly)
+	assert.Empty(t, missing)
+	nic := h.Index.Device(r.NIC.PCI)
+	require.Len(t, devs, len(nic.Chain))
+	assert.Equal(t, "NIC", devs[0].Role)
+	assert.Equal(t, nic.Chain[0], devs[len(devs)-1].Dev.BDF, "ends at the root port")
+
+	_, missing = h.UpstreamDevices("NIC", "0000:ee:00.0")
+	assert.Equal(t, []string{"NIC 0000:ee:00.0"}, missing)
+	devs, missing = h.PathDevices(nil)
+	assert.Empty(t, devs)
+	assert.Empty(t, missing)
+	devs, _ = h.PathDevices(&Rail{GPU: &GPU{PCI: "0000:00:99.0", DriverOnly: true}})
+	assert.Empty(t, devs, "a driver-only GPU has no PCI path")
+}
+
+// copyTree copies a fixture tree (files, folders, symbolic links as links).
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, out)
+		case d.IsDir():
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	}))
+}
+
+// The cluster lab's VM: no GPU in sysfs, two emulated GPUs the CUDA driver
+// reports (FAKE_CUDA_DEVICES=2, buses 3b and 4b) and two software NICs,
+// rxe0 on eth0 and rxe1 on eth1. Two rails form, one NIC each, in name
+// order: rail 1 must not fall back to rxe0 (the lab degrades rxe1's link).
+func TestTwoSoftwareRails(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("..", "..", "fixtures", "hosts", "rxe"), dir)
+	virt := filepath.Join(dir, "sys", "devices", "virtual")
+	copyTree(t, filepath.Join(virt, "infiniband", "rxe0"), filepath.Join(virt, "infiniband", "rxe1"))
+	require.NoError(t, os.WriteFile(filepath.Join(virt, "infiniband", "rxe1", "parent"), []byte("eth1\n"), 0o644))
+	copyTree(t, filepath.Join(virt, "infiniband_verbs", "uverbs0"), filepath.Join(virt, "infiniband_verbs", "uverbs1"))
+	require.NoError(t, os.WriteFile(filepath.Join(virt, "infiniband_verbs", "uverbs1", "ibdev"), []byte("rxe1\n"), 0o644))
+	require.NoError(t, os.Symlink("../../devices/virtual/infiniband/rxe1", filepath.Join(dir, "sys", "class", "infiniband", "rxe1")))
+	require.NoError(t, os.Symlink("../../devices/virtual/infiniband_verbs/uverbs1", filepath.Join(dir, "sys", "class", "infiniband_verbs", "uverbs1")))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "bus", "pci", "devices", "0000:00:06.0")))
+	r, err := hostfs.New(dir)
+	require.NoError(t, err)
+	h := Discover(r)
+	require.NoError(t, h.NICErr)
+	require.Empty(t, h.GPUs, "the VM has no GPU in sysfs")
+	require.NoError(t, h.AddDriverGPUs([]string{"0000:3B:00.0", "0000:4B:00.0"}))
+	s := sel(t, h)
+	require.Len(t, s.All, 2, s.Summary())
+	assert.Equal(t, railExpect{Rail: 0, GPU: "0000:3b:00.0", NIC: "rxe0"}, asExpect(s.All[0]))
+	assert.Equal(t, railExpect{Rail: 1, GPU: "0000:4b:00.0", NIC: "rxe1"}, asExpect(s.All[1]))
+	assert.Equal(t, s.All, s.Rails, "GDR_RAILS unset: every rail")
+	s = sel(t, h, "GDR_RAILS", "1")
+	require.Len(t, s.Rails, 1)
+	assert.Equal(t, "rxe1", s.Rails[0].NIC.Name)
+}

@@ -59,6 +59,29 @@ var Areas = []struct{ Name, Prefix string }{
 	{"install", "INST"}, {"topology", "TOPO"}, {"gpu", "GPU"}, {"memreg", "MREG"}, {"pingpong", "PP"},
 }
 
+// Families are ID prefixes that cross areas: a requirement of a family
+// lives in the area whose tests it judges (HLTH-01 in pingpong, HLTH-02 in
+// gpu) and keeps the family's prefix.
+var Families = []struct{ Prefix, What string }{
+	{"HLTH", "health around traffic: error counters and the kernel log"},
+}
+
+// PrefixOK reports whether id's prefix belongs to area: the area's own, or
+// a family's.
+func PrefixOK(id, area string) bool {
+	for _, a := range Areas {
+		if a.Name == area && strings.HasPrefix(id, a.Prefix+"-") {
+			return true
+		}
+	}
+	for _, f := range Families {
+		if strings.HasPrefix(id, f.Prefix+"-") {
+			return true
+		}
+	}
+	return false
+}
+
 // Lookup returns the requirement with id.
 func Lookup(id string) (Req, bool) {
 	r, ok := catalogue[id]
