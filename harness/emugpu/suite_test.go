@@ -161,9 +161,13 @@ func TestMultiGPUOnEmulatedGPU(t *testing.T) {
 	assert.Equal(t, "skip", bw.action, "%s", bw.output.String())
 	assert.Contains(t, bw.attrs["gdr.skip"], "neither NVLink nor a PCIe path is emulated")
 	assert.Equal(t, "intact both ways", bw.attrs["gdr.p2p_data"], "data verified before the rates are set aside")
-	for _, k := range []string{"gdr.p2p_gbyte_s", "gdr.p2p_gbyte_s_reverse", "gdr.p2p_bidir_gbyte_s"} {
+	for _, k := range []string{"gdr.p2p_gbyte_s", "gdr.p2p_gbyte_s_reverse"} {
 		assert.NotEmpty(t, bw.attrs[k], "%s reported", k)
 	}
+	// The two-way rate needs the two copies to overlap; on a loaded 2-core
+	// machine the emulated ones may not, and the suite then says so instead.
+	assert.True(t, bw.attrs["gdr.p2p_bidir_gbyte_s"] != "" || bw.attrs["gdr.p2p_bidir_note"] != "",
+		"a bidirectional rate or the reason there is none: %v", bw.attrs)
 }
 
 func TestMultiGPUWithoutPeerAccess(t *testing.T) {
