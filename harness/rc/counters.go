@@ -3,53 +3,29 @@
 package rc
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
 // portCounters reads an RDMA port's counters/ and hw_counters/ (rxe has
-// only the latter) through hostfs, keyed "counters/<name>" and
-// "hw_counters/<name>". A stand-in until internal/counters lands: the
-// swap is this function and interpret.
+// only the latter) with internal/counters' reader, keyed
+// "counters/<name>" and "hw_counters/<name>" for the stall evidence below.
 func portCounters(root *hostfs.Root, dev string, port int) (map[string]uint64, error) {
-	base := fmt.Sprintf("/sys/class/infiniband/%s/ports/%d", dev, port)
-	out := map[string]uint64{}
-	found := false
-	var errs []error
-	for _, sub := range []string{"counters", "hw_counters"} {
-		names, err := root.ReadDir(base + "/" + sub)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err) // the other directory may still be readable
-			continue
-		}
-		found = true
-		for _, n := range names {
-			if strings.HasPrefix(n, ".") || n == "lifespan" {
-				continue
-			}
-			s, err := root.ReadString(base + "/" + sub + "/" + n)
-			if err != nil {
-				continue // some drivers list counters they refuse to read
-			}
-			if v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil {
-				out[sub+"/"+n] = v
-			}
-		}
+	snap, err := counters.ReadPort(root, dev, port)
+	if err != nil {
+		return nil, err
 	}
-	if !found {
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
-		return nil, fmt.Errorf("%s has neither counters/ nor hw_counters/", base)
+	if len(snap.Values) == 0 {
+		why := append(append([]string{}, snap.Absent...), snap.Problems...)
+		return nil, fmt.Errorf("no readable counter under %s: %s", counters.PortDir(dev, port), strings.Join(why, "; "))
+	}
+	out := make(map[string]uint64, len(snap.Values))
+	for k, v := range snap.Values {
+		out[string(k.Source)+"/"+k.Name] = v
 	}
 	return out, nil
 }
