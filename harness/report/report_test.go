@@ -172,6 +172,7 @@ func TestCauseKey(t *testing.T) {
 		"no NVIDIA driver loaded (/proc/driver/nvidia/version missing), so NVML cannot be checked":  "no NVIDIA driver",
 		"no CUDA driver: libcuda.so.1 does not open":                                                "no CUDA driver",
 		"GPU-to-GPU topology needs two GPUs; /sys/bus/pci/devices lists one":                        "GPU-to-GPU topology needs two GPUs",
+		"GPU 0000:3b:00.0 cannot export dma-buf (DMA_BUF_SUPPORTED=0): see GPU-04":                  "GPU 0000:3b:00.0 cannot export dma-buf (DMA_BUF_SUPPORTED=0)",
 	} {
 		assert.Equal(t, want, causeKey(msg), msg)
 	}

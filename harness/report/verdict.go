@@ -340,11 +340,15 @@ func causeKey(msg string) string {
 	if loc := noPhrase.FindStringSubmatchIndex(head); loc != nil {
 		return "no " + head[loc[2]:loc[3]]
 	}
-	if i := strings.IndexAny(m, ";:"); i > 0 {
-		m = m[:i]
+	// A clause ends at ";" or at ": " (a colon inside a PCI address such
+	// as 0000:3b:00.0 or a path does not end one).
+	if loc := clauseEnd.FindStringIndex(m); loc != nil && loc[0] > 0 {
+		m = m[:loc[0]]
 	}
 	return strings.TrimSpace(m)
 }
+
+var clauseEnd = regexp.MustCompile(`;|:(\s|$)`)
 
 var noPhrase = regexp.MustCompile(`(?:^|: |, )no ((?:[A-Za-z0-9_.-]+ ){0,2}?[A-Za-z0-9_.-]+?)(?:\s*[:;,(]| in | under | on | for | is | was | and | loaded| found| so |$)`)
 
