@@ -89,8 +89,9 @@ type Result struct {
 // Options are the pair floors.
 type Options struct {
 	// MinFraction: a passing pair whose bandwidth is below this fraction of
-	// the median of the other pairs on its rail is Slow (GDR_PAIR_MIN_FRACTION).
-	// Applied only where at least two other pairs of the rail measured one.
+	// the median of the pairs on its rail that share neither of its hosts is
+	// Slow (GDR_PAIR_MIN_FRACTION); with no such pair, of the rail's other
+	// pairs where at least two measured one.
 	MinFraction float64
 	// MinGbitS: an absolute floor; 0 = none.
 	MinGbitS float64
@@ -407,7 +408,13 @@ func serverIs(lo, hi *end) bool {
 	return lo.role == "client" || hi.role == "server" && lo.role != "server"
 }
 
-// applyFloors marks passing pairs below the floors Slow.
+// applyFloors marks passing pairs below the floors Slow. A pair is compared
+// with the rail's pairs that share neither of its hosts: a bad end slows
+// every pair it is in, and those pairs must not lower the reference of its
+// other pairs (in a four-host ring, two of a rail's four pairs hold the bad
+// end). Where no such pair measured one, the rail's other pairs are the
+// reference. A rail with fewer than three pairs has no relative floor: two
+// pairs cannot say which of them is slow.
 func applyFloors(pairs []Pair, opt Options) {
 	byRail := map[int][]int{}
 	for i, p := range pairs {
@@ -422,10 +429,36 @@ func applyFloors(pairs []Pair, opt Options) {
 		}
 		sorted := slices.Clone(vals)
 		slices.Sort(sorted)
+		byHost := map[string][]int{} // host -> its pairs on this rail (indexes into idx)
+		for i, j := range idx {
+			byHost[pairs[j].A] = append(byHost[pairs[j].A], i)
+			if pairs[j].B != pairs[j].A {
+				byHost[pairs[j].B] = append(byHost[pairs[j].B], i)
+			}
+		}
 		for i, j := range idx {
 			floor := opt.MinGbitS
 			if opt.MinFraction > 0 && len(sorted) >= 3 {
-				floor = max(floor, opt.MinFraction*medianWithout(sorted, vals[i]))
+				p := pairs[j]
+				// The values of the pairs that share a host with p (p too).
+				near := map[int]bool{}
+				for _, k := range byHost[p.A] {
+					near[k] = true
+				}
+				for _, k := range byHost[p.B] {
+					near[k] = true
+				}
+				drop := make([]float64, 0, len(near))
+				for k := range near {
+					drop = append(drop, vals[k])
+				}
+				slices.Sort(drop)
+				switch {
+				case len(drop) < len(sorted):
+					floor = max(floor, opt.MinFraction*medianApart(sorted, drop))
+				default:
+					floor = max(floor, opt.MinFraction*medianWithout(sorted, vals[i]))
+				}
 			}
 			if floor > 0 && pairs[j].BWGbitS < floor {
 				pairs[j].Status = Slow
@@ -434,6 +467,30 @@ func applyFloors(pairs []Pair, opt Options) {
 			}
 		}
 	}
+}
+
+// medianApart is the median of sorted without the values of drop (a
+// sorted sub-multiset of it, shorter than it), walking sorted once.
+func medianApart(sorted, drop []float64) float64 {
+	n := len(sorted) - len(drop)
+	at := func(want int) float64 { // the want-th value left, 0-based
+		d, left := 0, 0
+		for _, v := range sorted {
+			if d < len(drop) && drop[d] == v {
+				d++
+				continue
+			}
+			if left == want {
+				return v
+			}
+			left++
+		}
+		return sorted[len(sorted)-1] // not reached: want < n
+	}
+	if n%2 == 1 {
+		return at(n / 2)
+	}
+	return (at(n/2-1) + at(n/2)) / 2
 }
 
 // medianWithout is the median of sorted with one copy of v left out: a pair

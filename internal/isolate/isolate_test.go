@@ -303,3 +303,38 @@ func TestSummaryJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(empty), `"pairs":[]`) && strings.Contains(string(empty), `"suspects":[]`), string(empty))
 }
+
+// The lab-cluster case (4 hosts, ring, one rail of h3 bad): two of the
+// rail's four pairs hold h3, and with "the other three" as the reference
+// one of them (0.017 against 0.015, 0.032, 0.059) passed; against the pairs
+// sharing no host with it, both are slow and only h3 is bad.
+func TestFloorsApartFromBothEnds(t *testing.T) {
+	res := []Result{}
+	add := func(round int, a, b string, bw float64) {
+		res = append(res, Result{Round: round, Host: a, Peer: b, Rail: 1, Status: Pass, BWGbitS: bw},
+			Result{Round: round, Host: b, Peer: a, Rail: 1, Status: Pass, BWGbitS: bw})
+	}
+	add(0, "h1", "h2", 0.032)
+	add(0, "h3", "h4", 0.015)
+	add(1, "h4", "h1", 0.059)
+	add(1, "h2", "h3", 0.017)
+	a := Analyze(nil, res, Options{MinFraction: 0.5})
+	got := map[string]Status{}
+	for _, p := range a.Pairs {
+		got[p.A+"-"+p.B] = p.Status
+	}
+	slow := 0
+	for k, s := range got {
+		if strings.Contains(k, "h3") {
+			assert.Equal(t, Slow, s, k)
+			slow++
+		} else {
+			assert.Equal(t, Pass, s, k)
+		}
+	}
+	assert.Equal(t, 2, slow)
+	assert.Equal(t, Bad, a.State("h3", 1))
+	for _, h := range []string{"h1", "h2", "h4"} {
+		assert.NotEqual(t, Bad, a.State(h, 1), h)
+	}
+}
