@@ -13,6 +13,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/treecopy"
 )
 
 type railExpect struct {
@@ -339,28 +340,7 @@ func TestPathDevices(t *testing.T) {
 // copyTree copies a fixture tree (files, folders, symbolic links as links).
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
-	require.NoError(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&os.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, out)
-		case d.IsDir():
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	}))
+	require.NoError(t, treecopy.Copy(src, dst))
 }
 
 // The cluster lab's VM: no GPU in sysfs, two emulated GPUs the CUDA driver
