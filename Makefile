@@ -79,8 +79,9 @@ race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
-# What CI runs (README's test command): about 9 minutes for lint, unit, race
-# and the two-VM lab on 2 cores, plus 4 for the four-VM Slurm lab.
+# What CI runs (README's test command): about 10 minutes for lint, unit, race
+# and the two-VM lab on 2 cores, plus 5 for the four-VM Slurm lab (891 s in
+# all on a fresh clone).
 test: lint unit race lab lab-cluster
 
 clean:

@@ -121,7 +121,7 @@ func (r *runner) clusterEnv() []string {
 		env = append(env, "GDR_BW_SIZES=65536")
 	}
 	if !hasEnv(o.Env, "GDR_IB_TIMEOUT") {
-		// Under TCG a round trip is about 17 ms and the planted 50 ms
+		// Under TCG a round trip is about 17 ms and a planted 50 ms
 		// delay makes it about 67 ms, the default ACK timeout's: the NIC
 		// then retransmits until its retries run out and the partner's
 		// tests fail too (seen: BIDIR on vm2-vm3 rail 1). 1.07 s leaves

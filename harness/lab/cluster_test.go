@@ -14,7 +14,7 @@ import (
 func TestParseDegrade(t *testing.T) {
 	d, err := ParseDegrade(DefaultDegrade, 4, 2)
 	require.NoError(t, err)
-	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "50ms"}, Spec: "vm3:1:delay=50ms"}}, d)
+	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "100ms"}, Spec: "vm3:1:delay=100ms"}}, d)
 
 	d, err = ParseDegrade(" vm2:0:loss=10%  vm4:1:delay=10ms,loss=1.5% ", 4, 2)
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestClusterVerdict(t *testing.T) {
 
 	s = good()
 	s.Suspects = nil
-	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=50ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
+	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=100ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
 
 	s = good()
 	s.Hosts[1].Verdict = "NOT QUALIFIED (2)"
