@@ -39,16 +39,7 @@ func TestPP10AllRails(t *testing.T) {
 	testenv.Req(t, "PP-10")
 	cfg := testenv.Config(t)
 	rs := rc.Rails(t)
-	if len(rs) == 1 && rs[0].NIC == nil {
-		// No NIC on any rail: the verdict every other PP test gives (absent,
-		// or a failure when NICs are there but none is usable).
-		switch _, skip, fail := rc.Probe(t); {
-		case skip != "":
-			testenv.Absent(t, "%s", skip)
-		case fail != "":
-			testenv.Failf(t, "see the cause above", "%s", fail)
-		}
-	}
+	rc.NeedNIC(t, rs)
 	run, missing := rc.PlanRails(t, rs)
 	if missing != "" {
 		testenv.Attr(t, "rails_missing", missing)

@@ -19,15 +19,6 @@ import (
 // package's traffic tests ran; the kernel log lines of the run reported.
 func TestHLTH01TrafficCounters(t *testing.T) {
 	testenv.Req(t, "HLTH-01")
-	if rs := rc.Rails(t); len(rs) == 1 && rs[0].NIC == nil {
-		// No NIC on any rail: no traffic could run; the verdict every PP
-		// test gave (the shared cause "no RDMA device").
-		switch _, skip, fail := rc.Probe(t); {
-		case skip != "":
-			testenv.Absent(t, "%s", skip)
-		case fail != "":
-			testenv.Failf(t, "see the cause above", "%s", fail)
-		}
-	}
+	rc.NeedNIC(t, rc.Rails(t)) // no NIC: no traffic could run
 	traffic.Judge(t, "HLTH-01", "the pingpong traffic tests (PP-01..PP-10)")
 }

@@ -127,3 +127,20 @@ func PlanRails(t *testing.T, rs []*rails.Rail) (run []*rails.Rail, missing strin
 	}
 	return run, strings.Join(why, "; ")
 }
+
+// NeedNIC ends t as every PP test ends when no rail of rs (Rails) has a
+// NIC: absent, or failed when NICs are there but none is usable. Tests that
+// do not connect through Connect (PP-10, HLTH-01) call it first, so they
+// join the same shared cause.
+func NeedNIC(t *testing.T, rs []*rails.Rail) {
+	t.Helper()
+	if len(rs) != 1 || rs[0].NIC != nil {
+		return
+	}
+	switch _, skip, fail := Probe(t); {
+	case skip != "":
+		testenv.Absent(t, "%s", skip)
+	case fail != "":
+		testenv.Failf(t, "see the cause above", "%s", fail)
+	}
+}
