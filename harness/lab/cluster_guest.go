@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -142,14 +141,8 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	_ = os.MkdirAll("/sys/fs/cgroup/freezer", 0o755)
 	_ = unix.Mount("cgroup", "/sys/fs/cgroup/freezer", "cgroup", 0, "freezer")
 	for _, m := range g.job.Modules {
-		f, err := os.Open(m)
-		if err != nil {
-			return fmt.Errorf("module %s: %w", m, err)
-		}
-		err = unix.FinitModule(int(f.Fd()), "", 0)
-		f.Close()
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("loading module %s: %w", m, err)
+		if err := loadModule(m); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintf(w, "loaded %d modules\n", len(g.job.Modules))

@@ -126,14 +126,8 @@ func mustJSON(v any) []byte {
 func (g *guest) setup(w interface{ Write([]byte) (int, error) }) error {
 	deadline := time.Now().Add(g.job.Setup)
 	for _, m := range g.job.Modules {
-		f, err := os.Open(m)
-		if err != nil {
-			return fmt.Errorf("module %s: %w", m, err)
-		}
-		err = unix.FinitModule(int(f.Fd()), "", 0)
-		f.Close()
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("loading module %s: %w", m, err)
+		if err := loadModule(m); err != nil {
+			return err
 		}
 		fmt.Fprintf(w, "loaded %s\n", m)
 	}
@@ -299,4 +293,18 @@ func (g *guest) runStep(st Step) {
 	case err != nil:
 		end.RC, end.Err = -1, err.Error()
 	}
+}
+
+// loadModule loads the kernel module at path (one already loaded is fine).
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("module %s: %w", path, err)
+	}
+	err = unix.FinitModule(int(f.Fd()), "", 0)
+	f.Close()
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("loading module %s: %w", path, err)
+	}
+	return nil
 }
