@@ -14,7 +14,7 @@ import (
 func TestParseDegrade(t *testing.T) {
 	d, err := ParseDegrade(DefaultDegrade, 4, 2)
 	require.NoError(t, err)
-	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "100ms"}, Spec: "vm3:1:delay=100ms"}}, d)
+	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "250ms"}, Spec: "vm3:1:delay=250ms"}}, d)
 
 	d, err = ParseDegrade(" vm2:0:loss=10%  vm4:1:delay=10ms,loss=1.5% ", 4, 2)
 	require.NoError(t, err)
@@ -90,16 +90,23 @@ func TestClusterPlan(t *testing.T) {
 		"--job-name=gdrconf", "/lab/dist/run.sh", "-test.timeout=4m45s", "-test.run=TestPP0[38]"}, srun.Argv)
 	env := strings.Join(srun.Env, " ")
 	for _, want := range []string{"GDR_REPORTS=/shared/rounds", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
-		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=200", "GDR_STRICT=0"} {
+		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=200", "GDR_PAIR_MIN_FRACTION=0.25", "GDR_STRICT=0"} {
 		assert.Contains(t, env, want)
 	}
+	cfg, err := r.clusterConfig()
+	require.NoError(t, err)
+	assert.Equal(t, 0.25, cfg.MinFraction, "the merge analyses the pairs as the guests did")
 	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the controller's agent draws the secret")
 	assert.NotContains(t, env, "GDR_RDMA_DEVICE", "every rail, not one NIC")
 	assert.NotContains(t, env, "GDR_SUITE", "the suite is rounds.sh's default, run.sh beside it")
 
 	r.o.Cluster.Suite = SuiteStandin
-	r.o.Env = []string{"GDR_BW_SIZES=4096"}
+	r.o.Env = []string{"GDR_BW_SIZES=4096", "GDR_PAIR_MIN_FRACTION=0.4"}
 	env = strings.Join(r.clusterEnv(), " ")
+	assert.Equal(t, 1, strings.Count(env, "GDR_PAIR_MIN_FRACTION="), "LAB_ENV's own wins")
+	cfg, err = r.clusterConfig()
+	require.NoError(t, err)
+	assert.Equal(t, 0.4, cfg.MinFraction)
 	assert.Contains(t, env, "GDR_SUITE=/lab/standin.sh")
 	assert.Contains(t, env, "LAB_STANDIN_RAILS=2")
 	assert.Empty(t, r.clusterSuiteArgs(), "the stand-in takes no test flags")
@@ -140,7 +147,7 @@ func TestClusterVerdict(t *testing.T) {
 
 	s = good()
 	s.Suspects = nil
-	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=100ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
+	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=250ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
 
 	s = good()
 	s.Hosts[1].Verdict = "NOT QUALIFIED (2)"
