@@ -60,7 +60,7 @@ func perRail(t *testing.T, id string, fn func(t *testing.T, r *rails.Rail)) {
 	run, missing := rc.PlanRails(t, rc.Rails(t))
 	testenv.Attr(t, "rails", len(run))
 	for _, r := range run {
-		t.Run(rc.RailName(r), func(t *testing.T) {
+		t.Run(r.Name(), func(t *testing.T) {
 			testenv.Req(t, id)
 			fn(t, r)
 		})

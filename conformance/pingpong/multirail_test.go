@@ -56,7 +56,7 @@ func TestPP10AllRails(t *testing.T) {
 	conns := make([][]*rc.End, len(run))
 	for i, r := range run {
 		o := connOptions(t, r, size, nil, "")
-		o.Session = t.Name() + "/" + rc.RailName(r)
+		o.Session = t.Name() + "/" + r.Name()
 		o.PortOffset = 1 + max(r.Index, 0)
 		conns[i] = rc.Connect(t, o)
 	}
@@ -86,7 +86,7 @@ func TestPP10AllRails(t *testing.T) {
 	testenv.Attr(t, "bw_gbit_s_wall", stats.Gbps(bytes, wall))
 	t.Logf("all %d rails at once, WRITE %d B: sum of per-rail rates %.3f Gb/s, %.3f Gb/s over the wall time", len(run), size, sum, stats.Gbps(bytes, wall))
 	for i, r := range res {
-		t.Run(rc.RailName(r.rail), func(t *testing.T) {
+		t.Run(r.rail.Name(), func(t *testing.T) {
 			testenv.Req(t, "PP-10")
 			testenv.RailAttrs(t, r.rail)
 			if r.err != nil {

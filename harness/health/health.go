@@ -17,7 +17,6 @@ package health
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,16 +57,13 @@ type watch struct {
 // New returns an empty window.
 func New() *Window { return &Window{rails: map[int]*watch{}} }
 
-// RailName names rail r's subtest, as harness/rc does ("rail<N>").
-func RailName(r *rails.Rail) string { return "rail" + strconv.Itoa(max(r.Index, 0)) }
-
 func (w *Window) watchFor(t testing.TB, r *rails.Rail) *watch {
 	idx := max(r.Index, 0)
 	if x := w.rails[idx]; x != nil {
 		return x
 	}
 	sel := testenv.Selection(t)
-	x := &watch{name: RailName(r), rail: r, soft: map[string]bool{}, rose: map[counters.Key][]string{}}
+	x := &watch{name: r.Name(), rail: r, soft: map[string]bool{}, rose: map[counters.Key][]string{}}
 	if r.NIC != nil {
 		port := r.NIC.Port
 		if port < 1 {

@@ -42,10 +42,6 @@ func primaryOrNone(sel *rails.Selection) *rails.Rail {
 	return &rails.Rail{Index: -1, Reason: sel.PrimaryWhy}
 }
 
-// RailName is rail r's subtest name: "rail<N>" (rail 0 for a host without
-// GPUs). Rail i on one host meets rail i on the peer (rail-aligned fabrics).
-func RailName(r *rails.Rail) string { return "rail" + strconv.Itoa(max(r.Index, 0)) }
-
 // PlanRails agrees with the peer which of rs to run: each host offers its
 // rail numbers and both run those both have, in order. The rails only one
 // side has come back in missing, naming the host that lacks them (a

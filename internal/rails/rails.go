@@ -126,6 +126,11 @@ type Rail struct {
 // Class is the path class, pathclass.Unknown without a PCIe path.
 func (r *Rail) Class() pathclass.Class { return r.Path.Class }
 
+// Name is the rail's subtest and report name: "rail<N>" (rail 0 for a
+// NIC-only Primary on a host without GPUs). Rail i on one host meets rail
+// i on the peer (rail-aligned fabrics), so the name is what both agree on.
+func (r *Rail) Name() string { return "rail" + strconv.Itoa(max(r.Index, 0)) }
+
 // Bridges counts the PCI bridges between GPU and NIC.
 func (r *Rail) Bridges() int { return len(r.Path.Bridges) }
 
