@@ -365,6 +365,10 @@ func RunCluster(ctx context.Context, o Options) error {
 	mark("build", t0)
 	r.logf("initramfs %s (%.1f MiB); suite %s; degraded: %s", initrd, float64(st.Size())/(1<<20), c.Suite, degradeList(degrade))
 
+	if o.Load > 0 { // as in make lab: a loaded CI machine, beside the VMs
+		stop := startLoad(o.Load, r.logf)
+		defer stop()
+	}
 	t0 = time.Now()
 	vms, vmErrs := r.clusterBoot(ctx, qemu, parts, initrd, plan, sharedAbs)
 	mark("vms", t0)
