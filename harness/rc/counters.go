@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
@@ -28,6 +29,18 @@ func portCounters(root *hostfs.Root, dev string, port int) (map[string]uint64, e
 		out[string(k.Source)+"/"+k.Name] = v
 	}
 	return out, nil
+}
+
+// markCounters takes the port counters a stall's or a completion error's
+// evidence is measured from (counters0), or keeps why they are unreadable.
+func (e *End) markCounters() error {
+	c, err := portCounters(e.Root, e.Dev, e.Cfg.IBPort)
+	if err != nil {
+		e.countersErr = err
+		return err
+	}
+	e.counters0, e.countersAt, e.countersErr = c, time.Now(), nil
+	return nil
 }
 
 // counterDelta is how much each counter of the second read rose since the

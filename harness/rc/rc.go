@@ -618,11 +618,9 @@ func (e *End) setup() error {
 	if err := e.Sess.Barrier("connected", 0); err != nil {
 		return err
 	}
-	if c, err := portCounters(e.Root, e.Dev, cfg.IBPort); err == nil {
-		e.counters0, e.countersAt = c, time.Now()
-		e.Attr("nic_counters", fmt.Sprintf("%d read at the connection (a stall reports their rise)", len(c)))
+	if err := e.markCounters(); err == nil {
+		e.Attr("nic_counters", fmt.Sprintf("%d read at the connection (a stall reports their rise)", len(e.counters0)))
 	} else {
-		e.countersErr = err
 		e.Attr("nic_counters", "unreadable: "+err.Error())
 	}
 	e.Attr("nic", e.Dev)

@@ -63,9 +63,7 @@ func TestStallEvidence(t *testing.T) {
 		"retry_exceeded_err": "0", "link_downed": "0", "duplicate_request": "0"}
 	e := &End{Cfg: config.Defaults(), Dev: "rxe0", Role: "client"}
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", before)
-	c0, err := portCounters(e.Root, "rxe0", 1)
-	require.NoError(t, err)
-	e.counters0, e.countersAt = c0, time.Now()
+	require.NoError(t, e.markCounters())
 
 	// Loss: retransmissions, then the NIC gave up.
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", map[string]string{"sent_pkts": "900", "rcvd_pkts": "300",
@@ -218,9 +216,7 @@ func TestCompletionErrorEvidence(t *testing.T) {
 		"link_downed": "0", "send_err": "0", "completer_retry_err": "0"}
 	e := &End{Cfg: config.Defaults(), Dev: "rxe0", Role: "client"}
 	e.Root = rxeTree(t, "4: ACTIVE", "5: LinkUp", "up", quiet)
-	c0, err := portCounters(e.Root, "rxe0", 1)
-	require.NoError(t, err)
-	e.counters0, e.countersAt = c0, time.Now()
+	require.NoError(t, e.markCounters())
 	bw := func(status int) (*verbs.WCError, error) {
 		we := &verbs.WCError{WC: verbs.WC{Status: status}, What: "RDMA_WRITE bandwidth (after 100 of 200 iterations)"}
 		return we, fmt.Errorf("queue pair 0 of 1: %w", we)
