@@ -106,6 +106,18 @@ type Config struct {
 	// fraction of the link's theoretical rate per direction (GPU-15).
 	MinP2PNVLinkFraction float64
 	MinP2PPCIeFraction   float64
+
+	// Fabric class of the test traffic (the address vector of every QP).
+	// IBTC is GDR_IB_TC, the GRH traffic class (on RoCE the IP header's
+	// DSCP<<2 | ECN); IBSL is GDR_IB_SL, the service level. Unset, each
+	// takes NCCL_IB_TC / NCCL_IB_SL when those are set, so the test rides
+	// the class NCCL rides, else 0 (perftest's --tclass and --sl default).
+	// IBTCFrom and IBSLFrom name where the value came from.
+	IBTC, IBSL         int
+	IBTCFrom, IBSLFrom string
+	// GIDNetdev is GDR_GID_NETDEV: the RoCE v2 GID of this netdev (a VLAN
+	// interface has GIDs of its own); "" = the GID rule's automatic choice.
+	GIDNetdev string
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -136,8 +148,13 @@ func Defaults() Config {
 		// a host copy carries: the same floor as GDR_MIN_COPY_FRACTION.
 		MinP2PPCIeFraction: 0.6,
 		MR:                 MRAuto,
+		IBTCFrom:           FromDefault,
+		IBSLFrom:           FromDefault,
 	}
 }
+
+// FromDefault is IBTCFrom/IBSLFrom when no variable set the value.
+const FromDefault = "default"
 
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
@@ -147,6 +164,7 @@ var Vars = []string{
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
+	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV",
 }
 
 // Load reads the process environment.
@@ -371,6 +389,19 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c.MinP2PNVLinkFraction = parseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
 	c.MinP2PPCIeFraction = parseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
 
+	c.IBTC, c.IBTCFrom = parseClass(get, "GDR_IB_TC", "NCCL_IB_TC", 255, "traffic class", bad)
+	c.IBSL, c.IBSLFrom = parseClass(get, "GDR_IB_SL", "NCCL_IB_SL", 15, "service level", bad)
+	if v, ok := get("GDR_GID_NETDEV"); ok && v != "" {
+		if !validNetdev(v) {
+			bad("GDR_GID_NETDEV", v, "a network interface name as in /sys/class/net (e.g. eth2 or eth2.100): 1 to 15 characters, no '/', ':' or spaces")
+		} else {
+			c.GIDNetdev = v
+		}
+	}
+	if c.GIDNetdev != "" && c.GIDIndex >= 0 {
+		errs = append(errs, fmt.Errorf("GDR_GID_NETDEV=%s and GDR_GID_INDEX=%d both choose the GID: set one of them", clip.Quote(c.GIDNetdev), c.GIDIndex))
+	}
+
 	if c.Role == Client && c.Peer == "" {
 		errs = append(errs, errors.New("GDR_ROLE=client needs GDR_PEER=host[:port] naming the server"))
 	}
@@ -397,6 +428,46 @@ func parseFloat(get func(string) (string, bool), name string, lo, hi float64, un
 		return def
 	}
 	return f
+}
+
+// parseClass reads a fabric class value (GDR_IB_TC 0..255, GDR_IB_SL
+// 0..15): the suite's variable, else NCCL's (whose own default, -1, means
+// unset: src/transport/net_ib/connect.cc, NCCL_PARAM(IbTc, "IB_TC", -1)),
+// else 0. from names the variable the value came from.
+func parseClass(get func(string) (string, bool), name, nccl string, hi int, what string, bad func(string, string, string)) (val int, from string) {
+	accepted := fmt.Sprintf("a %s from 0 to %d", what, hi)
+	if v, ok := get(name); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > hi {
+			bad(name, v, accepted)
+			return 0, FromDefault
+		}
+		return n, name
+	}
+	if v, ok := get(nccl); ok && v != "" && v != "-1" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > hi {
+			bad(nccl, v, accepted+" (read because "+name+" is unset; set "+name+" to override it)")
+			return 0, FromDefault
+		}
+		return n, nccl
+	}
+	return 0, FromDefault
+}
+
+// validNetdev: what the kernel lets a network interface be called
+// (dev_valid_name: at most IFNAMSIZ-1 bytes, not . or .., no '/', ':' or
+// white space).
+func validNetdev(s string) bool {
+	if len(s) == 0 || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == '/' || r == ':' || r >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPath rejects what no path can be: longer than PATH_MAX, or holding a NUL.

@@ -170,6 +170,56 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// GDR_IB_TC/GDR_IB_SL: the suite's variable wins, NCCL's is the default
+// when set (-1 is NCCL's own "unset"), else 0; each says where it came from.
+func TestFabricClass(t *testing.T) {
+	c, err := Parse(env())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{0, 0}, [2]int{c.IBTC, c.IBSL})
+	assert.Equal(t, [2]string{FromDefault, FromDefault}, [2]string{c.IBTCFrom, c.IBSLFrom})
+
+	c, err = Parse(env("NCCL_IB_TC", "106", "NCCL_IB_SL", "3"))
+	require.NoError(t, err)
+	assert.Equal(t, 106, c.IBTC)
+	assert.Equal(t, "NCCL_IB_TC", c.IBTCFrom)
+	assert.Equal(t, 3, c.IBSL)
+	assert.Equal(t, "NCCL_IB_SL", c.IBSLFrom)
+
+	c, err = Parse(env("GDR_IB_TC", "104", "NCCL_IB_TC", "106", "GDR_IB_SL", "0", "NCCL_IB_SL", "3"))
+	require.NoError(t, err)
+	assert.Equal(t, 104, c.IBTC)
+	assert.Equal(t, "GDR_IB_TC", c.IBTCFrom)
+	assert.Equal(t, 0, c.IBSL, "an explicit 0 overrides NCCL's value")
+	assert.Equal(t, "GDR_IB_SL", c.IBSLFrom)
+
+	c, err = Parse(env("NCCL_IB_TC", "-1", "NCCL_IB_SL", ""))
+	require.NoError(t, err)
+	assert.Equal(t, FromDefault, c.IBTCFrom, "NCCL's -1 is unset")
+	assert.Equal(t, FromDefault, c.IBSLFrom)
+
+	_, err = Parse(env("NCCL_IB_TC", "300"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `NCCL_IB_TC="300"`)
+	assert.Contains(t, err.Error(), "GDR_IB_TC is unset")
+	_, err = Parse(env("NCCL_IB_SL", "x", "GDR_IB_SL", "2"))
+	require.NoError(t, err, "NCCL's value is not read when GDR_IB_SL is set")
+}
+
+// GDR_GID_NETDEV names the netdev; with GDR_GID_INDEX as well it is an
+// error naming both.
+func TestGIDNetdev(t *testing.T) {
+	c, err := Parse(env("GDR_GID_NETDEV", "eth2.100"))
+	require.NoError(t, err)
+	assert.Equal(t, "eth2.100", c.GIDNetdev)
+	c, err = Parse(env("GDR_GID_NETDEV", "eth2", "GDR_GID_INDEX", "auto"))
+	require.NoError(t, err)
+	assert.Equal(t, "eth2", c.GIDNetdev)
+	_, err = Parse(env("GDR_GID_NETDEV", "eth2", "GDR_GID_INDEX", "3"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `GDR_GID_NETDEV="eth2"`)
+	assert.Contains(t, err.Error(), "GDR_GID_INDEX=3")
+}
+
 // The README documents every variable Load reads.
 func TestReadmeDocumentsEveryVariable(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
@@ -317,6 +367,17 @@ func TestMalformedValues(t *testing.T) {
 		{"GDR_BW_SIZES", "out of range", "2048m", "out of range"},
 		{"GDR_BW_SIZES", "garbage", "64k,,1m", "comma-separated message sizes"},
 		{"GDR_BW_SIZES", "huge", huge, "out of range"},
+		{"GDR_IB_TC", "out of range", "256", "traffic class from 0 to 255"},
+		{"GDR_IB_TC", "out of range", "-1", "traffic class from 0 to 255"},
+		{"GDR_IB_TC", "wrong unit", "0x68", "traffic class from 0 to 255"},
+		{"GDR_IB_TC", "huge", huge, "traffic class from 0 to 255"},
+		{"GDR_IB_SL", "out of range", "16", "service level from 0 to 15"},
+		{"GDR_IB_SL", "garbage", "gold", "service level from 0 to 15"},
+		{"GDR_IB_SL", "huge", huge, "service level from 0 to 15"},
+		{"GDR_GID_NETDEV", "garbage", "eth0/1", "/sys/class/net"},
+		{"GDR_GID_NETDEV", "garbage", "eth0:1", "no '/', ':'"},
+		{"GDR_GID_NETDEV", "out of range", "enp0s31f6.1000.1", "1 to 15 characters"},
+		{"GDR_GID_NETDEV", "huge", hugeText, "1 to 15 characters"},
 	}
 	covered := map[string]map[string]bool{}
 	for _, tc := range cases {
