@@ -695,7 +695,7 @@ func (e *End) sysfsDevice() error {
 // RoCE v2 with an IPv4 address on an ACTIVE Ethernet port, else RoCE v2,
 // else index 0).
 func (e *End) pickGID() error {
-	g, err := rdmadev.PickGID(e.sysDev, e.Cfg.IBPort, e.Cfg.GIDIndex)
+	g, err := rdmadev.PickGID(e.sysDev, e.Cfg.IBPort, e.Cfg.GIDIndex, e.Cfg.GIDNetdev)
 	if err != nil {
 		return err
 	}

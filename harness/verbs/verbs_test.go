@@ -157,7 +157,7 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 	require.NoError(t, err)
 	d, err := rdmadev.Load(root, c.Name)
 	require.NoError(t, err)
-	gid, err = rdmadev.PickGID(d, 1, -1)
+	gid, err = rdmadev.PickGID(d, 1, -1, "")
 	require.NoError(t, err)
 	pd := must[*PD](t)(c.AllocPD())
 	mk := func() side {

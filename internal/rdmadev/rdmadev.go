@@ -464,13 +464,21 @@ func (d *Device) GID(n, index int) (g GID, ok bool, err error) {
 
 // PickGID chooses the GID a test uses on port n of d, by the package's GID
 // rule. index >= 0 selects that entry (it must be populated); -1 is
-// automatic (GDR_GID_INDEX unset). The automatic search reads entries in
-// index order and stops at the first RoCE v2 IPv4 one, so an rxe port costs a
-// few reads, not 1024.
-func PickGID(d *Device, n, index int) (GID, error) {
+// automatic (GDR_GID_INDEX unset). netdev (GDR_GID_NETDEV), when not "",
+// selects the RoCE v2 GID whose gid_attrs/ndevs entry is that interface
+// (IPv4-mapped first), and excludes index. The automatic search reads
+// entries in index order and stops at the first RoCE v2 IPv4 one, so an rxe
+// port costs a few reads, not 1024.
+func PickGID(d *Device, n, index int, netdev string) (GID, error) {
 	p := d.Port(n)
 	if p == nil {
 		return GID{}, fmt.Errorf("%s has no port %d (ports: %s)", d.Name, n, d.portList())
+	}
+	if netdev != "" {
+		if index >= 0 {
+			return GID{}, fmt.Errorf("GDR_GID_NETDEV=%s and GDR_GID_INDEX=%d both choose the GID of %s port %d: set one of them", netdev, index, d.Name, n)
+		}
+		return d.gidOfNetdev(n, p, netdev)
 	}
 	if index >= 0 || !roceAuto(p) {
 		i := max(index, 0)
@@ -529,6 +537,66 @@ func PickGID(d *Device, n, index int) (GID, error) {
 		return GID{}, fmt.Errorf("%s port %d: no usable GID: %w", d.Name, n, errors.Join(errs...))
 	}
 	return GID{}, fmt.Errorf("%s port %d: no RoCE v2 GID and GID index 0 is empty; give the netdev an IP address (ip addr add ... dev <netdev>)", d.Name, n)
+}
+
+// gidOfNetdev is PickGID's choice by netdev: the lowest RoCE v2 GID of
+// netdev with an IPv4-mapped address, else its lowest RoCE v2 GID. It stops
+// at the first IPv4 one; else it reads the whole table, and a miss names the
+// netdevs that do carry RoCE v2 GIDs on the port.
+func (d *Device) gidOfNetdev(n int, p *Port, netdev string) (GID, error) {
+	why := fmt.Sprintf("%s port %d: GDR_GID_NETDEV=%s", d.Name, n, netdev)
+	if p.LinkLayer != "Ethernet" {
+		return GID{}, fmt.Errorf("%s: the port's link layer is %s; a GID by netdev exists on RoCE (Ethernet) ports only: unset GDR_GID_NETDEV", why, orUnknown(p.LinkLayer))
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, err := d.table(n)
+	if err != nil {
+		return GID{}, err
+	}
+	var v2 *GID
+	var errs []error
+	others := map[string]bool{}
+	for _, i := range t.indices {
+		g, err := d.entry(t, i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if g.Addr == nil || g.Type != "RoCE v2" {
+			continue
+		}
+		if g.Ndev != netdev {
+			if g.Ndev != "" {
+				others[g.Ndev] = true
+			}
+			continue
+		}
+		if g.IPv4() {
+			return g, nil
+		}
+		if v2 == nil {
+			v2 = &g
+		}
+	}
+	if v2 != nil {
+		return *v2, nil
+	}
+	names := make([]string, 0, len(others))
+	for nd := range others {
+		names = append(names, nd)
+	}
+	sort.Strings(names)
+	have := "none"
+	if len(names) > 0 {
+		have = strings.Join(names, ", ")
+	}
+	err = fmt.Errorf("%s: no RoCE v2 GID of that netdev (%d table entries; netdevs with RoCE v2 GIDs here: %s): check the name, that the interface is up with an IP address, and that it sits on this port",
+		why, len(t.indices), have)
+	if len(errs) > 0 {
+		err = fmt.Errorf("%w; unreadable entries: %w", err, errors.Join(errs...))
+	}
+	return GID{}, err
 }
 
 // PickGIDFrom applies the GID rule to a table read elsewhere (verbs

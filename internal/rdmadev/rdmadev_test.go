@@ -85,12 +85,12 @@ func TestScanMLX(t *testing.T) {
 	assert.Equal(t, "uverbs0", d.Uverbs)
 	assert.Equal(t, "uverbs1", devs[1].Uverbs)
 	assert.Equal(t, "CA", d.NodeTypeName())
-	g, err := PickGID(d, 1, -1)
+	g, err := PickGID(d, 1, -1, "")
 	require.NoError(t, err)
 	assert.Equal(t, 0, g.Index)
-	_, err = PickGID(d, 2, -1)
+	_, err = PickGID(d, 2, -1, "")
 	assert.ErrorContains(t, err, "no port 2")
-	_, err = PickGID(d, 1, 5)
+	_, err = PickGID(d, 1, 5, "")
 	assert.ErrorContains(t, err, "GID index 5")
 }
 
@@ -115,19 +115,19 @@ func TestScanRXE(t *testing.T) {
 	assert.Equal(t, "eth0", gids[3].Ndev)
 	_, err = d.GIDs(2)
 	assert.ErrorContains(t, err, "no port 2")
-	g, err := PickGID(d, 1, -1)
+	g, err := PickGID(d, 1, -1, "")
 	require.NoError(t, err)
 	assert.Equal(t, 3, g.Index, "RoCE v2 with IPv4 on an ACTIVE port")
 	assert.Equal(t, "198.18.0.1", g.Addr.String())
 	assert.Equal(t, "eth0", g.Ndev)
-	g, err = PickGID(d, 1, 1)
+	g, err = PickGID(d, 1, 1, "")
 	require.NoError(t, err)
 	assert.Equal(t, "RoCE v2", g.Type)
-	_, err = PickGID(d, 1, 9)
+	_, err = PickGID(d, 1, 9, "")
 	assert.ErrorContains(t, err, "GID index 9 (GDR_GID_INDEX) is empty or absent")
 	// A port that is not ACTIVE falls back to index 0.
 	p.State = "DOWN"
-	g, err = PickGID(d, 1, -1)
+	g, err = PickGID(d, 1, -1, "")
 	require.NoError(t, err)
 	assert.Equal(t, 0, g.Index)
 }
@@ -154,7 +154,7 @@ func TestPickGIDLazy(t *testing.T) {
 	}
 	d, err := Load(root(t, dir), "rxe0")
 	require.NoError(t, err)
-	g, err := PickGID(d, 1, -1)
+	g, err := PickGID(d, 1, -1, "")
 	require.NoError(t, err)
 	assert.Equal(t, 2, g.Index)
 	assert.Len(t, d.gids[1].read, 3, "read entries 0-2 only")
@@ -267,4 +267,88 @@ func FuzzParsers(f *testing.F) {
 		}
 		_, _ = ParseLID(s)
 	})
+}
+
+// gidTree writes a one-port device with the GID table entries given
+// (index -> GID, type, netdev) on a port of link layer linkLayer.
+func gidTree(t *testing.T, linkLayer string, entries map[int][3]string) *Device {
+	t.Helper()
+	dir := t.TempDir()
+	base := filepath.Join(dir, "sys/devices/virtual/infiniband/roce0")
+	for _, d := range []string{"ports/1/gids", "ports/1/gid_attrs/types", "ports/1/gid_attrs/ndevs"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(base, d), 0o755))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sys/class/infiniband"), 0o755))
+	require.NoError(t, os.Symlink("../../devices/virtual/infiniband/roce0", filepath.Join(dir, "sys/class/infiniband/roce0")))
+	files := map[string]string{"parent": "eth2\n", "ports/1/state": "4: ACTIVE\n", "ports/1/rate": "100 Gb/sec (4X EDR)\n", "ports/1/link_layer": linkLayer + "\n"}
+	for i, e := range entries {
+		files[fmt.Sprintf("ports/1/gids/%d", i)] = e[0] + "\n"
+		files[fmt.Sprintf("ports/1/gid_attrs/types/%d", i)] = e[1] + "\n"
+		files[fmt.Sprintf("ports/1/gid_attrs/ndevs/%d", i)] = e[2] + "\n"
+	}
+	for n, v := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(base, n), []byte(v), 0o644))
+	}
+	d, err := Load(root(t, dir), "roce0")
+	require.NoError(t, err)
+	return d
+}
+
+// GDR_GID_NETDEV: the RoCE v2 GID of that netdev, IPv4-mapped first; the
+// automatic rule would take eth2's (lower index); a netdev without RoCE v2
+// GIDs, an InfiniBand port, or an index as well are errors naming what
+// was asked and what exists.
+func TestPickGIDByNetdev(t *testing.T) {
+	const (
+		ll     = "fe80:0000:0000:0000:5054:00ff:fe12:3456"
+		llVLAN = "fe80:0000:0000:0000:5054:00ff:fe12:3457"
+		v4     = "0000:0000:0000:0000:0000:ffff:c612:0001" // 198.18.0.1 on eth2
+		v4VLAN = "0000:0000:0000:0000:0000:ffff:c613:0001" // 198.19.0.1 on eth2.100
+	)
+	entries := map[int][3]string{
+		0: {ll, "IB/RoCE v1", "eth2"}, 1: {ll, "RoCE v2", "eth2"},
+		2: {v4, "IB/RoCE v1", "eth2"}, 3: {v4, "RoCE v2", "eth2"},
+		4: {llVLAN, "IB/RoCE v1", "eth2.100"}, 5: {llVLAN, "RoCE v2", "eth2.100"},
+		6: {v4VLAN, "IB/RoCE v1", "eth2.100"}, 7: {v4VLAN, "RoCE v2", "eth2.100"},
+	}
+	d := gidTree(t, "Ethernet", entries)
+	g, err := PickGID(d, 1, -1, "")
+	require.NoError(t, err)
+	assert.Equal(t, 3, g.Index, "automatic: eth2's RoCE v2 IPv4 GID")
+	g, err = PickGID(d, 1, -1, "eth2.100")
+	require.NoError(t, err)
+	assert.Equal(t, 7, g.Index, "the VLAN's own RoCE v2 IPv4 GID")
+	assert.Equal(t, "eth2.100", g.Ndev)
+	assert.Equal(t, "198.19.0.1", g.Addr.String())
+	g, err = PickGID(d, 1, -1, "eth2")
+	require.NoError(t, err)
+	assert.Equal(t, 3, g.Index)
+
+	// Without an IPv4 address on the VLAN: its link-local RoCE v2 GID.
+	noV4 := map[int][3]string{}
+	for i, e := range entries {
+		if i != 7 {
+			noV4[i] = e
+		}
+	}
+	g, err = PickGID(gidTree(t, "Ethernet", noV4), 1, -1, "eth2.100")
+	require.NoError(t, err)
+	assert.Equal(t, 5, g.Index)
+
+	_, err = PickGID(d, 1, -1, "eth3")
+	require.Error(t, err)
+	for _, w := range []string{"GDR_GID_NETDEV=eth3", "roce0 port 1", "no RoCE v2 GID of that netdev", "eth2, eth2.100"} {
+		assert.Contains(t, err.Error(), w)
+	}
+	_, err = PickGID(d, 1, 3, "eth2")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "GDR_GID_NETDEV=eth2 and GDR_GID_INDEX=3")
+	_, err = PickGID(gidTree(t, "InfiniBand", map[int][3]string{0: {ll, "IB/RoCE v1", ""}}), 1, -1, "ib0")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "link layer is InfiniBand")
+	// A netdev whose only GIDs are RoCE v1 has no RoCE v2 GID to give.
+	v1only := map[int][3]string{0: {ll, "IB/RoCE v1", "eth2"}, 1: {llVLAN, "IB/RoCE v1", "eth2.100"}}
+	_, err = PickGID(gidTree(t, "Ethernet", v1only), 1, -1, "eth2.100")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "netdevs with RoCE v2 GIDs here: none")
 }
