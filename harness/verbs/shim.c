@@ -206,8 +206,14 @@ int gdr_qp_init(struct ibv_qp *qp, uint8_t port, int access) {
 	return rc_errno(G.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
 }
 
+// sl and tclass are the fabric class both hosts agreed (GDR_IB_SL,
+// GDR_IB_TC): the service level goes into the address vector on every
+// fabric, the traffic class into the GRH (RoCE, or IB across subnets), as
+// perftest's ctx_modify_qp_to_rtr and NCCL's ncclIbQpRtr
+// (src/transport/net_ib/connect.cc) set them.
 int gdr_qp_rtr(struct ibv_qp *qp, uint8_t port, int mtu_enum, uint32_t dest_qpn, uint32_t rq_psn,
-	uint16_t dlid, int global, const uint8_t dgid[16], uint8_t sgid_index, uint8_t max_dest_rd_atomic) {
+	uint16_t dlid, int global, const uint8_t dgid[16], uint8_t sgid_index, uint8_t max_dest_rd_atomic,
+	uint8_t sl, uint8_t tclass) {
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof a);
 	a.qp_state = IBV_QPS_RTR;
@@ -218,14 +224,14 @@ int gdr_qp_rtr(struct ibv_qp *qp, uint8_t port, int mtu_enum, uint32_t dest_qpn,
 	a.min_rnr_timer = 12;
 	a.ah_attr.port_num = port;
 	a.ah_attr.dlid = dlid;
-	a.ah_attr.sl = 0;
+	a.ah_attr.sl = sl;
 	a.ah_attr.src_path_bits = 0;
 	if (global) {
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
 		a.ah_attr.grh.sgid_index = sgid_index;
 		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.traffic_class = 0;
+		a.ah_attr.grh.traffic_class = tclass;
 		a.ah_attr.grh.flow_label = 0;
 	}
 	errno = 0;
@@ -350,17 +356,21 @@ int64_t gdr_now_ns(void) {
 // wait has lasted YIELD_AFTER_NS they yield the CPU at each check: on a
 // one-CPU VM the kernel thread that completes our work needs it (measured in
 // the Soft-RoCE lab: 1 MiB WRITE bandwidth x1.8, WRITE latency p99 /2), while
-// waits on hardware NICs (microseconds) end before they would ever yield.
+// single waits on hardware NICs (microseconds) end before they would ever
+// yield. Bandwidth loops wait a whole moderation window between completions
+// (milliseconds at 1 MiB): the caller passes their threshold
+// (gdr_bw_args.yield_after_ns).
 #define SPIN_CHECK 64
 #define YIELD_AFTER_NS 20000
 
 // spin_check is called every SPIN_CHECK empty rounds of a wait that began at
-// start; returns 1 when the deadline has passed.
-static inline int spin_check(int64_t start, int64_t deadline) {
+// start; it yields once the wait is longer than yield_after, and returns 1
+// when the deadline has passed.
+static inline int spin_check(int64_t start, int64_t deadline, int64_t yield_after) {
 	int64_t now = gdr_now_ns();
 	if (now > deadline)
 		return 1;
-	if (now - start > YIELD_AFTER_NS)
+	if (now - start > yield_after)
 		sched_yield();
 	return 0;
 }
@@ -393,7 +403,7 @@ int gdr_poll(struct ibv_cq *cq, gdr_wc *out, int max, int min, int64_t timeout_n
 		got += n;
 		if (got >= min && (n < want || got >= max))
 			break;
-		if (n == 0 && ++spins % SPIN_CHECK == 0 && spin_check(start, deadline))
+		if (n == 0 && ++spins % SPIN_CHECK == 0 && spin_check(start, deadline, YIELD_AFTER_NS))
 			break;
 	}
 	return got;
@@ -404,7 +414,7 @@ int gdr_wait_u8(uintptr_t addr, uint8_t want, int64_t timeout_ns) {
 	int64_t start = gdr_now_ns(), deadline = start + timeout_ns;
 	int spins = 0;
 	while (*p != want) {
-		if (++spins % SPIN_CHECK == 0 && spin_check(start, deadline))
+		if (++spins % SPIN_CHECK == 0 && spin_check(start, deadline, YIELD_AFTER_NS))
 			return ETIMEDOUT;
 	}
 	return 0;
@@ -426,7 +436,7 @@ static int poll_one(struct ibv_cq *cq, int64_t timeout_ns, int *wc_status, struc
 			}
 			return 0;
 		}
-		if (++spins % SPIN_CHECK == 0 && spin_check(start, deadline))
+		if (++spins % SPIN_CHECK == 0 && spin_check(start, deadline, YIELD_AFTER_NS))
 			return ETIMEDOUT;
 	}
 }
@@ -516,14 +526,16 @@ int gdr_lat(const gdr_lat_args *a, int64_t *stamps, int *wc_status, int *done) {
 }
 
 // bw_loop posts iters WRs as ib_write_bw does (at most tx_depth
-// outstanding, every cq_mod-th and the last signaled) and waits for them.
-static int bw_loop(const gdr_bw_args *a, int iters, int64_t *elapsed_ns, int *wc_status, int *done) {
+// outstanding, every cq_mod-th and the last signaled) and waits for them;
+// *start_ns is the first post, *end_ns the last completion.
+static int bw_loop(const gdr_bw_args *a, int iters, int64_t *start_ns, int64_t *end_ns, int *wc_status, int *done) {
 	struct ibv_sge sge = {.addr = a->laddr, .length = a->size, .lkey = a->lkey};
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc[16];
 	int scnt = 0, ccnt = 0, rc, spins = 0;
 	int cq_mod = a->cq_mod < 1 ? 1 : a->cq_mod;
 	int64_t start = 0, last = gdr_now_ns();
+	int64_t yield_after = a->yield_after_ns > 0 ? a->yield_after_ns : YIELD_AFTER_NS;
 	*done = 0;
 	memset(&wr, 0, sizeof wr);
 	wr.sg_list = &sge;
@@ -558,21 +570,50 @@ static int bw_loop(const gdr_bw_args *a, int iters, int64_t *elapsed_ns, int *wc
 		if (n > 0) {
 			last = gdr_now_ns();
 			*done = ccnt;
-		} else if (++spins % SPIN_CHECK == 0 && spin_check(last, last + a->timeout_ns)) {
+		} else if (++spins % SPIN_CHECK == 0 && spin_check(last, last + a->timeout_ns, yield_after)) {
 			return ETIMEDOUT; // no progress for timeout_ns
 		}
 	}
-	*elapsed_ns = gdr_now_ns() - start;
+	*end_ns = gdr_now_ns();
+	*start_ns = start;
 	return 0;
 }
 
-int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done) {
-	int64_t warm_ns = 0;
-	int rc;
+int gdr_gate_wait(int32_t *gate, int32_t n, int64_t timeout_ns) {
+	__atomic_add_fetch(gate, 1, __ATOMIC_ACQ_REL);
+	int64_t deadline = gdr_now_ns() + timeout_ns;
+	int spins = 0;
+	while (__atomic_load_n(gate, __ATOMIC_ACQUIRE) < n) {
+		// Nothing is timed yet: yield, so that a thread still warming up
+		// on the same CPU gets it.
+		if (++spins % SPIN_CHECK == 0) {
+			if (gdr_now_ns() > deadline)
+				return ETIME;
+			sched_yield();
+		}
+	}
+	return 0;
+}
+
+int32_t gdr_gate_count(int32_t *gate) { return __atomic_load_n(gate, __ATOMIC_ACQUIRE); }
+
+int gdr_bw(const gdr_bw_args *a, int64_t *start_ns, int64_t *end_ns, int *wc_status, int *done) {
+	int64_t ws = 0, we = 0;
+	int rc = 0;
 	*wc_status = -1;
+	*start_ns = *end_ns = 0;
 	// The warm-up (untimed) brings QP, MR and page-table caches into use,
 	// so the timed run measures the steady state.
-	if (a->warmup > 0 && (rc = bw_loop(a, a->warmup, &warm_ns, wc_status, done)))
+	if (a->warmup > 0)
+		rc = bw_loop(a, a->warmup, &ws, &we, wc_status, done);
+	// A failed warm-up still arrives at the gate, so the other queue
+	// pairs' loops are not held until it times out.
+	if (a->gate) {
+		int grc = gdr_gate_wait(a->gate, a->gate_n, a->timeout_ns);
+		if (!rc)
+			rc = grc;
+	}
+	if (rc)
 		return rc;
-	return bw_loop(a, a->iters, elapsed_ns, wc_status, done);
+	return bw_loop(a, a->iters, start_ns, end_ns, wc_status, done);
 }

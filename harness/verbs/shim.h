@@ -39,7 +39,8 @@ int gdr_destroy_qp(struct ibv_qp *qp);
 uint32_t gdr_qp_num(struct ibv_qp *qp);
 int gdr_qp_init(struct ibv_qp *qp, uint8_t port, int access);
 int gdr_qp_rtr(struct ibv_qp *qp, uint8_t port, int mtu_enum, uint32_t dest_qpn, uint32_t rq_psn,
-	uint16_t dlid, int global, const uint8_t dgid[16], uint8_t sgid_index, uint8_t max_dest_rd_atomic);
+	uint16_t dlid, int global, const uint8_t dgid[16], uint8_t sgid_index, uint8_t max_dest_rd_atomic,
+	uint8_t sl, uint8_t tclass);
 int gdr_qp_rts(struct ibv_qp *qp, uint32_t sq_psn, uint8_t max_rd_atomic, uint8_t timeout, uint8_t retry);
 int gdr_qp_to_err(struct ibv_qp *qp);
 const char *gdr_wc_status_str(int status);
@@ -104,8 +105,9 @@ typedef struct {
 int gdr_lat(const gdr_lat_args *a, int64_t *stamps, int *wc_status, int *done);
 
 // Bandwidth like ib_write_bw: iters WRs of size bytes with opcode, at most
-// tx_depth outstanding, every cq_mod-th signaled. *elapsed_ns from the first
-// post to the last completion.
+// tx_depth outstanding, every cq_mod-th signaled. *start_ns is the first
+// timed post, *end_ns the last completion (CLOCK_MONOTONIC, as gdr_now_ns),
+// so runs of several threads can be put on one clock.
 typedef struct {
 	struct ibv_qp *qp;
 	struct ibv_cq *scq;
@@ -120,8 +122,21 @@ typedef struct {
 	int32_t cq_mod;
 	int32_t warmup;   // untimed WRs first
 	int64_t timeout_ns;
+	// A wait for a completion yields the CPU once it is longer than this
+	// (0: YIELD_AFTER_NS).
+	int64_t yield_after_ns;
+	// gate, when set, is a start gate of gate_n threads (C memory): after
+	// its warm-up each loop arrives and waits for all before the timed run
+	// (perftest -q starts every QP together).
+	int32_t *gate;
+	int32_t gate_n;
 } gdr_bw_args;
-int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done);
+int gdr_bw(const gdr_bw_args *a, int64_t *start_ns, int64_t *end_ns, int *wc_status, int *done);
+
+// gdr_gate_wait arrives at gate and waits until n threads have; 0, or ETIME
+// when they have not within timeout_ns.
+int gdr_gate_wait(int32_t *gate, int32_t n, int64_t timeout_ns);
+int32_t gdr_gate_count(int32_t *gate);
 
 // gdr_wait_u8 waits until *(uint8_t*)addr == want.
 int gdr_wait_u8(uintptr_t addr, uint8_t want, int64_t timeout_ns);

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/internal/stats"
 )
 
 // Library is the soname opened at run time.
@@ -656,6 +657,10 @@ type Remote struct {
 	MTU     int  // path MTU in bytes: min of both ends' active MTU
 	RdAtom  int  // outstanding RDMA READs we accept as responder
 	SGIDIdx int  // our GID index (with GRH)
+	// SL and TC are the fabric class both hosts agreed (GDR_IB_SL 0..15,
+	// GDR_IB_TC 0..255): ah_attr.sl, and grh.traffic_class with GRH.
+	SL int
+	TC int
 }
 
 // RTR moves INIT -> RTR towards r.
@@ -664,16 +669,20 @@ func (q *QP) RTR(r Remote) error {
 	if mtu == 0 {
 		return fmt.Errorf("ibv_modify_qp(RTR): path MTU %d is not 256..4096", r.MTU)
 	}
+	if r.SL < 0 || r.SL > 15 || r.TC < 0 || r.TC > 255 {
+		return fmt.Errorf("ibv_modify_qp(RTR): service level %d (want 0..15) or traffic class %d (want 0..255) out of range", r.SL, r.TC)
+	}
 	global := C.int(0)
 	if r.UseGRH {
 		global = 1
 	}
 	rc := C.gdr_qp_rtr(q.qp, C.uint8_t(q.port), C.int(mtu), C.uint32_t(r.QPN), C.uint32_t(r.PSN), C.uint16_t(r.LID),
-		global, (*C.uint8_t)(unsafe.Pointer(&r.GID[0])), C.uint8_t(r.SGIDIdx), C.uint8_t(clampRd(r.RdAtom)))
+		global, (*C.uint8_t)(unsafe.Pointer(&r.GID[0])), C.uint8_t(r.SGIDIdx), C.uint8_t(clampRd(r.RdAtom)),
+		C.uint8_t(r.SL), C.uint8_t(r.TC))
 	if rc != 0 {
 		hint := "check the peer's QPN/GID/LID, the GID index (GDR_GID_INDEX) and the path MTU"
 		if r.UseGRH {
-			hint = fmt.Sprintf("RoCE: GID index %d must be a valid GID of port %d with a route to the peer's GID (GDR_GID_INDEX); path MTU %d", r.SGIDIdx, q.port, r.MTU)
+			hint = fmt.Sprintf("RoCE: GID index %d must be a valid GID of port %d with a route to the peer's GID (GDR_GID_INDEX, GDR_GID_NETDEV); path MTU %d", r.SGIDIdx, q.port, r.MTU)
 		} else if r.LID == 0 {
 			hint = "InfiniBand without GRH needs the peer's LID, and it is 0: is a subnet manager running (opensm)?"
 		}
@@ -1027,22 +1036,97 @@ type BWArgs struct {
 	CQMod      int
 	Warmup     int           // untimed WRs posted (and completed) first
 	Timeout    time.Duration // longest time without progress
+	// YieldAfter is how long a wait for a completion spins before it
+	// yields the CPU (0: 20 us, the software-device setting); harness/rc
+	// sets it from the device and the port rate (rc.YieldAfter).
+	YieldAfter time.Duration
+	// Gate, when set, holds the timed run until every loop of the gate has
+	// finished its warm-up (one clock for several queue pairs).
+	Gate *StartGate
 }
 
 // Bandwidth posts Iters WRs as ib_write_bw does and returns the time from
 // the first post to the last completion.
 func (q *QP) Bandwidth(a BWArgs) (time.Duration, error) {
+	iv, err := q.BandwidthSpan(a)
+	return iv.Duration(), err
+}
+
+// BandwidthSpan is Bandwidth returning the run's first post and last
+// completion on CLOCK_MONOTONIC, so runs on several threads can be put on
+// one clock (stats.Union).
+func (q *QP) BandwidthSpan(a BWArgs) (stats.Interval, error) {
 	if a.Iters < 1 || a.Size < 1 || a.TxDepth < 1 || a.TxDepth > q.SQDepth {
-		return 0, fmt.Errorf("bandwidth: iters %d, size %d, tx depth %d (send queue %d) out of range", a.Iters, a.Size, a.TxDepth, q.SQDepth)
+		return stats.Interval{}, fmt.Errorf("bandwidth: iters %d, size %d, tx depth %d (send queue %d) out of range", a.Iters, a.Size, a.TxDepth, q.SQDepth)
 	}
 	if _, err := sge("bandwidth buffer", a.Local, a.LocalAddr, uint32(a.Size)); err != nil {
-		return 0, err
+		return stats.Interval{}, err
 	}
 	ca := C.gdr_bw_args{qp: q.qp, scq: a.CQ.cq, opcode: C.int32_t(a.Op), laddr: C.uint64_t(a.LocalAddr), lkey: C.uint32_t(a.Local.LKey),
 		raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size), iters: C.int32_t(a.Iters),
-		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), warmup: C.int32_t(max(a.Warmup, 0)), timeout_ns: C.int64_t(a.Timeout)}
-	var el C.int64_t
+		tx_depth: C.int32_t(a.TxDepth), cq_mod: C.int32_t(a.CQMod), warmup: C.int32_t(max(a.Warmup, 0)), timeout_ns: C.int64_t(a.Timeout),
+		yield_after_ns: C.int64_t(max(a.YieldAfter, 0))}
+	if a.Gate != nil {
+		ca.gate, ca.gate_n = a.Gate.p, C.int32_t(a.Gate.n)
+	}
+	var start, end C.int64_t
 	var st, done C.int
-	rc := C.gdr_bw(&ca, &el, &st, &done)
-	return time.Duration(el), q.runErr(fmt.Sprintf("%v bandwidth", a.Op), rc, st, int(done), a.Iters, a.Timeout)
+	rc := C.gdr_bw(&ca, &start, &end, &st, &done)
+	what := fmt.Sprintf("%v bandwidth", a.Op)
+	if syscall.Errno(rc) == syscall.ETIME {
+		return stats.Interval{}, a.Gate.timeout(what, a.Timeout)
+	}
+	return stats.Interval{Start: int64(start), End: int64(end)}, q.runErr(what, rc, st, int(done), a.Iters, a.Timeout)
+}
+
+// MonotonicNS is the C side's clock (CLOCK_MONOTONIC, ns): the one
+// BandwidthSpan's stamps are on.
+func MonotonicNS() int64 { return int64(C.gdr_now_ns()) }
+
+// StartGate lets the bandwidth loops of n queue pairs (one thread each)
+// begin their timed runs together, after every warm-up: perftest -q posts
+// all its QPs from one loop, so they start at once. Its counter is C
+// memory (cgo may not keep a Go pointer inside the argument struct).
+type StartGate struct {
+	p *C.int32_t
+	n int
+}
+
+// NewStartGate makes a gate for n loops; Close frees it after they return.
+func NewStartGate(n int) (*StartGate, error) {
+	if n < 1 || n > 1024 {
+		return nil, fmt.Errorf("start gate for %d loops: want 1..1024", n)
+	}
+	p := (*C.int32_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int32_t(0)))))
+	if p == nil {
+		return nil, errors.New("start gate: calloc failed")
+	}
+	return &StartGate{p: p, n: n}, nil
+}
+
+// Close frees the gate; safe to call twice, not while a loop waits on it.
+func (g *StartGate) Close() {
+	if g != nil && g.p != nil {
+		C.free(unsafe.Pointer(g.p))
+		g.p = nil
+	}
+}
+
+// arrived is how many loops have reached the gate.
+func (g *StartGate) arrived() int {
+	return int(C.gdr_gate_count(g.p))
+}
+
+// wait arrives at the gate from Go (tests); nil or a timeout naming the
+// loops that came.
+func (g *StartGate) wait(timeout time.Duration) error {
+	if C.gdr_gate_wait(g.p, C.int32_t(g.n), C.int64_t(timeout)) != 0 {
+		return g.timeout("start gate", timeout)
+	}
+	return nil
+}
+
+func (g *StartGate) timeout(what string, to time.Duration) error {
+	return fmt.Errorf("%s: only %d of %d queue pairs reached the start gate within %v (a warm-up stalled on another queue pair; see its error)",
+		what, g.arrived(), g.n, to)
 }

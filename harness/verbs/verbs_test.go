@@ -299,6 +299,19 @@ func TestLatencyAndBandwidthLoops(t *testing.T) {
 		Size: 65536, Iters: 50, TxDepth: 16, CQMod: 8, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	assert.Positive(t, el)
+	// Through a gate of one, with a yield threshold: the run's stamps are
+	// on the monotonic clock, the timed run after the warm-up.
+	gate, err := NewStartGate(1)
+	require.NoError(t, err)
+	defer gate.Close()
+	before := MonotonicNS()
+	iv, err := a.qp.BandwidthSpan(BWArgs{CQ: a.scq, Op: OpWrite, Local: a.mr, LocalAddr: a.mr.Addr, RemoteAddr: b.mr.Addr, RKey: b.mr.RKey,
+		Size: 65536, Iters: 50, TxDepth: 16, CQMod: 8, Warmup: 8, Timeout: 10 * time.Second, YieldAfter: time.Millisecond, Gate: gate})
+	require.NoError(t, err)
+	assert.Greater(t, iv.Start, before)
+	assert.Greater(t, iv.End, iv.Start)
+	assert.LessOrEqual(t, iv.End, MonotonicNS())
+	assert.Equal(t, 1, gate.arrived())
 	t.Logf("loopback WRITE 64 KiB x 50: %v (%.1f MB/s)", el, 50*65536/el.Seconds()/1e6)
 	// A peer that never answers: the ping-pong gives up at its deadline.
 	start := time.Now()
@@ -350,4 +363,40 @@ func TestSetErrorEndsALoop(t *testing.T) {
 		t.Fatal("the loop did not end after SetError")
 	}
 	require.NoError(t, a.qp.SetError(), "ERR -> ERR is allowed")
+}
+
+// The start gate (no device needed): n loops on their own threads all pass
+// once the last arrives; one that never comes times the others out with a
+// count of who came; bad sizes are errors.
+func TestStartGate(t *testing.T) {
+	const n = 4
+	g, err := NewStartGate(n)
+	require.NoError(t, err)
+	defer g.Close()
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- g.wait(10 * time.Second) }()
+	}
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	assert.Equal(t, n, g.arrived())
+
+	short, err := NewStartGate(3)
+	require.NoError(t, err)
+	defer short.Close()
+	for range 2 {
+		go func() { errs <- short.wait(time.Second) }()
+	}
+	for range 2 {
+		err := <-errs
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "only 2 of 3 queue pairs reached the start gate")
+	}
+	for _, bad := range []int{0, -1, 1025} {
+		_, err := NewStartGate(bad)
+		assert.ErrorContains(t, err, "want 1..1024")
+	}
+	short.Close()
+	short.Close() // twice is safe
 }

@@ -102,3 +102,29 @@ func MBps(bytes int64, el time.Duration) float64 {
 
 // GbpsFromMBps converts perftest's MB/sec to Gbit/s.
 func GbpsFromMBps(mb float64) float64 { return mb * (1 << 20) * 8 / 1e9 }
+
+// Interval is one thread's timed run: first post to last completion, in
+// nanoseconds of CLOCK_MONOTONIC (harness/verbs' clock).
+type Interval struct{ Start, End int64 }
+
+// Duration is the interval's length.
+func (i Interval) Duration() time.Duration { return time.Duration(i.End - i.Start) }
+
+// Union is the wall time over which several threads moved their bytes
+// together: earliest start to latest end. An aggregate rate is all their
+// bytes over it, on one clock as perftest -q measures (one process, one
+// start and one end for every QP), not over the longest single run, which
+// leaves out the time the threads were not all running.
+func Union(iv []Interval) (Interval, error) {
+	if len(iv) == 0 {
+		return Interval{}, errors.New("stats.Union: no intervals")
+	}
+	u := iv[0]
+	for n, i := range iv {
+		if i.End < i.Start || i.Start <= 0 {
+			return Interval{}, fmt.Errorf("stats.Union: interval %d runs from %d ns to %d ns: not a measured run", n, i.Start, i.End)
+		}
+		u.Start, u.End = min(u.Start, i.Start), max(u.End, i.End)
+	}
+	return u, nil
+}

@@ -117,3 +117,36 @@ func BenchmarkGbps(b *testing.B) {
 	}
 	_ = x
 }
+
+// Two QPs that each ran 1 s but half a second apart moved their bytes over
+// 1.5 s: the union, not the longest run (which would overstate the rate by
+// half). Overlapping, nested and identical runs; bad input is an error.
+func TestUnion(t *testing.T) {
+	const s = int64(time.Second)
+	for _, tc := range []struct {
+		name string
+		iv   []Interval
+		want Interval
+	}{
+		{"one", []Interval{{10 * s, 11 * s}}, Interval{10 * s, 11 * s}},
+		{"staggered", []Interval{{10 * s, 11 * s}, {10*s + s/2, 11*s + s/2}}, Interval{10 * s, 11*s + s/2}},
+		{"nested", []Interval{{10 * s, 14 * s}, {11 * s, 12 * s}}, Interval{10 * s, 14 * s}},
+		{"later first", []Interval{{12 * s, 13 * s}, {10 * s, 11 * s}}, Interval{10 * s, 13 * s}},
+		{"same", []Interval{{10 * s, 11 * s}, {10 * s, 11 * s}, {10 * s, 11 * s}}, Interval{10 * s, 11 * s}},
+	} {
+		u, err := Union(tc.iv)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, u, tc.name)
+	}
+	u, _ := Union([]Interval{{10 * s, 11 * s}, {10*s + s/2, 11*s + s/2}})
+	assert.Equal(t, 1500*time.Millisecond, u.Duration())
+	// 2 x 1 GB over the union: 2 GB in 1.5 s, not in the longest run's 1 s.
+	assert.InDelta(t, 2e9*8/1.5/1e9, Gbps(2e9, u.Duration()), 1e-9)
+
+	_, err := Union(nil)
+	assert.ErrorContains(t, err, "no intervals")
+	_, err = Union([]Interval{{10 * s, 11 * s}, {12 * s, 11 * s}})
+	assert.ErrorContains(t, err, "interval 1")
+	_, err = Union([]Interval{{0, 0}})
+	assert.ErrorContains(t, err, "not a measured run", "an unmeasured run (zero stamps) is no interval")
+}
