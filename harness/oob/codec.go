@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
 )
@@ -126,6 +127,14 @@ type Endpoint struct {
 	// connection has several (GDR_QPS).
 	QPNs []uint32 `json:"qpns,omitempty"`
 	PSNs []uint32 `json:"psns,omitempty"`
+	// TC and SL are the fabric class this side puts into its address
+	// vectors (GDR_IB_TC 0..255, GDR_IB_SL 0..15), TCFrom and SLFrom the
+	// variable each came from (for the message when they differ). Older
+	// peers send none: see Endpoint.Class.
+	TC     *int   `json:"ib_tc,omitempty"`
+	SL     *int   `json:"ib_sl,omitempty"`
+	TCFrom string `json:"ib_tc_from,omitempty"`
+	SLFrom string `json:"ib_sl_from,omitempty"`
 }
 
 // RemoteMR is one registration of the peer's buffer.
@@ -138,6 +147,77 @@ type RemoteMR struct {
 
 // maxMRs bounds Endpoint.MRs (one per registration path).
 const maxMRs = 4
+
+// maxClassFrom bounds Endpoint.TCFrom/SLFrom (a variable's name).
+const maxClassFrom = 64
+
+// Class is the fabric class of a side's traffic: the GRH traffic class and
+// the service level of its address vectors.
+type Class struct {
+	TC, SL         int
+	TCFrom, SLFrom string // where each came from; "" for a peer that sent none
+}
+
+// Class is the class the endpoint's sender uses. A peer that sends no class
+// is an older suite, which hard-coded service level 0 and traffic class 0
+// in its RTR: reading it as 0 says what it really does, so two hosts at the
+// default still run together, and a host that asks for another class is
+// told the peer cannot follow (rather than the two directions silently
+// riding different classes).
+func (e Endpoint) Class() Class {
+	c := Class{}
+	if e.TC != nil {
+		c.TC, c.TCFrom = *e.TC, orSet(e.TCFrom)
+	}
+	if e.SL != nil {
+		c.SL, c.SLFrom = *e.SL, orSet(e.SLFrom)
+	}
+	return c
+}
+
+// SetClass records c in the endpoint this side sends.
+func (e *Endpoint) SetClass(c Class) {
+	tc, sl := c.TC, c.SL
+	e.TC, e.SL, e.TCFrom, e.SLFrom = &tc, &sl, c.TCFrom, c.SLFrom
+}
+
+// AgreeClass compares this side's class with the peer's. Both ends of a
+// connection call it with their own role and get the same message: the
+// server's values come first whichever side writes it.
+func AgreeClass(role string, mine, peer Class) error {
+	srv, cli := mine, peer
+	if role != "server" {
+		srv, cli = peer, mine
+	}
+	var diff []string
+	if srv.TC != cli.TC {
+		diff = append(diff, fmt.Sprintf("traffic class: server %d (%s), client %d (%s)", srv.TC, from(srv.TCFrom), cli.TC, from(cli.TCFrom)))
+	}
+	if srv.SL != cli.SL {
+		diff = append(diff, fmt.Sprintf("service level: server %d (%s), client %d (%s)", srv.SL, from(srv.SLFrom), cli.SL, from(cli.SLFrom)))
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the hosts' fabric classes differ (%s): the two directions would ride different classes of the fabric; set the same GDR_IB_TC and GDR_IB_SL (or NCCL_IB_TC and NCCL_IB_SL) on both hosts",
+		strings.Join(diff, "; "))
+}
+
+// orSet: a value sent without its source is still a value.
+func orSet(s string) string {
+	if s == "" {
+		return "set"
+	}
+	return s
+}
+
+// from says where a class value came from; "" is a peer that sent none.
+func from(s string) string {
+	if s == "" {
+		return "not sent: an older suite, which uses 0"
+	}
+	return "from " + clip.QuoteN(s, maxClassFrom)
+}
 
 // Sync is a barrier step; both sides send the same Step and Iter.
 type Sync struct {
@@ -530,6 +610,17 @@ func (m Message) validate() error {
 		for i := range e.QPNs {
 			if e.QPNs[i] == 0 || e.QPNs[i] >= 1<<24 || e.PSNs[i] >= 1<<24 {
 				return fmt.Errorf("QP %d: QPN %d / PSN %d out of range", i, e.QPNs[i], e.PSNs[i])
+			}
+		}
+		if e.TC != nil && (*e.TC < 0 || *e.TC > 255) {
+			return fmt.Errorf("traffic class %d out of range (0..255)", *e.TC)
+		}
+		if e.SL != nil && (*e.SL < 0 || *e.SL > 15) {
+			return fmt.Errorf("service level %d out of range (0..15)", *e.SL)
+		}
+		for _, f := range []string{e.TCFrom, e.SLFrom} {
+			if len(f) > maxClassFrom {
+				return fmt.Errorf("class source of %d bytes (at most %d)", len(f), maxClassFrom)
 			}
 		}
 		if len(e.MRs) > maxMRs {

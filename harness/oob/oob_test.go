@@ -445,3 +445,56 @@ func TestHeartbeat(t *testing.T) {
 	assert.ErrorIs(t, err, ErrVanished)
 	assert.Less(t, time.Since(start), 1500*time.Millisecond)
 }
+
+// The fabric class travels in the endpoint; a peer that sends none (an
+// older suite) is class 0; a difference is one message, the same on both
+// ends, naming both values and their sources; bad values are frame errors.
+func TestEndpointClass(t *testing.T) {
+	ep := sampleEndpoint()
+	ep.SetClass(Class{TC: 104, SL: 3, TCFrom: "NCCL_IB_TC", SLFrom: "GDR_IB_SL"})
+	b, err := Encode(Message{Type: TEndpoint, Endpoint: &ep})
+	require.NoError(t, err)
+	got, err := Decode(b)
+	require.NoError(t, err)
+	assert.Equal(t, Class{TC: 104, SL: 3, TCFrom: "NCCL_IB_TC", SLFrom: "GDR_IB_SL"}, got.Endpoint.Class())
+
+	old := sampleEndpoint() // no class fields on the wire
+	b, err = Encode(Message{Type: TEndpoint, Endpoint: &old})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "ib_tc")
+	got, err = Decode(b)
+	require.NoError(t, err)
+	oldClass := got.Endpoint.Class()
+	assert.Equal(t, Class{}, oldClass)
+
+	def := Class{TCFrom: "default", SLFrom: "default"}
+	require.NoError(t, AgreeClass("server", def, oldClass), "defaults agree with an older peer")
+	require.NoError(t, AgreeClass("client", Class{TC: 104, SL: 3, TCFrom: "GDR_IB_TC", SLFrom: "GDR_IB_SL"}, Class{TC: 104, SL: 3, TCFrom: "NCCL_IB_TC", SLFrom: "NCCL_IB_SL"}),
+		"the same values agree whatever their sources")
+
+	srv := Class{TC: 104, SL: 3, TCFrom: "GDR_IB_TC", SLFrom: "NCCL_IB_SL"}
+	cli := Class{TC: 0, SL: 3, TCFrom: "default", SLFrom: "NCCL_IB_SL"}
+	es, ec := AgreeClass("server", srv, cli), AgreeClass("client", cli, srv)
+	require.Error(t, es)
+	require.Error(t, ec)
+	assert.Equal(t, es.Error(), ec.Error(), "both ends fail with the same message")
+	for _, w := range []string{`traffic class: server 104 (from "GDR_IB_TC"), client 0 (from "default")`, "GDR_IB_TC and GDR_IB_SL", "NCCL_IB_TC"} {
+		assert.Contains(t, es.Error(), w)
+	}
+	assert.NotContains(t, es.Error(), "service level:", "only what differs")
+	err = AgreeClass("client", Class{SL: 5, SLFrom: "GDR_IB_SL", TCFrom: "default"}, oldClass)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `service level: server 0 (not sent: an older suite, which uses 0), client 5 (from "GDR_IB_SL")`)
+
+	for _, c := range []struct{ body, want string }{
+		{`{"gid":"AAAAAAAAAAAAAAAAAAAAAA==","qpn":1,"mtu":1024,"ib_tc":256}`, "traffic class 256 out of range"},
+		{`{"gid":"AAAAAAAAAAAAAAAAAAAAAA==","qpn":1,"mtu":1024,"ib_tc":-1}`, "traffic class -1 out of range"},
+		{`{"gid":"AAAAAAAAAAAAAAAAAAAAAA==","qpn":1,"mtu":1024,"ib_sl":16}`, "service level 16 out of range"},
+		{`{"gid":"AAAAAAAAAAAAAAAAAAAAAA==","qpn":1,"mtu":1024,"ib_sl":0,"ib_sl_from":"` + strings.Repeat("x", 65) + `"}`, "class source of 65 bytes"},
+	} {
+		_, err := Decode(frame(TEndpoint, c.body))
+		require.Error(t, err, c.body)
+		assert.True(t, IsFrameError(err), "%v", err)
+		assert.Contains(t, err.Error(), c.want)
+	}
+}
