@@ -62,20 +62,65 @@ func nodemask(node int) ([]uint64, uintptr) {
 
 // Prefer runs fn on this goroutine's OS thread with memory preferring NUMA
 // node (set_mempolicy MPOL_PREFERRED), so what fn allocates and first
-// touches (a driver's pinned host buffer) lands there. node < 0 (unknown)
-// runs fn as it is.
+// touches (a driver's pinned host buffer) lands there; the thread's policy
+// before is restored afterwards. node < 0 (unknown) runs fn as it is.
 func Prefer(node int, fn func() error) (placed string, err error) {
 	if node < 0 {
 		return "no NUMA placement (node unknown)", fn()
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	restore := savePolicy()
 	mask, max := nodemask(node)
 	if _, _, e := unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolPreferred, uintptr(unsafe.Pointer(&mask[0])), max); e != 0 {
 		return "no NUMA placement (set_mempolicy: " + e.Error() + ")", fn()
 	}
-	defer unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolDefault, 0, 0) // back to the default policy
+	defer restore()
 	return fmt.Sprintf("NUMA node %d preferred", node), fn()
+}
+
+// policyBits is the node mask size for get_mempolicy: the kernel refuses a
+// mask shorter than its node count (EINVAL), and MAX_NUMNODES is at most
+// 1024 on distribution kernels.
+const policyBits = 4096
+
+// savePolicy reads the calling (locked) thread's memory policy and returns
+// what puts it back; a policy it cannot read is restored as the default.
+func savePolicy() (restore func()) {
+	var mode int32
+	mask := make([]uint64, policyBits/64)
+	if _, _, e := unix.Syscall6(unix.SYS_GET_MEMPOLICY, uintptr(unsafe.Pointer(&mode)), uintptr(unsafe.Pointer(&mask[0])), policyBits, 0, 0, 0); e != 0 {
+		return func() { unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolDefault, 0, 0) }
+	}
+	if mode == mpolDefault {
+		return func() { unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolDefault, 0, 0) }
+	}
+	return func() {
+		// mode carries the policy's flags (MPOL_F_STATIC_NODES, ...) as
+		// set_mempolicy takes them back.
+		if _, _, e := unix.Syscall(unix.SYS_SET_MEMPOLICY, uintptr(mode), uintptr(unsafe.Pointer(&mask[0])), policyBits+1); e != 0 {
+			unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolDefault, 0, 0)
+		}
+	}
+}
+
+// Near runs fn on a CPU of cpus with memory preferring node, both restored
+// afterwards: what fn creates and first touches from that thread lands on
+// the node. This is for a NIC's queues: libmlx5 allocates CQ, QP and
+// doorbell buffers inside ibv_create_cq/ibv_create_qp on the calling thread
+// with posix_memalign and zeroes them there, so the kernel places their
+// pages by that thread's policy (rdma-core providers/mlx5: buf.c
+// mlx5_alloc_buf, cq.c mlx5_alloc_cq_buf, verbs.c mlx5_alloc_qp_buf,
+// dbrec.c mlx5_alloc_dbrec). placed says what was applied, e.g.
+// "CPUs 0-15, NUMA node 0 preferred".
+func Near(cpus cpulist.Set, node int, fn func() error) (placed string, err error) {
+	var mem string
+	cpu, err := OnCPUs(cpus, func() error {
+		var err error
+		mem, err = Prefer(node, fn)
+		return err
+	})
+	return cpu + ", " + mem, err
 }
 
 // Bind makes the pages of mem prefer NUMA node (mbind MPOL_PREFERRED); call

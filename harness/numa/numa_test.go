@@ -3,7 +3,9 @@
 package numa
 
 import (
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,4 +49,61 @@ func TestPreferAndBind(t *testing.T) {
 	placed, err = Bind(mem, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "NUMA node 0 preferred", placed)
+}
+
+// policy reads the calling thread's memory policy mode (flags masked off).
+func policy(t *testing.T) int {
+	t.Helper()
+	var mode int32
+	mask := make([]uint64, policyBits/64)
+	_, _, e := unix.Syscall6(unix.SYS_GET_MEMPOLICY, uintptr(unsafe.Pointer(&mode)), uintptr(unsafe.Pointer(&mask[0])), policyBits, 0, 0, 0)
+	require.Zero(t, e, "get_mempolicy")
+	return int(mode) &^ (1<<15 | 1<<14 | 1<<13) // MPOL_F_STATIC_NODES, RELATIVE_NODES, NUMA_BALANCING
+}
+
+// Near on a one-node machine (node 0 exists on every Linux host): fn runs
+// pinned with node 0 preferred, and the thread's own policy (here
+// MPOL_BIND to node 0, set beforehand) is back afterwards, as are the
+// default policy and the affinity in the plain case.
+func TestNearRestores(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var before unix.CPUSet
+	require.NoError(t, unix.SchedGetaffinity(0, &before))
+	one, err := cpulist.Parse("0")
+	require.NoError(t, err)
+
+	require.Equal(t, mpolDefault, policy(t))
+	inside := -1
+	var cpus unix.CPUSet
+	placed, err := Near(one, 0, func() error {
+		inside = policy(t)
+		return unix.SchedGetaffinity(0, &cpus)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "CPUs 0, NUMA node 0 preferred", placed)
+	assert.Equal(t, mpolPreferred, inside)
+	assert.Equal(t, 1, cpus.Count())
+	assert.Equal(t, mpolDefault, policy(t), "the default policy is back")
+	var after unix.CPUSet
+	require.NoError(t, unix.SchedGetaffinity(0, &after))
+	assert.Equal(t, before, after, "the affinity is back")
+
+	const mpolBind = 2
+	mask, max := nodemask(0)
+	_, _, e := unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolBind, uintptr(unsafe.Pointer(&mask[0])), max)
+	require.Zero(t, e, "set_mempolicy(MPOL_BIND, node 0)")
+	defer unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolDefault, 0, 0)
+	_, err = Near(one, 0, func() error { inside = policy(t); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, mpolPreferred, inside)
+	assert.Equal(t, mpolBind, policy(t), "the thread's own policy is back, not the default")
+
+	// An unknown node and no CPU list: fn runs as it is, and says so.
+	placed, err = Near(cpulist.Set{}, -1, func() error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, "unpinned (no local CPU list), no NUMA placement (node unknown)", placed)
+	// fn's error comes back.
+	_, err = Near(one, 0, func() error { return unix.EIO })
+	assert.ErrorIs(t, err, unix.EIO)
 }
