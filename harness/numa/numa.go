@@ -31,12 +31,21 @@ const (
 func OnCPUs(cpus cpulist.Set, fn func() error) (placed string, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	placed, restore := pin(cpus)
+	defer restore()
+	return placed, fn()
+}
+
+// pin restricts the calling (locked) thread to cpus; restore puts its
+// affinity back.
+func pin(cpus cpulist.Set) (placed string, restore func()) {
+	nothing := func() {}
 	if cpus.Empty() {
-		return "unpinned (no local CPU list)", fn()
+		return "unpinned (no local CPU list)", nothing
 	}
 	var old, set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return "unpinned (" + err.Error() + ")", fn()
+		return "unpinned (" + err.Error() + ")", nothing
 	}
 	for _, c := range cpus.CPUs() {
 		if old.IsSet(c) {
@@ -44,13 +53,12 @@ func OnCPUs(cpus cpulist.Set, fn func() error) (placed string, err error) {
 		}
 	}
 	if set.Count() == 0 {
-		return fmt.Sprintf("unpinned (CPUs %s are outside this process's affinity)", cpus), fn()
+		return fmt.Sprintf("unpinned (CPUs %s are outside this process's affinity)", cpus), nothing
 	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return "unpinned (" + err.Error() + ")", fn()
+		return "unpinned (" + err.Error() + ")", nothing
 	}
-	defer func() { _ = unix.SchedSetaffinity(0, &old) }()
-	return "CPUs " + cpus.String(), fn()
+	return "CPUs " + cpus.String(), func() { _ = unix.SchedSetaffinity(0, &old) }
 }
 
 // nodemask is a one-node mask for the memory policy calls.
@@ -65,18 +73,25 @@ func nodemask(node int) ([]uint64, uintptr) {
 // touches (a driver's pinned host buffer) lands there; the thread's policy
 // before is restored afterwards. node < 0 (unknown) runs fn as it is.
 func Prefer(node int, fn func() error) (placed string, err error) {
-	if node < 0 {
-		return "no NUMA placement (node unknown)", fn()
-	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	restore := savePolicy()
+	placed, restore := prefer(node)
+	defer restore()
+	return placed, fn()
+}
+
+// prefer sets the calling (locked) thread's policy to MPOL_PREFERRED node;
+// restore puts the policy it had back.
+func prefer(node int) (placed string, restore func()) {
+	if node < 0 {
+		return "no NUMA placement (node unknown)", func() {}
+	}
+	back := savePolicy()
 	mask, max := nodemask(node)
 	if _, _, e := unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolPreferred, uintptr(unsafe.Pointer(&mask[0])), max); e != 0 {
-		return "no NUMA placement (set_mempolicy: " + e.Error() + ")", fn()
+		return "no NUMA placement (set_mempolicy: " + e.Error() + ")", func() {}
 	}
-	defer restore()
-	return fmt.Sprintf("NUMA node %d preferred", node), fn()
+	return fmt.Sprintf("NUMA node %d preferred", node), back
 }
 
 // policyBits is the node mask size for get_mempolicy: the kernel refuses a
@@ -105,22 +120,37 @@ func savePolicy() (restore func()) {
 }
 
 // Near runs fn on a CPU of cpus with memory preferring node, both restored
-// afterwards: what fn creates and first touches from that thread lands on
-// the node. This is for a NIC's queues: libmlx5 allocates CQ, QP and
-// doorbell buffers inside ibv_create_cq/ibv_create_qp on the calling thread
-// with posix_memalign and zeroes them there, so the kernel places their
-// pages by that thread's policy (rdma-core providers/mlx5: buf.c
+// afterwards (Enter and leave around fn).
+func Near(cpus cpulist.Set, node int, fn func() error) (placed string, err error) {
+	placed, leave := Enter(cpus, node)
+	defer leave()
+	return placed, fn()
+}
+
+// Enter locks the calling goroutine to its OS thread, restricts the thread
+// to cpus and makes its memory prefer node; leave (idempotent) restores
+// both and unlocks. What the goroutine creates and first touches in between
+// lands on the node. This is for a NIC's queues: libmlx5 allocates CQ, QP
+// and doorbell buffers inside ibv_create_cq/ibv_create_qp on the calling
+// thread with posix_memalign and zeroes them there, so the kernel places
+// their pages by that thread's policy (rdma-core providers/mlx5: buf.c
 // mlx5_alloc_buf, cq.c mlx5_alloc_cq_buf, verbs.c mlx5_alloc_qp_buf,
 // dbrec.c mlx5_alloc_dbrec). placed says what was applied, e.g.
 // "CPUs 0-15, NUMA node 0 preferred".
-func Near(cpus cpulist.Set, node int, fn func() error) (placed string, err error) {
-	var mem string
-	cpu, err := OnCPUs(cpus, func() error {
-		var err error
-		mem, err = Prefer(node, fn)
-		return err
-	})
-	return cpu + ", " + mem, err
+func Enter(cpus cpulist.Set, node int) (placed string, leave func()) {
+	runtime.LockOSThread()
+	cpu, unpin := pin(cpus)
+	mem, unprefer := prefer(node)
+	done := false
+	return cpu + ", " + mem, func() {
+		if done {
+			return
+		}
+		done = true
+		unprefer()
+		unpin()
+		runtime.UnlockOSThread()
+	}
 }
 
 // Bind makes the pages of mem prefer NUMA node (mbind MPOL_PREFERRED); call
