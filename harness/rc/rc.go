@@ -108,8 +108,11 @@ type End struct {
 	GID      rdmadev.GID
 	sysDev   *rdmadev.Device // the NIC as sysfs shows it
 	// CPUs are the NIC's local CPUs (local_cpulist): latency and bandwidth
-	// loops poll the CQ there (OnNICCPUs).
-	CPUs     cpulist.Set
+	// loops poll the CQ there (OnNICCPUs), and the queues are created there.
+	CPUs cpulist.Set
+	// Node is the NIC's NUMA node (-1 unknown): its queues' memory is
+	// preferred there.
+	Node     int
 	PD       *verbs.PD
 	SCQ, RCQ *verbs.CQ
 	QP       *verbs.QP // QPs[0]
@@ -516,6 +519,11 @@ func (e *End) setup() error {
 	want := max(QueueDepth, cfg.TxDepth+16) // room for GDR_TX_DEPTH and a few more
 	cqDepth := min(want, max(attr.MaxCQE, 1))
 	wrDepth := min(want, max(attr.MaxQPWR, 1), cqDepth)
+	// Queue memory on the NIC's node: libmlx5 allocates and zeroes CQ, QP
+	// and doorbell buffers on the creating thread, so they are created from
+	// a thread on the NIC's CPUs with its node preferred (numa.Enter).
+	placed, leave := numa.Enter(e.CPUs, e.Node)
+	defer leave()
 	if e.RCQ, err = e.Ctx.CreateCQ(cqDepth); err != nil {
 		return err
 	}
@@ -540,6 +548,8 @@ func (e *End) setup() error {
 		_, _ = rand.Read(psn[:])
 		psns[i] = binary.BigEndian.Uint32(psn[:]) & 0xffffff
 	}
+	leave()
+	e.Attr("queues_placed", placed)
 	e.SCQ, e.QP = e.SCQs[0], e.QPs[0]
 	if err := e.register(); err != nil {
 		return err
@@ -553,6 +563,8 @@ func (e *End) setup() error {
 	for _, m := range e.MRs {
 		local.MRs = append(local.MRs, oob.RemoteMR{Path: m.Path, RKey: m.RKey, Addr: m.Addr, Len: uint64(m.Len)})
 	}
+	class := oob.Class{TC: cfg.IBTC, SL: cfg.IBSL, TCFrom: cfg.IBTCFrom, SLFrom: cfg.IBSLFrom}
+	local.SetClass(class)
 	if e.nQPs > 1 {
 		for i, qp := range e.QPs {
 			local.QPNs, local.PSNs = append(local.QPNs, qp.Num), append(local.PSNs, psns[i])
@@ -563,6 +575,11 @@ func (e *End) setup() error {
 	}
 	if e.Peer.LinkLayer != e.Port.LinkLayer {
 		return fmt.Errorf("link layers differ: %s port is %s, the peer's %s: both hosts need the same fabric", e.Role, e.Port.LinkLayer, e.Peer.LinkLayer)
+	}
+	// Both hosts' traffic rides one class of the fabric, or the test fails
+	// on both with the same message.
+	if err := oob.AgreeClass(e.Role, class, e.Peer.Class()); err != nil {
+		return err
 	}
 	e.PeerMRs = e.Peer.MRs
 	if len(e.PeerMRs) == 0 { // a peer that sends one MR the old way
@@ -605,7 +622,7 @@ func (e *End) setup() error {
 	}
 	for i, qp := range e.QPs {
 		r := verbs.Remote{QPN: peerQPNs[i], PSN: peerPSNs[i], LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
-			MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index}
+			MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index, SL: cfg.IBSL, TC: cfg.IBTC}
 		copy(r.GID[:], e.Peer.GID)
 		if err := qp.RTR(r); err != nil {
 			return err
@@ -634,6 +651,13 @@ func (e *End) setup() error {
 	e.Attr("path_mtu", e.PathMTU)
 	e.Attr("link_layer", e.Port.LinkLayer)
 	e.Attr("rd_atom", e.RdAtom)
+	e.Attr("ib_tc", cfg.IBTC)
+	e.Attr("ib_sl", cfg.IBSL)
+	e.Attr("ib_class_source", fmt.Sprintf("traffic class from %s, service level from %s", cfg.IBTCFrom, cfg.IBSLFrom))
+	if e.Port.LinkLayer != "Ethernet" {
+		// Without a GRH (one IB subnet) no packet carries a traffic class.
+		e.Attr("ib_tc_note", "InfiniBand without GRH: the traffic class is not sent, the service level selects the virtual lane")
+	}
 	if !e.loopback {
 		e.Attr("role", e.Role)
 		// The peer's host name when a cluster round names it (the
@@ -672,8 +696,9 @@ func remotePaths(mrs []oob.RemoteMR) string {
 // device, whose GID table is then read once per run (rxe's has 1024 entries,
 // seconds under emulation).
 func (e *End) sysfsDevice() error {
+	e.Node = -1
 	if n := testenv.Selection(e.T).NIC(e.Dev); n != nil && n.Dev != nil {
-		e.sysDev, e.CPUs = n.Dev, n.LocalCPUs
+		e.sysDev, e.CPUs, e.Node = n.Dev, n.LocalCPUs, n.NUMA
 	} else {
 		d, err := rdmadev.Load(e.Root, e.Dev)
 		if err != nil {
