@@ -116,7 +116,7 @@ func measureRail(ends []*rc.End, r *rails.Rail, size int) railResult {
 			err := e.OnNICCPUs(func() (err error) {
 				el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: verbs.OpWrite, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
 					RKey: remote.RKey, Size: size, Iters: e.Cfg.BWIters, TxDepth: td, CQMod: min(cqMod, td),
-					Warmup: min(td, e.Cfg.BWIters/10), Timeout: bwStall(e, td, size)})
+					Warmup: min(td, e.Cfg.BWIters/10), Timeout: bwStall(e, td, size), YieldAfter: e.YieldAfter(size, min(cqMod, td))})
 				return err
 			})
 			stop()

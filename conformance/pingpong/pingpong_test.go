@@ -651,9 +651,11 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 				raddr += uint64(size)
 			}
 			stop := e.Sess.Heartbeat() // the peer waits on the session meanwhile
+			yield := e.YieldAfter(size, min(cqMod, td))
+			e.Attr("bw_yield_after_us", stats.US(yield))
 			el, err := bwAllQPs(e, verbs.BWArgs{Op: sp.op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
 				RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td),
-				Warmup: min(td, iters/10), Timeout: bwStall(e, td, size)})
+				Warmup: min(td, iters/10), Timeout: bwStall(e, td, size), YieldAfter: yield})
 			stop()
 			if err != nil {
 				return err
@@ -726,6 +728,9 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		e.Attr("iters", iters)
 		e.Attr("tx_depth", int(res.Values["td"]))
 		e.Attr("qps", len(e.QPs))
+		if len(e.QPs) > 1 {
+			e.Attr("qps_clock", "one clock: the queue pairs start together after their warm-ups (a start gate); the rate is all bytes over the earliest first post to the latest last completion")
+		}
 		e.Attr("op", sp.name)
 		e.Attr("mr_path", e.MR().Path)
 		e.Attr("data_checked", fmt.Sprintf("final %d B verified at the receiver", size))
@@ -771,31 +776,41 @@ func bwStall(e *rc.End, td, size int) time.Duration {
 // bwAllQPs runs a bandwidth loop on every queue pair of e at once, each on
 // its own thread with its own send CQ, on the NIC's local CPUs (perftest -q
 // posts round-robin from one thread; separate threads keep the C loop
-// unchanged and scale the same on a real NIC). It returns the longest
-// elapsed time: the aggregate rate is all bytes over it.
+// unchanged and scale the same on a real NIC). With several queue pairs the
+// loops wait at a start gate after their warm-ups, and the time returned is
+// the union of their runs, earliest first post to latest last completion:
+// the aggregate rate is all bytes over one clock, as perftest -q measures
+// it, not over the longest single run.
 func bwAllQPs(e *rc.End, a verbs.BWArgs) (time.Duration, error) {
-	els := make([]time.Duration, len(e.QPs))
+	ivs := make([]stats.Interval, len(e.QPs))
 	errs := make([]error, len(e.QPs))
+	if len(e.QPs) > 1 {
+		gate, err := verbs.NewStartGate(len(e.QPs))
+		if err != nil {
+			return 0, err
+		}
+		defer gate.Close() // after every loop has returned (wg.Wait)
+		a.Gate = gate
+	}
 	var wg sync.WaitGroup
 	for i, qp := range e.QPs {
 		wg.Go(func() {
 			aa := a
 			aa.CQ = e.SCQs[i]
 			errs[i] = e.OnNICCPUs(func() (err error) {
-				els[i], err = qp.Bandwidth(aa)
+				ivs[i], err = qp.BandwidthSpan(aa)
 				return err
 			})
 		})
 	}
 	wg.Wait()
-	var longest time.Duration
 	for i := range e.QPs {
 		if errs[i] != nil {
 			return 0, fmt.Errorf("queue pair %d of %d: %w", i, len(e.QPs), errs[i])
 		}
-		longest = max(longest, els[i])
 	}
-	return longest, nil
+	u, err := stats.Union(ivs)
+	return u.Duration(), err
 }
 
 // verdict is a check's outcome as an out-of-band result.
