@@ -1073,7 +1073,7 @@ func (q *QP) BandwidthSpan(a BWArgs) (stats.Interval, error) {
 	var st, done C.int
 	rc := C.gdr_bw(&ca, &start, &end, &st, &done)
 	what := fmt.Sprintf("%v bandwidth", a.Op)
-	if syscall.Errno(rc) == syscall.ETIME {
+	if a.Gate != nil && syscall.Errno(rc) == syscall.ETIME {
 		return stats.Interval{}, a.Gate.timeout(what, a.Timeout)
 	}
 	return stats.Interval{Start: int64(start), End: int64(end)}, q.runErr(what, rc, st, int(done), a.Iters, a.Timeout)
