@@ -400,3 +400,15 @@ func TestStartGate(t *testing.T) {
 	short.Close()
 	short.Close() // twice is safe
 }
+
+// A fabric class out of range is refused before it reaches the NIC (no
+// device needed: the check comes before ibv_modify_qp).
+func TestRTRClassRange(t *testing.T) {
+	q := &QP{}
+	for _, r := range []Remote{{MTU: 1024, SL: 16}, {MTU: 1024, SL: -1}, {MTU: 1024, TC: 256}, {MTU: 1024, TC: -1}} {
+		err := q.RTR(r)
+		require.Error(t, err, "%+v", r)
+		assert.Contains(t, err.Error(), "service level")
+		assert.Contains(t, err.Error(), "traffic class")
+	}
+}
