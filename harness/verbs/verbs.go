@@ -669,8 +669,11 @@ func (q *QP) RTR(r Remote) error {
 	if mtu == 0 {
 		return fmt.Errorf("ibv_modify_qp(RTR): path MTU %d is not 256..4096", r.MTU)
 	}
-	if r.SL < 0 || r.SL > 15 || r.TC < 0 || r.TC > 255 {
-		return fmt.Errorf("ibv_modify_qp(RTR): service level %d (want 0..15) or traffic class %d (want 0..255) out of range", r.SL, r.TC)
+	if r.SL < 0 || r.SL > 15 {
+		return fmt.Errorf("ibv_modify_qp(RTR): service level %d out of range (want 0..15, GDR_IB_SL)", r.SL)
+	}
+	if r.TC < 0 || r.TC > 255 {
+		return fmt.Errorf("ibv_modify_qp(RTR): traffic class %d out of range (want 0..255, GDR_IB_TC)", r.TC)
 	}
 	global := C.int(0)
 	if r.UseGRH {

@@ -405,10 +405,12 @@ func TestStartGate(t *testing.T) {
 // device needed: the check comes before ibv_modify_qp).
 func TestRTRClassRange(t *testing.T) {
 	q := &QP{}
-	for _, r := range []Remote{{MTU: 1024, SL: 16}, {MTU: 1024, SL: -1}, {MTU: 1024, TC: 256}, {MTU: 1024, TC: -1}} {
+	for r, want := range map[Remote]string{
+		{MTU: 1024, SL: 16}: "service level 16 out of range", {MTU: 1024, SL: -1}: "service level -1 out of range",
+		{MTU: 1024, TC: 256}: "traffic class 256 out of range", {MTU: 1024, TC: -1}: "traffic class -1 out of range",
+	} {
 		err := q.RTR(r)
 		require.Error(t, err, "%+v", r)
-		assert.Contains(t, err.Error(), "service level")
-		assert.Contains(t, err.Error(), "traffic class")
+		assert.Contains(t, err.Error(), want)
 	}
 }
