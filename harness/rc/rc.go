@@ -738,6 +738,14 @@ func (e *End) pickGID() error {
 			g.Index, e.Dev, e.Cfg.IBPort, g.Addr, net.IP(raw[:]))
 	}
 	e.GID = g
+	switch {
+	case e.Cfg.GIDNetdev != "":
+		e.Attr("gid_choice", "GDR_GID_NETDEV="+e.Cfg.GIDNetdev)
+	case e.Cfg.GIDIndex >= 0:
+		e.Attr("gid_choice", fmt.Sprintf("GDR_GID_INDEX=%d", e.Cfg.GIDIndex))
+	default:
+		e.Attr("gid_choice", "automatic")
+	}
 	return nil
 }
 
