@@ -606,12 +606,15 @@ int gdr_bw(const gdr_bw_args *a, int64_t *start_ns, int64_t *end_ns, int *wc_sta
 	// so the timed run measures the steady state.
 	if (a->warmup > 0)
 		rc = bw_loop(a, a->warmup, &ws, &we, wc_status, done);
-	// A failed warm-up still arrives at the gate, so the other queue
-	// pairs' loops are not held until it times out.
 	if (a->gate) {
-		int grc = gdr_gate_wait(a->gate, a->gate_n, a->timeout_ns);
-		if (!rc)
-			rc = grc;
+		// A failed warm-up still arrives (and does not wait), so the
+		// other queue pairs' loops are not held until they time out.
+		if (rc) {
+			__atomic_add_fetch(a->gate, 1, __ATOMIC_ACQ_REL);
+			return rc;
+		}
+		if ((rc = gdr_gate_wait(a->gate, a->gate_n, a->timeout_ns)))
+			return rc;
 	}
 	if (rc)
 		return rc;
