@@ -716,9 +716,9 @@ func (e *End) sysfsDevice() error {
 	return nil
 }
 
-// pickGID applies the suite's GID rule (rdmadev.PickGID: GDR_GID_INDEX, else
-// RoCE v2 with an IPv4 address on an ACTIVE Ethernet port, else RoCE v2,
-// else index 0).
+// pickGID applies the suite's GID rule (rdmadev.PickGID: GDR_GID_INDEX, or
+// GDR_GID_NETDEV's RoCE v2 GID, else RoCE v2 with an IPv4 address on an
+// ACTIVE Ethernet port, else RoCE v2, else index 0).
 func (e *End) pickGID() error {
 	g, err := rdmadev.PickGID(e.sysDev, e.Cfg.IBPort, e.Cfg.GIDIndex, e.Cfg.GIDNetdev)
 	if err != nil {
