@@ -43,3 +43,93 @@ func TestFloorsOnRecordedRail(t *testing.T) {
 	assert.InDelta(t, 0.9*b.Gbps, fs[4].Gbps, 1e-9)
 	assert.LessOrEqual(t, b.Gbps, rail.NIC.RateGbps)
 }
+
+// recordedPaths are the recorded DGX's rail-5 paths as pingpong builds
+// them (harness/rc.End.PathLimit): GPU memory crosses every function
+// between the GPU and the NIC, host memory the NIC and the ports above it.
+func recordedPaths(t *testing.T) (port float64, gpu, host floors.Path) {
+	t.Helper()
+	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dgx"))
+	require.NoError(t, err)
+	h := rails.Discover(r)
+	cfg, err := config.Parse(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	s, err := h.Select(cfg)
+	require.NoError(t, err)
+	rail := s.All[5]
+	path := func(devs []rails.PathDevice, missing []string) floors.Path {
+		require.Empty(t, missing)
+		require.NotEmpty(t, devs)
+		var links []floors.Link
+		for _, d := range devs {
+			links = append(links, floors.LinkOf(d.Dev, d.Role, s.Index.Device(d.Dev.Parent())))
+		}
+		p, err := floors.PathOf(links)
+		require.NoError(t, err)
+		return p
+	}
+	gpu = path(s.PathDevices(rail))
+	host = path(s.UpstreamDevices("NIC", rail.NIC.PCI))
+	return rail.NIC.RateGbps, gpu, host
+}
+
+func slowest(p floors.Path) float64 {
+	m := 0.0
+	for i, l := range p {
+		if i == 0 || l.Gbps < m {
+			m = l.Gbps
+		}
+	}
+	return m
+}
+
+func prefixed(p floors.Path, role string) floors.Path {
+	out := make(floors.Path, len(p))
+	for i, l := range p {
+		out[i] = floors.Limit{Gbps: l.Gbps, By: role + " " + l.By}
+	}
+	return out
+}
+
+// The floor of every layout on the recorded DGX (200G ConnectX-6, PCIe
+// gen4 x16: 228.8 Gb/s of payload per direction), GPU and host memory:
+// at or under what the links carry per direction, and passable by a host
+// that reaches 94 % of it (the share pinned copies reach on a gen5 H200:
+// 52.8-55.0 GB/s of 57.2, LAB-NOTES).
+func TestFloorsOnRecordedLayouts(t *testing.T) {
+	port, gpu, host := recordedPaths(t)
+	require.Equal(t, 200.0, port)
+	for _, mem := range []struct {
+		name string
+		p    floors.Path
+	}{{"gpu", gpu}, {"host", host}} {
+		link := slowest(mem.p)
+		require.InDelta(t, 228.8, link, 0.1, mem.name)
+		cases := []struct {
+			name  string
+			l     floors.Layout
+			carry float64 // what the links and the port carry, by hand
+		}{
+			{"loopback uni", floors.Layout{PortGbps: port, Loopback: true, Paths: []floors.Path{mem.p}}, min(port, link)},
+			{"loopback bidir", floors.Layout{PortGbps: port, Loopback: true, Bidir: true, Paths: []floors.Path{mem.p}}, min(2*port, link)},
+			{"two-host uni", floors.Layout{PortGbps: port, Paths: []floors.Path{prefixed(mem.p, "client"), prefixed(mem.p, "server")}}, min(port, link)},
+			{"two-host bidir", floors.Layout{PortGbps: port, Bidir: true, Paths: []floors.Path{prefixed(mem.p, "client"), prefixed(mem.p, "server")}}, 2 * min(port, link)},
+		}
+		for _, c := range cases {
+			t.Run(mem.name+"/"+c.name, func(t *testing.T) {
+				b, err := floors.FindLayout(c.l)
+				require.NoError(t, err)
+				f := floors.Floors(b, floors.DefaultFractions, []int{1 << 20})[0]
+				t.Logf("%s: floor %.1f Gb/s (%s)", c.name, f.Gbps, f.Why)
+				assert.InDelta(t, c.carry, b.Gbps, 1e-6)
+				assert.LessOrEqual(t, f.Gbps, c.carry, "the floor asks no more than the path carries")
+				assert.GreaterOrEqual(t, 0.94*c.carry, f.Gbps, "a healthy host at 94 %% of the path passes")
+			})
+		}
+	}
+	// Bidirectional loopback on this host: the links (228.8), not 2 x port.
+	b, err := floors.FindLayout(floors.Layout{PortGbps: port, Loopback: true, Bidir: true, Paths: []floors.Path{gpu}})
+	require.NoError(t, err)
+	assert.NotEqual(t, "port", b.Limit)
+	assert.Less(t, b.Gbps, 2*port)
+}

@@ -1,0 +1,133 @@
+package floors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A healthy 400G ConnectX-7 host: NIC and GPU at gen5 x16, MPS 256 (457.6
+// Gb/s of payload per direction), one switch port between them.
+func gen5Path(prefix string) Path {
+	g := 32e9 / 1e9 * 16 * 128 / 130 * 256 / 282 // GT/s x lanes x 128b/130b x TLP efficiency
+	return Path{{Gbps: g, By: prefix + "GPU 0000:18:00.0"}, {Gbps: g, By: prefix + "switch port 0000:17:01.0"}, {Gbps: g, By: prefix + "NIC 0000:19:00.0"}}
+}
+
+func TestLayoutLoopbackUni(t *testing.T) {
+	b, err := FindLayout(Layout{PortGbps: 400, Loopback: true, Paths: []Path{gen5Path("")}})
+	require.NoError(t, err)
+	// One stream per link direction: the port (400) limits.
+	assert.InDelta(t, 400, b.Gbps, 1e-9)
+	assert.Equal(t, "port", b.Limit)
+	assert.InDelta(t, 457.6, b.PCIeGb, 0.1)
+	assert.Contains(t, b.Derived, "1 stream(s)")
+}
+
+// The issue-15 case: WRITE-BIDIR in loopback. Both streams cross every
+// link in both directions, so a link direction carries both: the total is
+// one direction of the slowest link (457.6), not 2 x 400 = 800, and the
+// floor is 0.9 x 457.6 = 411.8, not 720.
+func TestLayoutLoopbackBidir(t *testing.T) {
+	b, err := FindLayout(Layout{PortGbps: 400, Loopback: true, Bidir: true, Paths: []Path{gen5Path("")}})
+	require.NoError(t, err)
+	assert.InDelta(t, 457.6, b.Gbps, 0.1)
+	assert.NotEqual(t, "port", b.Limit)
+	assert.Contains(t, b.Derived, "shared by 2 stream(s)")
+	assert.Contains(t, b.Derived, "total 2 x 228.8 = 457.6 Gb/s")
+	f := Floors(b, DefaultFractions, []int{1 << 20})[0]
+	assert.InDelta(t, 411.8, f.Gbps, 0.1)
+	assert.Less(t, f.Gbps, 430.0, "a healthy host measuring 430 Gb/s passes")
+	assert.Contains(t, f.Why, "shared by 2 stream(s)")
+
+	// A slow port (100G) behind the same links: each stream is bounded by
+	// the port on its own (loopback does not cross the wire), so 2 x 100.
+	b, err = FindLayout(Layout{PortGbps: 100, Loopback: true, Bidir: true, Paths: []Path{gen5Path("")}})
+	require.NoError(t, err)
+	assert.InDelta(t, 200, b.Gbps, 1e-9)
+	assert.Equal(t, "port", b.Limit)
+}
+
+func TestLayoutTwoHosts(t *testing.T) {
+	a, peer := gen5Path("client "), Path{{Gbps: 228.8, By: "server NIC 0000:af:00.0 (gen4)"}}
+	b, err := FindLayout(Layout{PortGbps: 400, Paths: []Path{a, peer}})
+	require.NoError(t, err)
+	assert.InDelta(t, 228.8, b.Gbps, 1e-9, "one direction: the slowest link of either host")
+	assert.Equal(t, "server NIC 0000:af:00.0 (gen4) "+string(ToMem), b.Limit)
+
+	// Both directions: each host's link carries one stream each way.
+	b, err = FindLayout(Layout{PortGbps: 400, Bidir: true, Paths: []Path{a, peer}})
+	require.NoError(t, err)
+	assert.InDelta(t, 2*228.8, b.Gbps, 1e-9)
+	b, err = FindLayout(Layout{PortGbps: 400, Bidir: true, Paths: []Path{gen5Path("client "), gen5Path("server ")}})
+	require.NoError(t, err)
+	assert.InDelta(t, 800, b.Gbps, 1e-9, "2 x min(port, links) on healthy hosts")
+	assert.Equal(t, "port", b.Limit)
+
+	// A peer whose path is unknown (0 Gb/s) contributes no link.
+	b, err = FindLayout(Layout{PortGbps: 200, Paths: []Path{a, {{Gbps: 0, By: "server ?"}}}})
+	require.NoError(t, err)
+	assert.InDelta(t, 200, b.Gbps, 1e-9)
+}
+
+func TestLayoutBadInput(t *testing.T) {
+	_, err := FindLayout(Layout{PortGbps: 0, Loopback: true, Paths: []Path{nil}})
+	assert.ErrorContains(t, err, "port rate 0 Gb/s")
+	_, err = FindLayout(Layout{PortGbps: 400, Loopback: true})
+	assert.ErrorContains(t, err, "0 host paths for a loopback run: want 1")
+	_, err = FindLayout(Layout{PortGbps: 400, Paths: []Path{nil}})
+	assert.ErrorContains(t, err, "1 host paths for a two-host run: want 2")
+	_, err = Derive(400, nil)
+	assert.ErrorContains(t, err, "no stream")
+	_, err = Derive(400, []Stream{{Name: "s", Hops: []Hop{{Name: "NIC x", Gbps: -1}}}})
+	assert.ErrorContains(t, err, "NIC x: capacity -1")
+}
+
+// READ at 4 KiB with one QP: 16 reads outstanding per 2.5 us round trip
+// carry 16 x 4096 x 8 / 2.5 us = 209.7 Gb/s, under the port's 400; the
+// floor is the size's fraction of that, and it disappears as a limit at
+// 64 KiB (3355 Gb/s).
+func TestReadBound(t *testing.T) {
+	rb := &ReadBound{Depth: 16, QPs: 1, Size: 4096, RTT: 2500 * time.Nanosecond}
+	assert.InDelta(t, 209.7, rb.Gbps(), 0.1)
+	b, err := FindLayout(Layout{PortGbps: 400, Loopback: true, Paths: []Path{gen5Path("")}, Read: rb})
+	require.NoError(t, err)
+	assert.InDelta(t, 209.7, b.Gbps, 0.1)
+	assert.Contains(t, b.Limit, "outstanding reads (16 x 1 QP(s) x 4096 B per 2.50 us")
+	f := Floors(b, DefaultFractions, []int{4096})[0]
+	assert.InDelta(t, 0.6*209.7, f.Gbps, 0.1)
+	assert.Contains(t, f.Why, "measured READ round trip")
+
+	// Four QPs: four times the reads in flight; the port limits again.
+	rb4 := *rb
+	rb4.QPs = 4
+	b, err = FindLayout(Layout{PortGbps: 400, Loopback: true, Paths: []Path{gen5Path("")}, Read: &rb4})
+	require.NoError(t, err)
+	assert.Equal(t, "port", b.Limit)
+
+	rb64 := *rb
+	rb64.Size = 65536
+	b, err = FindLayout(Layout{PortGbps: 400, Paths: []Path{gen5Path("server "), gen5Path("client ")}, Read: &rb64})
+	require.NoError(t, err)
+	assert.Equal(t, "port", b.Limit)
+
+	// Unknown round trip: no bound, nothing invented.
+	assert.Zero(t, ReadBound{Depth: 16, QPs: 1, Size: 4096}.Gbps())
+	b, err = FindLayout(Layout{PortGbps: 400, Loopback: true, Paths: []Path{gen5Path("")}, Read: &ReadBound{Depth: 16, Size: 4096}})
+	require.NoError(t, err)
+	assert.Equal(t, "port", b.Limit)
+}
+
+func TestLatCeilingFor(t *testing.T) {
+	h := LatCeilingFor(true)
+	assert.Equal(t, 2.5, h.P50US)
+	assert.Equal(t, "host", h.Kind)
+	assert.Contains(t, h.Source, "LAT_PASS_VAL")
+	g := LatCeilingFor(false)
+	assert.Equal(t, "gpu", g.Kind)
+	assert.Greater(t, g.P50US, h.P50US, "the GPU path adds a payload fetch and a completion")
+	assert.Equal(t, 3.5, g.P50US)
+	assert.Contains(t, g.Source, "perftest issue 131")
+	assert.Contains(t, g.Source, "provisional")
+}
