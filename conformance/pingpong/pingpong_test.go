@@ -766,7 +766,7 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 			if f.Limit.Gbps > 0 {
 				e.Attr("bw_limit_gbit_s", f.Limit.Gbps)
 				e.Attr("bw_limit_source", f.Limit.Limit)
-				e.Attr("bw_limit_derivation", f.Limit.Derived)
+				e.Attr("bw_limit_note", f.Limit.Derived)
 			}
 			if own.notes != "" {
 				e.Attr("pcie_path_note", own.notes)
