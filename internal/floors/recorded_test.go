@@ -49,6 +49,20 @@ func TestFloorsOnRecordedRail(t *testing.T) {
 // between the GPU and the NIC, host memory the NIC and the ports above it.
 func recordedPaths(t *testing.T) (port float64, gpu, host floors.Path) {
 	t.Helper()
+	port, g, h := recordedLinks(t)
+	return port, pathOf(t, g), pathOf(t, h)
+}
+
+func pathOf(t *testing.T, links []floors.Link) floors.Path {
+	t.Helper()
+	p, err := floors.PathOf(links)
+	require.NoError(t, err)
+	return p
+}
+
+// recordedLinks are the links of those paths.
+func recordedLinks(t *testing.T) (port float64, gpu, host []floors.Link) {
+	t.Helper()
 	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dgx"))
 	require.NoError(t, err)
 	h := rails.Discover(r)
@@ -57,16 +71,14 @@ func recordedPaths(t *testing.T) (port float64, gpu, host floors.Path) {
 	s, err := h.Select(cfg)
 	require.NoError(t, err)
 	rail := s.All[5]
-	path := func(devs []rails.PathDevice, missing []string) floors.Path {
+	path := func(devs []rails.PathDevice, missing []string) []floors.Link {
 		require.Empty(t, missing)
 		require.NotEmpty(t, devs)
 		var links []floors.Link
 		for _, d := range devs {
 			links = append(links, floors.LinkOf(d.Dev, d.Role, s.Index.Device(d.Dev.Parent())))
 		}
-		p, err := floors.PathOf(links)
-		require.NoError(t, err)
-		return p
+		return links
 	}
 	gpu = path(s.PathDevices(rail))
 	host = path(s.UpstreamDevices("NIC", rail.NIC.PCI))
@@ -132,4 +144,28 @@ func TestFloorsOnRecordedLayouts(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, "port", b.Limit)
 	assert.Less(t, b.Gbps, 2*port)
+}
+
+// The recorded DGX's topology retrained at gen5 with a 400G port (an
+// H100/H200 + ConnectX-7 host of the same shape): PP-08's loopback
+// WRITE-BIDIR floor is 0.9 x one direction of the slowest link, about
+// 412 Gb/s, so a healthy host measuring 430 Gb/s passes (it was 720).
+func TestFloorsOnRecordedGen5Loopback(t *testing.T) {
+	_, gpuLinks, hostLinks := recordedLinks(t)
+	for name, links := range map[string][]floors.Link{"gpu": gpuLinks, "host": hostLinks} {
+		gen5 := append([]floors.Link(nil), links...)
+		for i := range gen5 {
+			gen5[i].GTs = 32
+		}
+		p := pathOf(t, gen5)
+		link := slowest(p)
+		require.InDelta(t, 457.6, link, 0.1, name)
+		b, err := floors.FindLayout(floors.Layout{PortGbps: 400, Loopback: true, Bidir: true, Paths: []floors.Path{p}})
+		require.NoError(t, err)
+		f := floors.Floors(b, floors.DefaultFractions, []int{1 << 20})[0]
+		t.Logf("%s memory: %s", name, f.Why)
+		assert.InDelta(t, 0.9*link, f.Gbps, 1e-6, name)
+		assert.Less(t, f.Gbps, 430.0, "%s: a measured 430 Gb/s passes", name)
+		assert.LessOrEqual(t, f.Gbps, link, name)
+	}
 }
