@@ -6,8 +6,10 @@
 //
 // The bottleneck of a GPUDirect RDMA transfer is the slower of the port
 // and the PCIe path: a 400 Gb/s port behind a gen4 x16 link (252 Gb/s of
-// data before TLP overhead) cannot do 400. Each floor is a documented
-// fraction of that bottleneck, per message size.
+// data before TLP overhead) cannot do 400. Which links and port
+// directions a point's streams share decides the bottleneck (paths.go:
+// Layout, Derive); each floor is a documented fraction of it, per message
+// size.
 package floors
 
 import (
@@ -153,7 +155,9 @@ func PathLimit(links []Link) (l Limit, ok bool, err error) {
 
 // Find returns the bottleneck of a port of rate portGbps (the port's rate
 // file, in Gb/s) and the PCIe links on the path (the NIC's and, for GPU
-// memory, the GPU's; every link the data crosses if known).
+// memory, the GPU's; every link the data crosses if known) for one stream
+// that crosses each once. A bandwidth point's floor comes from
+// FindLayout, which counts the streams sharing each link direction.
 func Find(portGbps float64, software bool, links []Link) (Bottleneck, error) {
 	if software {
 		return Bottleneck{}, ErrSoftware
