@@ -676,6 +676,9 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		// link travels with the result.
 		own := paths[e]
 		r.Values["pcie"], r.Msg = own.Gbps, own.By
+		if own.readReq > 0 {
+			r.Values["read_req"] = float64(own.readReq)
+		}
 		// A side that does not post waits here while the other measures:
 		// bound the wait by the transfer at a pessimistic rate, not by
 		// heartbeats alone.
@@ -739,16 +742,25 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		e.Attr("data_checked", fmt.Sprintf("final %d B verified at the receiver", size))
 		if e.Role == "client" || len(ends) == 1 {
 			gbps = total
-			paths := []floors.Path{{own.Limit}}
+			paths, readReq := []floors.Path{{own.Limit}}, []int{own.readReq}
 			if !e.Loopback() {
 				by := peer.Msg // the peer's words: bounded before they reach a message
 				if len(by) > 200 {
 					by = clip.QuoteN(by, 200)
 				}
 				peerPath := floors.Path{{Gbps: peer.Values["pcie"], By: by}}
-				paths = append(paths, peerPath)
+				peerReq := 0
+				if v := peer.Values["read_req"]; v != 0 {
+					if _, err := floors.ReadReqLoad(int(v)); err == nil && v == float64(int(v)) {
+						peerReq = int(v)
+					} else {
+						e.Attr("peer_read_req_note", fmt.Sprintf("the peer sent read request size %v: not a PCIe size, %d B assumed", v, floors.AssumedMaxReadReq))
+					}
+				}
+				paths, readReq = append(paths, peerPath), append(readReq, peerReq)
 				if sp.op == verbs.OpRead && !sp.bidir {
-					paths = []floors.Path{peerPath, paths[0]} // the NIC reads the peer's buffer
+					// The NIC reads the peer's buffer: the peer's path is the source.
+					paths, readReq = []floors.Path{peerPath, paths[0]}, []int{peerReq, own.readReq}
 				}
 			}
 			var rb *floors.ReadBound
@@ -758,7 +770,8 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 				e.Attr("read_bound_gbit_s", rb.Gbps())
 				e.Attr("read_bound", rb.String())
 			}
-			f := e.BWFloor(rc.BWPoint{Size: size, Largest: sp.largest, Bidir: sp.bidir, Read: rb}, min(e.RateGbps(), peerRate), paths)
+			f := e.BWFloor(rc.BWPoint{Size: size, Largest: sp.largest, Bidir: sp.bidir, Read: rb},
+				floors.Layout{PortGbps: min(e.RateGbps(), peerRate), Paths: paths, ReadReq: readReq})
 			threshold, thrWhy = f.Gbps, f.Why
 			if f.Fraction.Fraction > 0 {
 				e.Attr("bw_floor_fraction", f.Fraction.Fraction)
@@ -826,10 +839,12 @@ func verdict(name string, err error) oob.Result {
 	return oob.Result{Name: name, OK: true}
 }
 
-// pathLimit is one end's PCIe path for the floors (rc.End.PathLimit).
+// pathLimit is one end's PCIe path for the floors (rc.End.PathLimit) and
+// its NIC's read request size (rc.End.NICReadReq; 0 unknown).
 type pathLimit struct {
 	floors.Limit
-	notes string
+	notes   string
+	readReq int
 }
 
 func endPath(e *rc.End) pathLimit {
@@ -840,7 +855,7 @@ func endPath(e *rc.End) pathLimit {
 	if !ok || err != nil {
 		l = floors.Limit{}
 	}
-	return pathLimit{Limit: l, notes: strings.Join(notes, "; ")}
+	return pathLimit{Limit: l, notes: strings.Join(notes, "; "), readReq: e.NICReadReq()}
 }
 
 // readRTTIters READs of one size, one in flight at a time, time the round

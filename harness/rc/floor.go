@@ -47,6 +47,25 @@ func (e *End) PathLimit() (l floors.Limit, ok bool, notes []string, err error) {
 	return l, ok, notes, err
 }
 
+// NICReadReq is this end's NIC's Max_Read_Request_Size from its config
+// space (internal/pci), the size of the read requests it sends when it
+// reads a buffer; 0 when unknown (a software NIC, config space not
+// readable), for floors.AssumedMaxReadReq to stand in.
+func (e *End) NICReadReq() int {
+	if e.Software || e.sysDev == nil || e.sysDev.PCI == "" {
+		return 0
+	}
+	d := testenv.Selection(e.T).Index.Device(e.sysDev.PCI)
+	if d == nil || d.Config == nil {
+		return 0
+	}
+	s, ok := d.Config.Settings()
+	if !ok {
+		return 0
+	}
+	return s.MaxReadRequest
+}
+
 // BWPoint is what one bandwidth point's floor depends on besides the
 // paths.
 type BWPoint struct {
@@ -70,9 +89,12 @@ type BWFloor struct {
 // links each crosses, per direction (floors.Layout: loopback or two hosts,
 // one direction or both, and for READ the outstanding-read bound);
 // GDR_MIN_BW_GBPS instead at the largest size; nothing on software
-// devices. rate is the port rate both ends share (the lower); paths: this
-// host's in loopback, the source's then the destination's on two hosts.
-func (e *End) BWFloor(p BWPoint, rate float64, paths []floors.Path) BWFloor {
+// devices. l holds the port rate both ends share (the lower), the paths
+// (this host's in loopback; the source's then the destination's on two
+// hosts) and their NICs' read request sizes; BWFloor sets the rest from e
+// and p.
+func (e *End) BWFloor(p BWPoint, l floors.Layout) BWFloor {
+	rate := l.PortGbps
 	none := func(why string) BWFloor { return BWFloor{Floor: floors.Floor{Size: p.Size, Why: why}} }
 	switch {
 	case e.Cfg.MinBWGbps > 0 && p.Largest:
@@ -84,7 +106,8 @@ func (e *End) BWFloor(p BWPoint, rate float64, paths []floors.Path) BWFloor {
 	case rate <= 0:
 		return none("no threshold: the port rate is unknown")
 	}
-	b, err := floors.FindLayout(floors.Layout{PortGbps: rate, Loopback: e.loopback, Bidir: p.Bidir, Paths: paths, Read: p.Read})
+	l.Loopback, l.Bidir, l.Read = e.loopback, p.Bidir, p.Read
+	b, err := floors.FindLayout(l)
 	if err != nil {
 		return none("no threshold: " + err.Error())
 	}

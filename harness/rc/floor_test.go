@@ -12,22 +12,27 @@ import (
 	"github.com/gdrconf/gdrconf/internal/floors"
 )
 
-// 400G ConnectX-7 behind gen5 x16 (MPS 256): 457.6 Gb/s per direction.
-var gen5 = floors.Path{{Gbps: 457.6, By: "NIC 0000:19:00.0"}}
+// 400G ConnectX-7 behind gen5 x16 (MPS 256): 457.6 Gb/s per direction;
+// its read requests 4096 B (as the recorded DGX's ConnectX-6).
+var (
+	gen5   = floors.Path{{Gbps: 457.6, By: "NIC 0000:19:00.0"}}
+	rr4096 = []int{4096, 4096}
+)
 
 // PP-08's WRITE-BIDIR in loopback (the default role) on a healthy 400G
 // gen5 host: both streams share each direction of the NIC's link, so the
-// floor is 0.9 x 457.6, which a measured 430 Gb/s passes (it was 720).
+// floor is 0.9 x 457.6 less the read requests' share (409.0), which a
+// measured 430 Gb/s passes (it was 720).
 func TestBWFloorLoopbackBidir(t *testing.T) {
 	e := &End{Cfg: config.Defaults(), loopback: true}
-	f := e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Bidir: true}, 400, []floors.Path{gen5})
-	assert.InDelta(t, 0.9*457.6, f.Gbps, 1e-6)
+	f := e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Bidir: true}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
+	assert.InDelta(t, 409.0, f.Gbps, 0.1)
 	assert.Less(t, f.Gbps, 430.0)
 	assert.Contains(t, f.Why, "shared by 2 stream(s)")
 	assert.Contains(t, f.Limit.Limit, "NIC 0000:19:00.0 toward the", "a direction of the NIC link limits (both carry both streams)")
 
 	// One direction: the port.
-	f = e.BWFloor(BWPoint{Size: 1 << 20, Largest: true}, 400, []floors.Path{gen5})
+	f = e.BWFloor(BWPoint{Size: 1 << 20, Largest: true}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
 	assert.InDelta(t, 360, f.Gbps, 1e-6)
 }
 
@@ -36,12 +41,14 @@ func TestBWFloorLoopbackBidir(t *testing.T) {
 func TestBWFloorTwoHosts(t *testing.T) {
 	e := &End{Cfg: config.Defaults()}
 	peer := floors.Path{{Gbps: 228.8, By: "server NIC 0000:af:00.0"}}
-	f := e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Bidir: true}, 400, []floors.Path{gen5, peer})
-	assert.InDelta(t, 0.9*2*228.8, f.Gbps, 1e-6)
-	f = e.BWFloor(BWPoint{Size: 1 << 20, Largest: true}, 400, []floors.Path{gen5, peer})
+	f := e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Bidir: true}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5, peer}, ReadReq: rr4096})
+	w, err := floors.ReadReqLoad(4096)
+	assert.NoError(t, err)
+	assert.InDelta(t, 0.9*2*228.8/(1+w), f.Gbps, 1e-6)
+	f = e.BWFloor(BWPoint{Size: 1 << 20, Largest: true}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5, peer}, ReadReq: rr4096})
 	assert.InDelta(t, 0.9*228.8, f.Gbps, 1e-6)
 	// A loopback layout handed to a two-host end is an input error, named.
-	f = e.BWFloor(BWPoint{Size: 1 << 20}, 400, []floors.Path{gen5})
+	f = e.BWFloor(BWPoint{Size: 1 << 20}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
 	assert.Zero(t, f.Gbps)
 	assert.Contains(t, f.Why, "no threshold: 1 host paths for a two-host run")
 }
@@ -51,7 +58,7 @@ func TestBWFloorTwoHosts(t *testing.T) {
 func TestBWFloorReadBound(t *testing.T) {
 	e := &End{Cfg: config.Defaults(), loopback: true}
 	rb := &floors.ReadBound{Depth: 16, QPs: 1, Size: 4096, RTT: 2500 * time.Nanosecond}
-	f := e.BWFloor(BWPoint{Size: 4096, Read: rb}, 400, []floors.Path{gen5})
+	f := e.BWFloor(BWPoint{Size: 4096, Read: rb}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
 	assert.InDelta(t, 0.6*209.7, f.Gbps, 0.1)
 	assert.Contains(t, f.Limit.Limit, "outstanding reads")
 	assert.Contains(t, f.Why, "2.50 us measured READ round trip")
@@ -61,16 +68,16 @@ func TestBWFloorOverrides(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.MinBWGbps = 300
 	e := &End{Cfg: cfg, loopback: true}
-	assert.Equal(t, 300.0, e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Bidir: true}, 400, []floors.Path{gen5}).Gbps)
-	f := e.BWFloor(BWPoint{Size: 4096}, 400, []floors.Path{gen5})
+	assert.Equal(t, 300.0, e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Bidir: true}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096}).Gbps)
+	f := e.BWFloor(BWPoint{Size: 4096}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
 	assert.Zero(t, f.Gbps)
 	assert.Contains(t, f.Why, "reported only: GDR_MIN_BW_GBPS=300")
 
 	soft := &End{Cfg: config.Defaults(), loopback: true, Software: true, SoftWhy: "rxe0 on eth0"}
-	f = soft.BWFloor(BWPoint{Size: 1 << 20, Largest: true}, 2.5, []floors.Path{nil})
+	f = soft.BWFloor(BWPoint{Size: 1 << 20, Largest: true}, floors.Layout{PortGbps: 2.5, Paths: []floors.Path{nil}, ReadReq: rr4096})
 	assert.Zero(t, f.Gbps)
 	assert.Contains(t, f.Why, "software device (rxe0 on eth0)")
-	f = (&End{Cfg: config.Defaults(), loopback: true}).BWFloor(BWPoint{Size: 1 << 20}, 0, []floors.Path{gen5})
+	f = (&End{Cfg: config.Defaults(), loopback: true}).BWFloor(BWPoint{Size: 1 << 20}, floors.Layout{PortGbps: 0, Paths: []floors.Path{gen5}, ReadReq: rr4096})
 	assert.Equal(t, "no threshold: the port rate is unknown", f.Why)
 }
 

@@ -92,12 +92,37 @@ type Link struct {
 	GTs        float64
 	Width      int
 	MaxPayload int // bytes; 0 = unknown (config space not readable): 256 is assumed
+	// MaxReadReq is the function's Max_Read_Request_Size (bytes; 0 =
+	// unknown): for a NIC, how many bytes each of its read requests asks.
+	MaxReadReq int
 }
 
 // AssumedMaxPayload is used for links whose MaxPayload could not be read;
 // 256 B is what GPUs and NICs of the H100/ConnectX-7 generation run (the
 // H200 recorded in fixtures/hosts/h200-1 has 256 of 256).
 const AssumedMaxPayload = 256
+
+// AssumedMaxReadReq is used for a NIC whose Max_Read_Request_Size is not
+// known (config space unreadable, or a peer that did not send it): 512 B
+// is the register's value after reset (PCIe Base Specification, Device
+// Control register), the smallest a NIC commonly runs with, so the
+// request overhead it implies is the larger.
+const AssumedMaxReadReq = 512
+
+// ReadReqLoad is what a NIC's read requests cost the opposite direction of
+// each link they cross, per byte of payload read, in units of that link's
+// payload capacity: every maxReadReq bytes read take one request TLP of
+// TLPOverheadBytes (no payload), and a payload byte costs (MPS + 26)/MPS
+// of raw link (AssumedMaxPayload here: a larger MPS only lowers it). At
+// 512 B it is 0.056, at 4096 B 0.007. It matters where the same link
+// direction also carries data: in loopback, and on two hosts in both
+// directions.
+func ReadReqLoad(maxReadReq int) (float64, error) {
+	if maxReadReq < 128 || maxReadReq > 4096 || maxReadReq&(maxReadReq-1) != 0 {
+		return 0, fmt.Errorf("max read request size %d B: want a power of two from 128 to 4096", maxReadReq)
+	}
+	return float64(TLPOverheadBytes) * float64(AssumedMaxPayload+TLPOverheadBytes) / (float64(maxReadReq) * AssumedMaxPayload), nil
+}
 
 // PayloadGbps is the payload rate of the link in Gb/s (10^9 bit/s), one
 // direction: data rate after line encoding (internal/pcie) x TLP efficiency.
@@ -218,6 +243,7 @@ func LinkOf(d *pci.Device, role string, parent *pci.Device) Link {
 	if d.Config != nil {
 		if s, ok := d.Config.Settings(); ok {
 			l.MaxPayload = s.MaxPayload
+			l.MaxReadReq = s.MaxReadRequest
 		}
 	}
 	return l

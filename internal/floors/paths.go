@@ -35,6 +35,10 @@ type Hop struct {
 	Name string  // the resource: "port", "NIC 0000:3b:00.0", "client NIC 0000:3b:00.0"
 	Dir  Dir     // "" for a resource that bounds each stream on its own (no shared direction)
 	Gbps float64 // its capacity in that direction
+	// Req: the hop carries the stream's read requests, not its data: it
+	// loads the direction by Load per byte of the stream (ReadReqLoad).
+	Req  bool
+	Load float64
 }
 
 // Stream is one flow of bytes of a bandwidth point, with every hop it
@@ -65,6 +69,11 @@ type Layout struct {
 	// Read: the stream is RDMA READ and its outstanding reads bound it
 	// (nil: not a READ, or no round trip known).
 	Read *ReadBound
+	// ReadReq is the Max_Read_Request_Size of each path's NIC, in the
+	// order of Paths (missing or 0: AssumedMaxReadReq). The NIC that reads
+	// a buffer sends its read requests back along the path, toward the
+	// memory, where in loopback and bidirectional runs data also flows.
+	ReadReq []int
 }
 
 // Streams lays out the streams of l and the hops each crosses:
@@ -89,24 +98,39 @@ func (l Layout) Streams() ([]Stream, error) {
 	if len(l.Paths) != want {
 		return nil, fmt.Errorf("%d host paths for a %s run: want %d", len(l.Paths), map[bool]string{true: "loopback", false: "two-host"}[l.Loopback], want)
 	}
-	links := func(p Path, d Dir) []Hop {
+	loads := make([]float64, len(l.Paths))
+	for i := range loads {
+		m := AssumedMaxReadReq
+		if i < len(l.ReadReq) && l.ReadReq[i] != 0 {
+			m = l.ReadReq[i]
+		}
+		w, err := ReadReqLoad(m)
+		if err != nil {
+			return nil, fmt.Errorf("path %d's NIC: %w", i+1, err)
+		}
+		loads[i] = w
+	}
+	links := func(p Path, d Dir, req float64) []Hop {
 		var hs []Hop
 		for _, k := range p {
 			if k.Gbps > 0 && !math.IsInf(k.Gbps, 0) {
 				hs = append(hs, Hop{Name: k.By, Dir: d, Gbps: k.Gbps})
+				if req > 0 {
+					hs = append(hs, Hop{Name: k.By, Dir: ToMem, Gbps: k.Gbps, Req: true, Load: req})
+				}
 			}
 		}
 		return hs
 	}
-	mk := func(name string, from, to Path, wire Dir) Stream {
+	mk := func(name string, from, to Path, wire Dir, fromLoad float64) Stream {
 		s := Stream{Name: name}
-		s.Hops = append(s.Hops, links(from, ToNIC)...)
+		s.Hops = append(s.Hops, links(from, ToNIC, fromLoad)...)
 		if l.Loopback {
 			s.Hops = append(s.Hops, Hop{Name: "port (NIC-internal loopback of " + name + ")", Gbps: l.PortGbps})
 		} else {
 			s.Hops = append(s.Hops, Hop{Name: "port", Dir: wire, Gbps: l.PortGbps})
 		}
-		s.Hops = append(s.Hops, links(to, ToMem)...)
+		s.Hops = append(s.Hops, links(to, ToMem, 0)...)
 		if l.Read != nil {
 			if g := l.Read.Gbps(); g > 0 {
 				s.Hops = append(s.Hops, Hop{Name: l.Read.String() + " of " + name, Gbps: g})
@@ -117,16 +141,16 @@ func (l Layout) Streams() ([]Stream, error) {
 	var out []Stream
 	if l.Loopback {
 		p := l.Paths[0]
-		out = append(out, mk("stream 1", p, p, ""))
+		out = append(out, mk("stream 1", p, p, "", loads[0]))
 		if l.Bidir {
-			out = append(out, mk("stream 2", p, p, ""))
+			out = append(out, mk("stream 2", p, p, "", loads[0]))
 		}
 		return out, nil
 	}
 	a, b := l.Paths[0], l.Paths[1]
-	out = append(out, mk("stream 1", a, b, "host 1->host 2"))
+	out = append(out, mk("stream 1", a, b, "host 1->host 2", loads[0]))
 	if l.Bidir {
-		out = append(out, mk("stream 2", b, a, "host 2->host 1"))
+		out = append(out, mk("stream 2", b, a, "host 2->host 1", loads[1]))
 	}
 	return out, nil
 }
@@ -140,8 +164,9 @@ func Derive(portGbps float64, streams []Stream) (Bottleneck, error) {
 		return Bottleneck{}, fmt.Errorf("no stream to derive a bottleneck from")
 	}
 	type use struct {
-		hop Hop
-		k   int
+		hop        Hop
+		k, reqs    int     // streams whose data, and whose read requests, cross it
+		load, reqW float64 // their load per byte of one stream: k + the requests' share
 	}
 	uses := map[string]*use{}
 	var keys []string
@@ -157,7 +182,14 @@ func Derive(portGbps float64, streams []Stream) (Bottleneck, error) {
 				uses[key] = u
 				keys = append(keys, key)
 			}
-			u.k++
+			if h.Req {
+				u.reqs++
+				u.load += h.Load
+				u.reqW = h.Load
+			} else {
+				u.k++
+				u.load++
+			}
 		}
 	}
 	sort.Strings(keys) // ties: the same resource every run
@@ -165,7 +197,10 @@ func Derive(portGbps float64, streams []Stream) (Bottleneck, error) {
 	per := math.Inf(1)
 	for _, key := range keys {
 		u := uses[key]
-		if r := u.hop.Gbps / float64(u.k); r < per {
+		if u.k == 0 {
+			continue // requests alone never fill a direction before data does elsewhere
+		}
+		if r := u.hop.Gbps / u.load; r < per {
 			per, lim = r, u
 		}
 	}
@@ -187,8 +222,12 @@ func Derive(portGbps float64, streams []Stream) (Bottleneck, error) {
 			b.PCIeGb, b.PCIeBy = h.Gbps, h.Name
 		}
 	}
-	b.Derived = fmt.Sprintf("%d stream(s); limit: %s, %.1f Gb/s shared by %d stream(s) = %.1f Gb/s each; total %d x %.1f = %.1f Gb/s",
-		n, where, lim.hop.Gbps, lim.k, per, n, per, b.Gbps)
+	shared := fmt.Sprintf("shared by %d stream(s)", lim.k)
+	if lim.reqs > 0 {
+		shared += fmt.Sprintf(" and the read requests of %d (%.3f each per byte read)", lim.reqs, lim.reqW)
+	}
+	b.Derived = fmt.Sprintf("%d stream(s); limit: %s, %.1f Gb/s %s = %.1f Gb/s each; total %d x %.1f = %.1f Gb/s",
+		n, where, lim.hop.Gbps, shared, per, n, per, b.Gbps)
 	return b, nil
 }
 

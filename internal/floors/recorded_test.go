@@ -2,6 +2,7 @@ package floors_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,15 +45,6 @@ func TestFloorsOnRecordedRail(t *testing.T) {
 	assert.LessOrEqual(t, b.Gbps, rail.NIC.RateGbps)
 }
 
-// recordedPaths are the recorded DGX's rail-5 paths as pingpong builds
-// them (harness/rc.End.PathLimit): GPU memory crosses every function
-// between the GPU and the NIC, host memory the NIC and the ports above it.
-func recordedPaths(t *testing.T) (port float64, gpu, host floors.Path) {
-	t.Helper()
-	port, g, h := recordedLinks(t)
-	return port, pathOf(t, g), pathOf(t, h)
-}
-
 func pathOf(t *testing.T, links []floors.Link) floors.Path {
 	t.Helper()
 	p, err := floors.PathOf(links)
@@ -60,7 +52,9 @@ func pathOf(t *testing.T, links []floors.Link) floors.Path {
 	return p
 }
 
-// recordedLinks are the links of those paths.
+// recordedLinks are the recorded DGX's rail-5 paths as pingpong builds
+// them (harness/rc.End.PathLimit): GPU memory crosses every function
+// between the GPU and the NIC, host memory the NIC and the ports above it.
 func recordedLinks(t *testing.T) (port float64, gpu, host []floors.Link) {
 	t.Helper()
 	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dgx"))
@@ -83,6 +77,19 @@ func recordedLinks(t *testing.T) (port float64, gpu, host []floors.Link) {
 	gpu = path(s.PathDevices(rail))
 	host = path(s.UpstreamDevices("NIC", rail.NIC.PCI))
 	return rail.NIC.RateGbps, gpu, host
+}
+
+// nicReadReq is the NIC's Max_Read_Request_Size on the path (4096 on the
+// recorded DGX's ConnectX-6).
+func nicReadReq(t *testing.T, links []floors.Link) int {
+	t.Helper()
+	for _, l := range links {
+		if strings.HasPrefix(l.Name, "NIC ") {
+			return l.MaxReadReq
+		}
+	}
+	t.Fatal("no NIC on the path")
+	return 0
 }
 
 func slowest(p floors.Path) float64 {
@@ -109,23 +116,31 @@ func prefixed(p floors.Path, role string) floors.Path {
 // that reaches 94 % of it (the share pinned copies reach on a gen5 H200:
 // 52.8-55.0 GB/s of 57.2, LAB-NOTES).
 func TestFloorsOnRecordedLayouts(t *testing.T) {
-	port, gpu, host := recordedPaths(t)
+	port, gpuLinks, hostLinks := recordedLinks(t)
 	require.Equal(t, 200.0, port)
 	for _, mem := range []struct {
-		name string
-		p    floors.Path
-	}{{"gpu", gpu}, {"host", host}} {
-		link := slowest(mem.p)
+		name  string
+		links []floors.Link
+	}{{"gpu", gpuLinks}, {"host", hostLinks}} {
+		p := pathOf(t, mem.links)
+		link := slowest(p)
 		require.InDelta(t, 228.8, link, 0.1, mem.name)
+		mrrs := nicReadReq(t, mem.links)
+		require.Equal(t, 4096, mrrs)
+		w, err := floors.ReadReqLoad(mrrs)
+		require.NoError(t, err)
+		rr := []int{mrrs, mrrs}
+		// Where a direction carries data and read requests, it carries
+		// link/(1+w) of data per stream.
 		cases := []struct {
 			name  string
 			l     floors.Layout
 			carry float64 // what the links and the port carry, by hand
 		}{
-			{"loopback uni", floors.Layout{PortGbps: port, Loopback: true, Paths: []floors.Path{mem.p}}, min(port, link)},
-			{"loopback bidir", floors.Layout{PortGbps: port, Loopback: true, Bidir: true, Paths: []floors.Path{mem.p}}, min(2*port, link)},
-			{"two-host uni", floors.Layout{PortGbps: port, Paths: []floors.Path{prefixed(mem.p, "client"), prefixed(mem.p, "server")}}, min(port, link)},
-			{"two-host bidir", floors.Layout{PortGbps: port, Bidir: true, Paths: []floors.Path{prefixed(mem.p, "client"), prefixed(mem.p, "server")}}, 2 * min(port, link)},
+			{"loopback uni", floors.Layout{PortGbps: port, Loopback: true, Paths: []floors.Path{p}, ReadReq: rr[:1]}, min(port, link/(1+w))},
+			{"loopback bidir", floors.Layout{PortGbps: port, Loopback: true, Bidir: true, Paths: []floors.Path{p}, ReadReq: rr[:1]}, min(2*port, link/(1+w))},
+			{"two-host uni", floors.Layout{PortGbps: port, Paths: []floors.Path{prefixed(p, "client"), prefixed(p, "server")}, ReadReq: rr}, min(port, link)},
+			{"two-host bidir", floors.Layout{PortGbps: port, Bidir: true, Paths: []floors.Path{prefixed(p, "client"), prefixed(p, "server")}, ReadReq: rr}, 2 * min(port, link/(1+w))},
 		}
 		for _, c := range cases {
 			t.Run(mem.name+"/"+c.name, func(t *testing.T) {
@@ -140,7 +155,7 @@ func TestFloorsOnRecordedLayouts(t *testing.T) {
 		}
 	}
 	// Bidirectional loopback on this host: the links (228.8), not 2 x port.
-	b, err := floors.FindLayout(floors.Layout{PortGbps: port, Loopback: true, Bidir: true, Paths: []floors.Path{gpu}})
+	b, err := floors.FindLayout(floors.Layout{PortGbps: port, Loopback: true, Bidir: true, Paths: []floors.Path{pathOf(t, gpuLinks)}})
 	require.NoError(t, err)
 	assert.NotEqual(t, "port", b.Limit)
 	assert.Less(t, b.Gbps, 2*port)
@@ -148,8 +163,9 @@ func TestFloorsOnRecordedLayouts(t *testing.T) {
 
 // The recorded DGX's topology retrained at gen5 with a 400G port (an
 // H100/H200 + ConnectX-7 host of the same shape): PP-08's loopback
-// WRITE-BIDIR floor is 0.9 x one direction of the slowest link, about
-// 412 Gb/s, so a healthy host measuring 430 Gb/s passes (it was 720).
+// WRITE-BIDIR floor is 0.9 x one direction of the slowest link less the
+// NIC's 4096 B read requests, about 409 Gb/s, so a healthy host measuring
+// 430 Gb/s passes (it was 720).
 func TestFloorsOnRecordedGen5Loopback(t *testing.T) {
 	_, gpuLinks, hostLinks := recordedLinks(t)
 	for name, links := range map[string][]floors.Link{"gpu": gpuLinks, "host": hostLinks} {
@@ -160,11 +176,15 @@ func TestFloorsOnRecordedGen5Loopback(t *testing.T) {
 		p := pathOf(t, gen5)
 		link := slowest(p)
 		require.InDelta(t, 457.6, link, 0.1, name)
-		b, err := floors.FindLayout(floors.Layout{PortGbps: 400, Loopback: true, Bidir: true, Paths: []floors.Path{p}})
+		mrrs := nicReadReq(t, gen5)
+		w, err := floors.ReadReqLoad(mrrs)
+		require.NoError(t, err)
+		b, err := floors.FindLayout(floors.Layout{PortGbps: 400, Loopback: true, Bidir: true, Paths: []floors.Path{p}, ReadReq: []int{mrrs}})
 		require.NoError(t, err)
 		f := floors.Floors(b, floors.DefaultFractions, []int{1 << 20})[0]
 		t.Logf("%s memory: %s", name, f.Why)
-		assert.InDelta(t, 0.9*link, f.Gbps, 1e-6, name)
+		assert.InDelta(t, 0.9*link/(1+w), f.Gbps, 1e-6, name)
+		assert.InDelta(t, 409.0, f.Gbps, 0.1, name)
 		assert.Less(t, f.Gbps, 430.0, "%s: a measured 430 Gb/s passes", name)
 		assert.LessOrEqual(t, f.Gbps, link, name)
 	}
