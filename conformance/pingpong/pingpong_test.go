@@ -749,13 +749,9 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 					by = clip.QuoteN(by, 200)
 				}
 				peerPath := floors.Path{{Gbps: peer.Values["pcie"], By: by}}
-				peerReq := 0
-				if v := peer.Values["read_req"]; v != 0 {
-					if _, err := floors.ReadReqLoad(int(v)); err == nil && v == float64(int(v)) {
-						peerReq = int(v)
-					} else {
-						e.Attr("peer_read_req_note", fmt.Sprintf("the peer sent read request size %v: not a PCIe size, %d B assumed", v, floors.AssumedMaxReadReq))
-					}
+				peerReq, err := floors.ReadReqOf(peer.Values["read_req"])
+				if err != nil {
+					e.Attr("peer_read_req_note", fmt.Sprintf("from the peer: %v; %d B assumed", err, floors.AssumedMaxReadReq))
 				}
 				paths, readReq = append(paths, peerPath), append(readReq, peerReq)
 				if sp.op == verbs.OpRead && !sp.bidir {

@@ -109,6 +109,22 @@ const AssumedMaxPayload = 256
 // request overhead it implies is the larger.
 const AssumedMaxReadReq = 512
 
+// ReadReqOf is a read request size that arrived as a number (a peer's
+// result): v itself when it is a size ReadReqLoad accepts, else an error
+// naming v. 0 is "not sent" and returns 0 without error.
+func ReadReqOf(v float64) (int, error) {
+	if v == 0 {
+		return 0, nil
+	}
+	if v != math.Trunc(v) || v < 128 || v > 4096 {
+		return 0, fmt.Errorf("read request size %v: want a power of two from 128 to 4096 bytes", v)
+	}
+	if _, err := ReadReqLoad(int(v)); err != nil {
+		return 0, err
+	}
+	return int(v), nil
+}
+
 // ReadReqLoad is what a NIC's read requests cost the opposite direction of
 // each link they cross, per byte of payload read, in units of that link's
 // payload capacity: every maxReadReq bytes read take one request TLP of

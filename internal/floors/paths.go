@@ -87,6 +87,9 @@ type Layout struct {
 //     not crossed and the port rate bounds the stream alone;
 //   - loopback, both directions: two streams, each crossing every link in
 //     both directions: each link direction carries both.
+//
+// Every stream also sends its read requests back along its source path,
+// toward the memory (ReadReqLoad of that path's NIC).
 func (l Layout) Streams() ([]Stream, error) {
 	if !(l.PortGbps > 0) || math.IsInf(l.PortGbps, 0) {
 		return nil, fmt.Errorf("port rate %v Gb/s: want a positive rate", l.PortGbps)

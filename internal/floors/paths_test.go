@@ -1,6 +1,7 @@
 package floors
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -163,4 +164,18 @@ func TestReadReqLoad(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 457.6, b.Gbps, 0.1)
 	assert.NotContains(t, b.Derived, "read requests")
+}
+
+// A peer's read request size is a number off the wire: checked, named.
+func TestReadReqOf(t *testing.T) {
+	for v, want := range map[float64]int{0: 0, 512: 512, 4096: 4096, 128: 128} {
+		got, err := ReadReqOf(v)
+		require.NoError(t, err, v)
+		assert.Equal(t, want, got)
+	}
+	for _, bad := range []float64{511.5, 300, 64, 8192, -512, math.NaN(), math.Inf(1)} {
+		_, err := ReadReqOf(bad)
+		assert.Error(t, err, bad)
+		assert.ErrorContains(t, err, "read request size", bad)
+	}
 }
