@@ -258,7 +258,8 @@ func PathOf(links []Link) (Path, error) {
 
 // ReadBound is the rate RDMA READ can reach with Depth reads outstanding
 // per queue pair (the responder's max_qp_rd_atom, agreed at connect; 16 on
-// ConnectX) on QPs queue pairs, each read taking RTT from post to
+// ConnectX: ib_read_bw prints "Outstand reads : 16" on mlx5, e.g. in
+// openucx/ucx issue 8852) on QPs queue pairs, each read taking RTT from post to
 // completion: Depth x QPs x Size bytes per RTT. The round trip is
 // measured by the run itself (one READ of the same size in flight at a
 // time), so the bound holds on this path whatever the fabric adds; a
