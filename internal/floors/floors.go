@@ -273,8 +273,9 @@ type Floor struct {
 	Why      string // for the test's threshold attribute
 }
 
-// Floors returns the floor at each size (one direction; a bidirectional
-// test compares each direction, or their sum with twice the floor).
+// Floors returns the floor at each size: the size's fraction of b, the
+// bottleneck of the whole point (FindLayout: a bidirectional point's b is
+// already the sum its streams can reach).
 func Floors(b Bottleneck, fs []Fraction, sizes []int) []Floor {
 	out := make([]Floor, 0, len(sizes))
 	for _, s := range sizes {
