@@ -83,10 +83,12 @@ type Layout struct {
 //     link direction and each wire direction carries one stream;
 //   - loopback, one direction: the NIC reads the source buffer and writes
 //     the destination buffer through the same links, one stream per link
-//     direction; the port's loopback happens inside the NIC, so the wire is
-//     not crossed and the port rate bounds the stream alone;
+//     direction; the loopback happens inside the NIC (no wire), and the
+//     stream passes the port's send and receive side once;
 //   - loopback, both directions: two streams, each crossing every link in
-//     both directions: each link direction carries both.
+//     both directions: each link direction carries both, and so does the
+//     port (both streams are sent and received by the one port), so the
+//     total is min(port, one direction of the slowest link).
 //
 // Every stream also sends its read requests back along its source path,
 // toward the memory (ReadReqLoad of that path's NIC).
@@ -129,7 +131,12 @@ func (l Layout) Streams() ([]Stream, error) {
 		s := Stream{Name: name}
 		s.Hops = append(s.Hops, links(from, ToNIC, fromLoad)...)
 		if l.Loopback {
-			s.Hops = append(s.Hops, Hop{Name: "port (NIC-internal loopback of " + name + ")", Gbps: l.PortGbps})
+			// Every loopback stream leaves through the port's send side
+			// and re-enters through its receive side: the streams share
+			// the port as they share the links (conservative: what the
+			// NIC's internal loopback carries is not published, and
+			// assuming more would fail healthy hosts).
+			s.Hops = append(s.Hops, Hop{Name: "port (NIC-internal loopback)", Dir: "send and receive side, shared by every stream", Gbps: l.PortGbps})
 		} else {
 			s.Hops = append(s.Hops, Hop{Name: "port", Dir: wire, Gbps: l.PortGbps})
 		}
@@ -221,7 +228,7 @@ func Derive(portGbps float64, streams []Stream) (Bottleneck, error) {
 	// The slowest link, for the report (bw_limit_*), whatever limits.
 	for _, key := range keys {
 		h := uses[key].hop
-		if h.Dir != "" && h.Name != "port" && (b.PCIeGb == 0 || h.Gbps < b.PCIeGb) {
+		if h.Dir != "" && !strings.HasPrefix(h.Name, "port") && (b.PCIeGb == 0 || h.Gbps < b.PCIeGb) {
 			b.PCIeGb, b.PCIeBy = h.Gbps, h.Name
 		}
 	}
