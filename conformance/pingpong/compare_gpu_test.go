@@ -97,7 +97,7 @@ func compareMem(t *testing.T, base, other membuf.Kind, absent string) {
 				testenv.Req(t, "PP-09")
 				// Both halves wait on WRITE_WITH_IMM completions: the CPU
 				// cannot poll GPU memory, and one method keeps the ratio fair.
-				lat, _, _ := latency(t, sh.Ends(t), true)
+				lat, _ := latency(t, sh.Ends(t), true)
 				testenv.Attr(t, "threshold", "reported only (PP-07 holds the ceiling)")
 				r.p50us = stats.US(lat.P50)
 			}) && ok

@@ -80,12 +80,10 @@ var soloBW sync.Map // rail index -> Gb/s
 
 // threshold rules, documented in README: on hardware NICs, bandwidth at
 // every size of the sweep >= the internal/floors fraction for that size of
-// min(port rate, PCIe path rate of both hosts), and small-WRITE p50 latency
-// <= defaultMaxLatUS (p99 twice that, p99.9 four times from 10000
-// iterations); software devices (rxe, siw) get none. 2.5 us is the
-// WRITE/SEND t_avg limit of Mellanox/ngc_multinode_perf (common.sh,
-// LAT_PASS_VAL).
-const defaultMaxLatUS = 2.5
+// the bottleneck of the point's streams over the links each crosses per
+// direction (floors.Layout), and small-WRITE p50 latency <= the ceiling of
+// the memory kind measured (floors.LatCeilingFor; p99 twice that, p99.9
+// four times from 10000 iterations); software devices (rxe, siw) get none.
 
 // wr is a send WR on e's registration local at offset off for n bytes,
 // aimed at the same offset of the peer's registration remote.

@@ -369,8 +369,13 @@ func latencyCheck(t *testing.T, r *rails.Rail) {
 	sh := share(t, r, 2*latRegion, nil, "")
 	t.Run("WRITE/"+strconv.Itoa(latSize), func(t *testing.T) {
 		testenv.Req(t, "PP-07")
-		lat, threshold, thrWhy := latency(t, sh.Ends(t), false)
+		lat, ceil := latency(t, sh.Ends(t), false)
+		threshold, thrWhy := ceil.US, ceil.Why
 		testenv.Attr(t, "threshold", thrWhy)
+		if ceil.Kind != "" {
+			testenv.Attr(t, "max_lat_kind", ceil.Kind) // which memory kind's ceiling applied
+			testenv.Attr(t, "max_lat_source", ceil.Source)
+		}
 		if threshold <= 0 {
 			return
 		}
@@ -404,10 +409,10 @@ func latencyCheck(t *testing.T, r *rails.Rail) {
 
 // latency measures latSize-byte RDMA WRITE round trips on connected ends
 // (buffers of at least 2*latRegion bytes), reports them on t and returns the
-// client's numbers with the ceiling that applies; the caller decides whether
-// to enforce it. forceImm waits on WRITE_WITH_IMM completions even on host
+// client's numbers with the p50 ceiling that applies (rc.End.LatCeiling); the
+// caller decides whether to enforce it. forceImm waits on WRITE_WITH_IMM completions even on host
 // memory, so host and GPU runs are timed the same way.
-func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, threshold float64, thrWhy string) {
+func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, ceil rc.LatCeiling) {
 	errs := rc.Each(ends, func(e *rc.End) error {
 		// Host memory: poll the last byte like ib_write_lat. Memory the CPU
 		// cannot poll (GPU) waits on WRITE_WITH_IMM completions.
@@ -468,7 +473,7 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 		e.Attr("mr_path", mr.Path)
 		if e.Role == "client" || len(ends) == 1 {
 			lat = l
-			threshold, thrWhy = latThreshold(e)
+			ceil = e.LatCeiling(!useImm)
 		}
 		return nil
 	})
@@ -476,7 +481,7 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) (lat stats.Latency, th
 	rc.Report(t, ends)
 	t.Logf("WRITE %d B latency (one way, us): p50 %.2f p99 %.2f p99.9 %.2f min %.2f max %.2f over %d round trips",
 		latSize, stats.US(lat.P50), stats.US(lat.P99), stats.US(lat.P999), stats.US(lat.Min), stats.US(lat.Max), lat.N)
-	return lat, threshold, thrWhy
+	return lat, ceil
 }
 
 func resultOf(name string, l stats.Latency) oob.Result {
@@ -488,16 +493,6 @@ func latencyOf(r oob.Result) stats.Latency {
 	v := r.Values
 	return stats.Latency{P50: time.Duration(v["p50"]), P99: time.Duration(v["p99"]), P999: time.Duration(v["p999"]),
 		Min: time.Duration(v["min"]), Max: time.Duration(v["max"]), N: int(v["n"])}
-}
-
-func latThreshold(e *rc.End) (float64, string) {
-	switch {
-	case e.Cfg.MaxLatUS > 0:
-		return e.Cfg.MaxLatUS, fmt.Sprintf("GDR_MAX_LAT_US=%g", e.Cfg.MaxLatUS)
-	case e.Software:
-		return 0, fmt.Sprintf("no threshold: software device (%s), its timing is not a NIC's", e.SoftWhy)
-	}
-	return defaultMaxLatUS, fmt.Sprintf("default ceiling %.1f us for a hardware NIC: the WRITE limit of NVIDIA's NGC-Ready scripts (ngc_multinode_perf); set GDR_MAX_LAT_US to change", defaultMaxLatUS)
 }
 
 // PP-08: RDMA WRITE and READ bandwidth over the size sweep, like ib_write_bw
@@ -653,6 +648,16 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 			stop := e.Sess.Heartbeat() // the peer waits on the session meanwhile
 			yield := e.YieldAfter(size, min(cqMod, td))
 			e.Attr("bw_yield_after_us", stats.US(yield))
+			var rtt time.Duration
+			if sp.op == verbs.OpRead && !sp.bidir {
+				// The outstanding-read bound of the floor needs this path's
+				// round trip at this size (internal/floors.ReadBound).
+				var err error
+				if rtt, err = readRTT(e, mr, laddr, raddr, remote.RKey, size); err != nil {
+					stop()
+					return err
+				}
+			}
 			el, err := bwAllQPs(e, verbs.BWArgs{Op: sp.op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
 				RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(cqMod, td),
 				Warmup: min(td, iters/10), Timeout: bwStall(e, td, size), YieldAfter: yield})
@@ -663,6 +668,9 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 			bytes := int64(size) * int64(iters) * int64(len(e.QPs))
 			r = oob.Result{Name: step, OK: true, Values: map[string]float64{"gbps": stats.Gbps(bytes, el), "mbps": stats.MBps(bytes, el),
 				"sec": el.Seconds(), "rate": e.RateGbps(), "td": float64(td)}}
+			if rtt > 0 {
+				r.Values["read_rtt_ns"] = float64(rtt)
+			}
 		} else {
 			r = oob.Result{Name: step, OK: true, Values: map[string]float64{"rate": e.RateGbps()}}
 		}
@@ -670,6 +678,9 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		// link travels with the result.
 		own := paths[e]
 		r.Values["pcie"], r.Msg = own.Gbps, own.By
+		if own.readReq > 0 {
+			r.Values["read_req"] = float64(own.readReq)
+		}
 		// A side that does not post waits here while the other measures:
 		// bound the wait by the transfer at a pessimistic rate, not by
 		// heartbeats alone.
@@ -736,22 +747,40 @@ func runBW(t *testing.T, ends []*rc.End, sp bwSpec) (gbps, threshold float64, th
 		e.Attr("data_checked", fmt.Sprintf("final %d B verified at the receiver", size))
 		if e.Role == "client" || len(ends) == 1 {
 			gbps = total
-			limits := []floors.Limit{own.Limit}
+			paths, readReq := []floors.Path{{own.Limit}}, []int{own.readReq}
 			if !e.Loopback() {
 				by := peer.Msg // the peer's words: bounded before they reach a message
 				if len(by) > 200 {
 					by = clip.QuoteN(by, 200)
 				}
-				limits = append(limits, floors.Limit{Gbps: peer.Values["pcie"], By: by})
+				peerPath := floors.Path{{Gbps: peer.Values["pcie"], By: by}}
+				peerReq, err := floors.ReadReqOf(peer.Values["read_req"])
+				if err != nil {
+					e.Attr("peer_read_req_note", fmt.Sprintf("from the peer: %v; %d B assumed", err, floors.AssumedMaxReadReq))
+				}
+				paths, readReq = append(paths, peerPath), append(readReq, peerReq)
+				if sp.op == verbs.OpRead && !sp.bidir {
+					// The NIC reads the peer's buffer: the peer's path is the source.
+					paths, readReq = []floors.Path{peerPath, paths[0]}, []int{peerReq, own.readReq}
+				}
 			}
-			f := bwFloor(e, sp, min(e.RateGbps(), peerRate), limits)
+			var rb *floors.ReadBound
+			if ns := r.Values["read_rtt_ns"]; ns > 0 {
+				rb = &floors.ReadBound{Depth: e.RdAtom, QPs: len(e.QPs), Size: size, RTT: time.Duration(ns)}
+				e.Attr("read_rtt_us", ns/1e3)
+				e.Attr("read_bound_gbit_s", rb.Gbps())
+				e.Attr("read_bound", rb.String())
+			}
+			f := e.BWFloor(rc.BWPoint{Size: size, Largest: sp.largest, Bidir: sp.bidir, Read: rb},
+				floors.Layout{PortGbps: min(e.RateGbps(), peerRate), Paths: paths, ReadReq: readReq})
 			threshold, thrWhy = f.Gbps, f.Why
 			if f.Fraction.Fraction > 0 {
 				e.Attr("bw_floor_fraction", f.Fraction.Fraction)
 			}
-			if f.limit.Gbps > 0 {
-				e.Attr("bw_limit_gbit_s", f.limit.Gbps)
-				e.Attr("bw_limit_source", f.limit.Limit)
+			if f.Limit.Gbps > 0 {
+				e.Attr("bw_limit_gbit_s", f.Limit.Gbps)
+				e.Attr("bw_limit_source", f.Limit.Limit)
+				e.Attr("bw_limit_note", f.Limit.Derived)
 			}
 			if own.notes != "" {
 				e.Attr("pcie_path_note", own.notes)
@@ -821,10 +850,12 @@ func verdict(name string, err error) oob.Result {
 	return oob.Result{Name: name, OK: true}
 }
 
-// pathLimit is one end's PCIe path for the floors (rc.End.PathLimit).
+// pathLimit is one end's PCIe path for the floors (rc.End.PathLimit) and
+// its NIC's read request size (rc.End.NICReadReq; 0 unknown).
 type pathLimit struct {
 	floors.Limit
-	notes string
+	notes   string
+	readReq int
 }
 
 func endPath(e *rc.End) pathLimit {
@@ -835,38 +866,32 @@ func endPath(e *rc.End) pathLimit {
 	if !ok || err != nil {
 		l = floors.Limit{}
 	}
-	return pathLimit{Limit: l, notes: strings.Join(notes, "; ")}
+	return pathLimit{Limit: l, notes: strings.Join(notes, "; "), readReq: e.NICReadReq()}
 }
 
-// bwPoint is the floor of one point of the sweep and what it came from.
-type bwPoint struct {
-	floors.Floor
-	limit floors.Bottleneck // zero when no floor was derived
-}
+// readRTTIters READs of one size, one in flight at a time, time the round
+// trip of the outstanding-read bound on a hardware NIC (about 100 us in
+// all); a software device gets no floor, and 4 keep the lab's rxe (tens
+// of milliseconds per READ under qemu) from paying for the attribute.
+const readRTTIters, readRTTItersSoft = 32, 4
 
-// bwFloor is the floor at sp's size (internal/floors): on hardware NICs
-// the per-size fraction of min(port rate, PCIe path rate of both hosts),
-// twice that for a bidirectional run; GDR_MIN_BW_GBPS instead at the
-// largest size; nothing on software devices.
-func bwFloor(e *rc.End, sp bwSpec, rate float64, limits []floors.Limit) bwPoint {
-	none := func(why string) bwPoint { return bwPoint{Floor: floors.Floor{Size: sp.size, Why: why}} }
-	switch {
-	case e.Cfg.MinBWGbps > 0 && sp.largest:
-		return bwPoint{Floor: floors.Floor{Size: sp.size, Gbps: e.Cfg.MinBWGbps, Why: fmt.Sprintf("GDR_MIN_BW_GBPS=%g", e.Cfg.MinBWGbps)}}
-	case e.Cfg.MinBWGbps > 0:
-		return none(fmt.Sprintf("reported only: GDR_MIN_BW_GBPS=%g replaces the derived floors and applies at the largest size of GDR_BW_SIZES", e.Cfg.MinBWGbps))
-	case e.Software:
-		return none(fmt.Sprintf("no threshold: software device (%s), its port rate is fictional", e.SoftWhy))
-	case rate <= 0:
-		return none("no threshold: the port rate is unknown")
+// readRTT is the mean time from post to completion of one size-byte READ
+// with nothing else in flight (the first queue pair, after one untimed
+// READ). Posting and polling are inside it, so it errs long and the bound
+// low: the floor it lowers is never above what the path allows.
+func readRTT(e *rc.End, mr *verbs.MR, laddr, raddr uint64, rkey uint32, size int) (time.Duration, error) {
+	n := readRTTIters
+	if e.Software {
+		n = readRTTItersSoft
 	}
-	b, err := floors.FindLimits(rate, limits)
+	var el time.Duration
+	err := e.OnNICCPUs(func() (err error) {
+		el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: verbs.OpRead, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
+			RKey: rkey, Size: size, Iters: n, TxDepth: 1, CQMod: 1, Warmup: 1, Timeout: bwStall(e, 1, size)})
+		return err
+	})
 	if err != nil {
-		return none("no threshold: " + err.Error())
+		return 0, fmt.Errorf("READ round trip at %d B (one in flight, for the outstanding-read bound): %w", size, err)
 	}
-	if sp.bidir {
-		b = b.Scale(2, "both directions of a full-duplex port and PCIe link")
-	}
-	fs := floors.Floors(b, floors.DefaultFractions, []int{sp.size})
-	return bwPoint{Floor: fs[0], limit: b}
+	return el / time.Duration(n), nil
 }

@@ -46,3 +46,95 @@ func (e *End) PathLimit() (l floors.Limit, ok bool, notes []string, err error) {
 	l, ok, err = floors.PathLimit(links)
 	return l, ok, notes, err
 }
+
+// NICReadReq is this end's NIC's Max_Read_Request_Size from its config
+// space (internal/pci), the size of the read requests it sends when it
+// reads a buffer; 0 when unknown (a software NIC, config space not
+// readable), for floors.AssumedMaxReadReq to stand in.
+func (e *End) NICReadReq() int {
+	if e.Software || e.sysDev == nil || e.sysDev.PCI == "" {
+		return 0
+	}
+	d := testenv.Selection(e.T).Index.Device(e.sysDev.PCI)
+	if d == nil || d.Config == nil {
+		return 0
+	}
+	s, ok := d.Config.Settings()
+	if !ok {
+		return 0
+	}
+	return s.MaxReadRequest
+}
+
+// BWPoint is what one bandwidth point's floor depends on besides the
+// paths.
+type BWPoint struct {
+	Size    int
+	Largest bool // the largest GDR_BW_SIZES size: GDR_MIN_BW_GBPS applies there
+	Bidir   bool // both ends send at once
+	// Read is the outstanding-read bound of an RDMA READ point with its
+	// measured round trip; nil for WRITE or when no round trip is known.
+	Read *floors.ReadBound
+}
+
+// BWFloor is a point's floor and the bottleneck it came from (zero when
+// no floor was derived).
+type BWFloor struct {
+	floors.Floor
+	Limit floors.Bottleneck
+}
+
+// BWFloor is the floor at p's size (internal/floors): on hardware NICs the
+// size's fraction of the bottleneck of the streams the point runs over the
+// links each crosses, per direction (floors.Layout: loopback or two hosts,
+// one direction or both, and for READ the outstanding-read bound);
+// GDR_MIN_BW_GBPS instead at the largest size; nothing on software
+// devices. l holds the port rate both ends share (the lower), the paths
+// (this host's in loopback; the source's then the destination's on two
+// hosts) and their NICs' read request sizes; BWFloor sets the rest from e
+// and p.
+func (e *End) BWFloor(p BWPoint, l floors.Layout) BWFloor {
+	rate := l.PortGbps
+	none := func(why string) BWFloor { return BWFloor{Floor: floors.Floor{Size: p.Size, Why: why}} }
+	switch {
+	case e.Cfg.MinBWGbps > 0 && p.Largest:
+		return BWFloor{Floor: floors.Floor{Size: p.Size, Gbps: e.Cfg.MinBWGbps, Why: fmt.Sprintf("GDR_MIN_BW_GBPS=%g", e.Cfg.MinBWGbps)}}
+	case e.Cfg.MinBWGbps > 0:
+		return none(fmt.Sprintf("reported only: GDR_MIN_BW_GBPS=%g replaces the derived floors and applies at the largest size of GDR_BW_SIZES", e.Cfg.MinBWGbps))
+	case e.Software:
+		return none(fmt.Sprintf("no threshold: software device (%s), its port rate is fictional", e.SoftWhy))
+	case rate <= 0:
+		return none("no threshold: the port rate is unknown")
+	}
+	l.Loopback, l.Bidir, l.Read = e.loopback, p.Bidir, p.Read
+	b, err := floors.FindLayout(l)
+	if err != nil {
+		return none("no threshold: " + err.Error())
+	}
+	return BWFloor{Floor: floors.Floors(b, floors.DefaultFractions, []int{p.Size})[0], Limit: b}
+}
+
+// LatCeiling is the p50 ceiling of a latency run: US (0: none) with the
+// words for the threshold attribute and, for a derived one, which memory
+// kind's ceiling applied and its source.
+type LatCeiling struct {
+	US                float64
+	Why, Kind, Source string
+}
+
+// LatCeiling is GDR_MAX_LAT_US when set, none on software devices, else
+// the ceiling of the path measured (floors.LatCeilingFor): host memory
+// polled by the CPU with inline WRITEs (hostPoll), or GPU memory at either
+// end (no inline, WRITE_WITH_IMM completions), each with its own number
+// and source.
+func (e *End) LatCeiling(hostPoll bool) LatCeiling {
+	switch {
+	case e.Cfg.MaxLatUS > 0:
+		return LatCeiling{US: e.Cfg.MaxLatUS, Why: fmt.Sprintf("GDR_MAX_LAT_US=%g", e.Cfg.MaxLatUS)}
+	case e.Software:
+		return LatCeiling{Why: fmt.Sprintf("no threshold: software device (%s), its timing is not a NIC's", e.SoftWhy)}
+	}
+	c := floors.LatCeilingFor(hostPoll)
+	return LatCeiling{US: c.P50US, Kind: c.Kind, Source: c.Source,
+		Why: fmt.Sprintf("default %s-memory ceiling %.1f us for a hardware NIC (%s); set GDR_MAX_LAT_US to change", c.Kind, c.P50US, c.Source)}
+}

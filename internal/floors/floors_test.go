@@ -113,13 +113,6 @@ func TestFindLimits(t *testing.T) {
 	_, err = FindLimits(0, nil)
 	assert.ErrorContains(t, err, "want a positive rate")
 
-	// Bidirectional: twice the bottleneck, and the floors follow.
-	bb := b.Scale(2, "both directions")
-	assert.Equal(t, 200.0, bb.Gbps)
-	assert.Contains(t, bb.Derived, "2 x min(port 400 Gb/s")
-	fs := Floors(bb, DefaultFractions, []int{65536})
-	assert.InDelta(t, 180, fs[0].Gbps, 1e-9)
-	assert.Contains(t, fs[0].Why, "both directions")
 }
 
 // LinkOf takes a function's trained link and MaxPayload; an idle GPU is
