@@ -600,6 +600,12 @@ type QP struct {
 	SQDepth   int
 	RQDepth   int
 	port      int
+	// RecvMem is the memory its receives land in; ScatterToCQE how
+	// libmlx5's scatter-to-CQE was handled for it (Scatter*, reported as
+	// gdr.scatter_to_cqe), ScatterWhy the detail.
+	RecvMem      membuf.Kind
+	ScatterToCQE string
+	ScatterWhy   string
 }
 
 // QPCaps sizes a QP.
@@ -608,20 +614,68 @@ type QPCaps struct {
 	MaxInline      int // requested; QP.MaxInline is what the device granted
 }
 
-// CreateRCQP creates an RC QP on pd. A device that refuses the inline size
-// gets a second try without inline data.
-func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps) (*QP, error) {
-	var e C.int
-	var got C.uint32_t
-	qp := C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), C.uint32_t(caps.MaxInline), &got, &e)
-	if qp == nil && caps.MaxInline > 0 {
-		qp = C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), 0, &got, &e)
+var (
+	// qpMu serialises QP creation: the mlx5 probe, the environment libmlx5
+	// reads and dvRefused.
+	qpMu sync.Mutex
+	// dvRefused: mlx5dv_create_qp refused DISABLE_SCATTER_TO_CQE once
+	// (libmlx5 older than rdma-core 21); later QPs go to the environment.
+	dvRefused bool
+)
+
+// CreateRCQP creates an RC QP on pd whose receive buffers are recv memory.
+// A QP receiving into GPU memory on an mlx5 device never keeps libmlx5's
+// scatter-to-CQE (see scatter.go): it is created through mlx5dv with
+// MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, else after MLX5_SCATTER_TO_CQE=0
+// is forced; shim.c refuses any other way (EPERM). A device that refuses the
+// inline size gets a second try without inline data.
+func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps, recv membuf.Kind) (*QP, error) {
+	qpMu.Lock()
+	defer qpMu.Unlock()
+	dev := mlx5Kind(C.gdr_mlx5_probe(p.ctx.ctx))
+	plan, err := prepareScatter(recv, dev, dvRefused, C.gdr_scatter_env_off() != 0)
+	if err != nil {
+		return nil, err
+	}
+	devmem := C.int(0)
+	if recv != membuf.Host {
+		devmem = 1
+	}
+	create := func(dv bool) (*C.struct_ibv_qp, C.uint32_t, C.int) {
+		var e C.int
+		var got C.uint32_t
+		cdv := C.int(0)
+		if dv {
+			cdv = 1
+		}
+		qp := C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), C.uint32_t(caps.MaxInline), devmem, cdv, &got, &e)
+		if qp == nil && caps.MaxInline > 0 && syscall.Errno(e) != syscall.EPERM {
+			qp = C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), 0, devmem, cdv, &got, &e)
+		}
+		return qp, got, e
+	}
+	qp, got, e := create(plan.DV)
+	if qp == nil && plan.DV && syscall.Errno(e) == syscall.EINVAL {
+		// libmlx5 older than rdma-core 21 refuses the unknown flag: the
+		// environment is the other way.
+		dvRefused = true
+		if plan, err = prepareScatter(recv, dev, true, C.gdr_scatter_env_off() != 0); err != nil {
+			return nil, err
+		}
+		qp, got, e = create(false)
 	}
 	if qp == nil {
-		return nil, verr(fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendWR, caps.RecvWR), e,
-			fmt.Sprintf("the device allows at most %d WRs per queue", p.ctx.attr.MaxQPWR))
+		verb := fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendWR, caps.RecvWR)
+		if plan.DV {
+			verb = "mlx5dv_create_qp(RC, DISABLE_SCATTER_TO_CQE, " + verb[len("ibv_create_qp(RC, "):]
+		}
+		if syscall.Errno(e) == syscall.EPERM {
+			return nil, verr(verb, e, fmt.Sprintf("refused by the suite: receives in %s memory on %s (%s) need scatter-to-CQE off, and neither mlx5dv nor %s=0 is in effect", recv, p.ctx.Name, dev, ScatterEnvVar))
+		}
+		return nil, verr(verb, e, fmt.Sprintf("the device allows at most %d WRs per queue", p.ctx.attr.MaxQPWR))
 	}
-	return &QP{qp: qp, pd: p, Num: uint32(C.gdr_qp_num(qp)), MaxInline: int(got), SQDepth: caps.SendWR, RQDepth: caps.RecvWR}, nil
+	return &QP{qp: qp, pd: p, Num: uint32(C.gdr_qp_num(qp)), MaxInline: int(got), SQDepth: caps.SendWR, RQDepth: caps.RecvWR,
+		RecvMem: recv, ScatterToCQE: plan.Attr, ScatterWhy: plan.Why}, nil
 }
 
 // Close destroys the QP; safe to call twice.
@@ -1046,3 +1100,30 @@ func (q *QP) Bandwidth(a BWArgs) (time.Duration, error) {
 	rc := C.gdr_bw(&ca, &el, &st, &done)
 	return time.Duration(el), q.runErr(fmt.Sprintf("%v bandwidth", a.Op), rc, st, int(done), a.Iters, a.Timeout)
 }
+
+// scatterGuard is shim.c's check at every QP creation (for tests: cgo has
+// no place in _test.go files).
+func scatterGuard(recvDevmem bool, dev mlx5Kind, dv bool) error {
+	b := func(v bool) C.int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	if rc := C.gdr_scatter_guard(b(recvDevmem), C.int(dev), b(dv)); rc != 0 {
+		return syscall.Errno(rc)
+	}
+	return nil
+}
+
+// scatterEnvOffC reports whether the C environment libmlx5 reads has
+// MLX5_SCATTER_TO_CQE=0.
+func scatterEnvOffC() bool { return C.gdr_scatter_env_off() != 0 }
+
+// shimMLX5Kinds are shim.h's GDR_MLX5_* values in mlx5Kind order, and
+// shimSQSigAll its sq_sig_all (for tests).
+func shimMLX5Kinds() []mlx5Kind {
+	return []mlx5Kind{C.GDR_MLX5_ABSENT, C.GDR_MLX5_NOT, C.GDR_MLX5_DV, C.GDR_MLX5_NODV, C.GDR_MLX5_UNKNOWN}
+}
+
+func shimSQSigAll() int { return int(C.gdr_sq_sig_all()) }

@@ -164,7 +164,7 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 		var s side
 		s.scq = must[*CQ](t)(c.CreateCQ(64))
 		s.rcq = must[*CQ](t)(c.CreateCQ(64))
-		s.qp = must[*QP](t)(pd.CreateRCQP(s.scq, s.rcq, QPCaps{SendWR: 32, RecvWR: 32, MaxInline: 64}))
+		s.qp = must[*QP](t)(pd.CreateRCQP(s.scq, s.rcq, QPCaps{SendWR: 32, RecvWR: 32, MaxInline: 64}, membuf.Host))
 		mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		require.NoError(t, err)
 		t.Cleanup(func() { unix.Munmap(mem) })
@@ -246,7 +246,7 @@ func TestBadRTR(t *testing.T) {
 	c := device(t)
 	pd := must[*PD](t)(c.AllocPD())
 	cq := must[*CQ](t)(c.CreateCQ(8))
-	qp := must[*QP](t)(pd.CreateRCQP(cq, cq, QPCaps{SendWR: 4, RecvWR: 4}))
+	qp := must[*QP](t)(pd.CreateRCQP(cq, cq, QPCaps{SendWR: 4, RecvWR: 4}, membuf.Host))
 	require.NoError(t, qp.Init(1, AccessRW))
 	port, _ := c.QueryPort(1)
 	// A GID index far past the table is rejected at RTR with EINVAL.
@@ -350,4 +350,39 @@ func TestSetErrorEndsALoop(t *testing.T) {
 		t.Fatal("the loop did not end after SetError")
 	}
 	require.NoError(t, a.qp.SetError(), "ERR -> ERR is allowed")
+}
+
+// The C side sees what the Go side forced (libmlx5 reads the C environment),
+// and shim.c's guard refuses a device-memory QP on mlx5 unless mlx5dv or the
+// environment turns scatter-to-CQE off: no QP can skip both.
+func TestScatterToCQEGuard(t *testing.T) {
+	assert.Equal(t, []mlx5Kind{mlx5Absent, mlx5Not, mlx5DV, mlx5NoDV, mlx5Unknown}, shimMLX5Kinds(), "shim.h's GDR_MLX5_* and mlx5Kind agree")
+	// READ responses are scattered to the CQE only with sq_sig_all.
+	assert.Zero(t, shimSQSigAll())
+
+	resetScatterEnv(t)
+	t.Setenv(ScatterEnvVar, "1")
+	assert.False(t, scatterEnvOffC())
+	for _, dev := range []mlx5Kind{mlx5NoDV, mlx5Unknown, mlx5DV} {
+		assert.ErrorIs(t, scatterGuard(true, dev, false), syscall.EPERM, "device memory on %v without dv or env", dev)
+	}
+	assert.NoError(t, scatterGuard(true, mlx5DV, true))
+	assert.ErrorIs(t, scatterGuard(true, mlx5NoDV, true), syscall.EPERM, "dv asked for where libmlx5 has none")
+	for _, dev := range []mlx5Kind{mlx5Absent, mlx5Not} {
+		assert.NoError(t, scatterGuard(true, dev, false), "not mlx5: %v", dev)
+	}
+	for _, dev := range []mlx5Kind{mlx5Absent, mlx5Not, mlx5DV, mlx5NoDV, mlx5Unknown} {
+		assert.NoError(t, scatterGuard(false, dev, false), "host memory keeps the default: %v", dev)
+	}
+
+	// The entry point's plan forces the variable where it must; then the
+	// guard passes.
+	p, err := prepareScatter(membuf.GPU, mlx5NoDV, false, scatterEnvOffC())
+	require.NoError(t, err)
+	require.True(t, p.ForceEnv)
+	assert.True(t, scatterEnvOffC(), "C getenv sees MLX5_SCATTER_TO_CQE=0")
+	assert.NoError(t, scatterGuard(true, mlx5NoDV, false))
+	// libmlx5 compares with "0" exactly.
+	t.Setenv(ScatterEnvVar, "00")
+	assert.False(t, scatterEnvOffC())
 }
