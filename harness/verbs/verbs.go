@@ -359,7 +359,8 @@ type MR struct {
 	Mem membuf.Kind
 	// Path is how it was registered: PathHost (host memory), PathPeermem
 	// (ibv_reg_mr on device memory, through nvidia_peermem) or PathDmabuf.
-	Path string
+	Path   string
+	pinned uint64 // host bytes counted against RLIMIT_MEMLOCK
 }
 
 // Registration paths, as gdr.mr_path reports them.
@@ -380,16 +381,27 @@ func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error
 	if mem != membuf.Host && mem != membuf.GPU {
 		return nil, fmt.Errorf("ibv_reg_mr(0x%x, %d): memory kind %q is neither host nor gpu", addr, n, mem)
 	}
+	var span uint64 // host pages the kernel pins, against RLIMIT_MEMLOCK
+	if mem == membuf.Host {
+		span = pageSpan(addr, n)
+		memlockMu.Lock()
+		defer memlockMu.Unlock()
+		if err := ensureMemlock(span); err != nil {
+			return nil, fmt.Errorf("ibv_reg_mr(0x%x, %d) of host memory: %w", addr, n, err)
+		}
+	}
 	var e C.int
 	mr := C.gdr_reg_mr(p.pd, C.uintptr_t(addr), C.size_t(n), C.int(access), &e)
 	if mr == nil {
 		hint := ""
-		switch syscall.Errno(e) {
-		case syscall.EFAULT:
+		switch en := syscall.Errno(e); {
+		case en == syscall.EFAULT:
 			hint = "the address range is not mapped, or is GPU memory without peer memory support (load nvidia-peermem, or use dma-buf)"
-		case syscall.ENOMEM:
-			hint = "locked-memory limit too low (ulimit -l unlimited) or the NIC is out of MR resources"
-		case syscall.EINVAL:
+		case (en == syscall.ENOMEM || en == syscall.EPERM) && mem == membuf.Host:
+			hint = "the NIC is out of MR resources, or " + memlockHint(span)
+		case en == syscall.ENOMEM:
+			hint = "the NIC is out of MR resources, or the GPU's BAR1 aperture is full (nvidia-smi -q -d MEMORY shows BAR1 usage)"
+		case en == syscall.EINVAL:
 			hint = "bad length/alignment or access flags for this device"
 		}
 		return nil, verr(fmt.Sprintf("ibv_reg_mr(0x%x, %d)", addr, n), e, hint)
@@ -398,7 +410,23 @@ func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error
 	if mem == membuf.GPU {
 		path = PathPeermem
 	}
-	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr)), Mem: mem, Path: path}, nil
+	pinnedHost += span
+	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr)), Mem: mem, Path: path, pinned: span}, nil
+}
+
+// memlockHint explains a failed host registration of span bytes by the
+// locked-memory limit when the limit is the reason. The caller holds
+// memlockMu.
+func memlockHint(span uint64) string {
+	l, err := readMemlock()
+	if err != nil {
+		return "the locked-memory limit (" + err.Error() + "); remedy: " + MemlockRemedy
+	}
+	cause, why := memlockCause(l, pinnedHost, span)
+	if cause {
+		return why
+	}
+	return "(" + why + ")"
 }
 
 // ErrNoDmabufSymbol: the loaded libibverbs predates ibv_reg_dmabuf_mr (rdma-core 34).
@@ -471,6 +499,12 @@ func (m *MR) Close() error {
 	m.mr = nil
 	if rc != 0 {
 		return verr("ibv_dereg_mr", rc, "")
+	}
+	if m.pinned > 0 {
+		memlockMu.Lock()
+		pinnedHost -= min(m.pinned, pinnedHost)
+		memlockMu.Unlock()
+		m.pinned = 0
 	}
 	return nil
 }
