@@ -18,9 +18,8 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
 // Library is the soname opened at run time.
@@ -58,18 +57,6 @@ type Error struct {
 	Verb  string // e.g. "ibv_modify_qp(RTR)"
 	Errno syscall.Errno
 	Hint  string // what usually causes this errno for this verb, if known
-}
-
-// errnoName is the symbolic name; EOPNOTSUPP rather than its alias ENOTSUP,
-// as the verbs man pages spell it.
-func errnoName(e syscall.Errno) string {
-	if e == syscall.EOPNOTSUPP {
-		return "EOPNOTSUPP"
-	}
-	if n := unix.ErrnoName(e); n != "" {
-		return n
-	}
-	return "unknown"
 }
 
 func (e *Error) Error() string {
@@ -147,6 +134,15 @@ func Open(name string) (*Context, error) {
 			continue
 		}
 		c := C.gdr_open(d, &e)
+		if en := syscall.Errno(e); c == nil && (en == syscall.EACCES || en == syscall.EPERM) {
+			// libibverbs opens the node in this process's own /dev, so "/"
+			// whatever GDR_HOST_ROOT says.
+			root, err := hostfs.New("/")
+			if err != nil {
+				return nil, verr("ibv_open_device("+dn+")", e, err.Error())
+			}
+			return nil, verr("ibv_open_device("+dn+")", e, NodeAccess(root, "/dev/infiniband/"+C.GoString(C.gdr_dev_node(d)), en))
+		}
 		if c == nil {
 			return nil, verr("ibv_open_device("+dn+")", e, "check /dev/infiniband/uverbs* exists and is accessible (ib_uverbs loaded, permissions)")
 		}
