@@ -1049,40 +1049,64 @@ func LatRecvs(iters int) int { return min(2, iters) }
 // Latency runs the ping-pong; it returns the post timestamps (ns), so
 // consecutive differences are round trips.
 func (q *QP) Latency(a LatArgs) ([]int64, error) {
+	ca, err := q.latArgs(a)
+	if err != nil {
+		return nil, err
+	}
+	stamps := make([]int64, a.Iters)
+	var st, done C.int
+	rc := C.gdr_lat(&ca, (*C.int64_t)(unsafe.Pointer(&stamps[0])), &st, &done)
+	return stamps, q.runErr("latency ping-pong", rc, st, int(done), a.Iters, a.Timeout)
+}
+
+// latArgs checks a and builds the C loop's arguments, inline_ok included:
+// the loop posts IBV_SEND_INLINE exactly when inline_ok is set.
+func (q *QP) latArgs(a LatArgs) (C.gdr_lat_args, error) {
+	var ca C.gdr_lat_args
 	if a.Iters < 1 || a.Size < 1 {
-		return nil, fmt.Errorf("latency: iters %d and size %d must be >= 1", a.Iters, a.Size)
+		return ca, fmt.Errorf("latency: iters %d and size %d must be >= 1", a.Iters, a.Size)
 	}
 	if a.Local == nil {
-		return nil, fmt.Errorf("latency: no local MR")
+		return ca, fmt.Errorf("latency: no local MR")
 	}
 	if _, err := sge("latency send buffer", a.Local, a.SendAddr, uint32(a.Size)); err != nil {
-		return nil, err
+		return ca, err
 	}
 	// Polling mode tags the send buffer's last byte and spins on PollAddr
 	// from the CPU: host memory only.
 	if !a.UseImm && !a.Local.CPUReadable() {
-		return nil, fmt.Errorf("latency: polling mode needs CPU-readable host memory, the MR is %s memory (%s): use WRITE_WITH_IMM completions (UseImm)", a.Local.Mem, a.Local.Path)
+		return ca, fmt.Errorf("latency: polling mode needs CPU-readable host memory, the MR is %s memory (%s): use WRITE_WITH_IMM completions (UseImm)", a.Local.Mem, a.Local.Path)
 	}
-	stamps := make([]int64, a.Iters)
-	ca := C.gdr_lat_args{qp: q.qp, scq: a.SendCQ.cq, rcq: a.RecvCQ.cq, laddr: C.uint64_t(a.SendAddr), lkey: C.uint32_t(a.Local.LKey),
+	ca = C.gdr_lat_args{qp: q.qp, laddr: C.uint64_t(a.SendAddr), lkey: C.uint32_t(a.Local.LKey),
 		poll_addr: C.uint64_t(a.PollAddr), raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size),
 		iters: C.int32_t(a.Iters), sq_depth: C.int32_t(q.SQDepth), timeout_ns: C.int64_t(a.Timeout)}
+	if a.SendCQ == nil || (a.UseImm && a.RecvCQ == nil) {
+		return ca, fmt.Errorf("latency: no send CQ, or WRITE_WITH_IMM completions without a receive CQ")
+	}
+	ca.scq = a.SendCQ.cq
+	if a.RecvCQ != nil {
+		ca.rcq = a.RecvCQ.cq
+	}
 	if a.First {
 		ca.first = 1
 	}
 	if a.UseImm {
 		ca.use_imm = 1
 		if a.Preposted < 0 || a.Preposted > LatRecvs(a.Iters) {
-			return nil, fmt.Errorf("latency: %d receives preposted, want 0..%d", a.Preposted, LatRecvs(a.Iters))
+			return ca, fmt.Errorf("latency: %d receives preposted, want 0..%d", a.Preposted, LatRecvs(a.Iters))
 		}
 		ca.preposted = C.int32_t(a.Preposted)
 	}
 	if inline(OpWrite, a.Local, uint32(a.Size), q.MaxInline) {
 		ca.inline_ok = 1
 	}
-	var st, done C.int
-	rc := C.gdr_lat(&ca, (*C.int64_t)(unsafe.Pointer(&stamps[0])), &st, &done)
-	return stamps, q.runErr("latency ping-pong", rc, st, int(done), a.Iters, a.Timeout)
+	return ca, nil
+}
+
+// latInline is whether Latency would post inline (for tests).
+func (q *QP) latInline(a LatArgs) (bool, error) {
+	ca, err := q.latArgs(a)
+	return ca.inline_ok != 0, err
 }
 
 func (q *QP) runErr(what string, rc, st C.int, done, iters int, to time.Duration) error {

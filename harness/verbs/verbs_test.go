@@ -386,3 +386,41 @@ func TestScatterToCQEGuard(t *testing.T) {
 	t.Setenv(ScatterEnvVar, "00")
 	assert.False(t, scatterEnvOffC())
 }
+
+// Every post path decides inline from the MR: PostSend (toC, covered by
+// TestInlineOnlyFromHostMemory), the latency loop (inline_ok from the same
+// decision) and the bandwidth loop (never inline). shim.c sets
+// IBV_SEND_INLINE in one place only, behind inline_ok.
+func TestInlineNeverFromDeviceMemoryOnAnyPath(t *testing.T) {
+	q := &QP{MaxInline: 64, SQDepth: 8}
+	cq := &CQ{}
+	host := &MR{Addr: 0x10000, Len: 8192, LKey: 1, Mem: membuf.Host, Path: PathHost}
+	for _, c := range []struct {
+		mr   *MR
+		size int
+		want bool
+	}{
+		{host, 2, true}, {host, 64, true}, {host, 65, false},
+		{&MR{Addr: 0x7f0000000000, Len: 8192, LKey: 2, Mem: membuf.GPU, Path: PathPeermem}, 2, false},
+		{&MR{Addr: 0x7f0000000000, Len: 8192, LKey: 3, Mem: membuf.GPU, Path: PathDmabuf}, 2, false},
+	} {
+		got, err := q.latInline(LatArgs{SendCQ: cq, RecvCQ: cq, Local: c.mr, SendAddr: c.mr.Addr, Size: c.size, Iters: 4, UseImm: true})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "latency from %s/%s, %d bytes", c.mr.Mem, c.mr.Path, c.size)
+	}
+	// Polling mode on device memory is refused (perftest: device-memory
+	// WRITE latency needs --write_with_imm).
+	_, err := q.latInline(LatArgs{SendCQ: cq, RecvCQ: cq, Local: &MR{Addr: 1 << 40, Len: 64, Mem: membuf.GPU, Path: PathPeermem}, SendAddr: 1 << 40, Size: 2, Iters: 4})
+	assert.ErrorContains(t, err, "polling mode needs CPU-readable host memory")
+
+	src, err := os.ReadFile("shim.c")
+	require.NoError(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "IBV_SEND_INLINE") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	require.Len(t, lines, 1, "shim.c sets IBV_SEND_INLINE in exactly one place: %q", lines)
+	assert.Contains(t, lines[0], "a->inline_ok ? IBV_SEND_INLINE : 0")
+}
