@@ -139,12 +139,15 @@ struct ibv_pd *gdr_alloc_pd(struct ibv_context *c, int *err) {
 }
 int gdr_dealloc_pd(struct ibv_pd *pd) { errno = 0; return rc_errno(G.dealloc_pd(pd)); }
 
+// Flags from IBV_ACCESS_OPTIONAL_FIRST up (relaxed ordering) need the iova2
+// entry point, exactly as the header's ibv_reg_mr macro decides; without it
+// they are stripped.
+int gdr_reg_mr_uses_iova2(int access) { return (access & IBV_ACCESS_OPTIONAL_RANGE) && G.reg_mr_iova2; }
+
 struct ibv_mr *gdr_reg_mr(struct ibv_pd *pd, uintptr_t addr, size_t len, int access, int *err) {
 	errno = 0;
 	struct ibv_mr *mr;
-	// Flags from IBV_ACCESS_OPTIONAL_FIRST up need the iova2 entry point,
-	// exactly as the header's ibv_reg_mr macro decides.
-	if ((access & IBV_ACCESS_OPTIONAL_RANGE) && G.reg_mr_iova2)
+	if (gdr_reg_mr_uses_iova2(access))
 		mr = G.reg_mr_iova2(pd, (void *)addr, len, (uint64_t)addr, (unsigned)access);
 	else
 		mr = G.reg_mr(pd, (void *)addr, len, access & ~IBV_ACCESS_OPTIONAL_RANGE);

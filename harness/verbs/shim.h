@@ -27,6 +27,7 @@ int gdr_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a)
 int gdr_query_gid(struct ibv_context *c, uint8_t port, int idx, uint8_t out[16]);
 struct ibv_pd *gdr_alloc_pd(struct ibv_context *c, int *err);
 int gdr_dealloc_pd(struct ibv_pd *pd);
+int gdr_reg_mr_uses_iova2(int access);
 struct ibv_mr *gdr_reg_mr(struct ibv_pd *pd, uintptr_t addr, size_t len, int access, int *err);
 struct ibv_mr *gdr_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off, size_t len, uint64_t iova, int fd, int access, int *err);
 int gdr_dereg_mr(struct ibv_mr *mr);

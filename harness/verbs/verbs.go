@@ -1181,3 +1181,13 @@ func shimMLX5Kinds() []mlx5Kind {
 }
 
 func shimSQSigAll() int { return int(C.gdr_sq_sig_all()) }
+
+// regMRUsesIova2 is whether RegMR with access goes through
+// ibv_reg_mr_iova2 (for tests).
+func regMRUsesIova2(access int) bool { return C.gdr_reg_mr_uses_iova2(C.int(access)) != 0 }
+
+// hasIova2 reports whether the loaded libibverbs exports ibv_reg_mr_iova2.
+func hasIova2() bool { return C.gdr_has_iova2() != 0 }
+
+// accessOptionalRange are the access flags a device may ignore.
+const accessOptionalRange = C.IBV_ACCESS_OPTIONAL_RANGE

@@ -424,3 +424,14 @@ func TestInlineNeverFromDeviceMemoryOnAnyPath(t *testing.T) {
 	require.Len(t, lines, 1, "shim.c sets IBV_SEND_INLINE in exactly one place: %q", lines)
 	assert.Contains(t, lines[0], "a->inline_ok ? IBV_SEND_INLINE : 0")
 }
+
+// Relaxed ordering is an optional access flag: RegMR passes it through
+// ibv_reg_mr_iova2 (rdma-core drops it where unsupported), plain access
+// through ibv_reg_mr.
+func TestRelaxedOrderingEntryPoint(t *testing.T) {
+	loaded(t)
+	require.True(t, hasIova2(), "libibverbs of rdma-core >= 24 exports ibv_reg_mr_iova2")
+	assert.True(t, regMRUsesIova2(AccessRW|AccessRelaxed))
+	assert.False(t, regMRUsesIova2(AccessRW))
+	assert.NotZero(t, AccessRelaxed&accessOptionalRange, "relaxed ordering is in the optional range")
+}
