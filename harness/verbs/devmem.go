@@ -25,7 +25,7 @@ var DevMemCases = []DevMemCase{
 		Case:    "Scatter-to-CQE, receive side: SENDs of up to 32/64 bytes are put into the CQE and copied to the receive buffer by the CPU in ibv_poll_cq",
 		Adopted: true,
 		Reason:  "every QP whose receives land in GPU memory on an mlx5 device is created with it off: mlx5dv_create_qp with MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, else MLX5_SCATTER_TO_CQE=0 forced (overwriting an explicit =1); shim.c refuses any other way; host-memory QPs and other providers keep the default; gdr.scatter_to_cqe records which",
-		Sources: "rdma-core providers/mlx5/verbs.c use_scatter_to_cqe, create_qp; providers/mlx5/cq.c mlx5_copy_to_recv_wqe; perftest src/perftest_parameters.c force_dependecies, disable_mlx5_scatter_to_cqe; perftest src/perftest_resources.c ctx_qp_create",
+		Sources: "rdma-core providers/mlx5/verbs.c use_scatter_to_cqe, create_qp; providers/mlx5/cq.c mlx5_copy_to_recv_wqe; perftest src/perftest_parameters.c force_dependecies, disable_mlx5_scatter_to_cqe; perftest src/perftest_resources.c ctx_qp_create; NVSHMEM src/modules/transport/libfabric/libfabric.cpp nvshmemt_init (verbs provider); libfabric contrib/intel/jenkins/tests.py (dma-buf test environment)",
 		Tests: []string{
 			"harness/verbs/scatter_test.go:TestScatterToCQEPolicy",
 			"harness/verbs/scatter_test.go:TestScatterToCQEEnvForced",
