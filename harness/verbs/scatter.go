@@ -41,7 +41,7 @@ const (
 	mlx5Not                     // mlx5dv_is_supported says no (rxe, siw, irdma, ...)
 	mlx5DV                      // mlx5 with mlx5dv_create_qp
 	mlx5NoDV                    // mlx5, libmlx5 without mlx5dv_create_qp
-	mlx5Unknown                 // libmlx5 without mlx5dv_is_supported (rdma-core < 22): taken as mlx5
+	mlx5Unknown                 // cannot tell (see shim.h): taken as mlx5 without mlx5dv
 )
 
 func (k mlx5Kind) String() string {
@@ -55,7 +55,7 @@ func (k mlx5Kind) String() string {
 	case mlx5NoDV:
 		return "mlx5, libmlx5 has no mlx5dv_create_qp"
 	case mlx5Unknown:
-		return "libmlx5 has no mlx5dv_is_supported (rdma-core < 22), taken as mlx5"
+		return "mlx5 or not cannot be told (libmlx5 without mlx5dv_is_supported, rdma-core < 22; or no libmlx5.so.1 loaded and an mlx5-named device), taken as mlx5 without mlx5dv"
 	}
 	return fmt.Sprintf("mlx5 probe %d", int(k))
 }
@@ -91,7 +91,7 @@ func planScatter(recv membuf.Kind, dev mlx5Kind, dvRefused, envOff bool) (scatte
 		if !dvRefused {
 			return scatterPlan{DV: true, Attr: ScatterDV, Why: "mlx5dv_create_qp(MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE)"}, nil
 		}
-		return scatterPlan{ForceEnv: true, Attr: ScatterEnv, Why: "mlx5dv_create_qp refused MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE (libmlx5 older than rdma-core 21)"}, nil
+		return scatterPlan{ForceEnv: true, Attr: ScatterEnv, Why: "mlx5dv_create_qp refused MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE (EINVAL: libmlx5 older than rdma-core 21; EOPNOTSUPP: no mlx5dv on this context)"}, nil
 	case mlx5NoDV, mlx5Unknown:
 		return scatterPlan{ForceEnv: true, Attr: ScatterEnv, Why: dev.String()}, nil
 	}

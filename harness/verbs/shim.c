@@ -190,8 +190,12 @@ static struct {
 int gdr_mlx5_probe(struct ibv_context *c) {
 	if (!M.h) {
 		M.h = dlopen("libmlx5.so.1", RTLD_NOW | RTLD_NOLOAD);
+		// A provider built into libibverbs (static rdma-core builds)
+		// leaves no libmlx5.so.1 to find: an mlx5-named device is then
+		// taken as mlx5 without mlx5dv (the environment variable is
+		// harmless to other providers).
 		if (!M.h)
-			return GDR_MLX5_ABSENT;
+			return strncmp(c->device->name, "mlx5", 4) ? GDR_MLX5_ABSENT : GDR_MLX5_UNKNOWN;
 		*(void **)(&M.is_supported) = dlsym(M.h, "mlx5dv_is_supported");
 		*(void **)(&M.create_qp) = dlsym(M.h, "mlx5dv_create_qp");
 	}

@@ -37,8 +37,9 @@ struct ibv_cq *gdr_create_cq(struct ibv_context *c, int cqe, int *err);
 int gdr_destroy_cq(struct ibv_cq *cq);
 // What gdr_mlx5_probe says about a device: libmlx5 is not loaded in this
 // process (so no device of it is mlx5), it says the device is not mlx5, it
-// is mlx5 with mlx5dv_create_qp, mlx5 without it, or libmlx5 predates
-// mlx5dv_is_supported (rdma-core < 22) and cannot tell.
+// is mlx5 with mlx5dv_create_qp, mlx5 without it, or it cannot tell (libmlx5
+// predates mlx5dv_is_supported, rdma-core < 22, or no libmlx5.so.1 is loaded
+// and the device's name starts with mlx5): taken as mlx5 without mlx5dv.
 enum { GDR_MLX5_ABSENT, GDR_MLX5_NOT, GDR_MLX5_DV, GDR_MLX5_NODV, GDR_MLX5_UNKNOWN };
 int gdr_mlx5_probe(struct ibv_context *c);
 // 1 when MLX5_SCATTER_TO_CQE is "0" in the C environment libmlx5 reads.

@@ -685,21 +685,28 @@ func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps, recv membuf.Kind) (*QP, error
 		return qp, got, e
 	}
 	qp, got, e := create(plan.DV)
-	if qp == nil && plan.DV && syscall.Errno(e) == syscall.EINVAL {
-		// libmlx5 older than rdma-core 21 refuses the unknown flag: the
-		// environment is the other way.
-		dvRefused = true
+	if qp == nil && plan.DV && (syscall.Errno(e) == syscall.EINVAL || syscall.Errno(e) == syscall.EOPNOTSUPP) {
+		// libmlx5 older than rdma-core 21 refuses the unknown flag
+		// (EINVAL), a context without dv ops refuses mlx5dv_create_qp
+		// (EOPNOTSUPP): the environment is the other way.
+		dvErr := e
 		if plan, err = prepareScatter(recv, dev, true, C.gdr_scatter_env_off() != 0); err != nil {
 			return nil, err
 		}
 		qp, got, e = create(false)
+		// Only a refusal that the plain verb then overcomes was about
+		// mlx5dv; the same error from both is the caps'.
+		dvRefused = qp != nil
+		if qp != nil {
+			plan.Why += fmt.Sprintf(" (mlx5dv_create_qp: %s)", errnoName(syscall.Errno(dvErr)))
+		}
 	}
 	if qp == nil {
 		verb := fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendWR, caps.RecvWR)
 		if plan.DV {
 			verb = "mlx5dv_create_qp(RC, DISABLE_SCATTER_TO_CQE, " + verb[len("ibv_create_qp(RC, "):]
 		}
-		if syscall.Errno(e) == syscall.EPERM {
+		if syscall.Errno(e) == syscall.EPERM && scatterGuard(recv != membuf.Host, dev, plan.DV) != nil { // not the kernel's EPERM
 			return nil, verr(verb, e, fmt.Sprintf("refused by the suite: receives in %s memory on %s (%s) need scatter-to-CQE off, and neither mlx5dv nor %s=0 is in effect", recv, p.ctx.Name, dev, ScatterEnvVar))
 		}
 		return nil, verr(verb, e, fmt.Sprintf("the device allows at most %d WRs per queue", p.ctx.attr.MaxQPWR))
