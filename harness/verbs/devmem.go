@@ -83,6 +83,13 @@ var DevMemCases = []DevMemCase{
 		Tests:   []string{"harness/rc/rc_test.go:TestMRPathOrder"},
 	},
 	{
+		Case:    "dma-buf support probed with ibv_reg_dmabuf_mr(fd=-1): EBADF means supported, EOPNOTSUPP/EPROTONOSUPPORT not",
+		Adopted: true,
+		Reason:  "ProbeDmabuf reads the answer the same way, and EINVAL (arguments checked before the fd) as inconclusive, left to a real registration",
+		Sources: "NCCL src/transport/net_ib/gdr.cc ibDmaBufSupportInitOnce, src/transport/net_ib/init.cc ncclMlx5dvDmaBufCapable",
+		Tests:   []string{"harness/verbs/verbs_test.go:TestDmabufProbeAnswer"},
+	},
+	{
 		Case:    "dma-buf PCIe mapping type (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) on hosts with both C2C and PCIe attachment",
 		Adopted: false,
 		Reason:  "only Grace (C2C) hosts need it; on a PCIe H200 the driver refuses the flag (801, measured), so exports use flags 0",

@@ -474,15 +474,23 @@ func (p *PD) ProbeDmabuf() (DmabufSupport, error) {
 		C.gdr_dereg_mr(mr)
 		return DmabufSupport{}, errors.New("ibv_reg_dmabuf_mr accepted fd -1: the driver is broken")
 	}
-	switch en := syscall.Errno(e); en {
+	return dmabufProbeAnswer(syscall.Errno(e), p.ctx.Name)
+}
+
+// dmabufProbeAnswer reads the errno of ibv_reg_dmabuf_mr(fd=-1) on dev as
+// NCCL does (src/transport/net_ib/gdr.cc, ibDmaBufSupportInitOnce): EBADF
+// means the kernel and driver got as far as the fd, EOPNOTSUPP or
+// EPROTONOSUPPORT that they have no dma-buf MRs.
+func dmabufProbeAnswer(en syscall.Errno, dev string) (DmabufSupport, error) {
+	switch en {
 	case syscall.EBADF:
 		return DmabufSupport{Supported: true, Errno: en, Reason: "ibv_reg_dmabuf_mr(fd=-1) returned EBADF: dma-buf MRs are supported"}, nil
 	case syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS:
-		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", errnoName(en), p.ctx.Name)}, nil
+		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", errnoName(en), dev)}, nil
 	case syscall.EINVAL:
-		return DmabufSupport{Inconclusive: true, Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned EINVAL on %s: inconclusive (the arguments were checked before the fd), a registration of a real dma-buf decides", p.ctx.Name)}, nil
+		return DmabufSupport{Inconclusive: true, Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned EINVAL on %s: inconclusive (the arguments were checked before the fd), a registration of a real dma-buf decides", dev)}, nil
 	default:
-		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", e, "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
+		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", C.int(en), "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
 	}
 }
 

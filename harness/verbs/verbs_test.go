@@ -435,3 +435,22 @@ func TestRelaxedOrderingEntryPoint(t *testing.T) {
 	assert.False(t, regMRUsesIova2(AccessRW))
 	assert.NotZero(t, AccessRelaxed&accessOptionalRange, "relaxed ordering is in the optional range")
 }
+
+// The fd=-1 probe's answers, as NCCL reads them.
+func TestDmabufProbeAnswer(t *testing.T) {
+	d, err := dmabufProbeAnswer(syscall.EBADF, "mlx5_0")
+	require.NoError(t, err)
+	assert.True(t, d.Supported)
+	for _, en := range []syscall.Errno{syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS} {
+		d, err = dmabufProbeAnswer(en, "rxe0")
+		require.NoError(t, err)
+		assert.False(t, d.Supported || d.Inconclusive, "%v", en)
+		assert.Contains(t, d.Reason, "rxe0")
+	}
+	d, err = dmabufProbeAnswer(syscall.EINVAL, "mlx5_0")
+	require.NoError(t, err)
+	assert.True(t, d.Inconclusive)
+	assert.False(t, d.Supported)
+	_, err = dmabufProbeAnswer(syscall.EIO, "mlx5_0")
+	assert.ErrorContains(t, err, "unexpected answer")
+}
