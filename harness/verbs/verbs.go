@@ -133,7 +133,9 @@ func Open(name string) (*Context, error) {
 		if name != "" && dn != name {
 			continue
 		}
+		provMu.Lock()
 		c := C.gdr_open(d, &e)
+		provMu.Unlock()
 		if en := syscall.Errno(e); c == nil && (en == syscall.EACCES || en == syscall.EPERM) {
 			// libibverbs opens the node in this process's own /dev, so "/"
 			// whatever GDR_HOST_ROOT says.
@@ -521,6 +523,8 @@ type CQ struct {
 
 // CreateCQ creates a CQ with at least cqe entries.
 func (c *Context) CreateCQ(cqe int) (*CQ, error) {
+	provMu.Lock()
+	defer provMu.Unlock()
 	var e C.int
 	cq := C.gdr_create_cq(c.ctx, C.int(cqe), &e)
 	if cq == nil {
@@ -653,9 +657,12 @@ type QPCaps struct {
 }
 
 var (
-	// qpMu serialises QP creation: the mlx5 probe, the environment libmlx5
-	// reads and dvRefused.
-	qpMu sync.Mutex
+	// provMu serialises the verbs that run provider setup code (open,
+	// CQ and QP creation: libmlx5 reads its environment there) with the
+	// one change of that environment (scatterEnv.force), the mlx5 probe
+	// and dvRefused. C code on threads the suite does not own (a CUDA
+	// driver's) could still call getenv during that one setenv.
+	provMu sync.Mutex
 	// dvRefused: mlx5dv_create_qp refused DISABLE_SCATTER_TO_CQE once
 	// (libmlx5 older than rdma-core 21); later QPs go to the environment.
 	dvRefused bool
@@ -668,8 +675,8 @@ var (
 // is forced; shim.c refuses any other way (EPERM). A device that refuses the
 // inline size gets a second try without inline data.
 func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps, recv membuf.Kind) (*QP, error) {
-	qpMu.Lock()
-	defer qpMu.Unlock()
+	provMu.Lock()
+	defer provMu.Unlock()
 	dev := mlx5Kind(C.gdr_mlx5_probe(p.ctx.ctx))
 	plan, err := prepareScatter(recv, dev, dvRefused, C.gdr_scatter_env_off() != 0)
 	if err != nil {
