@@ -30,6 +30,7 @@ var DevMemCases = []DevMemCase{
 			"harness/verbs/scatter_test.go:TestScatterToCQEPolicy",
 			"harness/verbs/scatter_test.go:TestScatterToCQEEnvForced",
 			"harness/verbs/verbs_test.go:TestScatterToCQEGuard",
+			"harness/verbs/verbs_test.go:TestMLX5Probe",
 		},
 	},
 	{

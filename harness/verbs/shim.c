@@ -649,3 +649,22 @@ int gdr_bw(const gdr_bw_args *a, int64_t *elapsed_ns, int *wc_status, int *done)
 		return rc;
 	return bw_loop(a, a->iters, elapsed_ns, wc_status, done);
 }
+
+// For tests without an RDMA device: gdr_mlx5_probe on a stand-in device
+// called name (zeroed past its ibv_device, as a verbs_device of no provider
+// would be), and loading libmlx5.so.1 as libibverbs would for an mlx5 NIC.
+int gdr_probe_standin(const char *name) {
+	struct ibv_context ctx;
+	void *dev = calloc(1, 4096);
+	if (!dev)
+		return -ENOMEM;
+	memset(&ctx, 0, sizeof ctx);
+	snprintf(((struct ibv_device *)dev)->name, IBV_SYSFS_NAME_MAX, "%s", name);
+	ctx.device = dev;
+	int k = gdr_mlx5_probe(&ctx);
+	free(dev);
+	return k;
+}
+int gdr_mlx5_loaded(void) { return dlopen("libmlx5.so.1", RTLD_NOW | RTLD_NOLOAD) != NULL; }
+int gdr_load_mlx5(void) { return dlopen("libmlx5.so.1", RTLD_NOW | RTLD_GLOBAL) != NULL; }
+int gdr_mlx5_has_dv(void) { return M.create_qp != NULL; }

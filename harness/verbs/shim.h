@@ -44,6 +44,12 @@ enum { GDR_MLX5_ABSENT, GDR_MLX5_NOT, GDR_MLX5_DV, GDR_MLX5_NODV, GDR_MLX5_UNKNO
 int gdr_mlx5_probe(struct ibv_context *c);
 // 1 when MLX5_SCATTER_TO_CQE is "0" in the C environment libmlx5 reads.
 int gdr_scatter_env_off(void);
+// Test helpers: the probe on a stand-in device of that name; whether
+// libmlx5.so.1 is loaded; load it.
+int gdr_probe_standin(const char *name);
+int gdr_mlx5_loaded(void);
+int gdr_load_mlx5(void);
+int gdr_mlx5_has_dv(void); // the probe found mlx5dv_create_qp
 // 0 when a QP with receives in device memory (recv_devmem) may be created on
 // a device of probe's kind, through mlx5dv (dv) or not; else EPERM.
 int gdr_scatter_guard(int recv_devmem, int probe, int dv);

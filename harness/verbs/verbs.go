@@ -1213,3 +1213,17 @@ func hasIova2() bool { return C.gdr_has_iova2() != 0 }
 
 // accessOptionalRange are the access flags a device may ignore.
 const accessOptionalRange = C.IBV_ACCESS_OPTIONAL_RANGE
+
+// probeStandin runs the mlx5 probe on a stand-in device called name; for
+// tests (cgo has no place in _test.go files).
+func probeStandin(name string) mlx5Kind {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	provMu.Lock()
+	defer provMu.Unlock()
+	return mlx5Kind(C.gdr_probe_standin(cs))
+}
+
+func mlx5Loaded() bool { return C.gdr_mlx5_loaded() != 0 }
+func loadMLX5() bool   { return C.gdr_load_mlx5() != 0 }
+func mlx5HasDV() bool  { return C.gdr_mlx5_has_dv() != 0 }

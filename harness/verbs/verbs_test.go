@@ -454,3 +454,25 @@ func TestDmabufProbeAnswer(t *testing.T) {
 	_, err = dmabufProbeAnswer(syscall.EIO, "mlx5_0")
 	assert.ErrorContains(t, err, "unexpected answer")
 }
+
+// The real probe, on stand-in devices: before libmlx5 is loaded an rxe
+// device is no mlx5 and an mlx5-named one is taken as mlx5 without mlx5dv
+// (the environment path); once libmlx5.so.1 is loaded, as libibverbs loads
+// it for an mlx5 NIC, mlx5dv_is_supported answers (no, for a device of no
+// provider) through the symbols the QP path uses.
+func TestMLX5Probe(t *testing.T) {
+	loaded(t)
+	if !mlx5Loaded() {
+		assert.Equal(t, mlx5Absent, probeStandin("rxe0"))
+		assert.Equal(t, mlx5Unknown, probeStandin("mlx5_0"), "an mlx5-named device without libmlx5 loaded")
+	} else {
+		t.Log("libmlx5.so.1 already loaded in this process: the not-loaded answers are not exercised")
+	}
+	if !loadMLX5() {
+		t.Skip("libmlx5.so.1 does not load here (ibverbs-providers not installed)")
+	}
+	for _, name := range []string{"rxe0", "mlx5_0"} {
+		assert.Equal(t, mlx5Not, probeStandin(name), "%s is a stand-in of no provider: mlx5dv_is_supported says no", name)
+	}
+	assert.True(t, mlx5HasDV(), "libmlx5 of rdma-core >= 17 exports mlx5dv_create_qp")
+}
