@@ -44,13 +44,13 @@ var DevMemCases = []DevMemCase{
 		Case:    "Receives that carry no data: NCCL moves payload with RDMA WRITE (WRITE_WITH_IMM into zero-length receives), so scatter-to-CQE never reaches GPU memory and NCCL leaves it on",
 		Adopted: false,
 		Reason:  "the suite also checks SEND into GPU receive buffers (pingpong), so it turns scatter-to-CQE off per QP instead of avoiding data-carrying receives",
-		Sources: "NCCL src/transport/net_ib/connect.cc ncclIbQpCreate, ncclIbCreateQpMlx5 (no DISABLE_SCATTER_TO_CQE)",
+		Sources: "NCCL src/transport/net_ib/p2p.cc ncclIbMultiSend (RDMA_WRITE, the last one WRITE_WITH_IMM); src/transport/net_ib/connect.cc ncclIbQpCreate, ncclIbCreateQpMlx5 (no DISABLE_SCATTER_TO_CQE)",
 	},
 	{
 		Case:    "Inline sends: the provider copies inline payload with the CPU, a fault on GPU memory",
 		Adopted: true,
 		Reason:  "IBV_SEND_INLINE is decided from the MR, never by the caller: host memory the CPU may read only, SEND/WRITE/WRITE_WITH_IMM only, on every post path (PostSend, the latency loop; the bandwidth loop never posts inline)",
-		Sources: "perftest src/perftest_parameters.c ctx_set_max_inline, force_dependecies; NCCL src/transport/net_ib/connect.cc ncclIbQpCreate (NCCL_IB_USE_INLINE, default 0, host-memory CTS FIFO only)",
+		Sources: "perftest src/perftest_parameters.c ctx_set_max_inline, force_dependecies; NCCL src/transport/net_ib/connect.cc ncclIbQpCreate (NCCL_IB_USE_INLINE, default 0), src/transport/net_ib/p2p.cc (inline only for the host-memory CTS FIFO)",
 		Tests: []string{
 			"harness/verbs/verbs_test.go:TestInlineOnlyFromHostMemory",
 			"harness/verbs/verbs_test.go:TestInlineNeverFromDeviceMemoryOnAnyPath",
