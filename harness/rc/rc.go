@@ -535,11 +535,18 @@ func (e *End) setup() error {
 			return err
 		}
 		cleanup(t, fmt.Sprintf("send CQ %d", i), scq)
-		qp, err := e.PD.CreateRCQP(scq, e.RCQ, verbs.QPCaps{SendWR: wrDepth, RecvWR: wrDepth, MaxInline: MaxInline})
+		qp, err := e.PD.CreateRCQP(scq, e.RCQ, verbs.QPCaps{SendWR: wrDepth, RecvWR: wrDepth, MaxInline: MaxInline}, e.Buf.Kind())
 		if err != nil {
 			return err
 		}
 		cleanup(t, fmt.Sprintf("queue pair %d", i), qp)
+		// Every QP of an end has the same device and receive memory, so
+		// the same handling; a QP that differs (mlx5dv refused on the
+		// first) is named on its own.
+		if i == 0 || qp.ScatterToCQE != e.QPs[0].ScatterToCQE {
+			e.Attr("gdr.scatter_to_cqe", qp.ScatterToCQE)
+			t.Logf("%s QP %d on %s, receives in %s memory: scatter-to-CQE %s (%s)", e.Role, i, e.Dev, qp.RecvMem, qp.ScatterToCQE, qp.ScatterWhy)
+		}
 		if err := qp.Init(cfg.IBPort, verbs.AccessRW); err != nil {
 			return err
 		}

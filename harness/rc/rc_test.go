@@ -299,3 +299,15 @@ func TestWatchPort(t *testing.T) {
 	assert.Empty(t, seen.problem)
 	assert.Equal(t, portSeen{}, (&End{}).watchPort()())
 }
+
+// GDR_MR=auto registers GPU memory through every path, peermem first (the
+// suite checks both where NCCL would prefer dma-buf); a named path only
+// through itself.
+func TestMRPathOrder(t *testing.T) {
+	assert.Equal(t, []string{verbs.PathPeermem, verbs.PathDmabuf}, mrPaths(config.MRAuto))
+	assert.Equal(t, []string{verbs.PathPeermem, verbs.PathDmabuf}, mrPaths(""))
+	assert.Equal(t, []string{verbs.PathPeermem}, mrPaths(config.MRPeermem))
+	assert.Equal(t, []string{verbs.PathDmabuf}, mrPaths(config.MRDmabuf))
+	// Every MR asks for relaxed ordering.
+	assert.NotZero(t, Access&verbs.AccessRelaxed)
+}

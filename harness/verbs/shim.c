@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <infiniband/mlx5dv.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,7 @@ struct ibv_device **gdr_get_device_list(int *n, int *err) {
 void gdr_free_device_list(struct ibv_device **l) { G.free_device_list(l); }
 struct ibv_device *gdr_dev_at(struct ibv_device **l, int i) { return l[i]; }
 const char *gdr_dev_name(struct ibv_device *d) { return G.get_device_name(d); }
+const char *gdr_dev_node(struct ibv_device *d) { return d->dev_name; }
 uint64_t gdr_dev_guid(struct ibv_device *d) { return be64toh(G.get_device_guid(d)); }
 
 struct ibv_context *gdr_open(struct ibv_device *d, int *err) {
@@ -137,12 +139,15 @@ struct ibv_pd *gdr_alloc_pd(struct ibv_context *c, int *err) {
 }
 int gdr_dealloc_pd(struct ibv_pd *pd) { errno = 0; return rc_errno(G.dealloc_pd(pd)); }
 
+// Flags from IBV_ACCESS_OPTIONAL_FIRST up (relaxed ordering) need the iova2
+// entry point, exactly as the header's ibv_reg_mr macro decides; without it
+// they are stripped.
+int gdr_reg_mr_uses_iova2(int access) { return (access & IBV_ACCESS_OPTIONAL_RANGE) && G.reg_mr_iova2; }
+
 struct ibv_mr *gdr_reg_mr(struct ibv_pd *pd, uintptr_t addr, size_t len, int access, int *err) {
 	errno = 0;
 	struct ibv_mr *mr;
-	// Flags from IBV_ACCESS_OPTIONAL_FIRST up need the iova2 entry point,
-	// exactly as the header's ibv_reg_mr macro decides.
-	if ((access & IBV_ACCESS_OPTIONAL_RANGE) && G.reg_mr_iova2)
+	if (gdr_reg_mr_uses_iova2(access))
 		mr = G.reg_mr_iova2(pd, (void *)addr, len, (uint64_t)addr, (unsigned)access);
 	else
 		mr = G.reg_mr(pd, (void *)addr, len, access & ~IBV_ACCESS_OPTIONAL_RANGE);
@@ -172,21 +177,89 @@ struct ibv_cq *gdr_create_cq(struct ibv_context *c, int cqe, int *err) {
 }
 int gdr_destroy_cq(struct ibv_cq *cq) { errno = 0; return rc_errno(G.destroy_cq(cq)); }
 
+// libmlx5's direct verbs, found in the libmlx5.so.1 that libibverbs already
+// loaded for an mlx5 device (RTLD_NOLOAD: nothing new is loaded, so rxe in
+// the lab and hosts without libmlx5 see no change). Called under the Go
+// side's QP-creation lock.
+static struct {
+	void *h;
+	bool (*is_supported)(struct ibv_device *);
+	struct ibv_qp *(*create_qp)(struct ibv_context *, struct ibv_qp_init_attr_ex *, struct mlx5dv_qp_init_attr *);
+} M;
+
+int gdr_mlx5_probe(struct ibv_context *c) {
+	if (!M.h) {
+		M.h = dlopen("libmlx5.so.1", RTLD_NOW | RTLD_NOLOAD);
+		// A provider built into libibverbs (static rdma-core builds)
+		// leaves no libmlx5.so.1 to find: an mlx5-named device is then
+		// taken as mlx5 without mlx5dv (the environment variable is
+		// harmless to other providers).
+		if (!M.h)
+			return strncmp(c->device->name, "mlx5", 4) ? GDR_MLX5_ABSENT : GDR_MLX5_UNKNOWN;
+		*(void **)(&M.is_supported) = dlsym(M.h, "mlx5dv_is_supported");
+		*(void **)(&M.create_qp) = dlsym(M.h, "mlx5dv_create_qp");
+	}
+	if (!M.is_supported) // rdma-core < 22: cannot tell, assume mlx5
+		return GDR_MLX5_UNKNOWN;
+	if (!M.is_supported(c->device))
+		return GDR_MLX5_NOT;
+	return M.create_qp ? GDR_MLX5_DV : GDR_MLX5_NODV;
+}
+
+int gdr_scatter_env_off(void) {
+	const char *v = getenv("MLX5_SCATTER_TO_CQE");
+	return v && !strcmp(v, "0"); // exactly libmlx5's use_scatter_to_cqe() test
+}
+
+int gdr_scatter_guard(int recv_devmem, int probe, int dv) {
+	if (!recv_devmem || probe == GDR_MLX5_ABSENT || probe == GDR_MLX5_NOT)
+		return 0;
+	if (dv && probe == GDR_MLX5_DV)
+		return 0;
+	return gdr_scatter_env_off() ? 0 : EPERM;
+}
+
+int gdr_sq_sig_all(void) { return GDR_SQ_SIG_ALL; }
+
 struct ibv_qp *gdr_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
-	uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline, uint32_t *got_inline, int *err) {
-	struct ibv_qp_init_attr a;
+	uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline, int recv_devmem, int dv,
+	uint32_t *got_inline, int *err) {
+	struct ibv_qp_init_attr_ex a;
+	int probe = gdr_mlx5_probe(pd->context);
+	// The last line of defence: a QP whose receives land in device memory
+	// is never created with libmlx5's scatter-to-CQE on (the CPU would
+	// copy small SENDs into GPU memory inside ibv_poll_cq and fault).
+	if ((*err = gdr_scatter_guard(recv_devmem, probe, dv)))
+		return NULL;
 	memset(&a, 0, sizeof a);
 	a.send_cq = scq;
 	a.recv_cq = rcq;
 	a.qp_type = IBV_QPT_RC;
-	a.sq_sig_all = 0; // selective signaling
+	a.sq_sig_all = GDR_SQ_SIG_ALL;
 	a.cap.max_send_wr = max_send_wr;
 	a.cap.max_recv_wr = max_recv_wr;
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_sge = 1;
 	a.cap.max_inline_data = max_inline;
+	a.pd = pd;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
 	errno = 0;
-	struct ibv_qp *qp = G.create_qp(pd, &a);
+	struct ibv_qp *qp;
+	if (dv) {
+		if (probe != GDR_MLX5_DV) {
+			*err = EINVAL;
+			return NULL;
+		}
+		struct mlx5dv_qp_init_attr m;
+		memset(&m, 0, sizeof m);
+		m.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+		m.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
+		qp = M.create_qp(pd->context, &a, &m);
+	} else {
+		// ibv_create_qp takes the non-extended attributes, a prefix of
+		// ibv_qp_init_attr_ex.
+		qp = G.create_qp(pd, (struct ibv_qp_init_attr *)&a);
+	}
 	*err = qp ? 0 : (errno ? errno : ENOMEM);
 	if (qp)
 		*got_inline = a.cap.max_inline_data;
@@ -620,3 +693,22 @@ int gdr_bw(const gdr_bw_args *a, int64_t *start_ns, int64_t *end_ns, int *wc_sta
 		return rc;
 	return bw_loop(a, a->iters, start_ns, end_ns, wc_status, done);
 }
+
+// For tests without an RDMA device: gdr_mlx5_probe on a stand-in device
+// called name (zeroed past its ibv_device, as a verbs_device of no provider
+// would be), and loading libmlx5.so.1 as libibverbs would for an mlx5 NIC.
+int gdr_probe_standin(const char *name) {
+	struct ibv_context ctx;
+	void *dev = calloc(1, 4096);
+	if (!dev)
+		return -ENOMEM;
+	memset(&ctx, 0, sizeof ctx);
+	snprintf(((struct ibv_device *)dev)->name, IBV_SYSFS_NAME_MAX, "%s", name);
+	ctx.device = dev;
+	int k = gdr_mlx5_probe(&ctx);
+	free(dev);
+	return k;
+}
+int gdr_mlx5_loaded(void) { return dlopen("libmlx5.so.1", RTLD_NOW | RTLD_NOLOAD) != NULL; }
+int gdr_load_mlx5(void) { return dlopen("libmlx5.so.1", RTLD_NOW | RTLD_GLOBAL) != NULL; }
+int gdr_mlx5_has_dv(void) { return M.create_qp != NULL; }

@@ -18,6 +18,7 @@ struct ibv_device **gdr_get_device_list(int *n, int *err);
 void gdr_free_device_list(struct ibv_device **l);
 struct ibv_device *gdr_dev_at(struct ibv_device **l, int i);
 const char *gdr_dev_name(struct ibv_device *d);
+const char *gdr_dev_node(struct ibv_device *d); // uverbsN, under /dev/infiniband
 uint64_t gdr_dev_guid(struct ibv_device *d);
 struct ibv_context *gdr_open(struct ibv_device *d, int *err);
 int gdr_close(struct ibv_context *c);
@@ -26,6 +27,7 @@ int gdr_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a)
 int gdr_query_gid(struct ibv_context *c, uint8_t port, int idx, uint8_t out[16]);
 struct ibv_pd *gdr_alloc_pd(struct ibv_context *c, int *err);
 int gdr_dealloc_pd(struct ibv_pd *pd);
+int gdr_reg_mr_uses_iova2(int access);
 struct ibv_mr *gdr_reg_mr(struct ibv_pd *pd, uintptr_t addr, size_t len, int access, int *err);
 struct ibv_mr *gdr_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t off, size_t len, uint64_t iova, int fd, int access, int *err);
 int gdr_dereg_mr(struct ibv_mr *mr);
@@ -33,8 +35,33 @@ uint32_t gdr_mr_lkey(struct ibv_mr *mr);
 uint32_t gdr_mr_rkey(struct ibv_mr *mr);
 struct ibv_cq *gdr_create_cq(struct ibv_context *c, int cqe, int *err);
 int gdr_destroy_cq(struct ibv_cq *cq);
+// What gdr_mlx5_probe says about a device: libmlx5 is not loaded in this
+// process (so no device of it is mlx5), it says the device is not mlx5, it
+// is mlx5 with mlx5dv_create_qp, mlx5 without it, or it cannot tell (libmlx5
+// predates mlx5dv_is_supported, rdma-core < 22, or no libmlx5.so.1 is loaded
+// and the device's name starts with mlx5): taken as mlx5 without mlx5dv.
+enum { GDR_MLX5_ABSENT, GDR_MLX5_NOT, GDR_MLX5_DV, GDR_MLX5_NODV, GDR_MLX5_UNKNOWN };
+int gdr_mlx5_probe(struct ibv_context *c);
+// 1 when MLX5_SCATTER_TO_CQE is "0" in the C environment libmlx5 reads.
+int gdr_scatter_env_off(void);
+// Test helpers: the probe on a stand-in device of that name; whether
+// libmlx5.so.1 is loaded; load it.
+int gdr_probe_standin(const char *name);
+int gdr_mlx5_loaded(void);
+int gdr_load_mlx5(void);
+int gdr_mlx5_has_dv(void); // the probe found mlx5dv_create_qp
+// 0 when a QP with receives in device memory (recv_devmem) may be created on
+// a device of probe's kind, through mlx5dv (dv) or not; else EPERM.
+int gdr_scatter_guard(int recv_devmem, int probe, int dv);
+// Requester-side scatter-to-CQE (RDMA READ responses of <= 32 bytes copied by
+// the CPU in ibv_poll_cq) is on only with sq_sig_all (Linux mlx5
+// configure_requester_scat_cqe); every QP here signals selectively.
+#define GDR_SQ_SIG_ALL 0
+int gdr_sq_sig_all(void);
+// dv: through mlx5dv_create_qp with MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE.
 struct ibv_qp *gdr_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
-	uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline, uint32_t *got_inline, int *err);
+	uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline, int recv_devmem, int dv,
+	uint32_t *got_inline, int *err);
 int gdr_destroy_qp(struct ibv_qp *qp);
 uint32_t gdr_qp_num(struct ibv_qp *qp);
 int gdr_qp_init(struct ibv_qp *qp, uint8_t port, int access);

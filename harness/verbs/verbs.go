@@ -18,10 +18,9 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gdrconf/gdrconf/harness/membuf"
 	"github.com/gdrconf/gdrconf/internal/stats"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
 // Library is the soname opened at run time.
@@ -59,18 +58,6 @@ type Error struct {
 	Verb  string // e.g. "ibv_modify_qp(RTR)"
 	Errno syscall.Errno
 	Hint  string // what usually causes this errno for this verb, if known
-}
-
-// errnoName is the symbolic name; EOPNOTSUPP rather than its alias ENOTSUP,
-// as the verbs man pages spell it.
-func errnoName(e syscall.Errno) string {
-	if e == syscall.EOPNOTSUPP {
-		return "EOPNOTSUPP"
-	}
-	if n := unix.ErrnoName(e); n != "" {
-		return n
-	}
-	return "unknown"
 }
 
 func (e *Error) Error() string {
@@ -147,7 +134,18 @@ func Open(name string) (*Context, error) {
 		if name != "" && dn != name {
 			continue
 		}
+		provMu.Lock()
 		c := C.gdr_open(d, &e)
+		provMu.Unlock()
+		if en := syscall.Errno(e); c == nil && (en == syscall.EACCES || en == syscall.EPERM) {
+			// libibverbs opens the node in this process's own /dev, so "/"
+			// whatever GDR_HOST_ROOT says.
+			root, err := hostfs.New("/")
+			if err != nil {
+				return nil, verr("ibv_open_device("+dn+")", e, err.Error())
+			}
+			return nil, verr("ibv_open_device("+dn+")", e, NodeAccess(root, "/dev/infiniband/"+C.GoString(C.gdr_dev_node(d)), en))
+		}
 		if c == nil {
 			return nil, verr("ibv_open_device("+dn+")", e, "check /dev/infiniband/uverbs* exists and is accessible (ib_uverbs loaded, permissions)")
 		}
@@ -360,7 +358,8 @@ type MR struct {
 	Mem membuf.Kind
 	// Path is how it was registered: PathHost (host memory), PathPeermem
 	// (ibv_reg_mr on device memory, through nvidia_peermem) or PathDmabuf.
-	Path string
+	Path   string
+	pinned uint64 // host bytes counted against RLIMIT_MEMLOCK
 }
 
 // Registration paths, as gdr.mr_path reports them.
@@ -381,16 +380,27 @@ func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error
 	if mem != membuf.Host && mem != membuf.GPU {
 		return nil, fmt.Errorf("ibv_reg_mr(0x%x, %d): memory kind %q is neither host nor gpu", addr, n, mem)
 	}
+	var span uint64 // host pages the kernel pins, against RLIMIT_MEMLOCK
+	if mem == membuf.Host {
+		span = pageSpan(addr, n)
+		memlockMu.Lock()
+		defer memlockMu.Unlock()
+		if err := ensureMemlock(span); err != nil {
+			return nil, fmt.Errorf("ibv_reg_mr(0x%x, %d) of host memory: %w", addr, n, err)
+		}
+	}
 	var e C.int
 	mr := C.gdr_reg_mr(p.pd, C.uintptr_t(addr), C.size_t(n), C.int(access), &e)
 	if mr == nil {
 		hint := ""
-		switch syscall.Errno(e) {
-		case syscall.EFAULT:
+		switch en := syscall.Errno(e); {
+		case en == syscall.EFAULT:
 			hint = "the address range is not mapped, or is GPU memory without peer memory support (load nvidia-peermem, or use dma-buf)"
-		case syscall.ENOMEM:
-			hint = "locked-memory limit too low (ulimit -l unlimited) or the NIC is out of MR resources"
-		case syscall.EINVAL:
+		case (en == syscall.ENOMEM || en == syscall.EPERM) && mem == membuf.Host:
+			hint = "the NIC is out of MR resources, or " + memlockHint(span)
+		case en == syscall.ENOMEM:
+			hint = "the NIC is out of MR resources, or the GPU's BAR1 aperture is full (nvidia-smi -q -d MEMORY shows BAR1 usage)"
+		case en == syscall.EINVAL:
 			hint = "bad length/alignment or access flags for this device"
 		}
 		return nil, verr(fmt.Sprintf("ibv_reg_mr(0x%x, %d)", addr, n), e, hint)
@@ -399,7 +409,23 @@ func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error
 	if mem == membuf.GPU {
 		path = PathPeermem
 	}
-	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr)), Mem: mem, Path: path}, nil
+	pinnedHost += span
+	return &MR{mr: mr, Addr: uint64(addr), Len: n, LKey: uint32(C.gdr_mr_lkey(mr)), RKey: uint32(C.gdr_mr_rkey(mr)), Mem: mem, Path: path, pinned: span}, nil
+}
+
+// memlockHint explains a failed host registration of span bytes by the
+// locked-memory limit when the limit is the reason. The caller holds
+// memlockMu.
+func memlockHint(span uint64) string {
+	l, err := readMemlock()
+	if err != nil {
+		return "the locked-memory limit (" + err.Error() + "); remedy: " + MemlockRemedy
+	}
+	cause, why := memlockCause(l, pinnedHost, span)
+	if cause {
+		return why
+	}
+	return "(" + why + ")"
 }
 
 // ErrNoDmabufSymbol: the loaded libibverbs predates ibv_reg_dmabuf_mr (rdma-core 34).
@@ -451,15 +477,23 @@ func (p *PD) ProbeDmabuf() (DmabufSupport, error) {
 		C.gdr_dereg_mr(mr)
 		return DmabufSupport{}, errors.New("ibv_reg_dmabuf_mr accepted fd -1: the driver is broken")
 	}
-	switch en := syscall.Errno(e); en {
+	return dmabufProbeAnswer(syscall.Errno(e), p.ctx.Name)
+}
+
+// dmabufProbeAnswer reads the errno of ibv_reg_dmabuf_mr(fd=-1) on dev as
+// NCCL does (src/transport/net_ib/gdr.cc, ibDmaBufSupportInitOnce): EBADF
+// means the kernel and driver got as far as the fd, EOPNOTSUPP or
+// EPROTONOSUPPORT that they have no dma-buf MRs.
+func dmabufProbeAnswer(en syscall.Errno, dev string) (DmabufSupport, error) {
+	switch en {
 	case syscall.EBADF:
 		return DmabufSupport{Supported: true, Errno: en, Reason: "ibv_reg_dmabuf_mr(fd=-1) returned EBADF: dma-buf MRs are supported"}, nil
 	case syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS:
-		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", errnoName(en), p.ctx.Name)}, nil
+		return DmabufSupport{Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned %s: the kernel or %s's driver does not support dma-buf MRs", errnoName(en), dev)}, nil
 	case syscall.EINVAL:
-		return DmabufSupport{Inconclusive: true, Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned EINVAL on %s: inconclusive (the arguments were checked before the fd), a registration of a real dma-buf decides", p.ctx.Name)}, nil
+		return DmabufSupport{Inconclusive: true, Errno: en, Reason: fmt.Sprintf("ibv_reg_dmabuf_mr(fd=-1) returned EINVAL on %s: inconclusive (the arguments were checked before the fd), a registration of a real dma-buf decides", dev)}, nil
 	default:
-		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", e, "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
+		return DmabufSupport{Errno: en}, verr("ibv_reg_dmabuf_mr(fd=-1) probe", C.int(en), "unexpected answer; expected EBADF (supported) or EOPNOTSUPP (not)")
 	}
 }
 
@@ -473,6 +507,12 @@ func (m *MR) Close() error {
 	if rc != 0 {
 		return verr("ibv_dereg_mr", rc, "")
 	}
+	if m.pinned > 0 {
+		memlockMu.Lock()
+		pinnedHost -= min(m.pinned, pinnedHost)
+		memlockMu.Unlock()
+		m.pinned = 0
+	}
 	return nil
 }
 
@@ -484,6 +524,8 @@ type CQ struct {
 
 // CreateCQ creates a CQ with at least cqe entries.
 func (c *Context) CreateCQ(cqe int) (*CQ, error) {
+	provMu.Lock()
+	defer provMu.Unlock()
 	var e C.int
 	cq := C.gdr_create_cq(c.ctx, C.int(cqe), &e)
 	if cq == nil {
@@ -601,6 +643,12 @@ type QP struct {
 	SQDepth   int
 	RQDepth   int
 	port      int
+	// RecvMem is the memory its receives land in; ScatterToCQE how
+	// libmlx5's scatter-to-CQE was handled for it (Scatter*, reported as
+	// gdr.scatter_to_cqe), ScatterWhy the detail.
+	RecvMem      membuf.Kind
+	ScatterToCQE string
+	ScatterWhy   string
 }
 
 // QPCaps sizes a QP.
@@ -609,20 +657,78 @@ type QPCaps struct {
 	MaxInline      int // requested; QP.MaxInline is what the device granted
 }
 
-// CreateRCQP creates an RC QP on pd. A device that refuses the inline size
-// gets a second try without inline data.
-func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps) (*QP, error) {
-	var e C.int
-	var got C.uint32_t
-	qp := C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), C.uint32_t(caps.MaxInline), &got, &e)
-	if qp == nil && caps.MaxInline > 0 {
-		qp = C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), 0, &got, &e)
+var (
+	// provMu serialises the verbs that run provider setup code (open,
+	// CQ and QP creation: libmlx5 reads its environment there) with the
+	// one change of that environment (scatterEnv.force), the mlx5 probe
+	// and dvRefused. C code on threads the suite does not own (a CUDA
+	// driver's) could still call getenv during that one setenv.
+	provMu sync.Mutex
+	// dvRefused: mlx5dv_create_qp refused DISABLE_SCATTER_TO_CQE once
+	// (libmlx5 older than rdma-core 21); later QPs go to the environment.
+	dvRefused bool
+)
+
+// CreateRCQP creates an RC QP on pd whose receive buffers are recv memory.
+// A QP receiving into GPU memory on an mlx5 device never keeps libmlx5's
+// scatter-to-CQE (see scatter.go): it is created through mlx5dv with
+// MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, else after MLX5_SCATTER_TO_CQE=0
+// is forced; shim.c refuses any other way (EPERM). A device that refuses the
+// inline size gets a second try without inline data.
+func (p *PD) CreateRCQP(scq, rcq *CQ, caps QPCaps, recv membuf.Kind) (*QP, error) {
+	provMu.Lock()
+	defer provMu.Unlock()
+	dev := mlx5Kind(C.gdr_mlx5_probe(p.ctx.ctx))
+	plan, err := prepareScatter(recv, dev, dvRefused, C.gdr_scatter_env_off() != 0)
+	if err != nil {
+		return nil, err
+	}
+	devmem := C.int(0)
+	if recv != membuf.Host {
+		devmem = 1
+	}
+	create := func(dv bool) (*C.struct_ibv_qp, C.uint32_t, C.int) {
+		var e C.int
+		var got C.uint32_t
+		cdv := C.int(0)
+		if dv {
+			cdv = 1
+		}
+		qp := C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), C.uint32_t(caps.MaxInline), devmem, cdv, &got, &e)
+		if qp == nil && caps.MaxInline > 0 && syscall.Errno(e) != syscall.EPERM {
+			qp = C.gdr_create_rc_qp(p.pd, scq.cq, rcq.cq, C.uint32_t(caps.SendWR), C.uint32_t(caps.RecvWR), 0, devmem, cdv, &got, &e)
+		}
+		return qp, got, e
+	}
+	qp, got, e := create(plan.DV)
+	if qp == nil && plan.DV && (syscall.Errno(e) == syscall.EINVAL || syscall.Errno(e) == syscall.EOPNOTSUPP) {
+		// libmlx5 older than rdma-core 21 refuses the unknown flag
+		// (EINVAL), a context without dv ops refuses mlx5dv_create_qp
+		// (EOPNOTSUPP): the environment is the other way.
+		dvErr := e
+		if plan, err = prepareScatter(recv, dev, true, C.gdr_scatter_env_off() != 0); err != nil {
+			return nil, err
+		}
+		qp, got, e = create(false)
+		// Only a refusal that the plain verb then overcomes was about
+		// mlx5dv; the same error from both is the caps'.
+		dvRefused = qp != nil
+		if qp != nil {
+			plan.Why += fmt.Sprintf(" (mlx5dv_create_qp: %s)", errnoName(syscall.Errno(dvErr)))
+		}
 	}
 	if qp == nil {
-		return nil, verr(fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendWR, caps.RecvWR), e,
-			fmt.Sprintf("the device allows at most %d WRs per queue", p.ctx.attr.MaxQPWR))
+		verb := fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendWR, caps.RecvWR)
+		if plan.DV {
+			verb = "mlx5dv_create_qp(RC, DISABLE_SCATTER_TO_CQE, " + verb[len("ibv_create_qp(RC, "):]
+		}
+		if syscall.Errno(e) == syscall.EPERM && scatterGuard(recv != membuf.Host, dev, plan.DV) != nil { // not the kernel's EPERM
+			return nil, verr(verb, e, fmt.Sprintf("refused by the suite: receives in %s memory on %s (%s) need scatter-to-CQE off, and neither mlx5dv nor %s=0 is in effect", recv, p.ctx.Name, dev, ScatterEnvVar))
+		}
+		return nil, verr(verb, e, fmt.Sprintf("the device allows at most %d WRs per queue", p.ctx.attr.MaxQPWR))
 	}
-	return &QP{qp: qp, pd: p, Num: uint32(C.gdr_qp_num(qp)), MaxInline: int(got), SQDepth: caps.SendWR, RQDepth: caps.RecvWR}, nil
+	return &QP{qp: qp, pd: p, Num: uint32(C.gdr_qp_num(qp)), MaxInline: int(got), SQDepth: caps.SendWR, RQDepth: caps.RecvWR,
+		RecvMem: recv, ScatterToCQE: plan.Attr, ScatterWhy: plan.Why}, nil
 }
 
 // Close destroys the QP; safe to call twice.
@@ -977,40 +1083,64 @@ func LatRecvs(iters int) int { return min(2, iters) }
 // Latency runs the ping-pong; it returns the post timestamps (ns), so
 // consecutive differences are round trips.
 func (q *QP) Latency(a LatArgs) ([]int64, error) {
+	ca, err := q.latArgs(a)
+	if err != nil {
+		return nil, err
+	}
+	stamps := make([]int64, a.Iters)
+	var st, done C.int
+	rc := C.gdr_lat(&ca, (*C.int64_t)(unsafe.Pointer(&stamps[0])), &st, &done)
+	return stamps, q.runErr("latency ping-pong", rc, st, int(done), a.Iters, a.Timeout)
+}
+
+// latArgs checks a and builds the C loop's arguments, inline_ok included:
+// the loop posts IBV_SEND_INLINE exactly when inline_ok is set.
+func (q *QP) latArgs(a LatArgs) (C.gdr_lat_args, error) {
+	var ca C.gdr_lat_args
 	if a.Iters < 1 || a.Size < 1 {
-		return nil, fmt.Errorf("latency: iters %d and size %d must be >= 1", a.Iters, a.Size)
+		return ca, fmt.Errorf("latency: iters %d and size %d must be >= 1", a.Iters, a.Size)
 	}
 	if a.Local == nil {
-		return nil, fmt.Errorf("latency: no local MR")
+		return ca, fmt.Errorf("latency: no local MR")
 	}
 	if _, err := sge("latency send buffer", a.Local, a.SendAddr, uint32(a.Size)); err != nil {
-		return nil, err
+		return ca, err
 	}
 	// Polling mode tags the send buffer's last byte and spins on PollAddr
 	// from the CPU: host memory only.
 	if !a.UseImm && !a.Local.CPUReadable() {
-		return nil, fmt.Errorf("latency: polling mode needs CPU-readable host memory, the MR is %s memory (%s): use WRITE_WITH_IMM completions (UseImm)", a.Local.Mem, a.Local.Path)
+		return ca, fmt.Errorf("latency: polling mode needs CPU-readable host memory, the MR is %s memory (%s): use WRITE_WITH_IMM completions (UseImm)", a.Local.Mem, a.Local.Path)
 	}
-	stamps := make([]int64, a.Iters)
-	ca := C.gdr_lat_args{qp: q.qp, scq: a.SendCQ.cq, rcq: a.RecvCQ.cq, laddr: C.uint64_t(a.SendAddr), lkey: C.uint32_t(a.Local.LKey),
+	ca = C.gdr_lat_args{qp: q.qp, laddr: C.uint64_t(a.SendAddr), lkey: C.uint32_t(a.Local.LKey),
 		poll_addr: C.uint64_t(a.PollAddr), raddr: C.uint64_t(a.RemoteAddr), rkey: C.uint32_t(a.RKey), size: C.uint32_t(a.Size),
 		iters: C.int32_t(a.Iters), sq_depth: C.int32_t(q.SQDepth), timeout_ns: C.int64_t(a.Timeout)}
+	if a.SendCQ == nil || (a.UseImm && a.RecvCQ == nil) {
+		return ca, fmt.Errorf("latency: no send CQ, or WRITE_WITH_IMM completions without a receive CQ")
+	}
+	ca.scq = a.SendCQ.cq
+	if a.RecvCQ != nil {
+		ca.rcq = a.RecvCQ.cq
+	}
 	if a.First {
 		ca.first = 1
 	}
 	if a.UseImm {
 		ca.use_imm = 1
 		if a.Preposted < 0 || a.Preposted > LatRecvs(a.Iters) {
-			return nil, fmt.Errorf("latency: %d receives preposted, want 0..%d", a.Preposted, LatRecvs(a.Iters))
+			return ca, fmt.Errorf("latency: %d receives preposted, want 0..%d", a.Preposted, LatRecvs(a.Iters))
 		}
 		ca.preposted = C.int32_t(a.Preposted)
 	}
 	if inline(OpWrite, a.Local, uint32(a.Size), q.MaxInline) {
 		ca.inline_ok = 1
 	}
-	var st, done C.int
-	rc := C.gdr_lat(&ca, (*C.int64_t)(unsafe.Pointer(&stamps[0])), &st, &done)
-	return stamps, q.runErr("latency ping-pong", rc, st, int(done), a.Iters, a.Timeout)
+	return ca, nil
+}
+
+// latInline is whether Latency would post inline (for tests).
+func (q *QP) latInline(a LatArgs) (bool, error) {
+	ca, err := q.latArgs(a)
+	return ca.inline_ok != 0, err
 }
 
 func (q *QP) runErr(what string, rc, st C.int, done, iters int, to time.Duration) error {
@@ -1133,3 +1263,54 @@ func (g *StartGate) timeout(what string, to time.Duration) error {
 	return fmt.Errorf("%s: only %d of %d queue pairs reached the start gate within %v (a warm-up stalled on another queue pair; see its error)",
 		what, g.arrived(), g.n, to)
 }
+
+// scatterGuard is shim.c's check at every QP creation (for tests: cgo has
+// no place in _test.go files).
+func scatterGuard(recvDevmem bool, dev mlx5Kind, dv bool) error {
+	b := func(v bool) C.int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	if rc := C.gdr_scatter_guard(b(recvDevmem), C.int(dev), b(dv)); rc != 0 {
+		return syscall.Errno(rc)
+	}
+	return nil
+}
+
+// scatterEnvOffC reports whether the C environment libmlx5 reads has
+// MLX5_SCATTER_TO_CQE=0.
+func scatterEnvOffC() bool { return C.gdr_scatter_env_off() != 0 }
+
+// shimMLX5Kinds are shim.h's GDR_MLX5_* values in mlx5Kind order, and
+// shimSQSigAll its sq_sig_all (for tests).
+func shimMLX5Kinds() []mlx5Kind {
+	return []mlx5Kind{C.GDR_MLX5_ABSENT, C.GDR_MLX5_NOT, C.GDR_MLX5_DV, C.GDR_MLX5_NODV, C.GDR_MLX5_UNKNOWN}
+}
+
+func shimSQSigAll() int { return int(C.gdr_sq_sig_all()) }
+
+// regMRUsesIova2 is whether RegMR with access goes through
+// ibv_reg_mr_iova2 (for tests).
+func regMRUsesIova2(access int) bool { return C.gdr_reg_mr_uses_iova2(C.int(access)) != 0 }
+
+// hasIova2 reports whether the loaded libibverbs exports ibv_reg_mr_iova2.
+func hasIova2() bool { return C.gdr_has_iova2() != 0 }
+
+// accessOptionalRange are the access flags a device may ignore.
+const accessOptionalRange = C.IBV_ACCESS_OPTIONAL_RANGE
+
+// probeStandin runs the mlx5 probe on a stand-in device called name; for
+// tests (cgo has no place in _test.go files).
+func probeStandin(name string) mlx5Kind {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	provMu.Lock()
+	defer provMu.Unlock()
+	return mlx5Kind(C.gdr_probe_standin(cs))
+}
+
+func mlx5Loaded() bool { return C.gdr_mlx5_loaded() != 0 }
+func loadMLX5() bool   { return C.gdr_load_mlx5() != 0 }
+func mlx5HasDV() bool  { return C.gdr_mlx5_has_dv() != 0 }

@@ -164,7 +164,7 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 		var s side
 		s.scq = must[*CQ](t)(c.CreateCQ(64))
 		s.rcq = must[*CQ](t)(c.CreateCQ(64))
-		s.qp = must[*QP](t)(pd.CreateRCQP(s.scq, s.rcq, QPCaps{SendWR: 32, RecvWR: 32, MaxInline: 64}))
+		s.qp = must[*QP](t)(pd.CreateRCQP(s.scq, s.rcq, QPCaps{SendWR: 32, RecvWR: 32, MaxInline: 64}, membuf.Host))
 		mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		require.NoError(t, err)
 		t.Cleanup(func() { unix.Munmap(mem) })
@@ -246,7 +246,7 @@ func TestBadRTR(t *testing.T) {
 	c := device(t)
 	pd := must[*PD](t)(c.AllocPD())
 	cq := must[*CQ](t)(c.CreateCQ(8))
-	qp := must[*QP](t)(pd.CreateRCQP(cq, cq, QPCaps{SendWR: 4, RecvWR: 4}))
+	qp := must[*QP](t)(pd.CreateRCQP(cq, cq, QPCaps{SendWR: 4, RecvWR: 4}, membuf.Host))
 	require.NoError(t, qp.Init(1, AccessRW))
 	port, _ := c.QueryPort(1)
 	// A GID index far past the table is rejected at RTR with EINVAL.
@@ -413,4 +413,129 @@ func TestRTRClassRange(t *testing.T) {
 		require.Error(t, err, "%+v", r)
 		assert.Contains(t, err.Error(), want)
 	}
+}
+
+// The C side sees what the Go side forced (libmlx5 reads the C environment),
+// and shim.c's guard refuses a device-memory QP on mlx5 unless mlx5dv or the
+// environment turns scatter-to-CQE off: no QP can skip both.
+func TestScatterToCQEGuard(t *testing.T) {
+	assert.Equal(t, []mlx5Kind{mlx5Absent, mlx5Not, mlx5DV, mlx5NoDV, mlx5Unknown}, shimMLX5Kinds(), "shim.h's GDR_MLX5_* and mlx5Kind agree")
+	// READ responses are scattered to the CQE only with sq_sig_all.
+	assert.Zero(t, shimSQSigAll())
+
+	resetScatterEnv(t)
+	t.Setenv(ScatterEnvVar, "1")
+	assert.False(t, scatterEnvOffC())
+	for _, dev := range []mlx5Kind{mlx5NoDV, mlx5Unknown, mlx5DV} {
+		assert.ErrorIs(t, scatterGuard(true, dev, false), syscall.EPERM, "device memory on %v without dv or env", dev)
+	}
+	assert.NoError(t, scatterGuard(true, mlx5DV, true))
+	assert.ErrorIs(t, scatterGuard(true, mlx5NoDV, true), syscall.EPERM, "dv asked for where libmlx5 has none")
+	for _, dev := range []mlx5Kind{mlx5Absent, mlx5Not} {
+		assert.NoError(t, scatterGuard(true, dev, false), "not mlx5: %v", dev)
+	}
+	for _, dev := range []mlx5Kind{mlx5Absent, mlx5Not, mlx5DV, mlx5NoDV, mlx5Unknown} {
+		assert.NoError(t, scatterGuard(false, dev, false), "host memory keeps the default: %v", dev)
+	}
+
+	// The entry point's plan forces the variable where it must; then the
+	// guard passes.
+	p, err := prepareScatter(membuf.GPU, mlx5NoDV, false, scatterEnvOffC())
+	require.NoError(t, err)
+	require.True(t, p.ForceEnv)
+	assert.True(t, scatterEnvOffC(), "C getenv sees MLX5_SCATTER_TO_CQE=0")
+	assert.NoError(t, scatterGuard(true, mlx5NoDV, false))
+	// libmlx5 compares with "0" exactly.
+	t.Setenv(ScatterEnvVar, "00")
+	assert.False(t, scatterEnvOffC())
+}
+
+// Every post path decides inline from the MR: PostSend (toC, covered by
+// TestInlineOnlyFromHostMemory), the latency loop (inline_ok from the same
+// decision) and the bandwidth loop (never inline). shim.c sets
+// IBV_SEND_INLINE in one place only, behind inline_ok.
+func TestInlineNeverFromDeviceMemoryOnAnyPath(t *testing.T) {
+	q := &QP{MaxInline: 64, SQDepth: 8}
+	cq := &CQ{}
+	host := &MR{Addr: 0x10000, Len: 8192, LKey: 1, Mem: membuf.Host, Path: PathHost}
+	for _, c := range []struct {
+		mr   *MR
+		size int
+		want bool
+	}{
+		{host, 2, true}, {host, 64, true}, {host, 65, false},
+		{&MR{Addr: 0x7f0000000000, Len: 8192, LKey: 2, Mem: membuf.GPU, Path: PathPeermem}, 2, false},
+		{&MR{Addr: 0x7f0000000000, Len: 8192, LKey: 3, Mem: membuf.GPU, Path: PathDmabuf}, 2, false},
+	} {
+		got, err := q.latInline(LatArgs{SendCQ: cq, RecvCQ: cq, Local: c.mr, SendAddr: c.mr.Addr, Size: c.size, Iters: 4, UseImm: true})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "latency from %s/%s, %d bytes", c.mr.Mem, c.mr.Path, c.size)
+	}
+	// Polling mode on device memory is refused (perftest: device-memory
+	// WRITE latency needs --write_with_imm).
+	_, err := q.latInline(LatArgs{SendCQ: cq, RecvCQ: cq, Local: &MR{Addr: 1 << 40, Len: 64, Mem: membuf.GPU, Path: PathPeermem}, SendAddr: 1 << 40, Size: 2, Iters: 4})
+	assert.ErrorContains(t, err, "polling mode needs CPU-readable host memory")
+
+	src, err := os.ReadFile("shim.c")
+	require.NoError(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "IBV_SEND_INLINE") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	require.Len(t, lines, 1, "shim.c sets IBV_SEND_INLINE in exactly one place: %q", lines)
+	assert.Contains(t, lines[0], "a->inline_ok ? IBV_SEND_INLINE : 0")
+}
+
+// Relaxed ordering is an optional access flag: RegMR passes it through
+// ibv_reg_mr_iova2 (rdma-core drops it where unsupported), plain access
+// through ibv_reg_mr.
+func TestRelaxedOrderingEntryPoint(t *testing.T) {
+	loaded(t)
+	require.True(t, hasIova2(), "libibverbs of rdma-core >= 24 exports ibv_reg_mr_iova2")
+	assert.True(t, regMRUsesIova2(AccessRW|AccessRelaxed))
+	assert.False(t, regMRUsesIova2(AccessRW))
+	assert.NotZero(t, AccessRelaxed&accessOptionalRange, "relaxed ordering is in the optional range")
+}
+
+// The fd=-1 probe's answers, as NCCL reads them.
+func TestDmabufProbeAnswer(t *testing.T) {
+	d, err := dmabufProbeAnswer(syscall.EBADF, "mlx5_0")
+	require.NoError(t, err)
+	assert.True(t, d.Supported)
+	for _, en := range []syscall.Errno{syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.ENOSYS} {
+		d, err = dmabufProbeAnswer(en, "rxe0")
+		require.NoError(t, err)
+		assert.False(t, d.Supported || d.Inconclusive, "%v", en)
+		assert.Contains(t, d.Reason, "rxe0")
+	}
+	d, err = dmabufProbeAnswer(syscall.EINVAL, "mlx5_0")
+	require.NoError(t, err)
+	assert.True(t, d.Inconclusive)
+	assert.False(t, d.Supported)
+	_, err = dmabufProbeAnswer(syscall.EIO, "mlx5_0")
+	assert.ErrorContains(t, err, "unexpected answer")
+}
+
+// The real probe, on stand-in devices: before libmlx5 is loaded an rxe
+// device is no mlx5 and an mlx5-named one is taken as mlx5 without mlx5dv
+// (the environment path); once libmlx5.so.1 is loaded, as libibverbs loads
+// it for an mlx5 NIC, mlx5dv_is_supported answers (no, for a device of no
+// provider) through the symbols the QP path uses.
+func TestMLX5Probe(t *testing.T) {
+	loaded(t)
+	if !mlx5Loaded() {
+		assert.Equal(t, mlx5Absent, probeStandin("rxe0"))
+		assert.Equal(t, mlx5Unknown, probeStandin("mlx5_0"), "an mlx5-named device without libmlx5 loaded")
+	} else {
+		t.Log("libmlx5.so.1 already loaded in this process: the not-loaded answers are not exercised")
+	}
+	if !loadMLX5() {
+		t.Skip("libmlx5.so.1 does not load here (ibverbs-providers not installed)")
+	}
+	for _, name := range []string{"rxe0", "mlx5_0"} {
+		assert.Equal(t, mlx5Not, probeStandin(name), "%s is a stand-in of no provider: mlx5dv_is_supported says no", name)
+	}
+	assert.True(t, mlx5HasDV(), "libmlx5 of rdma-core >= 17 exports mlx5dv_create_qp")
 }

@@ -1,0 +1,76 @@
+package verbs
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's device-memory table from DevMemCases")
+
+const (
+	devmemBegin = "<!-- devmem-table:begin (generated from harness/verbs/devmem.go: go test ./harness/verbs -run TestDevMemTableInREADME -update-readme) -->\n"
+	devmemEnd   = "<!-- devmem-table:end -->"
+)
+
+// Every row is complete; every adopted case names unit tests that exist,
+// every refused one a reason; the cases the issue lists are all there.
+func TestDevMemCases(t *testing.T) {
+	funcRE := regexp.MustCompile(`^func (Test\w+)\(t \*testing\.T\)`)
+	seen := map[string]bool{}
+	for _, c := range DevMemCases {
+		assert.NotEmpty(t, c.Case)
+		assert.NotEmpty(t, c.Reason, c.Case)
+		assert.Regexp(t, `\.(c|cc|py|go)\b`, c.Sources, "%s: sources name a file", c.Case)
+		if !c.Adopted {
+			assert.Empty(t, c.Tests, "%s: a refused case has no tests", c.Case)
+			continue
+		}
+		require.NotEmpty(t, c.Tests, "%s: an adopted case needs a unit test of its code path", c.Case)
+		for _, ref := range c.Tests {
+			file, name, ok := strings.Cut(ref, ":")
+			require.True(t, ok, "%q is path:TestName", ref)
+			src, err := os.ReadFile(filepath.Join("..", "..", file))
+			require.NoError(t, err, "%s: %s", c.Case, ref)
+			found := false
+			for _, l := range strings.Split(string(src), "\n") {
+				if m := funcRE.FindStringSubmatch(l); m != nil && m[1] == name {
+					found = true
+				}
+			}
+			assert.True(t, found, "%s: %s has no func %s", c.Case, file, name)
+		}
+		seen[c.Case] = true
+	}
+	all := ""
+	for _, c := range DevMemCases {
+		all += c.Case + "\n" + c.Sources + "\n"
+	}
+	for _, want := range []string{"Scatter-to-CQE, receive side", "requester side", "Inline sends", "cuFlushGPUDirectRDMAWrites", "iflush", "NCCL_GDR_FLUSH_DISABLE",
+		"dma-buf or peermem", "RELAXED_ORDERING", "RLIMIT_MEMLOCK", "Fork safety", "Non-root", "perftest src/perftest_parameters.c", "ncclIbRegMrDmaBuf"} {
+		assert.Contains(t, all, want)
+	}
+}
+
+// README's table is DevMemTable(), so the two cannot disagree.
+func TestDevMemTableInREADME(t *testing.T) {
+	path := filepath.Join("..", "..", "README.md")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := string(b)
+	i, j := strings.Index(s, devmemBegin), strings.Index(s, devmemEnd)
+	require.True(t, i >= 0 && j > i, "README.md lacks the markers %q ... %q", devmemBegin, devmemEnd)
+	want := DevMemTable()
+	got := s[i+len(devmemBegin) : j]
+	if *updateREADME && got != want {
+		require.NoError(t, os.WriteFile(path, []byte(s[:i+len(devmemBegin)]+want+s[j:]), 0o644))
+		return
+	}
+	assert.Equal(t, want, got, "README.md's device-memory table differs from DevMemCases: run go test ./harness/verbs -run TestDevMemTableInREADME -update-readme")
+}
