@@ -75,11 +75,24 @@ type Device struct {
 	VirtFns []string
 }
 
-// IsVF reports an SR-IOV virtual function. A VF's Link Status reads 0 and
-// its Max_Payload_Size, Relaxed Ordering, Extended Tag and No Snoop enables
-// are reserved: the PF's govern (PCIe SR-IOV specification, PCI Express
-// Capability changes for VFs; lspci shows such a VF as "Width x0", 128 B).
-func (d *Device) IsVF() bool { return d.PhysFn != "" }
+// IsVF reports an SR-IOV virtual function: one with a physfn link, or (in a
+// VM, where a passed-through VF has no physfn link) one whose device ID its
+// driver lists as a VF. A VF's Link Status reads 0 and its Max_Payload_Size,
+// Relaxed Ordering, Extended Tag and No Snoop enables are reserved: the
+// PF's govern (PCIe SR-IOV specification, PCI Express Capability changes
+// for VFs; lspci shows such a VF as "Width x0", 128 B).
+func (d *Device) IsVF() bool {
+	return d.PhysFn != "" || (d.Vendor == vendorMellanox && mlx5VFIDs[d.Device])
+}
+
+const vendorMellanox = 0x15b3
+
+// mlx5VFIDs are the device IDs mlx5_core's PCI table marks
+// MLX5_PCI_DEV_IS_VF (drivers/net/ethernet/mellanox/mlx5/core/main.c,
+// mlx5_core_pci_table): Connect-IB, ConnectX-4, -4 Lx, -5, -5 Ex, -6 VFs,
+// the ConnectX mlx5Gen VF (ConnectX-6 Dx and later, ConnectX-7 included) and
+// the BlueField ConnectX-5 VF.
+var mlx5VFIDs = map[uint16]bool{0x1012: true, 0x1014: true, 0x1016: true, 0x1018: true, 0x101a: true, 0x101c: true, 0x101e: true, 0xa2d3: true}
 
 // IsBridge reports whether the function is a PCI-to-PCI bridge (root port or switch port).
 func (d *Device) IsBridge() bool { return d.Class>>8 == ClassBridgePCI }

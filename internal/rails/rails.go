@@ -112,8 +112,9 @@ type NIC struct {
 	Candidate bool
 	Why       string
 	Dev       *rdmadev.Device
-	// PhysFn is the PF of a NIC whose PCI function is an SR-IOV virtual
-	// function ("" otherwise); see markVFs.
+	// VF: the NIC's PCI function is an SR-IOV virtual function; PhysFn is
+	// its PF where sysfs links it ("" in a VM); see markVFs.
+	VF     bool
 	PhysFn string
 }
 

@@ -26,7 +26,7 @@ func (s *Selection) markVFs() {
 		switch {
 		case d == nil:
 		case d.IsVF():
-			n.PhysFn = d.PhysFn
+			n.VF, n.PhysFn = true, d.PhysFn
 		default:
 			pfs = append(pfs, n)
 		}
@@ -35,12 +35,14 @@ func (s *Selection) markVFs() {
 		return // only VFs (a VM's passthrough NICs): they are the rails
 	}
 	for _, n := range s.NICs {
-		if n.PhysFn == "" || !n.Candidate {
+		if !n.VF || !n.Candidate {
 			continue
 		}
 		n.Candidate = false
 		of := "its PF " + n.PhysFn + " is not in " + pci.DevicesDir
-		if pf := s.nicByPCI(n.PhysFn); pf != nil {
+		if n.PhysFn == "" {
+			of = "no physfn link; a VF by its device ID"
+		} else if pf := s.nicByPCI(n.PhysFn); pf != nil {
 			of = "its PF " + n.PhysFn + " is " + pf.Name
 		} else if s.Index.Device(n.PhysFn) != nil {
 			of = "its PF " + n.PhysFn + " has no RDMA device"
@@ -72,8 +74,12 @@ func nicNamesOf(ns []*NIC) string {
 func (s *Selection) LeftOutVFs() string {
 	var vfs []string
 	for _, n := range s.NICs {
-		if n.PhysFn != "" && !n.Candidate && strings.HasPrefix(n.Why, "it is an SR-IOV virtual function") {
-			vfs = append(vfs, n.Name+" ("+n.PCI+", VF of "+n.PhysFn+")")
+		if n.VF && !n.Candidate && strings.HasPrefix(n.Why, "it is an SR-IOV virtual function") {
+			of := ", VF"
+			if n.PhysFn != "" {
+				of += " of " + n.PhysFn
+			}
+			vfs = append(vfs, n.Name+" ("+n.PCI+of+")")
 		}
 	}
 	if len(vfs) == 0 {
@@ -143,7 +149,7 @@ func (s *Selection) shapeNotes(r *Rail, pool []Choice) []string {
 	if r.HasPath && r.GPU != nil {
 		var vfs []string
 		for _, c := range s.Ranked(r.GPU) {
-			if c.NIC.PhysFn != "" && !c.NIC.Candidate && c.HasPath && nearer(c, cur) == 0 {
+			if c.NIC.VF && !c.NIC.Candidate && c.HasPath && nearer(c, cur) == 0 {
 				vfs = append(vfs, c.NIC.Name)
 			}
 		}
