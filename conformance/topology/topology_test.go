@@ -294,7 +294,7 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 		vf := fmt.Sprintf("%s %s is an SR-IOV virtual function%s: link speed and width not reported by a virtual function", role, d.BDF, vfOf(d))
 		pf := ix.Device(d.PhysFn)
 		if pf == nil {
-			testenv.Attr(t, "vf_link", vf+"; the PF is not visible here: report only")
+			testenv.Attr(t, "vf_link", vf+"; no PF to judge: report only")
 			t.Logf("%s; its PF is not in %s: report only", vf, pci.DevicesDir)
 			return d.BDF + " " + role + " (virtual function) link not reported"
 		}

@@ -432,3 +432,21 @@ func TestSRIOVLinks(t *testing.T) {
 		assert.ErrorContains(t, err, tc.want, name)
 	}
 }
+
+// In a VM a passed-through VF has no physfn link: mlx5_core's VF device
+// IDs tell it apart; the PF IDs and other vendors' do not.
+func TestVFByDeviceID(t *testing.T) {
+	for _, tc := range []struct {
+		vendor, device uint16
+		vf             bool
+	}{
+		{0x15b3, 0x101e, true},  // ConnectX Family mlx5Gen VF (ConnectX-6 Dx, -7)
+		{0x15b3, 0x101c, true},  // ConnectX-6 VF
+		{0x15b3, 0x1021, false}, // ConnectX-7 PF
+		{0x15b3, 0x101b, false}, // ConnectX-6 PF
+		{0x10de, 0x101e, false}, // another vendor's ID
+	} {
+		d := &Device{Vendor: tc.vendor, Device: tc.device}
+		assert.Equal(t, tc.vf, d.IsVF(), "%04x:%04x", tc.vendor, tc.device)
+	}
+}
