@@ -40,6 +40,9 @@ func TestTOPO01Inventory(t *testing.T) {
 		rs = append(rs, fmt.Sprintf("%d:%s=%s", r.Index, r.GPU.PCI, nic))
 	}
 	testenv.Attr(t, "rails", strings.Join(rs, " "))
+	if vf := h.sel.LeftOutVFs(); vf != "" {
+		testenv.Attr(t, "vfs_left_out", vf)
+	}
 	t.Logf("rails (GDR_IB_PORT=%d):\n%s", h.sel.Port, h.sel.Summary())
 	for _, g := range gpus {
 		rail := h.sel.All[g.Index]
