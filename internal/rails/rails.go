@@ -792,7 +792,8 @@ type PathDevice struct {
 }
 
 // PathDevices returns the PCI functions of rail r's GPU<->NIC path, GPU
-// first, the bridges between in order, then the NIC. Without that path (a
+// first, the bridges between in order, then the NIC (and, for a NIC that is
+// an SR-IOV VF, its PF as "NIC PF": the link and its errors are the PF's). Without that path (a
 // NIC-only or GPU-only rail, a software NIC, a driver-only GPU) it is the
 // PCI device there is with the ports above it up to its root port: its DMA
 // to host memory crosses them. Functions sysfs does not list are left out
@@ -814,7 +815,7 @@ func (h *Host) PathDevices(r *Rail) (out []PathDevice, missing []string) {
 			add("bridge", b)
 		}
 		add("NIC", r.NIC.PCI)
-		return out, missing
+		return h.withPF(out), missing
 	}
 	var bdf, role string
 	switch {
@@ -825,7 +826,8 @@ func (h *Host) PathDevices(r *Rail) (out []PathDevice, missing []string) {
 	default:
 		return nil, nil
 	}
-	return h.UpstreamDevices(role, bdf)
+	out, missing = h.UpstreamDevices(role, bdf)
+	return h.withPF(out), missing
 }
 
 // UpstreamDevices is the function bdf (as role) and the ports above it up

@@ -159,3 +159,18 @@ func (s *Selection) shapeNotes(r *Rail, pool []Choice) []string {
 	}
 	return out
 }
+
+// withPF appends the PF of a VF NIC in out, where sysfs has it: a VF's Link
+// Status is reserved and link errors are logged on the PF, so link-rate
+// floors and AER watches need the PF (role "NIC PF").
+func (h *Host) withPF(out []PathDevice) []PathDevice {
+	for _, d := range out {
+		if d.Role != "NIC" || !d.Dev.IsVF() {
+			continue
+		}
+		if pf := h.Index.Device(d.Dev.PhysFn); pf != nil {
+			return append(out, PathDevice{Role: "NIC PF", Dev: pf})
+		}
+	}
+	return out
+}

@@ -140,3 +140,21 @@ func TestBondIsOneRail(t *testing.T) {
 	assert.Nil(t, d.Bond)
 	assert.Equal(t, []string{"0000:05:00.0"}, d.Functions())
 }
+
+// A VF rail's path devices end with the VF and its PF: floors count the
+// PF's link (the VF's reads x0) and health watches the PF's AER counters.
+func TestPathDevicesVFAddsPF(t *testing.T) {
+	h := discover(t, "sriov")
+	s := sel(t, h, "GDR_RDMA_DEVICE", "mlx5_4", "GDR_GPU", "0")
+	devs, missing := h.PathDevices(s.Primary)
+	require.Empty(t, missing)
+	var got []string
+	for _, d := range devs {
+		got = append(got, d.Role+" "+d.Dev.BDF)
+	}
+	assert.Equal(t, []string{"GPU 0000:43:00.0", "bridge 0000:42:00.0", "bridge 0000:41:00.0", "bridge 0000:42:02.0",
+		"NIC 0000:45:00.1", "NIC PF 0000:45:00.0"}, got)
+	// A PF rail has no extra entry.
+	devs, _ = h.PathDevices(sel(t, h).All[0])
+	assert.Equal(t, "NIC", devs[len(devs)-1].Role)
+}
