@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/treecopy"
 )
 
 func root(t *testing.T, dir string) *hostfs.Root {
@@ -267,4 +268,33 @@ func FuzzParsers(f *testing.F) {
 		}
 		_, _ = ParseLID(s)
 	})
+}
+
+// RoCE LAG as sysfs shows it: mlx5_bond_0 on the first PF, its netdev's
+// master a bond whose lower_ links name both PFs' netdevs; GIDs on bond0.
+// A master without bonding/ (a bridge) is no bond.
+func TestBond(t *testing.T) {
+	d, err := Load(fixture(t, "bond"), "mlx5_bond_0")
+	require.NoError(t, err)
+	assert.Equal(t, "0000:05:00.0", d.PCI)
+	require.NotNil(t, d.Bond)
+	assert.Equal(t, &Bond{Master: "bond0", Slaves: []string{"ens5f0np0", "ens5f1np1"}, PCI: []string{"0000:05:00.0", "0000:05:00.1"}}, d.Bond)
+	assert.Equal(t, []string{"0000:05:00.0", "0000:05:00.1"}, d.Functions())
+	g, err := PickGID(d, 1, -1)
+	require.NoError(t, err)
+	assert.Equal(t, "bond0", g.Ndev)
+	assert.Equal(t, "RoCE v2", g.Type)
+
+	dir := t.TempDir()
+	require.NoError(t, treecopy.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "devices", "virtual", "net", "bond0", "bonding")))
+	d, err = Load(root(t, dir), "mlx5_bond_0")
+	require.NoError(t, err)
+	assert.Nil(t, d.Bond, "a master that is not a bond")
+	assert.Equal(t, []string{"0000:05:00.0"}, d.Functions())
+
+	// Software devices span no PCI function.
+	rx, err := Load(fixture(t, "rxe"), "rxe0")
+	require.NoError(t, err)
+	assert.Nil(t, rx.Functions())
 }
