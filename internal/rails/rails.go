@@ -36,7 +36,8 @@
 //     storage NIC on the GPU's switch does not win the rail by address
 //     (where both are Ethernet the link layer cannot tell them apart);
 //  3. among those, one not already taken by a lower-numbered GPU, so two
-//     GPUs under one switch with two equal NICs get one NIC each;
+//     GPUs under one switch with two equal NICs get one NIC each (a VF is
+//     taken when its PF or another VF of that PF is: they share one port);
 //  4. then the lower NIC PCI address, then the device name.
 //
 // The order in which /sys/class/infiniband lists devices never decides.
@@ -590,7 +591,7 @@ func Describe(cs []Choice) string {
 }
 
 func (s *Selection) buildRails() {
-	taken := map[string]int{} // NIC name -> lowest GPU index that took it
+	taken := map[string]int{} // portKey -> lowest GPU index that took it
 	for _, g := range s.GPUs {
 		r := &Rail{Index: g.Index, GPU: g}
 		s.All = append(s.All, r)
@@ -625,19 +626,19 @@ func (s *Selection) buildRails() {
 		if len(hw) > 0 {
 			pool = hw
 		}
-		_, isTaken := taken[pool[0].NIC.Name]
+		_, isTaken := taken[portKey(pool[0].NIC)]
 		best := pool[0]
 		for _, c := range pool[1:] {
 			if nearer(c, pool[0]) != 0 || prefer(c, pool[0]) != 0 {
 				break // rule 3 chooses among equally near and equally preferred NICs only
 			}
-			if _, t := taken[c.NIC.Name]; isTaken && !t {
+			if _, t := taken[portKey(c.NIC)]; isTaken && !t {
 				best, isTaken = c, false
 				break
 			}
 		}
-		if _, ok := taken[best.NIC.Name]; !ok {
-			taken[best.NIC.Name] = g.Index
+		if _, ok := taken[portKey(best.NIC)]; !ok {
+			taken[portKey(best.NIC)] = g.Index
 		}
 		r.NIC, r.Path, r.HasPath = best.NIC, best.Path, best.HasPath
 		r.Reason = s.reason(r, pool, taken)
@@ -671,7 +672,11 @@ func (s *Selection) reason(r *Rail, pool []Choice, taken map[string]int) string 
 		if c.NIC == r.NIC || nearer(c, Choice{Path: r.Path, HasPath: r.HasPath}) != 0 {
 			continue
 		}
-		if i, t := taken[c.NIC.Name]; t && i < r.GPU.Index && tieBreak(c, Choice{NIC: r.NIC}) < 0 {
+		if i, t := taken[portKey(c.NIC)]; t && i < r.GPU.Index && tieBreak(c, Choice{NIC: r.NIC}) < 0 {
+			if o := s.All[i].NIC; o != nil && o != c.NIC {
+				skipped = append(skipped, fmt.Sprintf("%s as near, shares the PF of %s, taken by GPU %d", c.NIC.Name, o.Name, i))
+				continue
+			}
 			skipped = append(skipped, fmt.Sprintf("%s as near, taken by GPU %d", c.NIC.Name, i))
 		}
 	}

@@ -174,3 +174,15 @@ func (h *Host) withPF(out []PathDevice) []PathDevice {
 	}
 	return out
 }
+
+// portKey is what rule 3 counts as taken: the PF's address for a VF whose
+// PF sysfs links (the VFs of one PF share its port), else the NIC's name.
+func portKey(n *NIC) string {
+	if n.VF && n.PhysFn != "" {
+		return "pf " + n.PhysFn
+	}
+	if !n.Software && n.PCI != "" {
+		return "pf " + n.PCI
+	}
+	return n.Name
+}

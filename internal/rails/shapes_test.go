@@ -61,9 +61,12 @@ func TestVFsAreRailsWithoutPF(t *testing.T) {
 		assert.True(t, n.VF, n.Name)
 		assert.True(t, n.Candidate, "%s: %s", n.Name, n.Why)
 	}
-	// Rule 3 spreads the GPUs of one switch over its VFs.
+	// Rule 3 spreads the GPUs of one switch over its PFs' ports: mlx5_5
+	// (0000:45:00.2) shares mlx5_4's PF, so GPU 1 takes mlx5_6, a VF of the
+	// second PF.
 	assert.Equal(t, "mlx5_4", s.All[0].NIC.Name)
-	assert.Equal(t, "mlx5_5", s.All[1].NIC.Name)
+	assert.Equal(t, "mlx5_6", s.All[1].NIC.Name, s.Summary())
+	assert.Contains(t, s.All[1].Reason, "mlx5_4 as near, taken by GPU 0; mlx5_5 as near, shares the PF of mlx5_4, taken by GPU 0")
 	assert.Empty(t, s.LeftOutVFs())
 }
 
