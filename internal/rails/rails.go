@@ -798,11 +798,11 @@ type PathDevice struct {
 
 // PathDevices returns the PCI functions of rail r's GPU<->NIC path, GPU
 // first, the bridges between in order, then the NIC (and, for a NIC that is
-// an SR-IOV VF, its PF as "NIC PF": the link and its errors are the PF's). Without that path (a
-// NIC-only or GPU-only rail, a software NIC, a driver-only GPU) it is the
-// PCI device there is with the ports above it up to its root port: its DMA
-// to host memory crosses them. Functions sysfs does not list are left out
-// and named in missing.
+// an SR-IOV VF, its PF as "NIC PF": the link and its errors are the PF's).
+// Without that path (a NIC-only or GPU-only rail, a software NIC, a
+// driver-only GPU) it is the PCI device there is with the ports above it up
+// to its root port: its DMA to host memory crosses them. Functions sysfs
+// does not list are left out and named in missing.
 func (h *Host) PathDevices(r *Rail) (out []PathDevice, missing []string) {
 	if r == nil {
 		return nil, nil
