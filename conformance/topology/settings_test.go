@@ -40,6 +40,13 @@ func (h *host) settingsPath(t *testing.T, r *rails.Rail) pcipath.Path {
 	if n == nil {
 		testenv.Failf(t, "check the driver of "+nic.Name, "NIC %s's PCI function %s is not in %s", nic.Name, nic.PCI, pci.DevicesDir)
 	}
+	if pf := h.ix.Device(n.PhysFn); n.IsVF() && pf != nil {
+		// A VF's MaxPayload and enables are reserved and its PF's govern
+		// (pcipath.RuleVF): judge the PF, which sits beside it.
+		testenv.Attr(t, "nic_settings_from", pf.BDF)
+		t.Logf("NIC %s %s is an SR-IOV virtual function: its PCIe settings are not reported by a virtual function; judging its PF %s", nic.Name, n.BDF, pf.BDF)
+		n = pf
+	}
 	return append(p, pcipath.Member{Dev: n, Role: pcipath.NIC})
 }
 

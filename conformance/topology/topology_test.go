@@ -40,6 +40,9 @@ func TestTOPO01Inventory(t *testing.T) {
 		rs = append(rs, fmt.Sprintf("%d:%s=%s", r.Index, r.GPU.PCI, nic))
 	}
 	testenv.Attr(t, "rails", strings.Join(rs, " "))
+	if vf := h.sel.LeftOutVFs(); vf != "" {
+		testenv.Attr(t, "vfs_left_out", vf)
+	}
 	t.Logf("rails (GDR_IB_PORT=%d):\n%s", h.sel.Port, h.sel.Summary())
 	for _, g := range gpus {
 		rail := h.sel.All[g.Index]
@@ -280,6 +283,28 @@ func TestTOPO04LinkTraining(t *testing.T) {
 // the gdr.links attribute (one value for all devices: no address in a key).
 func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	t.Helper()
+	role := "bridge"
+	switch {
+	case d == gpu:
+		role = "GPU"
+	case !d.IsBridge():
+		role = "NIC"
+	}
+	if d.IsVF() {
+		// SR-IOV: a VF's Link Status is reserved (reads x0, speed
+		// unknown); its data crosses its PF's link, which is judged
+		// where it is visible.
+		vf := fmt.Sprintf("%s %s is an SR-IOV virtual function%s: link speed and width not reported by a virtual function", role, d.BDF, vfOf(d))
+		pf := ix.Device(d.PhysFn)
+		if pf == nil {
+			testenv.Attr(t, "vf_link", vf+"; no PF to judge: report only")
+			t.Logf("%s; its PF is not in %s: report only", vf, pci.DevicesDir)
+			return d.BDF + " " + role + " (virtual function) link not reported"
+		}
+		testenv.Attr(t, "vf_link", vf+"; judged on the PF "+pf.BDF)
+		t.Logf("%s; judging its PF %s instead", vf, pf.BDF)
+		d, role = pf, role+" PF"
+	}
 	want, err := ix.ExpectedLink(d.BDF)
 	if err != nil {
 		t.Logf("%s: %v: not checked", d.BDF, err)
@@ -288,13 +313,6 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	limited := ""
 	if want.Limited {
 		limited = fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth)
-	}
-	role := "bridge"
-	switch {
-	case d == gpu:
-		role = "GPU"
-	case !d.IsBridge():
-		role = "NIC"
 	}
 	gpuLink := d == gpu || want.Partner == gpu.BDF
 	if d.CurWidth < want.Width {
@@ -313,6 +331,14 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 		}
 	}
 	return d.BDF + " " + role + " " + d.LinkString()
+}
+
+// vfOf is " of <PF>" for a VF whose PF sysfs links, "" otherwise.
+func vfOf(d *pci.Device) string {
+	if d.PhysFn == "" {
+		return " (no PF visible: known by its device ID)"
+	}
+	return " of " + d.PhysFn
 }
 
 // iommuCmdline extracts the IOMMU-related kernel parameters.

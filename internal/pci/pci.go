@@ -9,11 +9,14 @@
 package pci
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -62,7 +65,34 @@ type Device struct {
 
 	Config    *Config // nil if config could not be read or parsed at all
 	ConfigErr error   // why Config is missing or incomplete (ErrNeedRoot for 64-byte reads)
+
+	// SR-IOV. PhysFn is the physical function of a virtual function (the
+	// target of its `physfn` link), "" for every other function. VirtFns
+	// are a physical function's enabled VFs (its `virtfnN` links, by N).
+	// The kernel makes both links when it adds a VF (drivers/pci/iov.c,
+	// pci_iov_sysfs_link).
+	PhysFn  string
+	VirtFns []string
 }
+
+// IsVF reports an SR-IOV virtual function: one with a physfn link, or (in a
+// VM, where a passed-through VF has no physfn link) one whose device ID its
+// driver lists as a VF. A VF's Link Status reads 0 and its Max_Payload_Size,
+// Relaxed Ordering, Extended Tag and No Snoop enables are reserved: the
+// PF's govern (PCIe SR-IOV specification, PCI Express Capability changes
+// for VFs; lspci shows such a VF as "Width x0", 128 B).
+func (d *Device) IsVF() bool {
+	return d.PhysFn != "" || (d.Vendor == vendorMellanox && mlx5VFIDs[d.Device])
+}
+
+const vendorMellanox = 0x15b3
+
+// mlx5VFIDs are the device IDs mlx5_core's PCI table marks
+// MLX5_PCI_DEV_IS_VF (drivers/net/ethernet/mellanox/mlx5/core/main.c,
+// mlx5_core_pci_table): Connect-IB, ConnectX-4, -4 Lx, -5, -5 Ex, -6 VFs,
+// the ConnectX mlx5Gen VF (ConnectX-6 Dx and later, ConnectX-7 included) and
+// the BlueField ConnectX-5 VF.
+var mlx5VFIDs = map[uint16]bool{0x1012: true, 0x1014: true, 0x1016: true, 0x1018: true, 0x101a: true, 0x101c: true, 0x101e: true, 0xa2d3: true}
 
 // IsBridge reports whether the function is a PCI-to-PCI bridge (root port or switch port).
 func (d *Device) IsBridge() bool { return d.Class>>8 == ClassBridgePCI }
@@ -355,6 +385,9 @@ func Load(r *hostfs.Root, bdf string) (*Device, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	if err := readSRIOV(r, real, d); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := r.Lstat(attr("iommu_group")); err == nil {
 		t, err := r.ReadLink(attr("iommu_group"))
 		if err != nil {
@@ -382,6 +415,14 @@ func Load(r *hostfs.Root, bdf string) (*Device, error) {
 	if b, err := r.ReadFile(attr("config")); err != nil {
 		d.ConfigErr = err
 	} else {
+		if d.IsVF() && len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0xffffffff {
+			// A VF's Vendor ID and Device ID registers read all ones
+			// (SR-IOV); sysfs has the PF's vendor and the VF Device ID of
+			// the PF's SR-IOV capability. Parse with those.
+			b = slices.Clone(b)
+			binary.LittleEndian.PutUint16(b[0:], d.Vendor)
+			binary.LittleEndian.PutUint16(b[2:], d.Device)
+		}
 		d.Config, d.ConfigErr = ParseConfig(b)
 		if d.ConfigErr != nil {
 			d.ConfigErr = fmt.Errorf("%s: %w", attr("config"), d.ConfigErr)
@@ -412,4 +453,57 @@ func speedStr(v float64) string {
 		return "unknown speed"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64) + " GT/s"
+}
+
+// readSRIOV reads the physfn and virtfnN links of the function at dir.
+func readSRIOV(r *hostfs.Root, dir string, d *Device) error {
+	var errs []error
+	target := func(name string) (string, error) {
+		l, err := r.ReadLink(dir + "/" + name)
+		if err != nil {
+			return "", err
+		}
+		if b := path.Base(l); IsBDF(b) {
+			return b, nil
+		}
+		return "", fmt.Errorf("%s/%s -> %s: not a PCI function", dir, name, clip.Quote(l))
+	}
+	if _, err := r.Lstat(dir + "/physfn"); err == nil {
+		if d.PhysFn, err = target("physfn"); err != nil {
+			errs = append(errs, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	names, err := r.ReadDir(dir)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	type vf struct {
+		n   int
+		bdf string
+	}
+	var vfs []vf
+	for _, n := range names {
+		num, ok := strings.CutPrefix(n, "virtfn")
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(num)
+		if err != nil || i < 0 {
+			errs = append(errs, fmt.Errorf("%s/%s: not a virtfn<N> link", dir, clip.Quote(n)))
+			continue
+		}
+		b, err := target(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		vfs = append(vfs, vf{i, b})
+	}
+	sort.Slice(vfs, func(i, j int) bool { return vfs[i].n < vfs[j].n })
+	for _, v := range vfs {
+		d.VirtFns = append(d.VirtFns, v.bdf)
+	}
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package pci
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -381,4 +382,71 @@ func TestScanErrorSaysMaybeGPU(t *testing.T) {
 	}
 	assert.Nil(t, UnreadableGPUs(nil))
 	assert.Nil(t, UnreadableGPUs(fs.ErrNotExist))
+}
+
+// SR-IOV links: a VF names its PF through physfn, a PF its VFs through
+// virtfnN (ordered by N, not by name); malformed links are errors naming
+// the link, and a VF's all-ones ID registers are not a config mismatch.
+func TestSRIOVLinks(t *testing.T) {
+	link := func(name, target string) func(string) {
+		return func(dev string) { require.NoError(t, os.Symlink(target, filepath.Join(dev, name))) }
+	}
+	vfConfig := func(dev string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dev, "config"),
+			cfgbuild.Build(cfgbuild.Spec{Vendor: 0xffff, Device: 0xffff, Class: 0x030200}), 0o644))
+	}
+	r := writeTree(t, func(dev string) { link("physfn", "../0000:00:05.0")(dev); vfConfig(dev) })
+	d, err := Load(r, "0000:00:06.0")
+	require.NoError(t, err)
+	assert.Equal(t, "0000:00:05.0", d.PhysFn)
+	assert.True(t, d.IsVF())
+	assert.NoError(t, d.ConfigErr, "a VF's Vendor/Device ID registers read 0xffff")
+	assert.NotNil(t, d.Config)
+
+	// The same all-ones IDs on a function that is not a VF are a mismatch.
+	r = writeTree(t, vfConfig)
+	d, err = Load(r, "0000:00:06.0")
+	require.NoError(t, err)
+	assert.False(t, d.IsVF())
+	assert.ErrorContains(t, d.ConfigErr, "config space reads vendor 0xffff")
+
+	r = writeTree(t, func(dev string) {
+		for i, vf := range []string{"0000:00:06.1", "0000:00:06.2", "0000:00:06.3"} {
+			link(fmt.Sprintf("virtfn%d", []int{0, 10, 2}[i]), "../"+vf)(dev)
+		}
+	})
+	d, err = Load(r, "0000:00:06.0")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0000:00:06.1", "0000:00:06.3", "0000:00:06.2"}, d.VirtFns, "virtfn0, virtfn2, virtfn10")
+	assert.False(t, d.IsVF())
+
+	for name, tc := range map[string]struct {
+		f    func(string)
+		want string
+	}{
+		"physfn not a function": {link("physfn", "../banana"), `physfn -> "../banana": not a PCI function`},
+		"virtfn not numbered":   {link("virtfnX", "../0000:00:06.1"), `"virtfnX": not a virtfn<N> link`},
+		"virtfn not a function": {link("virtfn0", "../../pci0000:00"), `virtfn0 -> "../../pci0000:00": not a PCI function`},
+	} {
+		_, err := Load(writeTree(t, tc.f), "0000:00:06.0")
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+// In a VM a passed-through VF has no physfn link: mlx5_core's VF device
+// IDs tell it apart; the PF IDs and other vendors' do not.
+func TestVFByDeviceID(t *testing.T) {
+	for _, tc := range []struct {
+		vendor, device uint16
+		vf             bool
+	}{
+		{0x15b3, 0x101e, true},  // ConnectX Family mlx5Gen VF (ConnectX-6 Dx, -7)
+		{0x15b3, 0x101c, true},  // ConnectX-6 VF
+		{0x15b3, 0x1021, false}, // ConnectX-7 PF
+		{0x15b3, 0x101b, false}, // ConnectX-6 PF
+		{0x10de, 0x101e, false}, // another vendor's ID
+	} {
+		d := &Device{Vendor: tc.vendor, Device: tc.device}
+		assert.Equal(t, tc.vf, d.IsVF(), "%04x:%04x", tc.vendor, tc.device)
+	}
 }

@@ -70,6 +70,8 @@ var (
 		"PCIe Base Specification, Device Control: Extended Tag Field Enable; Linux pci_configure_extended_tags() enables it wherever supported unless the host bridge has no_ext_tags"}
 	RuleTenBitTag = Rule{"10bit-tag", "a requester must not send 10-bit-tag requests to a completer that does not support them; for requests to another endpoint only an implementation-specific mechanism may decide",
 		"PCIe Base Specification 4.0+ 2.2.6.2 (10-Bit Tag rules); the Linux P2PDMA check proposed on linux-pci in 2021 refuses peer-to-peer between a 10-bit requester and a peer without 10-Bit Tag Completer"}
+	RuleVF = Rule{"vf", "a virtual function's Max_Payload_Size, Max_Read_Request_Size, Relaxed Ordering, Extended Tag, No Snoop and 10-Bit Tag Requester enables are reserved (they read 0: 128 B, all off) and its PF's govern: judged on the PF where it is visible, reported otherwise, never failed",
+		"PCI-SIG Single Root I/O Virtualization and Sharing Specification, PCI Express Capability changes for VFs (Device Control and Device Control 2 fields RsvdP, PCIe Base Specification 9.3.5); Linux drivers/pci/probe.c pci_configure_mps() (MPS and MRRS are RsvdP for VFs: it leaves them alone)"}
 	RuleATS = Rule{"ats", "ATS lets the NIC cache IOMMU translations (and, with ACS Direct Translated P2P, send translated peer-to-peer requests straight across a switch); reported",
 		"PCIe Base Specification, Address Translation Services chapter"}
 )
@@ -125,6 +127,14 @@ func Check(p Path) Result {
 	add := func(f Finding) { res.Findings = append(res.Findings, f) }
 	var ok []Member
 	for _, m := range p {
+		if m.Dev.IsVF() {
+			// Reserved fields read as 128 B and all off: judging them
+			// would fail a working function (conformance/topology judges the
+			// PF instead where it is visible).
+			add(Finding{Rule: RuleVF, Device: m.Dev.BDF, Verdict: Report,
+				Message: fmt.Sprintf("%s is an SR-IOV virtual function%s: MaxPayload, MaxReadReq, Relaxed Ordering, Extended Tags and 10-bit tags not reported by a virtual function (reserved; the PF's settings govern and the PF is not visible here)", name(m), vfOf(m.Dev))})
+			continue
+		}
 		s, readable := m.Dev.Config.Settings()
 		if !readable {
 			why := "no PCI Express capability"
@@ -154,6 +164,14 @@ func Check(p Path) Result {
 	mpsPath(ok, add)
 	endpoints(ok, add)
 	return res
+}
+
+// vfOf is " of <PF>" for a VF whose PF sysfs links.
+func vfOf(d *pci.Device) string {
+	if d.PhysFn == "" {
+		return ""
+	}
+	return " of " + d.PhysFn
 }
 
 func size(v int) string {

@@ -173,3 +173,31 @@ func TestGPUOnly(t *testing.T) {
 	require.Len(t, fails, 1)
 	assert.Contains(t, fails[0].Message, "GPU 0000:03:00.0 sends TLPs of up to 256 B (MaxPayload), more than bridge 0000:02:00.0 (128 B)")
 }
+
+// A virtual function's Device Control reads 0 (128 B, RO/ExtTag off): the
+// same registers on a PF fail the path, on a VF they are reported as not
+// reported by a virtual function and judged nowhere.
+func TestVirtualFunctionNotJudged(t *testing.T) {
+	fs := healthy()
+	fs[4].mps, fs[4].mrrs, fs[4].ro, fs[4].ext = 128, 128, false, false
+	pf := Check(path(t, fs))
+	require.Equal(t, Fail, pf.Worst(), "the VF's registers on a PF: %v", pf.Findings)
+
+	p := path(t, fs)
+	p[4].Dev.PhysFn = "0000:04:00.0"
+	p[4].Dev.BDF = "0000:04:00.1"
+	r := Check(p)
+	assert.Equal(t, Report, r.Worst(), "%v", r.Findings)
+	assert.NotContains(t, r.Settings, "0000:04:00.1", "a VF's reserved fields are no settings")
+	var vf []Finding
+	for _, f := range r.Findings {
+		if f.Rule == RuleVF {
+			vf = append(vf, f)
+		}
+	}
+	require.Len(t, vf, 1, "%v", r.Findings)
+	assert.Equal(t, "0000:04:00.1", vf[0].Device)
+	assert.Contains(t, vf[0].Message, "NIC 0000:04:00.1 is an SR-IOV virtual function of 0000:04:00.0")
+	assert.Contains(t, vf[0].Message, "not reported by a virtual function")
+	assert.Contains(t, RuleVF.Source, "pci_configure_mps")
+}

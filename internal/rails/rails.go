@@ -18,18 +18,32 @@
 // /sys/bus/pci/devices. NICs that are not candidates keep the reason
 // (NIC.Why), so a check can say "mlx5_3 is nearer but its port 1 is DOWN".
 //
+// An SR-IOV virtual function (its PCI function has a physfn link) is no
+// candidate while any physical function with an RDMA device is visible: VFs
+// serve VMs and containers, and with SR-IOV on a PF's VFs have lower PCI
+// addresses than the next PF on the same switch, so rule 4 would hand them
+// rails while that PF idles. Inside a VM that sees only VFs, VFs are rails.
+// A bonded device (RoCE LAG, mlx5_bond_N) is one RDMA device over both PFs
+// of a card: one NIC, one rail (its device link is the first PF).
+//
 // Rail rule. Rail N is GPU N with the nearest candidate NIC, GPUs taken in
 // index order:
 //  1. nearest = lower path class first (PIX < PXB < PHB < NODE < SYS, see
 //     internal/topo), then fewer bridges on the path;
-//  2. among equally near NICs, one not already taken by a lower-numbered
-//     GPU, so two GPUs under one switch with two NICs get one NIC each;
-//  3. then the lower NIC PCI address, then the device name.
+//  2. among equally near NICs, the higher port rate (a NIC without a rate
+//     file last), then link layer InfiniBand before Ethernet: on a DGX the
+//     compute NICs are InfiniBand and the storage NICs Ethernet, so a
+//     storage NIC on the GPU's switch does not win the rail by address
+//     (where both are Ethernet the link layer cannot tell them apart);
+//  3. among those, one not already taken by a lower-numbered GPU, so two
+//     GPUs under one switch with two equal NICs get one NIC each (a VF is
+//     taken when its PF or another VF of that PF is: they share one port);
+//  4. then the lower NIC PCI address, then the device name.
 //
 // The order in which /sys/class/infiniband lists devices never decides.
 // Software NICs (rxe, siw) have no PCIe path: they are chosen only when no
-// hardware NIC is a candidate, by rule 2 then name. A GPU without a sysfs
-// path (driver-only) takes the first candidate by rules 2 and 3, hardware
+// hardware NIC is a candidate, by rule 3 then name. A GPU without a sysfs
+// path (driver-only) takes the first candidate by rules 2 to 4, hardware
 // before software. GDR_RDMA_DEVICE overrides the rule: every rail uses that
 // NIC, candidate or not (the reason says when it is not).
 //
@@ -99,6 +113,10 @@ type NIC struct {
 	Candidate bool
 	Why       string
 	Dev       *rdmadev.Device
+	// VF: the NIC's PCI function is an SR-IOV virtual function; PhysFn is
+	// its PF where sysfs links it ("" in a VM); see markVFs.
+	VF     bool
+	PhysFn string
 }
 
 func (n *NIC) String() string {
@@ -298,6 +316,7 @@ func (h *Host) Select(cfg config.Config) (*Selection, error) {
 	for _, d := range h.Devices {
 		s.NICs = append(s.NICs, s.nicView(d))
 	}
+	s.markVFs()
 	var errs []error
 	if cfg.RDMADevice != "" {
 		if s.Forced = s.NIC(cfg.RDMADevice); s.Forced == nil {
@@ -485,13 +504,17 @@ func nearer(a, b Choice) int {
 	return len(a.Path.Bridges) - len(b.Path.Bridges)
 }
 
-// tieBreak is rule 3: hardware before software, lower PCI address, name.
+// tieBreak is rules 2 and 4: hardware before software, port rate, link
+// layer, lower PCI address, name.
 func tieBreak(a, b Choice) int {
 	if a.NIC.Software != b.NIC.Software {
 		if !a.NIC.Software {
 			return -1
 		}
 		return 1
+	}
+	if c := prefer(a, b); c != 0 {
+		return c
 	}
 	if a.NIC.PCI != b.NIC.PCI {
 		if pciLess(a.NIC.PCI, b.NIC.PCI) {
@@ -568,7 +591,7 @@ func Describe(cs []Choice) string {
 }
 
 func (s *Selection) buildRails() {
-	taken := map[string]int{} // NIC name -> lowest GPU index that took it
+	taken := map[string]int{} // portKey -> lowest GPU index that took it
 	for _, g := range s.GPUs {
 		r := &Rail{Index: g.Index, GPU: g}
 		s.All = append(s.All, r)
@@ -603,19 +626,19 @@ func (s *Selection) buildRails() {
 		if len(hw) > 0 {
 			pool = hw
 		}
-		_, isTaken := taken[pool[0].NIC.Name]
+		_, isTaken := taken[portKey(pool[0].NIC)]
 		best := pool[0]
 		for _, c := range pool[1:] {
-			if nearer(c, pool[0]) != 0 {
-				break
+			if nearer(c, pool[0]) != 0 || prefer(c, pool[0]) != 0 {
+				break // rule 3 chooses among equally near and equally preferred NICs only
 			}
-			if _, t := taken[c.NIC.Name]; isTaken && !t {
+			if _, t := taken[portKey(c.NIC)]; isTaken && !t {
 				best, isTaken = c, false
 				break
 			}
 		}
-		if _, ok := taken[best.NIC.Name]; !ok {
-			taken[best.NIC.Name] = g.Index
+		if _, ok := taken[portKey(best.NIC)]; !ok {
+			taken[portKey(best.NIC)] = g.Index
 		}
 		r.NIC, r.Path, r.HasPath = best.NIC, best.Path, best.HasPath
 		r.Reason = s.reason(r, pool, taken)
@@ -649,10 +672,15 @@ func (s *Selection) reason(r *Rail, pool []Choice, taken map[string]int) string 
 		if c.NIC == r.NIC || nearer(c, Choice{Path: r.Path, HasPath: r.HasPath}) != 0 {
 			continue
 		}
-		if i, t := taken[c.NIC.Name]; t && i < r.GPU.Index && tieBreak(c, Choice{NIC: r.NIC}) < 0 {
+		if i, t := taken[portKey(c.NIC)]; t && i < r.GPU.Index && tieBreak(c, Choice{NIC: r.NIC}) < 0 {
+			if o := s.All[i].NIC; o != nil && o != c.NIC {
+				skipped = append(skipped, fmt.Sprintf("%s as near, shares the PF of %s, taken by GPU %d", c.NIC.Name, o.Name, i))
+				continue
+			}
 			skipped = append(skipped, fmt.Sprintf("%s as near, taken by GPU %d", c.NIC.Name, i))
 		}
 	}
+	skipped = append(skipped, s.shapeNotes(r, pool)...)
 	if n := s.Nearer(r); len(n) > 0 {
 		skipped = append(skipped, "nearer but not candidates: "+Describe(n))
 	}
@@ -756,6 +784,9 @@ func (s *Selection) Summary() string {
 	for _, r := range s.All {
 		out = append(out, r.String()+": "+r.Reason)
 	}
+	if vf := s.LeftOutVFs(); vf != "" {
+		out = append(out, vf)
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -766,11 +797,12 @@ type PathDevice struct {
 }
 
 // PathDevices returns the PCI functions of rail r's GPU<->NIC path, GPU
-// first, the bridges between in order, then the NIC. Without that path (a
-// NIC-only or GPU-only rail, a software NIC, a driver-only GPU) it is the
-// PCI device there is with the ports above it up to its root port: its DMA
-// to host memory crosses them. Functions sysfs does not list are left out
-// and named in missing.
+// first, the bridges between in order, then the NIC (and, for a NIC that is
+// an SR-IOV VF, its PF as "NIC PF": the link and its errors are the PF's).
+// Without that path (a NIC-only or GPU-only rail, a software NIC, a
+// driver-only GPU) it is the PCI device there is with the ports above it up
+// to its root port: its DMA to host memory crosses them. Functions sysfs
+// does not list are left out and named in missing.
 func (h *Host) PathDevices(r *Rail) (out []PathDevice, missing []string) {
 	if r == nil {
 		return nil, nil
@@ -788,7 +820,7 @@ func (h *Host) PathDevices(r *Rail) (out []PathDevice, missing []string) {
 			add("bridge", b)
 		}
 		add("NIC", r.NIC.PCI)
-		return out, missing
+		return h.withPF(out), missing
 	}
 	var bdf, role string
 	switch {
@@ -799,7 +831,8 @@ func (h *Host) PathDevices(r *Rail) (out []PathDevice, missing []string) {
 	default:
 		return nil, nil
 	}
-	return h.UpstreamDevices(role, bdf)
+	out, missing = h.UpstreamDevices(role, bdf)
+	return h.withPF(out), missing
 }
 
 // UpstreamDevices is the function bdf (as role) and the ports above it up

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"net"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,13 @@ type Device struct {
 	// open such a device (ib_uverbs not loaded).
 	Uverbs string
 	Ports  []Port
+	// Bond is set when a netdev of the device's PCI function is enslaved
+	// to a bonding master. With RoCE LAG, mlx5 shows both ports of a
+	// dual-port card as one RDMA device (mlx5_bond_N) whose device link is
+	// the first PF; the second PF keeps its netdev but has no RDMA device,
+	// and the GIDs name the bond master (kernel commit "net/mlx5:
+	// Implement RoCE LAG feature"; mlx5_lag_get_roce_netdev).
+	Bond *Bond
 
 	root *hostfs.Root
 	mu   sync.Mutex
@@ -248,6 +256,7 @@ func load(r *hostfs.Root, name string, uverbs map[string]string) (*Device, error
 		if nds, err := r.ReadDir(dev + "/net"); err == nil {
 			d.Netdevs = nds
 		}
+		d.Bond = readBond(r, dev, d.Netdevs)
 		if l, err := r.ReadLink(dev + "/driver/module"); err == nil {
 			d.Driver = path.Base(l)
 		} else if l, err := r.ReadLink(dev + "/driver"); err == nil {
@@ -656,4 +665,72 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// NetClassDir lists the netdevs.
+const NetClassDir = "/sys/class/net"
+
+// Bond is the bonding master over a device's netdev.
+type Bond struct {
+	Master string   // the bonding netdev ("bond0")
+	Slaves []string // its lower netdevs (lower_<name> links), by name
+	// PCI are the PCI functions of those slaves, by address: both PFs of a
+	// dual-port card under RoCE LAG. Slaves without a PCI function (a
+	// virtual netdev) have none.
+	PCI []string
+}
+
+// readBond finds the bonding master of the first of netdevs (under the PCI
+// function dir) that has one: its master link names a netdev with a
+// bonding/ directory (drivers/net/bonding/bond_sysfs.c). A master that is
+// not a bond (a bridge, OVS) is no bond; nothing here is an error, a
+// half-visible bond is reported with what could be read.
+func readBond(r *hostfs.Root, dev string, netdevs []string) *Bond {
+	for _, nd := range netdevs {
+		l, err := r.ReadLink(dev + "/net/" + nd + "/master")
+		if err != nil {
+			continue
+		}
+		m := path.Base(l)
+		base := NetClassDir + "/" + m
+		if !r.Exists(base + "/bonding") {
+			continue
+		}
+		b := &Bond{Master: m}
+		names, _ := r.ReadDir(base)
+		for _, n := range names {
+			slave, ok := strings.CutPrefix(n, "lower_")
+			if !ok || slave == "" {
+				continue
+			}
+			b.Slaves = append(b.Slaves, slave)
+			// lower_<slave> -> .../<BDF>/net/<slave>
+			if t, err := r.Resolve(base + "/" + n); err == nil {
+				if bdf := path.Base(path.Dir(path.Dir(t))); pci.IsBDF(bdf) && !slices.Contains(b.PCI, bdf) {
+					b.PCI = append(b.PCI, bdf)
+				}
+			}
+		}
+		sort.Strings(b.Slaves)
+		sort.Strings(b.PCI)
+		return b
+	}
+	return nil
+}
+
+// Functions are the PCI functions the device spans: its own, and under a
+// bond the other slaves' (by address). None for software devices.
+func (d *Device) Functions() []string {
+	if d.PCI == "" {
+		return nil
+	}
+	out := []string{d.PCI}
+	if d.Bond != nil {
+		for _, p := range d.Bond.PCI {
+			if p != d.PCI {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/treecopy"
 )
 
 func root(t *testing.T, dir string) *hostfs.Root {
@@ -351,4 +352,33 @@ func TestPickGIDByNetdev(t *testing.T) {
 	_, err = PickGID(gidTree(t, "Ethernet", v1only), 1, -1, "eth2.100")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "netdevs with RoCE v2 GIDs here: none")
+}
+
+// RoCE LAG as sysfs shows it: mlx5_bond_0 on the first PF, its netdev's
+// master a bond whose lower_ links name both PFs' netdevs; GIDs on bond0.
+// A master without bonding/ (a bridge) is no bond.
+func TestBond(t *testing.T) {
+	d, err := Load(fixture(t, "bond"), "mlx5_bond_0")
+	require.NoError(t, err)
+	assert.Equal(t, "0000:05:00.0", d.PCI)
+	require.NotNil(t, d.Bond)
+	assert.Equal(t, &Bond{Master: "bond0", Slaves: []string{"ens5f0np0", "ens5f1np1"}, PCI: []string{"0000:05:00.0", "0000:05:00.1"}}, d.Bond)
+	assert.Equal(t, []string{"0000:05:00.0", "0000:05:00.1"}, d.Functions())
+	g, err := PickGID(d, 1, -1, "")
+	require.NoError(t, err)
+	assert.Equal(t, "bond0", g.Ndev)
+	assert.Equal(t, "RoCE v2", g.Type)
+
+	dir := t.TempDir()
+	require.NoError(t, treecopy.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "devices", "virtual", "net", "bond0", "bonding")))
+	d, err = Load(root(t, dir), "mlx5_bond_0")
+	require.NoError(t, err)
+	assert.Nil(t, d.Bond, "a master that is not a bond")
+	assert.Equal(t, []string{"0000:05:00.0"}, d.Functions())
+
+	// Software devices span no PCI function.
+	rx, err := Load(fixture(t, "rxe"), "rxe0")
+	require.NoError(t, err)
+	assert.Nil(t, rx.Functions())
 }

@@ -1,0 +1,188 @@
+package rails
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/pci"
+)
+
+// Deployment shapes the rail rule must survive: SR-IOV virtual functions,
+// bonded (RoCE LAG) devices, storage NICs beside compute NICs. The rule
+// itself is in the package comment.
+
+// markVFs sets PhysFn on NICs whose PCI function is a virtual function and
+// takes them out of the candidates while a physical function with an RDMA
+// device is visible. The PF need not be ACTIVE: a VF shares its PF's port,
+// so a PF that is down is a PF to fix, not a reason to test a VF instead.
+func (s *Selection) markVFs() {
+	var pfs []*NIC
+	for _, n := range s.NICs {
+		if n.Software {
+			continue
+		}
+		d := s.Index.Device(n.PCI)
+		switch {
+		case d == nil:
+		case d.IsVF():
+			n.VF, n.PhysFn = true, d.PhysFn
+		default:
+			pfs = append(pfs, n)
+		}
+	}
+	if len(pfs) == 0 {
+		return // only VFs (a VM's passthrough NICs): they are the rails
+	}
+	for _, n := range s.NICs {
+		if !n.VF || !n.Candidate {
+			continue
+		}
+		n.Candidate = false
+		of := "its PF " + n.PhysFn + " is not in " + pci.DevicesDir
+		if n.PhysFn == "" {
+			of = "no physfn link; a VF by its device ID"
+		} else if pf := s.nicByPCI(n.PhysFn); pf != nil {
+			of = "its PF " + n.PhysFn + " is " + pf.Name
+		} else if s.Index.Device(n.PhysFn) != nil {
+			of = "its PF " + n.PhysFn + " has no RDMA device"
+		}
+		n.Why = fmt.Sprintf("it is an SR-IOV virtual function (%s) and physical functions with RDMA devices are visible (%s): a VF is not a rail while a PF is; set GDR_RDMA_DEVICE=%s to test the VF",
+			of, nicNamesOf(pfs), n.Name)
+	}
+}
+
+func (s *Selection) nicByPCI(bdf string) *NIC {
+	for _, n := range s.NICs {
+		if n.PCI == bdf && !n.Software {
+			return n
+		}
+	}
+	return nil
+}
+
+func nicNamesOf(ns []*NIC) string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// LeftOutVFs is one line naming the virtual functions markVFs left out,
+// "" when none was.
+func (s *Selection) LeftOutVFs() string {
+	var vfs []string
+	for _, n := range s.NICs {
+		if n.VF && !n.Candidate && strings.HasPrefix(n.Why, "it is an SR-IOV virtual function") {
+			of := ", VF"
+			if n.PhysFn != "" {
+				of += " of " + n.PhysFn
+			}
+			vfs = append(vfs, n.Name+" ("+n.PCI+of+")")
+		}
+	}
+	if len(vfs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("left out: %d SR-IOV virtual function(s), not rails while their physical functions are visible: %s", len(vfs), strings.Join(vfs, ", "))
+}
+
+// linkLayerRank orders link layers for rule 2: InfiniBand, Ethernet, other.
+func linkLayerRank(l string) int {
+	switch l {
+	case "InfiniBand":
+		return 0
+	case "Ethernet":
+		return 1
+	}
+	return 2
+}
+
+// prefer is rule 2 between two hardware NICs: higher port rate first (no
+// rate last), then InfiniBand before Ethernet; 0 for software NICs, whose
+// rates are fictional.
+func prefer(a, b Choice) int {
+	if a.NIC == nil || b.NIC == nil || a.NIC.Software || b.NIC.Software {
+		return 0
+	}
+	if a.NIC.RateGbps != b.NIC.RateGbps {
+		if a.NIC.RateGbps > b.NIC.RateGbps {
+			return -1
+		}
+		return 1
+	}
+	return linkLayerRank(a.NIC.LinkLayer) - linkLayerRank(b.NIC.LinkLayer)
+}
+
+// portDesc is "400 Gb/s InfiniBand" (what rule 2 compares).
+func portDesc(n *NIC) string {
+	rate := "no rate"
+	if n.RateGbps > 0 {
+		rate = strconv.FormatFloat(n.RateGbps, 'g', -1, 64) + " Gb/s"
+	}
+	ll := n.LinkLayer
+	if ll == "" {
+		ll = "link layer unknown"
+	}
+	return rate + " " + ll
+}
+
+// shapeNotes are the parts of r's reason that come from rule 2, bonds and
+// VFs: equally near NICs it was preferred over, the bond it is, and the
+// virtual functions as near that were left out.
+func (s *Selection) shapeNotes(r *Rail, pool []Choice) []string {
+	var out []string
+	cur := Choice{NIC: r.NIC, Path: r.Path, HasPath: r.HasPath}
+	var over []string
+	for _, c := range pool {
+		if c.NIC != r.NIC && nearer(c, cur) == 0 && prefer(cur, c) < 0 {
+			over = append(over, c.NIC.Name+" ("+portDesc(c.NIC)+")")
+		}
+	}
+	if len(over) > 0 {
+		out = append(out, fmt.Sprintf("preferred by port rate and link layer (%s) over the as near %s", portDesc(r.NIC), strings.Join(over, ", ")))
+	}
+	if b := r.NIC.Dev.Bond; b != nil && len(r.NIC.Dev.Functions()) > 1 {
+		out = append(out, fmt.Sprintf("bonded device: one RDMA device over PCI functions %s (bond master %s)", strings.Join(r.NIC.Dev.Functions(), ", "), b.Master))
+	}
+	if r.HasPath && r.GPU != nil {
+		var vfs []string
+		for _, c := range s.Ranked(r.GPU) {
+			if c.NIC.VF && !c.NIC.Candidate && c.HasPath && nearer(c, cur) == 0 {
+				vfs = append(vfs, c.NIC.Name)
+			}
+		}
+		if len(vfs) > 0 {
+			out = append(out, fmt.Sprintf("as near but SR-IOV virtual functions, left out while their PFs are visible: %s", strings.Join(vfs, ", ")))
+		}
+	}
+	return out
+}
+
+// withPF appends the PF of a VF NIC in out, where sysfs has it: a VF's Link
+// Status is reserved and link errors are logged on the PF, so link-rate
+// floors and AER watches need the PF (role "NIC PF").
+func (h *Host) withPF(out []PathDevice) []PathDevice {
+	for _, d := range out {
+		if d.Role != "NIC" || !d.Dev.IsVF() {
+			continue
+		}
+		if pf := h.Index.Device(d.Dev.PhysFn); pf != nil {
+			return append(out, PathDevice{Role: "NIC PF", Dev: pf})
+		}
+	}
+	return out
+}
+
+// portKey is what rule 3 counts as taken: the PF's address for a VF whose
+// PF sysfs links (the VFs of one PF share its port), else the NIC's name.
+func portKey(n *NIC) string {
+	if n.VF && n.PhysFn != "" {
+		return "pf " + n.PhysFn
+	}
+	if !n.Software && n.PCI != "" {
+		return "pf " + n.PCI
+	}
+	return n.Name
+}
