@@ -181,10 +181,13 @@ func through(c pathclass.Class) string {
 	return "PCIe fabric"
 }
 
-// TOPO-03: ACS redirect is off on the switch ports between each GPU and its
-// rail NIC. Root ports are not checked: traffic between root ports goes
-// through the root complex whatever their ACS says, so only switch ports
-// decide whether P2P stays below the switch.
+// TOPO-03: ACS redirect is off on the switch ports where the path between
+// each GPU and its rail NIC turns (topo.TurnPorts): the common ancestor and
+// its ports on the path. Root ports are not checked: traffic between root
+// ports goes through the root complex whatever their ACS says. Ports the path
+// only passes through (a DPU's internal switch in front of its NIC
+// functions, a second switch in front of a GPU) route by address and cannot
+// redirect it; they are listed as gdr.acs_passed_through.
 func TestTOPO03ACS(t *testing.T) {
 	testenv.Req(t, "TOPO-03")
 	h := loadHost(t)
@@ -199,11 +202,13 @@ func TestTOPO03ACS(t *testing.T) {
 				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
 			var unreadable, checked, acsCtl []string
-			for _, b := range path.Bridges {
+			turn, through := h.ix.TurnPorts(path)
+			if len(through) > 0 {
+				testenv.Attr(t, "acs_passed_through", strings.Join(through, " "))
+				t.Logf("not judged: %s (the path only passes through; it turns at %s)", strings.Join(through, " "), orRootComplex(path.LCA))
+			}
+			for _, b := range turn {
 				pt := h.ix.PortType(b)
-				if pt != pci.TypeUpstream && pt != pci.TypeDownstream {
-					continue
-				}
 				d := h.ix.Device(b)
 				switch {
 				case d == nil:
@@ -237,6 +242,13 @@ func TestTOPO03ACS(t *testing.T) {
 			}
 		})
 	}
+}
+
+func orRootComplex(lca string) string {
+	if lca == "" {
+		return "the root complex"
+	}
+	return lca
 }
 
 // TOPO-04: links are trained to what both ends support.
