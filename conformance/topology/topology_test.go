@@ -27,6 +27,7 @@ func TestTOPO01Inventory(t *testing.T) {
 	testenv.Req(t, "TOPO-01")
 	h := loadHost(t)
 	h.scanErrors(t)
+	h.virtAttrs(t)
 	gpus := h.selectedGPUs(t)
 	nics := h.needNICs(t)
 	testenv.Attr(t, "gpus", gpuList(gpus))
@@ -81,6 +82,12 @@ func TestTOPO01Inventory(t *testing.T) {
 				}
 				testenv.Attr(t, "path", p.Class.String())
 				testenv.Attr(t, "switches", p.Switches)
+				if f := h.sel.NCCL; f != nil {
+					if fp, ok := f.Classify(g.PCI, n.PCI, n.Name); ok {
+						testenv.Attr(t, "nccl_path", fp.Class.String()) // what NCCL uses (TOPO-02 judges it)
+						t.Logf("%s <-> %s: %s in the NCCL topology file %s (%s)", g.PCI, n.Name, fp.Class, f.Path, fp.Via)
+					}
+				}
 				if p.NUMAUnknown {
 					testenv.Attr(t, "numa_unknown", true)
 				}
@@ -114,14 +121,27 @@ func portRemedy(n *rails.NIC) string {
 	return "check the NIC's driver and dmesg"
 }
 
-// TOPO-02: each GPU's rail NIC is within GDR_MAX_PATH.
+// TOPO-02: each GPU's rail NIC is within GDR_MAX_PATH. When NCCL would load
+// a topology file (internal/nccltopo), the rail's class is the file's
+// (gdr.path_from names it, gdr.sysfs_path keeps the tree's). In a VM the
+// remedies are ones a guest can apply (vmRemedy): the cloud's topology file,
+// never moving cards.
 func TestTOPO02NearestNIC(t *testing.T) {
 	testenv.Req(t, "TOPO-02")
 	h := loadHost(t)
+	h.virtAttrs(t)
 	rs := h.needRails(t)
 	h.needPCINICs(t)
 	limit := testenv.Config(t).MaxPath
 	testenv.Attr(t, "max_path", limit.String())
+	if f := h.sel.NCCL; f != nil {
+		testenv.Attr(t, "nccl_topo_file", f.Path)
+		t.Logf("NCCL topology file %s (%s): GPU<->NIC classes it describes are the ones NCCL uses", f.Path, f.From)
+	}
+	if err := h.sel.NCCLErr; err != nil {
+		testenv.Errorf(t, "fix the file or the setting that names it (NCCL_TOPO_FILE, /etc/nccl.conf); in a VM use the cloud's topology file for this VM size",
+			"%v", err)
+	}
 	for _, r := range rs {
 		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-02")
@@ -140,6 +160,11 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				return
 			}
 			testenv.Attr(t, "nic_numa", r.NIC.NUMA)
+			if r.Path.From != "" {
+				testenv.Attr(t, "path_from", r.Path.From)
+				testenv.Attr(t, "sysfs_path", r.Path.SysfsClass.String())
+				t.Logf("%s <-> %s: %s in the NCCL topology file (%s), %s in the guest's PCI tree", r.GPU, r.NIC.Name, r.Path.Class, r.Path.Via, r.Path.SysfsClass)
+			}
 			t.Logf("%s <-> %s: %s", r.GPU, r.NIC.Name, r.Reason)
 			if !r.Path.Class.FartherThan(limit) {
 				return
@@ -147,6 +172,14 @@ func TestTOPO02NearestNIC(t *testing.T) {
 			var why []string // the rail reason already names nearer NICs that are not candidates
 			if r.Path.NUMAUnknown {
 				why = append(why, "SYS because the NUMA nodes are unknown: "+r.Path.NUMANote)
+			}
+			if h.guest.VM {
+				msg, remedy := h.vmVerdict(r, limit)
+				if len(nearer) > 0 {
+					remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + remedy
+				}
+				testenv.Errorf(t, remedy, "%s%s", msg, semi(why))
+				return
 			}
 			remedy := fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
 			if len(nearer) > 0 {
@@ -156,10 +189,17 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				remedy = "have the firmware report NUMA proximity (BIOS/ACPI SRAT and _PXM: numa_node is -1), or " + remedy
 			}
 			testenv.Errorf(t, remedy,
-				"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s, farther than GDR_MAX_PATH=%s (%s)%s; GPUDirect RDMA through the %s is slow or unsupported",
-				r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, limit, r.Reason, semi(why), through(r.Path.Class))
+				"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s%s, farther than GDR_MAX_PATH=%s (%s)%s; GPUDirect RDMA through the %s is slow or unsupported",
+				r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, fromFile(r), limit, r.Reason, semi(why), through(r.Path.Class))
 		})
 	}
+}
+
+func fromFile(r *rails.Rail) string {
+	if r.Path.From == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in the NCCL topology file %s (%s)", r.Path.From, r.Path.Via)
 }
 
 func semi(s []string) string {

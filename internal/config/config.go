@@ -106,6 +106,12 @@ type Config struct {
 	// fraction of the link's theoretical rate per direction (GPU-15).
 	MinP2PNVLinkFraction float64
 	MinP2PPCIeFraction   float64
+
+	// NCCLTopoFile, NCCLConfFile and Home are NCCL_TOPO_FILE, NCCL_CONF_FILE
+	// and HOME: where NCCL looks for its topology file. They are NCCL's
+	// variables, taken as NCCL takes them (no validation here; what is wrong
+	// with them is said by internal/nccltopo where the file is judged).
+	NCCLTopoFile, NCCLConfFile, Home string
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -173,6 +179,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s=%s is not valid: %v; want %s", name, clip.Quote(val), why, accepted))
 	}
 
+	c.NCCLTopoFile, _ = get("NCCL_TOPO_FILE")
+	c.NCCLConfFile, _ = get("NCCL_CONF_FILE")
+	c.Home, _ = get("HOME")
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
 		if err := checkPath(v); err != nil {
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())
