@@ -60,8 +60,11 @@ func (h *host) vmVerdict(r *rails.Rail, limit pathclass.Class) (msg, remedy stri
 		return msg, remedy
 	}
 	file := "no NCCL topology file is set (NCCL_TOPO_FILE unset in the environment, in $HOME/.nccl.conf or NCCL_CONF_FILE and in " + nccltopo.EtcConf + ", no " + nccltopo.DefaultFile + ")"
-	if f := h.sel.NCCL; f != nil {
+	switch f := h.sel.NCCL; {
+	case f != nil:
 		file = fmt.Sprintf("the NCCL topology file %s (%s) does not list GPU %s and NIC %s, so NCCL takes them from the guest's tree", f.Path, f.From, r.GPU.PCI, r.NIC.PCI)
+	case h.sel.NCCLErr != nil:
+		file = h.sel.NCCLErr.Error()
 	}
 	msg = fmt.Sprintf("%s in the PCI tree this VM shows, farther than GDR_MAX_PATH=%s (%s)%s; this host is a %s and %s; NCCL builds its topology from the same tree: %s",
 		head, limit, r.Reason, flat, vm, file, nccl)

@@ -15,7 +15,8 @@
 //
 // A named file that cannot be opened is ignored by NCCL (ncclTopoGetXmlFromFile
 // logs INFO and goes on with the guest's own tree); one that does not parse
-// makes NCCL fail. Both are errors here (ErrUnusable), with what NCCL does.
+// makes NCCL fail. Both are errors here (ErrIgnored, ErrUnusable), with what
+// NCCL does.
 //
 // The XML (src/graph/xml.cc, topo.cc ncclTopoAddCpu/ncclTopoAddPci):
 // system > cpu(numaid, affinity) > pci(busid, class, link_speed, link_width)
@@ -57,8 +58,14 @@ const (
 	maxFile     = 4 << 20
 )
 
-// ErrUnusable marks a topology file that is named but cannot be used.
-var ErrUnusable = errors.New("NCCL topology file unusable")
+// ErrUnusable marks a topology file that is named but does not parse: NCCL
+// fails with it. ErrIgnored marks one NCCL would skip (it cannot be opened)
+// or the suite cannot find (a relative path): NCCL goes on with the guest's
+// own tree, which is a fault only where that tree is too far (TOPO-02).
+var (
+	ErrUnusable = errors.New("NCCL topology file unusable")
+	ErrIgnored  = errors.New("NCCL topology file not loaded")
+)
 
 // Env is what of the environment decides where NCCL looks.
 type Env struct {
@@ -169,20 +176,20 @@ type File struct {
 }
 
 // Load finds (Locate) and parses the file NCCL would use; nil, nil when
-// there is none. Errors satisfy errors.Is(err, ErrUnusable) when a file is
-// named but cannot be used, and say what NCCL does then.
+// there is none. A named file NCCL would not load is ErrIgnored, one that
+// does not parse ErrUnusable; both errors say what NCCL does then.
 func Load(r *hostfs.Root, env Env) (*File, error) {
 	src, ok, err := Locate(r, env)
 	if err != nil || !ok {
 		return nil, err
 	}
 	if !path.IsAbs(src.Path) {
-		return nil, fmt.Errorf("%w: %s names %s, not an absolute path: NCCL opens it relative to each process's working directory, which the suite cannot know", ErrUnusable, src.From, clip.Quote(src.Path))
+		return nil, fmt.Errorf("%w: %s names %s, not an absolute path: NCCL opens it relative to each process's working directory, which the suite cannot know", ErrIgnored, src.From, clip.Quote(src.Path))
 	}
 	b, err := r.ReadFileMax(src.Path, maxFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s names %s, which cannot be read (%v): NCCL ignores it (\"Could not open XML topology file\") and uses the PCI tree the guest sees",
-			ErrUnusable, src.From, src.Path, err)
+		return nil, fmt.Errorf("%w: %s names %s, which cannot be read (%v): NCCL ignores it (\"Could not open XML topology file\") and uses the PCI tree the host shows",
+			ErrIgnored, src.From, src.Path, err)
 	}
 	f, err := Parse(b)
 	if err != nil {

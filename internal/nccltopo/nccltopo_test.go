@@ -161,7 +161,7 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, "NCCL_TOPO_FILE in /etc/nccl.conf", f.From)
 
 	_, err = Load(r, Env{TopoFile: "/missing.xml"})
-	require.True(t, errors.Is(err, ErrUnusable), "%v", err)
+	require.True(t, errors.Is(err, ErrIgnored), "%v", err)
 	assert.ErrorContains(t, err, "/missing.xml")
 	assert.ErrorContains(t, err, "NCCL ignores it")
 
@@ -171,6 +171,7 @@ func TestLoad(t *testing.T) {
 	assert.ErrorContains(t, err, "NCCL fails")
 
 	_, err = Load(r, Env{TopoFile: "topo.xml"})
+	assert.ErrorIs(t, err, ErrIgnored)
 	assert.ErrorContains(t, err, "not an absolute path")
 
 	f, err = Load(root(t, map[string]string{"/etc/hostname": "x\n"}), Env{})

@@ -95,16 +95,17 @@ func TestUnusableNCCLTopologyFile(t *testing.T) {
 	for name, c := range map[string]struct {
 		files map[string]string
 		kv    []string
+		is    error
 		say   string
 	}{
-		"missing":   {nil, []string{"NCCL_TOPO_FILE", "/opt/none.xml"}, "NCCL ignores it"},
-		"malformed": {map[string]string{"/etc/nccl.conf": "NCCL_TOPO_FILE=/opt/bad.xml\n", "/opt/bad.xml": "<system><cpu numaid=\"0\"><pci busid=\"0001:00:00\""}, nil, "NCCL fails"},
+		"missing":   {nil, []string{"NCCL_TOPO_FILE", "/opt/none.xml"}, nccltopo.ErrIgnored, "NCCL ignores it"},
+		"malformed": {map[string]string{"/etc/nccl.conf": "NCCL_TOPO_FILE=/opt/bad.xml\n", "/opt/bad.xml": "<system><cpu numaid=\"0\"><pci busid=\"0001:00:00\""}, nil, nccltopo.ErrUnusable, "NCCL fails"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := vmTree(t, c.files)
 			s := sel(t, h, c.kv...)
 			require.Error(t, h.NCCLErr)
-			assert.ErrorIs(t, h.NCCLErr, nccltopo.ErrUnusable)
+			assert.ErrorIs(t, h.NCCLErr, c.is)
 			assert.ErrorContains(t, h.NCCLErr, c.say)
 			assert.Nil(t, h.NCCL)
 			assert.Equal(t, pathclass.NODE, s.All[0].Class(), "the tree decides")
