@@ -275,8 +275,14 @@ func TestTOPO03ACS(t *testing.T) {
 				acs := d.Config.ACS
 				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
 				if bl := acs.Blocking(); bl != 0 {
-					testenv.Errorf(t,
-						fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b),
+					remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b)
+					if h.guest.VM {
+						// Switch ports a guest sees are the hypervisor's
+						// emulation; the guest's BIOS and setpci reach no
+						// physical switch.
+						remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", h.guest, b)
+					}
+					testenv.Errorf(t, remedy,
 						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex",
 						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl))
 				}
