@@ -52,7 +52,7 @@ func (h *host) vmVerdict(r *rails.Rail, limit pathclass.Class) (msg, remedy stri
 		flat = "; the hypervisor shows no PCIe switch between them (a flattened tree)"
 	}
 	head := fmt.Sprintf("GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s", r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class)
-	nccl := "NCCL's default NCCL_NET_GDR_LEVEL is PXB (src/graph/paths.cc ncclTopoCheckGdr), so NCCL will not use GPUDirect RDMA on this path"
+	nccl := "NCCL's default NCCL_NET_GDR_LEVEL stops below PHB (PXB, or P2C where the GPU reaches the CPU over C2C: src/graph/paths.cc ncclTopoCheckGdr), so NCCL will not use GPUDirect RDMA on this path"
 	if f := h.sel.NCCL; r.Path.From != "" && f != nil {
 		msg = fmt.Sprintf("%s in the NCCL topology file %s (%s), farther than GDR_MAX_PATH=%s; this host is a %s; %s",
 			head, r.Path.From, r.Path.Via, limit, vm, nccl)
