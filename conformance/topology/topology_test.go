@@ -181,7 +181,7 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				why = append(why, "SYS because the NUMA nodes are unknown: "+r.Path.NUMANote)
 			}
 			if h.guest.VM {
-				msg, remedy := h.vmVerdict(r, limit)
+				msg, remedy := h.vmVerdict(t, r, limit)
 				if len(nearer) > 0 {
 					remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + remedy
 				}

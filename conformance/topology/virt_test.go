@@ -41,7 +41,8 @@ var cloudTopoFiles = map[string]string{
 // vmVerdict is TOPO-02's message and remedy for a rail farther than limit
 // in a VM: the guest cannot move cards, so the remedy is the cloud's
 // topology file (or, with one in use, the right one).
-func (h *host) vmVerdict(r *rails.Rail, limit pathclass.Class) (msg, remedy string) {
+func (h *host) vmVerdict(t *testing.T, r *rails.Rail, limit pathclass.Class) (msg, remedy string) {
+	t.Helper()
 	vm := h.guest.String()
 	hint := cloudTopoFiles[h.guest.Cloud]
 	if hint == "" {
@@ -53,6 +54,16 @@ func (h *host) vmVerdict(r *rails.Rail, limit pathclass.Class) (msg, remedy stri
 	}
 	head := fmt.Sprintf("GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s", r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class)
 	nccl := "NCCL's default NCCL_NET_GDR_LEVEL stops below PHB (PXB, or P2C where the GPU reaches the CPU over C2C: src/graph/paths.cc ncclTopoCheckGdr), so NCCL will not use GPUDirect RDMA on this path"
+	switch lvl, setting, ok, err := nccltopo.GDRLevel(h.root, rails.NCCLEnv(testenv.Config(t))); {
+	case err != nil:
+		t.Logf("NCCL_NET_GDR_LEVEL not read: %v", err)
+	case ok && !r.Path.Class.FartherThan(lvl):
+		testenv.Attr(t, "nccl_gdr_level", setting)
+		nccl = setting + " makes NCCL use GPUDirect RDMA on this path anyway, judged by a tree that does not show the real one"
+	case ok:
+		testenv.Attr(t, "nccl_gdr_level", setting)
+		nccl = setting + " is nearer than this path, so NCCL will not use GPUDirect RDMA on it"
+	}
 	if f := h.sel.NCCL; r.Path.From != "" && f != nil {
 		msg = fmt.Sprintf("%s in the NCCL topology file %s (%s), farther than GDR_MAX_PATH=%s; this host is a %s; %s",
 			head, r.Path.From, r.Path.Via, limit, vm, nccl)

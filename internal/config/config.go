@@ -108,10 +108,11 @@ type Config struct {
 	MinP2PPCIeFraction   float64
 
 	// NCCLTopoFile, NCCLConfFile and Home are NCCL_TOPO_FILE, NCCL_CONF_FILE
-	// and HOME: where NCCL looks for its topology file. They are NCCL's
-	// variables, taken as NCCL takes them (no validation here; what is wrong
-	// with them is said by internal/nccltopo where the file is judged).
-	NCCLTopoFile, NCCLConfFile, Home string
+	// and HOME: where NCCL looks for its topology file; NCCLNetGDRLevel is
+	// NCCL_NET_GDR_LEVEL. They are NCCL's variables, taken as NCCL takes
+	// them (no validation here; internal/nccltopo reads them as NCCL does
+	// and says what is wrong where the file is judged).
+	NCCLTopoFile, NCCLConfFile, Home, NCCLNetGDRLevel string
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -182,6 +183,7 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c.NCCLTopoFile, _ = get("NCCL_TOPO_FILE")
 	c.NCCLConfFile, _ = get("NCCL_CONF_FILE")
 	c.Home, _ = get("HOME")
+	c.NCCLNetGDRLevel, _ = get("NCCL_NET_GDR_LEVEL")
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
 		if err := checkPath(v); err != nil {
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())

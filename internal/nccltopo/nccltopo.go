@@ -72,6 +72,7 @@ type Env struct {
 	TopoFile string // NCCL_TOPO_FILE; "" = unset
 	ConfFile string // NCCL_CONF_FILE; "" = unset
 	Home     string // HOME, for $HOME/.nccl.conf
+	GDRLevel string // NCCL_NET_GDR_LEVEL; "" = unset
 }
 
 // Source is where the topology file was named.
@@ -89,6 +90,23 @@ func Locate(r *hostfs.Root, env Env) (src Source, ok bool, err error) {
 	if env.TopoFile != "" {
 		return Source{Path: env.TopoFile, From: "NCCL_TOPO_FILE in the environment"}, true, nil
 	}
+	v, from, ok, err := confLookup(r, env, "NCCL_TOPO_FILE")
+	if err != nil {
+		return Source{}, false, err
+	}
+	if ok && v != "" {
+		return Source{Path: v, From: "NCCL_TOPO_FILE in " + from}, true, nil
+	}
+	if r.Exists(DefaultFile) {
+		return Source{Path: DefaultFile, From: "NCCL's default location (set by nvidia-topologyd)"}, true, nil
+	}
+	return Source{}, false, nil
+}
+
+// confLookup finds name in the NCCL configuration files, in NCCL's order
+// (NCCL_CONF_FILE or $HOME/.nccl.conf, then /etc/nccl.conf; the first that
+// sets it wins); from is the file.
+func confLookup(r *hostfs.Root, env Env, name string) (v, from string, ok bool, err error) {
 	var confs []string
 	switch {
 	case env.ConfFile != "":
@@ -99,23 +117,59 @@ func Locate(r *hostfs.Root, env Env) (src Source, ok bool, err error) {
 	confs = append(confs, EtcConf)
 	for _, c := range confs {
 		if !path.IsAbs(c) {
-			return Source{}, false, fmt.Errorf("NCCL configuration file %s is not an absolute path; the suite reads host files through GDR_HOST_ROOT and cannot resolve it", clip.Quote(c))
+			return "", "", false, fmt.Errorf("NCCL configuration file %s is not an absolute path; the suite reads host files through GDR_HOST_ROOT and cannot resolve it", clip.Quote(c))
 		}
 		b, err := r.ReadFileMax(c, maxFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return Source{}, false, fmt.Errorf("read NCCL configuration %s: %w", c, err)
+			return "", "", false, fmt.Errorf("read NCCL configuration %s: %w", c, err)
 		}
-		if v, ok := confValue(string(b), "NCCL_TOPO_FILE"); ok && v != "" {
-			return Source{Path: v, From: "NCCL_TOPO_FILE in " + c}, true, nil
+		if v, ok := confValue(string(b), name); ok {
+			return v, c, true, nil
 		}
 	}
-	if r.Exists(DefaultFile) {
-		return Source{Path: DefaultFile, From: "NCCL's default location (set by nvidia-topologyd)"}, true, nil
+	return "", "", false, nil
+}
+
+// GDRLevel is NCCL_NET_GDR_LEVEL as NCCL reads it (the environment, then the
+// configuration files; src/graph/paths.cc ncclGetLevel): the farthest class
+// at which NCCL still uses GPUDirect RDMA, from names (LOC ... SYS) or the
+// old numbers (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and up SYS). NCCL's PHB covers
+// this suite's PHB and NODE. ok is false when it is unset or a value NCCL
+// does not recognise (NCCL then keeps its default); pathclass.Unknown means
+// no PCIe path at all (LOC, NVL, NVB, C2C).
+func GDRLevel(r *hostfs.Root, env Env) (level pathclass.Class, setting string, ok bool, err error) {
+	v, from := env.GDRLevel, "the environment"
+	if v == "" {
+		var found bool
+		if v, from, found, err = confLookup(r, env, "NCCL_NET_GDR_LEVEL"); err != nil || !found {
+			return pathclass.Unknown, "", false, err
+		}
 	}
-	return Source{}, false, nil
+	setting = "NCCL_NET_GDR_LEVEL=" + clip.Quote(v) + " in " + from
+	switch v {
+	case "LOC", "NVL", "NVB", "C2C":
+		return pathclass.Unknown, setting, true, nil
+	case "PIX":
+		return pathclass.PIX, setting, true, nil
+	case "PXB", "P2C", "PXN":
+		return pathclass.PXB, setting, true, nil
+	case "PHB":
+		return pathclass.NODE, setting, true, nil
+	case "SYS":
+		return pathclass.SYS, setting, true, nil
+	}
+	if v != "" && v[0] >= '0' && v[0] <= '9' {
+		n := 0
+		for i := 0; i < len(v) && v[i] >= '0' && v[i] <= '9' && n < 100; i++ {
+			n = n*10 + int(v[i]-'0') // strtol reads the leading digits
+		}
+		old := []pathclass.Class{pathclass.Unknown, pathclass.PIX, pathclass.PXB, pathclass.NODE, pathclass.SYS}
+		return old[min(n, len(old)-1)], setting, true, nil
+	}
+	return pathclass.Unknown, setting, false, nil
 }
 
 // confValue reads name from an nccl.conf exactly as setEnvFile does: lines

@@ -194,3 +194,31 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestGDRLevel(t *testing.T) {
+	r := root(t, map[string]string{"/etc/nccl.conf": "NCCL_NET_GDR_LEVEL=SYS\n"})
+	for _, c := range []struct {
+		env   string
+		level pathclass.Class
+		ok    bool
+	}{
+		{"PIX", pathclass.PIX, true}, {"PXB", pathclass.PXB, true}, {"P2C", pathclass.PXB, true},
+		{"PHB", pathclass.NODE, true}, {"LOC", pathclass.Unknown, true},
+		{"0", pathclass.Unknown, true}, {"1", pathclass.PIX, true}, {"3", pathclass.NODE, true}, {"9", pathclass.SYS, true},
+		{"phb", pathclass.Unknown, false}, // NCCL compares case-sensitively and keeps its default
+	} {
+		l, setting, ok, err := GDRLevel(r, Env{GDRLevel: c.env})
+		require.NoError(t, err)
+		assert.Equal(t, c.ok, ok, c.env)
+		assert.Equal(t, c.level, l, c.env)
+		assert.Contains(t, setting, "in the environment", c.env)
+	}
+	l, setting, ok, err := GDRLevel(r, Env{})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, pathclass.SYS, l)
+	assert.Equal(t, `NCCL_NET_GDR_LEVEL="SYS" in /etc/nccl.conf`, setting)
+	_, _, ok, err = GDRLevel(root(t, map[string]string{"/etc/hostname": "x\n"}), Env{})
+	require.NoError(t, err)
+	assert.False(t, ok, "unset")
+}

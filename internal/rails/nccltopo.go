@@ -26,7 +26,12 @@ func (h *Host) loadNCCL(cfg config.Config) {
 		return
 	}
 	h.nccLoaded = true
-	h.NCCL, h.NCCLErr = nccltopo.Load(h.Root, nccltopo.Env{TopoFile: cfg.NCCLTopoFile, ConfFile: cfg.NCCLConfFile, Home: cfg.Home})
+	h.NCCL, h.NCCLErr = nccltopo.Load(h.Root, NCCLEnv(cfg))
+}
+
+// NCCLEnv is what of cfg decides where NCCL looks and what it does.
+func NCCLEnv(cfg config.Config) nccltopo.Env {
+	return nccltopo.Env{TopoFile: cfg.NCCLTopoFile, ConfFile: cfg.NCCLConfFile, Home: cfg.Home, GDRLevel: cfg.NCCLNetGDRLevel}
 }
 
 // ncclPath is p with the file's class when the file describes both ends.
