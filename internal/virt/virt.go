@@ -31,6 +31,7 @@ const (
 	CPUInfo       = "/proc/cpuinfo"
 	HypervisorDir = "/sys/hypervisor/type"
 	VMBusDir      = "/sys/bus/vmbus/devices"
+	maxCPUInfo    = 16 << 20
 )
 
 // Guest is what Detect found.
@@ -146,8 +147,14 @@ func Detect(r *hostfs.Root) (Guest, error) {
 			}
 		}
 	}
-	if ci := read(CPUInfo); ci != "" && cpuinfoHypervisor(ci) {
-		sign(CPUInfo+": flag hypervisor (CPUID leaf 1 ECX bit 31)", "", "")
+	// /proc/cpuinfo grows with the CPU count (about 1.5 KiB per CPU on
+	// current x86): beyond hostfs.MaxFile on large hosts.
+	if b, err := r.ReadFileMax(CPUInfo, maxCPUInfo); err == nil {
+		if cpuinfoHypervisor(string(b)) {
+			sign(CPUInfo+": flag hypervisor (CPUID leaf 1 ECX bit 31)", "", "")
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
 	}
 	if t := read(HypervisorDir); t != "" {
 		sign(HypervisorDir+": "+t, t, "")

@@ -86,6 +86,14 @@ func TestDetect(t *testing.T) {
 	}
 }
 
+// A large host's /proc/cpuinfo is far above hostfs.MaxFile (64 KiB).
+func TestDetectLargeCPUInfo(t *testing.T) {
+	big := strings.Repeat(vmFlags+"\n", 2000) // about 200 KiB
+	g, err := Detect(root(t, map[string]string{"/proc/cpuinfo": big}))
+	require.NoError(t, err)
+	assert.True(t, g.VM)
+}
+
 func TestDetectUnreadable(t *testing.T) {
 	// A directory where a file should be: an error naming it, not a panic,
 	// and the other signs still count.
