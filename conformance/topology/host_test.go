@@ -12,6 +12,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
 // host is the run's selection (testenv.Selection: GPUs, NICs, rails, the PCI
@@ -21,12 +22,16 @@ type host struct {
 	sel  *rails.Selection
 	ix   *topo.Index
 	gpus []*rails.GPU // every GPU in sysfs, PCI bus order (nvidia-smi's numbering)
+	// guest says whether the host is a VM (internal/virt).
+	guest    virt.Guest
+	guestErr error
 }
 
 func loadHost(t *testing.T) *host {
 	t.Helper()
 	sel := testenv.Selection(t)
 	h := &host{root: sel.Root, sel: sel, ix: sel.Index}
+	h.guest, h.guestErr = virt.Detect(sel.Root)
 	for _, g := range sel.GPUs {
 		if g.Dev != nil {
 			h.gpus = append(h.gpus, g)

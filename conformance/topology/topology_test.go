@@ -14,6 +14,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/nvsmi"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
@@ -27,6 +28,7 @@ func TestTOPO01Inventory(t *testing.T) {
 	testenv.Req(t, "TOPO-01")
 	h := loadHost(t)
 	h.scanErrors(t)
+	h.virtAttrs(t)
 	gpus := h.selectedGPUs(t)
 	nics := h.needNICs(t)
 	testenv.Attr(t, "gpus", gpuList(gpus))
@@ -84,6 +86,12 @@ func TestTOPO01Inventory(t *testing.T) {
 				}
 				testenv.Attr(t, "path", p.Class.String())
 				testenv.Attr(t, "switches", p.Switches)
+				if f := h.sel.NCCL; f != nil {
+					if fp, ok := f.Classify(g.PCI, n.PCI, n.Name); ok {
+						testenv.Attr(t, "nccl_path", fp.Class.String()) // what NCCL uses (TOPO-02 judges it)
+						t.Logf("%s <-> %s: %s in the NCCL topology file %s (%s)", g.PCI, n.Name, fp.Class, f.Path, fp.Via)
+					}
+				}
 				if p.NUMAUnknown {
 					testenv.Attr(t, "numa_unknown", true)
 				}
@@ -117,14 +125,33 @@ func portRemedy(n *rails.NIC) string {
 	return "check the NIC's driver and dmesg"
 }
 
-// TOPO-02: each GPU's rail NIC is within GDR_MAX_PATH.
+// TOPO-02: each GPU's rail NIC is within GDR_MAX_PATH. When NCCL would load
+// a topology file (internal/nccltopo), the rail's class is the file's
+// (gdr.path_from names it, gdr.sysfs_path keeps the tree's). In a VM the
+// remedies are ones a guest can apply (vmRemedy): the cloud's topology file,
+// never moving cards.
 func TestTOPO02NearestNIC(t *testing.T) {
 	testenv.Req(t, "TOPO-02")
 	h := loadHost(t)
+	h.virtAttrs(t)
 	rs := h.needRails(t)
 	h.needPCINICs(t)
 	limit := testenv.Config(t).MaxPath
 	testenv.Attr(t, "max_path", limit.String())
+	if f := h.sel.NCCL; f != nil {
+		testenv.Attr(t, "nccl_topo_file", f.Path)
+		t.Logf("NCCL topology file %s (%s): GPU<->NIC classes it describes are the ones NCCL uses", f.Path, f.From)
+	}
+	switch err := h.sel.NCCLErr; {
+	case errors.Is(err, nccltopo.ErrUnusable):
+		// NCCL fails to initialise: every NCCL job on this host would.
+		testenv.Errorf(t, "fix the file or the setting that names it (NCCL_TOPO_FILE, NCCL_CONF_FILE, $HOME/.nccl.conf, /etc/nccl.conf); in a VM use the cloud's topology file for this VM size",
+			"%v", err)
+	case err != nil:
+		// NCCL goes on with the host's tree, which the rails below judge.
+		testenv.Attr(t, "nccl_topo_error", err.Error())
+		t.Logf("%v", err)
+	}
 	for _, r := range rs {
 		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-02")
@@ -143,6 +170,11 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				return
 			}
 			testenv.Attr(t, "nic_numa", r.NIC.NUMA)
+			if r.Path.From != "" {
+				testenv.Attr(t, "path_from", r.Path.From)
+				testenv.Attr(t, "sysfs_path", r.Path.SysfsClass.String())
+				t.Logf("%s <-> %s: %s in the NCCL topology file (%s), %s in the guest's PCI tree", r.GPU, r.NIC.Name, r.Path.Class, r.Path.Via, r.Path.SysfsClass)
+			}
 			t.Logf("%s <-> %s: %s", r.GPU, r.NIC.Name, r.Reason)
 			if !r.Path.Class.FartherThan(limit) {
 				return
@@ -150,6 +182,14 @@ func TestTOPO02NearestNIC(t *testing.T) {
 			var why []string // the rail reason already names nearer NICs that are not candidates
 			if r.Path.NUMAUnknown {
 				why = append(why, "SYS because the NUMA nodes are unknown: "+r.Path.NUMANote)
+			}
+			if h.guest.VM {
+				msg, remedy := h.vmVerdict(t, r, limit)
+				if len(nearer) > 0 {
+					remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + remedy
+				}
+				testenv.Errorf(t, remedy, "%s%s", msg, semi(why))
+				return
 			}
 			remedy := fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
 			if len(nearer) > 0 {
@@ -159,10 +199,17 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				remedy = "have the firmware report NUMA proximity (BIOS/ACPI SRAT and _PXM: numa_node is -1), or " + remedy
 			}
 			testenv.Errorf(t, remedy,
-				"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s, farther than GDR_MAX_PATH=%s (%s)%s; GPUDirect RDMA through the %s is slow or unsupported",
-				r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, limit, r.Reason, semi(why), through(r.Path.Class))
+				"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s%s, farther than GDR_MAX_PATH=%s (%s)%s; GPUDirect RDMA through the %s is slow or unsupported",
+				r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, fromFile(r), limit, r.Reason, semi(why), through(r.Path.Class))
 		})
 	}
+}
+
+func fromFile(r *rails.Rail) string {
+	if r.Path.From == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in the NCCL topology file %s (%s)", r.Path.From, r.Path.Via)
 }
 
 func semi(s []string) string {
@@ -184,10 +231,13 @@ func through(c pathclass.Class) string {
 	return "PCIe fabric"
 }
 
-// TOPO-03: ACS redirect is off on the switch ports between each GPU and its
-// rail NIC. Root ports are not checked: traffic between root ports goes
-// through the root complex whatever their ACS says, so only switch ports
-// decide whether P2P stays below the switch.
+// TOPO-03: ACS redirect is off on the switch ports where the path between
+// each GPU and its rail NIC turns (topo.TurnPorts): the common ancestor and
+// its ports on the path. Root ports are not checked: traffic between root
+// ports goes through the root complex whatever their ACS says. Ports the path
+// only passes through (a DPU's internal switch in front of its NIC
+// functions, a second switch in front of a GPU) route by address and cannot
+// redirect it; they are listed as gdr.acs_passed_through.
 func TestTOPO03ACS(t *testing.T) {
 	testenv.Req(t, "TOPO-03")
 	h := loadHost(t)
@@ -202,11 +252,13 @@ func TestTOPO03ACS(t *testing.T) {
 				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
 			var unreadable, checked, acsCtl []string
-			for _, b := range path.Bridges {
+			turn, through := h.ix.TurnPorts(path)
+			if len(through) > 0 {
+				testenv.Attr(t, "acs_passed_through", strings.Join(through, " "))
+				t.Logf("not judged: %s (the path only passes through; it turns at %s)", strings.Join(through, " "), orRootComplex(path.LCA))
+			}
+			for _, b := range turn {
 				pt := h.ix.PortType(b)
-				if pt != pci.TypeUpstream && pt != pci.TypeDownstream {
-					continue
-				}
 				d := h.ix.Device(b)
 				switch {
 				case d == nil:
@@ -226,8 +278,14 @@ func TestTOPO03ACS(t *testing.T) {
 				acs := d.Config.ACS
 				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
 				if bl := acs.Blocking(); bl != 0 {
-					testenv.Errorf(t,
-						fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b),
+					remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b)
+					if h.guest.VM {
+						// Switch ports a guest sees are the hypervisor's
+						// emulation; the guest's BIOS and setpci reach no
+						// physical switch.
+						remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", h.guest, b)
+					}
+					testenv.Errorf(t, remedy,
 						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex",
 						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl))
 				}
@@ -240,6 +298,13 @@ func TestTOPO03ACS(t *testing.T) {
 			}
 		})
 	}
+}
+
+func orRootComplex(lca string) string {
+	if lca == "" {
+		return "the root complex"
+	}
+	return lca
 }
 
 // TOPO-04: links are trained to what both ends support.

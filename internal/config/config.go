@@ -118,6 +118,12 @@ type Config struct {
 	// GIDNetdev is GDR_GID_NETDEV: the RoCE v2 GID of this netdev (a VLAN
 	// interface has GIDs of its own); "" = the GID rule's automatic choice.
 	GIDNetdev string
+	// NCCLTopoFile, NCCLConfFile and Home are NCCL_TOPO_FILE, NCCL_CONF_FILE
+	// and HOME: where NCCL looks for its topology file; NCCLNetGDRLevel is
+	// NCCL_NET_GDR_LEVEL. They are NCCL's variables, taken as NCCL takes
+	// them (no validation here; internal/nccltopo reads them as NCCL does
+	// and says what is wrong where the file is judged).
+	NCCLTopoFile, NCCLConfFile, Home, NCCLNetGDRLevel string
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -191,6 +197,10 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s=%s is not valid: %v; want %s", name, clip.Quote(val), why, accepted))
 	}
 
+	c.NCCLTopoFile, _ = get("NCCL_TOPO_FILE")
+	c.NCCLConfFile, _ = get("NCCL_CONF_FILE")
+	c.Home, _ = get("HOME")
+	c.NCCLNetGDRLevel, _ = get("NCCL_NET_GDR_LEVEL")
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
 		if err := checkPath(v); err != nil {
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())

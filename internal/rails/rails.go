@@ -71,6 +71,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/pcie"
@@ -193,6 +194,11 @@ type Host struct {
 	PCIDir, NICDir bool
 	// SourceErr is what GPU sources (the CUDA driver) reported, if anything.
 	SourceErr error
+	// NCCL is the NCCL topology file in use (nccltopo.go), nil without one;
+	// NCCLErr says why a named one cannot be used.
+	NCCL      *nccltopo.File
+	NCCLErr   error
+	nccLoaded bool
 }
 
 // Discover reads the host root once. It does not fail: what could not be
@@ -309,6 +315,7 @@ type Selection struct {
 // Select applies the rail rule and the selectors of cfg (GDR_GPU,
 // GDR_RDMA_DEVICE, GDR_RAILS, GDR_IB_PORT).
 func (h *Host) Select(cfg config.Config) (*Selection, error) {
+	h.loadNCCL(cfg)
 	s := &Selection{Host: h, Port: cfg.IBPort}
 	if s.Port < 1 {
 		s.Port = 1
@@ -549,7 +556,7 @@ func (s *Selection) choice(g *GPU, n *NIC) Choice {
 		return c
 	}
 	if p, err := s.Index.Classify(g.PCI, n.PCI); err == nil {
-		c.Path, c.HasPath = p, true
+		c.Path, c.HasPath = s.ncclPath(g, n, p), true
 	}
 	return c
 }
@@ -660,6 +667,7 @@ func (s *Selection) reason(r *Rail, pool []Choice, taken map[string]int) string 
 		if r.Path.NUMAUnknown {
 			why += ", NUMA unknown"
 		}
+		why += ncclNote(r.Path)
 	case r.GPU.DriverOnly:
 		why = fmt.Sprintf("GPU %d is seen by the driver only (%s is not in sysfs): no PCIe path, so the first candidate RDMA NIC", r.GPU.Index, r.GPU.PCI)
 	case r.NIC.Software:

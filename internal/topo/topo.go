@@ -174,6 +174,13 @@ type Path struct {
 	// NUMANote says how an unknown NUMA node was settled ("" when both nodes
 	// are known or the path stays below one host bridge).
 	NUMANote string
+	// From is "" when Class comes from the sysfs tree; otherwise it names
+	// the NCCL topology file Class was read from (internal/rails sets it,
+	// rails/nccltopo.go), SysfsClass keeps the tree's class and Via says
+	// where the file's path turns. Bridges and Switches stay the tree's.
+	From       string
+	SysfsClass pathclass.Class
+	Via        string
 }
 
 // Classify returns the path between functions a and b.
