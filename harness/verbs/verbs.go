@@ -19,8 +19,8 @@ import (
 	"unsafe"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
-	"github.com/gdrconf/gdrconf/internal/stats"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/stats"
 )
 
 // Library is the soname opened at run time.

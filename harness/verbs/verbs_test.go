@@ -476,8 +476,7 @@ func TestInlineNeverFromDeviceMemoryOnAnyPath(t *testing.T) {
 	_, err := q.latInline(LatArgs{SendCQ: cq, RecvCQ: cq, Local: &MR{Addr: 1 << 40, Len: 64, Mem: membuf.GPU, Path: PathPeermem}, SendAddr: 1 << 40, Size: 2, Iters: 4})
 	assert.ErrorContains(t, err, "polling mode needs CPU-readable host memory")
 
-	src, err := os.ReadFile("shim.c")
-	require.NoError(t, err)
+	src := readSource(t, "shim.c")
 	var lines []string
 	for _, l := range strings.Split(string(src), "\n") {
 		if strings.Contains(l, "IBV_SEND_INLINE") {
