@@ -120,6 +120,7 @@ lab-kill: deps $(LAB_BIN)
 # The fault matrix (loss, delay, link down, kill, token, mismatch, stray,
 # hostile, load), fresh VMs per case: reports/lab-faults/faults.json.
 #   make lab-faults LAB_FAULTS=loss-1pct,token
+#   make lab-faults LAB_REPEAT=3   (each case three times: a flaky one shows as 2 of 3)
 lab-faults: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode faults
 # Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from

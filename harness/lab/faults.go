@@ -142,6 +142,13 @@ type CaseResult struct {
 	Leaked    int      `json:"leaked"`     // RDMA objects left between tests, both hosts
 	WallS     float64  `json:"wall_s"`     // the case from boot to verdict
 	Problems  []string `json:"problems,omitempty"`
+	// Run is this run's number and Runs how many runs of the case were
+	// asked for (LAB_REPEAT > 1; absent with one run, so faults.json keeps
+	// its shape); CaseOK is the case's tally over its runs, "2 of 3", on
+	// each of them.
+	Run    int    `json:"run,omitempty"`
+	Runs   int    `json:"runs,omitempty"`
+	CaseOK string `json:"case_ok,omitempty"`
 }
 
 // caseRun is what a case produced, for Judge.
@@ -383,7 +390,7 @@ func clipLine(s string, n int) string {
 func FaultTable(w io.Writer, rs []CaseResult) {
 	nw := len("case")
 	for _, r := range rs {
-		nw = max(nw, len(r.Name))
+		nw = max(nw, len(runName(r)))
 	}
 	fmt.Fprintf(w, "seconds: the slowest failing test's verdict on either host (kill: the server's after the kill); in parentheses when nothing failed: the longest test\n")
 	fmt.Fprintf(w, "%-*s  %-4s  %8s  %10s  %6s  %7s  %s\n", nw, "case", "ok", "seconds", "deadline_s", "leaked", "wall_s", "got")
@@ -396,11 +403,74 @@ func FaultTable(w io.Writer, rs []CaseResult) {
 		if strings.HasPrefix(r.Measured, "longest") {
 			secs = "(" + secs + ")" // nothing failed: no verdict to time
 		}
-		fmt.Fprintf(w, "%-*s  %-4s  %8s  %10.1f  %6d  %7.0f  %s\n", nw, r.Name, ok, secs, r.DeadlineS, r.Leaked, r.WallS, r.Got)
+		fmt.Fprintf(w, "%-*s  %-4s  %8s  %10.1f  %6d  %7.0f  %s\n", nw, runName(r), ok, secs, r.DeadlineS, r.Leaked, r.WallS, r.Got)
 		for _, p := range r.Problems {
 			fmt.Fprintf(w, "%-*s        problem: %s\n", nw, "", p)
 		}
 	}
+	if len(rs) == 0 || rs[0].Runs < 2 {
+		return // one run per case: the rows are the verdicts
+	}
+	fmt.Fprintf(w, "\nruns ok per case (LAB_REPEAT=%d):\n", rs[0].Runs)
+	for _, c := range Tally(slices.Clone(rs), rs[0].Runs) {
+		flag := ""
+		if !c.AllOK() {
+			flag = "  NOT OK"
+		}
+		fmt.Fprintf(w, "%-*s  %s%s\n", nw, c.Name, c.String(), flag)
+	}
+}
+
+// runName is a row's case name, with its run number when cases repeat.
+func runName(r CaseResult) string {
+	if r.Run == 0 {
+		return r.Name
+	}
+	return fmt.Sprintf("%s #%d", r.Name, r.Run)
+}
+
+// CaseTally is one case over its runs (LAB_REPEAT).
+type CaseTally struct {
+	Name    string
+	OK, Ran int // runs ok, runs made
+	Planned int // runs asked for (an interrupted matrix made fewer)
+}
+
+// String is the tally as the table and faults.json show it: "2 of 3".
+func (c CaseTally) String() string {
+	s := fmt.Sprintf("%d of %d", c.OK, c.Ran)
+	if c.Ran < c.Planned {
+		s += fmt.Sprintf(" (%d not run)", c.Planned-c.Ran)
+	}
+	return s
+}
+
+// AllOK: every run asked for was made and was ok.
+func (c CaseTally) AllOK() bool { return c.OK == c.Planned && c.Ran == c.Planned }
+
+// Tally counts each case's ok runs, cases in the order they first ran,
+// and writes each case's tally into its runs (Runs, CaseOK) when the matrix
+// ran each case more than once (planned > 1).
+func Tally(rs []CaseResult, planned int) []CaseTally {
+	var out []CaseTally
+	at := map[string]int{}
+	for _, r := range rs {
+		i, ok := at[r.Name]
+		if !ok {
+			i, at[r.Name] = len(out), len(out)
+			out = append(out, CaseTally{Name: r.Name, Planned: max(planned, 1)})
+		}
+		out[i].Ran++
+		if r.OK {
+			out[i].OK++
+		}
+	}
+	if planned > 1 {
+		for j := range rs {
+			rs[j].Runs, rs[j].CaseOK = planned, out[at[rs[j].Name]].String()
+		}
+	}
+	return out
 }
 
 // selectCases applies LAB_FAULTS (comma-separated case names; "" = all).
@@ -479,18 +549,30 @@ func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs 
 		return fmt.Errorf("building the initramfs: %w", err)
 	}
 	var results []CaseResult
+	n := max(o.Repeat, 1)
 	for _, c := range cases {
-		res := r.faultCase(ctx, qemu, parts, initrd, c, plans[c.Name])
-		results = append(results, res)
-		status := "ok"
-		if !res.OK {
-			status = "FAILED: " + strings.Join(res.Problems, "; ")
+		for i := 1; i <= n; i++ {
+			run := 0 // one run: today's names, folders and faults.json
+			if n > 1 {
+				run = i
+			}
+			res := r.faultCase(ctx, qemu, parts, initrd, c, plans[c.Name], run)
+			res.Run = run
+			results = append(results, res)
+			status := "ok"
+			if !res.OK {
+				status = "FAILED: " + strings.Join(res.Problems, "; ")
+			}
+			r.logf("case %s: %s (%.0fs)", runName(res), status, res.WallS)
+			if ctx.Err() != nil {
+				break
+			}
 		}
-		r.logf("case %s: %s (%.0fs)", c.Name, status, res.WallS)
 		if ctx.Err() != nil {
 			break
 		}
 	}
+	tallies := Tally(results, n)
 	b, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
@@ -501,13 +583,18 @@ func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs 
 	fmt.Fprintln(o.Out)
 	FaultTable(o.Out, results)
 	bad := 0
-	for _, res := range results {
-		if !res.OK {
+	for _, c := range tallies {
+		if !c.AllOK() {
 			bad++
 		}
 	}
-	fmt.Fprintf(o.Out, "\nfault matrix: %d of %d cases ok in %.0fs (%s/faults.json; each case's events and consoles in %s/<case>/)\n",
-		len(results)-bad, len(results), time.Since(r.start).Seconds(), o.ReportDir, o.ReportDir)
+	if n == 1 {
+		fmt.Fprintf(o.Out, "\nfault matrix: %d of %d cases ok in %.0fs (%s/faults.json; each case's events and consoles in %s/<case>/)\n",
+			len(tallies)-bad, len(tallies), time.Since(r.start).Seconds(), o.ReportDir, o.ReportDir)
+	} else {
+		fmt.Fprintf(o.Out, "\nfault matrix: %d of %d cases ok in all %d runs, in %.0fs (%s/faults.json; each run's events and consoles in %s/<case>/run<n>/)\n",
+			len(tallies)-bad, len(tallies), n, time.Since(r.start).Seconds(), o.ReportDir, o.ReportDir)
+	}
 	if bad > 0 {
 		return fmt.Errorf("lab-faults: %d case(s) not as expected", bad)
 	}
@@ -515,9 +602,11 @@ func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs 
 }
 
 // faultCase boots fresh VMs for one case, plants its faults and judges it.
-func (r *runner) faultCase(ctx context.Context, qemu string, parts *Parts, initrd string, c FaultCase, plan []Job) CaseResult {
+// run is the run's number when cases repeat (0: the only run); its
+// events and consoles go to <case>/run<n>/.
+func (r *runner) faultCase(ctx context.Context, qemu string, parts *Parts, initrd string, c FaultCase, plan []Job, run int) CaseResult {
 	start := time.Now()
-	r.logf("case %s: %s", c.Name, c.Expected)
+	r.logf("case %s: %s", runName(CaseResult{Name: c.Name, Run: run}), c.Expected)
 	if c.Load > 0 {
 		stop := startLoad(c.Load, r.logf)
 		defer stop()
@@ -527,6 +616,9 @@ func (r *runner) faultCase(ctx context.Context, qemu string, parts *Parts, initr
 	runs, vmErrs := r.boot(ctx, qemu, parts, initrd, plan)
 	suites := r.collect(ctx, plan, runs, vmErrs)
 	dir := filepath.Join(r.o.ReportDir, c.Name)
+	if run > 0 {
+		dir = filepath.Join(dir, fmt.Sprintf("run%d", run))
+	}
 	_ = os.MkdirAll(dir, 0o755)
 	for role, vr := range runs {
 		if b, err := os.ReadFile(vr.vm.Console); err == nil {

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -265,4 +266,68 @@ func TestJudgeMayPass(t *testing.T) {
 	r = Judge(k, caseRun{timeout: 20 * time.Second, killTook: 22 * time.Second, suites: []*Suite{
 		host("server", [4]string{"TestPP03Write/rail0", "fail", "25", "oob: peer vanished: 198.18.0.2:41000"}), cl}})
 	assert.True(t, r.OK, "%v", r.Problems)
+}
+
+// LAB_REPEAT: each case's runs are tallied in the order the cases ran; a
+// flaky case reads "2 of 3" on every one of its runs (faults.json), an
+// interrupted matrix says how many runs were not made, and one run per case
+// leaves the results exactly as they were (no run, runs or case_ok keys).
+func TestTallyRepeat(t *testing.T) {
+	rs := []CaseResult{
+		{Name: "stray", OK: true, Run: 1}, {Name: "stray", OK: false, Run: 2}, {Name: "stray", OK: true, Run: 3},
+		{Name: "load", OK: true, Run: 1}, {Name: "load", OK: true, Run: 2}, {Name: "load", OK: true, Run: 3},
+		{Name: "kill", OK: true, Run: 1},
+	}
+	ts := Tally(rs, 3)
+	require.Len(t, ts, 3)
+	assert.Equal(t, CaseTally{Name: "stray", OK: 2, Ran: 3, Planned: 3}, ts[0])
+	assert.Equal(t, "2 of 3", ts[0].String())
+	assert.False(t, ts[0].AllOK(), "one bad run of three: the case is not ok")
+	assert.Equal(t, "3 of 3", ts[1].String())
+	assert.True(t, ts[1].AllOK())
+	assert.Equal(t, "1 of 1 (2 not run)", ts[2].String())
+	assert.False(t, ts[2].AllOK(), "runs not made are not runs ok")
+	for _, r := range rs[:3] {
+		assert.Equal(t, "2 of 3", r.CaseOK, "every run of the case carries its tally")
+		assert.Equal(t, 3, r.Runs)
+	}
+	b, err := json.Marshal(rs[1])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"run":2,"runs":3,"case_ok":"2 of 3"`)
+
+	one := []CaseResult{{Name: "stray", OK: true}, {Name: "load", OK: false}}
+	ts = Tally(one, 1)
+	assert.Equal(t, []CaseTally{{Name: "stray", OK: 1, Ran: 1, Planned: 1}, {Name: "load", OK: 0, Ran: 1, Planned: 1}}, ts)
+	b, err = json.Marshal(one[0])
+	require.NoError(t, err)
+	for _, k := range []string{`"run"`, `"runs"`, `"case_ok"`} {
+		assert.NotContains(t, string(b), k, "one run: faults.json keeps its shape")
+	}
+}
+
+// The printed table: with repeats a row per run (case #n) and a tally per
+// case naming the cases not ok in every run; with one run neither.
+func TestFaultTableRepeat(t *testing.T) {
+	rs := []CaseResult{
+		{Name: "stray", OK: true, Run: 1, Got: "all passed"}, {Name: "stray", OK: false, Run: 2, Got: "1 failed", Problems: []string{"no completion"}},
+		{Name: "stray", OK: true, Run: 3}, {Name: "load", OK: true, Run: 1}, {Name: "load", OK: true, Run: 2}, {Name: "load", OK: true, Run: 3},
+	}
+	Tally(rs, 3)
+	var b strings.Builder
+	FaultTable(&b, rs)
+	out := b.String()
+	assert.Contains(t, out, "stray #2  FAIL")
+	assert.Contains(t, out, "problem: no completion")
+	assert.Contains(t, out, "runs ok per case (LAB_REPEAT=3):")
+	assert.Regexp(t, `(?m)^stray +2 of 3  NOT OK$`, out)
+	assert.Regexp(t, `(?m)^load +3 of 3$`, out)
+
+	b.Reset()
+	one := []CaseResult{{Name: "stray", OK: true}, {Name: "load", OK: false}}
+	Tally(one, 1)
+	FaultTable(&b, one)
+	out = b.String()
+	assert.NotContains(t, out, "#")
+	assert.NotContains(t, out, "runs ok per case")
+	assert.Regexp(t, `(?m)^load   FAIL `, out)
 }

@@ -65,7 +65,10 @@ type Options struct {
 	// whole run (LAB_LOAD; a loaded CI machine).
 	Load int
 	// Faults selects cases of the fault matrix by name (ModeFaults; nil = all).
-	Faults  []string
+	Faults []string
+	// Repeat is how many times the fault matrix runs each case (LAB_REPEAT;
+	// 0 or 1: once, today's output).
+	Repeat  int
 	Cluster ClusterOptions // ModeCluster only
 }
 
@@ -113,7 +116,8 @@ func Run(ctx context.Context, o Options) error {
 	// Old results must not pass for new ones; remove only what the lab
 	// writes, since LAB_REPORTS may name a folder shared with other reports.
 	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log", "summary.*", "report.html",
-		"server*/*.json", "client*/*.json", "loopback*/*.json", "faults.json", "*/*_pingpong.json", "*/*.console.log"} {
+		"server*/*.json", "client*/*.json", "loopback*/*.json", "faults.json", "*/*_pingpong.json", "*/*.console.log",
+		"*/run*/*_pingpong.json", "*/run*/*.console.log"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)

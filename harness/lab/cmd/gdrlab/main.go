@@ -40,6 +40,16 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 // atoiOr reads a whole number, -1 for anything else (rejected later).
+// parseRepeat reads LAB_REPEAT: 1 to 20 runs per case, bounded so that a
+// typo does not hold the machine for a day (each run boots fresh VMs).
+func parseRepeat(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 20 {
+		return 0, fmt.Errorf("LAB_REPEAT=%q: want a whole number of runs per fault case from 1 to 20", v)
+	}
+	return n, nil
+}
+
 func atoiOr(s string) int {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
@@ -109,6 +119,7 @@ func hostMain() error {
 	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
 	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
 	fs.IntVar(&o.Load, "load", atoiOr(env("LAB_LOAD", "0")), "busy loops on the host beside the VMs for the whole run (LAB_LOAD)")
+	repeat := fs.String("repeat", env("LAB_REPEAT", "1"), "faults mode: runs of each case, each reported (LAB_REPEAT; a flaky case shows as 2 of 3)")
 	faults := fs.String("faults", env("LAB_FAULTS", ""), "faults mode: the cases to run, comma separated (LAB_FAULTS; default all)")
 	emu := fs.Bool("emulated-gpu", env("LAB_EMULATED_GPU", "1") != "0", "install the emulated GPU (harness/emugpu) in the VMs and run the suite on it, plus pingpong once more on host memory (LAB_EMULATED_GPU=0 turns it off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -152,6 +163,10 @@ func hostMain() error {
 	}
 	if o.Load < 0 || o.Load > 64 {
 		return fmt.Errorf("LAB_LOAD=%d: want 0 to 64 busy loops", o.Load)
+	}
+	var err error
+	if o.Repeat, err = parseRepeat(*repeat); err != nil {
+		return err
 	}
 	if *faults != "" {
 		o.Faults = strings.Split(*faults, ",")
