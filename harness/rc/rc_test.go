@@ -18,13 +18,13 @@ import (
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 )
 
 // rxeTree writes an rxe0 on eth0 with port 1 in state and the given
 // hw_counters, and returns its root.
 func rxeTree(t *testing.T, state, phys, oper string, hw map[string]string) *hostfs.Root {
 	t.Helper()
-	dir := t.TempDir()
 	files := map[string]string{
 		"sys/class/infiniband/rxe0/parent":             "eth0\n",
 		"sys/class/infiniband/rxe0/node_type":          "1: CA\n",
@@ -37,14 +37,7 @@ func rxeTree(t *testing.T, state, phys, oper string, hw map[string]string) *host
 	for k, v := range hw {
 		files["sys/class/infiniband/rxe0/ports/1/hw_counters/"+k] = v + "\n"
 	}
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
-	}
-	r, err := hostfs.New(dir)
-	require.NoError(t, err)
-	return r
+	return hostfstest.Tree(t, files)
 }
 
 func TestPortProblem(t *testing.T) {

@@ -2,14 +2,13 @@ package nccltopo
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 )
 
@@ -99,16 +98,7 @@ func TestParseRejects(t *testing.T) {
 }
 
 func root(t *testing.T, files map[string]string) *hostfs.Root {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
-	}
-	r, err := hostfs.New(dir)
-	require.NoError(t, err)
-	return r
+	return hostfstest.Tree(t, files)
 }
 
 func TestLocateOrder(t *testing.T) {

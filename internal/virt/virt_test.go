@@ -1,8 +1,6 @@
 package virt
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,22 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 )
 
 func root(t *testing.T, files map[string]string) *hostfs.Root {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-		if strings.HasSuffix(p, "/") {
-			continue
-		}
-		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
-	}
-	r, err := hostfs.New(dir)
-	require.NoError(t, err)
-	return r
+	return hostfstest.Tree(t, files)
 }
 
 const bareFlags = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep\n"
