@@ -18,14 +18,7 @@ import (
 // them (harness/rc.End.PathLimit): every function on the GPU<->NIC path as
 // trained, with its MaxPayload.
 func TestFloorsOnRecordedRail(t *testing.T) {
-	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dgx"))
-	require.NoError(t, err)
-	h := rails.Discover(r)
-	cfg, err := config.Parse(func(string) (string, bool) { return "", false })
-	require.NoError(t, err)
-	s, err := h.Select(cfg)
-	require.NoError(t, err)
-	rail := s.All[5]
+	s, rail := recordedRail(t)
 	devs, missing := s.PathDevices(rail)
 	require.Empty(t, missing)
 	var links []floors.Link
@@ -57,14 +50,7 @@ func pathOf(t *testing.T, links []floors.Link) floors.Path {
 // between the GPU and the NIC, host memory the NIC and the ports above it.
 func recordedLinks(t *testing.T) (port float64, gpu, host []floors.Link) {
 	t.Helper()
-	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dgx"))
-	require.NoError(t, err)
-	h := rails.Discover(r)
-	cfg, err := config.Parse(func(string) (string, bool) { return "", false })
-	require.NoError(t, err)
-	s, err := h.Select(cfg)
-	require.NoError(t, err)
-	rail := s.All[5]
+	s, rail := recordedRail(t)
 	path := func(devs []rails.PathDevice, missing []string) []floors.Link {
 		require.Empty(t, missing)
 		require.NotEmpty(t, devs)
@@ -191,4 +177,17 @@ func TestFloorsOnRecordedGen5Loopback(t *testing.T) {
 		require.NoError(t, err)
 		assert.InDelta(t, link/(1+w), b.Gbps, 1e-6, name)
 	}
+}
+
+// recordedRail is the recorded DGX's selection with the default
+// configuration, and its rail 5 (the rail these tests read).
+func recordedRail(t *testing.T) (*rails.Selection, *rails.Rail) {
+	t.Helper()
+	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dgx"))
+	require.NoError(t, err)
+	cfg, err := config.Parse(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	s, err := rails.Discover(r).Select(cfg)
+	require.NoError(t, err)
+	return s, s.All[5]
 }
