@@ -17,20 +17,20 @@ export CGO_CFLAGS
 all: test
 
 deps:
-	@harness/deps.sh '$(TAGS)'
+	@build/deps.sh '$(TAGS)'
 
 # What the project's own tests need beyond the build (headless Chromium).
 deps-test:
-	@harness/deps.sh --test '$(TAGS)'
+	@build/deps.sh --test '$(TAGS)'
 
 # The report command. Go records no VCS revision for a git worktree, so the
 # version is also linked in from git describe.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 REPORT_BIN := .cache/gdrreport
-REPORT_LDFLAGS := -X github.com/gdrconf/gdrconf/harness/report.version=$(VERSION)
+REPORT_LDFLAGS := -X github.com/gdrconf/gdrconf/report.version=$(VERSION)
 $(REPORT_BIN): FORCE
 	@mkdir -p $(dir $@)
-	@CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./harness/report/cmd/gdrreport
+	@CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./cmd/gdrreport
 
 # The suite itself (RUN=<go test -run pattern> selects by requirement ID:
 # RUN=TestPP08), then the report (printed; the exit status is the
@@ -57,7 +57,7 @@ report: $(REPORT_BIN)
 unit: deps deps-test
 	@mkdir -p $(REPORTS)
 	GDR_BROWSER_TEST=1 $(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
-	  -tags '$(TAGS)' -count=1 ./internal/... ./harness/... ./fixtures/...
+	  -tags '$(TAGS)' -count=1 ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/...
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
@@ -73,7 +73,7 @@ lint: deps
 # goroutines, the budget watchdog, the port watch, the shared checkpoint: its
 # unit tests need no device). cuda's need a GPU: the lab runs them. About 40 s
 # cold on 2 cores, 15 s warm.
-RACE_PKGS ?= ./harness/oob/... ./harness/lab/... ./harness/membuf/... ./harness/dl/... ./harness/testenv/... ./internal/rdmadev/...
+RACE_PKGS ?= ./harness/oob/... ./lab/... ./harness/membuf/... ./harness/dl/... ./harness/testenv/... ./internal/rdmadev/...
 RACE_RDMA_PKGS ?= ./harness/rc/...
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
@@ -91,12 +91,12 @@ clean:
 # with gdrcluster, rounds.sh and gdrconf.sbatch beside it, srun -N<n>
 # --ntasks-per-node=1 dist/run.sh (or sbatch -N<n> dist/gdrconf.sbatch) qualifies n hosts.
 dist: deps
-	REPORT_LDFLAGS='$(REPORT_LDFLAGS)' harness/dist/build.sh '$(TAGS)' dist
+	REPORT_LDFLAGS='$(REPORT_LDFLAGS)' build/dist/build.sh '$(TAGS)' dist
 
 # The cluster planner beside deploy/rounds.sh in a checkout (pure Go, any
 # Linux host); make dist ships it as dist/gdrcluster.
 gdrcluster:
-	CGO_ENABLED=0 $(GO) build -o deploy/gdrcluster ./harness/cluster/cmd/gdrcluster
+	CGO_ENABLED=0 $(GO) build -o deploy/gdrcluster ./cmd/gdrcluster
 .PHONY: gdrcluster
 
 # Pinned 256 MiB host<->GPU copy bandwidth next to the PCIe link's theoretical
@@ -104,13 +104,13 @@ gdrcluster:
 bench:
 	$(GO) test -tags gpu -count=1 -run '^$$' -bench . -benchtime 20x ./conformance/gpu/
 
-# Soft-RoCE two-host lab (harness/lab/README.md): two qemu VMs run the rdma
+# Soft-RoCE two-host lab (lab/README.md): two qemu VMs run the rdma
 # suite as server and client, and in loopback; reports/lab/junit.xml.
 #   make lab LAB_PKGS=./conformance/pingpong LAB_RUN=TestPP03Write
 LAB_BIN := .cache/lab/gdrlab
 $(LAB_BIN): FORCE
 	@mkdir -p $(dir $@)
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./harness/lab/cmd/gdrlab
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./cmd/gdrlab
 lab: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode lab
 lab-bench: deps $(LAB_BIN)
@@ -126,7 +126,7 @@ lab-faults: deps $(LAB_BIN)
 # Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from
 # Debian): srun -N4 runs deploy/rounds.sh, one rail of one VM is degraded on
 # purpose (LAB_DEGRADE), and the merged reports/lab-cluster/summary.json must
-# name exactly that rail as suspect (harness/lab/README.md).
+# name exactly that rail as suspect (lab/README.md).
 lab-cluster: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode cluster
 .PHONY: lab-kill lab-faults lab-cluster FORCE

@@ -54,7 +54,7 @@ static struct {
 	CUresult (*MemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
 	// Optional: CUDA 11.3 and later.
 	CUresult (*FlushGPUDirectRDMAWrites)(int, int);
-	// Only in the lab's emulated GPU (harness/emugpu).
+	// Only in the lab's emulated GPU (lab/emugpu).
 	const char *(*EmulatedGPU)(void);
 	// Peer-to-peer and streams (multi-GPU checks). Every driver this suite
 	// supports has them; they are optional so that a library without them
@@ -367,7 +367,7 @@ type Driver struct {
 }
 
 // Emulated says whether libcuda.so.1 is the lab's emulated GPU
-// (harness/emugpu), and describes it. Everything measured on it is labelled
+// (lab/emugpu), and describes it. Everything measured on it is labelled
 // gpu-emulated and is no hardware evidence.
 func (d *Driver) Emulated() (bool, string) { return d.emulated != "", d.emulated }
 

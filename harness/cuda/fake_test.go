@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gdrconf/gdrconf/harness/emugpu"
+	"github.com/gdrconf/gdrconf/lab/emugpu"
 )
 
-// The tests below load the emulated GPU (harness/emugpu), compiled now, in
+// The tests below load the emulated GPU (lab/emugpu), compiled now, in
 // place of libcuda.so.1, so the dlopen/dlsym plumbing, error texts and the
 // flush rule are checked on machines without a GPU. Where the real driver is
 // present they skip: it cannot be unloaded safely under a live context.

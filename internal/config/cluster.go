@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/internal/clip"
-	"github.com/gdrconf/gdrconf/internal/pairing"
 )
 
 // Cluster is the configuration of an N-host run under Slurm or Kubernetes,

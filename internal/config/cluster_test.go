@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gdrconf/gdrconf/internal/pairing"
+	"github.com/gdrconf/gdrconf/cluster/pairing"
 )
 
 func TestClusterDefaults(t *testing.T) {

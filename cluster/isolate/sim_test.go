@@ -1,0 +1,196 @@
+package isolate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gdrconf/gdrconf/cluster/pairing"
+)
+
+// planting is one set of faults for a simulated cluster.
+type planting struct {
+	name     string
+	nic      hostRail // the bad NIC
+	slowNIC  bool     // degraded (30% bandwidth, tests pass) instead of dead
+	host     string   // the bad host
+	link     [2]string
+	linkRail int
+}
+
+// simOutcome is what one simulated run found.
+type simOutcome struct {
+	rounds                      int
+	nicRound, hostRound, linkAt int // first round after which each was found; 0 = never
+	falseBad, falseSuspects     int // at the end; falseBad counts any round
+	suspects                    int
+}
+
+func simulate(t *testing.T, kind pairing.Kind, n, rails int, p planting, seed uint64) simOutcome {
+	f := newFabric(n, rails)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	noise := make([]float64, n*rails)
+	for i := range noise {
+		noise[i] = (rng.Float64() - 0.5) * 0.1 // +-5% run-to-run spread
+	}
+	f.noise = func(i int) float64 { return noise[i%len(noise)] }
+	if p.slowNIC {
+		f.slowNIC[p.nic] = true
+	} else {
+		f.deadNIC[p.nic] = true
+	}
+	f.deadHost[p.host] = true
+	f.badLink[key2(p.link[0], p.link[1])] = p.linkRail
+
+	planted := map[hostRail]bool{p.nic: true}
+	for r := range rails {
+		planted[hostRail{p.host, r}] = true
+	}
+	var out simOutcome
+	var results []Result
+	falseBad := map[hostRail]bool{}
+	for k := 0; ; k++ {
+		r, done := Round(kind, f.names, k, 2, results, opt)
+		if done {
+			out.rounds = k
+			break
+		}
+		results = append(results, f.run(r)...)
+		if out.nicRound > 0 && out.hostRound > 0 && out.linkAt > 0 {
+			continue // all found: the final analysis checks the rest
+		}
+		a := Analyze(f.names, results, opt)
+		if out.nicRound == 0 && a.State(p.nic.host, p.nic.rail) == Bad {
+			out.nicRound = k + 1
+		}
+		if out.hostRound == 0 {
+			all := true
+			for rr := range rails {
+				all = all && a.State(p.host, rr) == Bad
+			}
+			if all {
+				out.hostRound = k + 1
+			}
+		}
+		if out.linkAt == 0 {
+			for _, l := range a.Links {
+				if key2(l.A, l.B) == key2(p.link[0], p.link[1]) && l.Rail == p.linkRail {
+					out.linkAt = k + 1
+				}
+			}
+		}
+		for _, s := range a.Suspects {
+			if s.Verdict == Bad && !planted[hostRail{s.Host, s.Rail}] {
+				falseBad[hostRail{s.Host, s.Rail}] = true
+			}
+		}
+	}
+	final := Analyze(f.names, results, opt)
+	out.suspects = len(final.Suspects)
+	for _, s := range final.Suspects {
+		if !planted[hostRail{s.Host, s.Rail}] {
+			out.falseSuspects++
+			if s.Verdict == Bad {
+				falseBad[hostRail{s.Host, s.Rail}] = true
+			}
+		}
+	}
+	out.falseBad = len(falseBad)
+	return out
+}
+
+func name(i int) string { return fmt.Sprintf("gpu%04d", i+1) }
+
+// plantings returns random independent faults for seed, plus fixed
+// adversarial ones where faults sit next to each other on the ring.
+func plantings(n, rails int, seed uint64) []planting {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	perm := rng.Perm(n)
+	// Hosts far apart on the ring: the link's ends, the NIC's host, the bad host.
+	l := perm[0]
+	ps := []planting{{
+		name: "random", nic: hostRail{name(perm[1]), rng.IntN(rails)}, slowNIC: seed%2 == 0,
+		host: name(perm[2]), link: [2]string{name(l), name((l + 1) % n)}, linkRail: rng.IntN(rails),
+	}}
+	h := rng.IntN(n)
+	r := rng.IntN(rails)
+	// bad host, then its neighbour's NIC, then a bad link beyond.
+	ps = append(ps, planting{name: "nic-next-to-host", host: name(h), nic: hostRail{name((h + 1) % n), r}, slowNIC: true,
+		link: [2]string{name((h + 3) % n), name((h + 4) % n)}, linkRail: r})
+	// a good host squeezed between the bad NIC and the bad host.
+	ps = append(ps, planting{name: "host-squeezed", nic: hostRail{name(h), r}, host: name((h + 2) % n),
+		link: [2]string{name((h + 5) % n), name((h + 6) % n)}, linkRail: (r + 1) % rails})
+	// a bad link whose end also meets the bad host.
+	ps = append(ps, planting{name: "link-next-to-host", host: name(h), link: [2]string{name((h + 1) % n), name((h + 2) % n)},
+		linkRail: r, nic: hostRail{name((h + n/2) % n), (r + 3) % rails}})
+	return ps
+}
+
+// Scale on paper: 1024 hosts x 8 rails, ring schedule with re-pairing, with
+// one bad NIC, one bad host and one bad link planted, over several seeds and
+// plantings. Target: every planted bad NIC and host found within 3 rounds,
+// the link found, no false suspects. Run with -v to see the table.
+func TestSimulate1024x8(t *testing.T) {
+	const n, rails = 1024, 8
+	for seed := uint64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			var lines []string
+			for _, p := range plantings(n, rails, seed) {
+				o := simulate(t, pairing.Ring, n, rails, p, seed)
+				kind := "dead"
+				if p.slowNIC {
+					kind = "slow"
+				}
+				lines = append(lines, fmt.Sprintf("seed %d %-17s | rounds %d | NIC %s/%d (%s) found after %d | host %s after %d | link %s-%s/%d after %d | suspects %d, false %d, false bad at any round %d",
+					seed, p.name, o.rounds, p.nic.host, p.nic.rail, kind, o.nicRound, p.host, o.hostRound, p.link[0], p.link[1], p.linkRail, o.linkAt,
+					o.suspects, o.falseSuspects, o.falseBad))
+				msg := fmt.Sprintf("seed %d %s: %+v", seed, p.name, o)
+				assert.True(t, o.nicRound >= 1 && o.nicRound <= 3, "bad NIC within 3 rounds: "+msg)
+				assert.True(t, o.hostRound >= 1 && o.hostRound <= 3, "bad host within 3 rounds: "+msg)
+				assert.True(t, o.linkAt >= 1 && o.linkAt <= 3, "bad link within 3 rounds: "+msg)
+				assert.LessOrEqual(t, o.rounds, 3, msg)
+				assert.Zero(t, o.falseSuspects, msg)
+				assert.Zero(t, o.falseBad, msg)
+				assert.Equal(t, rails+1, o.suspects, "exactly the planted (host, rail)s: "+msg)
+			}
+			t.Logf("ring, %d hosts x %d rails, at most 2 re-pairing rounds (found after N rounds):\n%s", n, rails, strings.Join(lines, "\n"))
+		})
+	}
+}
+
+// The all-pairs schedule on a smaller cluster finds the same faults without
+// re-pairing (every host meets every other).
+func TestSimulateAllPairs(t *testing.T) {
+	const n, rails = 32, 8
+	for seed := uint64(1); seed <= 3; seed++ {
+		for _, p := range plantings(n, rails, seed) {
+			o := simulate(t, pairing.All, n, rails, p, seed)
+			msg := fmt.Sprintf("seed %d %s: %+v", seed, p.name, o)
+			assert.Equal(t, n-1, o.rounds, msg)
+			assert.True(t, o.nicRound >= 1 && o.hostRound >= 1 && o.linkAt >= 1, msg)
+			assert.Zero(t, o.falseSuspects, msg)
+			assert.Zero(t, o.falseBad, msg)
+			t.Logf("all, %d x %d, seed %d %-18s: NIC after round %d, host after round %d, link after round %d, false suspects %d",
+				n, rails, seed, p.name, o.nicRound, o.hostRound, o.linkAt, o.falseSuspects)
+		}
+	}
+}
+
+// BenchmarkAnalyze1024x8 times one analysis of three rounds of results.
+func BenchmarkAnalyze1024x8(b *testing.B) {
+	f := newFabric(1024, 8)
+	f.deadHost["gpu0100"] = true
+	var res []Result
+	for _, r := range pairing.Base(pairing.Ring, 1024) {
+		res = append(res, f.run(r)...)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		Analyze(f.names, res, opt)
+	}
+	b.ReportMetric(float64(len(res)), "results")
+}

@@ -1,0 +1,98 @@
+package jobenv
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gdrconf/gdrconf/cluster/hostlist"
+)
+
+// MaxTasks bounds a job's size (Slurm's own bound on a node list is far
+// above any GPU cluster; this keeps a broken value from allocating much).
+const MaxTasks = 1 << 16
+
+// FromSlurm reads a task started by `srun -N<n> --ntasks-per-node=1`:
+//
+//	SLURM_JOB_ID        the job (with SLURM_CLUSTER_NAME when set)
+//	SLURM_JOB_NODELIST  the job's nodes, Slurm hostlist syntax (SLURM_NODELIST on old releases)
+//	SLURM_NTASKS        must equal the number of nodes: one task per node
+//	SLURM_PROCID        this task's rank
+//	SLURMD_NODENAME     this task's node, when set: its position in the node
+//	                    list is the task's index (it must agree with the rank
+//	                    under srun's default block distribution, and is
+//	                    trusted over it otherwise)
+//	SLURM_STEP_ID       recorded for logs
+//
+// Peers dial node names with peerSuffix appended (GDR_PEER_SUFFIX, e.g. "-ib").
+func FromSlurm(lookup func(string) (string, bool), peerSuffix string) (Task, error) {
+	t := Task{Engine: Slurm}
+	var err error
+	if t.JobID, err = need(lookup, "SLURM_JOB_ID", "not inside a Slurm job (run under srun or sbatch)"); err != nil {
+		return t, err
+	}
+	if _, err := number("SLURM_JOB_ID", t.JobID, 0, 1<<62); err != nil {
+		return t, err
+	}
+	t.Scope, _ = lookup("SLURM_CLUSTER_NAME")
+	t.Step, _ = lookup("SLURM_STEP_ID")
+
+	listVar := "SLURM_JOB_NODELIST"
+	list, err := need(lookup, listVar, "Slurm sets it for every job step")
+	if err != nil {
+		if v, ok := lookup("SLURM_NODELIST"); ok && v != "" {
+			listVar, list, err = "SLURM_NODELIST", v, nil
+		} else {
+			return t, err
+		}
+	}
+	nodes, err := hostlist.Expand(list)
+	if err != nil {
+		return t, fmt.Errorf("%s: %w", listVar, err)
+	}
+	if len(nodes) == 0 || len(nodes) > MaxTasks {
+		return t, fmt.Errorf("%s=%q names %d nodes: want 1 to %d", listVar, list, len(nodes), MaxTasks)
+	}
+	if err := unique(listVar, nodes); err != nil {
+		return t, err
+	}
+
+	ntasksVar := "SLURM_NTASKS"
+	nt, err := need(lookup, ntasksVar, "not inside an srun step: run the suite with srun -N<n> --ntasks-per-node=1")
+	if err != nil {
+		if v, ok := lookup("SLURM_NPROCS"); ok && v != "" {
+			ntasksVar, nt, err = "SLURM_NPROCS", v, nil
+		} else {
+			return t, err
+		}
+	}
+	ntasks, err := number(ntasksVar, nt, 1, MaxTasks)
+	if err != nil {
+		return t, err
+	}
+	if ntasks != len(nodes) {
+		return t, fmt.Errorf("%s=%d but %s=%q has %d nodes: the suite runs one task per node (srun -N%d --ntasks-per-node=1)",
+			ntasksVar, ntasks, listVar, list, len(nodes), len(nodes))
+	}
+	pid, err := need(lookup, "SLURM_PROCID", "not inside an srun step: run the suite with srun")
+	if err != nil {
+		return t, err
+	}
+	rank, err := number("SLURM_PROCID", pid, 0, ntasks-1)
+	if err != nil {
+		return t, err
+	}
+	t.Index = rank
+	if node, ok := lookup("SLURMD_NODENAME"); ok && node != "" {
+		i := slices.Index(nodes, node)
+		if i < 0 {
+			return t, fmt.Errorf("SLURMD_NODENAME=%q is not in %s=%q", node, listVar, list)
+		}
+		t.Index = i
+	}
+	t.Names = nodes
+	t.Addrs = make([]string, len(nodes))
+	for i, n := range nodes {
+		t.Addrs[i] = n + peerSuffix
+	}
+	return t, nil
+}

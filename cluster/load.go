@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+)
+
+// event is the part of a go test -json event the loader reads (attr events
+// carry Key and Value since Go 1.25).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Key     string
+	Value   string
+	Output  string
+}
+
+type testRec struct {
+	name   string
+	attrs  map[string]string
+	status isolate.Status
+	detail string
+}
+
+// readTests reads go test -json events into one record per test that ended.
+// The report package owns the full event model; this reads only what pair
+// results need (status, attributes, the first failure line).
+func readTests(r io.Reader) ([]testRec, error) {
+	byKey := map[string]*testRec{}
+	var order []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 || b[0] != '{' {
+			continue // gotestsum may interleave non-JSON lines
+		}
+		var e event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if e.Test == "" {
+			continue
+		}
+		k := e.Package + "\x00" + e.Test
+		t := byKey[k]
+		if t == nil {
+			t = &testRec{name: e.Test, attrs: map[string]string{}}
+			byKey[k] = t
+			order = append(order, k)
+		}
+		switch e.Action {
+		case "attr":
+			t.attrs[e.Key] = e.Value
+		case "output":
+			if t.detail == "" {
+				t.detail = failureLine(e.Output)
+			}
+		case "pass":
+			t.status = isolate.Pass
+		case "fail":
+			t.status = isolate.Fail
+		case "skip":
+			t.status = isolate.Skip
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]testRec, 0, len(order))
+	for _, k := range order {
+		if t := byKey[k]; t.status != "" {
+			out = append(out, *t)
+		}
+	}
+	return out, nil
+}
+
+// failureLine returns the message of a "    file_test.go:12: message" line.
+func failureLine(s string) string {
+	s = strings.TrimSpace(s)
+	file, msg, ok := strings.Cut(s, ": ")
+	if !ok || !strings.Contains(file, ".go:") || strings.ContainsAny(file, " \t") {
+		return ""
+	}
+	return strings.TrimSpace(msg)
+}
+
+// Load reads every host's rounds under root into pair results (package
+// isolate documents which tests count and which attributes they carry). A
+// host that had a peer in a round and left no pair result for it gives one
+// Missing result for every rail. It also returns the plans it read.
+func Load(root string) ([]isolate.Result, []Plan, error) {
+	hrs, err := scan(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	var results []isolate.Result
+	var plans []Plan
+	for _, hr := range hrs {
+		p, err := readPlan(hr.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p != nil {
+			plans = append(plans, *p)
+		}
+		rs, err := loadRound(hr, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		results = append(results, rs...)
+	}
+	return results, plans, nil
+}
+
+func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
+	var recs []testRec
+	f, err := os.Open(filepath.Join(hr.dir, "test.json"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		recs, err = readTests(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(hr.dir, "test.json"), err)
+		}
+	}
+	peer, role := "", ""
+	if p != nil {
+		peer, role = p.Peer, p.Role
+	}
+	inherit(recs)
+	var out []isolate.Result
+	for _, t := range recs {
+		rail, ok := t.attrs["gdr.rail"]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(rail)
+		if err != nil || n < 0 || n > 1024 {
+			return nil, fmt.Errorf("%s: test %s: gdr.rail=%q is not a rail index", hr.dir, t.name, rail)
+		}
+		r := isolate.Result{Host: hr.host, Round: hr.round, Rail: n, Peer: peer, Role: role, Test: t.name, Status: t.status, Detail: t.detail}
+		if v := t.attrs["gdr.peer"]; isHostName(v) {
+			r.Peer = v
+		}
+		if v := t.attrs["gdr.role"]; v != "" {
+			r.Role = v
+		}
+		if k, v, ok := first(t.attrs, "gdr.bw_gbit_s", "gdr.bw_gbps"); ok {
+			if r.BWGbitS, err = strconv.ParseFloat(v, 64); err != nil || r.BWGbitS < 0 {
+				return nil, fmt.Errorf("%s: test %s: %s=%q is not a bandwidth in Gbit/s", hr.dir, t.name, k, v)
+			}
+		}
+		_, size, _ := first(t.attrs, "gdr.size_bytes", "gdr.size")
+		r.Size, _ = strconv.Atoi(size)
+		r.Op = t.attrs["gdr.op"]
+		if r.Peer == "" {
+			continue // not a two-host test (loopback)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 && p != nil && p.Role != Idle && p.Peer != "" {
+		why := "no pair results (no test.json)"
+		if recs != nil {
+			why = "no test with gdr.rail in test.json"
+		}
+		out = append(out, isolate.Result{Host: hr.host, Round: hr.round, Rail: isolate.AllRails, Peer: p.Peer, Role: p.Role,
+			Status: isolate.Missing, Detail: why})
+	}
+	return out, nil
+}
+
+// first returns the first of keys that attrs has (the suite's key, then
+// the name older recordings used).
+func first(attrs map[string]string, keys ...string) (key, val string, ok bool) {
+	for _, k := range keys {
+		if v, ok := attrs[k]; ok {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// inherit gives each subtest the attributes of its parents that it does not
+// set itself: pingpong records the rail on "TestPP08Bandwidth/rail1" and the
+// bandwidth on "TestPP08Bandwidth/rail1/WRITE/1048576".
+func inherit(recs []testRec) {
+	byName := map[string]map[string]string{}
+	for _, t := range recs {
+		byName[t.name] = t.attrs
+	}
+	for _, t := range recs {
+		for p := t.name; ; {
+			i := strings.LastIndex(p, "/")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			for k, v := range byName[p] {
+				if _, has := t.attrs[k]; !has {
+					t.attrs[k] = v
+				}
+			}
+		}
+	}
+}
+
+// isHostName says whether a gdr.peer value names a host. Runs without
+// GDR_PEER_NAME record the out-of-band session's remote address
+// (198.18.0.2:41388, [fd00::2]:7), which names no host of the job's list:
+// then plan.json's peer stands.
+func isHostName(v string) bool {
+	if v == "" || strings.ContainsAny(v, ":[] /") {
+		return false
+	}
+	return net.ParseIP(v) == nil
+}

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/cluster/jobenv"
+	"github.com/gdrconf/gdrconf/cluster/pairing"
+	"github.com/gdrconf/gdrconf/internal/config"
+)
+
+// Secret returns the job's secret from GDR_CLUSTER_SECRET or the file
+// GDR_CLUSTER_SECRET_FILE names (trailing newline dropped). It must hold at
+// least 16 bytes: the round tokens are only as secret as it is.
+func Secret(c config.Cluster) ([]byte, error) {
+	s := []byte(c.Secret)
+	if c.SecretFile != "" {
+		b, err := os.ReadFile(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("GDR_CLUSTER_SECRET_FILE=%q: %w", c.SecretFile, err)
+		}
+		s = []byte(strings.TrimRight(string(b), "\r\n"))
+	}
+	if len(s) == 0 {
+		return nil, errors.New("GDR_CLUSTER_SECRET (or GDR_CLUSTER_SECRET_FILE) is not set: every round's token derives from a secret the job's tasks share; " +
+			"Slurm: export GDR_CLUSTER_SECRET=$(head -c 32 /dev/urandom | base64) in the batch script before srun; Kubernetes: the Secret deploy/k8s references")
+	}
+	if len(s) < 16 {
+		return nil, fmt.Errorf("the cluster secret holds %d bytes: want at least 16 (e.g. head -c 32 /dev/urandom | base64)", len(s))
+	}
+	return s, nil
+}
+
+// Step is one task's view of round k.
+type Step struct {
+	Plan  Plan
+	Done  bool   // there is no round k: the run is over
+	Token string // GDR_TOKEN of the round
+	Dir   string // the task's report folder for the round
+}
+
+// PlanRound computes task's round k. Rounds past the schedule's own are
+// re-pairing rounds computed from results (Load's, of rounds before k);
+// every task computes the same from the same files.
+func PlanRound(task jobenv.Task, c config.Cluster, secret []byte, k int, results []isolate.Result) Step {
+	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction})
+	job := pairing.Job{Key: task.Key(), Secret: secret, Ports: c.Ports}
+	p := Plan{Round: k, Host: task.Self(), Index: task.Index, Hosts: len(task.Names), Repair: r.Repair,
+		Role: Idle, Pairing: string(c.Pairing), Job: task.Key()}
+	s := Step{Plan: p, Done: done, Dir: RoundDir(c.Reports, task.Self(), k)}
+	if done {
+		return s
+	}
+	s.Token = job.Token(k)
+	if peer, server, ok := r.Peer(task.Index); ok {
+		s.Plan.Peer, s.Plan.PeerAddr, s.Plan.Port = task.Names[peer], task.Addrs[peer], job.Port(k)
+		s.Plan.Role = string(config.Client)
+		if server {
+			s.Plan.Role = string(config.Server)
+		}
+	}
+	return s
+}
+
+// Shell renders the step as POSIX shell for eval: the suite's own variables
+// (GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN) and the run's (GDR_PLAN run,
+// idle or done; GDR_ROUND; GDR_HOST_NAME and GDR_PEER_NAME, the host names
+// as in the job's host list; GDR_ROUND_REPORTS, where the round's reports
+// go). Variables that do not apply are unset, so a previous round's values
+// never leak into this one.
+func (s Step) Shell() string {
+	var b strings.Builder
+	set := func(k, v string) { fmt.Fprintf(&b, "export %s=%s\n", k, quote(v)) }
+	unset := func(ks ...string) { fmt.Fprintf(&b, "unset %s\n", strings.Join(ks, " ")) }
+	p := s.Plan
+	set("GDR_ROUND", strconv.Itoa(p.Round))
+	set("GDR_HOST_NAME", p.Host)
+	switch {
+	case s.Done:
+		set("GDR_PLAN", "done")
+		unset("GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_PEER_NAME", "GDR_ROUND_REPORTS")
+		return b.String()
+	case p.Role == Idle:
+		set("GDR_PLAN", "idle")
+		unset("GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_PEER_NAME")
+	default:
+		set("GDR_PLAN", "run")
+		set("GDR_ROLE", p.Role)
+		set("GDR_TOKEN", s.Token)
+		set("GDR_PEER_NAME", p.Peer)
+		if p.Role == string(config.Server) {
+			set("GDR_LISTEN", ":"+strconv.Itoa(p.Port))
+			unset("GDR_PEER")
+		} else {
+			set("GDR_PEER", joinHostPort(p.PeerAddr, p.Port))
+			unset("GDR_LISTEN")
+		}
+	}
+	set("GDR_ROUND_REPORTS", s.Dir)
+	return b.String()
+}
+
+func joinHostPort(h string, port int) string {
+	if strings.Contains(h, ":") {
+		return "[" + h + "]:" + strconv.Itoa(port)
+	}
+	return h + ":" + strconv.Itoa(port)
+}
+
+// quote makes v one shell word.
+func quote(v string) string {
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}

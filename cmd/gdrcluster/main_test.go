@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/cluster"
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+)
+
+func lookup(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// evalShell reads the export/unset lines plan prints.
+func evalShell(t *testing.T, s string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		switch {
+		case strings.HasPrefix(line, "export "):
+			k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+			require.True(t, ok, line)
+			require.True(t, strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'"), line)
+			out[k] = strings.ReplaceAll(v[1:len(v)-1], `'\''`, "'")
+		case strings.HasPrefix(line, "unset "):
+		default:
+			t.Fatalf("plan printed %q, not shell", line)
+		}
+	}
+	return out
+}
+
+// suiteRound writes the test.json a two-host suite run would leave: one
+// bandwidth test per rail, failing when the peer is dead.
+func suiteRound(t *testing.T, env map[string]string, rails int, dead map[string]bool, slow [2]any) {
+	t.Helper()
+	self, peer := env["GDR_HOST_NAME"], env["GDR_PEER_NAME"]
+	var b strings.Builder
+	ev := func(action, test string, kv ...string) {
+		m := map[string]string{"Action": action, "Package": "github.com/gdrconf/gdrconf/conformance/pingpong", "Test": test}
+		if len(kv) == 2 {
+			m["Key"], m["Value"] = kv[0], kv[1]
+		}
+		if action == "output" {
+			m["Output"] = kv[0]
+			delete(m, "Key")
+			delete(m, "Value")
+		}
+		j, _ := json.Marshal(m)
+		b.Write(append(j, '\n'))
+	}
+	for rail := range rails {
+		test := fmt.Sprintf("TestPP08Bandwidth/rail%d/WRITE/1048576", rail)
+		ev("run", test)
+		for _, kv := range [][2]string{{"gdr.rail", fmt.Sprint(rail)}, {"gdr.peer", peer}, {"gdr.role", env["GDR_ROLE"]}, {"gdr.size", "1048576"}, {"gdr.op", "WRITE"}} {
+			ev("attr", test, kv[0], kv[1])
+		}
+		if dead[peer] {
+			ev("output", test, "    end_test.go:290: client: oob: "+peer+": no answer within 30s\n")
+			ev("fail", test)
+			continue
+		}
+		bw := 100.0
+		if (self == slow[0] || peer == slow[0]) && rail == slow[1] {
+			bw = 10
+		}
+		ev("attr", test, "gdr.bw_gbps", fmt.Sprintf("%.3f", bw))
+		ev("pass", test)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(env["GDR_ROUND_REPORTS"], "test.json"), []byte(b.String()), 0o644))
+}
+
+// Six Slurm tasks run the ring and its re-pairing rounds through the command
+// alone: n3's rail 1 is slow, n5 is dead (plans, never reports). The merged
+// judgement names exactly those.
+func TestSlurmRunEndToEnd(t *testing.T) {
+	root := t.TempDir()
+	base := map[string]string{"SLURM_JOB_ID": "777", "SLURM_JOB_NODELIST": "n[1-6]", "SLURM_NTASKS": "6", "SLURM_STEP_ID": "0",
+		"GDR_REPORTS": root, "GDR_CLUSTER_SECRET": "0123456789abcdef0123456789abcdef", "GDR_PEER_SUFFIX": "-ib"}
+	dead := map[string]bool{"n5": true}
+	rounds := 0
+	for k := 0; k < 10; k++ {
+		var plans []string
+		for i := range 6 {
+			e := map[string]string{"SLURM_PROCID": fmt.Sprint(i), "SLURMD_NODENAME": fmt.Sprintf("n%d", i+1)}
+			for kk, v := range base {
+				e[kk] = v
+			}
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, run([]string{"plan", "-round", fmt.Sprint(k)}, lookup(e), &out, &errb), errb.String())
+			env := evalShell(t, out.String())
+			plans = append(plans, env["GDR_PLAN"])
+			if env["GDR_PLAN"] != "run" {
+				continue
+			}
+			if env["GDR_ROLE"] == "client" {
+				assert.True(t, strings.HasPrefix(env["GDR_PEER"], env["GDR_PEER_NAME"]+"-ib:"), env["GDR_PEER"])
+			} else {
+				assert.Regexp(t, `^:\d+$`, env["GDR_LISTEN"])
+			}
+			if dead[env["GDR_HOST_NAME"]] {
+				continue
+			}
+			suiteRound(t, env, 2, dead, [2]any{"n3", 1})
+			require.Equal(t, 0, run([]string{"done", "-round", fmt.Sprint(k)}, lookup(e), &out, &errb), errb.String())
+		}
+		if plans[0] == "done" {
+			for _, p := range plans {
+				assert.Equal(t, "done", p, "every task agrees the run is over")
+			}
+			break
+		}
+		rounds++
+	}
+	assert.Equal(t, 3, rounds, "two ring rounds and one re-pairing round")
+
+	// The barrier names the host that never finished.
+	e := map[string]string{"SLURM_PROCID": "0"}
+	for k, v := range base {
+		e[k] = v
+	}
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, run([]string{"wait", "-round", "0", "-timeout", "10ms"}, lookup(e), &out, &errb))
+	assert.Contains(t, errb.String(), "round 0: 1 of 6 hosts did not finish: n5")
+
+	// Judged outside the job: hosts come from the plans.
+	out.Reset()
+	outside := lookup(map[string]string{"GDR_REPORTS": root})
+	require.Equal(t, 0, run([]string{"isolate", "-json"}, outside, &out, &errb), errb.String())
+	var sum isolate.Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &sum))
+	var got []string
+	for _, s := range sum.Suspects {
+		got = append(got, fmt.Sprintf("%s/%d %s", s.Host, s.Rail, s.Verdict))
+	}
+	assert.Equal(t, []string{"n3/1 bad", "n5/0 bad", "n5/1 bad"}, got)
+	assert.Empty(t, sum.Links)
+	assert.Len(t, sum.Hosts, 6)
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"isolate"}, outside, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "6 hosts, 2 rails")
+	assert.Contains(t, out.String(), "BAD      n3 rail 1: n3 rail 1 failed with 3 partners that passed with others")
+	assert.Contains(t, out.String(), "slow 10 < 50 Gbit/s")
+
+	// Plans on disk carry no secret.
+	b, err := os.ReadFile(filepath.Join(cluster.RoundDir(root, "n1", 0), "plan.json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "0123456789abcdef")
+}
+
+func TestCommandErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	assert.Equal(t, 2, run(nil, lookup(nil), &out, &errb))
+	assert.Equal(t, 2, run([]string{"frobnicate"}, lookup(nil), &out, &errb))
+	errb.Reset()
+	assert.Equal(t, 1, run([]string{"plan"}, lookup(nil), &out, &errb))
+	assert.Contains(t, errb.String(), "plan needs -round K")
+	errb.Reset()
+	assert.Equal(t, 1, run([]string{"plan", "-round", "0"}, lookup(nil), &out, &errb))
+	assert.Contains(t, errb.String(), "neither SLURM_JOB_ID (srun) nor JOB_COMPLETION_INDEX")
+	errb.Reset()
+	k8s := map[string]string{"JOB_COMPLETION_INDEX": "0", "GDR_K8S_COMPLETIONS": "2", "GDR_K8S_JOB_NAME": "gdr", "GDR_K8S_SERVICE": "gdr"}
+	assert.Equal(t, 1, run([]string{"plan", "-round", "0"}, lookup(k8s), &out, &errb))
+	assert.Contains(t, errb.String(), "GDR_CLUSTER_SECRET (or GDR_CLUSTER_SECRET_FILE) is not set")
+	errb.Reset()
+	k8s["GDR_PAIRING"] = "mesh"
+	assert.Equal(t, 1, run([]string{"hosts"}, lookup(k8s), &out, &errb))
+	assert.Contains(t, errb.String(), `GDR_PAIRING="mesh"`)
+	delete(k8s, "GDR_PAIRING")
+	out.Reset()
+	assert.Equal(t, 0, run([]string{"hosts", "-addrs"}, lookup(k8s), &out, &errb))
+	assert.Equal(t, "gdr-0.gdr\ngdr-1.gdr\n", out.String())
+}

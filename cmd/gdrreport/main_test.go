@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/report"
+)
+
+func hostDir(t *testing.T, id report.Identity, result string) string {
+	t.Helper()
+	dir := t.TempDir()
+	evs := []report.Event{
+		{Action: "run", Package: "x/conformance/gpu", Test: "TestGPU02ComputeCapability"},
+		{Action: "attr", Package: "x/conformance/gpu", Test: "TestGPU02ComputeCapability", Key: "gdr.req", Value: "GPU-02"},
+		{Action: "output", Package: "x/conformance/gpu", Test: "TestGPU02ComputeCapability", Output: "    g.go:1: compute capability 5.2; remedy: use a newer GPU\n"},
+		{Action: result, Package: "x/conformance/gpu", Test: "TestGPU02ComputeCapability"},
+	}
+	require.NoError(t, report.SaveRun(dir, report.Run{Host: id, Events: evs}))
+	return dir
+}
+
+// The exit status is the verdict's, and every report file is written.
+func TestExitStatus(t *testing.T) {
+	failed := hostDir(t, report.Identity{Host: "a"}, "fail")
+	assert.Equal(t, 1, run([]string{"-q", failed}), "NOT QUALIFIED")
+	for _, f := range []string{"junit.xml", "summary.txt", "summary.md", "summary.json", "report.html"} {
+		assert.FileExists(t, filepath.Join(failed, f))
+	}
+	assert.Equal(t, 0, run([]string{"-q", hostDir(t, report.Identity{Host: "b"}, "pass")}), "INCOMPLETE without GDR_STRICT")
+	assert.Equal(t, 3, run([]string{"-q", hostDir(t, report.Identity{Host: "c", Strict: true}, "pass")}), "INCOMPLETE under GDR_STRICT=1")
+	assert.Equal(t, 2, run([]string{"-q", t.TempDir()}), "no results")
+	assert.Equal(t, 2, run([]string{"-q", failed, failed}), "two inputs need -out")
+
+	// Many hosts merge into -out.
+	out := t.TempDir()
+	assert.Equal(t, 1, run([]string{"-q", "-out", out, failed, hostDir(t, report.Identity{Host: "b"}, "pass")}))
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"verdict": "NOT QUALIFIED"`)
+	assert.Contains(t, string(b), `"host": "b"`)
+}
+
+// A JUnit-only recording is never overwritten by its own report.
+func TestRecordingNotOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../fixtures/runs/h200-suite/junit.xml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "junit.xml"), src, 0o644))
+	assert.Equal(t, 2, run([]string{"-q", dir}))
+	b, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	require.NoError(t, err)
+	assert.Equal(t, string(src), string(b))
+	assert.Equal(t, 0, run([]string{"-q", "-out", t.TempDir(), dir}))
+}
+
+// -collect writes this host's host.json with go test's exit status; a
+// non-zero exit with no failed test fails the host.
+func TestCollect(t *testing.T) {
+	dir := hostDir(t, report.Identity{Host: "x"}, "pass")
+	assert.Equal(t, 1, run([]string{"-q", "-collect", "-go-exit", "2", dir}))
+	id, err := report.ReadIdentity(filepath.Join(dir, "host.json"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, id.Host)
+	require.NotNil(t, id.GoTestExit)
+	assert.Equal(t, 0, run([]string{"-q", "-collect", "-host", "h200-1", dir}))
+	id, err = report.ReadIdentity(filepath.Join(dir, "host.json"))
+	require.NoError(t, err)
+	assert.Equal(t, "h200-1", id.Host)
+	id.GoTestExit = nil
+	require.NoError(t, report.WriteIdentity(dir, id))
+	assert.Equal(t, 1, run([]string{"-q", "-collect", "-go-exit", "2", dir}))
+	id, err = report.ReadIdentity(filepath.Join(dir, "host.json"))
+	require.NoError(t, err)
+	require.NotNil(t, id.GoTestExit)
+	assert.Equal(t, 2, *id.GoTestExit)
+	assert.NotEmpty(t, id.Suite)
+}

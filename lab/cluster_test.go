@@ -1,0 +1,213 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+)
+
+func TestParseDegrade(t *testing.T) {
+	d, err := ParseDegrade(DefaultDegrade, 4, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "250ms"}, Spec: "vm3:1:delay=250ms"}}, d)
+
+	d, err = ParseDegrade(" vm2:0:loss=10%  vm4:1:delay=10ms,loss=1.5% ", 4, 2)
+	require.NoError(t, err)
+	require.Len(t, d, 2)
+	assert.Equal(t, []string{"loss", "10%"}, d[0].Netem)
+	assert.Equal(t, []string{"delay", "10ms", "loss", "1.5%"}, d[1].Netem)
+
+	for _, none := range []string{"", "none", "  "} {
+		d, err = ParseDegrade(none, 4, 2)
+		require.NoError(t, err)
+		assert.Empty(t, d)
+	}
+	for spec, want := range map[string]string{
+		"vm5:1:delay=20ms":                 `host "vm5" is not one of vm1..vm4`,
+		"node3:1:delay=20ms":               `host "node3"`,
+		"vm3:2:delay=20ms":                 `rail "2" is not one of 0..1`,
+		"vm3:1":                            "not three fields",
+		"vm3:1:jitter=5ms":                 `"jitter=5ms" is not kind=value`,
+		"vm3:1:delay=20":                   `delay="20": want a time like 20ms`,
+		"vm3:1:loss=10":                    `loss="10": want a percentage like 10%`,
+		"vm3:1:delay=1ms;reboot":           `delay="1ms;reboot"`,
+		"vm3:1:delay=1ms vm3:1:loss=1%":    "vm3:1 is degraded twice",
+		"vm3:1:rate=fast":                  `rate="fast": want a rate like 10mbit`,
+		"vm3:1:delay=20ms,delay=5ms extra": "not three fields",
+	} {
+		_, err := ParseDegrade(spec, 4, 2)
+		require.Error(t, err, spec)
+		assert.Contains(t, err.Error(), want, spec)
+		assert.Contains(t, err.Error(), "LAB_DEGRADE entry", spec)
+	}
+}
+
+func TestSlurmConf(t *testing.T) {
+	c := SlurmConf("gdrlab", ClusterHosts(4), "/shared/lab")
+	for _, want := range []string{"ClusterName=gdrlab\n", "SlurmctldHost=vm1\n", "AuthType=auth/munge\n", "SlurmUser=slurm\n",
+		"NodeName=vm1,vm2,vm3,vm4 CPUs=1 State=UNKNOWN\n", "PartitionName=lab Nodes=ALL Default=YES", "SlurmdLogFile=/shared/lab/slurmd-%n.log\n",
+		"ProctrackType=proctrack/linuxproc\n"} {
+		assert.Contains(t, c, want)
+	}
+	etc := clusterEtc([]string{"vm1", "vm2"}, []string{"198.18.0.1", "198.18.0.2"})
+	assert.Equal(t, "127.0.0.1\tlocalhost\n198.18.0.1\tvm1\n198.18.0.2\tvm2\n", string(etc["/etc/hosts"].Bytes))
+	assert.Contains(t, string(etc["/etc/passwd"].Bytes), "slurm:x:64030:64030:")
+	assert.Contains(t, string(etc["/etc/group"].Bytes), "munge:x:105:")
+	assert.Contains(t, string(etc["/etc/nsswitch.conf"].Bytes), "hosts: files")
+	for _, p := range ClusterPackages {
+		assert.NotContains(t, Packages, p, "a package listed twice would be downloaded twice")
+	}
+}
+
+func TestClusterPlan(t *testing.T) {
+	r := &runner{o: Options{Timeout: 45 * time.Second, Iters: 20, EmulatedGPU: true, Env: []string{"GDR_STRICT=0"},
+		StepTimeout: 5 * time.Minute, Run: "TestPP0[38]",
+		Cluster: ClusterOptions{Hosts: 4, Rails: 2, Suite: SuitePingpong, SrunTimeout: 25 * time.Minute, Pairing: "ring"}}}
+	d, err := ParseDegrade("vm3:1:delay=20ms", 4, 2)
+	require.NoError(t, err)
+	jobs := r.clusterPlan(d)
+	require.Len(t, jobs, 4)
+	for i, j := range jobs {
+		c := j.Cluster
+		assert.Equal(t, ClusterHosts(4)[i], j.Role)
+		assert.Equal(t, "vm1", c.Controller)
+		require.Len(t, c.NICs, 3, "two rails and the management network")
+		assert.Equal(t, GuestNIC{MAC: clusterMAC(0, i+1), Addr: "198.18.1." + string(rune('1'+i)) + "/24", RXE: "rxe0", Rail: 0}, c.NICs[0])
+		assert.Equal(t, "198.18.2."+string(rune('1'+i))+"/24", c.NICs[1].Addr)
+		assert.Equal(t, "rxe1", c.NICs[1].RXE)
+		assert.Equal(t, -1, c.NICs[2].Rail)
+		assert.Empty(t, c.NICs[2].RXE)
+		assert.Equal(t, i == 2, len(c.Degrade) == 1, j.Role)
+		assert.Equal(t, i == 0, c.Srun != nil, j.Role)
+	}
+	srun := jobs[0].Cluster.Srun
+	assert.Equal(t, []string{"/usr/bin/srun", "--nodes=4", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label", "--time=25",
+		"--job-name=gdrconf", "/lab/dist/run.sh", "-test.timeout=4m45s", "-test.run=TestPP0[38]"}, srun.Argv)
+	env := strings.Join(srun.Env, " ")
+	for _, want := range []string{"GDR_REPORTS=/shared/rounds", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
+		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=200", "GDR_PAIR_MIN_FRACTION=0.25", "GDR_STRICT=0"} {
+		assert.Contains(t, env, want)
+	}
+	cfg, err := r.clusterConfig()
+	require.NoError(t, err)
+	assert.Equal(t, 0.25, cfg.MinFraction, "the merge analyses the pairs as the guests did")
+	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the controller's agent draws the secret")
+	assert.NotContains(t, env, "GDR_RDMA_DEVICE", "every rail, not one NIC")
+	assert.NotContains(t, env, "GDR_SUITE", "the suite is rounds.sh's default, run.sh beside it")
+
+	r.o.Cluster.Suite = SuiteStandin
+	r.o.Env = []string{"GDR_BW_SIZES=4096", "GDR_PAIR_MIN_FRACTION=0.4"}
+	env = strings.Join(r.clusterEnv(), " ")
+	assert.Equal(t, 1, strings.Count(env, "GDR_PAIR_MIN_FRACTION="), "LAB_ENV's own wins")
+	cfg, err = r.clusterConfig()
+	require.NoError(t, err)
+	assert.Equal(t, 0.4, cfg.MinFraction)
+	assert.Contains(t, env, "GDR_SUITE=/lab/standin.sh")
+	assert.Contains(t, env, "LAB_STANDIN_RAILS=2")
+	assert.Empty(t, r.clusterSuiteArgs(), "the stand-in takes no test flags")
+	assert.Equal(t, 1, strings.Count(env, "GDR_BW_SIZES="), "LAB_ENV's own wins")
+}
+
+func TestQEMUArgsCluster(t *testing.T) {
+	a := strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Role: "vm2",
+		NICs:   []NIC{{Netdev: "stream,server=off,addr.type=inet,addr.host=127.0.0.1,addr.port=5", MAC: "52:54:00:1d:00:02"}, {Netdev: "stream,x=1", MAC: "52:54:00:1d:01:02"}},
+		Shares: []Share{{Tag: "gdrshared", Path: "/r/a,b"}}}, "c.log", "r.log"), " ")
+	assert.Contains(t, a, "-netdev stream,server=off,addr.type=inet,addr.host=127.0.0.1,addr.port=5,id=n0 -device virtio-net-pci,netdev=n0,mac=52:54:00:1d:00:02")
+	assert.Contains(t, a, "-netdev stream,x=1,id=n1 -device virtio-net-pci,netdev=n1,mac=52:54:00:1d:01:02")
+	assert.Contains(t, a, "-fsdev local,id=fs0,path=/r/a,,b,security_model=none -device virtio-9p-pci,fsdev=fs0,mount_tag=gdrshared")
+	assert.NotContains(t, a, "socket", "the NICs replace the two-VM lab's socket link")
+}
+
+func TestClusterVerdict(t *testing.T) {
+	d, err := ParseDegrade(DefaultDegrade, 4, 2)
+	require.NoError(t, err)
+	good := func() *ClusterSummary {
+		s := &ClusterSummary{}
+		for i, v := range []string{"INCOMPLETE (30 not run)", "QUALIFIED", "NOT QUALIFIED (1)", "INCOMPLETE (30 not run)"} {
+			s.Hosts = append(s.Hosts, struct {
+				Host    string `json:"host"`
+				Verdict string `json:"verdict"`
+				Fabric  string `json:"fabric"`
+			}{Host: ClusterHosts(4)[i], Verdict: v})
+		}
+		s.Pairs = []isolate.Pair{{A: "vm1", B: "vm2", Rail: 0, Status: isolate.Pass}, {A: "vm2", B: "vm3", Rail: 1, Status: isolate.Slow}}
+		s.Suspects = []isolate.Suspect{{Host: "vm3", Rail: 1, Verdict: isolate.Bad}}
+		return s
+	}
+	assert.Empty(t, ClusterVerdict(good(), d, 4, 2), "vm3 may be NOT QUALIFIED: its rail was degraded")
+
+	s := good()
+	s.Suspects = append(s.Suspects, isolate.Suspect{Host: "vm4", Rail: 1, Verdict: isolate.Suspected, Reason: "r"})
+	assert.Equal(t, []string{"suspect vm4 rail 1 (suspect) was not degraded: r"}, ClusterVerdict(s, d, 4, 2))
+
+	s = good()
+	s.Suspects = nil
+	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=250ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
+
+	s = good()
+	s.Hosts[1].Verdict = "NOT QUALIFIED (2)"
+	s.Pairs = s.Pairs[:1]
+	s.Pairs = append(s.Pairs, isolate.Pair{Round: 1, A: "vm4", B: "vm1", Rail: isolate.AllRails, Status: isolate.Missing, Detail: "no pair results (no test.json)"})
+	assert.ElementsMatch(t, []string{
+		"host vm2 is NOT QUALIFIED (2), and none of its rails was degraded",
+		"no pair ran on rail 1",
+		"round 1 pair vm4-vm1 left no result (rail -1): no pair results (no test.json)",
+	}, ClusterVerdict(s, d, 4, 2))
+
+	s = good()
+	s.Hosts = s.Hosts[:3]
+	assert.Equal(t, []string{"summary.json has 3 hosts, want 4"}, ClusterVerdict(s, d, 4, 2))
+}
+
+func TestStandin(t *testing.T) {
+	env := func(kv ...string) func(string) (string, bool) {
+		m := map[string]string{"GDR_REPORTS": "/shared/rounds/vm2/round-0", "GDR_HOST_NAME": "vm2", "GDR_PEER_NAME": "vm1"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	c, err := ParseStandin(env("GDR_ROLE", "client", "GDR_PEER", "vm1:20016", "LAB_STANDIN_ITERS", "50"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/usr/bin/ib_write_bw", "-d", "rxe1", "-x", "1", "-F", "-s", "65536", "-n", "50", "-p", "20017", "vm1"}, c.standinArgv(1))
+	s, err := ParseStandin(env("GDR_ROLE", "server", "GDR_LISTEN", ":20016"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/usr/bin/ib_write_bw", "-d", "rxe0", "-x", "1", "-F", "-s", "65536", "-n", "200", "-p", "20016"}, s.standinArgv(0))
+
+	for _, bad := range []struct{ kv []string }{
+		{[]string{"GDR_ROLE", "peer"}}, {[]string{"GDR_ROLE", "client", "GDR_PEER", "vm1"}}, {[]string{"GDR_ROLE", "server", "GDR_LISTEN", ":x"}},
+		{[]string{"GDR_ROLE", "server", "GDR_LISTEN", ":1", "LAB_STANDIN_RAILS", "0"}}, {[]string{"GDR_ROLE", "server", "GDR_LISTEN", ":1", "GDR_TIMEOUT", "soon"}},
+		{[]string{"GDR_ROLE", "server", "GDR_LISTEN", ":1", "GDR_HOST_NAME", ""}},
+	} {
+		_, err := ParseStandin(env(bad.kv...))
+		assert.Error(t, err, "%v", bad.kv)
+	}
+
+	out := "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      50             31.25              30.00                0.000480\n"
+	evs := c.StandinEvents(1, out, nil, time.Second)
+	attrs := map[string]string{}
+	for _, e := range evs {
+		assert.Equal(t, StandinPkg, e.Package)
+		assert.Equal(t, StandinTest+"/rail1", e.Test)
+		if e.Action == "attr" {
+			attrs[e.Key] = e.Value
+		}
+	}
+	assert.Equal(t, "pass", evs[len(evs)-1].Action)
+	assert.Equal(t, "1", attrs["gdr.rail"])
+	assert.Equal(t, "vm1", attrs["gdr.peer"], "the job's host name, as the pair analysis needs")
+	assert.Equal(t, "client", attrs["gdr.role"])
+	assert.Equal(t, "0.2517", attrs["gdr.bw_gbit_s"], "30 MiB/s")
+	assert.Empty(t, attrs["gdr.req"], "lab tooling carries no requirement")
+
+	evs = c.StandinEvents(0, "Couldn't connect to vm1:20016\n", assert.AnError, time.Second)
+	assert.Equal(t, "fail", evs[len(evs)-1].Action)
+	assert.Contains(t, evs[len(evs)-2].Output, "standin.go:1: ib_write_bw on rail 0 with vm1 failed")
+	evs = c.StandinEvents(0, "no table\n", nil, time.Second)
+	assert.Equal(t, "fail", evs[len(evs)-1].Action, "a run without a result line proves nothing")
+}

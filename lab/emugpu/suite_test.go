@@ -1,0 +1,200 @@
+package emugpu_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/lab/emugpu"
+)
+
+// The multi-GPU requirements (GPU-12..15) run here, in the unit tests, on
+// the emulated GPU with several devices: conformance/gpu is built with the
+// gpu tag and run with the emulated libcuda.so.1 first on the loader's path.
+// What the emulator cannot be (a link, PCIe contention) must come out absent
+// and every result labelled gpu-emulated; what it can (peer access, data
+// through cuMemcpyPeer) must pass, and fail when peer access is taken away.
+
+type outcome struct {
+	action string // pass, fail, skip
+	output strings.Builder
+	attrs  map[string]string
+}
+
+var (
+	suiteOnce sync.Once
+	suiteDir  string
+	suiteErr  error
+)
+
+// buildSuite compiles the emulated driver and the gpu test binary once.
+func buildSuite(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"go", "cc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here to build the emulated GPU and the gpu suite: %v", tool, err)
+		}
+	}
+	// A host with real NVIDIA GPUs in sysfs selects those, which the
+	// emulated driver does not see.
+	root, err := hostfs.New("/")
+	require.NoError(t, err)
+	if gpus := rails.Discover(root).GPUs; len(gpus) > 0 {
+		t.Skipf("this host has NVIDIA GPUs in sysfs (%s): the suite runs on them, not on the emulated GPU", gpus[0])
+	}
+	suiteOnce.Do(func() {
+		if suiteDir, suiteErr = os.MkdirTemp("", "gdr-emugpu-suite-"); suiteErr != nil {
+			return
+		}
+		if _, suiteErr = emugpu.Build(suiteDir); suiteErr != nil {
+			return
+		}
+		build := exec.Command("go", "test", "-c", "-tags", "gpu", "-o", filepath.Join(suiteDir, "gpu.test"), "./conformance/gpu")
+		build.Dir = "../.."
+		if out, err := build.CombinedOutput(); err != nil {
+			suiteErr = fmt.Errorf("go test -c -tags gpu ./conformance/gpu: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, suiteErr)
+	return suiteDir
+}
+
+// runSuite runs the multi-GPU tests on the emulated GPU with env (GDR_*
+// from the caller's environment dropped) and folds test2json's events.
+func runSuite(t *testing.T, env ...string) map[string]*outcome {
+	t.Helper()
+	dir := buildSuite(t)
+	cmd := exec.Command("go", "tool", "test2json", "-t", filepath.Join(dir, "gpu.test"),
+		"-test.v=test2json", "-test.count=1", "-test.timeout=5m", "-test.run", "^TestGPU1[2-5]")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GDR_") && !strings.HasPrefix(kv, "FAKE_CUDA_") && !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+dir)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Dir = "../.." // go tool needs the module
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, _ := cmd.Output() // a failing test exits non-zero; the events say which
+	res := map[string]*outcome{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev struct{ Action, Test, Output, Key, Value string }
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev), "%s", sc.Text())
+		if ev.Test == "" {
+			continue
+		}
+		o := res[ev.Test]
+		if o == nil {
+			o = &outcome{attrs: map[string]string{}}
+			res[ev.Test] = o
+		}
+		switch ev.Action {
+		case "pass", "fail", "skip":
+			o.action = ev.Action
+		case "output":
+			o.output.WriteString(ev.Output)
+		case "attr":
+			o.attrs[ev.Key] = ev.Value
+		}
+	}
+	require.NotEmpty(t, res, "no test events; stderr:\n%s", stderr.String())
+	return res
+}
+
+func get(t *testing.T, res map[string]*outcome, name string) *outcome {
+	t.Helper()
+	o := res[name]
+	require.NotNil(t, o, "test %s did not run; ran: %v", name, keys(res))
+	return o
+}
+
+func keys(m map[string]*outcome) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+const pair = "0000:3b:00.0-0000:4b:00.0" // the first two emulated devices
+
+func TestMultiGPUOnEmulatedGPU(t *testing.T) {
+	res := runSuite(t, "FAKE_CUDA_DEVICES=2")
+	for _, top := range []string{"TestGPU12ConcurrentHtoD", "TestGPU13ConcurrentDtoH"} {
+		parent := get(t, res, top)
+		assert.Equal(t, "pass", parent.action, "%s", parent.output.String())
+		assert.Equal(t, "2", parent.attrs["gdr.gpu_count"])
+		assert.NotEmpty(t, parent.attrs["gdr.copy_gbyte_s_aggregate"], "the aggregate rate is reported")
+		for _, gpu := range []string{"0000:3b:00.0", "0000:4b:00.0"} {
+			sub := get(t, res, top+"/"+gpu)
+			assert.Equal(t, "skip", sub.action, "%s: the emulator has no PCIe uplink to contend for\n%s", gpu, sub.output.String())
+			assert.Contains(t, sub.attrs["gdr.skip"], "is the lab's emulated GPU")
+			assert.Equal(t, "gpu-emulated", sub.attrs["gdr.mem"])
+			assert.NotEmpty(t, sub.attrs["gdr.copy_gbyte_s_solo"])
+			assert.NotEmpty(t, sub.attrs["gdr.concurrent_fraction"])
+			assert.Contains(t, sub.attrs["gdr.shares_upstream"], "not in sysfs")
+		}
+	}
+	access := get(t, res, "TestGPU14PeerAccess/"+pair)
+	assert.Equal(t, "pass", access.action, "%s", access.output.String())
+	assert.Equal(t, "intact both ways", access.attrs["gdr.p2p_data"])
+	assert.Equal(t, "gpu-emulated", access.attrs["gdr.mem"])
+	assert.Equal(t, "unknown", access.attrs["gdr.p2p_link"], "NVLink is not emulated")
+	assert.Contains(t, access.attrs["gdr.peer_access_enabled"], "enabled by the suite")
+
+	bw := get(t, res, "TestGPU15PeerBandwidth/"+pair)
+	assert.Equal(t, "skip", bw.action, "%s", bw.output.String())
+	assert.Contains(t, bw.attrs["gdr.skip"], "neither NVLink nor a PCIe path is emulated")
+	assert.Equal(t, "intact both ways", bw.attrs["gdr.p2p_data"], "data verified before the rates are set aside")
+	for _, k := range []string{"gdr.p2p_gbyte_s", "gdr.p2p_gbyte_s_reverse"} {
+		assert.NotEmpty(t, bw.attrs[k], "%s reported", k)
+	}
+	// The two-way rate needs the two copies to overlap; on a loaded 2-core
+	// machine the emulated ones may not, and the suite then says so instead.
+	assert.True(t, bw.attrs["gdr.p2p_bidir_gbyte_s"] != "" || bw.attrs["gdr.p2p_bidir_note"] != "",
+		"a bidirectional rate or the reason there is none: %v", bw.attrs)
+}
+
+func TestMultiGPUWithoutPeerAccess(t *testing.T) {
+	res := runSuite(t, "FAKE_CUDA_DEVICES=2", "FAKE_CUDA_PEER=0")
+	access := get(t, res, "TestGPU14PeerAccess/"+pair)
+	assert.Equal(t, "fail", access.action)
+	assert.Contains(t, access.output.String(), "cannot reach each other's memory (cuDeviceCanAccessPeer 0000:3b:00.0->0000:4b:00.0 false")
+	assert.Contains(t, access.output.String(), "remedy: the GPUs cannot reach each other directly")
+	bw := get(t, res, "TestGPU15PeerBandwidth/"+pair)
+	assert.Equal(t, "skip", bw.action)
+	assert.Contains(t, bw.attrs["gdr.skip"], "GPU-14 judges that")
+}
+
+func TestMultiGPUOnOneGPU(t *testing.T) {
+	res := runSuite(t, "FAKE_CUDA_DEVICES=1")
+	for _, top := range []string{"TestGPU12ConcurrentHtoD", "TestGPU13ConcurrentDtoH", "TestGPU14PeerAccess", "TestGPU15PeerBandwidth"} {
+		o := get(t, res, top)
+		assert.Equal(t, "skip", o.action, top)
+		assert.Contains(t, o.attrs["gdr.skip"], "needs two or more GPUs: the selection has one, 0000:3b:00.0", top)
+	}
+	// Two GPUs, one selected: the reason names the selector.
+	res = runSuite(t, "FAKE_CUDA_DEVICES=2", "GDR_GPU=1")
+	assert.Contains(t, get(t, res, "TestGPU14PeerAccess").attrs["gdr.skip"],
+		"the selection has one, 0000:4b:00.0 (GDR emulated GPU 1); the CUDA driver sees 2 GPU(s) and GDR_GPU=1 selects one")
+	// Strict: absent is a failure.
+	res = runSuite(t, "FAKE_CUDA_DEVICES=1", "GDR_STRICT=1")
+	o := get(t, res, "TestGPU14PeerAccess")
+	assert.Equal(t, "fail", o.action)
+	assert.Contains(t, o.output.String(), "GDR_STRICT=1: GPU-14 needs two or more GPUs")
+}

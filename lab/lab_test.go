@@ -1,0 +1,377 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/report"
+)
+
+// cpioEntry is one parsed newc entry.
+type cpioEntry struct {
+	name         string
+	mode         uint32
+	rmaj, rmin   uint32
+	data         []byte
+	headerOffset int
+}
+
+// readCpio is an independent newc reader used to check the writer.
+func readCpio(t *testing.T, b []byte) []cpioEntry {
+	t.Helper()
+	var out []cpioEntry
+	off := 0
+	field := func(i int) uint32 {
+		v, err := strconv.ParseUint(string(b[off+6+8*i:off+14+8*i]), 16, 32)
+		require.NoError(t, err)
+		return uint32(v)
+	}
+	for {
+		require.Zero(t, off%4, "entry at %d is not 4-byte aligned", off)
+		require.Equal(t, "070701", string(b[off:off+6]))
+		mode, size, rmaj, rmin, nsize := field(1), field(6), field(9), field(10), field(11)
+		name := string(b[off+110 : off+110+int(nsize)-1])
+		require.Equal(t, byte(0), b[off+110+int(nsize)-1], "name of %s is NUL-terminated", name)
+		d := align4(off + 110 + int(nsize))
+		e := cpioEntry{name: name, mode: mode, rmaj: rmaj, rmin: rmin, data: b[d : d+int(size)], headerOffset: off}
+		off = align4(d + int(size))
+		if name == "TRAILER!!!" {
+			require.Equal(t, len(b), off, "nothing after the trailer")
+			return out
+		}
+		out = append(out, e)
+	}
+}
+
+func TestCpioWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewCpioWriter(&buf)
+	require.NoError(t, w.File("/usr/bin/tool", 0o755, []byte("hello")))
+	require.NoError(t, w.Symlink("/lib", "usr/lib"))
+	require.NoError(t, w.CharDev("/dev/console", 0o600, 5, 1))
+	require.NoError(t, w.Dir("/tmp/", 0o1777))
+	require.NoError(t, w.File("odd", 0o644, []byte("abc"))) // 3 bytes: needs padding
+	require.NoError(t, w.File("empty", 0o644, nil))
+	assert.ErrorContains(t, w.File("usr/bin/tool", 0o644, nil), "duplicate")
+	assert.ErrorContains(t, w.File("/", 0o644, nil), "empty entry name")
+	assert.ErrorContains(t, w.Symlink("x", ""), "empty target")
+	assert.True(t, w.Has("/usr/bin"), "parents are created")
+	require.NoError(t, w.Close())
+	assert.Error(t, w.File("late", 0o644, nil), "no entries after Close")
+
+	es := readCpio(t, buf.Bytes())
+	var names []string
+	byName := map[string]cpioEntry{}
+	for _, e := range es {
+		names = append(names, e.name)
+		byName[e.name] = e
+	}
+	assert.Equal(t, []string{"usr", "usr/bin", "usr/bin/tool", "lib", "dev", "dev/console", "tmp", "odd", "empty"}, names)
+	assert.Equal(t, uint32(modeDir|0o755), byName["usr"].mode)
+	assert.Equal(t, uint32(modeFile|0o755), byName["usr/bin/tool"].mode)
+	assert.Equal(t, "hello", string(byName["usr/bin/tool"].data))
+	assert.Equal(t, uint32(modeSymlink|0o777), byName["lib"].mode)
+	assert.Equal(t, "usr/lib", string(byName["lib"].data))
+	assert.Equal(t, uint32(modeChar|0o600), byName["dev/console"].mode)
+	assert.Equal(t, [2]uint32{5, 1}, [2]uint32{byName["dev/console"].rmaj, byName["dev/console"].rmin})
+	assert.Equal(t, [2]uint32{0, 0}, [2]uint32{byName["odd"].rmaj, byName["odd"].rmin}, "device numbers do not leak")
+	assert.Equal(t, uint32(modeDir|0o1777), byName["tmp"].mode)
+	assert.Equal(t, "abc", string(byName["odd"].data))
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("disk full")
+	}
+	f.n--
+	return len(p), nil
+}
+
+func TestCpioWriterPropagatesWriteErrors(t *testing.T) {
+	w := NewCpioWriter(&failWriter{n: 1})
+	assert.ErrorContains(t, w.File("a", 0o644, []byte("x")), "disk full")
+	assert.ErrorContains(t, w.Close(), "disk full")
+}
+
+func TestParseModinfo(t *testing.T) {
+	sec := []byte("license=GPL\x00depends=ib_uverbs,ib_core,udp-tunnel,\x00name=rdma_rxe\x00vermagic=6.1\x00\x00junk")
+	mi := ParseModinfo(sec)
+	assert.Equal(t, "rdma_rxe", mi.Name)
+	assert.Equal(t, []string{"ib_uverbs", "ib_core", "udp_tunnel"}, mi.Depends)
+	assert.Empty(t, ParseModinfo([]byte("depends=\x00")).Depends)
+	assert.Equal(t, "virtio_pci", ModName("/x/kernel/drivers/virtio/virtio-pci.ko"))
+}
+
+func depsOf(m map[string][]string) func(string) ([]string, error) {
+	return func(n string) ([]string, error) {
+		d, ok := m[n]
+		if !ok {
+			return nil, fmt.Errorf("kernel module %s not found", n)
+		}
+		return d, nil
+	}
+}
+
+// The lab's real module graph (Debian 6.1), as .modinfo declares it.
+var debianGraph = map[string][]string{
+	"crc32_generic": nil, "rdma_rxe": {"ib_uverbs", "ib_core", "udp_tunnel", "ip6_udp_tunnel"},
+	"ib_uverbs": {"ib_core"}, "ib_core": nil, "udp_tunnel": nil, "ip6_udp_tunnel": nil,
+	"rdma_ucm": {"ib_uverbs", "rdma_cm", "ib_core"}, "rdma_cm": {"iw_cm", "ib_cm", "ib_core"},
+	"iw_cm": {"ib_core"}, "ib_cm": {"ib_core"},
+	"virtio_pci":            {"virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_ring", "virtio"},
+	"virtio_pci_modern_dev": nil, "virtio_pci_legacy_dev": nil, "virtio_ring": nil, "virtio": {"virtio_ring"},
+	"virtio_net": {"net_failover", "virtio_ring", "virtio"}, "net_failover": {"failover"}, "failover": nil,
+	"sch_netem": nil,
+}
+
+func TestLoadOrder(t *testing.T) {
+	order, err := LoadOrder(ModuleRoots, depsOf(debianGraph))
+	require.NoError(t, err)
+	pos := map[string]int{}
+	for i, m := range order {
+		_, dup := pos[m]
+		require.False(t, dup, "%s listed twice", m)
+		pos[m] = i
+	}
+	assert.Len(t, order, len(debianGraph))
+	for m, ds := range debianGraph {
+		for _, d := range ds {
+			assert.Less(t, pos[d], pos[m], "%s must load before %s", d, m)
+		}
+	}
+	assert.Equal(t, 0, pos["crc32_generic"], "first root stays first")
+	assert.Less(t, pos["rdma_rxe"], pos["virtio_net"], "roots keep their order")
+	assert.Equal(t, []string{"crc32_generic", "ib_core", "ib_uverbs", "ip6_udp_tunnel", "udp_tunnel", "rdma_rxe"}, order[:6])
+}
+
+func TestLoadOrderErrors(t *testing.T) {
+	_, err := LoadOrder([]string{"a"}, depsOf(map[string][]string{"a": {"b"}, "b": {"a"}}))
+	assert.ErrorContains(t, err, "cycle: a -> b -> a")
+	_, err = LoadOrder([]string{"a"}, depsOf(map[string][]string{"a": {"missing"}}))
+	assert.ErrorContains(t, err, "missing not found")
+	assert.ErrorContains(t, err, "needed by a")
+}
+
+func TestParseAptOutputs(t *testing.T) {
+	dep := "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n |Depends: foo\n"
+	assert.Equal(t, "linux-image-6.1.0-57-amd64", ParseKernelDepends(dep))
+	assert.Equal(t, "", ParseKernelDepends("linux-image-amd64\n"))
+	pol := "perftest:\n  Installed: (none)\n  Candidate: 4.5+0.17-1\n  Version table:\n     4.5+0.17-1 500\nnothing:\n  Installed: (none)\n  Candidate: (none)\n"
+	assert.Equal(t, map[string]string{"perftest": "4.5+0.17-1"}, ParsePolicy(pol))
+	a := PartsKey(map[string]string{"a": "1", "b": "2"})
+	assert.Equal(t, a, PartsKey(map[string]string{"b": "2", "a": "1"}), "key ignores map order")
+	assert.NotEqual(t, a, PartsKey(map[string]string{"a": "1", "b": "3"}), "a new version is a new key")
+}
+
+func TestRecordsRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	rw := NewRecordWriter(&buf)
+	st := Step{ID: "2h:conformance/pingpong", Host: "server", Pkg: "conformance/pingpong", Kind: "gotest"}
+	require.NoError(t, rw.Write(RecBegin, st.ID, mustJSON(st)))
+	big := bytes.Repeat([]byte("x\r\n\x00\xff"), 2000) // bigger than one chunk, tty-hostile bytes
+	_, err := rw.StepOutput(st.ID).Write(big)
+	require.NoError(t, err)
+	buf.WriteString("[   12.3] kernel noise GDRLAB\r\n")
+	require.NoError(t, rw.Write(RecEnd, st.ID, mustJSON(StepEnd{RC: 1, Err: "boom"})))
+	require.NoError(t, rw.Write(RecLog, "-", []byte("hello")))
+	buf.WriteString("GDRLAB D " + st.ID + " !!!notbase64\n") // torn line of a killed VM
+	require.NoError(t, rw.Write(RecDone, "-", nil))
+	assert.Error(t, rw.Write(RecLog, "has blank", nil))
+
+	res, err := ParseRecords(strings.NewReader(strings.ReplaceAll(buf.String(), "\n", "\r\n")))
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 1)
+	sr := res.Step(st.ID)
+	require.NotNil(t, sr)
+	assert.Equal(t, st, sr.Step)
+	assert.Equal(t, big, sr.Output)
+	require.NotNil(t, sr.End)
+	assert.Equal(t, 1, sr.End.RC)
+	assert.Equal(t, []string{"hello"}, res.Log)
+	assert.True(t, res.Done)
+	assert.Nil(t, res.Step("other"))
+}
+
+func ev(action, test, out string) Event { return Event{Action: action, Test: test, Output: out} }
+
+func sampleSuites() []*Suite {
+	pp := &Suite{Host: "server", Pkg: PingpongPkg, Role: "server", Events: []Event{
+		ev("run", "TestPP03Write", ""), ev("output", "TestPP03Write", "=== RUN   TestPP03Write\n"),
+		{Action: "attr", Test: "TestPP03Write", Key: "gdr.req", Value: "PP-03"},
+		{Action: "attr", Test: "TestPP03Write", Key: "gdr.nic", Value: "rxe0"},
+		{Action: "pass", Test: "TestPP03Write", Elapsed: 1.5},
+		ev("run", "TestPP05Read", ""), ev("output", "TestPP05Read", "    x_test.go:1: peer 198.18.0.2 vanished; remedy: check the peer\n"),
+		{Action: "fail", Test: "TestPP05Read", Elapsed: 2},
+		ev("run", "TestSend", ""), ev("output", "TestSend", "    x_test.go:2: no RDMA device\n"), ev("skip", "TestSend", ""),
+		ev("run", "TestHang", ""),
+		ev("output", "", "FAIL\n"),
+	}}
+	lo := &Suite{Host: "loopback", Pkg: "conformance/install", Role: "loopback", StepErr: "did not run: its VM died"}
+	return []*Suite{pp, lo}
+}
+
+// The lab's JUnit is the report package's, over its hosts: suites
+// <host>/<area> with hostname set, host-qualified case names, the failure
+// message the cause, a step that failed outside any test as a failed case.
+func TestJUnit(t *testing.T) {
+	var buf bytes.Buffer
+	runs := Runs(sampleSuites(), "6.1.0-57-amd64")
+	require.Len(t, runs, 2)
+	assert.Equal(t, []string{ServerIP}, runs[0].Host.Addrs)
+	require.NoError(t, report.Build(runs).WriteJUnit(&buf))
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name     string `xml:"name,attr"`
+			Hostname string `xml:"hostname,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Skipped  int    `xml:"skipped,attr"`
+			Props    []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+			Cases []struct {
+				Name  string `xml:"name,attr"`
+				Props []struct {
+					Name  string `xml:"name,attr"`
+					Value string `xml:"value,attr"`
+				} `xml:"properties>property"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+				Skipped *struct{} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(buf.Bytes(), &doc), buf.String())
+	byName := map[string]int{}
+	for i, s := range doc.Suites {
+		byName[s.Name] = i
+	}
+	require.Contains(t, byName, "server/pingpong")
+	s := doc.Suites[byName["server/pingpong"]]
+	assert.Equal(t, "server", s.Hostname)
+	require.GreaterOrEqual(t, len(s.Cases), 4)
+	assert.Equal(t, "TestPP03Write [server]", s.Cases[0].Name)
+	require.NotNil(t, s.Cases[1].Failure)
+	assert.Equal(t, "x_test.go:1: peer 198.18.0.2 vanished; remedy: check the peer"[len("x_test.go:1: "):], s.Cases[1].Failure.Message)
+	assert.NotNil(t, s.Cases[2].Skipped)
+	require.NotNil(t, s.Cases[3].Failure, "a test that never finished fails")
+	require.Contains(t, byName, "loopback/run")
+	lo := doc.Suites[byName["loopback/run"]]
+	require.Len(t, lo.Cases, 1)
+	assert.Equal(t, "loopback/conformance/install: did not run: its VM died", lo.Cases[0].Failure.Message)
+}
+
+func TestSummaryAndVerdict(t *testing.T) {
+	suites := sampleSuites()
+	var buf bytes.Buffer
+	Summary(&buf, suites)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 4)
+	assert.Equal(t, []string{"server", "conformance/pingpong", "1", "2", "1"}, strings.Fields(lines[1]))
+	assert.Equal(t, []string{"loopback", "conformance/install", "0", "1", "0"}, strings.Fields(lines[2]))
+	assert.Equal(t, []string{"total", "1", "3", "1"}, strings.Fields(lines[3]))
+
+	pr := Verdict(suites, []string{PingpongPkg})
+	joined := strings.Join(pr, "\n")
+	assert.Contains(t, joined, "server/conformance/pingpong: TestPP05Read failed: x_test.go:1: peer 198.18.0.2 vanished")
+	assert.Contains(t, joined, "TestSend was skipped, but the lab must run it")
+	assert.Contains(t, joined, "TestHang did not finish")
+	assert.Contains(t, joined, "loopback/conformance/install: did not run")
+	assert.NotContains(t, strings.Join(Verdict(suites, nil), "\n"), "skipped", "skips elsewhere are fine")
+
+	ok := &Suite{Host: "client", Pkg: PingpongPkg, Events: []Event{ev("run", "TestA", ""), ev("pass", "TestA", "")}}
+	assert.Empty(t, Verdict([]*Suite{ok}, []string{PingpongPkg}))
+}
+
+// A GPU-only requirement (PP-09) skipped for want of a GPU passes the lab
+// and is named in the NOTE; skipped for another reason, or any other
+// requirement skipped, still fails it.
+func TestVerdictGPUOnlySkip(t *testing.T) {
+	skip := func(test, req, why string) []Event {
+		return []Event{ev("run", test, ""),
+			{Action: "attr", Test: test, Key: "gdr.req", Value: req},
+			{Action: "attr", Test: test, Key: "gdr.skip", Value: why},
+			ev("output", test, "    x_test.go:3: "+why+"\n"), ev("skip", test, "")}
+	}
+	noCUDA := "no CUDA driver: libcuda.so.1 does not open (cannot open shared object file); install the driver"
+	pass := []Event{ev("run", "TestA", ""), ev("pass", "TestA", "")}
+	gpu := &Suite{Host: "client", Pkg: PingpongPkg, Events: append(slices.Clone(pass), skip("TestPP09HostVsGPU", "PP-09", noCUDA)...)}
+	assert.Empty(t, Verdict([]*Suite{gpu}, []string{PingpongPkg}))
+	notes := GPUSkips([]*Suite{gpu}, []string{PingpongPkg})
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "client/conformance/pingpong: TestPP09HostVsGPU (PP-09) skipped: the VMs have no GPU")
+	assert.Contains(t, notes[0], "libcuda.so.1")
+	noGPU := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP09HostVsGPU", "PP-09", "no GPU: cuDeviceGetCount is 0")}
+	assert.Empty(t, Verdict([]*Suite{noGPU}, []string{PingpongPkg}))
+
+	// PP-09 skipped because RDMA is missing is a lab bug, not a missing GPU.
+	noRDMA := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP09HostVsGPU", "PP-09", "no RDMA device: /sys/class/infiniband is empty")}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{noRDMA}, []string{PingpongPkg}), "\n"), "TestPP09HostVsGPU was skipped, but the lab must run it")
+	assert.Empty(t, GPUSkips([]*Suite{noRDMA}, []string{PingpongPkg}))
+	// A requirement not in the GPU-only list fails even when the skip names libcuda.
+	other := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP03Write", "PP-03", noCUDA)}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{other}, []string{PingpongPkg}), "\n"), "TestPP03Write was skipped, but the lab must run it")
+	assert.Empty(t, GPUSkips([]*Suite{other}, []string{PingpongPkg}))
+	// Outside the mustRun packages nothing is noted.
+	assert.Empty(t, GPUSkips([]*Suite{gpu}, nil))
+}
+
+const perftestBW = `
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Number of qps   : 1		Transport type : IB
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      200              0.29               0.28   		   0.000534
+---------------------------------------------------------------------------------------
+`
+
+const perftestLat = `
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       200          3990.12        24010.55     4000.31           4100.00        12.5         8000.25                24010.55  
+`
+
+func TestPerftestParsers(t *testing.T) {
+	v, err := ParsePerftestBW(perftestBW, 65536)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.28, v, 1e-9)
+	mb := strings.ReplaceAll(strings.ReplaceAll(perftestBW, "Gb/sec", "MB/sec"), "0.28", "33.50")
+	v, err = ParsePerftestBW(mb, 65536)
+	require.NoError(t, err)
+	assert.InDelta(t, 33.5*1048576*8/1e9, v, 1e-9, "MB/sec is MiB/s")
+	_, err = ParsePerftestBW(perftestBW, 1048576)
+	assert.ErrorContains(t, err, "no result line for 1048576 bytes")
+	typ, p99, err := ParsePerftestLat(perftestLat, 2)
+	require.NoError(t, err)
+	assert.InDelta(t, 4000.31, typ, 1e-9)
+	assert.InDelta(t, 8000.25, p99, 1e-9)
+	_, _, err = ParsePerftestLat("Couldn't connect to 198.18.0.1:18515", 2)
+	assert.Error(t, err)
+}
+
+func TestQEMUArgs(t *testing.T) {
+	a := strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Role: "client", Net: "connect=127.0.0.1:5", MAC: "52:54:00:00:00:02"}, "c.log", "r.log"), " ")
+	for _, want := range []string{"-accel tcg", "-smp 1", "-m 768", "-no-reboot", "lab.role=client", "console=ttyS0",
+		"-serial file:c.log -serial file:r.log", "socket,id=n0,connect=127.0.0.1:5", "mac=52:54:00:00:00:02"} {
+		assert.Contains(t, a, want)
+	}
+}
+
+func TestHasPVHNote(t *testing.T) {
+	assert.False(t, HasPVHNote([]byte("not an elf")))
+}

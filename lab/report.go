@@ -1,0 +1,285 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gdrconf/gdrconf/report"
+)
+
+// Event is the report's test2json event: the lab and the report read the
+// same streams.
+type Event = report.Event
+
+// Test2JSON converts a test binary's -test.v=test2json output into JSON
+// events with `go tool test2json`, labelling them with pkg. test2json gives
+// Elapsed only with -t, whose Time is the conversion's, not the test's:
+// ParseEvents callers drop it with DropTimes.
+func Test2JSON(ctx context.Context, goCmd string, pkg string, raw []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goCmd, "tool", "test2json", "-t", "-p", pkg)
+	cmd.Stdin = bytes.NewReader(raw)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s tool test2json -p %s: %v: %s", goCmd, pkg, err, errb.String())
+	}
+	return out.Bytes(), nil
+}
+
+// DropTimes clears the Time of every event.
+func DropTimes(evs []Event) {
+	for i := range evs {
+		evs[i].Time = nil
+	}
+}
+
+// Suite is the result of one package on one host (server, client, loopback).
+type Suite struct {
+	Host    string // server, client, loopback
+	Pkg     string // conformance/pingpong, perftest
+	Role    string // gdr.role: server, client, loopback
+	Events  []Event
+	StepErr string // the step itself failed outside any test (killed, crashed, did not start)
+}
+
+// Name is the JUnit testsuite name.
+func (s *Suite) Name() string { return s.Host + "/" + s.Pkg }
+
+// TestResult is one test (or subtest) of a suite.
+type TestResult struct {
+	Name    string
+	Action  string // pass, fail, skip; "" when it never finished
+	Elapsed float64
+	Output  strings.Builder
+	Attrs   map[string]string
+}
+
+// Tests folds the events into per-test results, in the order tests started.
+func (s *Suite) Tests() []*TestResult {
+	byName := map[string]*TestResult{}
+	var order []*TestResult
+	get := func(n string) *TestResult {
+		t := byName[n]
+		if t == nil {
+			t = &TestResult{Name: n, Attrs: map[string]string{}}
+			byName[n] = t
+			order = append(order, t)
+		}
+		return t
+	}
+	for _, e := range s.Events {
+		if e.Test == "" {
+			continue
+		}
+		t := get(e.Test)
+		switch e.Action {
+		case "output":
+			t.Output.WriteString(e.Output)
+		case "attr":
+			t.Attrs[e.Key] = e.Value
+		case "pass", "fail", "skip":
+			t.Action, t.Elapsed = e.Action, e.Elapsed
+		}
+	}
+	return order
+}
+
+// Counts is pass/fail/skip for a suite.
+type Counts struct{ Pass, Fail, Skip int }
+
+// Counts counts tests; a test that never finished counts as failed, and a
+// step failure outside any test counts as one more failure.
+func (s *Suite) Counts() Counts {
+	var c Counts
+	for _, t := range s.Tests() {
+		switch t.Action {
+		case "pass":
+			c.Pass++
+		case "skip":
+			c.Skip++
+		default:
+			c.Fail++
+		}
+	}
+	if s.StepErr != "" {
+		c.Fail++
+	}
+	return c
+}
+
+// Runs turns the suites into the report package's runs, one per host (the
+// VM roles server and client, and loopback), with what the lab knows of each
+// host's identity. Events keep the package names the lab gave them
+// (server/conformance/pingpong): the report's area is the last element.
+func Runs(suites []*Suite, kernel string) []report.Run {
+	var runs []report.Run
+	idx := map[string]int{}
+	for _, s := range suites {
+		i, ok := idx[s.Host]
+		if !ok {
+			id := report.Identity{Host: s.Host, Kind: "lab: qemu VM with Soft-RoCE (rxe0) and an emulated GPU; not hardware evidence", Kernel: kernel, Role: s.Role,
+				Suite: report.SuiteVersion()}
+			switch s.Role {
+			case "server":
+				id.Addrs = []string{ServerIP}
+			case "client":
+				id.Addrs, id.Peer = []string{ClientIP}, ServerIP
+			}
+			i = len(runs)
+			idx[s.Host] = i
+			runs = append(runs, report.Run{Host: id})
+		}
+		for _, e := range s.Events {
+			pkg := e.Package
+			if pkg == "" {
+				pkg = s.Name()
+			}
+			runs[i].Events = append(runs[i].Events, report.Event{Action: e.Action, Package: pkg, Test: e.Test, Elapsed: e.Elapsed,
+				Output: e.Output, Key: e.Key, Value: e.Value})
+		}
+		if s.StepErr != "" {
+			runs[i].Errs = append(runs[i].Errs, s.Name()+": "+s.StepErr)
+		}
+	}
+	return runs
+}
+
+// firstLine is the first non-blank line of s that is not go test framing.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "=== ") && !strings.HasPrefix(l, "--- ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// Summary prints one line per suite: host, package, pass, fail, skip.
+func Summary(w io.Writer, suites []*Suite) {
+	hw, pw := len("host"), len("package")
+	for _, s := range suites {
+		hw = max(hw, len(s.Host))
+		pw = max(pw, len(s.Pkg))
+	}
+	fmt.Fprintf(w, "%-*s  %-*s  %5s  %5s  %5s\n", hw, "host", pw, "package", "pass", "fail", "skip")
+	var tot Counts
+	for _, s := range suites {
+		c := s.Counts()
+		tot.Pass += c.Pass
+		tot.Fail += c.Fail
+		tot.Skip += c.Skip
+		fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, s.Host, pw, s.Pkg, c.Pass, c.Fail, c.Skip)
+	}
+	fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, "total", pw, "", tot.Pass, tot.Fail, tot.Skip)
+}
+
+// gpuOnlyReqs are the requirements whose tests need a CUDA GPU. The lab's
+// VMs have none, so a skip of these, and only for that reason, is expected
+// even in a mustRun package; everything else there must run.
+var gpuOnlyReqs = map[string]string{
+	"PP-09": "host vs GPU memory comparison: the GPU half needs libcuda.so.1 and a GPU",
+}
+
+// gpuSkip reports whether t is a GPU-only test skipped for want of a GPU
+// (the skip names libcuda.so.1 or says no GPU). A GPU-only test skipped for
+// any other reason (say, no RDMA device) is not excused.
+func gpuSkip(t *TestResult) bool {
+	if t.Action != "skip" {
+		return false
+	}
+	why := t.Attrs["gdr.skip"] + "\n" + t.Output.String()
+	if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+		return strings.Contains(why, "needs two or more rails")
+	}
+	if _, ok := gpuOnlyReqs[t.Attrs["gdr.req"]]; !ok {
+		return false
+	}
+	return strings.Contains(why, "libcuda.so.1") || strings.Contains(why, "no GPU")
+}
+
+// multiRailReqs need two or more rails; the two-VM lab has one per VM (make
+// lab-cluster has two), so their skip for that reason alone is expected.
+var multiRailReqs = map[string]string{
+	"PP-10": "all rails at once: needs two or more rails",
+}
+
+// GPUSkips lists, for the lab's NOTE, the GPU-only tests of the mustRun
+// packages that skipped because the VMs have no GPU.
+func GPUSkips(suites []*Suite, mustRun []string) []string {
+	var notes []string
+	for _, s := range suites {
+		if !slices.Contains(mustRun, s.Pkg) {
+			continue
+		}
+		for _, t := range s.Tests() {
+			if gpuSkip(t) {
+				why := t.Attrs["gdr.skip"]
+				if why == "" {
+					why = firstLine(t.Output.String())
+				}
+				what := "the VMs have no GPU"
+				if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+					what = "each VM has one rail (make lab-cluster has two)"
+				}
+				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: %s (%s)", s.Name(), t.Name, t.Attrs["gdr.req"], what, why))
+			}
+		}
+	}
+	return notes
+}
+
+// Verdict decides the lab's outcome: any failure fails, and so does any
+// skipped test of the packages in mustRun (the lab exists to prove those
+// really run), except GPU-only tests skipped for want of a GPU (gpuOnlyReqs).
+func Verdict(suites []*Suite, mustRun []string) []string {
+	var problems []string
+	for _, s := range suites {
+		for _, t := range s.Tests() {
+			switch t.Action {
+			case "":
+				problems = append(problems, fmt.Sprintf("%s: %s did not finish (binary crashed, hung or its VM died)", s.Name(), t.Name))
+			case "fail":
+				problems = append(problems, fmt.Sprintf("%s: %s failed: %s", s.Name(), t.Name, firstFailLine(t.Output.String())))
+			case "skip":
+				if gpuSkip(t) {
+					continue
+				}
+				for _, m := range mustRun {
+					if s.Pkg == m {
+						problems = append(problems, fmt.Sprintf("%s: %s was skipped, but the lab must run it: %s", s.Name(), t.Name, firstLine(t.Output.String())))
+					}
+				}
+			}
+		}
+		if s.StepErr != "" {
+			problems = append(problems, fmt.Sprintf("%s: %s", s.Name(), s.StepErr))
+		}
+	}
+	return problems
+}
+
+// firstFailLine picks the most telling line of a failed test's output: the
+// first that gives a remedy (the suite's failures do), else the first line.
+func firstFailLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "remedy") || strings.Contains(l, "panic:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
+			continue
+		}
+		return l
+	}
+	return "(no output)"
+}

@@ -1,0 +1,143 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ClusterPackages are the Debian packages the cluster lab adds to the parts
+// (one parts folder serves every lab mode): Slurm and munge with their
+// libraries (apt-cache depends --no-recommends of slurmd, slurmctld,
+// slurm-client, munge and slurm-wlm-basic-plugins), bash for
+// deploy/rounds.sh and dist/run.sh (tc's libxtables12 is in Packages).
+var ClusterPackages = []string{
+	"munge", "libmunge2", "slurmd", "slurmctld", "slurm-client", "slurm-wlm-basic-plugins",
+	"libhwloc15", "liblz4-1", "libnuma1", "libpam0g", "libaudit1", "libcap-ng0", "libreadline8", "libbz2-1.0",
+	"libgcrypt20", "libgpg-error0", "libdbus-1-3", "libsystemd0", "liblzma5", "libzstd1", "libjson-c5",
+	"liblua5.1-0", "libyaml-0-2", "bash", "libtinfo6",
+}
+
+// slurmTools are the Slurm, munge and shell binaries of the cluster image
+// (guest path -> path inside Parts.Root). Debian installs the daemons as
+// *-wlm behind alternatives; slurmd starts slurmstepd by its plain name.
+var slurmTools = map[string]string{
+	"/usr/sbin/munged":     "usr/sbin/munged",
+	"/usr/bin/munge":       "usr/bin/munge",
+	"/usr/bin/unmunge":     "usr/bin/unmunge",
+	"/usr/sbin/slurmctld":  "usr/sbin/slurmctld-wlm",
+	"/usr/sbin/slurmd":     "usr/sbin/slurmd-wlm",
+	"/usr/sbin/slurmstepd": "usr/sbin/slurmstepd-wlm",
+	"/usr/bin/srun":        "usr/bin/srun",
+	"/usr/bin/sinfo":       "usr/bin/sinfo",
+	"/usr/bin/squeue":      "usr/bin/squeue",
+	"/usr/bin/scontrol":    "usr/bin/scontrol",
+	"/usr/bin/sbatch":      "usr/bin/sbatch",
+	"/bin/bash":            "bin/bash",
+	"/usr/sbin/tc":         "sbin/tc",
+}
+
+// SlurmPluginDir is Slurm's PluginDir in Debian's build.
+const SlurmPluginDir = "usr/lib/x86_64-linux-gnu/slurm-wlm"
+
+// Users of the cluster image (Debian's uids for slurm and munge).
+const (
+	SlurmUID = 64030
+	MungeUID = 105
+)
+
+// slurmPlugins lists the plugins of the unpacked packages, guest path -> host
+// path, leaving out those whose libraries the parts do not hold (their
+// packages are not among the parts, and slurm.conf never names them).
+func slurmPlugins(p *Parts) (map[string]string, []string, error) {
+	dir := filepath.Join(p.Root, SlurmPluginDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("slurm plugins: %w", err)
+	}
+	out := map[string]string{}
+	var skipped []string
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".so") {
+			continue
+		}
+		hp := filepath.Join(dir, e.Name())
+		if _, _, err := LibClosure([]string{hp}, p.LibDirs()); err != nil {
+			skipped = append(skipped, e.Name())
+			continue
+		}
+		out["/"+SlurmPluginDir+"/"+e.Name()] = hp
+	}
+	sort.Strings(skipped)
+	return out, skipped, nil
+}
+
+// SlurmConf is the cluster's slurm.conf: hosts[0] runs slurmctld, every host
+// runs slurmd. The plugins are the simplest that work in a VM without
+// cgroups or accounting; the timeouts allow for TCG's slowness.
+func SlurmConf(cluster string, hosts []string, logDir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# slurm.conf of the gdrconf cluster lab (lab, generated per run)
+ClusterName=%s
+SlurmctldHost=%s
+AuthType=auth/munge
+CredType=cred/munge
+SlurmUser=slurm
+SlurmdUser=root
+SlurmctldPort=6817
+SlurmdPort=6818
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=%s/slurmctld.log
+SlurmdLogFile=%s/slurmd-%%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmctldTimeout=120
+SlurmdTimeout=300
+MessageTimeout=60
+BatchStartTimeout=60
+InactiveLimit=0
+KillWait=10
+MinJobAge=60
+NodeName=%s CPUs=1 State=UNKNOWN
+PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+`, cluster, hosts[0], logDir, logDir, strings.Join(hosts, ","))
+	return b.String()
+}
+
+// CgroupConf names cgroup/v1 outright: the VMs mount a tmpfs on
+// /sys/fs/cgroup, and no plugin of slurm.conf constrains anything with it.
+const CgroupConf = "# cgroup.conf of the gdrconf cluster lab\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\n"
+
+// clusterEtc are the small /etc files every cluster VM shares: users,
+// groups, name service and host addresses (the management network).
+func clusterEtc(hosts, addrs []string) map[string]DataFile {
+	var h strings.Builder
+	h.WriteString("127.0.0.1\tlocalhost\n")
+	for i, n := range hosts {
+		fmt.Fprintf(&h, "%s\t%s\n", addrs[i], n)
+	}
+	return map[string]DataFile{
+		"/etc/hosts": {0o644, []byte(h.String())},
+		"/etc/passwd": {0o644, []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/bash\nmunge:x:%d:%d:munge:/nonexistent:/bin/false\nslurm:x:%d:%d:slurm:/nonexistent:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+			MungeUID, MungeUID, SlurmUID, SlurmUID))},
+		"/etc/group":         {0o644, []byte(fmt.Sprintf("root:x:0:\nmunge:x:%d:\nslurm:x:%d:\nnogroup:x:65534:\n", MungeUID, SlurmUID))},
+		"/etc/nsswitch.conf": {0o644, []byte("passwd: files\ngroup: files\nshadow: files\nhosts: files\n")},
+		"/etc/shells":        {0o644, []byte("/bin/sh\n/bin/bash\n")},
+	}
+}

@@ -1,0 +1,160 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clusterHost is a synthetic 2-GPU, 2-NIC host (one PCIe switch per GPU and
+// NIC pair) that ran topology, copy and pingpong tests as one end of a pair.
+func clusterHost(name, addr, role, peer string, gbits float64) Run {
+	pkgT := "github.com/gdrconf/gdrconf/conformance/topology"
+	var tests []tc
+	tests = append(tests, tc{name: "TestTOPO01Inventory", result: "pass", attrs: []string{"gdr.req", "TOPO-01", "gdr.gpus", "0000:1b:00.0, 0000:9b:00.0", "gdr.nics", "mlx5_0, mlx5_1"}})
+	gpus := []string{"0000:1b:00.0", "0000:9b:00.0"}
+	nics := []string{"0000:1c:00.0", "0000:9c:00.0"}
+	chain := func(rp, usp, dsp, dev string) string { return strings.Join([]string{rp, usp, dsp, dev}, " ") }
+	gch := []string{chain("0000:00:01.0", "0000:19:00.0", "0000:1a:00.0", gpus[0]), chain("0000:80:01.0", "0000:99:00.0", "0000:9a:00.0", gpus[1])}
+	nch := []string{chain("0000:00:01.0", "0000:19:00.0", "0000:1a:01.0", nics[0]), chain("0000:80:01.0", "0000:99:00.0", "0000:9a:01.0", nics[1])}
+	for i, g := range gpus {
+		for j, n := range nics {
+			class := "PXB"
+			if i != j {
+				class = "SYS"
+			}
+			tests = append(tests, tc{name: fmt.Sprintf("TestTOPO01Inventory/%s-mlx5_%d", g, j), result: "pass",
+				attrs: []string{"gdr.gpu", g, "gdr.nic", fmt.Sprintf("mlx5_%d", j), "gdr.nic_pci", n, "gdr.path", class, "gdr.gpu_chain", gch[i], "gdr.nic_chain", nch[j]}})
+		}
+	}
+	tests = append(tests, tc{name: "TestTOPO02NearestNIC", result: "pass", attrs: []string{"gdr.req", "TOPO-02"}})
+	for i, g := range gpus {
+		tests = append(tests, tc{name: "TestTOPO02NearestNIC/" + g, result: "pass", attrs: []string{"gdr.gpu", g, "gdr.nic", fmt.Sprintf("mlx5_%d", i), "gdr.nic_pci", nics[i], "gdr.path", "PXB"}})
+	}
+	evs := events(pkgT, tests...)
+	pkgG := "github.com/gdrconf/gdrconf/conformance/gpu"
+	tests = nil
+	for _, id := range []string{"GPU-09", "GPU-10"} {
+		top := map[string]string{"GPU-09": "TestGPU09HtoDBandwidth", "GPU-10": "TestGPU10DtoHBandwidth"}[id]
+		tests = append(tests, tc{name: top, result: "pass", attrs: []string{"gdr.req", id}})
+		for i, g := range gpus {
+			bw := 52.8 + float64(i)
+			tests = append(tests, tc{name: top + "/" + g, result: "pass", attrs: []string{"gdr.gpu", g, "gdr.gpu_name", "NVIDIA H200",
+				"gdr.copy_gbyte_s", fmt.Sprintf("%.3f", bw), "gdr.link_gbyte_s", "63.015", "gdr.copy_fraction", fmt.Sprintf("%.3f", bw/63.015), "gdr.min_copy_fraction", "0.600"}})
+		}
+	}
+	evs = append(evs, events(pkgG, tests...)...)
+	pkgP := "github.com/gdrconf/gdrconf/conformance/pingpong"
+	tests = []tc{{name: "TestPP08Bandwidth", result: "pass", attrs: []string{"gdr.req", "PP-08", "gdr.role", role, "gdr.peer", peer}}}
+	for _, op := range []string{"WRITE", "READ"} {
+		for k, size := range []int{4096, 65536, 1048576} {
+			v := gbits * float64(k+1) / 3
+			attrs := []string{"gdr.bw_gbit_s", fmt.Sprintf("%.3f", v), "gdr.size_bytes", fmt.Sprint(size), "gdr.op", op}
+			if size == 1048576 {
+				attrs = append(attrs, "gdr.min_bw_gbit_s", "300.000", "gdr.threshold", "75% of the 400 Gb/s port rate")
+			}
+			tests = append(tests, tc{name: fmt.Sprintf("TestPP08Bandwidth/%s/%d", op, size), result: "pass", attrs: attrs})
+		}
+	}
+	evs = append(evs, events(pkgP, tests...)...)
+	return Run{Host: Identity{Host: name, Addrs: []string{addr}, Role: role, Peer: peer, Kernel: "6.8.0-45-generic", NvidiaDriver: "580.159.04"}, Events: evs}
+}
+
+func findBrowser() string {
+	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(b); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// chromium runs headless Chromium with the flags a closed network needs
+// (no background fetches, no first-run or sync work) and an empty profile.
+func chromium(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	bin := findBrowser()
+	if bin == "" {
+		if os.Getenv("GDR_BROWSER_TEST") == "1" || os.Getenv("CI") != "" {
+			t.Fatalf("no chromium in PATH: make deps-test (build/deps.sh --test) installs it")
+		}
+		t.Skip("no chromium in PATH (make deps-test installs it; GDR_BROWSER_TEST=1 makes this a failure)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	require.NoError(t, cmd.Run(), "chromium: %s", e.String())
+	return o.String(), e.String()
+}
+
+// errorHook records uncaught errors and console.error calls on the page's
+// root element, before the report's own script runs.
+const errorHook = `<script>
+window.addEventListener("error", function (e) { document.documentElement.setAttribute("data-jserror", String(e.message)); });
+(function () { var ce = console.error; console.error = function () { document.documentElement.setAttribute("data-jserror", Array.prototype.join.call(arguments, " ")); ce.apply(console, arguments); }; })();
+</script>`
+
+// The HTML report loads in headless Chromium with no script error and shows
+// the verdict, the requirement table, the PCIe tree and charts as SVG, the
+// host matrix and the pair heatmap.
+func TestHTMLInBrowser(t *testing.T) {
+	h200, err := LoadDir(filepath.Join(runsDir, "h200-suite"))
+	require.NoError(t, err)
+	runs := append(h200, clusterHost("gpu-a", "10.0.0.1", "client", "10.0.0.2:18515", 360), clusterHost("gpu-b", "10.0.0.2", "server", "10.0.0.1:40312", 350))
+	r := Build(runs)
+	var page bytes.Buffer
+	require.NoError(t, r.WriteHTML(&page))
+	html := page.String()
+	assert.NotRegexp(t, `(?i)(src|href)="(https?:)?//`, html, "the report fetches nothing")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(html, "<head>", "<head>"+errorHook, 1)), 0o644))
+	// The hook is not blind: a page that throws is caught.
+	control := filepath.Join(dir, "control.html")
+	require.NoError(t, os.WriteFile(control, []byte("<!doctype html><html><head>"+errorHook+"</head><body><script>throw new Error('boom')</script></body></html>"), 0o644))
+	cdom, _ := chromium(t, "--dump-dom", "file://"+control)
+	require.Regexp(t, `<html[^>]*data-jserror="[^"]*boom`, cdom, "the error hook must see a thrown error")
+
+	dom, logs := chromium(t, "--dump-dom", "--virtual-time-budget=3000", "file://"+file)
+	if m := regexp.MustCompile(`<html[^>]*data-jserror="([^"]*)"`).FindStringSubmatch(dom); m != nil {
+		t.Errorf("script error in the page: %s", m[1])
+	}
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "Uncaught") || strings.Contains(l, ":CONSOLE(") && strings.Contains(l, "ERROR") {
+			t.Errorf("browser console: %s", l)
+		}
+	}
+	assert.Regexp(t, `<body[^>]*data-ready="1"`, dom[:min(len(dom), 20000)], "the report's script ran")
+	assert.Contains(t, dom, `id="verdict"><div class="line">INCOMPLETE (3 of 3 hosts not fully run)</div>`)
+	assert.NotContains(t, dom, "ZgotmplZ", "html/template refused a value")
+	assert.Contains(t, dom, `<table class="reqs">`)
+	assert.Equal(t, 3, strings.Count(dom, `<table class="reqs">`), "one requirement table per host")
+	assert.GreaterOrEqual(t, len(regexp.MustCompile(`<tr class="s-`).FindAllString(dom, -1)), 3*46)
+	assert.Contains(t, dom, `<svg class="tree"`)
+	assert.Contains(t, dom, `class="node gpu"`)
+	assert.Contains(t, dom, `class="node nic"`)
+	assert.Contains(t, dom, `>PXB</text>`, "the nearest-NIC arcs carry the path class")
+	assert.Equal(t, 2, strings.Count(dom, `<svg class="chart"`), "bandwidth and copy charts")
+	assert.Contains(t, dom, `id="matrix"`)
+	assert.Contains(t, dom, `id="heatmap"`)
+	assert.Contains(t, dom, `>360</td>`, "gpu-a -> gpu-b WRITE at the largest size")
+	if shot := os.Getenv("GDR_REPORT_SCREENSHOT"); shot != "" {
+		// The page too, to look at other parts of it by hand.
+		require.NoError(t, os.WriteFile(strings.TrimSuffix(shot, ".png")+".html", []byte(html), 0o644))
+		chromium(t, "--hide-scrollbars", "--window-size=1400,3000", "--screenshot="+shot, "file://"+file)
+	}
+}

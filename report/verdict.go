@@ -1,0 +1,495 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/attrkey"
+	"github.com/gdrconf/gdrconf/internal/reqs"
+)
+
+// Verdict values (contract: pipelines compare these strings).
+const (
+	Qualified    = "QUALIFIED"
+	NotQualified = "NOT QUALIFIED"
+	Incomplete   = "INCOMPLETE"
+)
+
+// Verdict is the one-glance outcome of a host or of many.
+type Verdict struct {
+	Verdict string `json:"verdict"` // QUALIFIED, NOT QUALIFIED, INCOMPLETE
+	Failed  int    `json:"failed"`  // must requirements (one host) or hosts (many) that failed
+	NotRun  int    `json:"not_run"` // must requirements (one host) or hosts (many) not run or skipped
+	Line    string `json:"line"`    // "NOT QUALIFIED (2)", "INCOMPLETE (19 not run)"
+	Advice  string `json:"advice,omitempty"`
+}
+
+// Number is one measurement or fact with its unit, as a test recorded it.
+type Number struct {
+	Device    string `json:"device,omitempty"` // subtest part of the name, or GPU/NIC
+	Key       string `json:"key"`              // gdr.bw_gbit_s
+	Value     string `json:"value"`
+	Unit      string `json:"unit"`                // Gbit/s
+	Threshold string `json:"threshold,omitempty"` // "floor 75.0 Gbit/s (75% of the 100 Gb/s port rate)"
+}
+
+// String prints "93.10 Gbit/s (floor ...)", with the device in front.
+func (n Number) String() string {
+	s := n.Value
+	if n.Unit != "" {
+		if n.Unit == "%" {
+			s += n.Unit
+		} else {
+			s += " " + n.Unit
+		}
+	}
+	s = strings.TrimPrefix(n.Key, "gdr.") + " " + s
+	if n.Device != "" {
+		s = n.Device + ": " + s
+	}
+	if n.Threshold != "" {
+		s += " (" + n.Threshold + ")"
+	}
+	return s
+}
+
+// ReqResult is one requirement on one host.
+type ReqResult struct {
+	ID     string   `json:"id"`
+	Area   string   `json:"area"`
+	Title  string   `json:"title"`
+	Level  string   `json:"level"` // must, report-only
+	Status Status   `json:"status"`
+	Cases  int      `json:"cases"` // counted test cases (one per device)
+	Passed int      `json:"passed"`
+	Failed int      `json:"failed"`
+	Skip   int      `json:"skipped"`
+	Nums   []Number `json:"numbers,omitempty"`
+	Reason string   `json:"reason,omitempty"` // first failure (cause and remedy) or skip reason
+	Remedy string   `json:"remedy,omitempty"`
+	Cause  string   `json:"cause,omitempty"` // the shared cause it is grouped under
+	Tests  []string `json:"tests,omitempty"` // the counted cases' names
+	cases  []*Case
+}
+
+// Cause is one root cause that several requirements share.
+type Cause struct {
+	Key     string   `json:"key"`    // "no RDMA device"
+	Status  Status   `json:"status"` // fail or skip
+	Example string   `json:"example"`
+	Remedy  string   `json:"remedy,omitempty"`
+	Reqs    []string `json:"requirements"`
+}
+
+// HostResult is one host's report.
+type HostResult struct {
+	Identity Identity     `json:"host"`
+	Verdict  Verdict      `json:"verdict"`
+	Reqs     []*ReqResult `json:"requirements"`
+	Causes   []*Cause     `json:"shared_causes,omitempty"`
+	Other    []OtherCase  `json:"other_tests,omitempty"` // tests with no requirement (lab's reference tools)
+	Errors   []string     `json:"errors,omitempty"`      // failures outside any test
+	runErrs  []string     // those of Errors that are not a package's (JUnit: "(run)" cases)
+	pkgs     []*pkgRun
+	cases    []*Case
+}
+
+// OtherCase is a counted test without a requirement ID.
+type OtherCase struct {
+	Name    string `json:"name"`
+	Area    string `json:"area"`
+	Status  Status `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// Cases are the host's counted cases, in run order.
+func (h *HostResult) Cases() []*Case {
+	var out []*Case
+	for _, c := range h.cases {
+		if c.Counted {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AllCases are every test and subtest of the host, counted or not.
+func (h *HostResult) AllCases() []*Case { return h.cases }
+
+// Report is the result over one host or many.
+type Report struct {
+	Verdict Verdict       `json:"verdict"`
+	Hosts   []*HostResult `json:"hosts"`
+	Suite   string        `json:"suite_version"`
+	Time    string        `json:"time"`
+	// Cluster is a cluster run's pair analysis (SetCluster); nil otherwise.
+	Cluster *isolate.Summary `json:"cluster,omitempty"`
+	rails   []int
+}
+
+// Build makes the report of runs (one per host).
+func Build(runs []Run) *Report {
+	r := &Report{Suite: SuiteVersion()}
+	for _, run := range runs {
+		r.Hosts = append(r.Hosts, buildHost(run))
+	}
+	r.Verdict = overall(r.Hosts)
+	return r
+}
+
+func buildHost(run Run) *HostResult {
+	h := &HostResult{Identity: run.Host}
+	h.pkgs = buildPackages(run.Host.Host, run.Events)
+	areaPkg := map[string]*pkgRun{}
+	for _, p := range h.pkgs {
+		h.cases = append(h.cases, p.Cases...)
+		if p.Area != "" {
+			areaPkg[p.Area] = p
+		}
+		if p.Failure != "" {
+			h.Errors = append(h.Errors, fmt.Sprintf("%s %s", p.Name, p.Failure))
+		}
+	}
+	h.Identity.fillFrom(h.cases)
+	h.runErrs = append(h.runErrs, run.Errs...)
+	byReq := map[string][]*Case{}
+	failedCases := 0
+	for _, c := range h.Cases() {
+		if c.Status() == Fail {
+			failedCases++
+		}
+		if c.Req == "" {
+			h.Other = append(h.Other, OtherCase{Name: c.Name, Area: c.Area, Status: c.Status(), Message: c.Message})
+			continue
+		}
+		byReq[c.Req] = append(byReq[c.Req], c)
+	}
+	if ex := run.Host.GoTestExit; ex != nil && *ex != 0 && failedCases == 0 && len(h.Errors) == 0 && len(h.runErrs) == 0 {
+		h.runErrs = append(h.runErrs, fmt.Sprintf("go test exited %d with no failed test (a crash, a bad flag, or a timeout outside any test)", *ex))
+	}
+	h.Errors = append(h.Errors, h.runErrs...)
+	seen := map[string]bool{}
+	all := reqs.All()
+	for _, rq := range all {
+		seen[rq.ID] = true
+		h.Reqs = append(h.Reqs, reqResult(rq, byReq[rq.ID], areaPkg[rq.Area]))
+	}
+	var unknown []string
+	for id := range byReq {
+		if !seen[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	sort.Strings(unknown)
+	for _, id := range unknown {
+		// A recording from another version of the suite: shown, judged as must.
+		h.Reqs = append(h.Reqs, reqResult(reqs.Req{ID: id, Area: byReq[id][0].Area, Title: "(not in this suite's catalogue)", Level: reqs.Must}, byReq[id], nil))
+	}
+	h.Causes = groupCauses(h.Reqs)
+	h.Verdict = hostVerdict(h)
+	return h
+}
+
+func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
+	r := &ReqResult{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: string(rq.Level), cases: cases, Cases: len(cases)}
+	var firstFail, firstSkip string
+	for _, c := range cases {
+		r.Tests = append(r.Tests, c.Name)
+		switch c.Status() {
+		case Pass:
+			r.Passed++
+		case Skip:
+			r.Skip++
+			if firstSkip == "" {
+				firstSkip = c.Message
+			}
+		default:
+			r.Failed++
+			if firstFail == "" {
+				firstFail = c.Message
+			}
+		}
+		r.Nums = append(r.Nums, numbers(c)...)
+	}
+	switch {
+	case r.Failed > 0:
+		r.Status = Fail
+		r.Reason = firstFail
+	case r.Passed > 0:
+		r.Status = Pass
+		if r.Skip > 0 {
+			r.Reason = fmt.Sprintf("%d of %d skipped: %s", r.Skip, len(cases), firstSkip)
+		}
+	case r.Skip > 0:
+		r.Status = Skip
+		r.Reason = firstSkip
+	default:
+		r.Status = NotRun
+		switch {
+		case pkg == nil:
+			r.Reason = "not run: conformance/" + rq.Area + " is not in this run"
+		case pkg.Failure != "":
+			r.Status = Fail
+			r.Reason = "conformance/" + rq.Area + " " + pkg.Failure
+		case pkg.NoTests:
+			r.Reason = "not run: conformance/" + rq.Area + " has no tests in this build (build tags?)"
+		default:
+			r.Reason = "not run: no test of " + rq.ID + " ran (-run filter?)"
+		}
+	}
+	cause, remedy := CauseAndRemedy(r.Reason)
+	if remedy != "" {
+		r.Reason, r.Remedy = cause, remedy
+	} else {
+		r.Remedy = remedyIn(r.Reason)
+	}
+	return r
+}
+
+// remedyIn finds what to do in a message that has no "remedy:": the last
+// clause that starts with a verb of doing ("...; load the NIC's RDMA
+// driver"), or whose part after a colon does ("ib_core is not loaded:
+// install rdma-core").
+func remedyIn(msg string) string {
+	clauses := strings.Split(msg, "; ")
+	for i := len(clauses) - 1; i > 0; i-- {
+		c := clauses[i]
+		if imperative.MatchString(c) {
+			return strings.Join(clauses[i:], "; ")
+		}
+		if _, rest, ok := strings.Cut(c, ": "); ok && imperative.MatchString(rest) {
+			return rest
+		}
+	}
+	return ""
+}
+
+// imperative is a clause that tells what to do (the suite's skip messages
+// end with one: "...; load the NIC's RDMA driver (...)").
+var imperative = regexp.MustCompile(`^(load|install|run|set|create|use|boot|enable|disable|check|upgrade|add|put|reseat|modprobe)\b`)
+
+// numbers lists the unit-bearing attributes of a counted case, each with the
+// threshold that applies to it when the test recorded one.
+func numbers(c *Case) []Number {
+	var out []Number
+	thr := c.Attrs["gdr.threshold"]
+	keys := make([]string, 0, len(c.Attrs))
+	for k := range c.Attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dev := c.Device()
+	for _, k := range keys {
+		_, unit, ok := attrkey.UnitOf(k)
+		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
+		if !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
+			continue
+		}
+		if words[0] == "min" || words[0] == "max" {
+			continue // thresholds go beside what they bound
+		}
+		n := Number{Device: dev, Key: k, Value: c.Attrs[k], Unit: unit}
+		if t := threshold(c.Attrs, words); t != "" {
+			n.Threshold = t
+		} else if thr != "" && (words[0] == "bw" || words[0] == "lat") && !strings.HasPrefix(thr, "reported only") {
+			if words[0] == "bw" && len(words) == 3 || words[0] == "lat" && strings.HasSuffix(k, "_p50") {
+				n.Threshold = thr
+			}
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// threshold finds min_<name> / max_<name> beside <name>: bw_gbit_s gets
+// min_bw_gbit_s, copy_fraction gets min_copy_fraction, lat_us_p50 gets
+// max_lat_us.
+func threshold(a map[string]string, words []string) string {
+	name := strings.Join(words, "_")
+	for _, cand := range []string{name, strings.Join(words[:len(words)-1], "_")} {
+		if cand == "" {
+			continue
+		}
+		for _, b := range [][2]string{{"min_", "floor "}, {"max_", "ceiling "}} {
+			k := "gdr." + b[0] + cand
+			if v := a[k]; v != "" {
+				if _, unit, ok := attrkey.UnitOf(k); ok {
+					v += " " + unit
+				}
+				return b[1] + v
+			}
+		}
+	}
+	return ""
+}
+
+// causeKey names the root cause of a skip or failure message: its leading
+// "no <thing>" phrase (no RDMA device, no NVIDIA GPU, no CUDA driver), else
+// its first clause. Messages of one cause differ in detail (which modules,
+// which folder), so their keys, not their texts, are compared.
+func causeKey(msg string) string {
+	m := strings.TrimPrefix(msg, "GDR_STRICT=1: ")
+	head := m
+	if len(head) > 160 {
+		head = head[:160]
+	}
+	if loc := noPhrase.FindStringSubmatchIndex(head); loc != nil {
+		return "no " + head[loc[2]:loc[3]]
+	}
+	// A clause ends at ";" or at ": " (a colon inside a PCI address such
+	// as 0000:3b:00.0 or a path does not end one).
+	if loc := clauseEnd.FindStringIndex(m); loc != nil && loc[0] > 0 {
+		m = m[:loc[0]]
+	}
+	return strings.TrimSpace(m)
+}
+
+var clauseEnd = regexp.MustCompile(`;|:(\s|$)`)
+
+var noPhrase = regexp.MustCompile(`(?:^|: |, )no ((?:[A-Za-z0-9_.-]+ ){0,2}?[A-Za-z0-9_.-]+?)(?:\s*[:;,(]| in | under | on | for | is | was | and | loaded| found| so |$)`)
+
+// groupCauses puts requirements that failed or skipped for one cause under
+// it (two or more requirements), failures first.
+func groupCauses(rs []*ReqResult) []*Cause {
+	by := map[string]*Cause{}
+	var order []*Cause
+	key := func(r *ReqResult) string {
+		if r.Status == NotRun {
+			return r.Reason // "not run: conformance/install is not in this run"
+		}
+		return causeKey(r.Reason)
+	}
+	for _, r := range rs {
+		if r.Status == Pass || r.Reason == "" {
+			continue
+		}
+		k := string(r.Status) + "\x00" + key(r)
+		c := by[k]
+		if c == nil {
+			c = &Cause{Key: key(r), Status: r.Status, Example: r.Reason}
+			by[k] = c
+			order = append(order, c)
+		}
+		c.Reqs = append(c.Reqs, r.ID)
+		if len(r.Reason) > len(c.Example) {
+			c.Example = r.Reason // the fullest wording says most
+		}
+		if c.Remedy == "" {
+			c.Remedy = r.Remedy
+		}
+	}
+	var out []*Cause
+	for _, c := range order {
+		if len(c.Reqs) < 2 {
+			continue
+		}
+		out = append(out, c)
+		for _, r := range rs {
+			if r.Status != Pass && r.Reason != "" && string(r.Status)+"\x00"+key(r) == string(c.Status)+"\x00"+c.Key {
+				r.Cause = c.Key
+			}
+		}
+	}
+	rank := map[Status]int{Fail: 0, Skip: 1, NotRun: 2}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Status != out[j].Status {
+			return rank[out[i].Status] < rank[out[j].Status]
+		}
+		return len(out[i].Reqs) > len(out[j].Reqs)
+	})
+	return out
+}
+
+func hostVerdict(h *HostResult) Verdict {
+	var v Verdict
+	must := 0
+	for _, r := range h.Reqs {
+		if r.Level != string(reqs.Must) {
+			continue
+		}
+		must++
+		switch r.Status {
+		case Fail:
+			v.Failed++
+		case Skip, NotRun:
+			v.NotRun++
+		}
+	}
+	errs := len(h.Errors)
+	switch {
+	case v.Failed > 0 || errs > 0:
+		v.Verdict = NotQualified
+		v.Line = fmt.Sprintf("%s (%d)", NotQualified, v.Failed+errs)
+		v.Advice = fmt.Sprintf("%d of %d must requirements failed", v.Failed, must)
+		if errs > 0 {
+			v.Advice += fmt.Sprintf(", and %d failure(s) outside any test", errs)
+		}
+		v.Advice += ": fix the causes below, then run again"
+	case v.NotRun > 0:
+		v.Verdict = Incomplete
+		v.Line = fmt.Sprintf("%s (%d not run)", Incomplete, v.NotRun)
+		v.Advice = fmt.Sprintf("nothing failed, but %d of %d must requirements did not run (absent hardware or software skips): this run does not qualify the host", v.NotRun, must)
+		if h.Identity.Strict {
+			v.Advice += "; GDR_STRICT=1 was set, so these did not run for reasons other than absent hardware (build tags, -run filter)"
+		} else {
+			v.Advice += "; run with GDR_STRICT=1 (as qualification pipelines do) so that absent hardware fails"
+		}
+	default:
+		v.Verdict = Qualified
+		v.Line = Qualified
+		v.Advice = fmt.Sprintf("all %d must requirements passed", must)
+	}
+	return v
+}
+
+func overall(hs []*HostResult) Verdict {
+	if len(hs) == 1 {
+		return hs[0].Verdict
+	}
+	var v Verdict
+	for _, h := range hs {
+		switch h.Verdict.Verdict {
+		case NotQualified:
+			v.Failed++
+		case Incomplete:
+			v.NotRun++
+		}
+	}
+	switch {
+	case len(hs) == 0:
+		v.Verdict, v.Line, v.Advice = Incomplete, Incomplete+" (nothing ran)", "no host's results were found"
+		v.NotRun = 1
+	case v.Failed > 0:
+		v.Verdict, v.Line = NotQualified, fmt.Sprintf("%s (%d of %d hosts)", NotQualified, v.Failed, len(hs))
+		v.Advice = fmt.Sprintf("%d of %d hosts are not qualified", v.Failed, len(hs))
+	case v.NotRun > 0:
+		v.Verdict, v.Line = Incomplete, fmt.Sprintf("%s (%d of %d hosts not fully run)", Incomplete, v.NotRun, len(hs))
+		v.Advice = fmt.Sprintf("%d of %d hosts have must requirements that did not run; run with GDR_STRICT=1 so that absent hardware fails", v.NotRun, len(hs))
+	default:
+		v.Verdict, v.Line, v.Advice = Qualified, Qualified, fmt.Sprintf("all %d hosts qualified", len(hs))
+	}
+	return v
+}
+
+// ExitCode is what a command reporting r exits with: 0 for QUALIFIED, and
+// for INCOMPLETE unless strict; 1 for NOT QUALIFIED; 3 for INCOMPLETE when
+// a host ran with GDR_STRICT=1 (a pipeline that asked for proof did not get it).
+func (r *Report) ExitCode() int {
+	switch r.Verdict.Verdict {
+	case NotQualified:
+		return 1
+	case Incomplete:
+		for _, h := range r.Hosts {
+			if h.Identity.Strict {
+				return 3
+			}
+		}
+	}
+	return 0
+}
+
+var _ = strconv.Itoa
