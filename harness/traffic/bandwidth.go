@@ -286,9 +286,7 @@ func (b *bwEnd) post() (oob.Result, error) {
 			return oob.Result{}, err
 		}
 	}
-	el, err := allQPs(e, verbs.BWArgs{Op: sp.Op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
-		RKey: remote.RKey, Size: size, Iters: iters, TxDepth: td, CQMod: min(CQMod, td),
-		Warmup: min(td, iters/10), Timeout: stall(e, td, size), YieldAfter: yield})
+	el, err := allQPs(e, loopArgs(e, sp.Op, mr, laddr, raddr, remote.RKey, size, td, yield))
 	if err != nil {
 		return oob.Result{}, err
 	}

@@ -20,6 +20,17 @@ func stall(e *rc.End, td, size int) time.Duration {
 	return e.WaitBudget(int64(min(CQMod, td)) * int64(size))
 }
 
+// loopArgs are a measured bandwidth loop's settings, like perftest's:
+// GDR_BW_ITERS WRs of size bytes after a warm-up of a tenth of them (at
+// most td), td in flight, one signaled in CQMod, bounded by stall (the
+// caller sets the CQ).
+func loopArgs(e *rc.End, op verbs.Opcode, mr *verbs.MR, laddr, raddr uint64, rkey uint32, size, td int, yield time.Duration) verbs.BWArgs {
+	iters := e.Cfg.BWIters
+	return verbs.BWArgs{Op: op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
+		RKey: rkey, Size: size, Iters: iters, TxDepth: td, CQMod: min(CQMod, td),
+		Warmup: min(td, iters/10), Timeout: stall(e, td, size), YieldAfter: yield}
+}
+
 // allQPs runs a bandwidth loop on every queue pair of e at once, each on
 // its own thread with its own send CQ, on the NIC's local CPUs (perftest -q
 // posts round-robin from one thread; separate threads keep the C loop

@@ -102,9 +102,9 @@ func railPost(e *rc.End, step string, size int) (oob.Result, error) {
 	stop := e.Sess.Heartbeat()
 	var el time.Duration
 	err := e.OnNICCPUs(func() (err error) {
-		el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: verbs.OpWrite, Local: mr, LocalAddr: mr.Addr, RemoteAddr: remote.Addr,
-			RKey: remote.RKey, Size: size, Iters: e.Cfg.BWIters, TxDepth: td, CQMod: min(CQMod, td),
-			Warmup: min(td, e.Cfg.BWIters/10), Timeout: stall(e, td, size), YieldAfter: e.YieldAfter(size, min(CQMod, td))})
+		a := loopArgs(e, verbs.OpWrite, mr, mr.Addr, remote.Addr, remote.RKey, size, td, e.YieldAfter(size, min(CQMod, td)))
+		a.CQ = e.SCQ
+		el, err = e.QP.Bandwidth(a)
 		return err
 	})
 	stop()
