@@ -12,6 +12,8 @@
 // snapshots into changes, and Judge classifies each rise with the table in
 // table.go: errors fail, corrected errors warn, informational and data
 // counters are reported, unknown counters are reported and not judged.
+// StallCause reads the same delta for one transfer that stalled or failed
+// (stall.go): what the port's counters since the connection say it was.
 //
 // Every read goes through a hostfs.Root, so recorded trees under fixtures/
 // and a host mounted elsewhere (GDR_HOST_ROOT) read the same way; where the
