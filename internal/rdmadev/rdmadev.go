@@ -228,10 +228,16 @@ func uverbsNodes(r *hostfs.Root) map[string]string {
 // CheckName rejects an RDMA device name that would leave ClassDir (or is no
 // name at all): callers pass names from the environment and from the peer.
 func CheckName(name string) error {
-	if name == "" || strings.ContainsAny(name, "/ \x00") || name == "." || name == ".." {
+	if !pathSafe(name) {
 		return fmt.Errorf("RDMA device name %q is not valid", name)
 	}
 	return nil
+}
+
+// pathSafe: s names one entry of a sysfs directory (neither the kernel's
+// device nor its netdev names hold a '/' or a space).
+func pathSafe(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/ \x00")
 }
 
 // CheckPort rejects what cannot name a port of device dev: a bad device
@@ -275,7 +281,7 @@ func PortState(r *hostfs.Root, dev string, n int) (string, error) {
 // OperState reads a netdev's operstate ("up", "down", "lowerlayerdown"),
 // "" when the kernel leaves it empty.
 func OperState(r *hostfs.Root, netdev string) (string, error) {
-	if netdev == "" || strings.ContainsAny(netdev, "/\x00") || netdev == "." || netdev == ".." {
+	if !pathSafe(netdev) {
 		return "", fmt.Errorf("netdev name %q is not valid", netdev)
 	}
 	return r.ReadString(NetClassDir + "/" + netdev + "/operstate")
