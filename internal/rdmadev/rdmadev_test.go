@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/treecopy"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 )
 
 func root(t *testing.T, dir string) *hostfs.Root {
@@ -370,7 +370,7 @@ func TestBond(t *testing.T) {
 	assert.Equal(t, "RoCE v2", g.Type)
 
 	dir := t.TempDir()
-	require.NoError(t, treecopy.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
+	require.NoError(t, hostfstest.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "devices", "virtual", "net", "bond0", "bonding")))
 	d, err = Load(root(t, dir), "mlx5_bond_0")
 	require.NoError(t, err)
