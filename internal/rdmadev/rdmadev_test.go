@@ -13,7 +13,6 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
-	"github.com/gdrconf/gdrconf/internal/treecopy"
 )
 
 func root(t *testing.T, dir string) *hostfs.Root {
@@ -372,7 +371,7 @@ func TestBond(t *testing.T) {
 	assert.Equal(t, "RoCE v2", g.Type)
 
 	dir := t.TempDir()
-	require.NoError(t, treecopy.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
+	require.NoError(t, hostfstest.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "devices", "virtual", "net", "bond0", "bonding")))
 	d, err = Load(root(t, dir), "mlx5_bond_0")
 	require.NoError(t, err)

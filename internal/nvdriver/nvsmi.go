@@ -1,7 +1,4 @@
-// Package nvsmi parses the matrix `nvidia-smi topo -m` prints: GPU and NIC
-// labels, the link between every pair (X, NV#, PIX, PXB, PHB, NODE, SYS),
-// the CPU/NUMA affinity columns and the NIC legend (NIC0: mlx5_0).
-package nvsmi
+package nvdriver
 
 import (
 	"fmt"
@@ -13,8 +10,8 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 )
 
-// Matrix is one parsed `nvidia-smi topo -m` output.
-type Matrix struct {
+// TopoMatrix is one parsed `nvidia-smi topo -m` output.
+type TopoMatrix struct {
 	Labels []string          // column order: GPU0, GPU1, ..., NIC0 or mlx5_0, ...
 	Cells  map[string]string // "GPU0|NIC0" -> "PIX" (both orders)
 	// Affinity columns of GPU rows ("" where not printed).
@@ -28,14 +25,14 @@ type Matrix struct {
 	Legend map[string]string
 }
 
-// Pair is one unordered pair of devices and the link between them.
-type Pair struct {
+// TopoPair is one unordered pair of devices and the link between them.
+type TopoPair struct {
 	A, B string // labels, A before B in column order
 	Link string // NV18, PIX, ...
 }
 
-// Link is a decoded matrix cell.
-type Link struct {
+// TopoLink is a decoded matrix cell.
+type TopoLink struct {
 	Self    bool
 	NVLinks int             // NV# bonded NVLinks; 0 if the pair talks over PCIe
 	Class   pathclass.Class // PCIe path class when NVLinks == 0 and !Self
@@ -45,39 +42,39 @@ var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
 var nvRE = regexp.MustCompile(`^NV([0-9]{1,3})$`)
 
-// ParseLink decodes a cell ("X", "NV18", "PIX", ... ; "SOC" is the old name of SYS).
-func ParseLink(s string) (Link, error) {
+// ParseTopoLink decodes a cell ("X", "NV18", "PIX", ... ; "SOC" is the old name of SYS).
+func ParseTopoLink(s string) (TopoLink, error) {
 	t := strings.TrimSpace(s)
 	switch t {
 	case "X":
-		return Link{Self: true}, nil
+		return TopoLink{Self: true}, nil
 	case "SOC":
-		return Link{Class: pathclass.SYS}, nil
+		return TopoLink{Class: pathclass.SYS}, nil
 	}
 	if m := nvRE.FindStringSubmatch(t); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if n < 1 {
-			return Link{}, fmt.Errorf("topology cell %s: NVLink count must be at least 1", clip.Quote(s))
+			return TopoLink{}, fmt.Errorf("topology cell %s: NVLink count must be at least 1", clip.Quote(s))
 		}
-		return Link{NVLinks: n}, nil
+		return TopoLink{NVLinks: n}, nil
 	}
 	c, err := pathclass.Parse(t)
 	if err != nil || t == "" {
-		return Link{}, fmt.Errorf("topology cell %s: want X, NV<n>, PIX, PXB, PHB, NODE or SYS", clip.Quote(s))
+		return TopoLink{}, fmt.Errorf("topology cell %s: want X, NV<n>, PIX, PXB, PHB, NODE or SYS", clip.Quote(s))
 	}
-	return Link{Class: c}, nil
+	return TopoLink{Class: c}, nil
 }
 
 var labelRE = regexp.MustCompile(`^(GPU[0-9]+|NIC[0-9]+|[A-Za-z][A-Za-z0-9_]*_[0-9]+)$`)
 
-// IsGPU reports whether a label names a GPU (GPU0, GPU1, ...).
-func IsGPU(label string) bool { return strings.HasPrefix(label, "GPU") }
+// IsGPULabel reports whether a label names a GPU (GPU0, GPU1, ...).
+func IsGPULabel(label string) bool { return strings.HasPrefix(label, "GPU") }
 
-// Parse reads `nvidia-smi topo -m` output.
-func Parse(out string) (*Matrix, error) {
+// ParseTopo reads `nvidia-smi topo -m` output.
+func ParseTopo(out string) (*TopoMatrix, error) {
 	text := ansi.ReplaceAllString(strings.ReplaceAll(out, "\r", ""), "")
 	lines := strings.Split(text, "\n")
-	m := &Matrix{Cells: map[string]string{}, CPUAffinity: map[string]string{}, NUMAAffinity: map[string]string{},
+	m := &TopoMatrix{Cells: map[string]string{}, CPUAffinity: map[string]string{}, NUMAAffinity: map[string]string{},
 		GPUNUMAID: map[string]string{}, NICNames: map[string]string{}, Legend: map[string]string{}}
 	hdr := -1
 	var extra []string // affinity column names after the device columns
@@ -134,7 +131,7 @@ func Parse(out string) (*Matrix, error) {
 		}
 		for j := 0; j < n; j++ {
 			cell := strings.TrimSpace(raw[j+1])
-			lk, err := ParseLink(cell)
+			lk, err := ParseTopoLink(cell)
 			if err != nil {
 				return nil, fmt.Errorf("nvidia-smi topo -m: row %s, column %s: %w", label, m.Labels[j], err)
 			}
@@ -151,7 +148,7 @@ func Parse(out string) (*Matrix, error) {
 			}
 			return ""
 		}
-		if IsGPU(label) {
+		if IsGPULabel(label) {
 			m.CPUAffinity[label] = get(0)
 			m.NUMAAffinity[label] = get(1)
 			// GPU NUMA ID follows after an empty cell in current drivers.
@@ -194,7 +191,7 @@ func Parse(out string) (*Matrix, error) {
 		}
 	}
 	for _, l := range m.Labels {
-		if !IsGPU(l) && m.NICNames[l] == "" {
+		if !IsGPULabel(l) && m.NICNames[l] == "" {
 			if strings.HasPrefix(l, "NIC") {
 				return nil, fmt.Errorf("nvidia-smi topo -m: %s has no entry in the NIC legend", l)
 			}
@@ -216,21 +213,21 @@ func fields(ln string) []string {
 }
 
 // Pairs lists every unordered pair of distinct devices in column order.
-func (m *Matrix) Pairs() []Pair {
-	var out []Pair
+func (m *TopoMatrix) Pairs() []TopoPair {
+	var out []TopoPair
 	for i, a := range m.Labels {
 		for _, b := range m.Labels[i+1:] {
-			out = append(out, Pair{A: a, B: b, Link: m.Cells[a+"|"+b]})
+			out = append(out, TopoPair{A: a, B: b, Link: m.Cells[a+"|"+b]})
 		}
 	}
 	return out
 }
 
 // GPUs lists the GPU labels in order.
-func (m *Matrix) GPUs() []string {
+func (m *TopoMatrix) GPUs() []string {
 	var out []string
 	for _, l := range m.Labels {
-		if IsGPU(l) {
+		if IsGPULabel(l) {
 			out = append(out, l)
 		}
 	}
@@ -238,7 +235,7 @@ func (m *Matrix) GPUs() []string {
 }
 
 // Cell returns the link between two labels.
-func (m *Matrix) Cell(a, b string) (string, bool) {
+func (m *TopoMatrix) Cell(a, b string) (string, bool) {
 	v, ok := m.Cells[a+"|"+b]
 	return v, ok
 }

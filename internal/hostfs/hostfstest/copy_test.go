@@ -1,4 +1,4 @@
-package treecopy
+package hostfstest
 
 import (
 	"os"

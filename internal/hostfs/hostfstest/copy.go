@@ -1,7 +1,4 @@
-// Package treecopy copies a recorded or constructed host tree (files,
-// folders, symbolic links kept as links) so that a test can change a copy:
-// the sysfs trees under fixtures/hosts are links all the way down.
-package treecopy
+package hostfstest
 
 import (
 	"io/fs"
@@ -9,7 +6,10 @@ import (
 	"path/filepath"
 )
 
-// Copy copies src into dst (created as needed).
+// Copy copies a recorded or constructed host tree src into dst (created as
+// needed) so that a test can change the copy: files, folders, and symbolic
+// links kept as links, since the sysfs trees under fixtures/hosts are links
+// all the way down.
 func Copy(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

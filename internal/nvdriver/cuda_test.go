@@ -1,4 +1,4 @@
-package cudaver
+package nvdriver
 
 import (
 	"testing"
@@ -24,14 +24,14 @@ Build cuda_11.8.r11.8/compiler.31833905_0
 func TestParseNvcc(t *testing.T) {
 	v, err := ParseNvcc(nvcc13)
 	require.NoError(t, err)
-	assert.Equal(t, Version{13, 0, 88}, v)
+	assert.Equal(t, CUDAVersion{13, 0, 88}, v)
 	assert.Equal(t, "13.0", v.String())
 	assert.Equal(t, "13.0.88", v.Full())
 	assert.Equal(t, 13000, v.Int())
 
 	v, err = ParseNvcc(nvcc118)
 	require.NoError(t, err)
-	assert.Equal(t, Version{11, 8, 89}, v)
+	assert.Equal(t, CUDAVersion{11, 8, 89}, v)
 
 	for _, bad := range []string{
 		"",
@@ -46,23 +46,23 @@ func TestParseNvcc(t *testing.T) {
 	}
 }
 
-func TestFromInt(t *testing.T) {
+func TestCUDAFromInt(t *testing.T) {
 	for n, want := range map[int]string{13000: "13.0", 12040: "12.4", 11080: "11.8", 1000: "1.0", 12090: "12.9"} {
-		v, err := FromInt(n)
+		v, err := CUDAFromInt(n)
 		require.NoError(t, err)
 		assert.Equal(t, want, v.String())
 		assert.Equal(t, n, v.Int())
 	}
 	for _, n := range []int{0, -1, 999, 13001, 1 << 40} {
-		_, err := FromInt(n)
+		_, err := CUDAFromInt(n)
 		assert.Error(t, err, n)
 	}
 }
 
-func TestAtMost(t *testing.T) {
-	v := func(a, b int) Version { return Version{Major: a, Minor: b} }
+func TestCUDAVersionAtMost(t *testing.T) {
+	v := func(a, b int) CUDAVersion { return CUDAVersion{Major: a, Minor: b} }
 	assert.True(t, v(13, 0).AtMost(v(13, 0)))
-	assert.True(t, Version{13, 0, 88}.AtMost(v(13, 0)), "patch ignored")
+	assert.True(t, CUDAVersion{13, 0, 88}.AtMost(v(13, 0)), "patch ignored")
 	assert.True(t, v(12, 9).AtMost(v(13, 0)))
 	assert.False(t, v(13, 1).AtMost(v(13, 0)))
 	assert.False(t, v(14, 0).AtMost(v(13, 9)))
@@ -82,33 +82,33 @@ func FuzzParseNvcc(f *testing.F) {
 	})
 }
 
-func FuzzFromInt(f *testing.F) {
+func FuzzCUDAFromInt(f *testing.F) {
 	f.Add(13000)
 	f.Fuzz(func(t *testing.T, n int) {
-		v, err := FromInt(n)
+		v, err := CUDAFromInt(n)
 		if err != nil {
 			return
 		}
 		if v.Int() != n {
-			t.Fatalf("FromInt(%d).Int() = %d", n, v.Int())
+			t.Fatalf("CUDAFromInt(%d).Int() = %d", n, v.Int())
 		}
 	})
 }
 
-func TestCompatible(t *testing.T) {
-	v := func(ma, mi int) Version { return Version{Major: ma, Minor: mi} }
+func TestCUDACompatible(t *testing.T) {
+	v := func(ma, mi int) CUDAVersion { return CUDAVersion{Major: ma, Minor: mi} }
 	for _, tc := range []struct {
-		tk, drv Version
-		want    Compat
+		tk, drv CUDAVersion
+		want    CUDACompat
 	}{
-		{v(12, 4), v(12, 4), Supported},
-		{v(12, 2), v(13, 0), Supported},
-		{v(12, 8), v(12, 4), MinorCompat},
-		{v(13, 0), v(12, 8), Unsupported},
-		{v(13, 1), v(13, 0), MinorCompat},
+		{v(12, 4), v(12, 4), CUDASupported},
+		{v(12, 2), v(13, 0), CUDASupported},
+		{v(12, 8), v(12, 4), CUDAMinorCompat},
+		{v(13, 0), v(12, 8), CUDAUnsupported},
+		{v(13, 1), v(13, 0), CUDAMinorCompat},
 	} {
-		if got := Compatible(tc.tk, tc.drv); got != tc.want {
-			t.Errorf("Compatible(%s, %s) = %d, want %d", tc.tk, tc.drv, got, tc.want)
+		if got := CUDACompatible(tc.tk, tc.drv); got != tc.want {
+			t.Errorf("CUDACompatible(%s, %s) = %d, want %d", tc.tk, tc.drv, got, tc.want)
 		}
 	}
 }

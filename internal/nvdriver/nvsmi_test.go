@@ -1,4 +1,4 @@
-package nvsmi
+package nvdriver
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func sample(t *testing.T, name string) string {
 }
 
 func TestRecordedH200(t *testing.T) {
-	m, err := Parse(sample(t, "h200-1.txt"))
+	m, err := ParseTopo(sample(t, "h200-1.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"GPU0"}, m.Labels)
 	assert.Empty(t, m.Pairs())
@@ -32,7 +32,7 @@ func TestRecordedH200(t *testing.T) {
 }
 
 func TestHGX(t *testing.T) {
-	m, err := Parse(sample(t, "hgx-8gpu-4nic.txt"))
+	m, err := ParseTopo(sample(t, "hgx-8gpu-4nic.txt"))
 	require.NoError(t, err)
 	require.Len(t, m.Labels, 12)
 	assert.Len(t, m.GPUs(), 8)
@@ -51,14 +51,14 @@ func TestHGX(t *testing.T) {
 }
 
 func TestX2AndOldStyle(t *testing.T) {
-	m, err := Parse(sample(t, "h200x2-nv18.txt"))
+	m, err := ParseTopo(sample(t, "h200x2-nv18.txt"))
 	require.NoError(t, err)
-	require.Equal(t, []Pair{{A: "GPU0", B: "GPU1", Link: "NV18"}}, m.Pairs())
-	lk, err := ParseLink(m.Pairs()[0].Link)
+	require.Equal(t, []TopoPair{{A: "GPU0", B: "GPU1", Link: "NV18"}}, m.Pairs())
+	lk, err := ParseTopoLink(m.Pairs()[0].Link)
 	require.NoError(t, err)
 	assert.Equal(t, 18, lk.NVLinks)
 
-	m, err = Parse(sample(t, "old-style-2gpu.txt"))
+	m, err = ParseTopo(sample(t, "old-style-2gpu.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"GPU0", "GPU1", "mlx5_0"}, m.Labels)
 	assert.Equal(t, "mlx5_0", m.NICNames["mlx5_0"])
@@ -67,22 +67,22 @@ func TestX2AndOldStyle(t *testing.T) {
 	assert.Contains(t, m.Legend, "SOC")
 }
 
-func TestParseLink(t *testing.T) {
-	for in, want := range map[string]Link{
+func TestParseTopoLink(t *testing.T) {
+	for in, want := range map[string]TopoLink{
 		" X ": {Self: true}, "NV4": {NVLinks: 4}, "PIX": {Class: pathclass.PIX}, "PXB": {Class: pathclass.PXB},
 		"PHB": {Class: pathclass.PHB}, "NODE": {Class: pathclass.NODE}, "SYS": {Class: pathclass.SYS}, "SOC": {Class: pathclass.SYS},
 	} {
-		got, err := ParseLink(in)
+		got, err := ParseTopoLink(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
 	for _, bad := range []string{"", "NV", "NV0", "NV1234", "FAST", "UNKNOWN"} {
-		_, err := ParseLink(bad)
+		_, err := ParseTopoLink(bad)
 		assert.Error(t, err, "%q", bad)
 	}
 }
 
-func TestMalformed(t *testing.T) {
+func TestParseTopoMalformed(t *testing.T) {
 	good := sample(t, "hgx-8gpu-4nic.txt")
 	for name, tc := range map[string]struct{ in, want string }{
 		"empty":       {"", "no header line"},
@@ -94,13 +94,13 @@ func TestMalformed(t *testing.T) {
 		"missing row": {strings.Replace(good, "\nGPU7\t", "\ngpu7\t", 1), "no row for GPU7, NIC0, NIC1, NIC2, NIC3 (line 9 reads \"gpu7"},
 		"bad legend":  {strings.Replace(good, "NIC3: mlx5_3", "NIC9: mlx5_3", 1), "NIC9"},
 	} {
-		_, err := Parse(tc.in)
+		_, err := ParseTopo(tc.in)
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), tc.want, name)
 	}
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzParseTopo(f *testing.F) {
 	for _, n := range []string{"h200-1.txt", "hgx-8gpu-4nic.txt", "h200x2-nv18.txt", "old-style-2gpu.txt"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "nvsmi", n))
 		if err != nil {
@@ -109,12 +109,12 @@ func FuzzParse(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := Parse(s)
+		m, err := ParseTopo(s)
 		if err != nil {
 			return
 		}
 		for _, p := range m.Pairs() {
-			if _, err := ParseLink(p.Link); err != nil {
+			if _, err := ParseTopoLink(p.Link); err != nil {
 				t.Fatalf("pair %v has a bad link: %v", p, err)
 			}
 		}
