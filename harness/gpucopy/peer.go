@@ -73,13 +73,15 @@ type PeerBuffers struct {
 	src, dst *cuda.Mem
 	want     []byte
 	N        int
+	dir      string // "<source GPU> -> <destination GPU>"
 }
 
 // NewPeerBuffers allocates n bytes on from, filled with seed's pattern, and
 // n plus a guard on to, poisoned.
 func NewPeerBuffers(t *testing.T, from, to *cuda.Context, n int, seed uint64) PeerBuffers {
 	t.Helper()
-	p := PeerBuffers{src: cuda.Alloc(t, from, n), dst: cuda.Alloc(t, to, n+guard), want: make([]byte, n), N: n}
+	p := PeerBuffers{src: cuda.Alloc(t, from, n), dst: cuda.Alloc(t, to, n+guard), want: make([]byte, n), N: n,
+		dir: fmt.Sprintf("%s -> %s", from.Dev.PCI, to.Dev.PCI)}
 	membuf.Pattern(p.want, seed)
 	if err := p.src.Fill(p.want); err != nil {
 		testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: %v", from.Dev.PCI, err)
@@ -110,9 +112,7 @@ func (p PeerBuffers) Verify() error {
 }
 
 // Dir is "<source GPU> -> <destination GPU>".
-func (p PeerBuffers) Dir() string {
-	return fmt.Sprintf("%s -> %s", p.src.Context().Dev.PCI, p.dst.Context().Dev.PCI)
-}
+func (p PeerBuffers) Dir() string { return p.dir }
 
 // VerifyAll verifies every direction, joining what went wrong, each error
 // prefixed with its direction.
