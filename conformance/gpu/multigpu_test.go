@@ -86,18 +86,21 @@ func concurrentCheck(t *testing.T, id string, dir cuda.Direction) {
 	r.Record(t, frac)
 	t.Log(r.Summary())
 	for _, g := range r.Copiers {
-		t.Run(g.Dev.PCI, func(t *testing.T) {
-			testenv.Req(t, id)
-			railAttrs(t, g.Dev)
-			share := r.RecordGPU(t, g, frac)
-			if g.Dev.Emulated {
-				testenv.Absent(t, "GPU %s is the lab's emulated GPU: its copies are CPU memcpy, which shares no PCIe uplink; %.2f of its solo rate with %d GPUs copying at once is reported, not judged",
-					g.Dev.PCI, r.Fraction[g.Dev.PCI], len(r.Copiers))
-			}
-			if err := r.Shortfall(g, cuda.GPUName(t, g.Dev), frac, share); err != nil {
-				testenv.Failf(t, "GPUs behind one PCIe switch uplink share it: check the upstream port's link (lspci -vvv: LnkSta) and that each GPU has the uplink the platform is built with; check that pinned buffers sit on each GPU's NUMA node (gdr.pinned_numa) and that every memory channel is populated", "%v", err)
-			}
-		})
+		t.Run(g.Dev.PCI, func(t *testing.T) { concurrentVerdict(t, id, r, g, frac) })
+	}
+}
+
+// concurrentVerdict judges one GPU of a concurrent run in its subtest.
+func concurrentVerdict(t *testing.T, id string, r *gpucopy.Concurrent, g *gpucopy.HostCopier, frac float64) {
+	testenv.Req(t, id)
+	railAttrs(t, g.Dev)
+	share := r.RecordGPU(t, g, frac)
+	if g.Dev.Emulated {
+		testenv.Absent(t, "GPU %s is the lab's emulated GPU: its copies are CPU memcpy, which shares no PCIe uplink; %.2f of its solo rate with %d GPUs copying at once is reported, not judged",
+			g.Dev.PCI, r.Fraction[g.Dev.PCI], len(r.Copiers))
+	}
+	if err := r.Shortfall(g, cuda.GPUName(t, g.Dev), frac, share); err != nil {
+		testenv.Failf(t, "GPUs behind one PCIe switch uplink share it: check the upstream port's link (lspci -vvv: LnkSta) and that each GPU has the uplink the platform is built with; check that pinned buffers sit on each GPU's NUMA node (gdr.pinned_numa) and that every memory channel is populated", "%v", err)
 	}
 }
 
@@ -119,17 +122,23 @@ func forEachPair(t *testing.T, id string, check func(t *testing.T, a, b cuda.Dev
 	for i, a := range devs {
 		for _, b := range devs[i+1:] {
 			t.Run(a.PCI+"-"+b.PCI, func(t *testing.T) {
-				testenv.Req(t, id)
-				railAttrs(t, a)
-				testenv.Attr(t, "gpu_peer", b.PCI)
-				testenv.Attr(t, "gpu_name", a.Name)
-				testenv.Attr(t, "mem", a.MemLabel())
+				pairAttrs(t, id, a, b)
 				link := gpucopy.LinkOf(t, h, nvErr, a, b)
 				link.Record(t)
 				check(t, a, b, link, h)
 			})
 		}
 	}
+}
+
+// pairAttrs records a pair's requirement, a's rail and the peer.
+func pairAttrs(t *testing.T, id string, a, b cuda.Device) {
+	t.Helper()
+	testenv.Req(t, id)
+	railAttrs(t, a)
+	testenv.Attr(t, "gpu_peer", b.PCI)
+	testenv.Attr(t, "gpu_name", a.Name)
+	testenv.Attr(t, "mem", a.MemLabel())
 }
 
 // noPeerAccess ends a pair that cannot reach each other: absent where the
