@@ -2,7 +2,6 @@ package config
 
 import (
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,23 +248,6 @@ func TestMalformedValues(t *testing.T) {
 		{"GDR_RAILS", "huge", huge, "rail indices"},
 		{"GDR_MR", "garbage", "gdr", "auto, peermem or dmabuf"},
 		{"GDR_MR", "huge", hugeText, "auto, peermem or dmabuf"},
-		{"GDR_PAIRING", "garbage", "star", "want ring"},
-		{"GDR_PAIRING", "huge", hugeText, "want ring"},
-		{"GDR_CLUSTER_SECRET_FILE", "garbage", "/run/s\x00", "no NUL bytes"},
-		{"GDR_CLUSTER_SECRET_FILE", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_CLUSTER_PORTS", "out of range", "80-2000", "within 1024-65535"},
-		{"GDR_CLUSTER_PORTS", "garbage", "5", "LO-HI"},
-		{"GDR_CLUSTER_PORTS", "huge", huge, "LO-HI"},
-		{"GDR_PEER_SUFFIX", "garbage", "/x", "host name characters"},
-		{"GDR_PEER_SUFFIX", "huge", hugeText + "/", "host name characters"},
-		{"GDR_REPAIR_ROUNDS", "out of range", "17", "0 to 16"},
-		{"GDR_REPAIR_ROUNDS", "garbage", "x", "0 to 16"},
-		{"GDR_REPAIR_ROUNDS", "huge", huge, "0 to 16"},
-		{"GDR_REPORTS", "garbage", "reports\x00", "no NUL bytes"},
-		{"GDR_REPORTS", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_PAIR_MIN_FRACTION", "wrong unit", "50%", "0.5, not 50%"},
-		{"GDR_PAIR_MIN_FRACTION", "out of range", "2", "0 to 1"},
-		{"GDR_PAIR_MIN_FRACTION", "huge", huge, "0 to 1"},
 		{"GDR_STRICT", "out of range", "2", "1 or 0"},
 		{"GDR_STRICT", "garbage", "maybe", "1 or 0"},
 		{"GDR_STRICT", "huge", huge, "1 or 0"},
@@ -387,11 +369,7 @@ func TestMalformedValues(t *testing.T) {
 		covered[tc.name][tc.kind] = true
 		t.Run(tc.name+" "+tc.kind+" "+clip.Quote(tc.val), func(t *testing.T) {
 			var err error
-			if slices.Contains(ClusterVars, tc.name) {
-				require.NotPanics(t, func() { _, err = ParseCluster(env(tc.name, tc.val)) })
-			} else {
-				require.NotPanics(t, func() { _, err = Parse(env(tc.name, tc.val)) })
-			}
+			require.NotPanics(t, func() { _, err = Parse(env(tc.name, tc.val)) })
 			require.Error(t, err)
 			msg := err.Error()
 			assert.Contains(t, msg, tc.name)
@@ -406,11 +384,8 @@ func TestMalformedValues(t *testing.T) {
 	}
 	// Every variable has its huge case and at least one other; a secret is
 	// taken as given (any bytes, never shown): GDR_TOKEN has only its length
-	// cap, GDR_CLUSTER_SECRET not even that.
-	for _, v := range append(slices.Clone(Vars), ClusterVars...) {
-		if v == "GDR_CLUSTER_SECRET" {
-			continue
-		}
+	// cap. The cluster variables have their cases in cluster/config_test.go.
+	for _, v := range Vars {
 		assert.True(t, covered[v]["huge"], "%s has no huge-value case", v)
 		if v != "GDR_TOKEN" {
 			assert.GreaterOrEqual(t, len(covered[v]), 2, "%s needs more malformed cases", v)
