@@ -3,19 +3,26 @@ package lab
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
 // HostMemSuffix marks the hosts of the lab's host-memory pingpong run
 // (server-hostmem, client-hostmem) when the other runs use the emulated GPU.
 const HostMemSuffix = "-hostmem"
 
-// emulatedMust are the checks the emulated GPU must pass in the lab: on it,
-// the GPU data path runs for real against rxe. dma-buf is not among them:
-// rxe has no dma-buf MRs and the lab kernel no udmabuf.
-var emulatedMust = map[string][]string{
-	PingpongPkg:          {"PP-01", "PP-02", "PP-03", "PP-04", "PP-05", "PP-06", "PP-07", "PP-08", "PP-09"},
-	"conformance/memreg": {"MREG-01", "MREG-02", "MREG-03", "MREG-05"},
-	"conformance/gpu":    {"GPU-01", "GPU-02", "GPU-03", "GPU-06"},
+// emulatedMust are the requirements of package pkg that the emulated GPU
+// must pass in the lab (reqs.Req.EmulatedMust): on it, the GPU data path
+// runs for real against rxe. dma-buf is not among them: rxe has no dma-buf
+// MRs and the lab kernel no udmabuf.
+func emulatedMust(pkg string) []string {
+	var ids []string
+	for _, r := range reqs.All() {
+		if r.EmulatedMust && "conformance/"+r.Area == pkg {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 // EmulatedVerdict checks that the runs with the emulated GPU installed
@@ -27,8 +34,8 @@ var emulatedMust = map[string][]string{
 func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 	ran := map[string]int{}
 	for _, s := range suites {
-		must, ok := emulatedMust[s.Pkg]
-		if !ok || strings.HasSuffix(s.Host, HostMemSuffix) {
+		must := emulatedMust(s.Pkg)
+		if len(must) == 0 || strings.HasSuffix(s.Host, HostMemSuffix) {
 			continue
 		}
 		passed := map[string]bool{}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -181,34 +182,25 @@ func Summary(w io.Writer, suites []*Suite) {
 	fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, "total", pw, "", tot.Pass, tot.Fail, tot.Skip)
 }
 
-// gpuOnlyReqs are the requirements whose tests need a CUDA GPU. The lab's
-// VMs have none, so a skip of these, and only for that reason, is expected
-// even in a mustRun package; everything else there must run.
-var gpuOnlyReqs = map[string]string{
-	"PP-09": "host vs GPU memory comparison: the GPU half needs libcuda.so.1 and a GPU",
-}
-
-// gpuSkip reports whether t is a GPU-only test skipped for want of a GPU
-// (the skip names libcuda.so.1 or says no GPU). A GPU-only test skipped for
-// any other reason (say, no RDMA device) is not excused.
+// gpuSkip reports whether t is a test the lab expects to skip: a GPU-only
+// requirement's (reqs.Req.GPUOnly) skipped for want of a GPU (the skip names
+// libcuda.so.1 or says no GPU; the lab's VMs have none), or a multi-rail
+// one's (reqs.Req.MultiRail) for want of a second rail (the two-VM lab has
+// one per VM, make lab-cluster has two). Skipped for any other reason (say,
+// no RDMA device) it is not excused.
 func gpuSkip(t *TestResult) bool {
 	if t.Action != "skip" {
 		return false
 	}
 	why := t.Attrs["gdr.skip"] + "\n" + t.Output.String()
-	if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+	r, _ := reqs.Lookup(t.Attrs["gdr.req"])
+	if r.MultiRail {
 		return strings.Contains(why, "needs two or more rails")
 	}
-	if _, ok := gpuOnlyReqs[t.Attrs["gdr.req"]]; !ok {
+	if !r.GPUOnly {
 		return false
 	}
 	return strings.Contains(why, "libcuda.so.1") || strings.Contains(why, "no GPU")
-}
-
-// multiRailReqs need two or more rails; the two-VM lab has one per VM (make
-// lab-cluster has two), so their skip for that reason alone is expected.
-var multiRailReqs = map[string]string{
-	"PP-10": "all rails at once: needs two or more rails",
 }
 
 // GPUSkips lists, for the lab's NOTE, the GPU-only tests of the mustRun
@@ -226,7 +218,7 @@ func GPUSkips(suites []*Suite, mustRun []string) []string {
 					why = firstLine(t.Output.String())
 				}
 				what := "the VMs have no GPU"
-				if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+				if r, _ := reqs.Lookup(t.Attrs["gdr.req"]); r.MultiRail {
 					what = "each VM has one rail (make lab-cluster has two)"
 				}
 				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: %s (%s)", s.Name(), t.Name, t.Attrs["gdr.req"], what, why))
@@ -238,7 +230,7 @@ func GPUSkips(suites []*Suite, mustRun []string) []string {
 
 // Verdict decides the lab's outcome: any failure fails, and so does any
 // skipped test of the packages in mustRun (the lab exists to prove those
-// really run), except GPU-only tests skipped for want of a GPU (gpuOnlyReqs).
+// really run), except the skips gpuSkip expects.
 func Verdict(suites []*Suite, mustRun []string) []string {
 	var problems []string
 	for _, s := range suites {
