@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"regexp"
 	"strings"
 	"testing"
@@ -178,41 +177,10 @@ func TestCauseKey(t *testing.T) {
 	}
 }
 
-// junitDoc is JUnit as a CI system reads it back.
-type junitDoc struct {
-	Suites []struct {
-		Name     string `xml:"name,attr"`
-		Hostname string `xml:"hostname,attr"`
-		Tests    int    `xml:"tests,attr"`
-		Failures int    `xml:"failures,attr"`
-		Skipped  int    `xml:"skipped,attr"`
-		Props    []struct {
-			Name  string `xml:"name,attr"`
-			Value string `xml:"value,attr"`
-		} `xml:"properties>property"`
-		Cases []struct {
-			Name      string `xml:"name,attr"`
-			Classname string `xml:"classname,attr"`
-			Props     []struct {
-				Name  string `xml:"name,attr"`
-				Value string `xml:"value,attr"`
-			} `xml:"properties>property"`
-			Failure *struct {
-				Message string `xml:"message,attr"`
-				Body    string `xml:",chardata"`
-			} `xml:"failure"`
-			Skipped *struct {
-				Message string `xml:"message,attr"`
-				Body    string `xml:",chardata"`
-			} `xml:"skipped"`
-		} `xml:"testcase"`
-	} `xml:"testsuite"`
-}
-
-func parseJUnit(t *testing.T, b []byte) junitDoc {
+func parseJUnit(t *testing.T, b []byte) JUnit {
 	t.Helper()
-	var doc junitDoc
-	require.NoError(t, xml.Unmarshal(b, &doc))
+	doc, err := ParseJUnit(bytes.NewReader(b))
+	require.NoError(t, err)
 	return doc
 }
 
@@ -221,7 +189,7 @@ func parseJUnit(t *testing.T, b []byte) junitDoc {
 // in every case name (GitLab keeps one case per name), a failure's message
 // one line of cause and remedy, a skip's message the reason alone, the full
 // output in the body, gdr.req on every case, and unit-bearing keys.
-func checkJUnitRules(t *testing.T, doc junitDoc) {
+func checkJUnitRules(t *testing.T, doc JUnit) {
 	t.Helper()
 	names := map[string]bool{}
 	for _, s := range doc.Suites {
@@ -268,10 +236,7 @@ func checkJUnitRules(t *testing.T, doc junitDoc) {
 
 var reqNamed = regexp.MustCompile(`^Test[A-Z]+\d{2}[A-Z]`)
 
-func msg(r *struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}) string {
+func msg(r *JUnitResult) string {
 	if r == nil {
 		return ""
 	}
