@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+
 	"github.com/gdrconf/gdrconf/internal/reqs"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // HostMemSuffix marks the hosts of the lab's host-memory pingpong run
@@ -40,24 +43,19 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 		}
 		passed := map[string]bool{}
 		onGPU := map[string]bool{} // top-level test -> it or a subtest ran on gpu-emulated
-		var top []*TestResult
-		rootReq := map[string]string{}
+		var top []*report.Case
 		for _, t := range s.Tests() {
 			root, _, sub := strings.Cut(t.Name, "/")
-			req := t.Attrs["gdr.req"]
-			if req == "" {
-				req = rootReq[root] // subtests inherit the requirement
-			}
+			req := t.Req // subtests inherit the requirement
 			if !sub {
-				rootReq[root] = req
 				top = append(top, t)
-				if t.Action == "pass" {
-					passed[t.Attrs["gdr.req"]] = true
+				if t.Result == gtr.Pass {
+					passed[t.Own["gdr.req"]] = true
 				}
 			}
-			mem, has := t.Attrs["gdr.mem"]
+			mem, has := t.Own["gdr.mem"]
 			switch {
-			case !has || t.Action != "pass":
+			case !has || t.Result != gtr.Pass:
 			case mem == "gpu-emulated":
 				onGPU[root] = true
 			case strings.HasSuffix(t.Name, "/host") || strings.Contains(t.Name, "/host/"):
@@ -67,9 +65,9 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 			}
 		}
 		for _, t := range top {
-			req := t.Attrs["gdr.req"]
+			req := t.Own["gdr.req"]
 			switch {
-			case t.Action != "pass", s.Pkg == "conformance/gpu", req == "MREG-01", req == "MREG-02", strings.HasPrefix(req, "HLTH-"): // HLTH moves no data of its own
+			case t.Result != gtr.Pass, s.Pkg == "conformance/gpu", req == "MREG-01", req == "MREG-02", strings.HasPrefix(req, "HLTH-"): // HLTH moves no data of its own
 			case !onGPU[t.Name]:
 				problems = append(problems, fmt.Sprintf("%s: %s (%s) passed, but neither it nor a subtest ran on gdr.mem=gpu-emulated: the GPU path did not run", s.Name(), t.Name, req))
 			default:

@@ -81,13 +81,13 @@ func labOutput(suites []*Suite, emulated bool) string {
 		fmt.Fprintf(&b, "suite %s %d/%d/%d\n", s.Name(), c.Pass, c.Fail, c.Skip)
 		for _, t := range s.Tests() {
 			var attrs []string
-			for k, v := range t.Attrs {
+			for k, v := range t.Own {
 				attrs = append(attrs, k+"="+v)
 			}
 			sort.Strings(attrs)
-			out := t.Output.String()
+			out := output(t)
 			fmt.Fprintf(&b, "  %s %q %.3f gpuSkip=%v %s\n    first: %s\n    fail: %s\n    one: %s\n",
-				t.Name, t.Action, t.Elapsed, gpuSkip(t), strings.Join(attrs, " "), firstLine(out), firstFailLine(out), oneLine(out))
+				t.Name, action(t), t.Duration.Seconds(), gpuSkip(t), strings.Join(attrs, " "), firstLine(out), firstFailLine(out), oneLine(out))
 		}
 	}
 	return b.String()

@@ -302,3 +302,16 @@ func TestSummaries(t *testing.T) {
 	assert.NotEmpty(t, sum.Requirements)
 	assert.Equal(t, "h200", sum.Hosts[0].Host)
 }
+
+// test2json cuts a long line into several output events, only the last
+// ending in a newline: the case keeps it one line.
+func TestLongLineStaysOneLine(t *testing.T) {
+	pkg := "github.com/gdrconf/gdrconf/conformance/pingpong"
+	out := func(s string) Event { return Event{Action: "output", Package: pkg, Test: "TestPP01Device", Output: s} }
+	evs := []Event{{Action: "run", Package: pkg, Test: "TestPP01Device"}, out("=== RUN   TestPP01Device\n"),
+		out("=== ATTR  TestPP01Device gdr.warning a long "), out("warning, cut "), out("in three\nx_test.go:1: next\n"),
+		out("\n"), out("tail"), {Action: "pass", Package: pkg, Test: "TestPP01Device"}}
+	cs := Build([]Run{{Host: Identity{Host: "h"}, Events: evs}}).Hosts[0].AllCases()
+	require.Len(t, cs, 1)
+	assert.Equal(t, []string{"=== RUN   TestPP01Device", "=== ATTR  TestPP01Device gdr.warning a long warning, cut in three", "x_test.go:1: next", "tail"}, cs[0].Output)
+}
