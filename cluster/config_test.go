@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -10,17 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/cluster/pairing"
-	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/config/configtest"
 )
 
-// env is a lookup over the given name, value pairs.
-func env(kv ...string) func(string) (string, bool) {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
+var env = configtest.Env
 
 func TestConfigDefaults(t *testing.T) {
 	c, err := ParseConfig(env())
@@ -54,67 +46,37 @@ func TestConfigBadValues(t *testing.T) {
 }
 
 func TestReadmeDocumentsClusterVariables(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	s := string(b)
-	i, j := strings.Index(s, "<!-- config:begin -->"), strings.Index(s, "<!-- config:end -->")
-	require.True(t, i >= 0 && j > i, "README.md lacks the configuration table markers")
-	for _, v := range ConfigVars {
-		assert.Contains(t, s[i:j], "`"+v+"`", "README's configuration table does not document %s", v)
-	}
+	configtest.ReadmeDocuments(t, "../README.md", ConfigVars)
 }
 
-// Malformed cluster values, as internal/config's TestMalformedValues checks
-// the suite's: each names the variable and (a short prefix of) the value.
+// Malformed cluster values, held to the rules of the suite's (configtest).
 func TestMalformedConfigValues(t *testing.T) {
 	huge := strings.Repeat("9", 1<<20)
 	hugeText := strings.Repeat("x", 1<<20)
-	cases := []struct {
-		name, kind, val, want string
-	}{
-		{"GDR_PAIRING", "garbage", "star", "want ring"},
-		{"GDR_PAIRING", "huge", hugeText, "want ring"},
-		{"GDR_CLUSTER_SECRET_FILE", "garbage", "/run/s\x00", "no NUL bytes"},
-		{"GDR_CLUSTER_SECRET_FILE", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_CLUSTER_PORTS", "out of range", "80-2000", "within 1024-65535"},
-		{"GDR_CLUSTER_PORTS", "garbage", "5", "LO-HI"},
-		{"GDR_CLUSTER_PORTS", "huge", huge, "LO-HI"},
-		{"GDR_PEER_SUFFIX", "garbage", "/x", "host name characters"},
-		{"GDR_PEER_SUFFIX", "huge", hugeText + "/", "host name characters"},
-		{"GDR_REPAIR_ROUNDS", "out of range", "17", "0 to 16"},
-		{"GDR_REPAIR_ROUNDS", "garbage", "x", "0 to 16"},
-		{"GDR_REPAIR_ROUNDS", "huge", huge, "0 to 16"},
-		{"GDR_REPORTS", "garbage", "reports\x00", "no NUL bytes"},
-		{"GDR_REPORTS", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_PAIR_MIN_FRACTION", "wrong unit", "50%", "0.5, not 50%"},
-		{"GDR_PAIR_MIN_FRACTION", "out of range", "2", "0 to 1"},
-		{"GDR_PAIR_MIN_FRACTION", "huge", huge, "0 to 1"},
+	cases := []configtest.Malformed{
+		{Name: "GDR_PAIRING", Kind: "garbage", Val: "star", Want: "want ring"},
+		{Name: "GDR_PAIRING", Kind: "huge", Val: hugeText, Want: "want ring"},
+		{Name: "GDR_CLUSTER_SECRET_FILE", Kind: "garbage", Val: "/run/s\x00", Want: "no NUL bytes"},
+		{Name: "GDR_CLUSTER_SECRET_FILE", Kind: "huge", Val: hugeText, Want: "at most 4096 bytes"},
+		{Name: "GDR_CLUSTER_PORTS", Kind: "out of range", Val: "80-2000", Want: "within 1024-65535"},
+		{Name: "GDR_CLUSTER_PORTS", Kind: "garbage", Val: "5", Want: "LO-HI"},
+		{Name: "GDR_CLUSTER_PORTS", Kind: "huge", Val: huge, Want: "LO-HI"},
+		{Name: "GDR_PEER_SUFFIX", Kind: "garbage", Val: "/x", Want: "host name characters"},
+		{Name: "GDR_PEER_SUFFIX", Kind: "huge", Val: hugeText + "/", Want: "host name characters"},
+		{Name: "GDR_REPAIR_ROUNDS", Kind: "out of range", Val: "17", Want: "0 to 16"},
+		{Name: "GDR_REPAIR_ROUNDS", Kind: "garbage", Val: "x", Want: "0 to 16"},
+		{Name: "GDR_REPAIR_ROUNDS", Kind: "huge", Val: huge, Want: "0 to 16"},
+		{Name: "GDR_REPORTS", Kind: "garbage", Val: "reports\x00", Want: "no NUL bytes"},
+		{Name: "GDR_REPORTS", Kind: "huge", Val: hugeText, Want: "at most 4096 bytes"},
+		{Name: "GDR_PAIR_MIN_FRACTION", Kind: "wrong unit", Val: "50%", Want: "0.5, not 50%"},
+		{Name: "GDR_PAIR_MIN_FRACTION", Kind: "out of range", Val: "2", Want: "0 to 1"},
+		{Name: "GDR_PAIR_MIN_FRACTION", Kind: "huge", Val: huge, Want: "0 to 1"},
 	}
-	covered := map[string]map[string]bool{}
 	for _, tc := range cases {
-		require.True(t, slices.Contains(ConfigVars, tc.name), "%s is no cluster variable", tc.name)
-		if covered[tc.name] == nil {
-			covered[tc.name] = map[string]bool{}
-		}
-		covered[tc.name][tc.kind] = true
-		t.Run(tc.name+" "+tc.kind+" "+clip.Quote(tc.val), func(t *testing.T) {
-			var err error
-			require.NotPanics(t, func() { _, err = ParseConfig(env(tc.name, tc.val)) })
-			require.Error(t, err)
-			msg := err.Error()
-			assert.Contains(t, msg, tc.name)
-			assert.Contains(t, msg, tc.want)
-			assert.Less(t, len(msg), 600, "a short message, whatever the value: %s", msg)
-			assert.Contains(t, msg, clip.Quote(strings.TrimSpace(tc.val)), "the value, or a short prefix of it")
-		})
+		require.True(t, slices.Contains(ConfigVars, tc.Name), "%s is no cluster variable", tc.Name)
 	}
-	// Every variable has its huge case and at least one other; a secret is
-	// taken as given (any bytes, never shown): GDR_CLUSTER_SECRET has none.
-	for _, v := range ConfigVars {
-		if v == "GDR_CLUSTER_SECRET" {
-			continue
-		}
-		assert.True(t, covered[v]["huge"], "%s has no huge-value case", v)
-		assert.GreaterOrEqual(t, len(covered[v]), 2, "%s needs more malformed cases", v)
-	}
+	// A secret is taken as given (any bytes, never shown): GDR_CLUSTER_SECRET
+	// has no malformed value.
+	configtest.CheckMalformed(t, func(lookup func(string) (string, bool)) error { _, err := ParseConfig(lookup); return err }, cases, ConfigVars,
+		nil, []string{"GDR_CLUSTER_SECRET"})
 }
