@@ -1,6 +1,6 @@
 //go:build gpu
 
-package cuda
+package emugpu_test
 
 import (
 	"bytes"
@@ -9,25 +9,33 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
 )
 
-// The tests below load the emulated GPU (lab/emugpu), compiled now, in
-// place of libcuda.so.1, so the dlopen/dlsym plumbing, error texts and the
-// flush rule are checked on machines without a GPU. Where the real driver is
-// present they skip: it cannot be unloaded safely under a live context.
+// The tests below load the emulated GPU, compiled now, in place of
+// libcuda.so.1 through harness/cuda, so its dlopen/dlsym plumbing, error
+// texts and the flush rule are checked on machines without a GPU. They live
+// here, not in harness/cuda, because nothing under harness/ imports lab/.
+// Where the real driver is present they skip: it cannot be unloaded safely
+// under a live context.
+
+// libraryPath is the emulated driver the test loaded (for its children).
+var libraryPath string
 
 func useFake(t *testing.T, cflags ...string) {
 	t.Helper()
-	if _, err := Load(); err == nil {
-		if ok, _ := loaded.Emulated(); !ok {
+	if d, err := cuda.Load(); err == nil {
+		if ok, _ := d.Emulated(); !ok {
 			t.Skip("the real libcuda.so.1 is loaded here; emulated-GPU tests run where it is absent")
 		}
-	} else if le := (*LoadError)(nil); !errors.As(err, &le) || !le.Missing {
+	} else if le := (*cuda.LoadError)(nil); !errors.As(err, &le) || !le.Missing {
 		t.Skipf("libcuda.so.1 is present but unusable here (%v); emulated-GPU tests run where it is absent", err)
 	}
 	if _, err := exec.LookPath("cc"); err != nil {
@@ -35,17 +43,14 @@ func useFake(t *testing.T, cflags ...string) {
 	}
 	lib, err := emugpu.Build(t.TempDir(), cflags...)
 	require.NoError(t, err)
-	unloadForTest()
+	cuda.UseDriver(lib)
 	libraryPath = lib
-	t.Cleanup(func() {
-		unloadForTest()
-		libraryPath = Library
-	})
+	t.Cleanup(func() { cuda.UseDriver(cuda.Library) })
 }
 
 func TestFakeDriver(t *testing.T) {
 	useFake(t)
-	d, err := Load()
+	d, err := cuda.Load()
 	require.NoError(t, err)
 	assert.Equal(t, 12040, d.Version())
 	emu, desc := d.Emulated()
@@ -68,8 +73,8 @@ func TestFakeDriver(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "cuDeviceGetAttribute(attribute 999, gpu 0): CUDA_ERROR_INVALID_VALUE (invalid argument)", err.Error())
 
-	c := Primary(t, devs[0])
-	m := Alloc(t, c, 1000) // small allocations are only 512-byte aligned: Alloc must re-align
+	c := cuda.Primary(t, devs[0])
+	m := cuda.Alloc(t, c, 1000) // small allocations are only 512-byte aligned: Alloc must re-align
 	assert.Zero(t, m.Addr()%4096)
 	want := []byte("through the emulated driver")
 	require.NoError(t, m.Fill(want))
@@ -86,24 +91,24 @@ func TestFakeDriver(t *testing.T) {
 
 	_, _, _, err = m.DmabufFD()
 	require.Error(t, err)
-	assert.Equal(t, ErrNotSupported, Code(err))
+	assert.Equal(t, cuda.ErrNotSupported, cuda.Code(err))
 	assert.Contains(t, err.Error(), "rxe has no dma-buf MRs")
 
 	mt, err := c.PointerType(m.Addr())
 	require.NoError(t, err)
-	assert.Equal(t, MemDevice, mt)
-	man := AllocManaged(t, c, 4096)
+	assert.Equal(t, cuda.MemDevice, mt)
+	man := cuda.AllocManaged(t, c, 4096)
 	mt, err = c.PointerType(man.Addr())
 	require.NoError(t, err)
-	assert.Equal(t, MemManaged, mt)
-	pin := HostAlloc(t, c, 4096)
+	assert.Equal(t, cuda.MemManaged, mt)
+	pin := cuda.HostAlloc(t, c, 4096)
 	mt, err = c.PointerType(pin.Addr())
 	require.NoError(t, err)
-	assert.Equal(t, MemHost, mt)
+	assert.Equal(t, cuda.MemHost, mt)
 	var stack [8]byte
 	mt, err = c.PointerType(uintptrOf(&stack[0]))
 	require.NoError(t, err)
-	assert.Equal(t, MemUnknown, mt, "INVALID_VALUE from cuPointerGetAttribute: not CUDA memory")
+	assert.Equal(t, cuda.MemUnknown, mt, "INVALID_VALUE from cuPointerGetAttribute: not CUDA memory")
 
 	require.NoError(t, c.Synchronize(), "Synchronize runs with the context current")
 }
@@ -147,14 +152,13 @@ func TestEmulatedGPUMemory(t *testing.T) {
 }
 
 func emulatedChild(t *testing.T, mode string) {
-	unloadForTest()
-	libraryPath = os.Getenv("GDR_EMU_LIB")
-	d, err := Load()
+	cuda.UseDriver(os.Getenv("GDR_EMU_LIB"))
+	d, err := cuda.Load()
 	require.NoError(t, err)
 	devs, err := d.Devices()
 	require.NoError(t, err)
-	c := Primary(t, devs[0])
-	m := Alloc(t, c, 8192)
+	c := cuda.Primary(t, devs[0])
+	m := cuda.Alloc(t, c, 8192)
 	require.NoError(t, m.Fill(bytes.Repeat([]byte{0x5a}, 8192))) // first copy: alias A becomes PROT_NONE
 	switch mode {
 	case "cpu-read":
@@ -164,14 +168,14 @@ func emulatedChild(t *testing.T, mode string) {
 	case "unflushed", "flushed":
 		// A NIC write: bytes change behind the driver, through the alias
 		// the emulator does not own (here: remapped readable for the test).
-		nicWrite(t, c, m)
+		nicWrite(t, m)
 		got := make([]byte, 64)
 		if mode == "flushed" {
 			require.NoError(t, m.ReadBack(got), "ReadBack flushes first")
 			assert.Equal(t, bytes.Repeat([]byte{0xee}, 16), got[:16])
 			return
 		}
-		err := c.Do(func() error { return c.dtoh(ptrOf(uintptrOf(&got[0])), m.Addr(), len(got)) })
+		err := m.ReadBackUnflushed(got)
 		require.Error(t, err, "a read without the flush is refused")
 		t.Logf("refused as it must be: %v", err)
 		assert.Contains(t, err.Error(), "cuFlushGPUDirectRDMAWrites")
@@ -181,7 +185,7 @@ func emulatedChild(t *testing.T, mode string) {
 // nicWrite plays the NIC: it changes 16 bytes of m without going through
 // the driver (mprotect the alias back to writable for an instant, as only
 // the test may; the suite never does).
-func nicWrite(t *testing.T, c *Context, m *Mem) {
+func nicWrite(t *testing.T, m *cuda.Mem) {
 	t.Helper()
 	require.NoError(t, mprotectRW(m.Addr(), 4096))
 	p := (*[16]byte)(ptrOf(m.Addr()))
@@ -194,25 +198,25 @@ func nicWrite(t *testing.T, c *Context, m *Mem) {
 func TestFakeDriverNoDevice(t *testing.T) {
 	useFake(t)
 	t.Setenv("FAKE_CUDA_INIT", "100")
-	_, err := Load()
+	_, err := cuda.Load()
 	require.Error(t, err)
 	assert.Equal(t, "cuInit(0): CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", err.Error())
-	assert.Equal(t, ErrNoDevice, Code(err))
-	assert.Contains(t, InitRemedy(err), "nvidia-smi")
+	assert.Equal(t, cuda.ErrNoDevice, cuda.Code(err))
+	assert.Contains(t, cuda.InitRemedy(err), "nvidia-smi")
 }
 
 func TestFakeDriverUnknownCode(t *testing.T) {
 	useFake(t)
 	t.Setenv("FAKE_CUDA_INIT", "4242")
-	_, err := Load()
+	_, err := cuda.Load()
 	require.Error(t, err)
 	assert.Equal(t, "cuInit(0): CUresult 4242", err.Error(), "no name from cuGetErrorName: the number is kept")
 }
 
 func TestFakeDriverMissingSymbol(t *testing.T) {
 	useFake(t, "-DOMIT_MANAGED")
-	_, err := Load()
-	var le *LoadError
+	_, err := cuda.Load()
+	var le *cuda.LoadError
 	require.True(t, errors.As(err, &le), "%v", err)
 	assert.False(t, le.Missing)
 	assert.True(t, strings.Contains(err.Error(), "has no symbol cuMemAllocManaged"), err.Error())
@@ -220,13 +224,29 @@ func TestFakeDriverMissingSymbol(t *testing.T) {
 
 func TestFakeDriverPre117(t *testing.T) {
 	useFake(t, "-DNO_DMABUF_SYMBOL")
-	d, err := Load()
+	d, err := cuda.Load()
 	require.NoError(t, err)
 	assert.False(t, d.HasDmabufExport(), "a driver before CUDA 11.7 has no cuMemGetHandleForAddressRange")
 	devs, err := d.Devices()
 	require.NoError(t, err)
-	m := Alloc(t, Primary(t, devs[0]), 4096)
+	m := cuda.Alloc(t, cuda.Primary(t, devs[0]), 4096)
 	_, _, _, err = m.DmabufFD()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "11.7")
+}
+
+// Views of raw addresses (the emulated GPU's memory), for these tests only.
+
+// ptrOf turns a C address (not Go memory) into a pointer without vet's
+// uintptr-to-Pointer warning, which is about Go memory moving.
+func ptrOf(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
+
+func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
+
+func mprotectRW(a uintptr, n int) error {
+	return unix.Mprotect(unsafe.Slice((*byte)(ptrOf(a)), n), unix.PROT_READ|unix.PROT_WRITE)
+}
+
+func mprotectNone(a uintptr, n int) error {
+	return unix.Mprotect(unsafe.Slice((*byte)(ptrOf(a)), n), unix.PROT_NONE)
 }

@@ -1,4 +1,4 @@
-package config
+package cluster
 
 import (
 	"errors"
@@ -8,11 +8,14 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/config"
 )
 
-// Cluster is the configuration of an N-host run under Slurm or Kubernetes,
-// read by gdrcluster (the suite's tests read Load's Config only).
-type Cluster struct {
+// Config is the configuration of an N-host run under Slurm or Kubernetes,
+// read by gdrcluster, gdrreport and the cluster lab. It lives here, not in
+// internal/config (the suite's tests read config.Load's Config only), so
+// that harness packages do not depend on cluster/pairing.
+type Config struct {
 	Pairing      pairing.Kind  // GDR_PAIRING: ring or all
 	Secret       string        // GDR_CLUSTER_SECRET: the job's shared secret (tokens derive from it)
 	SecretFile   string        // GDR_CLUSTER_SECRET_FILE: a file holding it instead
@@ -23,21 +26,21 @@ type Cluster struct {
 	MinFraction  float64       // GDR_PAIR_MIN_FRACTION: a pair below this fraction of its rail's median bandwidth fails
 }
 
-// ClusterVars lists every variable ParseCluster reads.
-var ClusterVars = []string{
+// ConfigVars lists every variable ParseConfig reads.
+var ConfigVars = []string{
 	"GDR_PAIRING", "GDR_CLUSTER_SECRET", "GDR_CLUSTER_SECRET_FILE", "GDR_CLUSTER_PORTS",
 	"GDR_PEER_SUFFIX", "GDR_REPAIR_ROUNDS", "GDR_REPORTS", "GDR_PAIR_MIN_FRACTION",
 }
 
-// ClusterDefaults is the cluster configuration with every variable unset.
-func ClusterDefaults() Cluster {
-	return Cluster{Pairing: pairing.Ring, Ports: pairing.DefaultPorts, RepairRounds: 2, Reports: "reports", MinFraction: 0.5}
+// DefaultConfig is the cluster configuration with every variable unset.
+func DefaultConfig() Config {
+	return Config{Pairing: pairing.Ring, Ports: pairing.DefaultPorts, RepairRounds: 2, Reports: "reports", MinFraction: 0.5}
 }
 
-// ParseCluster reads the cluster variables through lookup; all bad values
-// are reported together.
-func ParseCluster(lookup func(string) (string, bool)) (Cluster, error) {
-	c := ClusterDefaults()
+// ParseConfig reads the cluster variables through lookup; all bad values
+// are reported together. Paths and numbers follow internal/config's rules.
+func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
+	c := DefaultConfig()
 	var errs []error
 	get := func(name string) (string, bool) {
 		v, ok := lookup(name)
@@ -57,7 +60,7 @@ func ParseCluster(lookup func(string) (string, bool)) (Cluster, error) {
 		c.Secret = v // taken as given: a secret may hold any bytes
 	}
 	if v, ok := get("GDR_CLUSTER_SECRET_FILE"); ok && v != "" {
-		if err := checkPath(v); err != nil {
+		if err := config.CheckPath(v); err != nil {
 			bad("GDR_CLUSTER_SECRET_FILE", v, "a file path: "+err.Error())
 		} else {
 			c.SecretFile = v
@@ -91,12 +94,12 @@ func ParseCluster(lookup func(string) (string, bool)) (Cluster, error) {
 		c.RepairRounds = n
 	}
 	if v, ok := get("GDR_REPORTS"); ok && v != "" {
-		if err := checkPath(v); err != nil {
+		if err := config.CheckPath(v); err != nil {
 			bad("GDR_REPORTS", v, "a folder path: "+err.Error())
 		} else {
 			c.Reports = v
 		}
 	}
-	c.MinFraction = parseFloat(get, "GDR_PAIR_MIN_FRACTION", 0, 1, "a fraction: 0.5, not 50%", c.MinFraction, bad)
+	c.MinFraction = config.ParseFloat(get, "GDR_PAIR_MIN_FRACTION", 0, 1, "a fraction: 0.5, not 50%", c.MinFraction, bad)
 	return c, errors.Join(errs...)
 }
