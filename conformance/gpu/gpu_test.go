@@ -14,7 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
@@ -265,11 +265,11 @@ func TestGPU08DmabufExport(t *testing.T) {
 // rule TOPO-04 applies), so a Gen5 GPU in a Gen4 slot is judged at Gen4. A
 // GPU without link registers (a virtual bus, the lab's emulated GPU) ends
 // the test as absent.
-func gpuLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
+func gpuLink(t *testing.T, dev cuda.Device) (pci.Link, topo.Expected) {
 	t.Helper()
 	root := testenv.Root(t)
-	l, err := pcie.ReadLink(root, dev.PCI)
-	if pcie.IsNotExist(err) {
+	l, err := pci.ReadLink(root, dev.PCI)
+	if pci.IsNotExist(err) {
 		testenv.Absent(t, "no PCIe link registers for GPU %s: %v", dev.PCI, err)
 	}
 	if err != nil {
@@ -286,7 +286,7 @@ func gpuLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
 		t.Logf("GPU %s (max %g GT/s x%d) sits below %s (max %g GT/s x%d): judged at %g GT/s x%d",
 			dev.PCI, l.MaxGTs, l.MaxWidth, want.Partner, want.PartnerSpeed, want.PartnerWidth, want.Speed, want.Width)
 	}
-	rate, err := pcie.GBps(want.Speed, want.Width)
+	rate, err := pci.GBps(want.Speed, want.Width)
 	if err != nil {
 		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
 	}
@@ -324,7 +324,7 @@ func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 		copies(t, dev)
 		frac := testenv.Config(t).MinCopyFraction
 		_, want := gpuLink(t, dev)
-		rate, _ := pcie.GBps(want.Speed, want.Width)
+		rate, _ := pci.GBps(want.Speed, want.Width)
 		c := cuda.Primary(t, dev)
 		m := cuda.Alloc(t, c, copySize)
 		h := cuda.HostAlloc(t, c, copySize)
@@ -336,11 +336,11 @@ func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 		testenv.Attr(t, "min_copy_fraction", frac)
 		testenv.Attr(t, "min_copy_gbyte_s", frac*rate)
 		t.Logf("GPU %s %s pinned %s: best %.2f GB/s, mean %.2f GB/s = %.0f%% of %.2f GB/s (%s x%d)",
-			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pcie.Generation(want.Speed), want.Width)
+			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pci.Generation(want.Speed), want.Width)
 		if best < frac*rate {
 			testenv.Failf(t, "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
 				"GPU %s: pinned %s copies reach %.2f GB/s, %.0f%% of the %.2f GB/s a %s x%d link carries, below GDR_MIN_COPY_FRACTION=%.2f (%.2f GB/s)",
-				dev.PCI, dir, best, 100*best/rate, rate, pcie.Generation(want.Speed), want.Width, frac, frac*rate)
+				dev.PCI, dir, best, 100*best/rate, rate, pci.Generation(want.Speed), want.Width, frac, frac*rate)
 		}
 	})
 }
@@ -376,11 +376,11 @@ func TestGPU11LinkUnderLoad(t *testing.T) {
 
 		// Sample while busy: the link retrains to full speed within
 		// microseconds of traffic; 20 samples over ~1 s see it.
-		var busy pcie.Link
+		var busy pci.Link
 		var sampleErr error
 		time.Sleep(100 * time.Millisecond)
 		for i := 0; i < 20; i++ {
-			cur, err := pcie.ReadCurrent(root, dev.PCI)
+			cur, err := pci.ReadCurrent(root, dev.PCI)
 			if err != nil {
 				sampleErr = err
 				break
@@ -413,7 +413,7 @@ func TestGPU11LinkUnderLoad(t *testing.T) {
 		var errs []error
 		if busy.CurGTs < want.Speed {
 			errs = append(errs, fmt.Errorf("link stays at %g GT/s (%s) while the GPU copies, below the %g GT/s (%s) that it and its upstream port support",
-				busy.CurGTs, pcie.Generation(busy.CurGTs), want.Speed, pcie.Generation(want.Speed)))
+				busy.CurGTs, pci.Generation(busy.CurGTs), want.Speed, pci.Generation(want.Speed)))
 		}
 		if busy.CurWidth < want.Width {
 			errs = append(errs, fmt.Errorf("link trained to x%d of x%d lanes", busy.CurWidth, want.Width))

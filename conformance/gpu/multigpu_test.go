@@ -19,9 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/multigpu"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -393,14 +391,14 @@ func linkOf(t *testing.T, h *nvml.Handle, nvErr error, a, b cuda.Device) p2pLink
 			l.why = fmt.Sprintf("PCIe %s, but %v", p.Class, err)
 			return l
 		}
-		r, err := pcie.GBps(want.Speed, want.Width)
+		r, err := pci.GBps(want.Speed, want.Width)
 		if err != nil {
 			l.why = fmt.Sprintf("PCIe %s, but GPU %s: %v", p.Class, d.PCI, err)
 			return l
 		}
 		if l.rate == 0 || r < l.rate {
 			l.rate = r
-			slow = []string{fmt.Sprintf("%s %s x%d = %.2f GB/s", d.PCI, pcie.Generation(want.Speed), want.Width, r)}
+			slow = []string{fmt.Sprintf("%s %s x%d = %.2f GB/s", d.PCI, pci.Generation(want.Speed), want.Width, r)}
 		}
 	}
 	l.how = fmt.Sprintf("PCIe %s, the slower GPU link: %s", p.Class, strings.Join(slow, ""))
@@ -534,7 +532,7 @@ func noPeerAccess(t *testing.T, a, b cuda.Device, ab, ba bool, link p2pLink, h *
 	testenv.Attr(t, "p2p_status", status)
 	msg := fmt.Sprintf("%s and %s cannot reach each other's memory (cuDeviceCanAccessPeer %s->%s %v, %s->%s %v; NVML P2P read status %s)",
 		gpuName(t, a), gpuName(t, b), a.PCI, b.PCI, ab, b.PCI, a.PCI, ba, status)
-	if link.kind == "PCIe" && link.path.Class == pathclass.SYS {
+	if link.kind == "PCIe" && link.path.Class == topo.SYS {
 		testenv.Absent(t, "%s: they sit on different CPU sockets (SYS), where most platforms offer no PCIe peer-to-peer; CUDA and NCCL copy through host memory there", msg)
 	}
 	testenv.Failf(t, cuda.PeerRemedy(&cuda.Error{Code: cuda.ErrPeerAccessUnsupported}), "%s", msg)

@@ -15,6 +15,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/ofed"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
@@ -282,7 +283,7 @@ func TestINST10RDMAKernelModules(t *testing.T) {
 	if len(devs) == 0 && len(nics) == 0 && !coreOK {
 		testenv.Absent(t, "no RDMA device (%s %s), no InfiniBand or NVIDIA/Mellanox NIC in %s, and ib_core %s (looked in %s)",
 			root.Host("/sys/class/infiniband"), map[bool]string{true: "empty", false: "missing"}[classExists],
-			root.Host("/sys/bus/pci/devices"), coreState, km.Sources())
+			root.Host(pci.DevicesDir), coreState, km.Sources())
 	}
 	for _, m := range []string{"ib_core", "ib_uverbs", "rdma_ucm"} {
 		ok, state := moduleState(t, root, km, m)

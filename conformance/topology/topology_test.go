@@ -16,7 +16,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/nvsmi"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
@@ -219,13 +218,13 @@ func semi(s []string) string {
 	return "; " + strings.Join(s, "; ")
 }
 
-func through(c pathclass.Class) string {
+func through(c topo.Class) string {
 	switch c {
-	case pathclass.PHB:
+	case topo.PHB:
 		return "CPU's host bridge"
-	case pathclass.NODE:
+	case topo.NODE:
 		return "interconnect between host bridges"
-	case pathclass.SYS:
+	case topo.SYS:
 		return "inter-socket link"
 	}
 	return "PCIe fabric"
@@ -384,15 +383,15 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 		testenv.Errorf(t, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
 			"%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())
 	}
-	if d.CurSpeed < want.Speed {
+	if d.CurGTs < want.Speed {
 		if gpuLink {
 			// Idle GPUs drop link speed to save power; the gpu package
 			// re-reads it under load. Report only.
-			testenv.Attr(t, "gpu_link_speed_below_max", fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurSpeed, want.Speed))
-			t.Logf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurSpeed, want.Speed)
+			testenv.Attr(t, "gpu_link_speed_below_max", fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurGTs, want.Speed))
+			t.Logf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurGTs, want.Speed)
 		} else {
 			testenv.Errorf(t, "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurSpeed, want.Speed, limited, d.LinkString())
+				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurGTs, want.Speed, limited, d.LinkString())
 		}
 	}
 	return d.BDF + " " + role + " " + d.LinkString()
@@ -517,20 +516,20 @@ func TestTOPO05IOMMU(t *testing.T) {
 }
 
 // nvmlClass maps NVML's topology levels to path classes.
-func nvmlClass(l gonvml.GpuTopologyLevel) (pathclass.Class, bool) {
+func nvmlClass(l gonvml.GpuTopologyLevel) (topo.Class, bool) {
 	switch l {
 	case gonvml.TOPOLOGY_INTERNAL, gonvml.TOPOLOGY_SINGLE:
-		return pathclass.PIX, true
+		return topo.PIX, true
 	case gonvml.TOPOLOGY_MULTIPLE:
-		return pathclass.PXB, true
+		return topo.PXB, true
 	case gonvml.TOPOLOGY_HOSTBRIDGE:
-		return pathclass.PHB, true
+		return topo.PHB, true
 	case gonvml.TOPOLOGY_NODE:
-		return pathclass.NODE, true
+		return topo.NODE, true
 	case gonvml.TOPOLOGY_SYSTEM:
-		return pathclass.SYS, true
+		return topo.SYS, true
 	}
-	return pathclass.Unknown, false
+	return topo.Unknown, false
 }
 
 // TOPO-06: NVML agrees with sysfs on GPU-to-GPU classes.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // virtAttrs records whether the host is a VM (gdr.virt: the hypervisor, or
@@ -41,7 +41,7 @@ var cloudTopoFiles = map[string]string{
 // vmVerdict is TOPO-02's message and remedy for a rail farther than limit
 // in a VM: the guest cannot move cards, so the remedy is the cloud's
 // topology file (or, with one in use, the right one).
-func (h *host) vmVerdict(t *testing.T, r *rails.Rail, limit pathclass.Class) (msg, remedy string) {
+func (h *host) vmVerdict(t *testing.T, r *rails.Rail, limit topo.Class) (msg, remedy string) {
 	t.Helper()
 	vm := h.guest.String()
 	hint := cloudTopoFiles[h.guest.Cloud]

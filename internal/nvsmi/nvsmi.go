@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // Matrix is one parsed `nvidia-smi topo -m` output.
@@ -37,8 +37,8 @@ type Pair struct {
 // Link is a decoded matrix cell.
 type Link struct {
 	Self    bool
-	NVLinks int             // NV# bonded NVLinks; 0 if the pair talks over PCIe
-	Class   pathclass.Class // PCIe path class when NVLinks == 0 and !Self
+	NVLinks int        // NV# bonded NVLinks; 0 if the pair talks over PCIe
+	Class   topo.Class // PCIe path class when NVLinks == 0 and !Self
 }
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
@@ -52,7 +52,7 @@ func ParseLink(s string) (Link, error) {
 	case "X":
 		return Link{Self: true}, nil
 	case "SOC":
-		return Link{Class: pathclass.SYS}, nil
+		return Link{Class: topo.SYS}, nil
 	}
 	if m := nvRE.FindStringSubmatch(t); m != nil {
 		n, _ := strconv.Atoi(m[1])
@@ -61,7 +61,7 @@ func ParseLink(s string) (Link, error) {
 		}
 		return Link{NVLinks: n}, nil
 	}
-	c, err := pathclass.Parse(t)
+	c, err := topo.ParseClass(t)
 	if err != nil || t == "" {
 		return Link{}, fmt.Errorf("topology cell %s: want X, NV<n>, PIX, PXB, PHB, NODE or SYS", clip.Quote(s))
 	}
