@@ -347,62 +347,22 @@ func TestTOPO04LinkTraining(t *testing.T) {
 // the gdr.links attribute (one value for all devices: no address in a key).
 func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	t.Helper()
-	role := "bridge"
-	switch {
-	case d == gpu:
-		role = "GPU"
-	case !d.IsBridge():
-		role = "NIC"
+	c := ix.CheckLink(d, gpu)
+	if c.VF != "" {
+		testenv.Attr(t, "vf_link", c.VF)
+		t.Logf("%s", c.VFLog)
 	}
-	if d.IsVF() {
-		// SR-IOV: a VF's Link Status is reserved (reads x0, speed
-		// unknown); its data crosses its PF's link, which is judged
-		// where it is visible.
-		vf := fmt.Sprintf("%s %s is an SR-IOV virtual function%s: link speed and width not reported by a virtual function", role, d.BDF, vfOf(d))
-		pf := ix.Device(d.PhysFn)
-		if pf == nil {
-			testenv.Attr(t, "vf_link", vf+"; no PF to judge: report only")
-			t.Logf("%s; its PF is not in %s: report only", vf, pci.DevicesDir)
-			return d.BDF + " " + role + " (virtual function) link not reported"
-		}
-		testenv.Attr(t, "vf_link", vf+"; judged on the PF "+pf.BDF)
-		t.Logf("%s; judging its PF %s instead", vf, pf.BDF)
-		d, role = pf, role+" PF"
+	if c.NotChecked != "" {
+		t.Logf("%s", c.NotChecked)
 	}
-	want, err := ix.ExpectedLink(d.BDF)
-	if err != nil {
-		t.Logf("%s: %v: not checked", d.BDF, err)
-		return ""
+	for _, f := range c.Failures {
+		testenv.Errorf(t, f.Remedy, "%s", f.Msg)
 	}
-	limited := ""
-	if want.Limited {
-		limited = fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth)
+	if c.IdleGPU != "" {
+		testenv.Attr(t, "gpu_link_speed_below_max", c.IdleGPU)
+		t.Logf("%s", c.IdleLog)
 	}
-	gpuLink := d == gpu || want.Partner == gpu.BDF
-	if d.CurWidth < want.Width {
-		testenv.Errorf(t, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-			"%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())
-	}
-	if d.CurGTs < want.Speed {
-		if gpuLink {
-			// Idle GPUs drop link speed to save power; the gpu package
-			// re-reads it under load. Report only.
-			testenv.Attr(t, "gpu_link_speed_below_max", fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurGTs, want.Speed))
-			t.Logf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurGTs, want.Speed)
-		} else {
-			testenv.Errorf(t, "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurGTs, want.Speed, limited, d.LinkString())
-		}
-	}
-	return d.BDF + " " + role + " " + d.LinkString()
-}
-
-// vfOf is " of <PF>" for a VF whose PF sysfs links, "" otherwise.
-func vfOf(d *pci.Device) string {
-	if d.PhysFn == "" {
-		return " (no PF visible: known by its device ID)"
-	}
-	return " of " + d.PhysFn
+	return c.Summary
 }
 
 // iommuCmdline extracts the IOMMU-related kernel parameters.
