@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,9 +22,7 @@ func (h *host) settingsPath(t *testing.T, r *rails.Rail) pcipath.Path {
 		return pcipath.AboveGPU(h.ix, r.GPU.Dev)
 	}
 	p, pf, err := pcipath.ToNIC(h.ix, r.GPU.Dev, path.Bridges, nic.Name, nic.PCI)
-	if m := (*pcipath.MissingError)(nil); errors.As(err, &m) {
-		testenv.Failf(t, m.Remedy, "%s", m.Msg)
-	}
+	testenv.Stop(t, err)
 	if pf != nil {
 		testenv.Attr(t, "nic_settings_from", pf.BDF)
 		t.Logf("NIC %s %s is an SR-IOV virtual function: its PCIe settings are not reported by a virtual function; judging its PF %s", nic.Name, nic.PCI, pf.BDF)

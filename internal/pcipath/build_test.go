@@ -10,6 +10,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestBuild(t *testing.T) {
@@ -47,7 +48,7 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, []Role{GPU, Bridge, NIC}, []Role{p[0].Role, p[1].Role, p[2].Role})
 
 	_, _, err = ToNIC(ix, gpu, []string{"0000:ee:00.0"}, "mlx5_0", vf.PhysFn)
-	var m *MissingError
+	var m *verdict.Failure
 	require.ErrorAs(t, err, &m)
 	assert.Equal(t, "bridge 0000:ee:00.0 on the path "+gpu.BDF+" <-> mlx5_0 is not in /sys/bus/pci/devices", m.Msg)
 	assert.Equal(t, "check /sys/bus/pci/devices", m.Remedy)

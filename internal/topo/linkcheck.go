@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // LinkCheck is the link-training judgement of one function on a GPU's
@@ -15,7 +16,7 @@ type LinkCheck struct {
 	// NotChecked says why nothing was judged (no expected link), "" otherwise.
 	NotChecked string
 	// Failures are the shortfalls, width first.
-	Failures []LinkFailure
+	Failures []verdict.Failure
 	// IdleGPU is set when a GPU's link runs below its speed, which idle GPUs
 	// do: the gpu_link_speed_below_max attribute, and IdleLog the log line.
 	IdleGPU, IdleLog string
@@ -23,9 +24,6 @@ type LinkCheck struct {
 	// was judged.
 	Summary string
 }
-
-// LinkFailure is one shortfall with its remedy.
-type LinkFailure struct{ Remedy, Msg string }
 
 // CheckLink judges d's trained link against ExpectedLink; gpu is the GPU
 // whose path d is on (its own link, or the one below it, may run slower
@@ -64,8 +62,7 @@ func (ix *Index) CheckLink(d, gpu *pci.Device) LinkCheck {
 		limited = fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth)
 	}
 	if d.CurWidth < want.Width {
-		c.Failures = append(c.Failures, LinkFailure{"reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s " + d.BDF,
-			fmt.Sprintf("%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())})
+		c.Failures = append(c.Failures, verdict.Failure{Remedy: "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s " + d.BDF, Msg: fmt.Sprintf("%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())})
 	}
 	if d.CurGTs < want.Speed {
 		if d == gpu || want.Partner == gpu.BDF {
@@ -74,8 +71,7 @@ func (ix *Index) CheckLink(d, gpu *pci.Device) LinkCheck {
 			c.IdleGPU = fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurGTs, want.Speed)
 			c.IdleLog = fmt.Sprintf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurGTs, want.Speed)
 		} else {
-			c.Failures = append(c.Failures, LinkFailure{"check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s " + d.BDF,
-				fmt.Sprintf("%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurGTs, want.Speed, limited, d.LinkString())})
+			c.Failures = append(c.Failures, verdict.Failure{Remedy: "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s " + d.BDF, Msg: fmt.Sprintf("%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurGTs, want.Speed, limited, d.LinkString())})
 		}
 	}
 	c.Summary = d.BDF + " " + role + " " + d.LinkString()
