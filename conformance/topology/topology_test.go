@@ -1,11 +1,9 @@
 package topology
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -534,28 +532,12 @@ func TestTOPO06NVMLTopology(t *testing.T) {
 }
 
 // topoOutput runs `nvidia-smi topo -m` on the live host, or reads the
-// recorded output (cmd/nvidia-smi_topo_-m.txt) of a recorded tree.
+// recorded output of a recorded tree (nvsmi.TopoM).
 func topoOutput(t *testing.T, h *host) (string, string) {
 	t.Helper()
-	if !h.root.IsLive() {
-		const rec = "/cmd/nvidia-smi_topo_-m.txt"
-		b, err := h.root.ReadFile(rec)
-		if err != nil {
-			testenv.Absent(t, "GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; nvidia-smi is run only against the live host", h.root.Dir(), rec)
-		}
-		return string(b), h.root.Host(rec)
-	}
-	smi, err := exec.LookPath("nvidia-smi")
-	if err != nil {
-		testenv.Absent(t, "nvidia-smi not found in PATH (%v); it ships with the NVIDIA driver utilities", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(testenv.Config(t).Timeout, 60*time.Second))
-	defer cancel()
-	out, err := exec.CommandContext(ctx, smi, "topo", "-m").CombinedOutput()
-	if err != nil {
-		testenv.Failf(t, "check that the NVIDIA driver is loaded and nvidia-smi works", "%s topo -m: %v: %s", smi, err, strings.TrimSpace(string(out)))
-	}
-	return string(out), smi + " topo -m"
+	out, src, err := nvsmi.TopoM(h.root, min(testenv.Config(t).Timeout, 60*time.Second))
+	testenv.Stop(t, err)
+	return out, src
 }
 
 // TOPO-07: nvidia-smi topo -m agrees with sysfs.
