@@ -2,27 +2,23 @@ package nvdriver
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 )
 
 func kernel(t *testing.T, release string) (*hostfs.Root, *kmod.Host) {
 	t.Helper()
-	dir := t.TempDir()
+	files := map[string]string{}
 	if release != "" {
-		p := filepath.Join(dir, "proc", "sys", "kernel", "osrelease")
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(release+"\n"), 0o644))
+		files["proc/sys/kernel/osrelease"] = release + "\n"
 	}
-	root, err := hostfs.New(dir)
-	require.NoError(t, err)
+	root := hostfstest.Tree(t, files)
 	km, err := kmod.New(root)
 	require.NoError(t, err)
 	return root, km

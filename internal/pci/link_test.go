@@ -1,14 +1,13 @@
 package pci
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 )
 
 func TestGBps(t *testing.T) {
@@ -120,32 +119,17 @@ func TestNormalizeAddr(t *testing.T) {
 	}
 }
 
-func writeLinkDev(t *testing.T, dir, addr string, files map[string]string) {
-	t.Helper()
-	d := filepath.Join(dir, "sys/bus/pci/devices", addr)
-	require.NoError(t, os.MkdirAll(d, 0o755))
-	for k, v := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(d, k), []byte(v), 0o644))
-	}
-}
-
 func TestReadLink(t *testing.T) {
-	dir := t.TempDir()
-	writeLinkDev(t, dir, "0000:00:06.0", map[string]string{
-		"max_link_speed": "32.0 GT/s PCIe\n", "max_link_width": "16\n",
-		"current_link_speed": "2.5 GT/s PCIe\n", "current_link_width": "16\n",
+	dev := func(addr string) string { return DevicesDir + "/" + addr + "/" }
+	root := hostfstest.Tree(t, map[string]string{
+		dev("0000:00:06.0") + maxSpeedFile: "32.0 GT/s PCIe\n", dev("0000:00:06.0") + maxWidthFile: "16\n",
+		dev("0000:00:06.0") + curSpeedFile: "2.5 GT/s PCIe\n", dev("0000:00:06.0") + curWidthFile: "16\n",
+		dev("0000:00:07.0") + maxSpeedFile: "16.0 GT/s PCIe\n", dev("0000:00:07.0") + maxWidthFile: "16\n",
+		dev("0000:00:07.0") + curSpeedFile: "Unknown\n", dev("0000:00:07.0") + curWidthFile: "0\n",
+		dev("0000:00:08.0") + "vendor":     "0x10de\n",
+		dev("0000:00:09.0") + maxSpeedFile: "fast\n", dev("0000:00:09.0") + maxWidthFile: "16\n",
+		dev("0000:00:09.0") + curSpeedFile: "8 GT/s\n", dev("0000:00:09.0") + curWidthFile: "16\n",
 	})
-	writeLinkDev(t, dir, "0000:00:07.0", map[string]string{
-		"max_link_speed": "16.0 GT/s PCIe\n", "max_link_width": "16\n",
-		"current_link_speed": "Unknown\n", "current_link_width": "0\n",
-	})
-	writeLinkDev(t, dir, "0000:00:08.0", map[string]string{"vendor": "0x10de\n"})
-	writeLinkDev(t, dir, "0000:00:09.0", map[string]string{
-		"max_link_speed": "fast\n", "max_link_width": "16\n",
-		"current_link_speed": "8 GT/s\n", "current_link_width": "16\n",
-	})
-	root, err := hostfs.New(dir)
-	require.NoError(t, err)
 
 	l, err := ReadLink(root, "0000:00:06.0")
 	require.NoError(t, err)
