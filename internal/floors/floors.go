@@ -140,7 +140,7 @@ func ReadReqLoad(maxReadReq int) (float64, error) {
 }
 
 // PayloadGbps is the payload rate of the link in Gb/s (10^9 bit/s), one
-// direction: data rate after line encoding (internal/pcie) x TLP efficiency.
+// direction: data rate after line encoding (pci.GBps) x TLP efficiency.
 func (l Link) PayloadGbps() (float64, error) {
 	gbps, err := l.CurGBps()
 	if err != nil {

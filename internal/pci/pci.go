@@ -2,6 +2,9 @@
 // identity, class, link speed and width, NUMA node and local CPUs, driver, IOMMU group, the
 // sysfs path from the host bridge down (for path classification) and the
 // configuration space with its capability lists (for ACS and link checks).
+// It is the one place for sysfs's PCI paths (DevicesDir), for a link's state
+// and theoretical rate (Link, GBps; ReadCurrent polls it under load) and
+// for reading PCI addresses as drivers and users write them (NormalizeAddr).
 //
 // Malformed sysfs content (empty files, garbage numbers, dangling links,
 // truncated config space, capability-list loops) is an error naming the file

@@ -1,7 +1,8 @@
 // Package topo classifies the PCIe path between two PCI functions the way
-// `nvidia-smi topo -m` does (PIX, PXB, PHB, NODE, SYS), from their sysfs
-// paths: the lowest common ancestor, and the PCIe switches between them. It
-// also says what speed and width a link should train to (ExpectedLink).
+// `nvidia-smi topo -m` does (Class: PIX, PXB, PHB, NODE, SYS), from their
+// sysfs paths: the lowest common ancestor, and the PCIe switches between
+// them. It also says what speed and width a link should train to
+// (ExpectedLink) and judges a trained link against that (CheckLink).
 //
 // NUMA node -1 means unknown, not "same node". Two functions under different
 // host bridges are NODE when both nodes are known and equal, SYS when both
