@@ -165,7 +165,7 @@ func (id *Identity) fillFrom(cases []*Case) {
 		if v := a["gdr.driver_version"]; v != "" && id.NvidiaDriver == "" {
 			id.NvidiaDriver = v
 		}
-		if g := a["gdr.gpu"]; isBDF(g) {
+		if g := a["gdr.gpu"]; pci.IsBDF(g) {
 			if n := a["gdr.gpu_name"]; n != "" || names[g] == "" {
 				names[g] = n
 			}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 // esc escapes text for SVG/HTML.
@@ -57,12 +59,12 @@ func topology(h *HostResult) Topology {
 	softSeen := map[string]bool{}
 	for _, c := range h.cases {
 		a := c.Attrs
-		if g := a["gdr.gpu"]; isBDF(g) {
+		if g := a["gdr.gpu"]; pci.IsBDF(g) {
 			if _, ok := t.GPUs[g]; !ok || t.GPUs[g] == "" {
 				t.GPUs[g] = a["gdr.gpu_name"]
 			}
 		}
-		if n, p := a["gdr.nic"], a["gdr.nic_pci"]; n != "" && isBDF(p) {
+		if n, p := a["gdr.nic"], a["gdr.nic_pci"]; n != "" && pci.IsBDF(p) {
 			t.NICs[p], t.NICNames[n] = n, p
 		}
 		if a["gdr.nic_kind"] == "software" && !softSeen[a["gdr.nic"]] {
@@ -70,12 +72,12 @@ func topology(h *HostResult) Topology {
 			t.Soft = append(t.Soft, a["gdr.nic"]+" on "+a["gdr.nic_parent"])
 		}
 		for _, k := range []string{"gdr.gpu_chain", "gdr.nic_chain"} {
-			if ch := strings.Fields(a[k]); len(ch) > 0 && isBDF(ch[len(ch)-1]) {
+			if ch := strings.Fields(a[k]); len(ch) > 0 && pci.IsBDF(ch[len(ch)-1]) {
 				t.Chains[ch[len(ch)-1]] = ch
 			}
 		}
 		for _, l := range strings.Split(a["gdr.links"], ";") {
-			if f := strings.Fields(l); len(f) > 1 && isBDF(f[0]) {
+			if f := strings.Fields(l); len(f) > 1 && pci.IsBDF(f[0]) {
 				t.Links[f[0]] = strings.Join(f[1:], " ")
 			}
 		}
@@ -91,17 +93,13 @@ func topology(h *HostResult) Topology {
 	}
 	for _, id := range h.Identity.GPUs {
 		bdf, name, _ := strings.Cut(id, " ")
-		if isBDF(bdf) {
+		if pci.IsBDF(bdf) {
 			if _, ok := t.GPUs[bdf]; !ok || t.GPUs[bdf] == "" {
 				t.GPUs[bdf] = name
 			}
 		}
 	}
 	return t
-}
-
-func isBDF(s string) bool {
-	return len(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.'
 }
 
 // Empty says the tests recorded no PCIe device.

@@ -11,7 +11,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/gpucopy"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 // BenchmarkCopy reports pinned 256 MiB host<->device copy bandwidth per GPU
@@ -22,7 +22,7 @@ func BenchmarkCopy(b *testing.B) {
 	root := testenv.Root(b)
 	for _, dev := range cuda.GPUs(b, d) {
 		var rate float64
-		l, err := pcie.ReadLink(root, dev.PCI)
+		l, err := pci.ReadLink(root, dev.PCI)
 		if err == nil {
 			rate, err = l.MaxGBps()
 		}
@@ -54,7 +54,7 @@ func BenchmarkCopy(b *testing.B) {
 					b.ReportMetric(rate, "link_GB/s")
 					b.ReportMetric(100*gbps/rate, "%link")
 					b.Logf("GPU %s %s pinned %s x%d: %.2f GB/s; link %s x%d = %.2f GB/s theoretical (%.1f%%)",
-						dev.PCI, dir, cuda.Size(gpucopy.Size), len(ds), gbps, pcie.Generation(l.MaxGTs), l.MaxWidth, rate, 100*gbps/rate)
+						dev.PCI, dir, cuda.Size(gpucopy.Size), len(ds), gbps, pci.Generation(l.MaxGTs), l.MaxWidth, rate, 100*gbps/rate)
 				} else {
 					b.Logf("GPU %s %s pinned %s x%d: %.2f GB/s", dev.PCI, dir, cuda.Size(gpucopy.Size), len(ds), gbps)
 				}

@@ -15,7 +15,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/config"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // Multi-GPU checks (GPU-12..15): what only shows with several GPUs busy.
@@ -153,7 +153,7 @@ func noPeerAccess(t *testing.T, a, b cuda.Device, ab, ba bool, link gpucopy.P2PL
 	testenv.Attr(t, "p2p_status", status)
 	msg := fmt.Sprintf("%s and %s cannot reach each other's memory (cuDeviceCanAccessPeer %s->%s %v, %s->%s %v; NVML P2P read status %s)",
 		cuda.GPUName(t, a), cuda.GPUName(t, b), a.PCI, b.PCI, ab, b.PCI, a.PCI, ba, status)
-	if link.Kind == "PCIe" && link.Path.Class == pathclass.SYS {
+	if link.Kind == "PCIe" && link.Path.Class == topo.SYS {
 		testenv.Absent(t, "%s: they sit on different CPU sockets (SYS), where most platforms offer no PCIe peer-to-peer; CUDA and NCCL copy through host memory there", msg)
 	}
 	testenv.Failf(t, cuda.PeerRemedy(&cuda.Error{Code: cuda.ErrPeerAccessUnsupported}), "%s", msg)

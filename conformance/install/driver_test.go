@@ -10,6 +10,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 const installDriver = "install the NVIDIA data-center driver, preferably the open kernel module (Ubuntu: apt install nvidia-driver-<ver>-server-open or nvidia-open; RHEL: dnf module install nvidia-driver:<ver>-open), then modprobe nvidia; check dmesg for NVRM errors"
@@ -32,7 +33,7 @@ func TestINST01DriverLoaded(t *testing.T) {
 				"module nvidia is %s but %s is missing", mod, root.Host(nvdriver.VersionFile))
 		}
 		testenv.Absent(t, "no NVIDIA driver and no NVIDIA GPU: %s missing, module nvidia %s (looked in %s), no PCI device with vendor 0x10de class 0x03xxxx in %s",
-			root.Host(nvdriver.VersionFile), mod, km.Sources(), root.Host("/sys/bus/pci/devices"))
+			root.Host(nvdriver.VersionFile), mod, km.Sources(), root.Host(pci.DevicesDir))
 	}
 	testenv.Attr(t, "driver_version", info.Version)
 	testenv.Attr(t, "kernel_module", info.Flavour())
@@ -99,7 +100,7 @@ func TestINST02NVMLAgrees(t *testing.T) {
 			extra = append(extra, a)
 		}
 		sort.Strings(extra)
-		testenv.Errorf(t, "check GDR_HOST_ROOT and that /sys is the host's", "NVML reports GPU(s) %s that are not in %s", strings.Join(extra, ", "), root.Host("/sys/bus/pci/devices"))
+		testenv.Errorf(t, "check GDR_HOST_ROOT and that /sys is the host's", "NVML reports GPU(s) %s that are not in %s", strings.Join(extra, ", "), root.Host(pci.DevicesDir))
 	}
 }
 
@@ -110,7 +111,7 @@ func TestINST03NouveauNotBound(t *testing.T) {
 	gpus := nvidiaGPUs(t)
 	nv := lookupMod(t, modules(t, root), "nouveau")
 	if len(gpus) == 0 {
-		testenv.Absent(t, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host("/sys/bus/pci/devices"), nv)
+		testenv.Absent(t, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host(pci.DevicesDir), nv)
 	}
 	const remedy = "blacklist nouveau: printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > /etc/modprobe.d/blacklist-nouveau.conf; update-initramfs -u (dracut -f on RHEL); reboot"
 	bound := 0

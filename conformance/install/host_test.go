@@ -1,8 +1,6 @@
 package install
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,9 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/hostcmd"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
@@ -179,27 +177,10 @@ func lookTool(name string, extra ...string) (found string, looked []string) {
 }
 
 // runTool runs a host tool with the suite's deadline (GDR_TIMEOUT) and
-// returns its combined output. The error says whether it timed out.
+// returns its combined output (hostcmd.Run). The error says whether it timed out.
 func runTool(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
-	timeout := testenv.Config(t).Timeout
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	cmd.WaitDelay = 2 * time.Second // a child holding the pipe open must not hang us
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if ctx.Err() == context.DeadlineExceeded {
-		err = fmt.Errorf("%s timed out after %v (GDR_TIMEOUT)", name, timeout)
-	} else if err != nil {
-		err = fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(out.String()), err
+	return hostcmd.Run(testenv.Config(t).Timeout, dir, env, name, args...)
 }
 
 // firstLines keeps tool output short enough for a failure message.

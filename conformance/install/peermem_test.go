@@ -81,41 +81,26 @@ func TestINST13PeerMemory(t *testing.T) {
 }
 
 // dmabufPossible says whether the dma-buf registration path can work here,
-// and why (or why not).
+// and why (or why not): nvdriver.Dmabuf, with the live libibverbs.
 func dmabufPossible(t *testing.T, root *hostfs.Root, km *kmod.Host, info nvdriver.Info) (bool, string) {
 	t.Helper()
-	var have, lack []string
-	if info.Open {
-		have = append(have, "open kernel module "+info.Version)
-	} else {
-		lack = append(lack, "proprietary kernel module "+info.Version+" (dma-buf needs the open one)")
-	}
-	rel := km.Release()
-	if rel == "" {
-		lack = append(lack, "kernel release unknown ("+root.Host("/proc/sys/kernel/osrelease")+" missing)")
-	} else if ok, err := kmod.AtLeast(rel, 5, 12); err != nil {
-		lack = append(lack, err.Error())
-	} else if ok {
-		have = append(have, "Linux "+rel)
-	} else {
-		lack = append(lack, "Linux "+rel+" (dma-buf MRs need 5.12)")
-	}
+	var verbs *nvdriver.VerbsDmabuf
 	if root.IsLive() {
-		if lib, err := dl.Open("libibverbs.so.1"); err != nil {
-			lack = append(lack, err.Error())
-		} else {
-			if err := lib.Lookup("ibv_reg_dmabuf_mr"); err != nil {
-				lack = append(lack, "libibverbs has no ibv_reg_dmabuf_mr (rdma-core < 34)")
-			} else {
-				have = append(have, "libibverbs with ibv_reg_dmabuf_mr")
-			}
-			if err := lib.Close(); err != nil {
-				t.Logf("dlclose libibverbs: %v", err)
-			}
-		}
+		verbs = verbsDmabuf(t)
 	}
-	if len(lack) > 0 {
-		return false, strings.Join(lack, "; ")
+	return nvdriver.Dmabuf(root, km, info, verbs)
+}
+
+// verbsDmabuf opens libibverbs and looks for ibv_reg_dmabuf_mr.
+func verbsDmabuf(t *testing.T) *nvdriver.VerbsDmabuf {
+	t.Helper()
+	lib, err := dl.Open("libibverbs.so.1")
+	if err != nil {
+		return &nvdriver.VerbsDmabuf{Err: err}
 	}
-	return true, strings.Join(have, ", ")
+	v := &nvdriver.VerbsDmabuf{Has: lib.Lookup("ibv_reg_dmabuf_mr") == nil}
+	if err := lib.Close(); err != nil {
+		t.Logf("dlclose libibverbs: %v", err)
+	}
+	return v
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/verbsprov"
 )
 
 // rdmaLibs are the rdma-core libraries a GPUDirect RDMA program links.
@@ -47,48 +49,13 @@ func TestINST07RDMACoreLibraries(t *testing.T) {
 	}
 }
 
-// providerDirs hold libibverbs' driver plug-ins; configDir names them.
-var providerDirs = []string{"/usr/lib/*/libibverbs", "/usr/lib64/libibverbs", "/usr/lib/libibverbs", "/usr/local/lib/libibverbs"}
-
-const providerConfigDir = "/etc/libibverbs.d"
-
-// providerFor maps the kernel driver of an RDMA device to the libibverbs
-// provider that serves it.
-var providerFor = map[string]string{
-	"mlx5_core": "mlx5", "mlx5_ib": "mlx5", "mlx4_core": "mlx4", "mlx4_ib": "mlx4",
-	"bnxt_en": "bnxt_re", "bnxt_re": "bnxt_re", "irdma": "irdma", "ice": "irdma", "i40e": "irdma",
-	"efa": "efa", "qede": "qedr", "qedr": "qedr", "hfi1": "hfi1verbs", "vmw_pvrdma": "vmw_pvrdma",
-	"hns_roce_hw_v2": "hns", "erdma": "erdma", "mana_ib": "mana", "ionic_rdma": "ionic",
-	"rdma_rxe": "rxe", "siw": "siw",
-}
-
-// installedProviders returns provider names from /etc/libibverbs.d/*.driver
-// ("driver mlx5") and the plug-in files (libmlx5-rdmav34.so).
+// installedProviders returns the installed libibverbs providers
+// (verbsprov.Installed) and where it looked.
 func installedProviders(t *testing.T, root *hostfs.Root) (names map[string]string, looked []string) {
 	t.Helper()
-	names = map[string]string{}
-	looked = append(looked, root.Host(providerConfigDir)+"/*.driver")
-	cfgs, _ := root.Glob(providerConfigDir + "/*.driver")
-	for _, c := range cfgs {
-		s, err := root.ReadString(c)
-		if err != nil {
-			t.Fatalf("libibverbs provider config: %v", err)
-		}
-		for _, line := range strings.Split(s, "\n") {
-			if f := strings.Fields(line); len(f) == 2 && f[0] == "driver" {
-				names[f[1]] = c
-			}
-		}
-	}
-	for _, d := range providerDirs {
-		looked = append(looked, root.Host(d))
-		libs, _ := root.Glob(d + "/lib*-rdmav*.so")
-		for _, l := range libs {
-			base := strings.TrimPrefix(path.Base(l), "lib")
-			if i := strings.Index(base, "-rdmav"); i > 0 {
-				names[base[:i]] = l
-			}
-		}
+	names, looked, err := verbsprov.Installed(root)
+	if err != nil {
+		t.Fatalf("libibverbs provider config: %v", err)
 	}
 	return names, looked
 }
@@ -121,7 +88,7 @@ func TestINST08VerbsProviders(t *testing.T) {
 	testenv.Attr(t, "verbs_providers", strings.Join(sortedKeys(provs), ","))
 	for _, d := range devs {
 		drv := d.Driver // software devices: inferred from the name (rdmadev)
-		want, known := providerFor[drv]
+		want, known := verbsprov.For[drv]
 		switch {
 		case !known:
 			t.Logf("RDMA device %s: driver %q has no known provider mapping; providers installed: %s", d.Name, drv, strings.Join(sortedKeys(provs), ","))
@@ -281,7 +248,7 @@ func TestINST10RDMAKernelModules(t *testing.T) {
 	if len(devs) == 0 && len(nics) == 0 && !coreOK {
 		testenv.Absent(t, "no RDMA device (%s %s), no InfiniBand or NVIDIA/Mellanox NIC in %s, and ib_core %s (looked in %s)",
 			root.Host("/sys/class/infiniband"), map[bool]string{true: "empty", false: "missing"}[classExists],
-			root.Host("/sys/bus/pci/devices"), coreState, km.Sources())
+			root.Host(pci.DevicesDir), coreState, km.Sources())
 	}
 	for _, m := range []string{"ib_core", "ib_uverbs", "rdma_ucm"} {
 		ok, state := moduleState(t, root, km, m)

@@ -8,7 +8,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
-	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
@@ -55,29 +54,12 @@ func (h *host) scanErrors(t *testing.T) {
 }
 
 // needRails returns the selected rails (GDR_GPU, GDR_RAILS) whose GPU is in
-// sysfs, or ends the test as absent naming where it looked.
+// sysfs (rails.Selection.SysfsRails), or ends the test as absent naming where
+// it looked.
 func (h *host) needRails(t *testing.T) []*rails.Rail {
 	t.Helper()
-	if !h.sel.PCIDir {
-		testenv.Absent(t, "no NVIDIA GPU: %s does not exist under %s (no sysfs?)", pci.DevicesDir, h.root.Dir())
-	}
-	if bad := pci.UnreadableGPUs(h.sel.PCIErr); len(bad) > 0 {
-		// A GPU with a corrupt attribute is not "no GPU".
-		testenv.Failf(t, "check the kernel's sysfs (or the recorded tree)", "%d PCI function(s) that may be NVIDIA GPUs could not be read: %v", len(bad), bad[0])
-	}
-	if len(h.gpus) == 0 {
-		testenv.Absent(t, "no NVIDIA GPU: %s under %s lists %d PCI functions, none with vendor 0x10de and class 0x03xxxx",
-			pci.DevicesDir, h.root.Dir(), len(h.ix.Devices()))
-	}
-	var out []*rails.Rail
-	for _, r := range h.sel.Rails {
-		if r.GPU.Dev != nil {
-			out = append(out, r)
-		}
-	}
-	if len(out) == 0 {
-		testenv.Absent(t, "the selected GPUs are seen by the driver only, not in %s: no PCIe topology to check", pci.DevicesDir)
-	}
+	out, err := h.sel.SysfsRails()
+	testenv.Stop(t, err)
 	return out
 }
 

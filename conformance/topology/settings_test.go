@@ -13,41 +13,21 @@ import (
 
 // settingsPath is the rail's GPU, the bridges to its NIC (pathNIC: the rail's,
 // else the nearest hardware NIC) and the NIC; without a hardware NIC, the GPU
-// and the ports above it (its host traffic crosses them, and the MaxPayload
-// rule is the same).
+// and the ports above it (pcipath.AboveGPU).
 func (h *host) settingsPath(t *testing.T, r *rails.Rail) pcipath.Path {
 	t.Helper()
-	g := r.GPU.Dev
-	p := pcipath.Path{{Dev: g, Role: pcipath.GPU}}
 	nic, path, ok := h.pathNIC(t, r)
 	if !ok {
 		t.Logf("no PCI RDMA NIC for %s: checking the GPU and the ports above it", r.GPU)
-		for i := len(g.Chain) - 2; i >= 0; i-- {
-			if d := h.ix.Device(g.Chain[i]); d != nil {
-				p = append(p, pcipath.Member{Dev: d, Role: pcipath.Bridge})
-			}
-		}
-		return p
+		return pcipath.AboveGPU(h.ix, r.GPU.Dev)
 	}
-	for _, b := range path.Bridges {
-		d := h.ix.Device(b)
-		if d == nil {
-			testenv.Failf(t, "check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, g.BDF, nic.Name, pci.DevicesDir)
-		}
-		p = append(p, pcipath.Member{Dev: d, Role: pcipath.Bridge})
-	}
-	n := h.ix.Device(nic.PCI)
-	if n == nil {
-		testenv.Failf(t, "check the driver of "+nic.Name, "NIC %s's PCI function %s is not in %s", nic.Name, nic.PCI, pci.DevicesDir)
-	}
-	if pf := h.ix.Device(n.PhysFn); n.IsVF() && pf != nil {
-		// A VF's MaxPayload and enables are reserved and its PF's govern
-		// (pcipath.RuleVF): judge the PF, which sits beside it.
+	p, pf, err := pcipath.ToNIC(h.ix, r.GPU.Dev, path.Bridges, nic.Name, nic.PCI)
+	testenv.Stop(t, err)
+	if pf != nil {
 		testenv.Attr(t, "nic_settings_from", pf.BDF)
-		t.Logf("NIC %s %s is an SR-IOV virtual function: its PCIe settings are not reported by a virtual function; judging its PF %s", nic.Name, n.BDF, pf.BDF)
-		n = pf
+		t.Logf("NIC %s %s is an SR-IOV virtual function: its PCIe settings are not reported by a virtual function; judging its PF %s", nic.Name, nic.PCI, pf.BDF)
 	}
-	return append(p, pcipath.Member{Dev: n, Role: pcipath.NIC})
+	return p
 }
 
 // TOPO-08: PCIe settings along each rail's GPU<->NIC path (internal/pcipath

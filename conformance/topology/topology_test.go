@@ -1,11 +1,9 @@
 package topology
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
@@ -219,13 +216,13 @@ func semi(s []string) string {
 	return "; " + strings.Join(s, "; ")
 }
 
-func through(c pathclass.Class) string {
+func through(c topo.Class) string {
 	switch c {
-	case pathclass.PHB:
+	case topo.PHB:
 		return "CPU's host bridge"
-	case pathclass.NODE:
+	case topo.NODE:
 		return "interconnect between host bridges"
-	case pathclass.SYS:
+	case topo.SYS:
 		return "inter-socket link"
 	}
 	return "PCIe fabric"
@@ -348,62 +345,22 @@ func TestTOPO04LinkTraining(t *testing.T) {
 // the gdr.links attribute (one value for all devices: no address in a key).
 func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	t.Helper()
-	role := "bridge"
-	switch {
-	case d == gpu:
-		role = "GPU"
-	case !d.IsBridge():
-		role = "NIC"
+	c := ix.CheckLink(d, gpu)
+	if c.VF != "" {
+		testenv.Attr(t, "vf_link", c.VF)
+		t.Logf("%s", c.VFLog)
 	}
-	if d.IsVF() {
-		// SR-IOV: a VF's Link Status is reserved (reads x0, speed
-		// unknown); its data crosses its PF's link, which is judged
-		// where it is visible.
-		vf := fmt.Sprintf("%s %s is an SR-IOV virtual function%s: link speed and width not reported by a virtual function", role, d.BDF, vfOf(d))
-		pf := ix.Device(d.PhysFn)
-		if pf == nil {
-			testenv.Attr(t, "vf_link", vf+"; no PF to judge: report only")
-			t.Logf("%s; its PF is not in %s: report only", vf, pci.DevicesDir)
-			return d.BDF + " " + role + " (virtual function) link not reported"
-		}
-		testenv.Attr(t, "vf_link", vf+"; judged on the PF "+pf.BDF)
-		t.Logf("%s; judging its PF %s instead", vf, pf.BDF)
-		d, role = pf, role+" PF"
+	if c.NotChecked != "" {
+		t.Logf("%s", c.NotChecked)
 	}
-	want, err := ix.ExpectedLink(d.BDF)
-	if err != nil {
-		t.Logf("%s: %v: not checked", d.BDF, err)
-		return ""
+	for _, f := range c.Failures {
+		testenv.Errorf(t, f.Remedy, "%s", f.Msg)
 	}
-	limited := ""
-	if want.Limited {
-		limited = fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth)
+	if c.IdleGPU != "" {
+		testenv.Attr(t, "gpu_link_speed_below_max", c.IdleGPU)
+		t.Logf("%s", c.IdleLog)
 	}
-	gpuLink := d == gpu || want.Partner == gpu.BDF
-	if d.CurWidth < want.Width {
-		testenv.Errorf(t, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-			"%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())
-	}
-	if d.CurSpeed < want.Speed {
-		if gpuLink {
-			// Idle GPUs drop link speed to save power; the gpu package
-			// re-reads it under load. Report only.
-			testenv.Attr(t, "gpu_link_speed_below_max", fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurSpeed, want.Speed))
-			t.Logf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurSpeed, want.Speed)
-		} else {
-			testenv.Errorf(t, "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
-				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurSpeed, want.Speed, limited, d.LinkString())
-		}
-	}
-	return d.BDF + " " + role + " " + d.LinkString()
-}
-
-// vfOf is " of <PF>" for a VF whose PF sysfs links, "" otherwise.
-func vfOf(d *pci.Device) string {
-	if d.PhysFn == "" {
-		return " (no PF visible: known by its device ID)"
-	}
-	return " of " + d.PhysFn
+	return c.Summary
 }
 
 // iommuCmdline extracts the IOMMU-related kernel parameters.
@@ -517,20 +474,20 @@ func TestTOPO05IOMMU(t *testing.T) {
 }
 
 // nvmlClass maps NVML's topology levels to path classes.
-func nvmlClass(l gonvml.GpuTopologyLevel) (pathclass.Class, bool) {
+func nvmlClass(l gonvml.GpuTopologyLevel) (topo.Class, bool) {
 	switch l {
 	case gonvml.TOPOLOGY_INTERNAL, gonvml.TOPOLOGY_SINGLE:
-		return pathclass.PIX, true
+		return topo.PIX, true
 	case gonvml.TOPOLOGY_MULTIPLE:
-		return pathclass.PXB, true
+		return topo.PXB, true
 	case gonvml.TOPOLOGY_HOSTBRIDGE:
-		return pathclass.PHB, true
+		return topo.PHB, true
 	case gonvml.TOPOLOGY_NODE:
-		return pathclass.NODE, true
+		return topo.NODE, true
 	case gonvml.TOPOLOGY_SYSTEM:
-		return pathclass.SYS, true
+		return topo.SYS, true
 	}
-	return pathclass.Unknown, false
+	return topo.Unknown, false
 }
 
 // TOPO-06: NVML agrees with sysfs on GPU-to-GPU classes.
@@ -575,28 +532,12 @@ func TestTOPO06NVMLTopology(t *testing.T) {
 }
 
 // topoOutput runs `nvidia-smi topo -m` on the live host, or reads the
-// recorded output (cmd/nvidia-smi_topo_-m.txt) of a recorded tree.
+// recorded output of a recorded tree (nvdriver.TopoM).
 func topoOutput(t *testing.T, h *host) (string, string) {
 	t.Helper()
-	if !h.root.IsLive() {
-		const rec = "/cmd/nvidia-smi_topo_-m.txt"
-		b, err := h.root.ReadFile(rec)
-		if err != nil {
-			testenv.Absent(t, "GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; nvidia-smi is run only against the live host", h.root.Dir(), rec)
-		}
-		return string(b), h.root.Host(rec)
-	}
-	smi, err := exec.LookPath("nvidia-smi")
-	if err != nil {
-		testenv.Absent(t, "nvidia-smi not found in PATH (%v); it ships with the NVIDIA driver utilities", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(testenv.Config(t).Timeout, 60*time.Second))
-	defer cancel()
-	out, err := exec.CommandContext(ctx, smi, "topo", "-m").CombinedOutput()
-	if err != nil {
-		testenv.Failf(t, "check that the NVIDIA driver is loaded and nvidia-smi works", "%s topo -m: %v: %s", smi, err, strings.TrimSpace(string(out)))
-	}
-	return string(out), smi + " topo -m"
+	out, src, err := nvdriver.TopoM(h.root, min(testenv.Config(t).Timeout, 60*time.Second))
+	testenv.Stop(t, err)
+	return out, src
 }
 
 // TOPO-07: nvidia-smi topo -m agrees with sysfs.

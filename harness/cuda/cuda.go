@@ -217,7 +217,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 // Library is the soname opened at run time.
@@ -494,11 +494,11 @@ func (d *Driver) Devices() ([]Device, error) {
 		if err := check(fmt.Sprintf("cuDeviceGetPCIBusId(%d)", i), C.gdr_cuDeviceGetPCIBusId(&buf[0], C.int(len(buf)), dev.h)); err != nil {
 			return out, err
 		}
-		pci, err := pcie.NormalizeAddr(C.GoString(&buf[0]))
+		addr, err := pci.NormalizeAddr(C.GoString(&buf[0]))
 		if err != nil {
 			return out, fmt.Errorf("cuDeviceGetPCIBusId(%d): %w", i, err)
 		}
-		dev.PCI = pci
+		dev.PCI = addr
 		var mem C.size_t
 		if err := check(fmt.Sprintf("cuDeviceTotalMem(%d)", i), C.gdr_cuDeviceTotalMem(&mem, dev.h)); err != nil {
 			return out, err

@@ -10,7 +10,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/multigpu"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -89,17 +89,17 @@ func bestMean(bytes int, ds []time.Duration) (best, mean float64) {
 type Solo struct {
 	PCI        string
 	Dir        cuda.Direction
-	Best, Mean float64   // GB/s
-	Link       topo.Link // what the link should train to
-	Rate       float64   // the link's theoretical GB/s
-	Min        float64   // GDR_MIN_COPY_FRACTION
+	Best, Mean float64       // GB/s
+	Link       topo.Expected // what the link should train to
+	Rate       float64       // the link's theoretical GB/s
+	Min        float64       // GDR_MIN_COPY_FRACTION
 }
 
 // MeasureSolo allocates Size bytes on dev and pinned on the host and times
 // copies in direction dir against want, the link dev should train to.
-func MeasureSolo(t *testing.T, dev cuda.Device, dir cuda.Direction, want topo.Link, frac float64) Solo {
+func MeasureSolo(t *testing.T, dev cuda.Device, dir cuda.Direction, want topo.Expected, frac float64) Solo {
 	t.Helper()
-	rate, _ := pcie.GBps(want.Speed, want.Width)
+	rate, _ := pci.GBps(want.Speed, want.Width)
 	c := cuda.Primary(t, dev)
 	m := cuda.Alloc(t, c, Size)
 	h := cuda.HostAlloc(t, c, Size)
@@ -121,14 +121,14 @@ func (s Solo) Record(t testing.TB) {
 // Summary is the log line of the measurement.
 func (s Solo) Summary() string {
 	return fmt.Sprintf("GPU %s %s pinned %s: best %.2f GB/s, mean %.2f GB/s = %.0f%% of %.2f GB/s (%s x%d)",
-		s.PCI, s.Dir, cuda.Size(Size), s.Best, s.Mean, 100*s.Best/s.Rate, s.Rate, pcie.Generation(s.Link.Speed), s.Link.Width)
+		s.PCI, s.Dir, cuda.Size(Size), s.Best, s.Mean, 100*s.Best/s.Rate, s.Rate, pci.Generation(s.Link.Speed), s.Link.Width)
 }
 
 // Shortfall says how the best rate falls below the floor; nil when it does not.
 func (s Solo) Shortfall() error {
 	if s.Best < s.Min*s.Rate {
 		return fmt.Errorf("GPU %s: pinned %s copies reach %.2f GB/s, %.0f%% of the %.2f GB/s a %s x%d link carries, below GDR_MIN_COPY_FRACTION=%.2f (%.2f GB/s)",
-			s.PCI, s.Dir, s.Best, 100*s.Best/s.Rate, s.Rate, pcie.Generation(s.Link.Speed), s.Link.Width, s.Min, s.Min*s.Rate)
+			s.PCI, s.Dir, s.Best, 100*s.Best/s.Rate, s.Rate, pci.Generation(s.Link.Speed), s.Link.Width, s.Min, s.Min*s.Rate)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/internal/multigpu"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -45,9 +45,9 @@ func TestRates(t *testing.T) {
 }
 
 func TestSoloVerdict(t *testing.T) {
-	gen4, err := pcie.GBps(16, 16)
+	gen4, err := pci.GBps(16, 16)
 	require.NoError(t, err)
-	s := Solo{PCI: "0000:3b:00.0", Dir: cuda.HtoD, Best: 10, Mean: 9, Link: topo.Link{Speed: 16, Width: 16}, Rate: gen4, Min: 0.6}
+	s := Solo{PCI: "0000:3b:00.0", Dir: cuda.HtoD, Best: 10, Mean: 9, Link: topo.Expected{Speed: 16, Width: 16}, Rate: gen4, Min: 0.6}
 	assert.Equal(t, "GPU 0000:3b:00.0 HtoD pinned 256 MiB: best 10.00 GB/s, mean 9.00 GB/s = 32% of 31.51 GB/s (gen4 x16)", s.Summary())
 	assert.EqualError(t, s.Shortfall(), "GPU 0000:3b:00.0: pinned HtoD copies reach 10.00 GB/s, 32% of the 31.51 GB/s a gen4 x16 link carries, below GDR_MIN_COPY_FRACTION=0.60 (18.90 GB/s)")
 	s.Best = 0.6 * gen4
@@ -55,12 +55,12 @@ func TestSoloVerdict(t *testing.T) {
 }
 
 func TestUntrained(t *testing.T) {
-	want := topo.Link{Speed: 16, Width: 16}
-	assert.NoError(t, Untrained(pcie.Link{CurGTs: 16, CurWidth: 16}, want))
-	err := Untrained(pcie.Link{CurGTs: 8, CurWidth: 8}, want)
+	want := topo.Expected{Speed: 16, Width: 16}
+	assert.NoError(t, Untrained(pci.Link{CurGTs: 16, CurWidth: 16}, want))
+	err := Untrained(pci.Link{CurGTs: 8, CurWidth: 8}, want)
 	require.Error(t, err)
 	assert.Equal(t, "link stays at 8 GT/s (gen3) while the GPU copies, below the 16 GT/s (gen4) that it and its upstream port support; link trained to x8 of x16 lanes", OneLine(err))
-	assert.EqualError(t, Untrained(pcie.Link{CurGTs: 16, CurWidth: 4}, want), "link trained to x4 of x16 lanes")
+	assert.EqualError(t, Untrained(pci.Link{CurGTs: 16, CurWidth: 4}, want), "link trained to x4 of x16 lanes")
 }
 
 func TestConcurrentArithmetic(t *testing.T) {

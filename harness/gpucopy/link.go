@@ -12,7 +12,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -21,10 +21,10 @@ import (
 // the rule TOPO-04 applies), so a Gen5 GPU in a Gen4 slot is judged at Gen4.
 // A GPU without link registers (a virtual bus, the lab's emulated GPU) ends
 // the test as absent.
-func ExpectedLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
+func ExpectedLink(t *testing.T, dev cuda.Device) (pci.Link, topo.Expected) {
 	t.Helper()
-	l, err := pcie.ReadLink(testenv.Root(t), dev.PCI)
-	if pcie.IsNotExist(err) {
+	l, err := pci.ReadLink(testenv.Root(t), dev.PCI)
+	if pci.IsNotExist(err) {
 		testenv.Absent(t, "no PCIe link registers for GPU %s: %v", dev.PCI, err)
 	}
 	if err != nil {
@@ -36,7 +36,7 @@ func ExpectedLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
 		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
 	}
 	recordExpected(t, dev.PCI, l, want)
-	rate, err := pcie.GBps(want.Speed, want.Width)
+	rate, err := pci.GBps(want.Speed, want.Width)
 	if err != nil {
 		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
 	}
@@ -46,7 +46,7 @@ func ExpectedLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
 
 // recordExpected writes what the link should train to and, where the
 // upstream port limits it, by what.
-func recordExpected(t *testing.T, gpu string, l pcie.Link, want topo.Link) {
+func recordExpected(t *testing.T, gpu string, l pci.Link, want topo.Expected) {
 	t.Helper()
 	testenv.Attr(t, "link_expected", fmt.Sprintf("%g GT/s x%d", want.Speed, want.Width))
 	if want.Limited {
@@ -64,7 +64,7 @@ const BusyChunk = 64 << 20
 // GPU's link and returns the fastest state seen with the number of copies
 // made meanwhile. The link retrains to full speed within microseconds of
 // traffic; 20 samples over ~1 s see it.
-func LinkUnderLoad(t *testing.T, dev cuda.Device) (busy pcie.Link, copies int) {
+func LinkUnderLoad(t *testing.T, dev cuda.Device) (busy pci.Link, copies int) {
 	t.Helper()
 	c := cuda.Primary(t, dev)
 	m := cuda.Alloc(t, c, BusyChunk)
@@ -101,11 +101,11 @@ func LinkUnderLoad(t *testing.T, dev cuda.Device) (busy pcie.Link, copies int) {
 
 // sampleLink reads the link 20 times over about a second, after 100 ms for
 // the copies to start, and keeps the fastest state.
-func sampleLink(root *hostfs.Root, bdf string) (pcie.Link, error) {
-	var busy pcie.Link
+func sampleLink(root *hostfs.Root, bdf string) (pci.Link, error) {
+	var busy pci.Link
 	time.Sleep(100 * time.Millisecond)
 	for i := 0; i < 20; i++ {
-		cur, err := pcie.ReadCurrent(root, bdf)
+		cur, err := pci.ReadCurrent(root, bdf)
 		if err != nil {
 			return busy, err
 		}
@@ -119,11 +119,11 @@ func sampleLink(root *hostfs.Root, bdf string) (pcie.Link, error) {
 
 // Untrained says how the link under load falls short of want, one cause per
 // line; nil when it trained to want.
-func Untrained(busy pcie.Link, want topo.Link) error {
+func Untrained(busy pci.Link, want topo.Expected) error {
 	var errs []error
 	if busy.CurGTs < want.Speed {
 		errs = append(errs, fmt.Errorf("link stays at %g GT/s (%s) while the GPU copies, below the %g GT/s (%s) that it and its upstream port support",
-			busy.CurGTs, pcie.Generation(busy.CurGTs), want.Speed, pcie.Generation(want.Speed)))
+			busy.CurGTs, pci.Generation(busy.CurGTs), want.Speed, pci.Generation(want.Speed)))
 	}
 	if busy.CurWidth < want.Width {
 		errs = append(errs, fmt.Errorf("link trained to x%d of x%d lanes", busy.CurWidth, want.Width))

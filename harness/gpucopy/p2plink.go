@@ -8,7 +8,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/multigpu"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -97,14 +97,14 @@ func pcieLink(ix *topo.Index, p topo.Path, a, b string) P2PLink {
 			l.Why = fmt.Sprintf("PCIe %s, but %v", p.Class, err)
 			return l
 		}
-		r, err := pcie.GBps(want.Speed, want.Width)
+		r, err := pci.GBps(want.Speed, want.Width)
 		if err != nil {
 			l.Why = fmt.Sprintf("PCIe %s, but GPU %s: %v", p.Class, d, err)
 			return l
 		}
 		if l.Rate == 0 || r < l.Rate {
 			l.Rate = r
-			slow = fmt.Sprintf("%s %s x%d = %.2f GB/s", d, pcie.Generation(want.Speed), want.Width, r)
+			slow = fmt.Sprintf("%s %s x%d = %.2f GB/s", d, pci.Generation(want.Speed), want.Width, r)
 		}
 	}
 	l.How = fmt.Sprintf("PCIe %s, the slower GPU link: %s", p.Class, slow)

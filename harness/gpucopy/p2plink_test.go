@@ -10,9 +10,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/internal/multigpu"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -29,7 +27,7 @@ func pciDev(t *testing.T, p string, gts float64, width int) *pci.Device {
 	t.Helper()
 	root, chain, err := pci.SplitPath(p)
 	require.NoError(t, err)
-	return &pci.Device{BDF: chain[len(chain)-1], SysPath: p, Root: root, Chain: chain, Class: 0x030200, Vendor: 0x10de, MaxSpeed: gts, MaxWidth: width, NUMANode: 0}
+	return &pci.Device{BDF: chain[len(chain)-1], SysPath: p, Root: root, Chain: chain, Class: 0x030200, Vendor: 0x10de, Link: pci.Link{MaxGTs: gts, MaxWidth: width}, NUMANode: 0}
 }
 
 // switchHost has two GPUs below one PCIe switch: a Gen4 x16 (0000:03:00.0)
@@ -77,8 +75,8 @@ func TestLinkBetween(t *testing.T) {
 
 	l := linkBetween(nil, errors.New("no libnvidia-ml"), ix, "/sys/bus/pci/devices", a, b, false)
 	assert.Equal(t, "PCIe", l.Kind)
-	assert.Equal(t, pathclass.PIX, l.Path.Class)
-	gen4, err := pcie.GBps(16, 16)
+	assert.Equal(t, topo.PIX, l.Path.Class)
+	gen4, err := pci.GBps(16, 16)
 	require.NoError(t, err)
 	assert.InDelta(t, gen4, l.Rate, 1e-9, "the slower GPU's link bounds a peer copy")
 	assert.Equal(t, fmt.Sprintf("PCIe PIX, the slower GPU link: %s gen4 x16 = %.2f GB/s", a, gen4), l.How)
@@ -96,7 +94,7 @@ func TestLinkBetween(t *testing.T) {
 
 func TestP2PLinkAttrs(t *testing.T) {
 	assert.Equal(t, []attr{{"p2p_link", "unknown"}, {"p2p_link_note", "why"}}, P2PLink{Why: "why"}.attrs())
-	p := P2PLink{Kind: "PCIe", Path: topo.Path{Class: pathclass.PXB, Bridges: []string{"x", "y"}}, Rate: 31.5, How: "how"}
+	p := P2PLink{Kind: "PCIe", Path: topo.Path{Class: topo.PXB, Bridges: []string{"x", "y"}}, Rate: 31.5, How: "how"}
 	assert.Equal(t, []attr{{"p2p_link", "PCIe"}, {"p2p_path", "PXB"}, {"p2p_bridges", "x y"}, {"p2p_link_gbyte_s", 31.5}, {"p2p_link_source", "how"}}, p.attrs())
 	nv := nvml.NVLink{Direct: 4, Active: 4, Version: 3}
 	assert.Equal(t, []attr{{"p2p_link", "NVLink"}, {"nvlink_count", 4}, {"nvlink_version", 3}, {"nvlink_detail", nv.String()}}, P2PLink{Kind: "NVLink", NV: nv}.attrs())

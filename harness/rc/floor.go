@@ -33,7 +33,7 @@ func (e *End) PathLimit() (l floors.Limit, ok bool, notes []string, err error) {
 	}
 	var links []floors.Link
 	for _, d := range devs {
-		if d.Dev.CurSpeed <= 0 || d.Dev.CurWidth <= 0 {
+		if d.Dev.CurGTs <= 0 || d.Dev.CurWidth <= 0 {
 			notes = append(notes, fmt.Sprintf("%s %s: link speed or width unknown, not counted", d.Role, d.Dev.BDF))
 			continue
 		}

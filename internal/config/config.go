@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // DefaultPort is the out-of-band TCP port when GDR_PEER or GDR_LISTEN names none.
@@ -52,26 +52,26 @@ const (
 // Config is the whole run configuration. The zero value is not the default;
 // use Defaults or Load.
 type Config struct {
-	HostRoot   string          // GDR_HOST_ROOT: root of every /sys, /proc, /dev read
-	Strict     bool            // GDR_STRICT: absent hardware fails instead of skipping
-	GPU        string          // GDR_GPU: index or PCI address; "" = all
-	RDMADevice string          // GDR_RDMA_DEVICE: e.g. mlx5_0; "" = nearest to the GPU
-	Rails      []int           // GDR_RAILS: rail indices to run; nil = all
-	IBPort     int             // GDR_IB_PORT: 1-based port number
-	GIDIndex   int             // GDR_GID_INDEX: -1 = automatic
-	Role       Role            // GDR_ROLE
-	Peer       string          // GDR_PEER: host:port of the server, for the client
-	PeerName   string          // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
-	Listen     string          // GDR_LISTEN: host:port the server listens on
-	Token      string          // GDR_TOKEN: shared secret for the out-of-band session
-	Timeout    time.Duration   // GDR_TIMEOUT: deadline for any wait on the peer or NIC
-	MaxPath    pathclass.Class // GDR_MAX_PATH: worst acceptable GPU<->NIC class
-	AllowIOMMU bool            // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
-	LeakCheck  bool            // GDR_LEAK_CHECK: each test fails if it leaves RDMA objects behind
-	Mem        Mem             // GDR_MEM: gpu|host
-	MR         MRPath          // GDR_MR: auto|peermem|dmabuf
-	Iters      int             // GDR_ITERS: iterations per latency/bandwidth point
-	BWSizes    []int           // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
+	HostRoot   string        // GDR_HOST_ROOT: root of every /sys, /proc, /dev read
+	Strict     bool          // GDR_STRICT: absent hardware fails instead of skipping
+	GPU        string        // GDR_GPU: index or PCI address; "" = all
+	RDMADevice string        // GDR_RDMA_DEVICE: e.g. mlx5_0; "" = nearest to the GPU
+	Rails      []int         // GDR_RAILS: rail indices to run; nil = all
+	IBPort     int           // GDR_IB_PORT: 1-based port number
+	GIDIndex   int           // GDR_GID_INDEX: -1 = automatic
+	Role       Role          // GDR_ROLE
+	Peer       string        // GDR_PEER: host:port of the server, for the client
+	PeerName   string        // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
+	Listen     string        // GDR_LISTEN: host:port the server listens on
+	Token      string        // GDR_TOKEN: shared secret for the out-of-band session
+	Timeout    time.Duration // GDR_TIMEOUT: deadline for any wait on the peer or NIC
+	MaxPath    topo.Class    // GDR_MAX_PATH: worst acceptable GPU<->NIC class
+	AllowIOMMU bool          // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
+	LeakCheck  bool          // GDR_LEAK_CHECK: each test fails if it leaves RDMA objects behind
+	Mem        Mem           // GDR_MEM: gpu|host
+	MR         MRPath        // GDR_MR: auto|peermem|dmabuf
+	Iters      int           // GDR_ITERS: iterations per latency/bandwidth point
+	BWSizes    []int         // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
 
 	// Thresholds; zero means "derive from the port rate on real NICs, or none".
 	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
@@ -134,7 +134,7 @@ func Defaults() Config {
 		GIDIndex:        -1,
 		Listen:          fmt.Sprintf(":%d", DefaultPort),
 		Timeout:         30 * time.Second,
-		MaxPath:         pathclass.PXB,
+		MaxPath:         topo.PXB,
 		Iters:           1000,
 		BWIters:         5000,
 		TxDepth:         128,
@@ -304,9 +304,9 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	if v, ok := get("GDR_MAX_PATH"); ok && v != "" {
-		pc, err := pathclass.Parse(v)
+		pc, err := topo.ParseClass(v)
 		if err != nil {
-			bad("GDR_MAX_PATH", v, pathclass.Accepted)
+			bad("GDR_MAX_PATH", v, topo.AcceptedClasses)
 		} else {
 			c.MaxPath = pc
 		}
@@ -604,6 +604,6 @@ func validGPUSelector(s string) bool {
 		return n >= 0
 	}
 	// dddd:bb:dd.f or bb:dd.f, each field in range
-	_, err := pcie.NormalizeAddr(s)
+	_, err := pci.NormalizeAddr(s)
 	return err == nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/config/configtest"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 var env = configtest.Env
@@ -19,7 +19,7 @@ func TestDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Defaults(), c)
 	assert.Equal(t, "/", c.HostRoot)
-	assert.Equal(t, pathclass.PXB, c.MaxPath)
+	assert.Equal(t, topo.PXB, c.MaxPath)
 	assert.Equal(t, -1, c.GIDIndex)
 	assert.Equal(t, 1, c.IBPort)
 	assert.Equal(t, 30*time.Second, c.Timeout)
@@ -47,7 +47,7 @@ func TestValidValues(t *testing.T) {
 	assert.Equal(t, "198.18.0.1:18515", c.Peer)
 	assert.Equal(t, "127.0.0.1:9999", c.Listen)
 	assert.Equal(t, 2*time.Minute, c.Timeout)
-	assert.Equal(t, pathclass.PHB, c.MaxPath)
+	assert.Equal(t, topo.PHB, c.MaxPath)
 	assert.True(t, c.AllowIOMMU)
 	assert.Equal(t, MemGPU, c.Mem)
 	assert.Equal(t, 50, c.Iters)

@@ -19,7 +19,6 @@ import (
 	"sort"
 
 	"github.com/gdrconf/gdrconf/internal/pci"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
 // Fraction of the bottleneck rate a healthy path must reach at a message
@@ -85,12 +84,12 @@ func TLPEfficiency(maxPayload int) (float64, error) {
 	return float64(maxPayload) / float64(maxPayload+TLPOverheadBytes), nil
 }
 
-// Link is one PCIe link on the path, as trained (current speed and width)
-// with the MaxPayload its TLPs use.
+// Link is one PCIe link on the path with the MaxPayload its TLPs use. Its
+// rate is computed at the current speed and width (CurGTs, CurWidth): as
+// trained, or for an idle GPU the speed it trains to under load (LinkOf).
 type Link struct {
-	Name       string // the function whose link it is: "NIC 0000:3b:00.0"
-	GTs        float64
-	Width      int
+	Name string // the function whose link it is: "NIC 0000:3b:00.0"
+	pci.Link
 	MaxPayload int // bytes; 0 = unknown (config space not readable): 256 is assumed
 	// MaxReadReq is the function's Max_Read_Request_Size (bytes; 0 =
 	// unknown): for a NIC, how many bytes each of its read requests asks.
@@ -141,9 +140,9 @@ func ReadReqLoad(maxReadReq int) (float64, error) {
 }
 
 // PayloadGbps is the payload rate of the link in Gb/s (10^9 bit/s), one
-// direction: data rate after line encoding (internal/pcie) x TLP efficiency.
+// direction: data rate after line encoding (pci.GBps) x TLP efficiency.
 func (l Link) PayloadGbps() (float64, error) {
-	gbps, err := pcie.GBps(l.GTs, l.Width)
+	gbps, err := l.CurGBps()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", l.Name, err)
 	}
@@ -248,13 +247,13 @@ func FindLimits(portGbps float64, limits []Limit) (Bottleneck, error) {
 // lower of its own and its parent port's maximum (parent may be nil);
 // whether it gets there is judged elsewhere (GPU-11, TOPO link checks).
 func LinkOf(d *pci.Device, role string, parent *pci.Device) Link {
-	l := Link{Name: role + " " + d.BDF, GTs: d.CurSpeed, Width: d.CurWidth}
-	if d.IsGPU() && d.MaxSpeed > d.CurSpeed {
-		l.GTs = d.MaxSpeed
-		if parent != nil && parent.MaxSpeed > 0 && parent.MaxSpeed < l.GTs {
-			l.GTs = parent.MaxSpeed
+	l := Link{Name: role + " " + d.BDF, Link: d.Link}
+	if d.IsGPU() && d.MaxGTs > d.CurGTs {
+		l.CurGTs = d.MaxGTs
+		if parent != nil && parent.MaxGTs > 0 && parent.MaxGTs < l.CurGTs {
+			l.CurGTs = parent.MaxGTs
 		}
-		l.Name += fmt.Sprintf(" (idle at %g GT/s; taken at %g GT/s, its speed under load)", d.CurSpeed, l.GTs)
+		l.Name += fmt.Sprintf(" (idle at %g GT/s; taken at %g GT/s, its speed under load)", d.CurGTs, l.CurGTs)
 	}
 	if d.Config != nil {
 		if s, ok := d.Config.Settings(); ok {

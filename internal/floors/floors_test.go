@@ -25,8 +25,8 @@ func TestTLPEfficiency(t *testing.T) {
 func TestFindBottleneck(t *testing.T) {
 	// 400 Gb/s NDR port, NIC and GPU at gen5 x16 with MPS 256: PCIe carries
 	// 63.02 GB/s x 8 x 0.908 = 457.6 Gb/s, so the port limits.
-	gen5 := Link{Name: "NIC 0000:3b:00.0", GTs: 32, Width: 16, MaxPayload: 256}
-	gpu := Link{Name: "GPU 0000:3c:00.0", GTs: 32, Width: 16}
+	gen5 := Link{Name: "NIC 0000:3b:00.0", Link: pci.Link{CurGTs: 32, CurWidth: 16}, MaxPayload: 256}
+	gpu := Link{Name: "GPU 0000:3c:00.0", Link: pci.Link{CurGTs: 32, CurWidth: 16}}
 	b, err := Find(400, false, []Link{gen5, gpu})
 	require.NoError(t, err)
 	assert.Equal(t, "port", b.Limit)
@@ -36,7 +36,7 @@ func TestFindBottleneck(t *testing.T) {
 
 	// The same NIC trained at gen4 x16: 31.51 GB/s x 8 x 0.908 = 228.8 Gb/s.
 	gen4 := gen5
-	gen4.GTs = 16
+	gen4.CurGTs = 16
 	b, err = Find(400, false, []Link{gpu, gen4})
 	require.NoError(t, err)
 	assert.Equal(t, "NIC 0000:3b:00.0", b.Limit)
@@ -54,9 +54,9 @@ func TestFindBottleneck(t *testing.T) {
 		_, err = Find(bad, false, nil)
 		assert.ErrorContains(t, err, "want a positive rate")
 	}
-	_, err = Find(400, false, []Link{{Name: "NIC x", GTs: 32, Width: 0}})
+	_, err = Find(400, false, []Link{{Name: "NIC x", Link: pci.Link{CurGTs: 32, CurWidth: 0}}})
 	assert.ErrorContains(t, err, "NIC x")
-	_, err = Find(400, false, []Link{{Name: "NIC y", GTs: 32, Width: 16, MaxPayload: 100}})
+	_, err = Find(400, false, []Link{{Name: "NIC y", Link: pci.Link{CurGTs: 32, CurWidth: 16}, MaxPayload: 100}})
 	assert.ErrorContains(t, err, "NIC y: MaxPayload 100")
 }
 
@@ -91,8 +91,8 @@ func TestLatencyCeilings(t *testing.T) {
 // Two hosts reduce their own paths and exchange one Limit each; the floor
 // comes from the slowest of the port and both paths.
 func TestFindLimits(t *testing.T) {
-	gen5 := Link{Name: "client NIC 0000:3b:00.0", GTs: 32, Width: 16, MaxPayload: 256}
-	gen4 := Link{Name: "client GPU 0000:3c:00.0", GTs: 16, Width: 16, MaxPayload: 512}
+	gen5 := Link{Name: "client NIC 0000:3b:00.0", Link: pci.Link{CurGTs: 32, CurWidth: 16}, MaxPayload: 256}
+	gen4 := Link{Name: "client GPU 0000:3c:00.0", Link: pci.Link{CurGTs: 16, CurWidth: 16}, MaxPayload: 512}
 	l, ok, err := PathLimit([]Link{gen5, gen4})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -101,7 +101,7 @@ func TestFindLimits(t *testing.T) {
 	_, ok, err = PathLimit(nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	_, _, err = PathLimit([]Link{{Name: "NIC z", GTs: 0, Width: 16}})
+	_, _, err = PathLimit([]Link{{Name: "NIC z", Link: pci.Link{CurGTs: 0, CurWidth: 16}}})
 	assert.ErrorContains(t, err, "NIC z")
 
 	peer := Limit{Gbps: 100, By: "server NIC 0000:af:00.0"}
@@ -118,17 +118,17 @@ func TestFindLimits(t *testing.T) {
 // LinkOf takes a function's trained link and MaxPayload; an idle GPU is
 // taken at the speed it trains to under load, capped by its parent port.
 func TestLinkOf(t *testing.T) {
-	nic := &pci.Device{BDF: "0000:3b:00.0", Vendor: 0x15b3, Class: 0x020700, CurSpeed: 16, MaxSpeed: 32, CurWidth: 16, MaxWidth: 16}
+	nic := &pci.Device{BDF: "0000:3b:00.0", Vendor: 0x15b3, Class: 0x020700, Link: pci.Link{CurGTs: 16, MaxGTs: 32, CurWidth: 16, MaxWidth: 16}}
 	l := LinkOf(nic, "NIC", nil)
-	assert.Equal(t, Link{Name: "NIC 0000:3b:00.0", GTs: 16, Width: 16}, l, "a NIC is taken as trained: a slow NIC link is the bottleneck")
+	assert.Equal(t, Link{Name: "NIC 0000:3b:00.0", Link: pci.Link{CurGTs: 16, CurWidth: 16, MaxGTs: 32, MaxWidth: 16}}, l, "a NIC is taken as trained: a slow NIC link is the bottleneck")
 
-	port := &pci.Device{BDF: "0000:3a:00.0", MaxSpeed: 16}
-	gpu := &pci.Device{BDF: "0000:3c:00.0", Vendor: 0x10de, Class: 0x030200, CurSpeed: 2.5, MaxSpeed: 32, CurWidth: 16, MaxWidth: 16}
+	port := &pci.Device{BDF: "0000:3a:00.0", Link: pci.Link{MaxGTs: 16}}
+	gpu := &pci.Device{BDF: "0000:3c:00.0", Vendor: 0x10de, Class: 0x030200, Link: pci.Link{CurGTs: 2.5, MaxGTs: 32, CurWidth: 16, MaxWidth: 16}}
 	l = LinkOf(gpu, "GPU", port)
-	assert.Equal(t, 16.0, l.GTs, "the parent port's 16 GT/s caps it")
+	assert.Equal(t, 16.0, l.CurGTs, "the parent port's 16 GT/s caps it")
 	assert.Contains(t, l.Name, "idle at 2.5 GT/s")
 	l = LinkOf(gpu, "GPU", nil)
-	assert.Equal(t, 32.0, l.GTs)
+	assert.Equal(t, 32.0, l.CurGTs)
 	g, err := l.PayloadGbps()
 	require.NoError(t, err)
 	assert.InDelta(t, 457.6, g, 0.1, "MaxPayload unknown: 256 B assumed")

@@ -158,7 +158,7 @@ func TestFloorsOnRecordedGen5Loopback(t *testing.T) {
 	for name, links := range map[string][]floors.Link{"gpu": gpuLinks, "host": hostLinks} {
 		gen5 := append([]floors.Link(nil), links...)
 		for i := range gen5 {
-			gen5[i].GTs = 32
+			gen5[i].CurGTs = 32
 		}
 		p := pathOf(t, gen5)
 		link := slowest(p)

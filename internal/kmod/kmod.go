@@ -212,7 +212,7 @@ func New(root *hostfs.Root) (*Host, error) {
 	default:
 		return nil, err
 	}
-	if rel, err := root.ReadString("/proc/sys/kernel/osrelease"); err == nil && rel != "" && !strings.ContainsAny(rel, "/ ") {
+	if rel, err := root.ReadString(ReleaseFile); err == nil && rel != "" && !strings.ContainsAny(rel, "/ ") {
 		h.release = rel
 		bb, err := root.ReadFileMax(path.Join("/lib/modules", rel, "modules.builtin"), MaxListFile)
 		switch {
@@ -232,7 +232,10 @@ func New(root *hostfs.Root) (*Host, error) {
 // outgrow hostfs.MaxFile: about 100 bytes a line, 4 MiB is some 40000 modules.
 const MaxListFile = 4 << 20
 
-// Release is the kernel release (/proc/sys/kernel/osrelease), "" if unknown.
+// ReleaseFile holds the running kernel's release.
+const ReleaseFile = "/proc/sys/kernel/osrelease"
+
+// Release is the kernel release (ReleaseFile), "" if unknown.
 func (h *Host) Release() string { return h.release }
 
 // Sources says what the host offered, for skip messages.

@@ -47,8 +47,8 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
-	"github.com/gdrconf/gdrconf/internal/pcie"
+	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // Where NCCL looks besides the environment.
@@ -138,38 +138,38 @@ func confLookup(r *hostfs.Root, env Env, name string) (v, from string, ok bool, 
 // at which NCCL still uses GPUDirect RDMA, from names (LOC ... SYS) or the
 // old numbers (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and up SYS). NCCL's PHB covers
 // this suite's PHB and NODE. ok is false when it is unset or a value NCCL
-// does not recognise (NCCL then keeps its default); pathclass.Unknown means
+// does not recognise (NCCL then keeps its default); topo.Unknown means
 // no PCIe path at all (LOC, NVL, NVB, C2C).
-func GDRLevel(r *hostfs.Root, env Env) (level pathclass.Class, setting string, ok bool, err error) {
+func GDRLevel(r *hostfs.Root, env Env) (level topo.Class, setting string, ok bool, err error) {
 	v, from := env.GDRLevel, "the environment"
 	if v == "" {
 		var found bool
 		if v, from, found, err = confLookup(r, env, "NCCL_NET_GDR_LEVEL"); err != nil || !found {
-			return pathclass.Unknown, "", false, err
+			return topo.Unknown, "", false, err
 		}
 	}
 	setting = "NCCL_NET_GDR_LEVEL=" + clip.Quote(v) + " in " + from
 	switch v {
 	case "LOC", "NVL", "NVB", "C2C":
-		return pathclass.Unknown, setting, true, nil
+		return topo.Unknown, setting, true, nil
 	case "PIX":
-		return pathclass.PIX, setting, true, nil
+		return topo.PIX, setting, true, nil
 	case "PXB", "P2C", "PXN":
-		return pathclass.PXB, setting, true, nil
+		return topo.PXB, setting, true, nil
 	case "PHB":
-		return pathclass.NODE, setting, true, nil
+		return topo.NODE, setting, true, nil
 	case "SYS":
-		return pathclass.SYS, setting, true, nil
+		return topo.SYS, setting, true, nil
 	}
 	if v != "" && v[0] >= '0' && v[0] <= '9' {
 		n := 0
 		for i := 0; i < len(v) && v[i] >= '0' && v[i] <= '9' && n < 100; i++ {
 			n = n*10 + int(v[i]-'0') // strtol reads the leading digits
 		}
-		old := []pathclass.Class{pathclass.Unknown, pathclass.PIX, pathclass.PXB, pathclass.NODE, pathclass.SYS}
+		old := []topo.Class{topo.Unknown, topo.PIX, topo.PXB, topo.NODE, topo.SYS}
 		return old[min(n, len(old)-1)], setting, true, nil
 	}
-	return pathclass.Unknown, setting, false, nil
+	return topo.Unknown, setting, false, nil
 }
 
 // confValue reads name from an nccl.conf exactly as setEnvFile does: lines
@@ -341,12 +341,12 @@ func normBus(s string) (string, error) {
 	if s == "" {
 		return "", errors.New("no busid")
 	}
-	return pcie.NormalizeAddr(s)
+	return pci.NormalizeAddr(s)
 }
 
 // Path is a GPU<->NIC path in the file.
 type Path struct {
-	Class pathclass.Class
+	Class topo.Class
 	// Via says where the path turns: "PCI switch ffff:ff:01.0", "cpu
 	// numaid 0", "the system (cpu numaid 0 and 1)".
 	Via string
@@ -407,13 +407,13 @@ func (f *File) Classify(gpu, nic, name string) (p Path, ok bool) {
 	}
 	switch {
 	case lca.Tag == "pci" && p.Switches <= 1:
-		p.Class, p.Via = pathclass.PIX, "PCI switch "+lca.Attr("busid")
+		p.Class, p.Via = topo.PIX, "PCI switch "+lca.Attr("busid")
 	case lca.Tag == "pci":
-		p.Class, p.Via = pathclass.PXB, fmt.Sprintf("PCI switch %s (%d switches)", lca.Attr("busid"), p.Switches)
+		p.Class, p.Via = topo.PXB, fmt.Sprintf("PCI switch %s (%d switches)", lca.Attr("busid"), p.Switches)
 	case lca.Tag == "cpu":
-		p.Class, p.Via = pathclass.PHB, "cpu numaid "+lca.Attr("numaid")
+		p.Class, p.Via = topo.PHB, "cpu numaid "+lca.Attr("numaid")
 	default:
-		p.Class, p.Via = pathclass.SYS, fmt.Sprintf("the system (cpu numaid %s and %s)", cpuOf(a), cpuOf(b))
+		p.Class, p.Via = topo.SYS, fmt.Sprintf("the system (cpu numaid %s and %s)", cpuOf(a), cpuOf(b))
 	}
 	return p, true
 }

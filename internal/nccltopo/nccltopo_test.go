@@ -9,7 +9,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // ndv5Like has the shape of Azure's ndv5-topo.xml (Azure/azhpc-images
@@ -53,19 +53,19 @@ func TestClassify(t *testing.T) {
 	assert.Equal(t, []string{"0101:00:00.0", "0103:00:00.0", "0102:00:00.0", "0105:00:00.0", "0106:00:00.0"}, f.NICs)
 	for _, c := range []struct {
 		gpu, nic, name string
-		class          pathclass.Class
+		class          topo.Class
 		via            string
 	}{
-		{"0001:00:00.0", "0101:00:00.0", "", pathclass.PIX, "PCI switch ffff:ff:01.0"},
-		{"0002:00:00.0", "0103:00:00.0", "", pathclass.PIX, "PCI switch ffff:ff:02.0"},
-		{"0002:00:00.0", "0102:00:00.0", "", pathclass.PHB, "cpu numaid 0"},
-		{"0001:00:00.0", "0105:00:00.0", "", pathclass.SYS, "cpu numaid 0 and 1"},
-		{"0009:00:00.0", "0105:00:00.0", "", pathclass.PXB, "ffff:ff:05.0 (2 switches)"},
-		{"0009:00:00.0", "0106:00:00.0", "", pathclass.PHB, "cpu numaid 1"},
+		{"0001:00:00.0", "0101:00:00.0", "", topo.PIX, "PCI switch ffff:ff:01.0"},
+		{"0002:00:00.0", "0103:00:00.0", "", topo.PIX, "PCI switch ffff:ff:02.0"},
+		{"0002:00:00.0", "0102:00:00.0", "", topo.PHB, "cpu numaid 0"},
+		{"0001:00:00.0", "0105:00:00.0", "", topo.SYS, "cpu numaid 0 and 1"},
+		{"0009:00:00.0", "0105:00:00.0", "", topo.PXB, "ffff:ff:05.0 (2 switches)"},
+		{"0009:00:00.0", "0106:00:00.0", "", topo.PHB, "cpu numaid 1"},
 		// A NIC named by its net element, the bus id unknown to the file.
-		{"0009:00:00.0", "0000:99:00.0", "mlx5_an0", pathclass.PXB, "2 switches"},
+		{"0009:00:00.0", "0000:99:00.0", "mlx5_an0", topo.PXB, "2 switches"},
 		// Bus ids in other spellings (upper case, no domain) match.
-		{"1:00:00.0", "0101:00:00.0", "", pathclass.PIX, "ffff:ff:01.0"},
+		{"1:00:00.0", "0101:00:00.0", "", topo.PIX, "ffff:ff:01.0"},
 	} {
 		p, ok := f.Classify(c.gpu, c.nic, c.name)
 		require.True(t, ok, "%s <-> %s", c.gpu, c.nic)
@@ -189,13 +189,13 @@ func TestGDRLevel(t *testing.T) {
 	r := root(t, map[string]string{"/etc/nccl.conf": "NCCL_NET_GDR_LEVEL=SYS\n"})
 	for _, c := range []struct {
 		env   string
-		level pathclass.Class
+		level topo.Class
 		ok    bool
 	}{
-		{"PIX", pathclass.PIX, true}, {"PXB", pathclass.PXB, true}, {"P2C", pathclass.PXB, true},
-		{"PHB", pathclass.NODE, true}, {"LOC", pathclass.Unknown, true},
-		{"0", pathclass.Unknown, true}, {"1", pathclass.PIX, true}, {"3", pathclass.NODE, true}, {"9", pathclass.SYS, true},
-		{"phb", pathclass.Unknown, false}, // NCCL compares case-sensitively and keeps its default
+		{"PIX", topo.PIX, true}, {"PXB", topo.PXB, true}, {"P2C", topo.PXB, true},
+		{"PHB", topo.NODE, true}, {"LOC", topo.Unknown, true},
+		{"0", topo.Unknown, true}, {"1", topo.PIX, true}, {"3", topo.NODE, true}, {"9", topo.SYS, true},
+		{"phb", topo.Unknown, false}, // NCCL compares case-sensitively and keeps its default
 	} {
 		l, setting, ok, err := GDRLevel(r, Env{GDRLevel: c.env})
 		require.NoError(t, err)
@@ -206,7 +206,7 @@ func TestGDRLevel(t *testing.T) {
 	l, setting, ok, err := GDRLevel(r, Env{})
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Equal(t, pathclass.SYS, l)
+	assert.Equal(t, topo.SYS, l)
 	assert.Equal(t, `NCCL_NET_GDR_LEVEL="SYS" in /etc/nccl.conf`, setting)
 	_, _, ok, err = GDRLevel(root(t, map[string]string{"/etc/hostname": "x\n"}), Env{})
 	require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // TopoMatrix is one parsed `nvidia-smi topo -m` output.
@@ -34,8 +34,8 @@ type TopoPair struct {
 // TopoLink is a decoded matrix cell.
 type TopoLink struct {
 	Self    bool
-	NVLinks int             // NV# bonded NVLinks; 0 if the pair talks over PCIe
-	Class   pathclass.Class // PCIe path class when NVLinks == 0 and !Self
+	NVLinks int        // NV# bonded NVLinks; 0 if the pair talks over PCIe
+	Class   topo.Class // PCIe path class when NVLinks == 0 and !Self
 }
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
@@ -49,7 +49,7 @@ func ParseTopoLink(s string) (TopoLink, error) {
 	case "X":
 		return TopoLink{Self: true}, nil
 	case "SOC":
-		return TopoLink{Class: pathclass.SYS}, nil
+		return TopoLink{Class: topo.SYS}, nil
 	}
 	if m := nvRE.FindStringSubmatch(t); m != nil {
 		n, _ := strconv.Atoi(m[1])
@@ -58,7 +58,7 @@ func ParseTopoLink(s string) (TopoLink, error) {
 		}
 		return TopoLink{NVLinks: n}, nil
 	}
-	c, err := pathclass.Parse(t)
+	c, err := topo.ParseClass(t)
 	if err != nil || t == "" {
 		return TopoLink{}, fmt.Errorf("topology cell %s: want X, NV<n>, PIX, PXB, PHB, NODE or SYS", clip.Quote(s))
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 func sample(t *testing.T, name string) string {
@@ -69,8 +69,8 @@ func TestX2AndOldStyle(t *testing.T) {
 
 func TestParseTopoLink(t *testing.T) {
 	for in, want := range map[string]TopoLink{
-		" X ": {Self: true}, "NV4": {NVLinks: 4}, "PIX": {Class: pathclass.PIX}, "PXB": {Class: pathclass.PXB},
-		"PHB": {Class: pathclass.PHB}, "NODE": {Class: pathclass.NODE}, "SYS": {Class: pathclass.SYS}, "SOC": {Class: pathclass.SYS},
+		" X ": {Self: true}, "NV4": {NVLinks: 4}, "PIX": {Class: topo.PIX}, "PXB": {Class: topo.PXB},
+		"PHB": {Class: topo.PHB}, "NODE": {Class: topo.NODE}, "SYS": {Class: topo.SYS}, "SOC": {Class: topo.SYS},
 	} {
 		got, err := ParseTopoLink(in)
 		require.NoError(t, err, in)

@@ -2,6 +2,9 @@
 // identity, class, link speed and width, NUMA node and local CPUs, driver, IOMMU group, the
 // sysfs path from the host bridge down (for path classification) and the
 // configuration space with its capability lists (for ACS and link checks).
+// It is the one place for sysfs's PCI paths (DevicesDir), for a link's state
+// and theoretical rate (Link, GBps; ReadCurrent polls it under load) and
+// for reading PCI addresses as drivers and users write them (NormalizeAddr).
 //
 // Malformed sysfs content (empty files, garbage numbers, dangling links,
 // truncated config space, capability-list loops) is an error naming the file
@@ -23,7 +26,6 @@ import (
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 )
 
 // DevicesDir is where the kernel lists every PCI function.
@@ -48,11 +50,8 @@ type Device struct {
 	Device uint16
 	Class  uint32 // 0xBBSSPP as in the sysfs class file
 
-	// Link state; 0 means the attribute is absent or "Unknown".
-	CurSpeed float64 // GT/s
-	MaxSpeed float64
-	CurWidth int
-	MaxWidth int
+	// Link is the link state; 0 means the attribute is absent or "Unknown".
+	Link
 
 	NUMANode int // -1: unknown
 	// LocalCPUs is local_cpulist: the CPUs nearest the function. Empty when
@@ -177,19 +176,6 @@ func ParseNUMA(s string) (int, error) {
 	return n, nil
 }
 
-// ParseSpeed reads current_link_speed/max_link_speed: "32.0 GT/s PCIe",
-// "8.0 GT/s", "2.5 GT/s"; "Unknown" (link down, or a virtual function) is 0.
-func ParseSpeed(s string) (float64, error) {
-	v, err := pcie.ParseSpeed(s)
-	if errors.Is(err, pcie.ErrUnknown) {
-		return 0, nil
-	}
-	return v, err
-}
-
-// ParseWidth reads current_link_width/max_link_width ("16"; 0 = link down).
-func ParseWidth(s string) (int, error) { return pcie.ParseWidth(s) }
-
 // Scan reads every function in /sys/bus/pci/devices. Devices that cannot be
 // read are left out and listed in the returned *ScanError, so one broken
 // entry does not hide the rest. A missing directory is an error that
@@ -277,7 +263,7 @@ func UnreadableGPUs(err error) []*EntryError {
 // Load reads one function by its address.
 func Load(r *hostfs.Root, bdf string) (*Device, error) {
 	fail := func(err error) (*Device, error) { return nil, &EntryError{BDF: bdf, Err: err} }
-	a, err := pcie.NormalizeAddr(bdf)
+	a, err := NormalizeAddr(bdf)
 	if err != nil || a != bdf {
 		return fail(fmt.Errorf("%s/%s: not a PCI address (want dddd:bb:dd.f)", DevicesDir, clip.Quote(bdf)))
 	}
@@ -334,36 +320,16 @@ func Load(r *hostfs.Root, bdf string) (*Device, error) {
 	class, classOK := hexAttr("class", 24, true)
 	d.Vendor, d.Device, d.Class = uint16(vendor), uint16(device), uint32(class)
 
-	speed := func(name string) float64 {
+	for _, name := range []string{curSpeedFile, maxSpeedFile, curWidthFile, maxWidthFile} {
 		s, ok, err := read(name)
-		if err != nil || !ok {
-			if err != nil {
-				errs = append(errs, err)
-			}
-			return 0
-		}
-		v, err := ParseSpeed(s)
 		if err != nil {
+			errs = append(errs, err)
+		} else if !ok {
+			continue
+		} else if err := d.Link.set(name, s); err != nil && !errors.Is(err, ErrUnknown) {
 			errs = append(errs, fmt.Errorf("%s: %w", attr(name), err))
 		}
-		return v
 	}
-	width := func(name string) int {
-		s, ok, err := read(name)
-		if err != nil || !ok {
-			if err != nil {
-				errs = append(errs, err)
-			}
-			return 0
-		}
-		v, err := ParseWidth(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", attr(name), err))
-		}
-		return v
-	}
-	d.CurSpeed, d.MaxSpeed = speed("current_link_speed"), speed("max_link_speed")
-	d.CurWidth, d.MaxWidth = width("current_link_width"), width("max_link_width")
 
 	if s, ok, err := read("numa_node"); err != nil {
 		errs = append(errs, err)
@@ -445,7 +411,7 @@ func (d *Device) String() string {
 
 // LinkString is "32 GT/s x16 (max 32 GT/s x16)".
 func (d *Device) LinkString() string {
-	return fmt.Sprintf("%s x%d (max %s x%d)", speedStr(d.CurSpeed), d.CurWidth, speedStr(d.MaxSpeed), d.MaxWidth)
+	return fmt.Sprintf("%s x%d (max %s x%d)", speedStr(d.CurGTs), d.CurWidth, speedStr(d.MaxGTs), d.MaxWidth)
 }
 
 func speedStr(v float64) string {

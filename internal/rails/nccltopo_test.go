@@ -11,7 +11,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // crossedTopo pairs GPU 1 (0002) with NIC 0103 and GPU 2 (0003) with 0102,
@@ -79,7 +79,7 @@ func TestRailsFromNCCLTopologyFile(t *testing.T) {
 	}
 	assert.Equal(t, want, got, s.Summary())
 	r1 := s.All[1]
-	assert.Equal(t, pathclass.NODE, r1.Path.SysfsClass)
+	assert.Equal(t, topo.NODE, r1.Path.SysfsClass)
 	assert.Contains(t, r1.Path.From, "/opt/cloud/topo.xml (NCCL_TOPO_FILE in the environment)")
 	assert.Equal(t, "PCI switch ffff:ff:02.0", r1.Path.Via)
 	assert.Contains(t, r1.Reason, "by the NCCL topology file /opt/cloud/topo.xml")
@@ -88,7 +88,7 @@ func TestRailsFromNCCLTopologyFile(t *testing.T) {
 	// Without the variable the tree alone decides (address order).
 	plain := sel(t, vmTree(t, map[string]string{"/opt/cloud/topo.xml": crossedTopo}))
 	assert.Equal(t, "mlx5_ib1", plain.All[1].NIC.Name)
-	assert.Equal(t, pathclass.NODE, plain.All[1].Class())
+	assert.Equal(t, topo.NODE, plain.All[1].Class())
 }
 
 func TestUnusableNCCLTopologyFile(t *testing.T) {
@@ -108,7 +108,7 @@ func TestUnusableNCCLTopologyFile(t *testing.T) {
 			assert.ErrorIs(t, h.NCCLErr, c.is)
 			assert.ErrorContains(t, h.NCCLErr, c.say)
 			assert.Nil(t, h.NCCL)
-			assert.Equal(t, pathclass.NODE, s.All[0].Class(), "the tree decides")
+			assert.Equal(t, topo.NODE, s.All[0].Class(), "the tree decides")
 		})
 	}
 }

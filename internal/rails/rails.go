@@ -72,9 +72,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
@@ -142,8 +140,8 @@ type Rail struct {
 	Reason  string // one line: why this NIC
 }
 
-// Class is the path class, pathclass.Unknown without a PCIe path.
-func (r *Rail) Class() pathclass.Class { return r.Path.Class }
+// Class is the path class, topo.Unknown without a PCIe path.
+func (r *Rail) Class() topo.Class { return r.Path.Class }
 
 // Name is the rail's subtest and report name: "rail<N>" (rail 0 for a
 // NIC-only Primary on a host without GPUs). Rail i on one host meets rail
@@ -229,7 +227,7 @@ func Discover(r *hostfs.Root) *Host {
 func (h *Host) AddDriverGPUs(addrs []string) error {
 	var add []string
 	for _, a := range addrs {
-		n, err := normalize(a)
+		n, err := pci.NormalizeAddr(a)
 		if err != nil {
 			return fmt.Errorf("GPU reported by the driver: %w", err)
 		}
@@ -264,16 +262,6 @@ func (h *Host) gpuByPCI(a string) *GPU {
 		}
 	}
 	return nil
-}
-
-// normalize reads a PCI address the way users and drivers write it
-// ("3B:00.0", "00000000:3b:00.0") into sysfs form (0000:3b:00.0).
-func normalize(a string) (string, error) {
-	s := strings.ToLower(strings.TrimSpace(a))
-	if parts := strings.Split(s, ":"); len(parts) == 3 && len(parts[0]) == 8 && strings.HasPrefix(parts[0], "0000") {
-		s = parts[0][4:] + ":" + parts[1] + ":" + parts[2] // NVML's 8-digit domain
-	}
-	return pcie.NormalizeAddr(s)
 }
 
 // pciLess orders PCI addresses numerically (domain, bus, device, function).
@@ -477,7 +465,7 @@ func (s *Selection) resolveGPU(v string) (int, error) {
 		}
 		return i, nil
 	}
-	a, err := normalize(v)
+	a, err := pci.NormalizeAddr(v)
 	if err != nil {
 		return -1, fmt.Errorf("GDR_GPU=%s: %v; %s", v, err, s.gpusThere())
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 type railExpect struct {
@@ -146,16 +146,16 @@ func TestDGX(t *testing.T) {
 		assert.Contains(t, r.Reason, "GDR_RDMA_DEVICE=mlx5_3")
 	}
 	assert.Equal(t, 5, s.Primary.Index)
-	assert.Equal(t, pathclass.PIX, s.Primary.Class())
+	assert.Equal(t, topo.PIX, s.Primary.Class())
 	assert.Contains(t, s.PrimaryWhy, "nearest GDR_RDMA_DEVICE=mlx5_3 (PIX, 3 bridges)")
 	s = sel(t, h, "GDR_RDMA_DEVICE", "mlx5_4") // storage NIC: NODE from GPUs 0-3, SYS from 4-7
 	assert.Equal(t, 0, s.Primary.Index)
-	assert.Equal(t, pathclass.NODE, s.Primary.Class())
-	assert.Equal(t, pathclass.SYS, s.All[4].Class())
+	assert.Equal(t, topo.NODE, s.Primary.Class())
+	assert.Equal(t, topo.SYS, s.All[4].Class())
 	s = sel(t, h, "GDR_RDMA_DEVICE", "mlx5_3", "GDR_GPU", "0")
 	assert.Equal(t, 0, s.Primary.Index)
 	assert.Equal(t, "mlx5_3", s.Primary.NIC.Name)
-	assert.Equal(t, pathclass.SYS, s.Primary.Class())
+	assert.Equal(t, topo.SYS, s.Primary.Class())
 	_, err := h.Select(cfg(t, "GDR_RDMA_DEVICE", "mlx5_99"))
 	assert.ErrorContains(t, err, "GDR_RDMA_DEVICE=mlx5_99: no such RDMA device in /sys/class/infiniband; there are 10 (mlx5_0, mlx5_1,")
 	// GDR_RAILS filters; Primary is the first kept.
@@ -223,7 +223,7 @@ func TestNotCandidates(t *testing.T) {
 	assert.Contains(t, s.NIC("mlx5_0").Why, "no user-space verbs node names it")
 	assert.Equal(t, "mlx5_1", s.All[0].NIC.Name, "GPU 0 falls back to the other NIC")
 	assert.Equal(t, "mlx5_1", s.All[1].NIC.Name)
-	assert.Equal(t, pathclass.PHB, s.All[0].Class())
+	assert.Equal(t, topo.PHB, s.All[0].Class())
 }
 
 // A host with NICs and no GPU: Primary is NIC-only, the first hardware

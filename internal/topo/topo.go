@@ -1,7 +1,8 @@
 // Package topo classifies the PCIe path between two PCI functions the way
-// `nvidia-smi topo -m` does (PIX, PXB, PHB, NODE, SYS), from their sysfs
-// paths: the lowest common ancestor, and the PCIe switches between them. It
-// also says what speed and width a link should train to (ExpectedLink).
+// `nvidia-smi topo -m` does (Class: PIX, PXB, PHB, NODE, SYS), from their
+// sysfs paths: the lowest common ancestor, and the PCIe switches between
+// them. It also says what speed and width a link should train to
+// (ExpectedLink) and judges a trained link against that (CheckLink).
 //
 // NUMA node -1 means unknown, not "same node". Two functions under different
 // host bridges are NODE when both nodes are known and equal, SYS when both
@@ -22,7 +23,6 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
@@ -155,7 +155,7 @@ func (ix *Index) portType(bdf string, depth int) int {
 
 // Path is how two functions connect.
 type Path struct {
-	Class pathclass.Class
+	Class Class
 	// LCA is the lowest common PCI ancestor ("" when the functions share
 	// none: different root ports or different host bridges).
 	LCA string
@@ -179,7 +179,7 @@ type Path struct {
 	// rails/nccltopo.go), SysfsClass keeps the tree's class and Via says
 	// where the file's path turns. Bridges and Switches stay the tree's.
 	From       string
-	SysfsClass pathclass.Class
+	SysfsClass Class
 	Via        string
 }
 
@@ -213,7 +213,7 @@ func (ix *Index) Classify(a, b string) (Path, error) {
 	if k == 0 {
 		p.Bridges = append(reversed(ca), cb...)
 		p.Switches = ix.countSwitches(p.Bridges)
-		p.Class = pathclass.PHB
+		p.Class = PHB
 		return p, nil
 	}
 	p.LCA = da.Chain[k-1]
@@ -230,21 +230,21 @@ func (ix *Index) Classify(a, b string) (Path, error) {
 	p.Bridges = br
 	p.Switches = ix.countSwitches(br)
 	if p.Switches <= 1 {
-		p.Class = pathclass.PIX
+		p.Class = PIX
 	} else {
-		p.Class = pathclass.PXB
+		p.Class = PXB
 	}
 	return p, nil
 }
 
 // acrossHostBridges classifies two functions under different host bridges
 // (see the package comment for the rule).
-func (ix *Index) acrossHostBridges(a, b *pci.Device) (pathclass.Class, bool, string) {
+func (ix *Index) acrossHostBridges(a, b *pci.Device) (Class, bool, string) {
 	if a.NUMANode >= 0 && b.NUMANode >= 0 {
 		if a.NUMANode == b.NUMANode {
-			return pathclass.NODE, false, ""
+			return NODE, false, ""
 		}
-		return pathclass.SYS, false, ""
+		return SYS, false, ""
 	}
 	unknown := fmt.Sprintf("numa_node %d/%d (-1 is unknown)", a.NUMANode, b.NUMANode)
 	ca, cb := a.LocalCPUs, b.LocalCPUs
@@ -253,11 +253,11 @@ func (ix *Index) acrossHostBridges(a, b *pci.Device) (pathclass.Class, bool, str
 	allB := !online.Empty() && cb.Equal(online)
 	switch {
 	case ix.info.NUMANodes == 1:
-		return pathclass.NODE, false, unknown + "; the host has one NUMA node online: NODE"
+		return NODE, false, unknown + "; the host has one NUMA node online: NODE"
 	case !ca.Empty() && ca.Equal(cb) && !allA:
-		return pathclass.NODE, false, fmt.Sprintf("%s; same local_cpulist %s: one node, NODE", unknown, ca)
+		return NODE, false, fmt.Sprintf("%s; same local_cpulist %s: one node, NODE", unknown, ca)
 	case !ca.Empty() && !cb.Empty() && !ca.Intersects(cb):
-		return pathclass.SYS, false, fmt.Sprintf("%s; local_cpulists %s and %s are disjoint: different sockets, SYS", unknown, ca, cb)
+		return SYS, false, fmt.Sprintf("%s; local_cpulists %s and %s are disjoint: different sockets, SYS", unknown, ca, cb)
 	}
 	nodes := "unknown"
 	if ix.info.NUMANodes > 0 {
@@ -270,7 +270,7 @@ func (ix *Index) acrossHostBridges(a, b *pci.Device) (pathclass.Class, bool, str
 	case allA || allB:
 		why = fmt.Sprintf(" (%q is every online CPU, which is what the kernel writes for an unknown node)", online.String())
 	}
-	return pathclass.SYS, true, fmt.Sprintf("%s, local_cpulist %q/%q%s and %s NUMA nodes online do not tell whether they share a socket: reported as SYS (NUMA unknown)",
+	return SYS, true, fmt.Sprintf("%s, local_cpulist %q/%q%s and %s NUMA nodes online do not tell whether they share a socket: reported as SYS (NUMA unknown)",
 		unknown, ca.String(), cb.String(), why, nodes)
 }
 
@@ -341,8 +341,9 @@ func (ix *Index) Nearest(gpu string, nics map[string]string) ([]Candidate, error
 	return out, nil
 }
 
-// Link is what a PCIe link should train to.
-type Link struct {
+// Expected is what a PCIe link should train to: a target derived from two
+// pci.Links (the function's and its partner's maxima), not a link state.
+type Expected struct {
 	// Speed (GT/s) and Width are the lower of the function's own maximum and
 	// its link partner's: a Gen5 x16 GPU in a Gen4 slot should run 16 GT/s.
 	Speed float64
@@ -358,7 +359,7 @@ type Link struct {
 }
 
 // String is "16 GT/s x16 (limited by link partner 0000:17:01.0: max 16 GT/s x16)".
-func (l Link) String() string {
+func (l Expected) String() string {
 	s := fmt.Sprintf("%g GT/s x%d", l.Speed, l.Width)
 	if l.Limited {
 		s += fmt.Sprintf(" (limited by link partner %s: max %g GT/s x%d)", l.Partner, l.PartnerSpeed, l.PartnerWidth)
@@ -395,22 +396,22 @@ func (ix *Index) LinkPartner(bdf string) *pci.Device {
 // maximum speed and width and its link partner's (LinkPartner). A function
 // without link attributes (virtual or integrated) is an error; a partner
 // without them does not limit.
-func (ix *Index) ExpectedLink(bdf string) (Link, error) {
+func (ix *Index) ExpectedLink(bdf string) (Expected, error) {
 	d := ix.devs[bdf]
 	if d == nil {
-		return Link{}, fmt.Errorf("no PCI function %s", bdf)
+		return Expected{}, fmt.Errorf("no PCI function %s", bdf)
 	}
-	if d.MaxSpeed == 0 || d.MaxWidth == 0 {
-		return Link{}, fmt.Errorf("%s has no max_link_speed/max_link_width in sysfs (a virtual or integrated function)", bdf)
+	if d.MaxGTs == 0 || d.MaxWidth == 0 {
+		return Expected{}, fmt.Errorf("%s has no max_link_speed/max_link_width in sysfs (a virtual or integrated function)", bdf)
 	}
-	l := Link{Speed: d.MaxSpeed, Width: d.MaxWidth}
+	l := Expected{Speed: d.MaxGTs, Width: d.MaxWidth}
 	p := ix.LinkPartner(bdf)
 	if p == nil {
 		return l, nil
 	}
-	l.Partner, l.PartnerSpeed, l.PartnerWidth = p.BDF, p.MaxSpeed, p.MaxWidth
-	if p.MaxSpeed > 0 && p.MaxSpeed < l.Speed {
-		l.Speed, l.Limited = p.MaxSpeed, true
+	l.Partner, l.PartnerSpeed, l.PartnerWidth = p.BDF, p.MaxGTs, p.MaxWidth
+	if p.MaxGTs > 0 && p.MaxGTs < l.Speed {
+		l.Speed, l.Limited = p.MaxGTs, true
 	}
 	if p.MaxWidth > 0 && p.MaxWidth < l.Width {
 		l.Width, l.Limited = p.MaxWidth, true

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
@@ -63,20 +62,20 @@ func TestClassify(t *testing.T) {
 		name         string
 		numa0, numa1 int
 		a, b         string
-		class        pathclass.Class
+		class        Class
 		bridges      string
 		switches     int
 	}{
-		{"one switch", 0, 1, "0000:05:00.0", "0000:06:00.0", pathclass.PIX, "0000:02:00.0 0000:01:00.0 0000:02:01.0", 1},
-		{"one switch reversed", 0, 1, "0000:06:00.0", "0000:05:00.0", pathclass.PIX, "0000:02:01.0 0000:01:00.0 0000:02:00.0", 1},
-		{"two switches", 0, 1, "0000:07:00.0", "0000:06:00.0", pathclass.PXB, "0000:04:00.0 0000:03:00.0 0000:02:00.0 0000:01:00.0 0000:02:01.0", 2},
-		{"functions of one device", 0, 1, "0000:06:00.0", "0000:06:00.1", pathclass.PIX, "0000:02:01.0", 1},
-		{"two root ports", 0, 1, "0000:05:00.0", "0000:08:00.0", pathclass.PHB, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:00:02.0", 1},
-		{"root bus", 0, 1, "0000:00:06.0", "0000:06:00.0", pathclass.PHB, "0000:00:01.0 0000:01:00.0 0000:02:01.0", 1},
-		{"two host bridges one node", 0, 1, "0000:05:00.0", "0000:41:00.0", pathclass.NODE, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:40:01.0", 1},
-		{"two nodes", 0, 1, "0000:05:00.0", "0000:81:00.0", pathclass.SYS, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:80:01.0", 1},
-		{"unknown node is not the same node", -1, 1, "0000:05:00.0", "0000:81:00.0", pathclass.SYS, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:80:01.0", 1},
-		{"both unknown", -1, -1, "0000:00:06.0", "0000:81:00.0", pathclass.SYS, "0000:80:01.0", 0},
+		{"one switch", 0, 1, "0000:05:00.0", "0000:06:00.0", PIX, "0000:02:00.0 0000:01:00.0 0000:02:01.0", 1},
+		{"one switch reversed", 0, 1, "0000:06:00.0", "0000:05:00.0", PIX, "0000:02:01.0 0000:01:00.0 0000:02:00.0", 1},
+		{"two switches", 0, 1, "0000:07:00.0", "0000:06:00.0", PXB, "0000:04:00.0 0000:03:00.0 0000:02:00.0 0000:01:00.0 0000:02:01.0", 2},
+		{"functions of one device", 0, 1, "0000:06:00.0", "0000:06:00.1", PIX, "0000:02:01.0", 1},
+		{"two root ports", 0, 1, "0000:05:00.0", "0000:08:00.0", PHB, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:00:02.0", 1},
+		{"root bus", 0, 1, "0000:00:06.0", "0000:06:00.0", PHB, "0000:00:01.0 0000:01:00.0 0000:02:01.0", 1},
+		{"two host bridges one node", 0, 1, "0000:05:00.0", "0000:41:00.0", NODE, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:40:01.0", 1},
+		{"two nodes", 0, 1, "0000:05:00.0", "0000:81:00.0", SYS, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:80:01.0", 1},
+		{"unknown node is not the same node", -1, 1, "0000:05:00.0", "0000:81:00.0", SYS, "0000:02:00.0 0000:01:00.0 0000:00:01.0 0000:80:01.0", 1},
+		{"both unknown", -1, -1, "0000:00:06.0", "0000:81:00.0", SYS, "0000:80:01.0", 0},
 	} {
 		ix := host(tc.numa0, tc.numa1)
 		p, err := ix.Classify(tc.a, tc.b)
@@ -112,17 +111,17 @@ func TestUnknownNUMA(t *testing.T) {
 		name         string
 		nodes        int
 		cpusA, cpusB string
-		class        pathclass.Class
+		class        Class
 		unknown      bool
 		note         string
 	}{
-		{"one node online", 1, "", "", pathclass.NODE, false, "one NUMA node online"},
-		{"same cpulist", 2, "0-27,56-83", "0-27,56-83", pathclass.NODE, false, "same local_cpulist 0-27,56-83"},
-		{"disjoint cpulists", 2, "0-27,56-83", "28-55,84-111", pathclass.SYS, false, "disjoint"},
-		{"overlapping cpulists", 2, "0-31", "16-47", pathclass.SYS, true, "NUMA unknown"},
-		{"no cpulists, two nodes", 2, "", "", pathclass.SYS, true, "2 NUMA nodes online"},
-		{"nothing known", 0, "", "", pathclass.SYS, true, "unknown NUMA nodes online"},
-		{"one cpulist", 0, "0-31", "", pathclass.SYS, true, "NUMA unknown"},
+		{"one node online", 1, "", "", NODE, false, "one NUMA node online"},
+		{"same cpulist", 2, "0-27,56-83", "0-27,56-83", NODE, false, "same local_cpulist 0-27,56-83"},
+		{"disjoint cpulists", 2, "0-27,56-83", "28-55,84-111", SYS, false, "disjoint"},
+		{"overlapping cpulists", 2, "0-31", "16-47", SYS, true, "NUMA unknown"},
+		{"no cpulists, two nodes", 2, "", "", SYS, true, "2 NUMA nodes online"},
+		{"nothing known", 0, "", "", SYS, true, "unknown NUMA nodes online"},
+		{"one cpulist", 0, "0-31", "", SYS, true, "NUMA unknown"},
 	} {
 		p := mk(tc.nodes, tc.cpusA, tc.cpusB)
 		assert.Equal(t, tc.class, p.Class, tc.name)
@@ -132,11 +131,11 @@ func TestUnknownNUMA(t *testing.T) {
 	// Equal lists that are every online CPU are what the kernel writes for
 	// an unknown node: no evidence.
 	p := mk(2, "0-63", "0-63", "0-63")
-	assert.Equal(t, pathclass.SYS, p.Class)
+	assert.Equal(t, SYS, p.Class)
 	assert.True(t, p.NUMAUnknown)
 	assert.Contains(t, p.NUMANote, "every online CPU")
 	p = mk(2, "0-31", "0-31", "0-63")
-	assert.Equal(t, pathclass.NODE, p.Class)
+	assert.Equal(t, NODE, p.Class)
 	// Known nodes need no note.
 	p, err := host(0, 1).Classify("0000:05:00.0", "0000:81:00.0")
 	require.NoError(t, err)
@@ -190,7 +189,7 @@ func TestReadNUMANodes(t *testing.T) {
 // A link is judged against the lower of its own maximum and its partner's.
 func TestExpectedLink(t *testing.T) {
 	withLink := func(d *pci.Device, maxS float64, maxW int) *pci.Device {
-		d.MaxSpeed, d.MaxWidth, d.CurSpeed, d.CurWidth = maxS, maxW, maxS, maxW
+		d.MaxGTs, d.MaxWidth, d.CurGTs, d.CurWidth = maxS, maxW, maxS, maxW
 		return d
 	}
 	ix := New([]*pci.Device{
@@ -257,8 +256,8 @@ func TestNearest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c, 4)
 	assert.Equal(t, []string{"mlx5_2", "mlx5_3", "mlx5_1", "mlx5_0"}, []string{c[0].NIC, c[1].NIC, c[2].NIC, c[3].NIC})
-	assert.Equal(t, pathclass.PIX, c[0].Path.Class)
-	assert.Equal(t, pathclass.SYS, c[3].Path.Class)
+	assert.Equal(t, PIX, c[0].Path.Class)
+	assert.Equal(t, SYS, c[3].Path.Class)
 	_, err = ix.Nearest("0000:05:00.0", map[string]string{"mlx5_9": "0000:99:00.0"})
 	assert.ErrorContains(t, err, "mlx5_9")
 }
@@ -266,13 +265,13 @@ func TestNearest(t *testing.T) {
 // The constructed trees classify as their names say, with port types read
 // from config space (and inferred where config is 64 bytes).
 func TestFixtureTrees(t *testing.T) {
-	for tree, want := range map[string]map[[2]string]pathclass.Class{
-		"pix":    {{"0000:03:00.0", "0000:04:00.0"}: pathclass.PIX, {"0000:03:00.0", "0000:14:00.0"}: pathclass.PHB, {"0000:13:00.0", "0000:14:00.0"}: pathclass.PIX},
-		"pxb":    {{"0000:05:00.0", "0000:06:00.0"}: pathclass.PXB},
-		"phb":    {{"0000:01:00.0", "0000:02:00.0"}: pathclass.PHB},
-		"node":   {{"0000:01:00.0", "0000:41:00.0"}: pathclass.NODE},
-		"sys":    {{"0000:01:00.0", "0000:81:00.0"}: pathclass.SYS},
-		"noroot": {{"0000:03:00.0", "0000:04:00.0"}: pathclass.PIX},
+	for tree, want := range map[string]map[[2]string]Class{
+		"pix":    {{"0000:03:00.0", "0000:04:00.0"}: PIX, {"0000:03:00.0", "0000:14:00.0"}: PHB, {"0000:13:00.0", "0000:14:00.0"}: PIX},
+		"pxb":    {{"0000:05:00.0", "0000:06:00.0"}: PXB},
+		"phb":    {{"0000:01:00.0", "0000:02:00.0"}: PHB},
+		"node":   {{"0000:01:00.0", "0000:41:00.0"}: NODE},
+		"sys":    {{"0000:01:00.0", "0000:81:00.0"}: SYS},
+		"noroot": {{"0000:03:00.0", "0000:04:00.0"}: PIX},
 	} {
 		r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", tree))
 		require.NoError(t, err)

@@ -1,6 +1,4 @@
-// Package pathclass names the PCIe path classes between two devices, with the
-// meanings `nvidia-smi topo -m` gives them, ordered from nearest to farthest.
-package pathclass
+package topo
 
 import (
 	"fmt"
@@ -9,7 +7,8 @@ import (
 	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
-// Class is a PCIe path class. Larger is farther.
+// Class is a PCIe path class between two devices, with the meaning
+// `nvidia-smi topo -m` gives it. Larger is farther.
 type Class int
 
 const (
@@ -26,27 +25,27 @@ const (
 	SYS
 )
 
-var names = [...]string{"UNKNOWN", "PIX", "PXB", "PHB", "NODE", "SYS"}
+var classNames = [...]string{"UNKNOWN", "PIX", "PXB", "PHB", "NODE", "SYS"}
 
 func (c Class) String() string {
-	if c < 0 || int(c) >= len(names) {
+	if c < 0 || int(c) >= len(classNames) {
 		return fmt.Sprintf("Class(%d)", int(c))
 	}
-	return names[c]
+	return classNames[c]
 }
 
-// Accepted lists the names Parse takes, for error messages.
-const Accepted = "PIX, PXB, PHB, NODE or SYS"
+// AcceptedClasses lists the names ParseClass takes, for error messages.
+const AcceptedClasses = "PIX, PXB, PHB, NODE or SYS"
 
-// Parse reads a class name, case-insensitively.
-func Parse(s string) (Class, error) {
+// ParseClass reads a class name, case-insensitively.
+func ParseClass(s string) (Class, error) {
 	u := strings.ToUpper(strings.TrimSpace(s))
-	for i, n := range names {
+	for i, n := range classNames {
 		if i > 0 && n == u {
 			return Class(i), nil
 		}
 	}
-	return Unknown, fmt.Errorf("%s is not a path class (want %s)", clip.Quote(s), Accepted)
+	return Unknown, fmt.Errorf("%s is not a path class (want %s)", clip.Quote(s), AcceptedClasses)
 }
 
 // FartherThan reports whether c is a worse path than limit.

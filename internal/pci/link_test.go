@@ -1,14 +1,13 @@
-package pcie
+package pci
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 )
 
 func TestGBps(t *testing.T) {
@@ -38,20 +37,20 @@ func TestGBps(t *testing.T) {
 	}
 }
 
-func TestParseSpeed(t *testing.T) {
+func TestParseSpeedUnknown(t *testing.T) {
 	for in, want := range map[string]float64{
 		"32.0 GT/s PCIe\n": 32, "8 GT/s": 8, "2.5 GT/s": 2.5, "16.0 GT/s PCIe": 16, "5.0 GT/s PCIe": 5,
 	} {
-		got, err := ParseSpeed(in)
+		got, err := parseSpeed(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	_, err := ParseSpeed("Unknown speed")
+	_, err := parseSpeed("Unknown speed")
 	assert.ErrorIs(t, err, ErrUnknown)
-	_, err = ParseSpeed("Unknown")
+	_, err = parseSpeed("Unknown")
 	assert.ErrorIs(t, err, ErrUnknown)
 	for _, bad := range []string{"", "fast", "32.0 Gb/s", "x GT/s", "-1 GT/s"} {
-		_, err := ParseSpeed(bad)
+		_, err := parseSpeed(bad)
 		assert.Error(t, err, "%q", bad)
 		assert.NotErrorIs(t, err, ErrUnknown, "%q", bad)
 	}
@@ -76,7 +75,7 @@ func TestParseSpeedNonDecimal(t *testing.T) {
 		{"8.0.0 GT/s", "two points"},
 	} {
 		t.Run(tc.why, func(t *testing.T) {
-			v, err := ParseSpeed(tc.in)
+			v, err := parseSpeed(tc.in)
 			require.Error(t, err, "%q gave %v", tc.in, v)
 			assert.Contains(t, err.Error(), tc.in[:strings.IndexByte(tc.in, ' ')], "the error names the value")
 			assert.Zero(t, v)
@@ -120,36 +119,21 @@ func TestNormalizeAddr(t *testing.T) {
 	}
 }
 
-func writeDev(t *testing.T, dir, addr string, files map[string]string) {
-	t.Helper()
-	d := filepath.Join(dir, "sys/bus/pci/devices", addr)
-	require.NoError(t, os.MkdirAll(d, 0o755))
-	for k, v := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(d, k), []byte(v), 0o644))
-	}
-}
-
 func TestReadLink(t *testing.T) {
-	dir := t.TempDir()
-	writeDev(t, dir, "0000:00:06.0", map[string]string{
-		"max_link_speed": "32.0 GT/s PCIe\n", "max_link_width": "16\n",
-		"current_link_speed": "2.5 GT/s PCIe\n", "current_link_width": "16\n",
+	dev := func(addr string) string { return DevicesDir + "/" + addr + "/" }
+	root := hostfstest.Tree(t, map[string]string{
+		dev("0000:00:06.0") + maxSpeedFile: "32.0 GT/s PCIe\n", dev("0000:00:06.0") + maxWidthFile: "16\n",
+		dev("0000:00:06.0") + curSpeedFile: "2.5 GT/s PCIe\n", dev("0000:00:06.0") + curWidthFile: "16\n",
+		dev("0000:00:07.0") + maxSpeedFile: "16.0 GT/s PCIe\n", dev("0000:00:07.0") + maxWidthFile: "16\n",
+		dev("0000:00:07.0") + curSpeedFile: "Unknown\n", dev("0000:00:07.0") + curWidthFile: "0\n",
+		dev("0000:00:08.0") + "vendor":     "0x10de\n",
+		dev("0000:00:09.0") + maxSpeedFile: "fast\n", dev("0000:00:09.0") + maxWidthFile: "16\n",
+		dev("0000:00:09.0") + curSpeedFile: "8 GT/s\n", dev("0000:00:09.0") + curWidthFile: "16\n",
 	})
-	writeDev(t, dir, "0000:00:07.0", map[string]string{
-		"max_link_speed": "16.0 GT/s PCIe\n", "max_link_width": "16\n",
-		"current_link_speed": "Unknown\n", "current_link_width": "0\n",
-	})
-	writeDev(t, dir, "0000:00:08.0", map[string]string{"vendor": "0x10de\n"})
-	writeDev(t, dir, "0000:00:09.0", map[string]string{
-		"max_link_speed": "fast\n", "max_link_width": "16\n",
-		"current_link_speed": "8 GT/s\n", "current_link_width": "16\n",
-	})
-	root, err := hostfs.New(dir)
-	require.NoError(t, err)
 
 	l, err := ReadLink(root, "0000:00:06.0")
 	require.NoError(t, err)
-	assert.Equal(t, Link{Addr: "0000:00:06.0", CurGTs: 2.5, MaxGTs: 32, CurWidth: 16, MaxWidth: 16}, l)
+	assert.Equal(t, Link{CurGTs: 2.5, MaxGTs: 32, CurWidth: 16, MaxWidth: 16}, l)
 	m, err := l.MaxGBps()
 	require.NoError(t, err)
 	assert.InDelta(t, 63.015, m, 0.001)
