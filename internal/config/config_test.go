@@ -220,15 +220,15 @@ func TestGIDNetdev(t *testing.T) {
 	assert.Contains(t, err.Error(), "GDR_GID_INDEX=3")
 }
 
-// The README documents every variable Load reads.
-func TestReadmeDocumentsEveryVariable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// The manual (docs/configuration.md) documents every variable Load reads.
+func TestDocsDocumentsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	require.NoError(t, err)
 	s := string(b)
 	i, j := strings.Index(s, "<!-- config:begin -->"), strings.Index(s, "<!-- config:end -->")
-	require.True(t, i >= 0 && j > i, "README.md lacks the configuration table markers")
+	require.True(t, i >= 0 && j > i, "docs/configuration.md lacks the configuration table markers")
 	for _, v := range Vars {
-		assert.Contains(t, s[i:j], "`"+v+"`", "README's configuration table does not document %s", v)
+		assert.Contains(t, s[i:j], "`"+v+"`", "docs/configuration.md's table does not document %s", v)
 	}
 }
 
