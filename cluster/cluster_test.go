@@ -13,7 +13,6 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/cluster/jobenv"
-	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 const events = `{"Action":"start","Package":"github.com/gdrconf/gdrconf/conformance/pingpong"}
@@ -138,22 +137,22 @@ func TestBarrier(t *testing.T) {
 }
 
 func TestSecret(t *testing.T) {
-	_, err := Secret(config.Cluster{})
+	_, err := Secret(Config{})
 	assert.ErrorContains(t, err, "GDR_CLUSTER_SECRET (or GDR_CLUSTER_SECRET_FILE) is not set")
-	_, err = Secret(config.Cluster{Secret: "short"})
+	_, err = Secret(Config{Secret: "short"})
 	assert.ErrorContains(t, err, "holds 5 bytes")
 	f := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(f, []byte("0123456789abcdef0123\n"), 0o600))
-	s, err := Secret(config.Cluster{SecretFile: f})
+	s, err := Secret(Config{SecretFile: f})
 	require.NoError(t, err)
 	assert.Equal(t, "0123456789abcdef0123", string(s))
-	_, err = Secret(config.Cluster{SecretFile: f + ".missing"})
+	_, err = Secret(Config{SecretFile: f + ".missing"})
 	assert.ErrorContains(t, err, "GDR_CLUSTER_SECRET_FILE=")
 }
 
 func TestPlanRoundShell(t *testing.T) {
 	task := jobenv.Task{Engine: jobenv.Slurm, JobID: "9", Names: []string{"n1", "n2", "n3", "n4"}, Addrs: []string{"n1-ib", "n2-ib", "n3-ib", "n4-ib"}}
-	c := config.ClusterDefaults()
+	c := DefaultConfig()
 	c.Reports = "/shared/r"
 	secret := []byte("0123456789abcdef")
 

@@ -16,7 +16,7 @@ import (
 // Secret returns the job's secret from GDR_CLUSTER_SECRET or the file
 // GDR_CLUSTER_SECRET_FILE names (trailing newline dropped). It must hold at
 // least 16 bytes: the round tokens are only as secret as it is.
-func Secret(c config.Cluster) ([]byte, error) {
+func Secret(c Config) ([]byte, error) {
 	s := []byte(c.Secret)
 	if c.SecretFile != "" {
 		b, err := os.ReadFile(c.SecretFile)
@@ -46,7 +46,7 @@ type Step struct {
 // PlanRound computes task's round k. Rounds past the schedule's own are
 // re-pairing rounds computed from results (Load's, of rounds before k);
 // every task computes the same from the same files.
-func PlanRound(task jobenv.Task, c config.Cluster, secret []byte, k int, results []isolate.Result) Step {
+func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isolate.Result) Step {
 	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction})
 	job := pairing.Job{Key: task.Key(), Secret: secret, Ports: c.Ports}
 	p := Plan{Round: k, Host: task.Self(), Index: task.Index, Hosts: len(task.Names), Repair: r.Repair,

@@ -210,7 +210,7 @@ func oursValue(suites []*Suite, id string, match func(string) bool, key string) 
 				continue
 			}
 			for _, t := range s.Tests() {
-				v, ok := t.Attrs[key]
+				v, ok := t.Own[key]
 				if !ok || !match(t.Name) {
 					continue
 				}
@@ -354,7 +354,7 @@ func (r *runner) bench(suites []*Suite) error {
 			continue
 		}
 		for _, t := range s.Tests() {
-			perftest[t.Name] = t.Output.String()
+			perftest[t.Name] = output(t)
 		}
 	}
 	rows, problems := BenchRows(suites, perftest, r.o.Iters)

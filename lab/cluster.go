@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
-	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
 	"github.com/gdrconf/gdrconf/report"
 )
@@ -599,9 +599,9 @@ type ClusterSummary struct {
 // clusterConfig is the cluster configuration the guests ran with (their
 // environment, LAB_ENV last), so that the merge's pair analysis is the one
 // their re-pairing rounds made, with the same GDR_PAIR_MIN_FRACTION.
-func (r *runner) clusterConfig() (config.Cluster, error) {
+func (r *runner) clusterConfig() (cluster.Config, error) {
 	env := r.clusterEnv()
-	return config.ParseCluster(func(k string) (string, bool) {
+	return cluster.ParseConfig(func(k string) (string, bool) {
 		for i := len(env) - 1; i >= 0; i-- { // the last wins, as in a process's environment
 			if n, v, ok := strings.Cut(env[i], "="); ok && n == k {
 				return v, true

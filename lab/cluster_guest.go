@@ -177,16 +177,10 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 		if n.RXE == "" {
 			continue
 		}
-		state := "/sys/class/infiniband/" + n.RXE + "/ports/1/state"
-		gid := "/sys/class/infiniband/" + n.RXE + "/ports/1/gids/1"
-		if err := waitFor(deadline, state+" ACTIVE and "+gid+" (RoCE v2 IPv4 GID)", func() bool {
-			s, err1 := os.ReadFile(state)
-			g, err2 := os.ReadFile(gid)
-			return err1 == nil && err2 == nil && strings.Contains(string(s), "ACTIVE") && strings.Contains(string(g), "ffff:")
-		}); err != nil {
+		b, err := waitRXE(g.sys, deadline, n.RXE)
+		if err != nil {
 			return err
 		}
-		b, _ := os.ReadFile(gid)
 		fmt.Fprintf(w, "%s (rail %d) ACTIVE, gid 1 %s", n.RXE, n.Rail, b)
 	}
 	if err := os.MkdirAll(c.Shared, 0o755); err != nil {

@@ -3,19 +3,29 @@ package lab
 import (
 	"fmt"
 	"strings"
+
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+
+	"github.com/gdrconf/gdrconf/internal/reqs"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // HostMemSuffix marks the hosts of the lab's host-memory pingpong run
 // (server-hostmem, client-hostmem) when the other runs use the emulated GPU.
 const HostMemSuffix = "-hostmem"
 
-// emulatedMust are the checks the emulated GPU must pass in the lab: on it,
-// the GPU data path runs for real against rxe. dma-buf is not among them:
-// rxe has no dma-buf MRs and the lab kernel no udmabuf.
-var emulatedMust = map[string][]string{
-	PingpongPkg:          {"PP-01", "PP-02", "PP-03", "PP-04", "PP-05", "PP-06", "PP-07", "PP-08", "PP-09"},
-	"conformance/memreg": {"MREG-01", "MREG-02", "MREG-03", "MREG-05"},
-	"conformance/gpu":    {"GPU-01", "GPU-02", "GPU-03", "GPU-06"},
+// emulatedMust are the requirements of package pkg that the emulated GPU
+// must pass in the lab (reqs.Req.EmulatedMust): on it, the GPU data path
+// runs for real against rxe. dma-buf is not among them: rxe has no dma-buf
+// MRs and the lab kernel no udmabuf.
+func emulatedMust(pkg string) []string {
+	var ids []string
+	for _, r := range reqs.All() {
+		if r.EmulatedMust && "conformance/"+r.Area == pkg {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 // EmulatedVerdict checks that the runs with the emulated GPU installed
@@ -27,30 +37,25 @@ var emulatedMust = map[string][]string{
 func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 	ran := map[string]int{}
 	for _, s := range suites {
-		must, ok := emulatedMust[s.Pkg]
-		if !ok || strings.HasSuffix(s.Host, HostMemSuffix) {
+		must := emulatedMust(s.Pkg)
+		if len(must) == 0 || strings.HasSuffix(s.Host, HostMemSuffix) {
 			continue
 		}
 		passed := map[string]bool{}
 		onGPU := map[string]bool{} // top-level test -> it or a subtest ran on gpu-emulated
-		var top []*TestResult
-		rootReq := map[string]string{}
+		var top []*report.Case
 		for _, t := range s.Tests() {
 			root, _, sub := strings.Cut(t.Name, "/")
-			req := t.Attrs["gdr.req"]
-			if req == "" {
-				req = rootReq[root] // subtests inherit the requirement
-			}
+			req := t.Req // subtests inherit the requirement
 			if !sub {
-				rootReq[root] = req
 				top = append(top, t)
-				if t.Action == "pass" {
-					passed[t.Attrs["gdr.req"]] = true
+				if t.Result == gtr.Pass {
+					passed[t.Own["gdr.req"]] = true
 				}
 			}
-			mem, has := t.Attrs["gdr.mem"]
+			mem, has := t.Own["gdr.mem"]
 			switch {
-			case !has || t.Action != "pass":
+			case !has || t.Result != gtr.Pass:
 			case mem == "gpu-emulated":
 				onGPU[root] = true
 			case strings.HasSuffix(t.Name, "/host") || strings.Contains(t.Name, "/host/"):
@@ -60,9 +65,9 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 			}
 		}
 		for _, t := range top {
-			req := t.Attrs["gdr.req"]
+			req := t.Own["gdr.req"]
 			switch {
-			case t.Action != "pass", s.Pkg == "conformance/gpu", req == "MREG-01", req == "MREG-02", strings.HasPrefix(req, "HLTH-"): // HLTH moves no data of its own
+			case t.Result != gtr.Pass, s.Pkg == "conformance/gpu", req == "MREG-01", req == "MREG-02", strings.HasPrefix(req, "HLTH-"): // HLTH moves no data of its own
 			case !onGPU[t.Name]:
 				problems = append(problems, fmt.Sprintf("%s: %s (%s) passed, but neither it nor a subtest ran on gdr.mem=gpu-emulated: the GPU path did not run", s.Name(), t.Name, req))
 			default:

@@ -12,7 +12,7 @@ import (
 func TestEmulatedVerdict(t *testing.T) {
 	run := func(mem string) []string {
 		var evs []Event
-		for _, id := range emulatedMust[PingpongPkg] {
+		for _, id := range emulatedMust(PingpongPkg) {
 			name := "TestX" + strings.ReplaceAll(id, "-", "")
 			evs = append(evs,
 				Event{Action: "attr", Test: name, Key: "gdr.req", Value: id},

@@ -13,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // ModeFaults runs the fault matrix (make lab-faults): each case boots two
@@ -160,56 +164,38 @@ type caseRun struct {
 
 // hostTests are one host's tests with their own failure text.
 type hostTest struct {
-	*TestResult
+	*report.Case
 	leaf       bool
 	self       float64 // seconds spent in the test itself, not in its subtests
 	msg        string  // its own output without go test's framing
 	childFails bool    // a subtest failed (which carries the cause)
 }
 
-// hostTests folds a suite into tests that know their subtests. A subtest's
-// parent is the longest other test name it extends ("/" in t.Run names
-// makes one level look like several: rail0/WRITE/4096 is a child of rail0).
+// hostTests are a suite's tests with what Judge needs of their subtests
+// (report's model links them: "/" in t.Run names makes one level look like
+// several, rail0/WRITE/4096 is a child of rail0).
 func hostTests(s *Suite) []hostTest {
 	ts := s.Tests()
 	out := make([]hostTest, len(ts))
-	idx := map[string]int{}
 	for i, t := range ts {
-		out[i] = hostTest{TestResult: t, leaf: true, self: t.Elapsed, msg: ownText(t.Output.String())}
-		idx[t.Name] = i
-	}
-	for _, t := range ts {
-		name := t.Name
-		for {
-			j := strings.LastIndexByte(name, '/')
-			if j < 0 {
-				break
-			}
-			name = name[:j]
-			if p, ok := idx[name]; ok {
-				out[p].leaf = false
-				out[p].self -= t.Elapsed
-				if t.Action == "fail" || t.Action == "" {
-					out[p].childFails = true
-				}
-				break
-			}
+		self := t.Duration.Seconds()
+		for _, ch := range t.Children {
+			self -= ch.Duration.Seconds()
 		}
-	}
-	// A failed subtest fails every ancestor: mark them all.
-	for i := range out {
-		if !out[i].childFails {
-			continue
-		}
-		name := out[i].Name
-		for j := strings.LastIndexByte(name, '/'); j >= 0; j = strings.LastIndexByte(name, '/') {
-			name = name[:j]
-			if p, ok := idx[name]; ok {
-				out[p].childFails = true
-			}
-		}
+		out[i] = hostTest{Case: t, leaf: len(t.Children) == 0, self: self, msg: ownText(output(t)), childFails: subtestFailed(t)}
 	}
 	return out
+}
+
+// subtestFailed reports whether a subtest of c, at any depth, failed or
+// never finished.
+func subtestFailed(c *report.Case) bool {
+	for _, ch := range c.Children {
+		if ch.Status() == report.Fail || subtestFailed(ch) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownText drops go test's framing lines from a test's output.
@@ -248,15 +234,15 @@ func Judge(c FaultCase, cr caseRun) CaseResult {
 		}
 		needMet := need == nil
 		for _, t := range tests {
-			if v, ok := t.Attrs["gdr.rdma_leaked_count"]; ok {
+			if v, ok := t.Own["gdr.rdma_leaked_count"]; ok {
 				leakSeen++
 				n, _ := strconv.Atoi(v)
 				res.Leaked += n
 			}
 			if t.leaf {
-				slowest = max(slowest, t.Elapsed)
+				slowest = max(slowest, t.Duration.Seconds())
 			}
-			switch t.Action {
+			switch action(t.Case) {
 			case "pass":
 				nPass++
 				if failedYet && t.leaf {
@@ -264,13 +250,13 @@ func Judge(c FaultCase, cr caseRun) CaseResult {
 				}
 			case "skip":
 				nSkip++
-				if c.Pass && !gpuSkip(t.TestResult) {
+				if c.Pass && !gpuSkip(t.Case) {
 					problems = append(problems, fmt.Sprintf("%s: %s skipped: %s", s.Role, t.Name, firstLine(t.msg)))
 				}
 			default:
 				nFail++
 				anyFail, failedYet = true, true
-				if t.Action == "" {
+				if t.Result == gtr.Unknown {
 					if !(c.Kill > 0 && s.Role == "client") { // a killed VM's test never ends
 						problems = append(problems, fmt.Sprintf("%s: %s never reached a verdict", s.Role, t.Name))
 					}
@@ -281,10 +267,10 @@ func Judge(c FaultCase, cr caseRun) CaseResult {
 				}
 				took := t.self
 				if t.leaf {
-					took = t.Elapsed
+					took = t.Duration.Seconds()
 				}
 				slowestFail = max(slowestFail, took)
-				line := firstFailLine(t.Output.String())
+				line := firstFailLine(output(t.Case))
 				fails = append(fails, fmt.Sprintf("%s %.1fs: %s", t.Name, took, clipLine(line, 160)))
 				if took > deadline.Seconds() {
 					problems = append(problems, fmt.Sprintf("%s: %s took %.1fs to its verdict, more than GDR_TIMEOUT %v + margin %v", s.Role, t.Name, took, cr.timeout, margin))
@@ -304,7 +290,7 @@ func Judge(c FaultCase, cr caseRun) CaseResult {
 		}
 		if need != nil && !needMet && c.Pass {
 			for _, t := range tests {
-				if need.MatchString(t.Output.String()) {
+				if need.MatchString(output(t.Case)) {
 					needMet = true
 				}
 			}

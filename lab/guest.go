@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // GuestMain is the lab VM's /init: it mounts the pseudo file systems, loads
@@ -36,6 +39,7 @@ func GuestMain() {
 
 type guest struct {
 	console *os.File
+	sys     *hostfs.Root // the VM's own /, once /sys is mounted
 	rec     *RecordWriter
 	job     Job
 	ln      net.Listener
@@ -60,6 +64,11 @@ func (g *guest) main() error {
 			return fmt.Errorf("mount %s: %w", m.dst, err)
 		}
 	}
+	sys, err := hostfs.New("/")
+	if err != nil {
+		return err
+	}
+	g.sys = sys
 	out, err := os.OpenFile("/dev/ttyS1", os.O_WRONLY|unix.O_NOCTTY, 0)
 	if err != nil {
 		return fmt.Errorf("result port /dev/ttyS1: %w", err)
@@ -155,21 +164,10 @@ func (g *guest) setup(w interface{ Write([]byte) (int, error) }) error {
 			return fmt.Errorf("%s: %w", strings.Join(c, " "), err)
 		}
 	}
-	state := "/sys/class/infiniband/" + RXEDevice + "/ports/1/state"
-	if err := waitFor(deadline, state+" ACTIVE", func() bool {
-		b, err := os.ReadFile(state)
-		return err == nil && strings.Contains(string(b), "ACTIVE")
-	}); err != nil {
+	b, err := waitRXE(g.sys, deadline, RXEDevice)
+	if err != nil {
 		return err
 	}
-	gid := "/sys/class/infiniband/" + RXEDevice + "/ports/1/gids/1"
-	if err := waitFor(deadline, gid+" (RoCE v2 IPv4 GID)", func() bool {
-		b, err := os.ReadFile(gid)
-		return err == nil && strings.Contains(string(b), "ffff:")
-	}); err != nil {
-		return err
-	}
-	b, _ := os.ReadFile(gid)
 	fmt.Fprintf(w, "%s ACTIVE, gid 1 %s", RXEDevice, b)
 	if g.job.Role == "server" {
 		ln, err := net.Listen("tcp", net.JoinHostPort(g.job.Addr, fmt.Sprint(BarrierPort)))
@@ -189,6 +187,34 @@ func waitFor(deadline time.Time, what string, ok func() bool) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
+}
+
+// waitRXE waits, until deadline, for port 1 of rxe device dev to be ACTIVE
+// and then for its GID 1 to be IPv4-mapped (RoCE v2 over the VM's address),
+// and returns that GID file as the kernel wrote it. The device is read with
+// rdmadev, as the suite reads it, so the agent and the tests agree on what
+// ACTIVE means.
+func waitRXE(sys *hostfs.Root, deadline time.Time, dev string) (string, error) {
+	port := rdmadev.ClassDir + "/" + dev + "/ports/1"
+	if err := waitFor(deadline, sys.Host(port+"/state")+" ACTIVE", func() bool {
+		d, err := rdmadev.Load(sys, dev)
+		return err == nil && d.Port(1) != nil && d.Port(1).Active()
+	}); err != nil {
+		return "", err
+	}
+	gid := port + "/gids/1"
+	if err := waitFor(deadline, sys.Host(gid)+" (RoCE v2 IPv4 GID)", func() bool {
+		d, err := rdmadev.Load(sys, dev)
+		if err != nil {
+			return false
+		}
+		g, ok, err := d.GID(1, 1)
+		return err == nil && ok && g.IPv4()
+	}); err != nil {
+		return "", err
+	}
+	b, _ := sys.ReadFile(gid)
+	return string(b), nil
 }
 
 // barrier makes server and client start a step together: the client dials

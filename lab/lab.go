@@ -749,8 +749,8 @@ func (r *runner) killVerdict(suites []*Suite, runs map[string]*vmRun) error {
 			continue
 		}
 		for _, t := range s.Tests() {
-			if t.Action == "fail" || t.Action == "" {
-				failed = append(failed, fmt.Sprintf("  --- %s (%s, %.1fs): %s", t.Name, t.Action, t.Elapsed, oneLine(t.Output.String())))
+			if t.Status() == report.Fail {
+				failed = append(failed, fmt.Sprintf("  --- %s (%s, %.1fs): %s", t.Name, action(t), t.Duration.Seconds(), oneLine(output(t))))
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"slices"
@@ -230,33 +229,8 @@ func TestJUnit(t *testing.T) {
 	require.Len(t, runs, 2)
 	assert.Equal(t, []string{ServerIP}, runs[0].Host.Addrs)
 	require.NoError(t, report.Build(runs).WriteJUnit(&buf))
-	var doc struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Suites   []struct {
-			Name     string `xml:"name,attr"`
-			Hostname string `xml:"hostname,attr"`
-			Tests    int    `xml:"tests,attr"`
-			Failures int    `xml:"failures,attr"`
-			Skipped  int    `xml:"skipped,attr"`
-			Props    []struct {
-				Name  string `xml:"name,attr"`
-				Value string `xml:"value,attr"`
-			} `xml:"properties>property"`
-			Cases []struct {
-				Name  string `xml:"name,attr"`
-				Props []struct {
-					Name  string `xml:"name,attr"`
-					Value string `xml:"value,attr"`
-				} `xml:"properties>property"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"failure"`
-				Skipped *struct{} `xml:"skipped"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	require.NoError(t, xml.Unmarshal(buf.Bytes(), &doc), buf.String())
+	doc, err := report.ParseJUnit(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err, buf.String())
 	byName := map[string]int{}
 	for i, s := range doc.Suites {
 		byName[s.Name] = i

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -53,57 +56,57 @@ type Suite struct {
 // Name is the JUnit testsuite name.
 func (s *Suite) Name() string { return s.Host + "/" + s.Pkg }
 
-// TestResult is one test (or subtest) of a suite.
-type TestResult struct {
-	Name    string
-	Action  string // pass, fail, skip; "" when it never finished
-	Elapsed float64
-	Output  strings.Builder
-	Attrs   map[string]string
+// events are the suite's events as the report reads them: labelled with
+// the suite's name where the step gave none, without test2json's times.
+func (s *Suite) events() []report.Event {
+	evs := make([]report.Event, 0, len(s.Events))
+	for _, e := range s.Events {
+		pkg := e.Package
+		if pkg == "" {
+			pkg = s.Name()
+		}
+		evs = append(evs, report.Event{Action: e.Action, Package: pkg, Test: e.Test, Elapsed: e.Elapsed,
+			Output: e.Output, Key: e.Key, Value: e.Value})
+	}
+	return evs
 }
 
-// Tests folds the events into per-test results, in the order tests started.
-func (s *Suite) Tests() []*TestResult {
-	byName := map[string]*TestResult{}
-	var order []*TestResult
-	get := func(n string) *TestResult {
-		t := byName[n]
-		if t == nil {
-			t = &TestResult{Name: n, Attrs: map[string]string{}}
-			byName[n] = t
-			order = append(order, t)
-		}
-		return t
-	}
-	for _, e := range s.Events {
-		if e.Test == "" {
-			continue
-		}
-		t := get(e.Test)
-		switch e.Action {
-		case "output":
-			t.Output.WriteString(e.Output)
-		case "attr":
-			t.Attrs[e.Key] = e.Value
-		case "pass", "fail", "skip":
-			t.Action, t.Elapsed = e.Action, e.Elapsed
-		}
-	}
-	return order
+// Tests are the suite's tests and subtests in the order they started, as
+// report's model folds them (report.Build): the lab judges the cases its
+// report shows. A case's Own attributes are the ones the lab reads.
+func (s *Suite) Tests() []*report.Case {
+	return report.Build([]report.Run{{Host: report.Identity{Host: s.Host}, Events: s.events()}}).Hosts[0].AllCases()
 }
+
+// action is a case's go test action: pass, fail, skip, or "" when it never
+// finished.
+func action(c *report.Case) string {
+	switch c.Result {
+	case gtr.Pass:
+		return "pass"
+	case gtr.Fail:
+		return "fail"
+	case gtr.Skip:
+		return "skip"
+	}
+	return ""
+}
+
+// output is everything a case printed, framing included.
+func output(c *report.Case) string { return strings.Join(c.Output, "\n") }
 
 // Counts is pass/fail/skip for a suite.
 type Counts struct{ Pass, Fail, Skip int }
 
-// Counts counts tests; a test that never finished counts as failed, and a
-// step failure outside any test counts as one more failure.
+// Counts counts tests and subtests; a test that never finished counts as
+// failed, and a step failure outside any test counts as one more failure.
 func (s *Suite) Counts() Counts {
 	var c Counts
 	for _, t := range s.Tests() {
-		switch t.Action {
-		case "pass":
+		switch t.Status() {
+		case report.Pass:
 			c.Pass++
-		case "skip":
+		case report.Skip:
 			c.Skip++
 		default:
 			c.Fail++
@@ -137,14 +140,7 @@ func Runs(suites []*Suite, kernel string) []report.Run {
 			idx[s.Host] = i
 			runs = append(runs, report.Run{Host: id})
 		}
-		for _, e := range s.Events {
-			pkg := e.Package
-			if pkg == "" {
-				pkg = s.Name()
-			}
-			runs[i].Events = append(runs[i].Events, report.Event{Action: e.Action, Package: pkg, Test: e.Test, Elapsed: e.Elapsed,
-				Output: e.Output, Key: e.Key, Value: e.Value})
-		}
+		runs[i].Events = append(runs[i].Events, s.events()...)
 		if s.StepErr != "" {
 			runs[i].Errs = append(runs[i].Errs, s.Name()+": "+s.StepErr)
 		}
@@ -181,34 +177,25 @@ func Summary(w io.Writer, suites []*Suite) {
 	fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, "total", pw, "", tot.Pass, tot.Fail, tot.Skip)
 }
 
-// gpuOnlyReqs are the requirements whose tests need a CUDA GPU. The lab's
-// VMs have none, so a skip of these, and only for that reason, is expected
-// even in a mustRun package; everything else there must run.
-var gpuOnlyReqs = map[string]string{
-	"PP-09": "host vs GPU memory comparison: the GPU half needs libcuda.so.1 and a GPU",
-}
-
-// gpuSkip reports whether t is a GPU-only test skipped for want of a GPU
-// (the skip names libcuda.so.1 or says no GPU). A GPU-only test skipped for
-// any other reason (say, no RDMA device) is not excused.
-func gpuSkip(t *TestResult) bool {
-	if t.Action != "skip" {
+// gpuSkip reports whether t is a test the lab expects to skip: a GPU-only
+// requirement's (reqs.Req.GPUOnly) skipped for want of a GPU (the skip names
+// libcuda.so.1 or says no GPU; the lab's VMs have none), or a multi-rail
+// one's (reqs.Req.MultiRail) for want of a second rail (the two-VM lab has
+// one per VM, make lab-cluster has two). Skipped for any other reason (say,
+// no RDMA device) it is not excused.
+func gpuSkip(t *report.Case) bool {
+	if t.Result != gtr.Skip {
 		return false
 	}
-	why := t.Attrs["gdr.skip"] + "\n" + t.Output.String()
-	if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+	why := t.Own["gdr.skip"] + "\n" + output(t)
+	r, _ := reqs.Lookup(t.Own["gdr.req"])
+	if r.MultiRail {
 		return strings.Contains(why, "needs two or more rails")
 	}
-	if _, ok := gpuOnlyReqs[t.Attrs["gdr.req"]]; !ok {
+	if !r.GPUOnly {
 		return false
 	}
 	return strings.Contains(why, "libcuda.so.1") || strings.Contains(why, "no GPU")
-}
-
-// multiRailReqs need two or more rails; the two-VM lab has one per VM (make
-// lab-cluster has two), so their skip for that reason alone is expected.
-var multiRailReqs = map[string]string{
-	"PP-10": "all rails at once: needs two or more rails",
 }
 
 // GPUSkips lists, for the lab's NOTE, the GPU-only tests of the mustRun
@@ -221,40 +208,40 @@ func GPUSkips(suites []*Suite, mustRun []string) []string {
 		}
 		for _, t := range s.Tests() {
 			if gpuSkip(t) {
-				why := t.Attrs["gdr.skip"]
+				why := t.Own["gdr.skip"]
 				if why == "" {
-					why = firstLine(t.Output.String())
+					why = firstLine(output(t))
 				}
 				what := "the VMs have no GPU"
-				if _, ok := multiRailReqs[t.Attrs["gdr.req"]]; ok {
+				if r, _ := reqs.Lookup(t.Own["gdr.req"]); r.MultiRail {
 					what = "each VM has one rail (make lab-cluster has two)"
 				}
-				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: %s (%s)", s.Name(), t.Name, t.Attrs["gdr.req"], what, why))
+				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: %s (%s)", s.Name(), t.Name, t.Own["gdr.req"], what, why))
 			}
 		}
 	}
 	return notes
 }
 
-// Verdict decides the lab's outcome: any failure fails, and so does any
-// skipped test of the packages in mustRun (the lab exists to prove those
-// really run), except GPU-only tests skipped for want of a GPU (gpuOnlyReqs).
+// Verdict decides the lab's outcome over report's cases: any failure
+// fails, and so does any skipped test of the packages in mustRun (the lab
+// exists to prove those really run), except the skips gpuSkip expects.
 func Verdict(suites []*Suite, mustRun []string) []string {
 	var problems []string
 	for _, s := range suites {
 		for _, t := range s.Tests() {
-			switch t.Action {
-			case "":
+			switch t.Result {
+			case gtr.Unknown:
 				problems = append(problems, fmt.Sprintf("%s: %s did not finish (binary crashed, hung or its VM died)", s.Name(), t.Name))
-			case "fail":
-				problems = append(problems, fmt.Sprintf("%s: %s failed: %s", s.Name(), t.Name, firstFailLine(t.Output.String())))
-			case "skip":
+			case gtr.Fail:
+				problems = append(problems, fmt.Sprintf("%s: %s failed: %s", s.Name(), t.Name, firstFailLine(output(t))))
+			case gtr.Skip:
 				if gpuSkip(t) {
 					continue
 				}
 				for _, m := range mustRun {
 					if s.Pkg == m {
-						problems = append(problems, fmt.Sprintf("%s: %s was skipped, but the lab must run it: %s", s.Name(), t.Name, firstLine(t.Output.String())))
+						problems = append(problems, fmt.Sprintf("%s: %s was skipped, but the lab must run it: %s", s.Name(), t.Name, firstLine(output(t))))
 					}
 				}
 			}

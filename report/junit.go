@@ -38,6 +38,58 @@ type (
 	}
 )
 
+// JUnit is a JUnit file as its readers see it: ReadJUnit (gotestsum's
+// files, or this package's) and the tests that check what CI systems read.
+// The types above write; these read, with every result kind gotestsum uses.
+type JUnit struct {
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Suites   []JUnitSuite `xml:"testsuite"`
+}
+
+// JUnitSuite is one testsuite read back.
+type JUnitSuite struct {
+	Name     string          `xml:"name,attr"`
+	Hostname string          `xml:"hostname,attr"`
+	Tests    int             `xml:"tests,attr"`
+	Failures int             `xml:"failures,attr"`
+	Skipped  int             `xml:"skipped,attr"`
+	Props    []JUnitProperty `xml:"properties>property"`
+	Cases    []JUnitCase     `xml:"testcase"`
+}
+
+// JUnitCase is one testcase read back; at most one of Failure, Error and
+// Skipped is set (none: it passed).
+type JUnitCase struct {
+	Name      string          `xml:"name,attr"`
+	Classname string          `xml:"classname,attr"`
+	Time      string          `xml:"time,attr"`
+	Props     []JUnitProperty `xml:"properties>property"`
+	Failure   *JUnitResult    `xml:"failure"`
+	Error     *JUnitResult    `xml:"error"`
+	Skipped   *JUnitResult    `xml:"skipped"`
+	Out       string          `xml:"system-out"`
+}
+
+// JUnitProperty is a suite's or a case's property.
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// JUnitResult is a failure, error or skip: its one-line message and its body.
+type JUnitResult struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// ParseJUnit reads a JUnit file.
+func ParseJUnit(r io.Reader) (JUnit, error) {
+	var doc JUnit
+	err := xml.NewDecoder(r).Decode(&doc)
+	return doc, err
+}
+
 // SuiteName is a JUnit suite's name: <host>/<area>.
 func SuiteName(host, area string) string { return host + "/" + area }
 

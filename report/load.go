@@ -1,9 +1,9 @@
 package report
 
 import (
-	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -177,35 +177,9 @@ func loadJUnitDir(dir string) (Run, error) {
 // into go test -json events: each case's properties become attr events, its
 // body output events, its result the final event. Subtest structure comes
 // back from the names. Host suffixes " [host]" are dropped.
-func ReadJUnit(r interface{ Read([]byte) (int, error) }) ([]Event, error) {
-	var doc struct {
-		Suites []struct {
-			Name  string `xml:"name,attr"`
-			Cases []struct {
-				Name      string `xml:"name,attr"`
-				Classname string `xml:"classname,attr"`
-				Time      string `xml:"time,attr"`
-				Props     []struct {
-					Name  string `xml:"name,attr"`
-					Value string `xml:"value,attr"`
-				} `xml:"properties>property"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-					Data    string `xml:",chardata"`
-				} `xml:"failure"`
-				Error *struct {
-					Message string `xml:"message,attr"`
-					Data    string `xml:",chardata"`
-				} `xml:"error"`
-				Skipped *struct {
-					Message string `xml:"message,attr"`
-					Data    string `xml:",chardata"`
-				} `xml:"skipped"`
-				Out string `xml:"system-out"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.NewDecoder(r).Decode(&doc); err != nil {
+func ReadJUnit(r io.Reader) ([]Event, error) {
+	doc, err := ParseJUnit(r)
+	if err != nil {
 		return nil, err
 	}
 	var evs []Event
@@ -229,11 +203,11 @@ func ReadJUnit(r interface{ Read([]byte) (int, error) }) ([]Event, error) {
 			body, action := c.Out, "pass"
 			switch {
 			case c.Failure != nil:
-				body, action = longer(c.Failure.Data, c.Failure.Message), "fail"
+				body, action = longer(c.Failure.Body, c.Failure.Message), "fail"
 			case c.Error != nil:
-				body, action = longer(c.Error.Data, c.Error.Message), "fail"
+				body, action = longer(c.Error.Body, c.Error.Message), "fail"
 			case c.Skipped != nil:
-				body, action = longer(c.Skipped.Data, c.Skipped.Message), "skip"
+				body, action = longer(c.Skipped.Body, c.Skipped.Message), "skip"
 			}
 			for _, l := range splitLines(body) {
 				if strings.HasPrefix(l, "=== ATTR ") {

@@ -36,6 +36,7 @@ type Case struct {
 	Message  string            // failure: first line of cause and remedy; skip: the reason
 	Counted  bool              // a row of its own: carries its own verdict (see count)
 	order    int
+	open     bool // its last output line has no newline yet: the next output continues it
 }
 
 // Device names what a counted subtest is about: the part of its name below
@@ -142,7 +143,7 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 		c := getCase(p, e.Test)
 		switch e.Action {
 		case "output":
-			c.Output = append(c.Output, splitLines(e.Output)...)
+			c.Output, c.open = addOutput(c.Output, c.open, e.Output)
 		case "attr":
 			c.Own[e.Key] = e.Value
 		case "pass":
@@ -348,6 +349,21 @@ func firstUseful(lines []string) string {
 		return l
 	}
 	return ""
+}
+
+// addOutput adds an output event's text to lines. test2json cuts a long
+// line into several events, only the last ending in a newline: a piece
+// continues the line before it (open), so a line stays one line.
+func addOutput(lines []string, open bool, s string) ([]string, bool) {
+	if s == "" {
+		return lines, open
+	}
+	more := splitLines(s)
+	if open && len(lines) > 0 && len(more) > 0 {
+		lines[len(lines)-1] += more[0]
+		more = more[1:]
+	}
+	return append(lines, more...), !strings.HasSuffix(s, "\n")
 }
 
 func splitLines(s string) []string {

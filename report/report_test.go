@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"regexp"
 	"strings"
 	"testing"
@@ -178,41 +177,10 @@ func TestCauseKey(t *testing.T) {
 	}
 }
 
-// junitDoc is JUnit as a CI system reads it back.
-type junitDoc struct {
-	Suites []struct {
-		Name     string `xml:"name,attr"`
-		Hostname string `xml:"hostname,attr"`
-		Tests    int    `xml:"tests,attr"`
-		Failures int    `xml:"failures,attr"`
-		Skipped  int    `xml:"skipped,attr"`
-		Props    []struct {
-			Name  string `xml:"name,attr"`
-			Value string `xml:"value,attr"`
-		} `xml:"properties>property"`
-		Cases []struct {
-			Name      string `xml:"name,attr"`
-			Classname string `xml:"classname,attr"`
-			Props     []struct {
-				Name  string `xml:"name,attr"`
-				Value string `xml:"value,attr"`
-			} `xml:"properties>property"`
-			Failure *struct {
-				Message string `xml:"message,attr"`
-				Body    string `xml:",chardata"`
-			} `xml:"failure"`
-			Skipped *struct {
-				Message string `xml:"message,attr"`
-				Body    string `xml:",chardata"`
-			} `xml:"skipped"`
-		} `xml:"testcase"`
-	} `xml:"testsuite"`
-}
-
-func parseJUnit(t *testing.T, b []byte) junitDoc {
+func parseJUnit(t *testing.T, b []byte) JUnit {
 	t.Helper()
-	var doc junitDoc
-	require.NoError(t, xml.Unmarshal(b, &doc))
+	doc, err := ParseJUnit(bytes.NewReader(b))
+	require.NoError(t, err)
 	return doc
 }
 
@@ -221,7 +189,7 @@ func parseJUnit(t *testing.T, b []byte) junitDoc {
 // in every case name (GitLab keeps one case per name), a failure's message
 // one line of cause and remedy, a skip's message the reason alone, the full
 // output in the body, gdr.req on every case, and unit-bearing keys.
-func checkJUnitRules(t *testing.T, doc junitDoc) {
+func checkJUnitRules(t *testing.T, doc JUnit) {
 	t.Helper()
 	names := map[string]bool{}
 	for _, s := range doc.Suites {
@@ -268,10 +236,7 @@ func checkJUnitRules(t *testing.T, doc junitDoc) {
 
 var reqNamed = regexp.MustCompile(`^Test[A-Z]+\d{2}[A-Z]`)
 
-func msg(r *struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}) string {
+func msg(r *JUnitResult) string {
 	if r == nil {
 		return ""
 	}
@@ -336,4 +301,17 @@ func TestSummaries(t *testing.T) {
 	assert.Equal(t, "h200", sum.Host.Host)
 	assert.NotEmpty(t, sum.Requirements)
 	assert.Equal(t, "h200", sum.Hosts[0].Host)
+}
+
+// test2json cuts a long line into several output events, only the last
+// ending in a newline: the case keeps it one line.
+func TestLongLineStaysOneLine(t *testing.T) {
+	pkg := "github.com/gdrconf/gdrconf/conformance/pingpong"
+	out := func(s string) Event { return Event{Action: "output", Package: pkg, Test: "TestPP01Device", Output: s} }
+	evs := []Event{{Action: "run", Package: pkg, Test: "TestPP01Device"}, out("=== RUN   TestPP01Device\n"),
+		out("=== ATTR  TestPP01Device gdr.warning a long "), out("warning, cut "), out("in three\nx_test.go:1: next\n"),
+		out("\n"), out("tail"), {Action: "pass", Package: pkg, Test: "TestPP01Device"}}
+	cs := Build([]Run{{Host: Identity{Host: "h"}, Events: evs}}).Hosts[0].AllCases()
+	require.Len(t, cs, 1)
+	assert.Equal(t, []string{"=== RUN   TestPP01Device", "=== ATTR  TestPP01Device gdr.warning a long warning, cut in three", "x_test.go:1: next", "tail"}, cs[0].Output)
 }

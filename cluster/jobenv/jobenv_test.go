@@ -5,15 +5,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/config/configtest"
 )
 
-func env(kv ...string) func(string) (string, bool) {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
+var env = configtest.Env
 
 func slurm(extra ...string) func(string) (string, bool) {
 	return env(append([]string{"SLURM_JOB_ID", "4242", "SLURM_JOB_NODELIST", "gpu[001-003,017]", "SLURM_NTASKS", "4",

@@ -29,7 +29,6 @@ import (
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/cluster/jobenv"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
-	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 func main() {
@@ -53,7 +52,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	cfg, err := config.ParseCluster(lookup)
+	cfg, err := cluster.ParseConfig(lookup)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -104,7 +103,7 @@ func fail(w io.Writer, err error) int {
 	return 1
 }
 
-func task(lookup func(string) (string, bool), cfg config.Cluster) (jobenv.Task, error) {
+func task(lookup func(string) (string, bool), cfg cluster.Config) (jobenv.Task, error) {
 	t, found, err := jobenv.Detect(lookup, cfg.PeerSuffix)
 	if err != nil {
 		return t, err
@@ -115,7 +114,7 @@ func task(lookup func(string) (string, bool), cfg config.Cluster) (jobenv.Task, 
 	return t, nil
 }
 
-func withTask(lookup func(string) (string, bool), cfg config.Cluster, check func() error, f func(jobenv.Task) error) error {
+func withTask(lookup func(string) (string, bool), cfg cluster.Config, check func() error, f func(jobenv.Task) error) error {
 	if err := check(); err != nil {
 		return err
 	}
@@ -126,7 +125,7 @@ func withTask(lookup func(string) (string, bool), cfg config.Cluster, check func
 	return f(t)
 }
 
-func plan(lookup func(string) (string, bool), cfg config.Cluster, k int, check func() error, stdout io.Writer) error {
+func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check func() error, stdout io.Writer) error {
 	if err := check(); err != nil {
 		return err
 	}
@@ -155,7 +154,7 @@ func plan(lookup func(string) (string, bool), cfg config.Cluster, k int, check f
 	return err
 }
 
-func isolateCmd(lookup func(string) (string, bool), cfg config.Cluster, root string, asJSON bool, w io.Writer) error {
+func isolateCmd(lookup func(string) (string, bool), cfg cluster.Config, root string, asJSON bool, w io.Writer) error {
 	var hosts []string
 	if t, found, err := jobenv.Detect(lookup, cfg.PeerSuffix); err == nil && found {
 		hosts = t.Names

@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
-	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -83,7 +83,7 @@ func run(args []string) int {
 				fmt.Fprintln(os.Stderr, "gdrreport: more than one cluster folder: merge one cluster run at a time")
 				return 2
 			}
-			cfg, err := config.ParseCluster(os.LookupEnv)
+			cfg, err := cluster.ParseConfig(os.LookupEnv)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 				return 2

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/gpucopy"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/pcie"
 )
@@ -31,14 +32,14 @@ func BenchmarkCopy(b *testing.B) {
 		for _, dir := range []cuda.Direction{cuda.HtoD, cuda.DtoH} {
 			b.Run(dev.PCI+"/"+string(dir), func(b *testing.B) {
 				c := cuda.Primary(b, dev)
-				m := cuda.Alloc(b, c, copySize)
-				h := cuda.HostAlloc(b, c, copySize)
-				if _, err := c.Copy(dir, m, h, copySize, 1); err != nil { // warm-up
+				m := cuda.Alloc(b, c, gpucopy.Size)
+				h := cuda.HostAlloc(b, c, gpucopy.Size)
+				if _, err := c.Copy(dir, m, h, gpucopy.Size, 1); err != nil { // warm-up
 					b.Fatal(err)
 				}
-				b.SetBytes(copySize)
+				b.SetBytes(gpucopy.Size)
 				b.ResetTimer()
-				ds, err := c.Copy(dir, m, h, copySize, b.N)
+				ds, err := c.Copy(dir, m, h, gpucopy.Size, b.N)
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
@@ -47,15 +48,15 @@ func BenchmarkCopy(b *testing.B) {
 				for _, d := range ds {
 					total += d
 				}
-				gbps := cuda.GBps(copySize*len(ds), total)
+				gbps := cuda.GBps(gpucopy.Size*len(ds), total)
 				b.ReportMetric(gbps, "GB/s")
 				if rate > 0 {
 					b.ReportMetric(rate, "link_GB/s")
 					b.ReportMetric(100*gbps/rate, "%link")
 					b.Logf("GPU %s %s pinned %s x%d: %.2f GB/s; link %s x%d = %.2f GB/s theoretical (%.1f%%)",
-						dev.PCI, dir, cuda.Size(copySize), len(ds), gbps, pcie.Generation(l.MaxGTs), l.MaxWidth, rate, 100*gbps/rate)
+						dev.PCI, dir, cuda.Size(gpucopy.Size), len(ds), gbps, pcie.Generation(l.MaxGTs), l.MaxWidth, rate, 100*gbps/rate)
 				} else {
-					b.Logf("GPU %s %s pinned %s x%d: %.2f GB/s", dev.PCI, dir, cuda.Size(copySize), len(ds), gbps)
+					b.Logf("GPU %s %s pinned %s x%d: %.2f GB/s", dev.PCI, dir, cuda.Size(gpucopy.Size), len(ds), gbps)
 				}
 			})
 		}
@@ -73,13 +74,13 @@ func BenchmarkConcurrentCopy(b *testing.B) {
 	if len(devs) < 2 {
 		testenv.Absent(b, "concurrent copies need two or more GPUs; the selection has %s", devs[0].PCI)
 	}
-	n := bufSize(devs[0])
-	cs := newHostCopiers(b, devs, n)
+	n := gpucopy.BufSize(devs[0])
+	cs := gpucopy.NewHostCopiers(b, devs, n)
 	for _, dir := range []cuda.Direction{cuda.HtoD, cuda.DtoH} {
 		b.Run(string(dir), func(b *testing.B) {
 			b.SetBytes(int64(n * len(cs)))
 			b.ResetTimer()
-			lanes, err := concurrently(cs, dir, n, 0, cuda.Loop{Reps: b.N})
+			lanes, err := gpucopy.Concurrently(cs, dir, n, 0, cuda.Loop{Reps: b.N})
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
@@ -88,12 +89,12 @@ func BenchmarkConcurrentCopy(b *testing.B) {
 			low := -1.0
 			var per []string
 			for i, l := range lanes {
-				r := meanGBps(n, l)
+				r := gpucopy.MeanGBps(n, l)
 				agg += r
 				if low < 0 || r < low {
 					low = r
 				}
-				per = append(per, fmt.Sprintf("%s %.2f", cs[i].dev.PCI, r))
+				per = append(per, fmt.Sprintf("%s %.2f", cs[i].Dev.PCI, r))
 			}
 			b.ReportMetric(agg, "aggregate_GB/s")
 			b.ReportMetric(low, "min_GB/s")
@@ -112,7 +113,7 @@ func BenchmarkPeerCopy(b *testing.B) {
 	if len(devs) < 2 {
 		testenv.Absent(b, "peer copies need two or more GPUs; the selection has %s", devs[0].PCI)
 	}
-	n := bufSize(devs[0])
+	n := gpucopy.BufSize(devs[0])
 	for _, src := range devs {
 		for _, dst := range devs {
 			if src.PCI == dst.PCI {
@@ -129,16 +130,16 @@ func BenchmarkPeerCopy(b *testing.B) {
 				if _, err := cuda.PeerCopyLoop(to, from, n, 1, cuda.Loop{Reps: 1}); err != nil { // warm-up
 					b.Fatal(err)
 				}
-				b.SetBytes(int64(peerBatch * n))
+				b.SetBytes(int64(gpucopy.PeerBatch * n))
 				b.ResetTimer()
-				spans, err := cuda.PeerCopyLoop(to, from, n, peerBatch, cuda.Loop{Reps: b.N})
+				spans, err := cuda.PeerCopyLoop(to, from, n, gpucopy.PeerBatch, cuda.Loop{Reps: b.N})
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
 				}
-				r := meanGBps(peerBatch*n, spans)
+				r := gpucopy.MeanGBps(gpucopy.PeerBatch*n, spans)
 				b.ReportMetric(r, "GB/s")
-				b.Logf("%s -> %s: %s x %d x %d: %.2f GB/s", src.PCI, dst.PCI, cuda.Size(n), peerBatch, b.N, r)
+				b.Logf("%s -> %s: %s x %d x %d: %.2f GB/s", src.PCI, dst.PCI, cuda.Size(n), gpucopy.PeerBatch, b.N, r)
 			})
 		}
 	}

@@ -3,29 +3,21 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/gpucopy"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/pcie"
 	"github.com/gdrconf/gdrconf/internal/rails"
-	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 const (
 	minCCMajor = 6 // Pascal: the first generation GPUDirect RDMA supports fully
-
-	// copySize is the size of each timed copy: large enough that per-call
-	// overhead is below 1% at 60 GB/s.
-	copySize = 256 << 20
-	copyReps = 5
 
 	// bar1MinFree: every registered GPU buffer is mapped through BAR1;
 	// with less free than this the pingpong and memreg buffers do not fit.
@@ -41,6 +33,23 @@ const (
 func forEachGPU(t *testing.T, id string, check func(t *testing.T, d *cuda.Driver, dev cuda.Device)) {
 	t.Helper()
 	testenv.Req(t, id)
+	for _, r := range gpuRails(t) {
+		t.Run(r.GPU.PCI, func(t *testing.T) {
+			testenv.Req(t, id)
+			testenv.RailAttrs(t, r) // the same GPU and NIC as every package
+			d := cuda.Open(t)
+			dev := cuda.DeviceOf(t, d, r.GPU)
+			testenv.Attr(t, "gpu_name", dev.Name)
+			testenv.Attr(t, "mem", dev.MemLabel())
+			check(t, d, dev)
+		})
+	}
+}
+
+// gpuRails are the selected rails with a GPU. None is absent without a
+// driver or a GPU, and a failure where the driver sees GPUs.
+func gpuRails(t *testing.T) []*rails.Rail {
+	t.Helper()
 	sel := testenv.Selection(t)
 	var gpus []*rails.Rail
 	for _, r := range sel.Rails {
@@ -53,17 +62,7 @@ func forEachGPU(t *testing.T, id string, check func(t *testing.T, d *cuda.Driver
 		cuda.GPUs(t, d)   // absent when the driver sees none
 		testenv.Failf(t, "check that sysfs shows the GPUs the driver sees (GDR_HOST_ROOT?)", "the CUDA driver sees GPUs but the selection has none: %s", sel.PrimaryWhy)
 	}
-	for _, r := range gpus {
-		t.Run(r.GPU.PCI, func(t *testing.T) {
-			testenv.Req(t, id)
-			testenv.RailAttrs(t, r) // the same GPU and NIC as every package
-			d := cuda.Open(t)
-			dev := cuda.DeviceOf(t, d, r.GPU)
-			testenv.Attr(t, "gpu_name", dev.Name)
-			testenv.Attr(t, "mem", dev.MemLabel())
-			check(t, d, dev)
-		})
-	}
+	return gpus
 }
 
 func TestGPU01Driver(t *testing.T) {
@@ -260,87 +259,19 @@ func TestGPU08DmabufExport(t *testing.T) {
 	})
 }
 
-// gpuLink reads the GPU's PCIe link and what it should train to: the lower
-// of the GPU's own maximum and its upstream port's (topo.ExpectedLink, the
-// rule TOPO-04 applies), so a Gen5 GPU in a Gen4 slot is judged at Gen4. A
-// GPU without link registers (a virtual bus, the lab's emulated GPU) ends
-// the test as absent.
-func gpuLink(t *testing.T, dev cuda.Device) (pcie.Link, topo.Link) {
-	t.Helper()
-	root := testenv.Root(t)
-	l, err := pcie.ReadLink(root, dev.PCI)
-	if pcie.IsNotExist(err) {
-		testenv.Absent(t, "no PCIe link registers for GPU %s: %v", dev.PCI, err)
-	}
-	if err != nil {
-		testenv.Failf(t, "check the GPU's PCI function in sysfs (lspci -vvv -s "+dev.PCI+")", "%v", err)
-	}
-	testenv.Attr(t, "link", l.String())
-	want, err := testenv.Selection(t).Index.ExpectedLink(dev.PCI)
-	if err != nil {
-		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
-	}
-	testenv.Attr(t, "link_expected", fmt.Sprintf("%g GT/s x%d", want.Speed, want.Width))
-	if want.Limited {
-		testenv.Attr(t, "link_limited_by", fmt.Sprintf("%s (max %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth))
-		t.Logf("GPU %s (max %g GT/s x%d) sits below %s (max %g GT/s x%d): judged at %g GT/s x%d",
-			dev.PCI, l.MaxGTs, l.MaxWidth, want.Partner, want.PartnerSpeed, want.PartnerWidth, want.Speed, want.Width)
-	}
-	rate, err := pcie.GBps(want.Speed, want.Width)
-	if err != nil {
-		testenv.Failf(t, "the link does not report a valid maximum: check lspci -vvv -s "+dev.PCI, "GPU %s: %v", dev.PCI, err)
-	}
-	testenv.Attr(t, "link_gbyte_s", rate)
-	return l, want
-}
-
-// measure times copyReps pinned copies of copySize bytes after one warm-up and
-// returns the best and mean rates in GB/s.
-func measure(t testing.TB, c *cuda.Context, dir cuda.Direction, dev *cuda.Mem, host *cuda.Pinned) (best, mean float64) {
-	t.Helper()
-	var ds []time.Duration
-	err := cuda.OnGPUCPUs(t, c.Dev, func() error {
-		if _, err := c.Copy(dir, dev, host, copySize, 1); err != nil { // warm-up
-			return err
-		}
-		var err error
-		ds, err = c.Copy(dir, dev, host, copySize, copyReps)
-		return err
-	})
-	if err != nil {
-		testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: %v", c.Dev.PCI, err)
-	}
-	var total time.Duration
-	fastest := ds[0]
-	for _, d := range ds {
-		total += d
-		fastest = min(fastest, d)
-	}
-	return cuda.GBps(copySize, fastest), cuda.GBps(copySize*len(ds), total)
-}
-
+// copyCheck times pinned copies in direction dir on each GPU under test
+// and fails a GPU whose best rate is below GDR_MIN_COPY_FRACTION of what its
+// link carries.
 func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 	forEachGPU(t, id, func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		copies(t, dev)
 		frac := testenv.Config(t).MinCopyFraction
-		_, want := gpuLink(t, dev)
-		rate, _ := pcie.GBps(want.Speed, want.Width)
-		c := cuda.Primary(t, dev)
-		m := cuda.Alloc(t, c, copySize)
-		h := cuda.HostAlloc(t, c, copySize)
-		best, mean := measure(t, c, dir, m, h)
-		testenv.Attr(t, "copy_dir", map[cuda.Direction]string{cuda.HtoD: "h2d", cuda.DtoH: "d2h"}[dir])
-		testenv.Attr(t, "copy_gbyte_s", best)
-		testenv.Attr(t, "copy_gbyte_s_mean", mean)
-		testenv.Attr(t, "copy_fraction", best/rate)
-		testenv.Attr(t, "min_copy_fraction", frac)
-		testenv.Attr(t, "min_copy_gbyte_s", frac*rate)
-		t.Logf("GPU %s %s pinned %s: best %.2f GB/s, mean %.2f GB/s = %.0f%% of %.2f GB/s (%s x%d)",
-			dev.PCI, dir, cuda.Size(copySize), best, mean, 100*best/rate, rate, pcie.Generation(want.Speed), want.Width)
-		if best < frac*rate {
-			testenv.Failf(t, "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
-				"GPU %s: pinned %s copies reach %.2f GB/s, %.0f%% of the %.2f GB/s a %s x%d link carries, below GDR_MIN_COPY_FRACTION=%.2f (%.2f GB/s)",
-				dev.PCI, dir, best, 100*best/rate, rate, pcie.Generation(want.Speed), want.Width, frac, frac*rate)
+		_, want := gpucopy.ExpectedLink(t, dev)
+		s := gpucopy.MeasureSolo(t, dev, dir, want, frac)
+		s.Record(t)
+		t.Log(s.Summary())
+		if err := s.Shortfall(); err != nil {
+			testenv.Failf(t, "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)", "%v", err)
 		}
 	})
 }
@@ -352,75 +283,19 @@ func TestGPU10DtoHBandwidth(t *testing.T) { copyCheck(t, "GPU-10", cuda.DtoH) }
 func TestGPU11LinkUnderLoad(t *testing.T) {
 	forEachGPU(t, "GPU-11", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		copies(t, dev)
-		root := testenv.Root(t)
-		idle, want := gpuLink(t, dev)
+		idle, want := gpucopy.ExpectedLink(t, dev)
 		testenv.Attr(t, "link_idle", fmt.Sprintf("%g GT/s x%d", idle.CurGTs, idle.CurWidth))
 		if idle.CurGTs < want.Speed {
 			t.Logf("GPU %s idle at %g GT/s of %g GT/s (power management); re-reading under load", dev.PCI, idle.CurGTs, want.Speed)
 		}
-
-		c := cuda.Primary(t, dev)
-		const chunk = 64 << 20 // short copies so the loop stops promptly
-		m := cuda.Alloc(t, c, chunk)
-		h := cuda.HostAlloc(t, c, chunk)
-		stop := make(chan struct{})
-		type result struct {
-			n   int
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			n, err := c.CopyUntil(cuda.HtoD, m, h, chunk, stop, 5*time.Second)
-			done <- result{n, err}
-		}()
-
-		// Sample while busy: the link retrains to full speed within
-		// microseconds of traffic; 20 samples over ~1 s see it.
-		var busy pcie.Link
-		var sampleErr error
-		time.Sleep(100 * time.Millisecond)
-		for i := 0; i < 20; i++ {
-			cur, err := pcie.ReadCurrent(root, dev.PCI)
-			if err != nil {
-				sampleErr = err
-				break
-			}
-			if cur.CurGTs > busy.CurGTs || (cur.CurGTs == busy.CurGTs && cur.CurWidth > busy.CurWidth) {
-				busy = cur
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		close(stop)
-		var r result
-		select {
-		case r = <-done:
-		case <-time.After(10 * time.Second):
-			testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: copy loop did not stop within 10 s", dev.PCI)
-		}
-		if r.err != nil {
-			testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: copy while sampling the link: %v", dev.PCI, r.err)
-		}
-		if sampleErr != nil {
-			testenv.Failf(t, "check the GPU's PCI function in sysfs", "GPU %s: reading the link during the copy: %v", dev.PCI, sampleErr)
-		}
-		if r.n == 0 {
-			testenv.Failf(t, "check dmesg for Xid errors", "GPU %s: no copy completed while sampling the link", dev.PCI)
-		}
+		busy, n := gpucopy.LinkUnderLoad(t, dev)
 		testenv.Attr(t, "link_busy", fmt.Sprintf("%g GT/s x%d", busy.CurGTs, busy.CurWidth))
-		testenv.Attr(t, "link_busy_copies", r.n)
+		testenv.Attr(t, "link_busy_copies", n)
 		t.Logf("GPU %s: idle %g GT/s x%d, busy %g GT/s x%d, expected %g GT/s x%d (%d copies of %s during sampling)",
-			dev.PCI, idle.CurGTs, idle.CurWidth, busy.CurGTs, busy.CurWidth, want.Speed, want.Width, r.n, cuda.Size(chunk))
-		var errs []error
-		if busy.CurGTs < want.Speed {
-			errs = append(errs, fmt.Errorf("link stays at %g GT/s (%s) while the GPU copies, below the %g GT/s (%s) that it and its upstream port support",
-				busy.CurGTs, pcie.Generation(busy.CurGTs), want.Speed, pcie.Generation(want.Speed)))
-		}
-		if busy.CurWidth < want.Width {
-			errs = append(errs, fmt.Errorf("link trained to x%d of x%d lanes", busy.CurWidth, want.Width))
-		}
-		if err := errors.Join(errs...); err != nil {
+			dev.PCI, idle.CurGTs, idle.CurWidth, busy.CurGTs, busy.CurWidth, want.Speed, want.Width, n, cuda.Size(gpucopy.BusyChunk))
+		if err := gpucopy.Untrained(busy, want); err != nil {
 			testenv.Failf(t, "reseat the GPU or its riser, check the slot's BIOS link-speed setting (Auto/GenN), and look for AER errors in dmesg",
-				"GPU %s: %v", dev.PCI, strings.ReplaceAll(err.Error(), "\n", "; "))
+				"GPU %s: %v", dev.PCI, gpucopy.OneLine(err))
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/dl"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/cudaver"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 )
 
@@ -192,7 +191,7 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	if err != nil {
 		testenv.Failf(t, "reinstall the CUDA toolkit", "%v:\n%s", err, firstLines(out, 20))
 	}
-	tk, err := cudaver.ParseNvcc(out)
+	tk, err := nvdriver.ParseNvcc(out)
 	if err != nil {
 		testenv.Failf(t, "reinstall the CUDA toolkit (nvcc at "+nvcc+")", "%v", err)
 	}
@@ -202,17 +201,17 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	if err != nil {
 		testenv.Failf(t, nvml.Remedy(err), "%v", err)
 	}
-	drv, err := cudaver.FromInt(n)
+	drv, err := nvdriver.CUDAFromInt(n)
 	if err != nil {
 		testenv.Failf(t, "upgrade the NVIDIA driver", "NVML: %v", err)
 	}
 	testenv.Attr(t, "cuda_driver", drv.String())
 	t.Logf("nvcc %s: CUDA %s; driver supports CUDA %s", nvcc, tk.Full(), drv)
-	switch cudaver.Compatible(tk, drv) {
-	case cudaver.Unsupported:
+	switch nvdriver.CUDACompatible(tk, drv) {
+	case nvdriver.CUDAUnsupported:
 		testenv.Failf(t, fmt.Sprintf("upgrade the NVIDIA driver to a release that supports CUDA %s (CUDA release notes, table 'CUDA Toolkit and Minimum Required Driver Version'), or install a CUDA %d.x toolkit", tk, drv.Major),
 			"CUDA toolkit %s (%s) is a newer major version than the driver supports (CUDA %s); minor-version compatibility does not cross majors: programs it builds fail with cudaErrorInsufficientDriver", tk.Full(), nvcc, drv)
-	case cudaver.MinorCompat:
+	case nvdriver.CUDAMinorCompat:
 		note := fmt.Sprintf("CUDA toolkit %s is newer than the driver's CUDA %s within major %d: allowed by CUDA minor-version compatibility, but PTX JIT and features new in %s need a newer driver", tk.Full(), drv, tk.Major, tk)
 		testenv.Attr(t, "cuda_minor_compat", note)
 		t.Logf("warning: %s", note)

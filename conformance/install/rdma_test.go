@@ -14,7 +14,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
-	"github.com/gdrconf/gdrconf/internal/ofed"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
@@ -155,7 +154,7 @@ func TestINST09RDMAStack(t *testing.T) {
 		if err != nil {
 			testenv.Failf(t, "reinstall MLNX_OFED/DOCA-OFED (mlnxofedinstall) or remove its leftovers", "%v:\n%s", err, firstLines(out, 10))
 		}
-		v, err := ofed.ParseS(out)
+		v, err := kmod.ParseOFEDInfo(out)
 		if err != nil {
 			testenv.Failf(t, "reinstall MLNX_OFED/DOCA-OFED", "%s: %v", ofedInfo, err)
 		}

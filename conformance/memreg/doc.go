@@ -3,6 +3,8 @@
 // the buffer is device memory, the peermem path (ibv_reg_mr on cuMemAlloc
 // memory through nvidia_peermem) and the dma-buf path (ibv_reg_dmabuf_mr on
 // an fd from cuMemGetHandleForAddressRange). Requirements MREG-01...
+// The registration attempts and the data moved through them are
+// harness/gpumr's; the tests here judge their outcomes.
 //
 //	go test -tags gpu,rdma ./conformance/memreg/
 package memreg

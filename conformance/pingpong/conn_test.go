@@ -10,13 +10,9 @@ import (
 	"github.com/gdrconf/gdrconf/harness/health"
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/harness/traffic"
 	"github.com/gdrconf/gdrconf/internal/rails"
 )
-
-// perftest's bandwidth tools signal one WR in 100 (GDR_TX_DEPTH keeps
-// 128 in flight, as they do).
-const cqMod = 100
 
 // connect connects this test's ends (harness/rc) on rail r (nil: the
 // primary rail) on a buffer of bufSize bytes from alloc (nil: the memory
@@ -39,9 +35,9 @@ func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip 
 	cfg := testenv.Config(t)
 	// Every connection is traffic HLTH-01 judges the counters around.
 	if hr := r; hr != nil {
-		traffic.Around(t, hr)
+		window.Around(t, hr)
 	} else if p := testenv.Selection(t).Primary; p != nil {
-		traffic.Around(t, p)
+		window.Around(t, p)
 	}
 	if alloc == nil {
 		alloc = newBuffer
@@ -70,9 +66,9 @@ func perRail(t *testing.T, id string, fn func(t *testing.T, r *rails.Rail)) {
 	}
 }
 
-// traffic is the counters window of this package's traffic tests
+// window is the counters window of this package's traffic tests
 // (harness/health), judged by HLTH-01 after them.
-var traffic = health.New()
+var window = health.New()
 
 // soloBW holds each rail's WRITE bandwidth at the largest size, measured
 // alone by PP-08, for PP-10's comparison with all rails at once.
@@ -85,17 +81,26 @@ var soloBW sync.Map // rail index -> Gb/s
 // the memory kind measured (floors.LatCeilingFor; p99 twice that, p99.9
 // four times from 10000 iterations); software devices (rxe, siw) get none.
 
-// wr is a send WR on e's registration local at offset off for n bytes,
-// aimed at the same offset of the peer's registration remote.
-func wr(id uint64, op verbs.Opcode, local *verbs.MR, remoteAddr uint64, rkey uint32, off, n int, signaled bool) verbs.SendWR {
-	return verbs.SendWR{ID: id, Op: op, Local: local, LocalAddr: local.Addr + uint64(off), Len: uint32(n),
-		RemoteAddr: remoteAddr + uint64(off), RKey: rkey, Signaled: signaled}
+// report ends t when an end's check failed (rc.FailIf), else records the
+// ends' facts on t.
+func report(t *testing.T, ends []*rc.End, errs []error) {
+	t.Helper()
+	rc.FailIf(t, ends, errs)
+	rc.Report(t, ends)
 }
 
-// ratio is a/b, or 0 when b is not positive (nothing to compare against).
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
+// record writes an engine's verdict on t, in its order: attributes, and
+// failures with their remedy (fatal ones end t).
+func record(t *testing.T, v traffic.Verdict) {
+	t.Helper()
+	for _, e := range v {
+		switch {
+		case e.Fail == "":
+			testenv.Attr(t, e.Key, e.Value)
+		case e.Fatal:
+			testenv.Failf(t, e.Remedy, "%s", e.Fail)
+		default:
+			testenv.Errorf(t, e.Remedy, "%s", e.Fail)
+		}
 	}
-	return a / b
 }

@@ -7,4 +7,7 @@
 //
 // The buffers come from newBuffer (mem_host.go: host memory; with the gpu tag
 // harness/cuda provides GPU memory), so the same tests qualify GPUDirect RDMA.
+// The checks themselves (data verification, latency, bandwidth, all rails
+// at once, host vs GPU memory) are harness/traffic's engines; the tests here
+// state the requirement, run an engine and record its verdict.
 package pingpong

@@ -20,5 +20,5 @@ import (
 func TestHLTH01TrafficCounters(t *testing.T) {
 	testenv.Req(t, "HLTH-01")
 	rc.NeedNIC(t, rc.Rails(t)) // no NIC: no traffic could run
-	traffic.Judge(t, "HLTH-01", "the pingpong traffic tests (PP-01..PP-10)")
+	window.Judge(t, "HLTH-01", "the pingpong traffic tests (PP-01..PP-10)")
 }

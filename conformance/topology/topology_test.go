@@ -15,7 +15,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
-	"github.com/gdrconf/gdrconf/internal/nvsmi"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
@@ -606,7 +606,7 @@ func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	h.needRails(t)
 	out, src := topoOutput(t, h)
 	testenv.Attr(t, "source", src)
-	m, err := nvsmi.Parse(out)
+	m, err := nvdriver.ParseTopo(out)
 	if err != nil {
 		testenv.Failf(t, "run nvidia-smi topo -m by hand and check the driver", "%s: %v", src, err)
 	}
@@ -630,7 +630,7 @@ func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	}
 	compared := 0
 	for _, p := range m.Pairs() {
-		lk, err := nvsmi.ParseLink(p.Link)
+		lk, err := nvdriver.ParseTopoLink(p.Link)
 		if err != nil || lk.Self || lk.NVLinks > 0 {
 			continue // NVLink pairs have no PCIe class to compare
 		}

@@ -371,7 +371,7 @@ type Driver struct {
 // gpu-emulated and is no hardware evidence.
 func (d *Driver) Emulated() (bool, string) { return d.emulated != "", d.emulated }
 
-// libraryPath is what load opens; unit tests point it at a fake driver.
+// libraryPath is what load opens; UseDriver points it at another driver.
 var libraryPath = Library
 
 var (
@@ -403,11 +403,14 @@ func load() (*Driver, error) {
 	return initDriver()
 }
 
-// unloadForTest forgets the loaded library so a test can load another.
-func unloadForTest() {
+// UseDriver forgets the loaded library and makes the next Load open path
+// (Library to go back). Only the tests of the emulated GPU (lab/emugpu) call
+// it: a real driver cannot be unloaded safely under a live context.
+func UseDriver(path string) {
 	C.gdr_cuda_unload()
 	loadOnce = sync.Once{}
 	loaded, loadErr = nil, nil
+	libraryPath = path
 }
 
 func initDriver() (*Driver, error) {

@@ -120,6 +120,16 @@ func (m *Mem) ReadBack(p []byte) error {
 	})
 }
 
+// ReadBackUnflushed is ReadBack without the flush of remote writes. The
+// suite never reads so; the emulated GPU's tests (lab/emugpu) use it to show
+// that the emulator refuses such a read of RDMA-written memory.
+func (m *Mem) ReadBackUnflushed(p []byte) error {
+	if err := m.live("ReadBackUnflushed", len(p)); err != nil || len(p) == 0 {
+		return err
+	}
+	return m.ctx.Do(func() error { return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p)) })
+}
+
 // MemLabel is gdr.mem's value for this memory: "gpu" or "gpu-emulated".
 func (m *Mem) MemLabel() string { return m.ctx.Dev.MemLabel() }
 

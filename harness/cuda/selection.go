@@ -153,6 +153,15 @@ func GPUOf(t testing.TB, dev Device) *rails.GPU {
 	return nil
 }
 
+// GPUName is "GPU 3 (0000:3b:00.0)" when the selection numbers the GPU,
+// else its PCI address.
+func GPUName(t testing.TB, dev Device) string {
+	if g := GPUOf(t, dev); g != nil {
+		return g.String()
+	}
+	return dev.PCI
+}
+
 // OnGPUCPUs runs fn (copies timed on this thread) on the GPU's local CPUs
 // and records where it ran as gdr.copy_cpus.
 func OnGPUCPUs(t testing.TB, dev Device, fn func() error) error {

@@ -143,3 +143,10 @@ func allocRemedy(err error) string {
 	}
 	return "check dmesg for NVRM/Xid errors; a driver/library version mismatch also shows here"
 }
+
+// Misowned is m's device pointer claimed by c instead of its own context:
+// the emulated GPU's tests (lab/emugpu) hand it to copies to show that a
+// pointer under the wrong context is refused.
+func (m *Mem) Misowned(c *Context) *Mem {
+	return &Mem{ctx: c, addr: m.addr, size: m.size, span: m.span}
+}

@@ -26,7 +26,9 @@ import (
 	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmsg"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // Window is one package's counters and kernel log since its first traffic.
@@ -70,7 +72,7 @@ func (w *Window) watchFor(t testing.TB, r *rails.Rail) *watch {
 			port = sel.Port
 		}
 		x.ports = append(x.ports, counters.PortRef{Device: r.NIC.Name, Port: port})
-		x.where = append(x.where, counters.PortDir(r.NIC.Name, port)+"/{counters,hw_counters}")
+		x.where = append(x.where, rdmadev.PortDir(r.NIC.Name, port)+"/{counters,hw_counters}")
 		if r.NIC.Software {
 			x.soft[r.NIC.Name] = true
 		}
@@ -78,7 +80,7 @@ func (w *Window) watchFor(t testing.TB, r *rails.Rail) *watch {
 	devs, missing := sel.PathDevices(r)
 	for _, d := range devs {
 		x.pcis = append(x.pcis, d.Dev.BDF)
-		x.where = append(x.where, fmt.Sprintf("%s/%s/aer_dev_* (%s)", counters.DevicesDir, d.Dev.BDF, d.Role))
+		x.where = append(x.where, fmt.Sprintf("%s/%s/aer_dev_* (%s)", pci.DevicesDir, d.Dev.BDF, d.Role))
 	}
 	for _, m := range missing {
 		x.where = append(x.where, m+" (not in sysfs)")

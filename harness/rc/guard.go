@@ -96,7 +96,7 @@ func portProblem(root *hostfs.Root, dev string, p int) string {
 func netdevState(root *hostfs.Root, d *rdmadev.Device) string {
 	var out []string
 	for _, nd := range d.Netdevs {
-		op, err := root.ReadString("/sys/class/net/" + nd + "/operstate")
+		op, err := rdmadev.OperState(root, nd)
 		if err != nil || op == "up" || op == "" {
 			continue
 		}
@@ -193,17 +193,11 @@ func (e *End) evidence(during portSeen, hint string) string {
 		facts = append(facts, "the NIC's counters could not be read at the connection: "+e.countersErr.Error())
 	}
 	if e.counters0 != nil {
-		now, err := portCounters(e.Root, e.Dev, e.Cfg.IBPort)
-		if err == nil {
-			d := diffCounters(e.counters0, now)
-			if why := interpret(d); why != "" {
-				causes = append(causes, why)
-			}
-			facts = append(facts, fmt.Sprintf("%s port %d counters since the connection %v ago: %s",
-				e.Dev, e.Cfg.IBPort, time.Since(e.countersAt).Round(100*time.Millisecond), d))
-		} else {
-			facts = append(facts, "the NIC's counters could not be read: "+err.Error())
+		why, fact := e.countersEvidence()
+		if why != "" {
+			causes = append(causes, why)
 		}
+		facts = append(facts, fact)
 	}
 	if len(facts) == 0 {
 		return ""
@@ -241,7 +235,6 @@ func (e *End) watchPort() func() portSeen {
 	if e.Root == nil || e.Dev == "" {
 		return func() portSeen { return portSeen{} }
 	}
-	path := fmt.Sprintf("%s/%s/ports/%d/state", rdmadev.ClassDir, e.Dev, e.Cfg.IBPort)
 	start := time.Now()
 	stop, done := make(chan struct{}), make(chan struct{})
 	var seen portSeen
@@ -255,12 +248,12 @@ func (e *End) watchPort() func() portSeen {
 				return
 			case <-tk.C:
 			}
-			s, err := e.Root.ReadString(path)
+			name, err := rdmadev.PortState(e.Root, e.Dev, e.Cfg.IBPort)
 			seen.reads++
 			if err != nil {
 				continue // the port's problem, if any, is read again at the verdict
 			}
-			if _, name, err := rdmadev.ParseState(s); err == nil && name != "ACTIVE" {
+			if name != "ACTIVE" {
 				p := portProblem(e.Root, e.Dev, e.Cfg.IBPort)
 				if p == "" {
 					p = fmt.Sprintf("%s port %d was %s", e.Dev, e.Cfg.IBPort, name)

@@ -32,6 +32,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/budget"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rails"
@@ -141,8 +142,7 @@ type End struct {
 	budget budget.Budget
 	// counters0 is the port's counters when the QP reached RTS, so a stall
 	// can say what the NIC saw since (retransmits, sequence errors).
-	counters0   map[string]uint64
-	countersAt  time.Time
+	counters0   *counters.Snapshot
 	countersErr error // why counters0 is nil
 
 	mu    sync.Mutex
@@ -648,7 +648,7 @@ func (e *End) setup() error {
 		return err
 	}
 	if err := e.markCounters(); err == nil {
-		e.Attr("nic_counters", fmt.Sprintf("%d read at the connection (a stall reports their rise)", len(e.counters0)))
+		e.Attr("nic_counters", fmt.Sprintf("%d read at the connection (a stall reports their rise)", len(e.counters0.Values)))
 	} else {
 		e.Attr("nic_counters", "unreadable: "+err.Error())
 	}

@@ -68,7 +68,7 @@ var DevMemCases = []DevMemCase{
 		Adopted: true,
 		Reason:  "before reading received data back (cuMemcpyDtoH), harness/cuda flushes when GPU_DIRECT_RDMA_WRITES_ORDERING is below OWNER, and fails naming the driver when it must and cannot",
 		Sources: "CUDA driver API cuFlushGPUDirectRDMAWrites, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING; NCCL src/graph/paths.cc ncclTopoNeedFlush (no flush from compute capability 9.0 unless C2C)",
-		Tests:   []string{"harness/cuda/fake_test.go:TestEmulatedGPUMemory"},
+		Tests:   []string{"lab/emugpu/cuda_test.go:TestEmulatedGPUMemory"},
 	},
 	{
 		Case:    "NCCL's iflush: a 1-byte RDMA READ of the received GPU buffer into host memory on a loopback flush QP (NCCL_GDR_FLUSH_DISABLE turns it off)",
@@ -114,7 +114,7 @@ var DevMemCases = []DevMemCase{
 		Adopted: true,
 		Reason:  "harness/cuda sets it on every allocation of a test buffer",
 		Sources: "rdma-core tests/test_cuda_dmabuf.py DmabufCudaRes.dmabuf_cuda_init",
-		Tests:   []string{"harness/cuda/fake_test.go:TestFakeDriver"},
+		Tests:   []string{"lab/emugpu/cuda_test.go:TestFakeDriver"},
 	},
 	{
 		Case:    "64 KiB GPU-page rounding of device buffers",

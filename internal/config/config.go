@@ -202,7 +202,7 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c.Home, _ = get("HOME")
 	c.NCCLNetGDRLevel, _ = get("NCCL_NET_GDR_LEVEL")
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
-		if err := checkPath(v); err != nil {
+		if err := CheckPath(v); err != nil {
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())
 		} else {
 			c.HostRoot = v
@@ -390,14 +390,14 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			c.BWSizes = sizes
 		}
 	}
-	c.MinBWGbps = parseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, "Gb/s, no unit", c.MinBWGbps, bad)
-	c.MaxLatUS = parseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, "microseconds, no unit", c.MaxLatUS, bad)
-	c.MaxLatP99US = parseFloat(get, "GDR_MAX_LAT_P99_US", 0, 1e9, "microseconds, no unit", c.MaxLatP99US, bad)
-	c.MaxLatP999US = parseFloat(get, "GDR_MAX_LAT_P999_US", 0, 1e9, "microseconds, no unit", c.MaxLatP999US, bad)
-	c.MinCopyFraction = parseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, "a fraction: 0.6, not 60%", c.MinCopyFraction, bad)
-	c.MinConcurrentFraction = parseFloat(get, "GDR_MIN_CONCURRENT_FRACTION", 0, 1, "a fraction of the solo rate: 0.8, not 80%", c.MinConcurrentFraction, bad)
-	c.MinP2PNVLinkFraction = parseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
-	c.MinP2PPCIeFraction = parseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
+	c.MinBWGbps = ParseFloat(get, "GDR_MIN_BW_GBPS", 0, 1e6, "Gb/s, no unit", c.MinBWGbps, bad)
+	c.MaxLatUS = ParseFloat(get, "GDR_MAX_LAT_US", 0, 1e9, "microseconds, no unit", c.MaxLatUS, bad)
+	c.MaxLatP99US = ParseFloat(get, "GDR_MAX_LAT_P99_US", 0, 1e9, "microseconds, no unit", c.MaxLatP99US, bad)
+	c.MaxLatP999US = ParseFloat(get, "GDR_MAX_LAT_P999_US", 0, 1e9, "microseconds, no unit", c.MaxLatP999US, bad)
+	c.MinCopyFraction = ParseFloat(get, "GDR_MIN_COPY_FRACTION", 0, 1, "a fraction: 0.6, not 60%", c.MinCopyFraction, bad)
+	c.MinConcurrentFraction = ParseFloat(get, "GDR_MIN_CONCURRENT_FRACTION", 0, 1, "a fraction of the solo rate: 0.8, not 80%", c.MinConcurrentFraction, bad)
+	c.MinP2PNVLinkFraction = ParseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
+	c.MinP2PPCIeFraction = ParseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
 
 	c.IBTC, c.IBTCFrom = parseClass(get, "GDR_IB_TC", "NCCL_IB_TC", 255, "traffic class", bad)
 	c.IBSL, c.IBSLFrom = parseClass(get, "GDR_IB_SL", "NCCL_IB_SL", 15, "service level", bad)
@@ -427,7 +427,11 @@ const (
 	maxToken = 4096
 )
 
-func parseFloat(get func(string) (string, bool), name string, lo, hi float64, unit string, def float64, bad func(string, string, string)) float64 {
+// ParseFloat reads name through get as a number from lo to hi: unset or
+// empty is def; a value that is no such number is reported through bad
+// (name, value, what is accepted) and gives def. cluster's parser uses it
+// too, so both read numbers alike.
+func ParseFloat(get func(string) (string, bool), name string, lo, hi float64, unit string, def float64, bad func(string, string, string)) float64 {
 	v, ok := get(name)
 	if !ok || v == "" {
 		return def
@@ -480,8 +484,8 @@ func validNetdev(s string) bool {
 	return true
 }
 
-// checkPath rejects what no path can be: longer than PATH_MAX, or holding a NUL.
-func checkPath(v string) error {
+// CheckPath rejects what no path can be: longer than PATH_MAX, or holding a NUL.
+func CheckPath(v string) error {
 	switch {
 	case len(v) > maxPath:
 		return fmt.Errorf("at most %d bytes, this one has %d", maxPath, len(v))

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,17 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/config/configtest"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
 )
 
-func env(kv ...string) func(string) (string, bool) {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
+var env = configtest.Env
 
 func TestDefaults(t *testing.T) {
 	c, err := Parse(env())
@@ -221,15 +213,8 @@ func TestGIDNetdev(t *testing.T) {
 }
 
 // The manual (docs/configuration.md) documents every variable Load reads.
-func TestDocsDocumentsEveryVariable(t *testing.T) {
-	b, err := os.ReadFile("../../docs/configuration.md")
-	require.NoError(t, err)
-	s := string(b)
-	i, j := strings.Index(s, "<!-- config:begin -->"), strings.Index(s, "<!-- config:end -->")
-	require.True(t, i >= 0 && j > i, "docs/configuration.md lacks the configuration table markers")
-	for _, v := range Vars {
-		assert.Contains(t, s[i:j], "`"+v+"`", "docs/configuration.md's table does not document %s", v)
-	}
+func TestDocsDocumentEveryVariable(t *testing.T) {
+	configtest.DocsDocument(t, "../../docs/configuration.md", Vars)
 }
 
 // Malformed values of every variable: out of range, wrong unit, garbage,
@@ -238,184 +223,130 @@ func TestDocsDocumentsEveryVariable(t *testing.T) {
 func TestMalformedValues(t *testing.T) {
 	huge := strings.Repeat("9", 1<<20)
 	hugeText := strings.Repeat("x", 1<<20)
-	cases := []struct {
-		name, kind, val, want string
-	}{
-		{"GDR_HOST_ROOT", "garbage", "/host\x00/x", "no NUL bytes"},
-		{"GDR_HOST_ROOT", "huge", "/" + hugeText, "at most 4096 bytes"},
-		{"GDR_RAILS", "out of range", "4096", "rail indices"},
-		{"GDR_RAILS", "garbage", "0,0", "each at most once"},
-		{"GDR_RAILS", "garbage", "first", "all, or a comma-separated list"},
-		{"GDR_RAILS", "huge", huge, "rail indices"},
-		{"GDR_MR", "garbage", "gdr", "auto, peermem or dmabuf"},
-		{"GDR_MR", "huge", hugeText, "auto, peermem or dmabuf"},
-		{"GDR_PAIRING", "garbage", "star", "want ring"},
-		{"GDR_PAIRING", "huge", hugeText, "want ring"},
-		{"GDR_CLUSTER_SECRET_FILE", "garbage", "/run/s\x00", "no NUL bytes"},
-		{"GDR_CLUSTER_SECRET_FILE", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_CLUSTER_PORTS", "out of range", "80-2000", "within 1024-65535"},
-		{"GDR_CLUSTER_PORTS", "garbage", "5", "LO-HI"},
-		{"GDR_CLUSTER_PORTS", "huge", huge, "LO-HI"},
-		{"GDR_PEER_SUFFIX", "garbage", "/x", "host name characters"},
-		{"GDR_PEER_SUFFIX", "huge", hugeText + "/", "host name characters"},
-		{"GDR_REPAIR_ROUNDS", "out of range", "17", "0 to 16"},
-		{"GDR_REPAIR_ROUNDS", "garbage", "x", "0 to 16"},
-		{"GDR_REPAIR_ROUNDS", "huge", huge, "0 to 16"},
-		{"GDR_REPORTS", "garbage", "reports\x00", "no NUL bytes"},
-		{"GDR_REPORTS", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_PAIR_MIN_FRACTION", "wrong unit", "50%", "0.5, not 50%"},
-		{"GDR_PAIR_MIN_FRACTION", "out of range", "2", "0 to 1"},
-		{"GDR_PAIR_MIN_FRACTION", "huge", huge, "0 to 1"},
-		{"GDR_STRICT", "out of range", "2", "1 or 0"},
-		{"GDR_STRICT", "garbage", "maybe", "1 or 0"},
-		{"GDR_STRICT", "huge", huge, "1 or 0"},
-		{"GDR_GPU", "out of range", "-1", "GPU index"},
-		{"GDR_GPU", "out of range", "0000:3b:20.0", "device <= 1f"},
-		{"GDR_GPU", "out of range", "0000:3b:00.8", "function <= 7"},
-		{"GDR_GPU", "garbage", "gpu0", "PCI address"},
-		{"GDR_GPU", "huge", huge, "GPU index"},
-		{"GDR_RDMA_DEVICE", "garbage", "mlx5 0", "/sys/class/infiniband"},
-		{"GDR_RDMA_DEVICE", "garbage", "mlx5\x01", "printable"},
-		{"GDR_RDMA_DEVICE", "huge", hugeText, "up to 64"},
-		{"GDR_IB_PORT", "out of range", "0", "1 to 255"},
-		{"GDR_IB_PORT", "out of range", "256", "1 to 255"},
-		{"GDR_IB_PORT", "wrong unit", "1.0", "1 to 255"},
-		{"GDR_IB_PORT", "garbage", "x", "1 to 255"},
-		{"GDR_IB_PORT", "huge", huge, "1 to 255"},
-		{"GDR_GID_INDEX", "out of range", "-2", "0 to 65535"},
-		{"GDR_GID_INDEX", "out of range", "65536", "0 to 65535"},
-		{"GDR_GID_INDEX", "garbage", "first", "or auto"},
-		{"GDR_GID_INDEX", "huge", huge, "0 to 65535"},
-		{"GDR_ROLE", "garbage", "master", "server, client"},
-		{"GDR_ROLE", "huge", hugeText, "server, client"},
-		{"GDR_PEER", "out of range", "host:99999", "port 99999 is out of range (1-65535)"},
-		{"GDR_PEER", "out of range", "host:0", "port 0 is out of range"},
-		{"GDR_PEER", "out of range", "host:" + huge[:30], "out of range (1-65535)"},
-		{"GDR_PEER", "garbage", "host:http", `port "http" is not a number`},
-		{"GDR_PEER", "garbage", "fd00::1:x:", "IPv6"},
-		{"GDR_PEER", "garbage", "a b:1", "not a host name"},
-		{"GDR_PEER", "huge", hugeText, "host or host:port"},
-		{"GDR_LISTEN", "out of range", ":70000", "port 70000 is out of range"},
-		{"GDR_LISTEN", "garbage", "::x::", "port"},
-		{"GDR_LISTEN", "huge", ":" + huge, "out of range"},
-		{"GDR_TOKEN", "huge", hugeText, "at most 4096 bytes"},
-		{"GDR_TIMEOUT", "out of range", "0", "above 0"},
-		{"GDR_TIMEOUT", "out of range", "-5s", "above 0"},
-		{"GDR_TIMEOUT", "out of range", "25h", "at most 24h"},
-		{"GDR_TIMEOUT", "out of range", "1e400", "at most 24h"},
-		{"GDR_TIMEOUT", "wrong unit", "30 sec", "like 30s"},
-		{"GDR_TIMEOUT", "wrong unit", "30S", "like 30s"},
-		{"GDR_TIMEOUT", "garbage", "forever", "duration"},
-		{"GDR_TIMEOUT", "garbage", "NaN", "duration"},
-		{"GDR_TIMEOUT", "huge", huge, "at most 24h"},
-		{"GDR_MAX_PATH", "garbage", "NVL", "PIX, PXB"},
-		{"GDR_MAX_PATH", "huge", hugeText, "PIX, PXB"},
-		{"GDR_ALLOW_IOMMU", "out of range", "2", "1 or 0"},
-		{"GDR_ALLOW_IOMMU", "huge", huge, "1 or 0"},
-		{"GDR_LEAK_CHECK", "garbage", "maybe", "1 or 0"},
-		{"GDR_LEAK_CHECK", "huge", huge, "1 or 0"},
-		{"GDR_MEM", "garbage", "hbm", "gpu or host"},
-		{"GDR_MEM", "huge", hugeText, "gpu or host"},
-		{"GDR_ITERS", "out of range", "0", "1 to 10000000"},
-		{"GDR_ITERS", "out of range", "10000001", "1 to 10000000"},
-		{"GDR_ITERS", "wrong unit", "1k", "whole number"},
-		{"GDR_ITERS", "garbage", "-5", "whole number"},
-		{"GDR_ITERS", "huge", huge, "whole number"},
-		{"GDR_BW_ITERS", "out of range", "0", "1 to 10000000"},
-		{"GDR_BW_ITERS", "wrong unit", "5k", "whole number"},
-		{"GDR_BW_ITERS", "huge", huge, "whole number"},
-		{"GDR_TX_DEPTH", "out of range", "9000", "1 to 8192"},
-		{"GDR_TX_DEPTH", "garbage", "deep", "whole number"},
-		{"GDR_TX_DEPTH", "huge", huge, "whole number"},
-		{"GDR_IB_TIMEOUT", "infinite", "0", "1 to 31"},
-		{"GDR_IB_TIMEOUT", "out of range", "32", "1 to 31"},
-		{"GDR_IB_TIMEOUT", "garbage", "long", "exponent"},
-		{"GDR_IB_TIMEOUT", "huge", huge, "exponent"},
-		{"GDR_QPS", "out of range", "65", "1 to 64"},
-		{"GDR_QPS", "garbage", "many", "whole number"},
-		{"GDR_QPS", "huge", huge, "whole number"},
-		{"GDR_PEER_NAME", "garbage", "a b", "a host name"},
-		{"GDR_PEER_NAME", "huge", hugeText, "a host name"},
-		{"GDR_MAX_LAT_P99_US", "wrong unit", "5us", "microseconds, no unit"},
-		{"GDR_MAX_LAT_P99_US", "huge", huge, "microseconds"},
-		{"GDR_MAX_LAT_P999_US", "out of range", "-1", "microseconds"},
-		{"GDR_MAX_LAT_P999_US", "huge", huge, "microseconds"},
-		{"GDR_MIN_BW_GBPS", "out of range", "-1", "0 to 1e+06"},
-		{"GDR_MIN_BW_GBPS", "out of range", "Inf", "0 to 1e+06"},
-		{"GDR_MIN_BW_GBPS", "wrong unit", "100Gb/s", "Gb/s, no unit"},
-		{"GDR_MIN_BW_GBPS", "garbage", "fast", "number"},
-		{"GDR_MIN_BW_GBPS", "huge", huge, "number"},
-		{"GDR_MAX_LAT_US", "wrong unit", "5us", "microseconds, no unit"},
-		{"GDR_MAX_LAT_US", "out of range", "-1", "0 to 1e+09"},
-		{"GDR_MAX_LAT_US", "garbage", "NaN", "number"},
-		{"GDR_MAX_LAT_US", "huge", huge, "number"},
-		{"GDR_MIN_COPY_FRACTION", "wrong unit", "60%", "0.6, not 60%"},
-		{"GDR_MIN_COPY_FRACTION", "out of range", "1.5", "0 to 1"},
-		{"GDR_MIN_COPY_FRACTION", "huge", huge, "0 to 1"},
-		{"GDR_MIN_CONCURRENT_FRACTION", "wrong unit", "80%", "0.8, not 80%"},
-		{"GDR_MIN_CONCURRENT_FRACTION", "out of range", "-0.1", "0 to 1"},
-		{"GDR_MIN_CONCURRENT_FRACTION", "huge", huge, "0 to 1"},
-		{"GDR_MIN_P2P_NVLINK_FRACTION", "wrong unit", "333", "0.74, not 333 GB/s"},
-		{"GDR_MIN_P2P_NVLINK_FRACTION", "garbage", "most", "0 to 1"},
-		{"GDR_MIN_P2P_NVLINK_FRACTION", "huge", huge, "0 to 1"},
-		{"GDR_MIN_P2P_PCIE_FRACTION", "wrong unit", "60%", "0.6, not 60%"},
-		{"GDR_MIN_P2P_PCIE_FRACTION", "out of range", "2", "0 to 1"},
-		{"GDR_MIN_P2P_PCIE_FRACTION", "huge", huge, "0 to 1"},
-		{"GDR_BW_SIZES", "wrong unit", "64KB", `size "64kb" is not a number of bytes`},
-		{"GDR_BW_SIZES", "wrong unit", "1g", "k/m suffixes"},
-		{"GDR_BW_SIZES", "out of range", "0", `size "0" is out of range`},
-		{"GDR_BW_SIZES", "out of range", "2048m", "out of range"},
-		{"GDR_BW_SIZES", "garbage", "64k,,1m", "comma-separated message sizes"},
-		{"GDR_BW_SIZES", "huge", huge, "out of range"},
-		{"GDR_IB_TC", "out of range", "256", "traffic class from 0 to 255"},
-		{"GDR_IB_TC", "out of range", "-1", "traffic class from 0 to 255"},
-		{"GDR_IB_TC", "wrong unit", "0x68", "traffic class from 0 to 255"},
-		{"GDR_IB_TC", "huge", huge, "traffic class from 0 to 255"},
-		{"GDR_IB_SL", "out of range", "16", "service level from 0 to 15"},
-		{"GDR_IB_SL", "garbage", "gold", "service level from 0 to 15"},
-		{"GDR_IB_SL", "huge", huge, "service level from 0 to 15"},
-		{"GDR_GID_NETDEV", "garbage", "eth0/1", "/sys/class/net"},
-		{"GDR_GID_NETDEV", "garbage", "eth0:1", "no '/', ':'"},
-		{"GDR_GID_NETDEV", "out of range", "enp0s31f6.1000.1", "1 to 15 characters"},
-		{"GDR_GID_NETDEV", "huge", hugeText, "1 to 15 characters"},
+	cases := []configtest.Malformed{
+		{Name: "GDR_HOST_ROOT", Kind: "garbage", Val: "/host\x00/x", Want: "no NUL bytes"},
+		{Name: "GDR_HOST_ROOT", Kind: "huge", Val: "/" + hugeText, Want: "at most 4096 bytes"},
+		{Name: "GDR_RAILS", Kind: "out of range", Val: "4096", Want: "rail indices"},
+		{Name: "GDR_RAILS", Kind: "garbage", Val: "0,0", Want: "each at most once"},
+		{Name: "GDR_RAILS", Kind: "garbage", Val: "first", Want: "all, or a comma-separated list"},
+		{Name: "GDR_RAILS", Kind: "huge", Val: huge, Want: "rail indices"},
+		{Name: "GDR_MR", Kind: "garbage", Val: "gdr", Want: "auto, peermem or dmabuf"},
+		{Name: "GDR_MR", Kind: "huge", Val: hugeText, Want: "auto, peermem or dmabuf"},
+		{Name: "GDR_STRICT", Kind: "out of range", Val: "2", Want: "1 or 0"},
+		{Name: "GDR_STRICT", Kind: "garbage", Val: "maybe", Want: "1 or 0"},
+		{Name: "GDR_STRICT", Kind: "huge", Val: huge, Want: "1 or 0"},
+		{Name: "GDR_GPU", Kind: "out of range", Val: "-1", Want: "GPU index"},
+		{Name: "GDR_GPU", Kind: "out of range", Val: "0000:3b:20.0", Want: "device <= 1f"},
+		{Name: "GDR_GPU", Kind: "out of range", Val: "0000:3b:00.8", Want: "function <= 7"},
+		{Name: "GDR_GPU", Kind: "garbage", Val: "gpu0", Want: "PCI address"},
+		{Name: "GDR_GPU", Kind: "huge", Val: huge, Want: "GPU index"},
+		{Name: "GDR_RDMA_DEVICE", Kind: "garbage", Val: "mlx5 0", Want: "/sys/class/infiniband"},
+		{Name: "GDR_RDMA_DEVICE", Kind: "garbage", Val: "mlx5\x01", Want: "printable"},
+		{Name: "GDR_RDMA_DEVICE", Kind: "huge", Val: hugeText, Want: "up to 64"},
+		{Name: "GDR_IB_PORT", Kind: "out of range", Val: "0", Want: "1 to 255"},
+		{Name: "GDR_IB_PORT", Kind: "out of range", Val: "256", Want: "1 to 255"},
+		{Name: "GDR_IB_PORT", Kind: "wrong unit", Val: "1.0", Want: "1 to 255"},
+		{Name: "GDR_IB_PORT", Kind: "garbage", Val: "x", Want: "1 to 255"},
+		{Name: "GDR_IB_PORT", Kind: "huge", Val: huge, Want: "1 to 255"},
+		{Name: "GDR_GID_INDEX", Kind: "out of range", Val: "-2", Want: "0 to 65535"},
+		{Name: "GDR_GID_INDEX", Kind: "out of range", Val: "65536", Want: "0 to 65535"},
+		{Name: "GDR_GID_INDEX", Kind: "garbage", Val: "first", Want: "or auto"},
+		{Name: "GDR_GID_INDEX", Kind: "huge", Val: huge, Want: "0 to 65535"},
+		{Name: "GDR_ROLE", Kind: "garbage", Val: "master", Want: "server, client"},
+		{Name: "GDR_ROLE", Kind: "huge", Val: hugeText, Want: "server, client"},
+		{Name: "GDR_PEER", Kind: "out of range", Val: "host:99999", Want: "port 99999 is out of range (1-65535)"},
+		{Name: "GDR_PEER", Kind: "out of range", Val: "host:0", Want: "port 0 is out of range"},
+		{Name: "GDR_PEER", Kind: "out of range", Val: "host:" + huge[:30], Want: "out of range (1-65535)"},
+		{Name: "GDR_PEER", Kind: "garbage", Val: "host:http", Want: `port "http" is not a number`},
+		{Name: "GDR_PEER", Kind: "garbage", Val: "fd00::1:x:", Want: "IPv6"},
+		{Name: "GDR_PEER", Kind: "garbage", Val: "a b:1", Want: "not a host name"},
+		{Name: "GDR_PEER", Kind: "huge", Val: hugeText, Want: "host or host:port"},
+		{Name: "GDR_LISTEN", Kind: "out of range", Val: ":70000", Want: "port 70000 is out of range"},
+		{Name: "GDR_LISTEN", Kind: "garbage", Val: "::x::", Want: "port"},
+		{Name: "GDR_LISTEN", Kind: "huge", Val: ":" + huge, Want: "out of range"},
+		{Name: "GDR_TOKEN", Kind: "huge", Val: hugeText, Want: "at most 4096 bytes"},
+		{Name: "GDR_TIMEOUT", Kind: "out of range", Val: "0", Want: "above 0"},
+		{Name: "GDR_TIMEOUT", Kind: "out of range", Val: "-5s", Want: "above 0"},
+		{Name: "GDR_TIMEOUT", Kind: "out of range", Val: "25h", Want: "at most 24h"},
+		{Name: "GDR_TIMEOUT", Kind: "out of range", Val: "1e400", Want: "at most 24h"},
+		{Name: "GDR_TIMEOUT", Kind: "wrong unit", Val: "30 sec", Want: "like 30s"},
+		{Name: "GDR_TIMEOUT", Kind: "wrong unit", Val: "30S", Want: "like 30s"},
+		{Name: "GDR_TIMEOUT", Kind: "garbage", Val: "forever", Want: "duration"},
+		{Name: "GDR_TIMEOUT", Kind: "garbage", Val: "NaN", Want: "duration"},
+		{Name: "GDR_TIMEOUT", Kind: "huge", Val: huge, Want: "at most 24h"},
+		{Name: "GDR_MAX_PATH", Kind: "garbage", Val: "NVL", Want: "PIX, PXB"},
+		{Name: "GDR_MAX_PATH", Kind: "huge", Val: hugeText, Want: "PIX, PXB"},
+		{Name: "GDR_ALLOW_IOMMU", Kind: "out of range", Val: "2", Want: "1 or 0"},
+		{Name: "GDR_ALLOW_IOMMU", Kind: "huge", Val: huge, Want: "1 or 0"},
+		{Name: "GDR_LEAK_CHECK", Kind: "garbage", Val: "maybe", Want: "1 or 0"},
+		{Name: "GDR_LEAK_CHECK", Kind: "huge", Val: huge, Want: "1 or 0"},
+		{Name: "GDR_MEM", Kind: "garbage", Val: "hbm", Want: "gpu or host"},
+		{Name: "GDR_MEM", Kind: "huge", Val: hugeText, Want: "gpu or host"},
+		{Name: "GDR_ITERS", Kind: "out of range", Val: "0", Want: "1 to 10000000"},
+		{Name: "GDR_ITERS", Kind: "out of range", Val: "10000001", Want: "1 to 10000000"},
+		{Name: "GDR_ITERS", Kind: "wrong unit", Val: "1k", Want: "whole number"},
+		{Name: "GDR_ITERS", Kind: "garbage", Val: "-5", Want: "whole number"},
+		{Name: "GDR_ITERS", Kind: "huge", Val: huge, Want: "whole number"},
+		{Name: "GDR_BW_ITERS", Kind: "out of range", Val: "0", Want: "1 to 10000000"},
+		{Name: "GDR_BW_ITERS", Kind: "wrong unit", Val: "5k", Want: "whole number"},
+		{Name: "GDR_BW_ITERS", Kind: "huge", Val: huge, Want: "whole number"},
+		{Name: "GDR_TX_DEPTH", Kind: "out of range", Val: "9000", Want: "1 to 8192"},
+		{Name: "GDR_TX_DEPTH", Kind: "garbage", Val: "deep", Want: "whole number"},
+		{Name: "GDR_TX_DEPTH", Kind: "huge", Val: huge, Want: "whole number"},
+		{Name: "GDR_IB_TIMEOUT", Kind: "infinite", Val: "0", Want: "1 to 31"},
+		{Name: "GDR_IB_TIMEOUT", Kind: "out of range", Val: "32", Want: "1 to 31"},
+		{Name: "GDR_IB_TIMEOUT", Kind: "garbage", Val: "long", Want: "exponent"},
+		{Name: "GDR_IB_TIMEOUT", Kind: "huge", Val: huge, Want: "exponent"},
+		{Name: "GDR_QPS", Kind: "out of range", Val: "65", Want: "1 to 64"},
+		{Name: "GDR_QPS", Kind: "garbage", Val: "many", Want: "whole number"},
+		{Name: "GDR_QPS", Kind: "huge", Val: huge, Want: "whole number"},
+		{Name: "GDR_PEER_NAME", Kind: "garbage", Val: "a b", Want: "a host name"},
+		{Name: "GDR_PEER_NAME", Kind: "huge", Val: hugeText, Want: "a host name"},
+		{Name: "GDR_MAX_LAT_P99_US", Kind: "wrong unit", Val: "5us", Want: "microseconds, no unit"},
+		{Name: "GDR_MAX_LAT_P99_US", Kind: "huge", Val: huge, Want: "microseconds"},
+		{Name: "GDR_MAX_LAT_P999_US", Kind: "out of range", Val: "-1", Want: "microseconds"},
+		{Name: "GDR_MAX_LAT_P999_US", Kind: "huge", Val: huge, Want: "microseconds"},
+		{Name: "GDR_MIN_BW_GBPS", Kind: "out of range", Val: "-1", Want: "0 to 1e+06"},
+		{Name: "GDR_MIN_BW_GBPS", Kind: "out of range", Val: "Inf", Want: "0 to 1e+06"},
+		{Name: "GDR_MIN_BW_GBPS", Kind: "wrong unit", Val: "100Gb/s", Want: "Gb/s, no unit"},
+		{Name: "GDR_MIN_BW_GBPS", Kind: "garbage", Val: "fast", Want: "number"},
+		{Name: "GDR_MIN_BW_GBPS", Kind: "huge", Val: huge, Want: "number"},
+		{Name: "GDR_MAX_LAT_US", Kind: "wrong unit", Val: "5us", Want: "microseconds, no unit"},
+		{Name: "GDR_MAX_LAT_US", Kind: "out of range", Val: "-1", Want: "0 to 1e+09"},
+		{Name: "GDR_MAX_LAT_US", Kind: "garbage", Val: "NaN", Want: "number"},
+		{Name: "GDR_MAX_LAT_US", Kind: "huge", Val: huge, Want: "number"},
+		{Name: "GDR_MIN_COPY_FRACTION", Kind: "wrong unit", Val: "60%", Want: "0.6, not 60%"},
+		{Name: "GDR_MIN_COPY_FRACTION", Kind: "out of range", Val: "1.5", Want: "0 to 1"},
+		{Name: "GDR_MIN_COPY_FRACTION", Kind: "huge", Val: huge, Want: "0 to 1"},
+		{Name: "GDR_MIN_CONCURRENT_FRACTION", Kind: "wrong unit", Val: "80%", Want: "0.8, not 80%"},
+		{Name: "GDR_MIN_CONCURRENT_FRACTION", Kind: "out of range", Val: "-0.1", Want: "0 to 1"},
+		{Name: "GDR_MIN_CONCURRENT_FRACTION", Kind: "huge", Val: huge, Want: "0 to 1"},
+		{Name: "GDR_MIN_P2P_NVLINK_FRACTION", Kind: "wrong unit", Val: "333", Want: "0.74, not 333 GB/s"},
+		{Name: "GDR_MIN_P2P_NVLINK_FRACTION", Kind: "garbage", Val: "most", Want: "0 to 1"},
+		{Name: "GDR_MIN_P2P_NVLINK_FRACTION", Kind: "huge", Val: huge, Want: "0 to 1"},
+		{Name: "GDR_MIN_P2P_PCIE_FRACTION", Kind: "wrong unit", Val: "60%", Want: "0.6, not 60%"},
+		{Name: "GDR_MIN_P2P_PCIE_FRACTION", Kind: "out of range", Val: "2", Want: "0 to 1"},
+		{Name: "GDR_MIN_P2P_PCIE_FRACTION", Kind: "huge", Val: huge, Want: "0 to 1"},
+		{Name: "GDR_BW_SIZES", Kind: "wrong unit", Val: "64KB", Want: `size "64kb" is not a number of bytes`},
+		{Name: "GDR_BW_SIZES", Kind: "wrong unit", Val: "1g", Want: "k/m suffixes"},
+		{Name: "GDR_BW_SIZES", Kind: "out of range", Val: "0", Want: `size "0" is out of range`},
+		{Name: "GDR_BW_SIZES", Kind: "out of range", Val: "2048m", Want: "out of range"},
+		{Name: "GDR_BW_SIZES", Kind: "garbage", Val: "64k,,1m", Want: "comma-separated message sizes"},
+		{Name: "GDR_BW_SIZES", Kind: "huge", Val: huge, Want: "out of range"},
+		{Name: "GDR_IB_TC", Kind: "out of range", Val: "256", Want: "traffic class from 0 to 255"},
+		{Name: "GDR_IB_TC", Kind: "out of range", Val: "-1", Want: "traffic class from 0 to 255"},
+		{Name: "GDR_IB_TC", Kind: "wrong unit", Val: "0x68", Want: "traffic class from 0 to 255"},
+		{Name: "GDR_IB_TC", Kind: "huge", Val: huge, Want: "traffic class from 0 to 255"},
+		{Name: "GDR_IB_SL", Kind: "out of range", Val: "16", Want: "service level from 0 to 15"},
+		{Name: "GDR_IB_SL", Kind: "garbage", Val: "gold", Want: "service level from 0 to 15"},
+		{Name: "GDR_IB_SL", Kind: "huge", Val: huge, Want: "service level from 0 to 15"},
+		{Name: "GDR_GID_NETDEV", Kind: "garbage", Val: "eth0/1", Want: "/sys/class/net"},
+		{Name: "GDR_GID_NETDEV", Kind: "garbage", Val: "eth0:1", Want: "no '/', ':'"},
+		{Name: "GDR_GID_NETDEV", Kind: "out of range", Val: "enp0s31f6.1000.1", Want: "1 to 15 characters"},
+		{Name: "GDR_GID_NETDEV", Kind: "huge", Val: hugeText, Want: "1 to 15 characters"},
 	}
-	covered := map[string]map[string]bool{}
-	for _, tc := range cases {
-		if covered[tc.name] == nil {
-			covered[tc.name] = map[string]bool{}
-		}
-		covered[tc.name][tc.kind] = true
-		t.Run(tc.name+" "+tc.kind+" "+clip.Quote(tc.val), func(t *testing.T) {
-			var err error
-			if slices.Contains(ClusterVars, tc.name) {
-				require.NotPanics(t, func() { _, err = ParseCluster(env(tc.name, tc.val)) })
-			} else {
-				require.NotPanics(t, func() { _, err = Parse(env(tc.name, tc.val)) })
-			}
-			require.Error(t, err)
-			msg := err.Error()
-			assert.Contains(t, msg, tc.name)
-			assert.Contains(t, msg, tc.want)
-			assert.Less(t, len(msg), 600, "a short message, whatever the value: %s", msg)
-			if tc.name == "GDR_TOKEN" {
-				assert.NotContains(t, msg, tc.val[:8], "a secret is never quoted")
-			} else {
-				assert.Contains(t, msg, clip.Quote(strings.TrimSpace(tc.val)), "the value, or a short prefix of it")
-			}
-		})
-	}
-	// Every variable has its huge case and at least one other; a secret is
-	// taken as given (any bytes, never shown): GDR_TOKEN has only its length
-	// cap, GDR_CLUSTER_SECRET not even that.
-	for _, v := range append(slices.Clone(Vars), ClusterVars...) {
-		if v == "GDR_CLUSTER_SECRET" {
-			continue
-		}
-		assert.True(t, covered[v]["huge"], "%s has no huge-value case", v)
-		if v != "GDR_TOKEN" {
-			assert.GreaterOrEqual(t, len(covered[v]), 2, "%s needs more malformed cases", v)
-		}
-	}
+	configtest.CheckMalformed(t, func(lookup func(string) (string, bool)) error { _, err := Parse(lookup); return err }, cases, Vars,
+		[]string{"GDR_TOKEN"}, nil) // the cluster variables have their cases in cluster/config_test.go
 }
 
 // An empty value is the same as unset: the default, no error.

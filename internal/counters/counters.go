@@ -12,9 +12,12 @@
 // snapshots into changes, and Judge classifies each rise with the table in
 // table.go: errors fail, corrected errors warn, informational and data
 // counters are reported, unknown counters are reported and not judged.
+// StallCause reads the same delta for one transfer that stalled or failed
+// (stall.go): what the port's counters since the connection say it was.
 //
 // Every read goes through a hostfs.Root, so recorded trees under fixtures/
-// and a host mounted elsewhere (GDR_HOST_ROOT) read the same way.
+// and a host mounted elsewhere (GDR_HOST_ROOT) read the same way; where the
+// files are (and which names are valid) is rdmadev's and pci's to say.
 package counters
 
 import (
@@ -27,12 +30,8 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-)
-
-// Where the kernel keeps the counters.
-const (
-	ClassDir   = "/sys/class/infiniband"
-	DevicesDir = "/sys/bus/pci/devices"
+	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // Source is the family a counter belongs to.
@@ -152,26 +151,13 @@ func ParseValue(s string) (uint64, error) {
 // ErrNotAvailable is a counter the kernel lists but cannot read ("N/A (no PMA)").
 var ErrNotAvailable = errors.New("not available (the kernel printed N/A)")
 
-// PortDir is the sysfs directory of an RDMA port.
-func PortDir(dev string, port int) string {
-	return fmt.Sprintf("%s/%s/ports/%d", ClassDir, dev, port)
-}
-
-// validName rejects names that would leave the directory they name.
-func validName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
-}
-
 // ReadPort reads an RDMA port's counters/ and hw_counters/. A missing port
 // is an error; a missing counter directory is noted in Absent.
 func ReadPort(r *hostfs.Root, dev string, port int) (*Snapshot, error) {
-	if !validName(dev) {
-		return nil, fmt.Errorf("RDMA device name %q is not valid", dev)
+	if err := rdmadev.CheckPort(dev, port); err != nil {
+		return nil, err
 	}
-	if port < 1 || port > 255 {
-		return nil, fmt.Errorf("%s: port %d is not a port number (1..255)", dev, port)
-	}
-	dir := PortDir(dev, port)
+	dir := rdmadev.PortDir(dev, port)
 	if fi, err := r.Stat(dir); err != nil {
 		return nil, fmt.Errorf("%s port %d: %w", dev, port, err)
 	} else if !fi.IsDir() {
@@ -271,10 +257,10 @@ func ParseAER(s string) (map[string]uint64, error) {
 // AER capability, or a kernel without CONFIG_PCIEAER) is noted in Absent; a
 // missing function is an error.
 func ReadAER(r *hostfs.Root, bdf string) (*Snapshot, error) {
-	if !validName(bdf) {
+	if !pci.IsBDF(bdf) {
 		return nil, fmt.Errorf("PCI address %q is not valid", bdf)
 	}
-	dir := DevicesDir + "/" + bdf
+	dir := pci.DevicesDir + "/" + bdf
 	if _, err := r.Stat(dir); err != nil {
 		return nil, fmt.Errorf("PCI function %s: %w", bdf, err)
 	}

@@ -5,6 +5,10 @@
 // A module counts as present when it is loaded and live, or built into the
 // kernel. Names are compared with '-' and '_' equal, as modprobe does
 // (nvidia-peermem and nvidia_peermem are one module).
+//
+// The kernel's release (release.go: it names /lib/modules/<release>) and
+// the OFED release that may have replaced its RDMA modules (ofed.go,
+// `ofed_info -s`) live here too: both say which modules a host runs.
 package kmod
 
 import (

@@ -1,8 +1,8 @@
 // Package multigpu is the arithmetic of the suite's multi-GPU checks: which
 // of several copies that ran at once really overlapped, and at what rate
 // each ran then (Overlap), and what a GPU<->GPU NVLink connection carries in
-// theory (NVLinkRate). Timing and CUDA live in harness/cuda; judging lives in
-// conformance/gpu.
+// theory (NVLinkRate). The copy engines that time them live in
+// harness/gpucopy (over harness/cuda); the verdicts in conformance/gpu.
 package multigpu
 
 import (

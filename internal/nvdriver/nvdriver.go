@@ -1,5 +1,16 @@
-// Package nvdriver reads the NVIDIA kernel driver's self-description,
-// /proc/driver/nvidia/version, which the driver writes in two flavours:
+// Package nvdriver reads what the NVIDIA driver and its tools say, in the
+// forms they print it:
+//
+//   - /proc/driver/nvidia/version, the kernel module's self-description
+//     (this file);
+//   - CUDA versions in the two spellings a host offers: the driver's integer
+//     (cuDriverGetVersion / nvmlSystemGetCudaDriverVersion, 13000 = 13.0) and
+//     the toolkit compiler's `nvcc -V` text (cuda.go);
+//   - the matrix `nvidia-smi topo -m` prints: GPU and NIC labels, the link
+//     between every pair (X, NV#, PIX, PXB, PHB, NODE, SYS), the CPU/NUMA
+//     affinity columns and the NIC legend (NIC0: mlx5_0) (nvsmi.go).
+//
+// The version file comes in two flavours:
 //
 //	NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@...)  <date>
 //	NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
-	"github.com/gdrconf/gdrconf/internal/treecopy"
 )
 
 // crossedTopo pairs GPU 1 (0002) with NIC 0103 and GPU 2 (0003) with 0102,
@@ -43,7 +43,7 @@ const crossedTopo = `<system version="1">
 func vmTree(t *testing.T, files map[string]string) *Host {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "root")
-	require.NoError(t, treecopy.Copy(filepath.Join("..", "..", "fixtures", "hosts", "cloud-vm"), dir))
+	require.NoError(t, hostfstest.Copy(filepath.Join("..", "..", "fixtures", "hosts", "cloud-vm"), dir))
 	for p, c := range files {
 		full := filepath.Join(dir, p)
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 	"github.com/gdrconf/gdrconf/internal/pathclass"
-	"github.com/gdrconf/gdrconf/internal/treecopy"
 )
 
 type railExpect struct {
@@ -342,7 +342,7 @@ func TestPathDevices(t *testing.T) {
 // copyTree copies a fixture tree (files, folders, symbolic links as links).
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
-	require.NoError(t, treecopy.Copy(src, dst))
+	require.NoError(t, hostfstest.Copy(src, dst))
 }
 
 // The cluster lab's VM: no GPU in sysfs, two emulated GPUs the CUDA driver

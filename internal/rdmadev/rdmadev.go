@@ -225,9 +225,71 @@ func uverbsNodes(r *hostfs.Root) map[string]string {
 	return out
 }
 
+// CheckName rejects an RDMA device name that would leave ClassDir (or is no
+// name at all): callers pass names from the environment and from the peer.
+func CheckName(name string) error {
+	if !pathSafe(name) {
+		return fmt.Errorf("RDMA device name %q is not valid", name)
+	}
+	return nil
+}
+
+// pathSafe: s names one entry of a sysfs directory (neither the kernel's
+// device nor its netdev names hold a '/' or a space).
+func pathSafe(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/ \x00")
+}
+
+// CheckPort rejects what cannot name a port of device dev: a bad device
+// name, or a number outside 1..255 (the kernel's u8 port numbers; 0 is a
+// switch's management port, which has no ports/0).
+func CheckPort(dev string, n int) error {
+	if err := CheckName(dev); err != nil {
+		return err
+	}
+	if n < 1 || n > 255 {
+		return fmt.Errorf("%s: port %d is not a port number (1..255)", dev, n)
+	}
+	return nil
+}
+
+// PortDir is the sysfs directory of port n of device dev (not checked: see
+// CheckPort).
+func PortDir(dev string, n int) string {
+	return fmt.Sprintf("%s/%s/ports/%d", ClassDir, dev, n)
+}
+
+// PortState reads port n's state afresh ("ACTIVE", "DOWN"), cheaper than
+// Load for a watch that polls one port while a test runs. Content that is
+// not "<number>: <NAME>" is an error naming the file and the value.
+func PortState(r *hostfs.Root, dev string, n int) (string, error) {
+	if err := CheckPort(dev, n); err != nil {
+		return "", err
+	}
+	p := PortDir(dev, n) + "/state"
+	s, err := r.ReadString(p)
+	if err != nil {
+		return "", err
+	}
+	_, name, err := ParseState(s)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	return name, nil
+}
+
+// OperState reads a netdev's operstate ("up", "down", "lowerlayerdown"),
+// "" when the kernel leaves it empty.
+func OperState(r *hostfs.Root, netdev string) (string, error) {
+	if !pathSafe(netdev) {
+		return "", fmt.Errorf("netdev name %q is not valid", netdev)
+	}
+	return r.ReadString(NetClassDir + "/" + netdev + "/operstate")
+}
+
 func load(r *hostfs.Root, name string, uverbs map[string]string) (*Device, error) {
-	if name == "" || strings.ContainsAny(name, "/ ") || name == "." || name == ".." {
-		return nil, fmt.Errorf("RDMA device name %q is not valid", name)
+	if err := CheckName(name); err != nil {
+		return nil, err
 	}
 	base := ClassDir + "/" + name
 	real, err := r.Resolve(base)

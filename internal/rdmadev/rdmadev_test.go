@@ -2,6 +2,7 @@ package rdmadev
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/treecopy"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 )
 
 func root(t *testing.T, dir string) *hostfs.Root {
@@ -370,7 +371,7 @@ func TestBond(t *testing.T) {
 	assert.Equal(t, "RoCE v2", g.Type)
 
 	dir := t.TempDir()
-	require.NoError(t, treecopy.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
+	require.NoError(t, hostfstest.Copy(filepath.Join("..", "..", "fixtures", "hosts", "bond"), dir))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "devices", "virtual", "net", "bond0", "bonding")))
 	d, err = Load(root(t, dir), "mlx5_bond_0")
 	require.NoError(t, err)
@@ -381,4 +382,47 @@ func TestBond(t *testing.T) {
 	rx, err := Load(fixture(t, "rxe"), "rxe0")
 	require.NoError(t, err)
 	assert.Nil(t, rx.Functions())
+}
+
+// The port watch's reader: the state afresh, and content or names that
+// are not sysfs' an error naming the file and the value, never a panic.
+func TestPortState(t *testing.T) {
+	r := hostfstest.Tree(t, map[string]string{
+		"sys/class/infiniband/rxe0/ports/1/state": "4: ACTIVE\n",
+		"sys/class/infiniband/rxe0/ports/2/state": "1: DOWN\n",
+		"sys/class/infiniband/rxe0/ports/3/state": "garbage\n",
+		"sys/class/infiniband/rxe0/ports/4/state": "\n",
+		"sys/class/net/eth0/operstate":            "down\n",
+	})
+	s, err := PortState(r, "rxe0", 1)
+	require.NoError(t, err)
+	assert.Equal(t, "ACTIVE", s)
+	s, err = PortState(r, "rxe0", 2)
+	require.NoError(t, err)
+	assert.Equal(t, "DOWN", s)
+	_, err = PortState(r, "rxe0", 3)
+	assert.EqualError(t, err, `/sys/class/infiniband/rxe0/ports/3/state: port state "garbage": want "<number>: <NAME>"`)
+	_, err = PortState(r, "rxe0", 4)
+	assert.ErrorContains(t, err, `/sys/class/infiniband/rxe0/ports/4/state: port state ""`)
+	_, err = PortState(r, "rxe0", 5)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.ErrorContains(t, err, "ports/5/state")
+	for _, bad := range []struct {
+		dev  string
+		port int
+		msg  string
+	}{{"../x", 1, `RDMA device name "../x" is not valid`}, {"", 1, "not valid"}, {"a b", 1, "not valid"},
+		{"rxe0", 0, "rxe0: port 0 is not a port number (1..255)"}, {"rxe0", 256, "not a port number"}} {
+		_, err := PortState(r, bad.dev, bad.port)
+		assert.ErrorContains(t, err, bad.msg, "%q %d", bad.dev, bad.port)
+	}
+	assert.Equal(t, "/sys/class/infiniband/mlx5_0/ports/1", PortDir("mlx5_0", 1))
+
+	op, err := OperState(r, "eth0")
+	require.NoError(t, err)
+	assert.Equal(t, "down", op)
+	_, err = OperState(r, "eth9")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = OperState(r, "../eth0")
+	assert.ErrorContains(t, err, `netdev name "../eth0" is not valid`)
 }

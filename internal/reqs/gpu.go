@@ -2,12 +2,12 @@ package reqs
 
 func init() {
 	register(
-		Req{ID: "GPU-01", Area: "gpu", Title: "the CUDA driver API loads from libcuda.so.1 and initialises (cuInit); driver CUDA version and GPUs reported"},
-		Req{ID: "GPU-02", Area: "gpu", Title: "compute capability is 6.0 (Pascal) or newer"},
-		Req{ID: "GPU-03", Area: "gpu", Title: "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED is 1"},
+		Req{ID: "GPU-01", Area: "gpu", Title: "the CUDA driver API loads from libcuda.so.1 and initialises (cuInit); driver CUDA version and GPUs reported", EmulatedMust: true},
+		Req{ID: "GPU-02", Area: "gpu", Title: "compute capability is 6.0 (Pascal) or newer", EmulatedMust: true},
+		Req{ID: "GPU-03", Area: "gpu", Title: "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED is 1", EmulatedMust: true},
 		Req{ID: "GPU-04", Area: "gpu", Title: "dma-buf capable: driver CUDA >= 11.7 with cuMemGetHandleForAddressRange, and DMA_BUF_SUPPORTED is 1"},
 		Req{ID: "GPU-05", Area: "gpu", Title: "GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is 1 (cuMemCreate memory can be registered)"},
-		Req{ID: "GPU-06", Area: "gpu", Title: "GPUDirect RDMA writes ordering is OWNER or ALL_DEVICES, or a flush option (FLUSH_WRITES_OPTIONS) exists"},
+		Req{ID: "GPU-06", Area: "gpu", Title: "GPUDirect RDMA writes ordering is OWNER or ALL_DEVICES, or a flush option (FLUSH_WRITES_OPTIONS) exists", EmulatedMust: true},
 		Req{ID: "GPU-07", Area: "gpu", Title: "BAR1 aperture (NVML) reported; at least 64 MiB free for registrations (under 1 GiB total is a warning)"},
 		Req{ID: "GPU-08", Area: "gpu", Title: "dma-buf export: cuMemGetHandleForAddressRange on cuMemAlloc memory returns a dma-buf fd"},
 		Req{ID: "GPU-09", Area: "gpu", Title: "pinned host-to-device copy bandwidth >= GDR_MIN_COPY_FRACTION of the PCIe link's theoretical rate"},

@@ -31,6 +31,18 @@ type Req struct {
 	Area  string // conformance package: install, topology, gpu, memreg, pingpong
 	Title string // one line: what must hold
 	Level Level  // Must unless set
+
+	// Traits the Soft-RoCE lab (lab/) judges by; they change no host's verdict.
+
+	// GPUOnly: its test needs a CUDA GPU, so a skip for want of one (the
+	// skip names libcuda.so.1 or says no GPU) is expected where there is none.
+	GPUOnly bool
+	// MultiRail: it needs two or more rails, so a skip for that reason alone
+	// is expected on a one-rail host.
+	MultiRail bool
+	// EmulatedMust: it must pass on the lab's emulated GPU (lab/emugpu), on
+	// every host that runs its area, with its data in emulated GPU memory.
+	EmulatedMust bool
 }
 
 var catalogue = map[string]Req{}

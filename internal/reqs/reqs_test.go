@@ -231,3 +231,22 @@ func TestAllIsOrdered(t *testing.T) {
 		}
 	}
 }
+
+// The lab's traits are where the lab expects them: a change here changes
+// what the lab excuses or insists on.
+func TestLabTraits(t *testing.T) {
+	with := func(trait func(Req) bool) []string {
+		var ids []string
+		for _, r := range All() {
+			if trait(r) {
+				ids = append(ids, r.ID)
+			}
+		}
+		return ids
+	}
+	assert.Equal(t, []string{"PP-09"}, with(func(r Req) bool { return r.GPUOnly }))
+	assert.Equal(t, []string{"PP-10"}, with(func(r Req) bool { return r.MultiRail }))
+	assert.Equal(t, []string{"GPU-01", "GPU-02", "GPU-03", "GPU-06", "MREG-01", "MREG-02", "MREG-03", "MREG-05",
+		"PP-01", "PP-02", "PP-03", "PP-04", "PP-05", "PP-06", "PP-07", "PP-08", "PP-09"},
+		with(func(r Req) bool { return r.EmulatedMust }))
+}

@@ -1,5 +1,5 @@
 // Package emugpu builds the emulated GPU: a stand-in libcuda.so.1 (src/libcuda.c)
-// for machines without an NVIDIA GPU. Unit tests of harness/cuda load it in
+// for machines without an NVIDIA GPU. Its unit tests load it through harness/cuda in
 // place of the driver, and the Soft-RoCE lab installs it in its VMs so that
 // the suite's GPU code paths run against rxe on memory that behaves like GPU
 // memory where the suite could get it wrong: the CPU cannot touch it (an

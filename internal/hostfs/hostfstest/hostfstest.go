@@ -1,6 +1,7 @@
 // Package hostfstest builds small host trees for unit tests: the one
 // helper behind the tests that need a few sysfs, /proc or /etc files under
-// a hostfs.Root (fixtures/ holds the full recorded and generated trees).
+// a hostfs.Root (fixtures/ holds the full recorded and generated trees), and
+// the copy of such a tree a test may change.
 package hostfstest
 
 import (

@@ -1,0 +1,67 @@
+package gpumr
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/kmod"
+)
+
+// BufSize is what each registration covers: one 2 MiB GPU page, the unit
+// nvidia_peermem pins and the smallest a dma-buf export maps.
+const BufSize = 2 << 20
+
+// Outcome of one registration path.
+type Outcome struct {
+	State string // ok, fail, unsupported
+	Err   error
+	Why   string // for unsupported/fail: cause and remedy
+}
+
+// PeermemState describes nvidia_peermem and the legacy nv_peer_mem as the
+// host under root shows them.
+func PeermemState(root *hostfs.Root) (loaded bool, legacy bool, desc string) {
+	h, err := kmod.New(root)
+	if err != nil {
+		return false, false, fmt.Sprintf("module state unreadable: %v", err)
+	}
+	st, err := h.Lookup("nvidia_peermem")
+	if err != nil {
+		return false, false, fmt.Sprintf("nvidia_peermem state unreadable: %v", err)
+	}
+	old, _ := h.Lookup("nv_peer_mem")
+	desc = fmt.Sprintf("nvidia_peermem %s (%s %s)", st, root.Host("/sys/module/nvidia_peermem"), map[bool]string{true: "present", false: "absent"}[st.SysModule])
+	if old.Loaded() {
+		desc += "; legacy nv_peer_mem " + old.String()
+	}
+	return st.Loaded(), old.Loaded(), desc
+}
+
+// peermemFailure says why ibv_reg_mr of GPU memory failed with err, given
+// the module state (desc as PeermemState words it).
+func peermemFailure(err error, loaded, legacy bool, desc string) Outcome {
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	switch {
+	case legacy:
+		return Outcome{"fail", err, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"}
+	case loaded:
+		return Outcome{"fail", err, "nvidia_peermem is loaded but the NIC stack refused GPU memory: nvidia_peermem was probably built against another OFED/rdma-core kernel stack than the running one (reinstall the NVIDIA driver after MLNX_OFED, or rebuild with DKMS), or the NIC driver lacks peer-memory support; look for nvidia_peermem/ib_umem lines in dmesg (" + desc + ")"}
+	case errno == syscall.EFAULT || errno == syscall.EINVAL:
+		return Outcome{"fail", err, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"}
+	}
+	return Outcome{"fail", err, "unexpected error registering GPU memory (" + desc + ")"}
+}
+
+// PeermemNotLoaded opens the Why of a peermem registration that failed
+// because nvidia_peermem is not loaded.
+const PeermemNotLoaded = "nvidia_peermem is not loaded"
+
+// refusedAsUnsupported says whether err, from registering an exported GPU
+// buffer after an inconclusive probe, means dma-buf MRs are unsupported
+// rather than broken.
+func refusedAsUnsupported(inconclusive bool, err error) bool {
+	return err != nil && inconclusive && (errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPROTONOSUPPORT))
+}

@@ -1,0 +1,64 @@
+package gpumr
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
+)
+
+func TestPeermemState(t *testing.T) {
+	root := hostfstest.Tree(t, map[string]string{
+		"/proc/modules":                        "nvidia_peermem 16384 0 - Live 0x0000000000000000 (OE)\nnv_peer_mem 16384 0 - Live 0x0000000000000000 (OE)\n",
+		"/sys/module/nvidia_peermem/initstate": "live\n",
+	})
+	loaded, legacy, desc := PeermemState(root)
+	assert.True(t, loaded)
+	assert.True(t, legacy)
+	assert.Equal(t, fmt.Sprintf("nvidia_peermem loaded (live) (%s present); legacy nv_peer_mem loaded (live)", root.Host("/sys/module/nvidia_peermem")), desc)
+
+	root = hostfstest.Tree(t, map[string]string{"/proc/modules": "mlx5_ib 16384 0 - Live 0x0000000000000000\n"})
+	loaded, legacy, desc = PeermemState(root)
+	assert.False(t, loaded)
+	assert.False(t, legacy)
+	assert.Equal(t, fmt.Sprintf("nvidia_peermem not loaded (%s absent)", root.Host("/sys/module/nvidia_peermem")), desc)
+
+	root = hostfstest.Tree(t, map[string]string{"/proc/modules": "not a modules line\n"})
+	_, _, desc = PeermemState(root)
+	assert.Contains(t, desc, "module state unreadable: ")
+}
+
+func TestPeermemFailure(t *testing.T) {
+	const desc = "nvidia_peermem not loaded"
+	for _, tc := range []struct {
+		name           string
+		err            error
+		loaded, legacy bool
+		why            string
+	}{
+		{"legacy module first", syscall.EFAULT, true, true, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"},
+		{"loaded but refused", syscall.EFAULT, true, false, "nvidia_peermem is loaded but the NIC stack refused GPU memory"},
+		{"not loaded: EFAULT", syscall.EFAULT, false, false, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"},
+		{"not loaded: EINVAL wrapped", fmt.Errorf("ibv_reg_mr: %w", syscall.EINVAL), false, false, PeermemNotLoaded},
+		{"anything else", syscall.ENOMEM, false, false, "unexpected error registering GPU memory (" + desc + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := peermemFailure(tc.err, tc.loaded, tc.legacy, desc)
+			assert.Equal(t, "fail", o.State)
+			assert.Equal(t, tc.err, o.Err)
+			assert.Contains(t, o.Why, tc.why)
+		})
+	}
+}
+
+func TestRefusedAsUnsupported(t *testing.T) {
+	assert.True(t, refusedAsUnsupported(true, syscall.EOPNOTSUPP))
+	assert.True(t, refusedAsUnsupported(true, fmt.Errorf("ibv_reg_dmabuf_mr: %w", syscall.EPROTONOSUPPORT)))
+	assert.True(t, refusedAsUnsupported(true, syscall.EINVAL))
+	assert.False(t, refusedAsUnsupported(false, syscall.EOPNOTSUPP), "a conclusive probe said it is supported: a failure")
+	assert.False(t, refusedAsUnsupported(true, syscall.EFAULT))
+	assert.False(t, refusedAsUnsupported(true, nil))
+}

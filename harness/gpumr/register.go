@@ -1,0 +1,80 @@
+//go:build gpu && rdma
+
+package gpumr
+
+import (
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/harness/cuda"
+	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/harness/rc"
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/harness/verbs"
+)
+
+// TryPeermem registers cuMemAlloc memory with plain ibv_reg_mr, the path
+// nvidia_peermem serves, and records the module state (gdr.nvidia_peermem).
+func TryPeermem(t *testing.T, g *GPU, n *NIC) Outcome {
+	t.Helper()
+	m := cuda.Alloc(t, g.Ctx, BufSize)
+	RequireDevice(t, g, m)
+	mr, err := n.PD.RegMR(m.Addr(), m.Len(), rc.Access, membuf.GPU)
+	loaded, legacy, desc := PeermemState(testenv.Root(t))
+	testenv.Attr(t, "nvidia_peermem", desc)
+	if err != nil {
+		return peermemFailure(err, loaded, legacy, desc)
+	}
+	CloseAtEnd(t, n.Name, mr)
+	return Outcome{State: "ok", Why: desc}
+}
+
+// TryDmabuf probes dma-buf MR support, then registers an exported GPU buffer.
+func TryDmabuf(t *testing.T, g *GPU, n *NIC) Outcome {
+	t.Helper()
+	probe, o, ok := dmabufReady(t, g, n)
+	if !ok {
+		return o
+	}
+	m := cuda.Alloc(t, g.Ctx, BufSize)
+	RequireDevice(t, g, m)
+	fd, off, _, err := m.DmabufFD()
+	if err != nil {
+		return Outcome{"fail", err, "the GPU claims dma-buf support but export failed: check dmesg for NVRM errors (see GPU-08)"}
+	}
+	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
+	mr, err := n.PD.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, rc.Access)
+	if refusedAsUnsupported(probe.Inconclusive, err) {
+		return Outcome{State: "unsupported", Err: err, Why: fmt.Sprintf("the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.Name, err)}
+	}
+	if err != nil {
+		return Outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.Name, g.Dev.PCI)}
+	}
+	CloseAtEnd(t, n.Name, mr)
+	return Outcome{State: "ok", Why: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}
+}
+
+// dmabufReady asks whether rdma-core, the kernel with the NIC driver, and
+// the GPU with its driver can do dma-buf MRs (gdr.dmabuf_probe); ok false
+// with the outcome where one cannot.
+func dmabufReady(t *testing.T, g *GPU, n *NIC) (probe verbs.DmabufSupport, o Outcome, ok bool) {
+	t.Helper()
+	if !verbs.HasDmabuf() {
+		return probe, Outcome{State: "unsupported", Err: verbs.ErrNoDmabufSymbol, Why: verbs.ErrNoDmabufSymbol.Error()}, false
+	}
+	probe, err := n.PD.ProbeDmabuf()
+	if err != nil {
+		return probe, Outcome{"fail", err, "the kernel's answer to a dma-buf MR probe was unexpected"}, false
+	}
+	testenv.Attr(t, "dmabuf_probe", probe.Reason)
+	if !probe.Supported && !probe.Inconclusive {
+		return probe, Outcome{State: "unsupported", Why: probe.Reason + ": needs Linux >= 5.12 and a NIC driver with dma-buf MRs (mlx5, irdma, efa, bnxt_re)"}, false
+	}
+	sup, aerr := g.Dev.Attr(cuda.AttrDMABufSupported)
+	if aerr != nil || sup != 1 || !g.Drv.HasDmabufExport() {
+		return probe, Outcome{State: "unsupported", Why: fmt.Sprintf("GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s; see GPU-04)", g.Dev.PCI, sup, cuda.VersionString(g.Drv.Version()))}, false
+	}
+	return probe, Outcome{}, true
+}
