@@ -1,7 +1,7 @@
-# GPUDirect RDMA conformance suite.
+# GPUDirect RDMA conformance suite. `make` alone prints the targets (make help).
 #   make conformance   run the suite on this host: reports/{junit.xml,summary.txt,md,json,report.html}
 #   make report IN='dir ...' OUT=dir   merge hosts' report folders into one report
-#   make test          unit tests, fixture runs, and the Soft-RoCE two-host lab
+#   make test          lint, unit tests, fixture runs, the browser test and the qemu labs
 SHELL   := /bin/bash
 GO      ?= go
 TAGS    ?= gpu,rdma
@@ -12,9 +12,48 @@ GOTESTSUM := $(GO) tool gotestsum
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all conformance report test unit race lint deps deps-test lab lab-bench bench fuzz clean dist
+.PHONY: all help conformance report test unit browser race lint deps deps-test lab lab-bench bench fuzz clean dist
+.DEFAULT_GOAL := help
 
 all: test
+
+# What each target does and needs (docs/developing.md has the long form).
+define HELP
+make TARGET [VAR=value]. Needs: Go and gcc; what else a target needs is
+installed by the project's own files where it is missing (as root, with the
+network for packages); as another user the target names what to run as root.
+min: minutes on 2 cores with warm caches. rdma-core headers: deps installs
+them as root where they are missing; present, any user builds.
+
+  target       what                                         needs                          min
+  conformance  the suite on this host -> reports/ (RUN=,    root (devices, and to install  1-5
+               TAGS=, GDR_STRICT=1); prints the verdict     rdma-core headers if missing)
+  report       merge report folders: IN='dir ...' OUT=dir   -                              <1
+  test         what CI runs: lint unit browser race lab     root, qemu, network the first  ~20
+               lab-cluster                                  time (packages, lab kernel)
+  unit         unit tests and fixture runs; no browser      rdma-core headers; not root    1-2
+  browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
+  race         the race detector, concurrent packages       rdma-core headers              ~1
+  lint         gofmt, go vet, staticcheck (both tag sets)   rdma-core headers              ~1
+  lab          Soft-RoCE two-VM lab + loopback              root, qemu, network (first)    ~8
+  lab-cluster  four VMs under real Slurm, a rail degraded   root, qemu, network (first)    ~9
+  lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
+  lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
+  lab-faults   the fault matrix, fresh VMs per case         root, qemu, network (first)    10+
+  bench        pinned host<->GPU copy bandwidth             a GPU host                     ~1
+  fuzz         every fuzz target for FUZZTIME (30s) each    -                              ~15
+  dist         dist/: the suite for hosts without Go        rdma-core headers              ~2
+  gdrcluster   the cluster planner deploy/gdrcluster        -                              <1
+  deps         check build prerequisites, install missing   root only for what is missing  -
+  deps-test    deps, plus Chromium and a font               root only for what is missing  -
+  clean        remove reports/                              -                              -
+  help         this list (what make alone prints)           -                              -
+
+The manual: docs/README.md (targets: docs/developing.md, labs: docs/lab.md).
+endef
+export HELP
+help:
+	@printf '%s\n' "$$HELP"
 
 deps:
 	@build/deps.sh '$(TAGS)'
@@ -53,11 +92,20 @@ report: $(REPORT_BIN)
 
 # Unit tests of internal/ and harness/, and the no-tag conformance packages
 # run against every recorded and constructed host tree under fixtures/.
-# GDR_BROWSER_TEST=1: the report's browser test must run (deps-test installed Chromium).
-unit: deps deps-test
+# No root and no browser: deps only checks where everything is present, and
+# the report's browser test is make browser's.
+BROWSER_TEST := ^TestHTMLInBrowser$$
+unit: deps
 	@mkdir -p $(REPORTS)
-	GDR_BROWSER_TEST=1 $(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
-	  -tags '$(TAGS)' -count=1 ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/...
+	$(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
+	  -tags '$(TAGS)' -count=1 -skip '$(BROWSER_TEST)' ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/...
+
+# The HTML report in headless Chromium. GDR_BROWSER_TEST=1: it must run
+# (deps-test installs Chromium), never skip.
+browser: deps deps-test
+	@mkdir -p $(REPORTS)
+	GDR_BROWSER_TEST=1 $(GOTESTSUM) --format testname --junitfile $(REPORTS)/browser-junit.xml -- \
+	  -tags '$(TAGS)' -count=1 -run '$(BROWSER_TEST)' ./report/
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }
@@ -75,14 +123,14 @@ lint: deps
 # cold on 2 cores, 15 s warm.
 RACE_PKGS ?= ./harness/oob/... ./lab/... ./harness/membuf/... ./harness/dl/... ./harness/testenv/... ./internal/rdmadev/...
 RACE_RDMA_PKGS ?= ./harness/rc/...
-race:
+race: deps
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
-# What CI runs (README's test command): about 10 minutes for lint, unit, race
-# and the two-VM lab on 2 cores, plus 5 for the four-VM Slurm lab (891 s in
-# all on a fresh clone).
-test: lint unit race lab lab-cluster
+# What CI runs (README's test command): about 10 minutes for lint, unit, the
+# browser test, race and the two-VM lab on 2 cores, plus 5 for the four-VM
+# Slurm lab (891 s in all on a fresh clone).
+test: lint unit browser race lab lab-cluster
 
 clean:
 	rm -rf $(REPORTS)
@@ -104,7 +152,7 @@ gdrcluster:
 bench:
 	$(GO) test -tags gpu -count=1 -run '^$$' -bench . -benchtime 20x ./conformance/gpu/
 
-# Soft-RoCE two-host lab (lab/README.md): two qemu VMs run the rdma
+# Soft-RoCE two-host lab (docs/lab.md): two qemu VMs run the rdma
 # suite as server and client, and in loopback; reports/lab/junit.xml.
 #   make lab LAB_PKGS=./conformance/pingpong LAB_RUN=TestPP03Write
 LAB_BIN := .cache/lab/gdrlab
@@ -126,7 +174,7 @@ lab-faults: deps $(LAB_BIN)
 # Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from
 # Debian): srun -N4 runs deploy/rounds.sh, one rail of one VM is degraded on
 # purpose (LAB_DEGRADE), and the merged reports/lab-cluster/summary.json must
-# name exactly that rail as suspect (lab/README.md).
+# name exactly that rail as suspect (docs/lab.md).
 lab-cluster: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode cluster
 .PHONY: lab-kill lab-faults lab-cluster FORCE

@@ -12,6 +12,9 @@
 # the host for what the suite itself did. A host that already has the headers
 # gets nothing installed: its own rdma-core is what the suite checks.
 # --test adds headless Chromium and a font, for the report's browser test.
+# It checks first: a host that has everything passes, as any user; only a
+# missing piece needs root (and the network for the packages), and a user
+# who is not root is told what is missing and what to run as root.
 set -euo pipefail
 test_mode=0
 if [[ "${1:-}" == "--test" ]]; then
@@ -50,7 +53,14 @@ elif [[ $(id -u) -eq 0 ]] && command -v dnf >/dev/null 2>&1; then
 	echo "deps: installing ${dnf_pkgs[*]} (dnf)" >&2
 	dnf install -y -q "${dnf_pkgs[@]}" >/dev/null
 else
-	echo "deps: building with tags '$tags' needs: apt: ${apt_pkgs[*]} / dnf: ${dnf_pkgs[*]}" >&2
-	echo "deps: install them as root, or build with fewer tags (make conformance TAGS=)" >&2
+	target=deps
+	[[ $test_mode -eq 1 ]] && target=deps-test
+	echo "deps: missing: ${need[*]} (building with tags '$tags'$([[ $test_mode -eq 1 ]] && echo ', and the browser test'))" >&2
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "deps: as root, run: make $target TAGS=$tags   (or: apt-get install ${apt_pkgs[*]} / dnf install ${dnf_pkgs[*]})" >&2
+	else
+		echo "deps: no apt-get or dnf here: install apt: ${apt_pkgs[*]} / dnf: ${dnf_pkgs[*]}" >&2
+	fi
+	[[ $test_mode -eq 0 ]] && echo "deps: or build with fewer tags (make conformance TAGS=)" >&2
 	exit 1
 fi

@@ -45,8 +45,8 @@ func TestConfigBadValues(t *testing.T) {
 	}
 }
 
-func TestReadmeDocumentsClusterVariables(t *testing.T) {
-	configtest.ReadmeDocuments(t, "../README.md", ConfigVars)
+func TestDocsDocumentClusterVariables(t *testing.T) {
+	configtest.DocsDocument(t, "../docs/configuration.md", ConfigVars)
 }
 
 // Malformed cluster values, held to the rules of the suite's (configtest).

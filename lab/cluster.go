@@ -87,7 +87,7 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 			}
 		}
 		if i == 0 {
-			// The command README gives a cluster: srun -N<n>
+			// The command docs/clusters.md gives a cluster: srun -N<n>
 			// --ntasks-per-node=1 dist/run.sh, which runs rounds.sh
 			// beside it; the arguments reach each round's suite.
 			argv := []string{"/usr/bin/srun", fmt.Sprintf("--nodes=%d", c.Hosts), "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label",

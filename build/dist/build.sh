@@ -27,7 +27,7 @@ $go build "${ld[@]}" -o "$out/bin/gotestsum" gotest.tools/gotestsum
 # Static, so it runs on any Linux of the same architecture; the version is
 # linked in for builds whose build info has no VCS revision (worktrees).
 CGO_ENABLED=0 $go build -buildvcs=auto -ldflags "-s -w ${REPORT_LDFLAGS:-}" -o "$out/bin/gdrreport" ./cmd/gdrreport
-# The N-host run (README, Clusters): the planner beside rounds.sh, and the
+# The N-host run (docs/clusters.md): the planner beside rounds.sh, and the
 # batch script, so that a cluster without Go runs srun -N<n> dist/run.sh.
 CGO_ENABLED=0 $go build -ldflags "-s -w" -o "$out/gdrcluster" ./cmd/gdrcluster
 cp build/dist/run.sh build/dist/run-json.sh build/dist/mgpu-evidence.sh build/dist/mgpu-compare.cu "$out/"

@@ -11,8 +11,8 @@
 # schedule instead: rounds.sh beside this script, which calls this script
 # back for each round with the round's plan (GDR_PLAN) set. GDR_REPORTS is
 # then the shared folder (default: reports/ here, which must be on a file
-# system every node mounts) and GDR_CLUSTER_SECRET must be set (README,
-# Clusters).
+# system every node mounts) and GDR_CLUSTER_SECRET must be set
+# (docs/clusters.md).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tasks="${SLURM_STEP_NUM_TASKS:-1}"

@@ -11,7 +11,7 @@
 //
 // Configuration: GDR_PAIRING, GDR_CLUSTER_SECRET(_FILE), GDR_CLUSTER_PORTS,
 // GDR_PEER_SUFFIX, GDR_REPAIR_ROUNDS, GDR_REPORTS, GDR_PAIR_MIN_FRACTION
-// (README, Configuration).
+// (docs/configuration.md).
 package main
 
 import (

@@ -74,7 +74,7 @@ var window = health.New()
 // alone by PP-08, for PP-10's comparison with all rails at once.
 var soloBW sync.Map // rail index -> Gb/s
 
-// threshold rules, documented in README: on hardware NICs, bandwidth at
+// threshold rules, documented in docs/floors.md: on hardware NICs, bandwidth at
 // every size of the sweep >= the internal/floors fraction for that size of
 // the bottleneck of the point's streams over the links each crosses per
 // direction (floors.Layout), and small-WRITE p50 latency <= the ceiling of

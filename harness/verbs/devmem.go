@@ -7,8 +7,8 @@ import (
 
 // DevMemCase is one special case that perftest, NCCL's net_ib or
 // rdma-core (and its tests) make for device (GPU) memory, and what this
-// suite does about it. README's table of the same name is generated from
-// DevMemCases (TestDevMemTableInREADME keeps them equal).
+// suite does about it. The manual's table of the same name (docs/gpu-data-path.md) is
+// generated from DevMemCases (TestDevMemTableInDocs keeps them equal).
 type DevMemCase struct {
 	Case    string // the special case
 	Adopted bool   // true: the suite does it (Tests prove the code path); false: refused, Reason says why
@@ -154,7 +154,7 @@ var DevMemCases = []DevMemCase{
 	},
 }
 
-// DevMemTable renders DevMemCases as README's markdown table.
+// DevMemTable renders DevMemCases as the manual's markdown table.
 func DevMemTable() string {
 	var b strings.Builder
 	b.WriteString("| special case | suite | what the suite does, or why not | where others do it | unit tests |\n")

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's device-memory table from DevMemCases")
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/gpu-data-path.md's device-memory table from DevMemCases")
 
 const (
-	devmemBegin = "<!-- devmem-table:begin (generated from harness/verbs/devmem.go: go test ./harness/verbs -run TestDevMemTableInREADME -update-readme) -->\n"
+	devmemBegin = "<!-- devmem-table:begin (generated from harness/verbs/devmem.go: go test ./harness/verbs -run TestDevMemTableInDocs -update-docs) -->\n"
 	devmemEnd   = "<!-- devmem-table:end -->"
 )
 
@@ -59,19 +59,19 @@ func TestDevMemCases(t *testing.T) {
 	}
 }
 
-// README's table is DevMemTable(), so the two cannot disagree.
-func TestDevMemTableInREADME(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+// The manual's table is DevMemTable(), so the two cannot disagree.
+func TestDevMemTableInDocs(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "gpu-data-path.md")
 	s := string(readSource(t, path))
 	i, j := strings.Index(s, devmemBegin), strings.Index(s, devmemEnd)
-	require.True(t, i >= 0 && j > i, "README.md lacks the markers %q ... %q", devmemBegin, devmemEnd)
+	require.True(t, i >= 0 && j > i, "%s lacks the markers %q ... %q", path, devmemBegin, devmemEnd)
 	want := DevMemTable()
 	got := s[i+len(devmemBegin) : j]
-	if *updateREADME && got != want {
+	if *updateDocs && got != want {
 		require.NoError(t, os.WriteFile(path, []byte(s[:i+len(devmemBegin)]+want+s[j:]), 0o644))
 		return
 	}
-	assert.Equal(t, want, got, "README.md's device-memory table differs from DevMemCases: run go test ./harness/verbs -run TestDevMemTableInREADME -update-readme")
+	assert.Equal(t, want, got, "docs/gpu-data-path.md's device-memory table differs from DevMemCases: run go test ./harness/verbs -run TestDevMemTableInDocs -update-docs")
 }
 
 // readSource reads a file of the source tree. The lab runs this package's

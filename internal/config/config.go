@@ -144,7 +144,7 @@ func Defaults() Config {
 		MinCopyFraction: 0.6,
 		// 0.8 sits between what two GPUs behind one uplink get at most
 		// (0.5 each) and what GPUs with uplinks of their own keep (0.9 and
-		// more, host memory being shared); see README.
+		// more, host memory being shared); see docs/checks.md, Multi-GPU.
 		MinConcurrentFraction: 0.8,
 		// 0.74 of NVLink 4's 450 GB/s (18 links) is 333 GB/s, just below the
 		// 335 GB/s Azure's node health checks require of every H200 pair

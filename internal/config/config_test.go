@@ -212,9 +212,9 @@ func TestGIDNetdev(t *testing.T) {
 	assert.Contains(t, err.Error(), "GDR_GID_INDEX=3")
 }
 
-// The README documents every variable Load reads.
-func TestReadmeDocumentsEveryVariable(t *testing.T) {
-	configtest.ReadmeDocuments(t, "../../README.md", Vars)
+// The manual (docs/configuration.md) documents every variable Load reads.
+func TestDocsDocumentEveryVariable(t *testing.T) {
+	configtest.DocsDocument(t, "../../docs/configuration.md", Vars)
 }
 
 // Malformed values of every variable: out of range, wrong unit, garbage,

@@ -54,7 +54,7 @@ type Rule struct {
 	Source string
 }
 
-// The rules. Their sources are what README and the requirement texts cite.
+// The rules. Their sources are what the manual (docs/) and the requirement texts cite.
 var (
 	RuleReadable = Rule{"readable", "the PCI Express capability must be readable to judge the settings",
 		"Linux returns config space beyond 64 bytes to CAP_SYS_ADMIN only"}

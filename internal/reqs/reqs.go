@@ -1,6 +1,6 @@
 // Package reqs is the catalogue of numbered requirements the conformance suite
-// checks. Every conformance test names one ID (t.Attr "gdr.req"); the README
-// lists them all, and a unit test keeps the two in step.
+// checks. Every conformance test names one ID (t.Attr "gdr.req"); the manual
+// (docs/requirements.md) lists them all, and a unit test keeps the two in step.
 //
 // Each area registers its requirements in its own file (install.go,
 // topology.go, ...), so areas can grow without touching each other.
@@ -124,7 +124,7 @@ func All() []Req {
 	return out
 }
 
-// Markdown renders the catalogue as the README's requirements table.
+// Markdown renders the catalogue as the manual's requirements table.
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("| ID | area | level | requirement |\n| --- | --- | --- | --- |\n")

@@ -195,24 +195,24 @@ var prefix = func() map[string]string {
 }()
 
 const (
-	beginMark = "<!-- requirements:begin (generated: UPDATE_README=1 go test ./internal/reqs) -->"
+	beginMark = "<!-- requirements:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
 	endMark   = "<!-- requirements:end -->"
 )
 
-// The README's requirement table is the catalogue. UPDATE_README=1 rewrites it.
-func TestReadmeListsEveryRequirement(t *testing.T) {
-	const readme = "../../README.md"
-	b, err := os.ReadFile(readme)
+// The manual's requirement table is the catalogue. UPDATE_DOCS=1 rewrites it.
+func TestDocsListEveryRequirement(t *testing.T) {
+	const doc = "../../docs/requirements.md"
+	b, err := os.ReadFile(doc)
 	require.NoError(t, err)
 	s := string(b)
 	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
-	require.True(t, i >= 0 && j > i, "README.md lacks the requirement table markers")
+	require.True(t, i >= 0 && j > i, "docs/requirements.md lacks the requirement table markers")
 	want := s[:i+len(beginMark)] + "\n" + Markdown() + s[j:]
-	if os.Getenv("UPDATE_README") == "1" {
-		require.NoError(t, os.WriteFile(readme, []byte(want), 0o644))
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
 		return
 	}
-	assert.Equal(t, want, s, "README.md's requirement table is stale: run UPDATE_README=1 go test ./internal/reqs")
+	assert.Equal(t, want, s, "docs/requirements.md's requirement table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
 }
 
 func TestPrefixOK(t *testing.T) {

@@ -67,17 +67,17 @@ func CheckMalformed(t *testing.T, parse func(lookup func(string) (string, bool))
 	}
 }
 
-// ReadmeDocuments checks that the configuration table of the README at path
-// (between <!-- config:begin --> and <!-- config:end -->) names every one of
-// vars.
-func ReadmeDocuments(t *testing.T, path string, vars []string) {
+// DocsDocument checks that the configuration table of the manual page at
+// path (between <!-- config:begin --> and <!-- config:end -->, in
+// docs/configuration.md) names every one of vars.
+func DocsDocument(t *testing.T, path string, vars []string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	s := string(b)
 	i, j := strings.Index(s, "<!-- config:begin -->"), strings.Index(s, "<!-- config:end -->")
-	require.True(t, i >= 0 && j > i, "README.md lacks the configuration table markers")
+	require.True(t, i >= 0 && j > i, "%s lacks the configuration table markers", path)
 	for _, v := range vars {
-		assert.Contains(t, s[i:j], "`"+v+"`", "README's configuration table does not document %s", v)
+		assert.Contains(t, s[i:j], "`"+v+"`", "%s's configuration table does not document %s", path, v)
 	}
 }
