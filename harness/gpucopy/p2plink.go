@@ -113,32 +113,43 @@ func pcieLink(ix *topo.Index, p topo.Path, a, b string) P2PLink {
 
 // attr is one attribute to record: key and value.
 type attr struct {
-	key string
-	val any
+	Key   string
+	Value any
 }
+
+// attrList is attributes in the order they are recorded; its attr method
+// takes literal keys, which the attribute-key rule (internal/attrkey) checks.
+type attrList []attr
+
+func (a *attrList) attr(k string, v any) { *a = append(*a, attr{k, v}) }
 
 // Record writes the link's facts as attributes.
 func (l P2PLink) Record(t testing.TB) {
 	t.Helper()
 	for _, a := range l.attrs() {
-		testenv.Attr(t, a.key, a.val)
+		testenv.Attr(t, a.Key, a.Value)
 	}
 }
 
 // attrs are the link's facts as attributes, in the order they are recorded.
 func (l P2PLink) attrs() []attr {
-	out := []attr{{"p2p_link", l.KindOrUnknown()}}
+	var out attrList
+	out.attr("p2p_link", l.KindOrUnknown())
 	switch l.Kind {
 	case "NVLink":
-		out = append(out, attr{"nvlink_count", l.NV.Links()}, attr{"nvlink_version", l.NV.Version}, attr{"nvlink_detail", l.NV.String()})
+		out.attr("nvlink_count", l.NV.Links())
+		out.attr("nvlink_version", l.NV.Version)
+		out.attr("nvlink_detail", l.NV.String())
 	case "PCIe":
-		out = append(out, attr{"p2p_path", l.Path.Class.String()}, attr{"p2p_bridges", strings.Join(l.Path.Bridges, " ")})
+		out.attr("p2p_path", l.Path.Class.String())
+		out.attr("p2p_bridges", strings.Join(l.Path.Bridges, " "))
 	}
 	if l.Rate > 0 {
-		out = append(out, attr{"p2p_link_gbyte_s", l.Rate}, attr{"p2p_link_source", l.How})
+		out.attr("p2p_link_gbyte_s", l.Rate)
+		out.attr("p2p_link_source", l.How)
 	}
 	if l.Why != "" {
-		out = append(out, attr{"p2p_link_note", l.Why})
+		out.attr("p2p_link_note", l.Why)
 	}
 	return out
 }

@@ -35,8 +35,9 @@ func keyCall(call *ast.CallExpr) (int, bool) {
 }
 
 // keyDirs are where attribute keys are written: the suite, and the helpers
-// that record attributes for it.
-var keyDirs = []string{"../../conformance", "../../harness/testenv", "../../harness/rc"}
+// and engines that record attributes for it.
+var keyDirs = []string{"../../conformance", "../../harness/testenv", "../../harness/rc",
+	"../../harness/traffic", "../../harness/gpucopy", "../../harness/gpumr"}
 
 // Every key the conformance tests (and the helpers that record attributes
 // for them) pass to testenv.Attr or an end's Attr follows the rule. Keys are found by parsing Go: a literal is checked whole; a key built
@@ -86,6 +87,12 @@ func TestConformanceKeysFollowTheRule(t *testing.T) {
 				}
 			case *ast.TypeAssertExpr:
 				// report() replays what e.attr recorded; those keys are checked there.
+			case *ast.SelectorExpr:
+				// An engine's verdict entry replayed on t (traffic.Entry.Key):
+				// its keys are checked where the engine's attr records them.
+				if k.Sel.Name != "Key" {
+					assert.Fail(t, "attribute key built from a run-time value", "%s: the key is computed at run time; a key must be a literal so this rule can check it", pos)
+				}
 			case *ast.Ident:
 				idx := paramIndex(fn, k.Name)
 				if idx < 0 || depth > 2 {
@@ -98,7 +105,18 @@ func TestConformanceKeysFollowTheRule(t *testing.T) {
 						if !ok {
 							return true
 						}
-						if id, ok := call.Fun.(*ast.Ident); ok && id.Name == fn.Name.Name && idx < len(call.Args) {
+						// A call of the enclosing function, or of the method of that
+						// name (an engine's v.attr(key, value)).
+						name := ""
+						switch fun := call.Fun.(type) {
+						case *ast.Ident:
+							name = fun.Name
+						case *ast.SelectorExpr:
+							if fn.Recv != nil {
+								name = fun.Sel.Name
+							}
+						}
+						if name == fn.Name.Name && idx < len(call.Args) {
 							check(call.Args[idx], enclosing(f, call), depth+1)
 						}
 						return true
