@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/hostcmd"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
@@ -177,10 +176,10 @@ func lookTool(name string, extra ...string) (found string, looked []string) {
 }
 
 // runTool runs a host tool with the suite's deadline (GDR_TIMEOUT) and
-// returns its combined output (hostcmd.Run). The error says whether it timed out.
+// returns its combined output (hostfs.Run). The error says whether it timed out.
 func runTool(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
-	return hostcmd.Run(testenv.Config(t).Timeout, dir, env, name, args...)
+	return hostfs.Run(testenv.Config(t).Timeout, dir, env, name, args...)
 }
 
 // firstLines keeps tool output short enough for a failure message.

@@ -16,7 +16,6 @@ import (
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
-	"github.com/gdrconf/gdrconf/internal/verbsprov"
 )
 
 // rdmaLibs are the rdma-core libraries a GPUDirect RDMA program links.
@@ -50,10 +49,10 @@ func TestINST07RDMACoreLibraries(t *testing.T) {
 }
 
 // installedProviders returns the installed libibverbs providers
-// (verbsprov.Installed) and where it looked.
+// (kmod.Providers) and where it looked.
 func installedProviders(t *testing.T, root *hostfs.Root) (names map[string]string, looked []string) {
 	t.Helper()
-	names, looked, err := verbsprov.Installed(root)
+	names, looked, err := kmod.Providers(root)
 	if err != nil {
 		t.Fatalf("libibverbs provider config: %v", err)
 	}
@@ -88,7 +87,7 @@ func TestINST08VerbsProviders(t *testing.T) {
 	testenv.Attr(t, "verbs_providers", strings.Join(sortedKeys(provs), ","))
 	for _, d := range devs {
 		drv := d.Driver // software devices: inferred from the name (rdmadev)
-		want, known := verbsprov.For[drv]
+		want, known := kmod.ProviderFor[drv]
 		switch {
 		case !known:
 			t.Logf("RDMA device %s: driver %q has no known provider mapping; providers installed: %s", d.Name, drv, strings.Join(sortedKeys(provs), ","))

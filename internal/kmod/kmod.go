@@ -8,7 +8,9 @@
 //
 // The kernel's release (release.go: it names /lib/modules/<release>) and
 // the OFED release that may have replaced its RDMA modules (ofed.go,
-// `ofed_info -s`) live here too: both say which modules a host runs.
+// `ofed_info -s`) live here too: both say which modules a host runs; so do
+// the libibverbs providers beside them (providers.go: rdma-core's user-space
+// drivers, and which serves each kernel driver).
 package kmod
 
 import (

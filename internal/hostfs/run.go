@@ -1,6 +1,7 @@
-// Package hostcmd runs a host tool (nvcc, nvidia-smi, ofed_info, dpkg, ...)
-// under a deadline and returns what it printed.
-package hostcmd
+package hostfs
+
+// Host tools (nvcc, nvidia-smi, ofed_info, dpkg, ...) run only on the live
+// host, under a deadline; Run returns what they printed.
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package verbsprov
+package kmod
 
 import (
 	"testing"
@@ -17,17 +17,17 @@ func TestInstalled(t *testing.T) {
 		"usr/lib64/libibverbs/libnot-a-provider.so":             "",
 	}
 	root := hostfstest.Tree(t, files)
-	names, looked, err := Installed(root)
+	names, looked, err := Providers(root)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		"mlx5": "/etc/libibverbs.d/mlx5.driver",
 		"rxe":  "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
 	}, names)
-	assert.Equal(t, root.Host(ConfigDir)+"/*.driver", looked[0])
-	assert.Len(t, looked, 1+len(Dirs))
-	assert.Equal(t, "mlx5", For["mlx5_core"])
+	assert.Equal(t, root.Host(ProviderConfigDir)+"/*.driver", looked[0])
+	assert.Len(t, looked, 1+len(ProviderDirs))
+	assert.Equal(t, "mlx5", ProviderFor["mlx5_core"])
 
 	files["etc/libibverbs.d/dir.driver/x"] = "" // a directory where a file should be
-	_, _, err = Installed(hostfstest.Tree(t, files))
+	_, _, err = Providers(hostfstest.Tree(t, files))
 	assert.Error(t, err, "a config that cannot be read")
 }

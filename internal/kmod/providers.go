@@ -1,7 +1,8 @@
-// Package verbsprov knows the libibverbs providers (rdma-core's user-space
-// drivers): which are installed on a host, and which serves each kernel
-// RDMA driver.
-package verbsprov
+package kmod
+
+// The libibverbs providers (rdma-core's user-space drivers) complete the
+// RDMA stack beside its kernel modules: which are installed on a host, and
+// which serves each kernel RDMA driver.
 
 import (
 	"path"
@@ -10,14 +11,14 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
-// Dirs hold libibverbs' driver plug-ins; ConfigDir names them.
-var Dirs = []string{"/usr/lib/*/libibverbs", "/usr/lib64/libibverbs", "/usr/lib/libibverbs", "/usr/local/lib/libibverbs"}
+// ProviderDirs hold libibverbs' driver plug-ins; ProviderConfigDir names them.
+var ProviderDirs = []string{"/usr/lib/*/libibverbs", "/usr/lib64/libibverbs", "/usr/lib/libibverbs", "/usr/local/lib/libibverbs"}
 
-const ConfigDir = "/etc/libibverbs.d"
+const ProviderConfigDir = "/etc/libibverbs.d"
 
-// For maps the kernel driver of an RDMA device to the libibverbs
+// ProviderFor maps the kernel driver of an RDMA device to the libibverbs
 // provider that serves it.
-var For = map[string]string{
+var ProviderFor = map[string]string{
 	"mlx5_core": "mlx5", "mlx5_ib": "mlx5", "mlx4_core": "mlx4", "mlx4_ib": "mlx4",
 	"bnxt_en": "bnxt_re", "bnxt_re": "bnxt_re", "irdma": "irdma", "ice": "irdma", "i40e": "irdma",
 	"efa": "efa", "qede": "qedr", "qedr": "qedr", "hfi1": "hfi1verbs", "vmw_pvrdma": "vmw_pvrdma",
@@ -25,14 +26,14 @@ var For = map[string]string{
 	"rdma_rxe": "rxe", "siw": "siw",
 }
 
-// Installed returns the provider names from ConfigDir/*.driver ("driver
-// mlx5") and the plug-in files in Dirs (libmlx5-rdmav34.so), each with the
+// Providers returns the provider names from ProviderConfigDir/*.driver ("driver
+// mlx5") and the plug-in files in ProviderDirs (libmlx5-rdmav34.so), each with the
 // file that names it, and the places it looked (host paths). A config file
 // that cannot be read is an error.
-func Installed(root *hostfs.Root) (names map[string]string, looked []string, err error) {
+func Providers(root *hostfs.Root) (names map[string]string, looked []string, err error) {
 	names = map[string]string{}
-	looked = append(looked, root.Host(ConfigDir)+"/*.driver")
-	cfgs, _ := root.Glob(ConfigDir + "/*.driver")
+	looked = append(looked, root.Host(ProviderConfigDir)+"/*.driver")
+	cfgs, _ := root.Glob(ProviderConfigDir + "/*.driver")
 	for _, c := range cfgs {
 		s, err := root.ReadString(c)
 		if err != nil {
@@ -44,7 +45,7 @@ func Installed(root *hostfs.Root) (names map[string]string, looked []string, err
 			}
 		}
 	}
-	for _, d := range Dirs {
+	for _, d := range ProviderDirs {
 		looked = append(looked, root.Host(d))
 		libs, _ := root.Glob(d + "/lib*-rdmav*.so")
 		for _, l := range libs {

@@ -1,4 +1,4 @@
-package hostcmd
+package hostfs
 
 import (
 	"testing"
