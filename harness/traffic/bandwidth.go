@@ -278,11 +278,16 @@ func (b *bwEnd) post() (oob.Result, error) {
 	yield := e.YieldAfter(size, min(CQMod, td))
 	e.Attr("bw_yield_after_us", stats.US(yield))
 	var rtt time.Duration
+	var err error
 	if sp.Op == verbs.OpRead && !sp.Bidir {
 		// The outstanding-read bound of the floor needs this path's
 		// round trip at this size (internal/floors.ReadBound).
-		var err error
 		if rtt, err = readRTT(e, mr, laddr, raddr, remote.RKey, size); err != nil {
+			return oob.Result{}, err
+		}
+	}
+	if sp.Bidir && e.Software {
+		if td, err = softwareCap(e, mr, laddr, raddr, remote.RKey, size, td); err != nil {
 			return oob.Result{}, err
 		}
 	}

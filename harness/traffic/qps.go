@@ -94,15 +94,22 @@ func rttIters(software bool) int {
 // READ). Posting and polling are inside it, so it errs long and the bound
 // low: the floor it lowers is never above what the path allows.
 func readRTT(e *rc.End, mr *verbs.MR, laddr, raddr uint64, rkey uint32, size int) (time.Duration, error) {
-	n := rttIters(e.Software)
-	var el time.Duration
-	err := e.OnNICCPUs(func() (err error) {
-		el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: verbs.OpRead, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
-			RKey: rkey, Size: size, Iters: n, TxDepth: 1, CQMod: 1, Warmup: 1, Timeout: stall(e, 1, size)})
-		return err
-	})
+	rtt, err := roundTrip(e, verbs.OpRead, mr, laddr, raddr, rkey, size)
 	if err != nil {
 		return 0, fmt.Errorf("READ round trip at %d B (one in flight, for the outstanding-read bound): %w", size, err)
 	}
-	return el / time.Duration(n), nil
+	return rtt, nil
+}
+
+// roundTrip is the mean time from post to completion of one size-byte op
+// with nothing else in flight on the first queue pair, after one untimed.
+func roundTrip(e *rc.End, op verbs.Opcode, mr *verbs.MR, laddr, raddr uint64, rkey uint32, size int) (time.Duration, error) {
+	n := rttIters(e.Software)
+	var el time.Duration
+	err := e.OnNICCPUs(func() (err error) {
+		el, err = e.QP.Bandwidth(verbs.BWArgs{CQ: e.SCQ, Op: op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
+			RKey: rkey, Size: size, Iters: n, TxDepth: 1, CQMod: 1, Warmup: 1, Timeout: stall(e, 1, size)})
+		return err
+	})
+	return el / time.Duration(n), err
 }
