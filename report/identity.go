@@ -38,6 +38,11 @@ type Identity struct {
 	Role         string   `json:"role,omitempty"`          // GDR_ROLE
 	Peer         string   `json:"peer,omitempty"`          // GDR_PEER
 	Time         string   `json:"time,omitempty"`          // when the report was made, RFC 3339
+	// MachineID (/etc/machine-id) and BootID (the kernel's boot_id) tell
+	// two runs of one host from two hosts of one name when runs merge
+	// (MergeRuns).
+	MachineID string `json:"machine_id,omitempty"`
+	BootID    string `json:"boot_id,omitempty"`
 	// GoTestExit is the exit status of go test (or the test binaries) when
 	// known: non-zero with no failed test is reported as a failure.
 	GoTestExit *int `json:"go_test_exit,omitempty"`
@@ -89,10 +94,23 @@ func SuiteVersion() string {
 	return v
 }
 
-// Collect reads this host's identity: hostname, kernel, driver, GPUs and NICs
-// through the host root (GDR_HOST_ROOT), strict mode, role and peer, all as
-// internal/config reads the GDR_* variables. What cannot be read is left empty, never guessed.
+// ReportHostEnv names the host in its report instead of its hostname (VMs and
+// containers often share one, and merged reports need distinct names).
+const ReportHostEnv = "GDR_REPORT_HOST"
+
+// Collect reads this host's identity: hostname (GDR_REPORT_HOST overrides
+// it), machine and boot id, kernel, driver, GPUs and NICs through the host
+// root (GDR_HOST_ROOT), strict mode, role and peer, all as internal/config
+// reads the GDR_* variables. What cannot be read is left empty, never guessed.
 func Collect() Identity {
+	id := collect()
+	if n := strings.TrimSpace(os.Getenv(ReportHostEnv)); n != "" {
+		id.Host = n
+	}
+	return id
+}
+
+func collect() Identity {
 	id := Identity{Suite: SuiteVersion(), Time: time.Now().UTC().Format(time.RFC3339)}
 	id.Host, _ = os.Hostname()
 	// A bad GDR_* value failed the tests already; the values that parsed
@@ -107,6 +125,12 @@ func Collect() Identity {
 	// Through the root, so a container with the host mounted names the host.
 	if s, err := root.ReadString("/proc/sys/kernel/hostname"); err == nil && strings.TrimSpace(s) != "" {
 		id.Host = strings.TrimSpace(s)
+	}
+	if s, err := root.ReadString("/etc/machine-id"); err == nil {
+		id.MachineID = strings.TrimSpace(s)
+	}
+	if s, err := root.ReadString("/proc/sys/kernel/random/boot_id"); err == nil {
+		id.BootID = strings.TrimSpace(s)
 	}
 	if s, err := root.ReadString("/proc/sys/kernel/osrelease"); err == nil {
 		id.Kernel = strings.TrimSpace(s)

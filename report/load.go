@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // File names in a host's report folder.
@@ -102,7 +104,7 @@ func isHostDir(dir string, depth int) bool {
 }
 
 func loadHost(dir string) (Run, error) {
-	var run Run
+	run := Run{Source: dir}
 	id, err := ReadIdentity(filepath.Join(dir, HostFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -115,7 +117,7 @@ func loadHost(dir string) (Run, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, jerr := os.Stat(filepath.Join(dir, JUnitFile)); jerr == nil {
 			r, err := loadJUnitDir(dir)
-			r.Host = id
+			r.Host, r.Source = id, dir
 			return r, err
 		}
 		run.Errs = append(run.Errs, fmt.Sprintf("%s has no %s: the run left no results", dir, EventsFile))
@@ -170,7 +172,7 @@ func loadJUnitDir(dir string) (Run, error) {
 			}
 		}
 	}
-	return Run{Host: id, Events: evs}, nil
+	return Run{Host: id, Events: evs, Source: dir}, nil
 }
 
 // ReadJUnit turns a JUnit file written by gotestsum (or by this package) back
@@ -246,4 +248,98 @@ func longer(a, b string) string {
 		return b
 	}
 	return a
+}
+
+// Span is when the run's events say it started and ended; without event
+// times (JUnit-only recordings) both are the identity's report time, and
+// zero when that is absent too.
+func (r Run) Span() (start, end time.Time) {
+	for _, e := range r.Events {
+		if e.Time == nil {
+			continue
+		}
+		if start.IsZero() || e.Time.Before(start) {
+			start = *e.Time
+		}
+		if e.Time.After(end) {
+			end = *e.Time
+		}
+	}
+	if start.IsZero() {
+		start, _ = time.Parse(time.RFC3339, r.Host.Time)
+		end = start
+	}
+	return start, end
+}
+
+// MergeRuns checks that runs can merge into one report without misleading:
+// runs of one name must be runs of one host (the same machine-id, at
+// different times), else it is an error naming both folders, since their
+// rows, HTML ids and JUnit cases would collide. Of one host's runs the
+// latest is kept as is and the earlier ones are marked Earlier and renamed
+// with their start time, so both are shown and only the latest judges.
+func MergeRuns(runs []Run) ([]Run, error) {
+	out := append([]Run(nil), runs...)
+	byName := map[string][]int{}
+	var names []string
+	for i, r := range out {
+		if byName[r.Host.Host] == nil {
+			names = append(names, r.Host.Host)
+		}
+		byName[r.Host.Host] = append(byName[r.Host.Host], i)
+	}
+	for _, name := range names {
+		idx := byName[name]
+		if len(idx) < 2 {
+			continue
+		}
+		for a := 0; a < len(idx); a++ {
+			for b := a + 1; b < len(idx); b++ {
+				if why := notOneHost(out[idx[a]], out[idx[b]]); why != "" {
+					return nil, fmt.Errorf("%d runs are named %q, among them %s and %s, which are not one host run twice (%s): "+
+						"give each host its own name with %s=<name> when it runs (make conformance, dist/run.sh) or gdrreport -collect -host <name>, then merge again",
+						len(idx), name, source(out[idx[a]]), source(out[idx[b]]), why, ReportHostEnv)
+				}
+			}
+		}
+		sort.SliceStable(idx, func(i, j int) bool {
+			si, _ := out[idx[i]].Span()
+			sj, _ := out[idx[j]].Span()
+			return si.Before(sj)
+		})
+		out[idx[len(idx)-1]].Latest = true
+		for _, i := range idx[:len(idx)-1] {
+			start, _ := out[i].Span()
+			out[i].Earlier = true
+			out[i].Host.Host = fmt.Sprintf("%s (earlier run, started %s)", name, start.UTC().Format(time.RFC3339))
+		}
+	}
+	return out, nil
+}
+
+// notOneHost says why runs a and b of one name cannot be one host's, or "".
+func notOneHost(a, b Run) string {
+	ma, mb := a.Host.MachineID, b.Host.MachineID
+	switch {
+	case ma == "" || mb == "":
+		return "a run without machine_id in its host.json cannot be told from another host"
+	case ma != mb:
+		return fmt.Sprintf("machine-id %s and %s", ma, mb)
+	}
+	sa, ea := a.Span()
+	sb, eb := b.Span()
+	if !sa.IsZero() && !sb.IsZero() && sa.Before(eb) && sb.Before(ea) {
+		return "they ran at the same time: a cloned machine-id?"
+	}
+	if sa.Equal(sb) {
+		return "the same start time: the same run copied twice?"
+	}
+	return ""
+}
+
+func source(r Run) string {
+	if r.Source == "" {
+		return "(a cluster run's folder)"
+	}
+	return r.Source
 }

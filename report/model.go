@@ -17,6 +17,15 @@ type Run struct {
 	// Errs are failures of the run outside any test (a VM that died, a
 	// binary that did not start); each fails the host.
 	Errs []string
+	// Source is the folder the run was read from (LoadDir), for errors
+	// that name it.
+	Source string
+	// Earlier is set by MergeRuns on a run that a later run of the same
+	// host supersedes: it is kept and shown, and left out of the verdict.
+	Earlier bool
+	// Latest is set by MergeRuns on the run of a host that earlier runs
+	// of it are beside: the one that judges.
+	Latest bool
 }
 
 // Case is one test or subtest of one host's run.

@@ -24,10 +24,16 @@ const (
 	SummaryMD   = "summary.md"
 	SummaryJSON = "summary.json"
 	HTMLFile    = "report.html"
+	// ExitCodeFile holds the verdict's exit status (ExitCode) and a newline,
+	// for pipelines whose runner (make) cannot pass it through.
+	ExitCodeFile = "exit-code"
+	// DCGMFile is the DCGM-shaped diagnostic JSON (WriteDCGM).
+	DCGMFile = "dcgm-diag.json"
 )
 
-// WriteAll writes junit.xml, summary.txt, summary.md, summary.json and
-// report.html into dir.
+// WriteAll writes junit.xml, summary.txt, summary.md, summary.json,
+// report.html and exit-code into dir, and the DCGM-shaped JSON: dcgm-diag.json
+// of one host, dcgm-diag/<host>.json of each of many.
 func (r *Report) WriteAll(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -38,6 +44,10 @@ func (r *Report) WriteAll(dir string) error {
 		SummaryMD:   func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
 		SummaryJSON: func(b *bytes.Buffer) error { return r.WriteJSON(b) },
 		HTMLFile:    func(b *bytes.Buffer) error { return r.WriteHTML(b) },
+		ExitCodeFile: func(b *bytes.Buffer) error {
+			_, err := fmt.Fprintf(b, "%d\n", r.ExitCode())
+			return err
+		},
 	} {
 		var b bytes.Buffer
 		if err := write(&b); err != nil {
@@ -47,7 +57,7 @@ func (r *Report) WriteAll(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return r.writeDCGM(dir)
 }
 
 // SaveRun writes a host's run as a report folder (test.json and host.json)

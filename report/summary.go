@@ -80,6 +80,17 @@ func identityLines(id Identity) [][2]string {
 	return lines
 }
 
+// RunNote says which of a host's several runs in a merge judges.
+func (h *HostResult) RunNote() string {
+	switch {
+	case h.Earlier:
+		return " (superseded by a later run: not in the verdict)"
+	case h.Latest:
+		return " (latest run: this one judges)"
+	}
+	return ""
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -109,6 +120,9 @@ func headline(nums []Number, n int) (shown []string, more int) {
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "GPUDirect RDMA qualification: %s\n  %s\n", r.Verdict.Line, r.Verdict.Advice)
+	for _, f := range r.Verdict.Flags {
+		fmt.Fprintf(&b, "  FLAG: %s\n", f)
+	}
 	if len(r.Hosts) > 1 {
 		fmt.Fprintf(&b, "\n%-24s %-28s %5s %5s %5s %7s\n", "host", "verdict", "pass", "fail", "skip", "not run")
 		for _, h := range r.Hosts {
@@ -127,7 +141,7 @@ func (r *Report) WriteText(w io.Writer) error {
 func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 	fmt.Fprintf(b, "\n")
 	if many {
-		fmt.Fprintf(b, "== %s: %s\n", h.Identity.Host, h.Verdict.Line)
+		fmt.Fprintf(b, "== %s: %s%s\n", h.Identity.Host, h.Verdict.Line, h.RunNote())
 	}
 	for _, l := range identityLines(h.Identity) {
 		fmt.Fprintf(b, "%-8s %s\n", l[0], l[1])
@@ -196,6 +210,9 @@ var statusMark = map[Status]string{Pass: "✅ pass", Fail: "❌ FAIL", Skip: "�
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# GPUDirect RDMA qualification: %s\n\n%s\n", r.Verdict.Line, r.Verdict.Advice)
+	for _, f := range r.Verdict.Flags {
+		fmt.Fprintf(&b, "\n**Flag:** %s\n", mdEscape(f))
+	}
 	if len(r.Hosts) > 1 {
 		fmt.Fprintf(&b, "\n| host | verdict | pass | fail | skip | not run |\n| --- | --- | --- | --- | --- | --- |\n")
 		for _, h := range r.Hosts {
@@ -205,7 +222,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	r.clusterMarkdown(&b)
 	for _, h := range r.Hosts {
-		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n\n| | |\n| --- | --- |\n", mdEscape(h.Identity.Host), h.Verdict.Line, h.Verdict.Advice)
+		fmt.Fprintf(&b, "\n## %s: %s%s\n\n%s\n\n| | |\n| --- | --- |\n", mdEscape(h.Identity.Host), h.Verdict.Line, h.RunNote(), h.Verdict.Advice)
 		for _, l := range identityLines(h.Identity) {
 			fmt.Fprintf(&b, "| %s | %s |\n", l[0], mdEscape(l[1]))
 		}
@@ -262,6 +279,7 @@ type hostJSON struct {
 	Causes   []*Cause     `json:"shared_causes,omitempty"`
 	Errors   []string     `json:"errors,omitempty"`
 	Other    []OtherCase  `json:"other_tests,omitempty"`
+	Earlier  bool         `json:"earlier_run,omitempty"` // superseded by a later run of the host: not in the verdict
 	// A cluster run's: the host's fabric state (cluster/isolate) and the
 	// rails found bad on it.
 	Fabric   isolate.State `json:"fabric,omitempty"`
@@ -275,11 +293,15 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	out := map[string]any{
 		"verdict": r.Verdict.Verdict, "line": r.Verdict.Line, "advice": r.Verdict.Advice,
 		"failed": r.Verdict.Failed, "not_run": r.Verdict.NotRun, "suite_version": r.Suite,
+		"suite_versions": r.Versions, "exit_code": r.ExitCode(),
+	}
+	if len(r.Verdict.Flags) > 0 {
+		out["flags"] = r.Verdict.Flags
 	}
 	var hosts []hostJSON
 	for _, h := range r.Hosts {
 		hj := hostJSON{Host: h.Identity.Host, Verdict: h.Verdict.Verdict, Line: h.Verdict.Line, Advice: h.Verdict.Advice,
-			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other}
+			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other, Earlier: h.Earlier}
 		if f := r.fabric(h.Identity.Host); f != nil {
 			hj.Fabric, hj.BadRails = f.Fabric, f.BadRails
 		}

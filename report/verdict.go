@@ -26,6 +26,9 @@ type Verdict struct {
 	NotRun  int    `json:"not_run"` // must requirements (one host) or hosts (many) not run or skipped
 	Line    string `json:"line"`    // "NOT QUALIFIED (2)", "INCOMPLETE (19 not run)"
 	Advice  string `json:"advice,omitempty"`
+	// Flags are what a merged verdict's reader must know before trusting
+	// it (hosts that ran different suite versions), one sentence each.
+	Flags []string `json:"flags,omitempty"`
 }
 
 // Number is one measurement or fact with its unit, as a test recorded it.
@@ -93,9 +96,14 @@ type HostResult struct {
 	Causes   []*Cause     `json:"shared_causes,omitempty"`
 	Other    []OtherCase  `json:"other_tests,omitempty"` // tests with no requirement (lab's reference tools)
 	Errors   []string     `json:"errors,omitempty"`      // failures outside any test
-	runErrs  []string     // those of Errors that are not a package's (JUnit: "(run)" cases)
-	pkgs     []*pkgRun
-	cases    []*Case
+	// Earlier: a later run of this host is in the report (MergeRuns); this
+	// one is shown but does not count in the merged verdict.
+	Earlier bool `json:"earlier_run,omitempty"`
+	// Latest: earlier runs of this host are in the report too; this one judges.
+	Latest  bool     `json:"latest_run,omitempty"`
+	runErrs []string // those of Errors that are not a package's (JUnit: "(run)" cases)
+	pkgs    []*pkgRun
+	cases   []*Case
 }
 
 // OtherCase is a counted test without a requirement ID.
@@ -124,8 +132,11 @@ func (h *HostResult) AllCases() []*Case { return h.cases }
 type Report struct {
 	Verdict Verdict       `json:"verdict"`
 	Hosts   []*HostResult `json:"hosts"`
-	Suite   string        `json:"suite_version"`
-	Time    string        `json:"time"`
+	Suite   string        `json:"suite_version"` // the renderer's (gdrreport's) version
+	// Versions are the suite versions the hosts ran (their host.json), each
+	// once, in first-seen order.
+	Versions []string `json:"suite_versions,omitempty"`
+	Time     string   `json:"time"`
 	// Cluster is a cluster run's pair analysis (SetCluster); nil otherwise.
 	Cluster *isolate.Summary `json:"cluster,omitempty"`
 	rails   []int
@@ -135,10 +146,44 @@ type Report struct {
 func Build(runs []Run) *Report {
 	r := &Report{Suite: SuiteVersion()}
 	for _, run := range runs {
-		r.Hosts = append(r.Hosts, buildHost(run))
+		h := buildHost(run)
+		h.Earlier, h.Latest = run.Earlier, run.Latest
+		r.Hosts = append(r.Hosts, h)
 	}
-	r.Verdict = overall(r.Hosts)
+	var judged []*HostResult
+	for _, h := range r.Hosts {
+		if !h.Earlier {
+			judged = append(judged, h)
+		}
+	}
+	r.Verdict = overall(judged)
+	r.Versions, r.Verdict.Flags = suiteVersions(judged)
 	return r
+}
+
+// suiteVersions lists the suite versions hosts ran, and flags a mix: a
+// requirement's test (and so its verdict) can differ between versions.
+func suiteVersions(hs []*HostResult) (versions, flags []string) {
+	count := map[string]int{}
+	for _, h := range hs {
+		v := orUnknown(h.Identity.Suite)
+		if count[v] == 0 {
+			versions = append(versions, v)
+		}
+		count[v]++
+	}
+	if len(versions) > 1 {
+		var parts []string
+		for _, v := range versions {
+			n := fmt.Sprintf("%d hosts", count[v])
+			if count[v] == 1 {
+				n = "1 host"
+			}
+			parts = append(parts, v+" ("+n+")")
+		}
+		flags = append(flags, fmt.Sprintf("mixed suite versions: %s; hosts were judged by different tests: run one version everywhere", strings.Join(parts, ", ")))
+	}
+	return versions, flags
 }
 
 func buildHost(run Run) *HostResult {

@@ -8,6 +8,10 @@
 //
 // Exit status: 0 QUALIFIED (and INCOMPLETE without GDR_STRICT=1), 1 NOT
 // QUALIFIED, 2 the report could not be made, 3 INCOMPLETE under GDR_STRICT=1.
+// The verdict's code is also written as the report folder's exit-code file
+// and summary.json's exit_code, and to $GDR_EXIT_CODE_FILE when set: make
+// turns every failed recipe into its own 2, so build/verdict.sh runs make
+// with that file and exits with the code in it.
 package main
 
 import (
@@ -22,7 +26,19 @@ import (
 	"github.com/gdrconf/gdrconf/report"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	code := run(os.Args[1:])
+	if p := os.Getenv(exitCodeEnv); p != "" {
+		// Written on every exit, 2 included, so the wrapper never reads a stale code.
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("%d\n", code)), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "gdrreport: %s=%s: %v\n", exitCodeEnv, p, err)
+		}
+	}
+	os.Exit(code)
+}
+
+// exitCodeEnv names a file that gets gdrreport's exit status (build/verdict.sh).
+const exitCodeEnv = "GDR_EXIT_CODE_FILE"
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("gdrreport", flag.ContinueOnError)
@@ -102,6 +118,11 @@ func run(args []string) int {
 			return 2
 		}
 		runs = append(runs, rs...)
+	}
+	runs, err := report.MergeRuns(runs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
+		return 2
 	}
 	r := report.Build(runs)
 	if analysis != nil {
