@@ -72,9 +72,10 @@ $(REPORT_BIN): FORCE
 	@CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./cmd/gdrreport
 
 # The suite itself (RUN=<go test -run pattern> selects by requirement ID:
-# RUN=TestPP08), then the report (printed; the exit status is the
-# verdict's: NOT QUALIFIED fails, INCOMPLETE fails only with GDR_STRICT=1).
-# Absent hardware skips (GDR_STRICT=1 makes it fail).
+# RUN=TestPP08), then the report (printed; NOT QUALIFIED fails, INCOMPLETE
+# fails only with GDR_STRICT=1). Absent hardware skips (GDR_STRICT=1 makes it
+# fail). make exits 2 for every failure; the verdict's own code (README) is
+# reports/exit-code, and build/verdict.sh make conformance exits with it.
 conformance: deps $(REPORT_BIN)
 	@mkdir -p $(REPORTS)
 	@rm -f $(REPORTS)/test.json $(REPORTS)/host.json
@@ -83,7 +84,8 @@ conformance: deps $(REPORT_BIN)
 	  $(REPORT_BIN) -collect -go-exit $$rc $(REPORTS)
 
 # Merges report folders (a host's reports/, a dist run's, reports/lab, or a
-# folder of such folders) into one report.
+# folder of such folders) into one report; build/verdict.sh make report ...
+# exits with the merged verdict's code (OUT/exit-code).
 #   make report IN='hostA/reports hostB/reports reports/lab' OUT=reports/merged
 IN  ?= $(REPORTS)
 OUT ?= $(REPORTS)/merged
