@@ -38,6 +38,7 @@ type Number struct {
 	Value     string `json:"value"`
 	Unit      string `json:"unit"`                // Gbit/s
 	Threshold string `json:"threshold,omitempty"` // "floor 75.0 Gbit/s (75% of the 100 Gb/s port rate)"
+	judged    bool   // what the requirement judges (gdr.measured): listed first
 }
 
 // String prints "93.10 Gbit/s (floor ...)", with the device in front.
@@ -234,6 +235,7 @@ func buildHost(run Run) *HostResult {
 		// A recording from another version of the suite: shown, judged as must.
 		h.Reqs = append(h.Reqs, reqResult(reqs.Req{ID: id, Area: byReq[id][0].Area, Title: "(not in this suite's catalogue)", Level: reqs.Must}, byReq[id], nil))
 	}
+	notJudgedFor(h.Reqs)
 	h.Causes = groupCauses(h.Reqs)
 	h.Verdict = hostVerdict(h)
 	return h
@@ -260,6 +262,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 		}
 		r.Nums = append(r.Nums, numbers(c)...)
 	}
+	// What the requirement judges leads, on every device, before the facts beside it.
+	sort.SliceStable(r.Nums, func(i, j int) bool { return r.Nums[i].judged && !r.Nums[j].judged })
 	switch {
 	case r.Failed > 0:
 		r.Status = Fail
@@ -292,7 +296,48 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	} else {
 		r.Remedy = remedyIn(r.Reason)
 	}
+	if r.Remedy == "" && r.Status != Pass {
+		r.Remedy = reqs.CauseRemedy(causeKey(r.Reason))
+	}
 	return r
+}
+
+// judgesOthers is the health tests' skip when none of the traffic tests
+// they judge ran (harness/health), which blames a -run filter.
+var judgesOthers = regexp.MustCompile(`none of .* ran before this test in this binary`)
+
+// notJudgedFor rewrites the skip of a requirement that judges other tests'
+// traffic (HLTH-01, HLTH-02) when those tests skipped for one cause (a host
+// with no GPU, no NIC): the cause is that, not a -run filter, and it joins
+// that cause's group with its remedy.
+func notJudgedFor(rs []*ReqResult) {
+	for _, r := range rs {
+		if r.Status != Skip || !judgesOthers.MatchString(r.Reason) {
+			continue
+		}
+		count := map[string]int{}
+		example := map[string]*ReqResult{}
+		var best string
+		for _, o := range rs {
+			if o == r || o.Area != r.Area || o.Status != Skip {
+				continue
+			}
+			k := causeKey(o.Reason)
+			count[k]++
+			if example[k] == nil {
+				example[k] = o
+			}
+			if count[k] > count[best] {
+				best = k
+			}
+		}
+		if best == "" {
+			continue
+		}
+		o := example[best]
+		r.Reason = fmt.Sprintf("not judged: the tests whose traffic it judges skipped on this host: %s", o.Reason)
+		r.Remedy = o.Remedy
+	}
 }
 
 // remedyIn finds what to do in a message that has no "remedy:": the last
@@ -328,10 +373,14 @@ func numbers(c *Case) []Number {
 	}
 	sort.Strings(keys)
 	dev := c.Device()
+	measured := c.Attrs["gdr.measured"]
+	if measured == "" {
+		measured = judgedKey[c.Req]
+	}
 	for _, k := range keys {
 		_, unit, ok := attrkey.UnitOf(k)
 		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
-		if !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
+		if k != measured && !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
 			continue
 		}
 		if words[0] == "min" || words[0] == "max" {
@@ -345,10 +394,16 @@ func numbers(c *Case) []Number {
 				n.Threshold = thr
 			}
 		}
+		n.judged = k == measured
 		out = append(out, n)
 	}
 	return out
 }
+
+// judgedKey names the attribute a requirement judges, for recordings made
+// before tests recorded it as gdr.measured, where it has no unit and would
+// not be shown (INST-06 judges the compute capability, not BAR1's size).
+var judgedKey = map[string]string{"INST-06": "gdr.compute_capability"}
 
 // threshold finds min_<name> / max_<name> beside <name>: bw_gbit_s gets
 // min_bw_gbit_s, copy_fraction gets min_copy_fraction, lat_us_p50 gets

@@ -80,3 +80,22 @@ func TestCollect(t *testing.T) {
 	assert.Equal(t, 2, *id.GoTestExit)
 	assert.NotEmpty(t, id.Suite)
 }
+
+// Two hosts of one name do not merge: exit 2 (no report), and the code is
+// written to GDR_EXIT_CODE_FILE for build/verdict.sh.
+func TestDuplicateHostsRefused(t *testing.T) {
+	codeFile := filepath.Join(t.TempDir(), "code")
+	t.Setenv(exitCodeEnv, codeFile)
+	a := hostDir(t, report.Identity{Host: "localhost"}, "pass")
+	b := hostDir(t, report.Identity{Host: "localhost"}, "pass")
+	out := t.TempDir()
+	assert.Equal(t, 2, run([]string{"-q", "-out", out, a, b}))
+	assert.NoFileExists(t, filepath.Join(out, "summary.json"))
+	// One host's two runs merge, the code lands in the report folder.
+	c := hostDir(t, report.Identity{Host: "gpu01", MachineID: "m", Time: "2026-12-01T10:00:00Z"}, "fail")
+	d := hostDir(t, report.Identity{Host: "gpu01", MachineID: "m", Time: "2026-12-01T11:00:00Z"}, "pass")
+	assert.Equal(t, 0, run([]string{"-q", "-out", out, c, d}), "the later run passes and judges")
+	b2, err := os.ReadFile(filepath.Join(out, "exit-code"))
+	require.NoError(t, err)
+	assert.Equal(t, "0\n", string(b2))
+}
