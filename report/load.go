@@ -273,8 +273,9 @@ func (r Run) Span() (start, end time.Time) {
 }
 
 // MergeRuns checks that runs can merge into one report without misleading:
-// runs of one name must be runs of one host (the same machine-id, at
-// different times), else it is an error naming both folders, since their
+// runs of one name must be runs of one host (the same machine-id, or for
+// recordings without one the same addresses, kernel and GPUs, at different
+// times), else it is an error naming both folders, since their
 // rows, HTML ids and JUnit cases would collide. Of one host's runs the
 // latest is kept as is and the earlier ones are marked Earlier and renamed
 // with their start time, so both are shown and only the latest judges.
@@ -321,20 +322,44 @@ func MergeRuns(runs []Run) ([]Run, error) {
 func notOneHost(a, b Run) string {
 	ma, mb := a.Host.MachineID, b.Host.MachineID
 	switch {
+	case ma == "" && mb == "":
+		// Recorded before host.json kept the machine-id: one host when its
+		// addresses, kernel and GPUs are the same (containers on a default
+		// bridge share addresses, but run at once: see below).
+		if len(a.Host.Addrs) == 0 || !sameList(a.Host.Addrs, b.Host.Addrs) || a.Host.Kernel != b.Host.Kernel || !sameList(a.Host.GPUs, b.Host.GPUs) {
+			return "no machine_id in their host.json, and their addresses, kernel or GPUs differ or are not recorded"
+		}
 	case ma == "" || mb == "":
-		return "a run without machine_id in its host.json cannot be told from another host"
+		return "one has no machine_id in its host.json"
 	case ma != mb:
 		return fmt.Sprintf("machine-id %s and %s", ma, mb)
 	}
 	sa, ea := a.Span()
 	sb, eb := b.Span()
-	if !sa.IsZero() && !sb.IsZero() && sa.Before(eb) && sb.Before(ea) {
+	switch {
+	case sa.IsZero() || sb.IsZero():
+		return "when they ran is not recorded, so which is the latest is not known"
+	case sa.Equal(sb):
+		return "the same start time: the same run copied twice?"
+	case sa.Before(eb) && sb.Before(ea):
 		return "they ran at the same time: a cloned machine-id?"
 	}
-	if sa.Equal(sb) {
-		return "the same start time: the same run copied twice?"
-	}
 	return ""
+}
+
+func sameList(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func source(r Run) string {
