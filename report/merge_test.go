@@ -85,6 +85,19 @@ func TestMergeKeepsTwoRunsOfOneHost(t *testing.T) {
 	// gpu02 fails GPU-09; gpu01's earlier failure no longer counts.
 	assert.Equal(t, "NOT QUALIFIED (1 of 2 hosts)", r.Verdict.Line)
 
+	// Recorded before host.json kept a machine-id: the same addresses,
+	// kernel and GPUs at different times are one host too; other addresses are not.
+	early.Host.MachineID, late.Host.MachineID = "", ""
+	for _, x := range []*Run{&early, &late} {
+		x.Host.Addrs, x.Host.GPUs = []string{"192.0.2.2"}, []string{"0000:00:06.0"}
+	}
+	_, err = MergeRuns([]Run{early, late})
+	require.NoError(t, err)
+	late.Host.Addrs = []string{"192.0.2.3"}
+	_, err = MergeRuns([]Run{early, late})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no machine_id")
+
 	var txt bytes.Buffer
 	require.NoError(t, r.WriteText(&txt))
 	assert.Contains(t, txt.String(), "gpu01 (earlier run, started 2026-12-01T10:00:00Z): NOT QUALIFIED (1) (superseded by a later run: not in the verdict)")
