@@ -158,7 +158,9 @@ func Build(runs []Run) *Report {
 		}
 	}
 	r.Verdict = overall(judged)
-	r.Versions, r.Verdict.Flags = suiteVersions(judged)
+	// Every version shown is listed; only the judging runs can mix.
+	r.Versions, _ = suiteVersions(r.Hosts)
+	_, r.Verdict.Flags = suiteVersions(judged)
 	return r
 }
 
@@ -584,7 +586,7 @@ func (r *Report) ExitCode() int {
 		return 1
 	case Incomplete:
 		for _, h := range r.Hosts {
-			if h.Identity.Strict {
+			if h.Identity.Strict && !h.Earlier {
 				return 3
 			}
 		}
