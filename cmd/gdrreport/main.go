@@ -2,7 +2,7 @@
 // -json results, prints summary.txt and exits with the verdict:
 //
 //	gdrreport -collect -go-exit $rc reports          # after a run on this host
-//	gdrreport -collect -host h200-1 reports          # ... named h200-1, not by its hostname
+//	gdrreport -collect -host h200-1 reports          # ... named h200-1, not by its hostname (or GDR_REPORT_HOST=h200-1)
 //	gdrreport -out merged hostA/reports hostB/reports reports/lab   # many hosts
 //	gdrreport -out reports/cluster /shared/gdr       # a cluster run's GDR_REPORTS: rounds, pairs, suspects
 //
@@ -46,7 +46,7 @@ func run(args []string) int {
 	collect := fs.Bool("collect", false, "the input is this host's fresh run: write its host.json (hostname, kernel, driver, GPUs, NICs, suite version, GDR_STRICT) first")
 	goExit := fs.Int("go-exit", -1, "with -collect: go test's exit status, recorded in host.json (non-zero with no failed test fails the host)")
 	quiet := fs.Bool("q", false, "do not print summary.txt")
-	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one)")
+	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one, and a merge refuses two hosts of one name); GDR_REPORT_HOST does the same")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] DIR...\n")
 		fs.PrintDefaults()
