@@ -42,8 +42,8 @@ type (
 		Package    string     `xml:"package,attr"`
 		Properties []Property `xml:"properties>property"`
 		Testcases  []Testcase `xml:"testcase"`
-		SystemOut  string     `xml:"system-out"`
-		SystemErr  string     `xml:"system-err"`
+		SystemOut  Output     `xml:"system-out"`
+		SystemErr  Output     `xml:"system-err"`
 	}
 	Testcase struct {
 		XMLName   xml.Name `xml:"testcase"`
@@ -63,7 +63,10 @@ type (
 	Result struct {
 		Message string `xml:"message,attr"`
 		Type    string `xml:"type,attr,omitempty"`
-		Data    string `xml:",chardata"`
+		Data    string `xml:",cdata"` // CDATA keeps the lines readable in the file
+	}
+	Output struct {
+		Data string `xml:",cdata"`
 	}
 )
 
@@ -253,7 +256,8 @@ func (r *Report) JUnit() Testsuites {
 					total[p.Area] += c.Duration
 				}
 				if c.Counted {
-					s.add(caseOf(c, host), c.Attrs, c.Output)
+					tc, attrs := caseOf(c, host)
+					s.add(tc, attrs, c.Output)
 				}
 			}
 			if p.Failure != "" {
@@ -268,7 +272,10 @@ func (r *Report) JUnit() Testsuites {
 				continue
 			}
 			s := suite(rq.Area, "")
-			m := rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
+			m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
+			if !strings.HasPrefix(rq.Reason, "not run") {
+				m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
+			}
 			s.add(Testcase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
 				Skipped: &Result{Message: m, Data: body(m, "", nil, nil)}},
 				map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
@@ -288,7 +295,7 @@ func (r *Report) JUnit() Testsuites {
 			for i := range s.Properties {
 				s.Properties[i].Value = clean(s.Properties[i].Value)
 			}
-			s.SystemOut = clean(strings.Join(s.out, "\n"))
+			s.SystemOut.Data = clean(strings.Join(s.out, "\n"))
 			doc.Suites = append(doc.Suites, s.Testsuite)
 		}
 	}
@@ -353,20 +360,21 @@ func body(msg, remedy string, attrs map[string]string, output []string) string {
 // caseOf is a counted case's JUnit case. Its message names requirement,
 // level, host, the measured value against its threshold, and the cause; a
 // report-only requirement's failure is a skip; a failure the suite could
-// not judge (gdr.outcome=not_judged) an error.
-func caseOf(c *Case, host string) Testcase {
+// not judge (gdr.outcome=not_judged) an error. attrs are the case's with
+// its level added.
+func caseOf(c *Case, host string) (tc Testcase, attrs map[string]string) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
 	}
-	tc := Testcase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
+	tc = Testcase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
 	subject := name + " on " + host
 	level := ""
 	if rq, ok := reqs.Lookup(c.Req); ok {
 		level = string(rq.Level)
 		subject = rq.ID + " " + level + " on " + host
 	}
-	attrs := c.Attrs
+	attrs = c.Attrs
 	if level != "" && attrs["gdr.level"] == "" {
 		attrs = withAttr(attrs, "gdr.level", level)
 	}
@@ -398,7 +406,7 @@ func caseOf(c *Case, host string) Testcase {
 			tc.Failure = &Result{Message: clean(m), Type: typeFellShort, Data: body(m, remedy, attrs, c.Output)}
 		}
 	}
-	return tc
+	return tc, attrs
 }
 
 func withAttr(a map[string]string, k, v string) map[string]string {

@@ -208,6 +208,8 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 				body, action = longer(c.Failure.Body, c.Failure.Message), "fail"
 			case c.Error != nil:
 				body, action = longer(c.Error.Body, c.Error.Message), "fail"
+			case c.Skipped != nil && c.Skipped.Type == typeReportOnly:
+				body, action = longer(c.Skipped.Body, c.Skipped.Message), "fail" // the test failed; JUnit skips it so no build turns unstable
 			case c.Skipped != nil:
 				body, action = longer(c.Skipped.Body, c.Skipped.Message), "skip"
 			}
