@@ -14,61 +14,78 @@ import (
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
-// JUnit types, written in the shape that both Jenkins xUnit's junit-10.xsd
-// and the Ant JUnit schema accept (junitschema_test.go checks both): no
-// attributes on <testsuites> (Ant declares none), every suite with
-// timestamp, hostname, id and package and its properties, system-out and
-// system-err in that order, and a case holding at most one result and
-// nothing else (Ant allows neither properties nor output inside a case,
-// junit-10 no properties). A case's facts and output therefore live in its
-// suite's system-out (caseBlock), and the evidence of a failure or skip in
-// the result's body as well.
-type (
-	Testsuites struct {
-		XMLName xml.Name    `xml:"testsuites"`
-		Suites  []Testsuite `xml:"testsuite"`
-	}
-	Testsuite struct {
-		XMLName    xml.Name   `xml:"testsuite"`
-		Name       string     `xml:"name,attr"`
-		Tests      int        `xml:"tests,attr"`
-		Failures   int        `xml:"failures,attr"`
-		Errors     int        `xml:"errors,attr"`
-		Skipped    int        `xml:"skipped,attr"`
-		Time       string     `xml:"time,attr"`
-		Timestamp  string     `xml:"timestamp,attr"` // UTC, no zone: Ant's pattern forbids one
-		Hostname   string     `xml:"hostname,attr"`
-		ID         int        `xml:"id,attr"`
-		Package    string     `xml:"package,attr"`
-		Properties []Property `xml:"properties>property"`
-		Testcases  []Testcase `xml:"testcase"`
-		SystemOut  Output     `xml:"system-out"`
-		SystemErr  Output     `xml:"system-err"`
-	}
-	Testcase struct {
-		XMLName   xml.Name `xml:"testcase"`
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Time      string   `xml:"time,attr"`
-		Skipped   *Result  `xml:"skipped,omitempty"`
-		Error     *Result  `xml:"error,omitempty"`
-		Failure   *Result  `xml:"failure,omitempty"`
-	}
-	Property struct {
-		Name  string `xml:"name,attr"`
-		Value string `xml:"value,attr"`
-	}
-	// Result is a failure, error or skip. Ant requires type on failure and
-	// error; GitLab shows Data when it is not blank, the message otherwise.
-	Result struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr,omitempty"`
-		Data    string `xml:",cdata"` // CDATA keeps the lines readable in the file
-	}
-	Output struct {
-		Data string `xml:",cdata"`
-	}
-)
+// JUnit is a JUnit file: what JUnit() writes and ParseJUnit reads (this
+// package's files, older or newer, and gotestsum's). It is written in the
+// shape that both Jenkins xUnit's junit-10.xsd and the Ant JUnit schema
+// accept (junitschema_test.go checks both): no attributes on <testsuites>
+// (Ant declares none), every suite with timestamp, hostname, id and
+// package and its properties, system-out and system-err in that order, and
+// a case holding at most one result and nothing else (Ant allows neither
+// properties nor output inside a case, junit-10 no properties). A case's
+// facts and output therefore live in its suite's system-out (caseMark),
+// and the evidence of a failure or skip in the result's body as well.
+type JUnit struct {
+	XMLName  xml.Name     // testsuites
+	Tests    int          `xml:"tests,attr,omitempty"`    // read from older files; else the sum over suites
+	Failures int          `xml:"failures,attr,omitempty"` // likewise
+	Suites   []JUnitSuite `xml:"testsuite"`
+}
+
+// JUnitSuite is one testsuite.
+type JUnitSuite struct {
+	Name      string          `xml:"name,attr"`
+	Tests     int             `xml:"tests,attr"`
+	Failures  int             `xml:"failures,attr"`
+	Errors    int             `xml:"errors,attr"`
+	Skipped   int             `xml:"skipped,attr"`
+	Time      string          `xml:"time,attr"`
+	Timestamp string          `xml:"timestamp,attr"` // UTC, no zone: Ant's pattern forbids one
+	Hostname  string          `xml:"hostname,attr"`
+	ID        int             `xml:"id,attr"`
+	Package   string          `xml:"package,attr"`
+	Props     []JUnitProperty `xml:"properties>property"`
+	Cases     []JUnitCase     `xml:"testcase"`
+	Out       cdata           `xml:"system-out"`
+	Err       cdata           `xml:"system-err"`
+}
+
+// JUnitCase is one testcase; at most one of Failure, Error and Skipped is
+// set (none: it passed). Props and Out are only read, from files written
+// before the case blocks (gotestsum's, and this package's older ones).
+type JUnitCase struct {
+	Name      string           `xml:"name,attr"`
+	Classname string           `xml:"classname,attr"`
+	Time      string           `xml:"time,attr"`
+	Props     *[]JUnitProperty `xml:"properties>property,omitempty"` // a pointer: nil writes no <properties>
+	Failure   *JUnitResult     `xml:"failure,omitempty"`
+	Error     *JUnitResult     `xml:"error,omitempty"`
+	Skipped   *JUnitResult     `xml:"skipped,omitempty"`
+	Out       cdata            `xml:"system-out,omitempty"`
+}
+
+// JUnitProperty is a suite's property (or, in older files, a case's).
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// JUnitResult is a failure, error or skip: its one-line message and its
+// body. Ant requires type on failure and error; GitLab shows the body when
+// it is not blank, the message otherwise.
+type JUnitResult struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Body    string `xml:",cdata"` // CDATA keeps the lines readable in the file
+}
+
+// cdata is element text written as CDATA.
+type cdata string
+
+func (c cdata) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(struct {
+		S string `xml:",cdata"`
+	}{string(c)}, start)
+}
 
 // Result types: the contract's outcomes (gdr.outcome), and a report-only
 // requirement that was not met (a skip: it never turns a build unstable).
@@ -77,59 +94,6 @@ const (
 	typeNotJudged  = "not_judged"
 	typeReportOnly = "report_only_not_met"
 )
-
-// JUnit is a JUnit file as its readers see it: ReadJUnit (gotestsum's
-// files, or this package's, older or newer) and the tests that check what
-// CI systems read. The types above write; these read, with every result
-// kind gotestsum uses.
-type JUnit struct {
-	Tests    int          `xml:"tests,attr"`    // the sum over suites when the file has none
-	Failures int          `xml:"failures,attr"` // likewise
-	Suites   []JUnitSuite `xml:"testsuite"`
-}
-
-// JUnitSuite is one testsuite read back.
-type JUnitSuite struct {
-	Name      string          `xml:"name,attr"`
-	Hostname  string          `xml:"hostname,attr"`
-	Package   string          `xml:"package,attr"`
-	Timestamp string          `xml:"timestamp,attr"`
-	Tests     int             `xml:"tests,attr"`
-	Failures  int             `xml:"failures,attr"`
-	Errors    int             `xml:"errors,attr"`
-	Skipped   int             `xml:"skipped,attr"`
-	Props     []JUnitProperty `xml:"properties>property"`
-	Cases     []JUnitCase     `xml:"testcase"`
-	Out       string          `xml:"system-out"`
-}
-
-// JUnitCase is one testcase read back; at most one of Failure, Error and
-// Skipped is set (none: it passed). Props and Out are those of files
-// written before the case blocks (gotestsum's, and this package's older
-// ones); ReadJUnit takes a newer file's from the suite's system-out.
-type JUnitCase struct {
-	Name      string          `xml:"name,attr"`
-	Classname string          `xml:"classname,attr"`
-	Time      string          `xml:"time,attr"`
-	Props     []JUnitProperty `xml:"properties>property"`
-	Failure   *JUnitResult    `xml:"failure"`
-	Error     *JUnitResult    `xml:"error"`
-	Skipped   *JUnitResult    `xml:"skipped"`
-	Out       string          `xml:"system-out"`
-}
-
-// JUnitProperty is a suite's or a case's property.
-type JUnitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-// JUnitResult is a failure, error or skip: its one-line message and its body.
-type JUnitResult struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Body    string `xml:",chardata"`
-}
 
 // ParseJUnit reads a JUnit file.
 func ParseJUnit(r io.Reader) (JUnit, error) {
@@ -170,12 +134,12 @@ const (
 func propLine(k, v string) string { return propMark + k + "=" + v + "]]" }
 
 // hostProperties are the host's identity as suite properties.
-func hostProperties(h *HostResult) []Property {
+func hostProperties(h *HostResult) []JUnitProperty {
 	id := h.Identity
-	p := []Property{{Name: "gdr.host", Value: id.Host}}
+	p := []JUnitProperty{{Name: "gdr.host", Value: id.Host}}
 	add := func(k, v string) {
 		if v != "" {
-			p = append(p, Property{Name: k, Value: v})
+			p = append(p, JUnitProperty{Name: k, Value: v})
 		}
 	}
 	add("gdr.kind", id.Kind)
@@ -222,8 +186,8 @@ func hostStart(h *HostResult, built string) (string, string) {
 // JUnit builds the JUnit document: one suite per host and area, one case per
 // counted test (one per requirement and device), requirements that did not
 // run at all as skipped cases, failures outside any test as error cases.
-func (r *Report) JUnit() Testsuites {
-	var doc Testsuites
+func (r *Report) JUnit() JUnit {
+	doc := JUnit{XMLName: xml.Name{Local: "testsuites"}}
 	id := 0
 	for _, h := range r.Hosts {
 		host := h.Identity.Host
@@ -239,9 +203,9 @@ func (r *Report) JUnit() Testsuites {
 				if pkg == "" {
 					pkg = area
 				}
-				s = &junitSuite{Testsuite: Testsuite{Name: SuiteName(host, area), Hostname: host, ID: id, Package: pkg, Timestamp: stamp}}
+				s = &junitSuite{JUnitSuite: JUnitSuite{Name: SuiteName(host, area), Hostname: host, ID: id, Package: pkg, Timestamp: stamp}}
 				id++
-				s.Properties = append(hostProperties(h), Property{Name: "gdr.timestamp_source", Value: stampSrc}, Property{Name: "gdr.package", Value: pkg})
+				s.Props = append(hostProperties(h), JUnitProperty{Name: "gdr.timestamp_source", Value: stampSrc}, JUnitProperty{Name: "gdr.package", Value: pkg})
 				areas[area] = s
 				order = append(order, area)
 			}
@@ -263,8 +227,8 @@ func (r *Report) JUnit() Testsuites {
 			if p.Failure != "" {
 				out := append(append([]string{}, p.BuildError.Output...), p.Output...)
 				m := p.Name + " " + p.Failure
-				s.add(Testcase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
-					Error: &Result{Message: m, Type: typeNotJudged, Data: body(m, "", nil, out)}}, nil, nil)
+				s.add(JUnitCase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
+					Error: &JUnitResult{Message: m, Type: typeNotJudged, Body: body(m, "", nil, out)}}, nil, nil)
 			}
 		}
 		for _, rq := range h.Reqs {
@@ -276,8 +240,8 @@ func (r *Report) JUnit() Testsuites {
 			if !strings.HasPrefix(rq.Reason, "not run") {
 				m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
 			}
-			s.add(Testcase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
-				Skipped: &Result{Message: m, Data: body(m, "", nil, nil)}},
+			s.add(JUnitCase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
+				Skipped: &JUnitResult{Message: m, Body: body(m, "", nil, nil)}},
 				map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
 		}
 		for i, e := range h.runErrs {
@@ -286,17 +250,17 @@ func (r *Report) JUnit() Testsuites {
 			if i > 0 {
 				name = fmt.Sprintf("(run %d)", i+1)
 			}
-			s.add(Testcase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
-				Error: &Result{Message: firstOf(e), Type: typeNotJudged, Data: body(firstOf(e), "", nil, splitLines(e))}}, nil, nil)
+			s.add(JUnitCase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
+				Error: &JUnitResult{Message: firstOf(e), Type: typeNotJudged, Body: body(firstOf(e), "", nil, splitLines(e))}}, nil, nil)
 		}
 		for _, a := range order {
 			s := areas[a]
 			s.Time = duration(total[a])
-			for i := range s.Properties {
-				s.Properties[i].Value = clean(s.Properties[i].Value)
+			for i := range s.Props {
+				s.Props[i].Value = clean(s.Props[i].Value)
 			}
-			s.SystemOut.Data = clean(strings.Join(s.out, "\n"))
-			doc.Suites = append(doc.Suites, s.Testsuite)
+			s.Out = cdata(clean(strings.Join(s.out, "\n")))
+			doc.Suites = append(doc.Suites, s.JUnitSuite)
 		}
 	}
 	return doc
@@ -304,14 +268,14 @@ func (r *Report) JUnit() Testsuites {
 
 // junitSuite is a suite being built: its system-out's lines so far.
 type junitSuite struct {
-	Testsuite
+	JUnitSuite
 	out []string
 }
 
 // add counts the case and writes its block (properties and output) into
 // the suite's system-out.
-func (s *junitSuite) add(tc Testcase, attrs map[string]string, output []string) {
-	s.Testcases = append(s.Testcases, tc)
+func (s *junitSuite) add(tc JUnitCase, attrs map[string]string, output []string) {
+	s.Cases = append(s.Cases, tc)
 	s.Tests++
 	switch {
 	case tc.Failure != nil:
@@ -362,12 +326,12 @@ func body(msg, remedy string, attrs map[string]string, output []string) string {
 // report-only requirement's failure is a skip; a failure the suite could
 // not judge (gdr.outcome=not_judged) an error. attrs are the case's with
 // its level added.
-func caseOf(c *Case, host string) (tc Testcase, attrs map[string]string) {
+func caseOf(c *Case, host string) (tc JUnitCase, attrs map[string]string) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
 	}
-	tc = Testcase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
+	tc = JUnitCase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
 	subject := name + " on " + host
 	level := ""
 	if rq, ok := reqs.Lookup(c.Req); ok {
@@ -382,7 +346,7 @@ func caseOf(c *Case, host string) (tc Testcase, attrs map[string]string) {
 	case Pass:
 	case Skip:
 		m := subject + ": " + c.Message
-		tc.Skipped = &Result{Message: clean(m), Data: body(m, "", attrs, c.Output)}
+		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", attrs, c.Output)}
 	default:
 		cause, remedy := CauseAndRemedy(c.Message)
 		if v := c.Attrs["gdr.cause"]; v != "" {
@@ -399,11 +363,11 @@ func caseOf(c *Case, host string) (tc Testcase, attrs map[string]string) {
 		switch {
 		case level == string(reqs.ReportOnly):
 			m = "report-only, not met: " + c.Req + " on " + host + ": " + what
-			tc.Skipped = &Result{Message: clean(m), Type: typeReportOnly, Data: body(m, remedy, attrs, c.Output)}
+			tc.Skipped = &JUnitResult{Message: clean(m), Type: typeReportOnly, Body: body(m, remedy, attrs, c.Output)}
 		case c.Attrs["gdr.outcome"] == typeNotJudged:
-			tc.Error = &Result{Message: clean(m), Type: typeNotJudged, Data: body(m, remedy, attrs, c.Output)}
+			tc.Error = &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, remedy, attrs, c.Output)}
 		default:
-			tc.Failure = &Result{Message: clean(m), Type: typeFellShort, Data: body(m, remedy, attrs, c.Output)}
+			tc.Failure = &JUnitResult{Message: clean(m), Type: typeFellShort, Body: body(m, remedy, attrs, c.Output)}
 		}
 	}
 	return tc, attrs

@@ -189,7 +189,7 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 	var evs []Event
 	for _, s := range doc.Suites {
 		pkg := s.Name // a package path, or our own <host>/<area>: the area is its last element either way
-		blocks := caseBlocks(s.Out)
+		blocks := caseBlocks(string(s.Out))
 		type item struct {
 			name string
 			evs  []Event
@@ -202,7 +202,7 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			}
 			el, _ := strconv.ParseFloat(c.Time, 64)
 			e := []Event{{Action: "run", Package: pkg, Test: name}}
-			body, action := c.Out, "pass"
+			body, action := string(c.Out), "pass"
 			switch {
 			case c.Failure != nil:
 				body, action = longer(c.Failure.Body, c.Failure.Message), "fail"
@@ -213,7 +213,11 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			case c.Skipped != nil:
 				body, action = longer(c.Skipped.Body, c.Skipped.Message), "skip"
 			}
-			props, lines := c.Props, splitLines(body)
+			var props []JUnitProperty
+			if c.Props != nil {
+				props = *c.Props
+			}
+			lines := splitLines(body)
 			if b, ok := blocks[c.Name]; ok {
 				props, lines = b.props, b.out
 			}

@@ -210,8 +210,11 @@ func checkJUnitRules(t *testing.T, doc JUnit) {
 			assert.True(t, strings.HasSuffix(c.Name, " ["+host+"]"), "case %q names its host", c.Name)
 			assert.Equal(t, 1, strings.Count(c.Classname, "."), "classname %q has one dot", c.Classname)
 			cp := map[string]string{}
-			props := c.Props
-			if b, ok := caseBlocks(s.Out)[c.Name]; ok {
+			var props []JUnitProperty
+			if c.Props != nil {
+				props = *c.Props
+			}
+			if b, ok := caseBlocks(string(s.Out))[c.Name]; ok {
 				props = b.props
 			}
 			for _, p := range props {
