@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 )
 
 func junitOf(t *testing.T, r *Report) []byte {
@@ -82,6 +84,11 @@ func TestJUnitSchemas(t *testing.T) {
 	for name, r := range constructedReports() {
 		files[name] = junitOf(t, r)
 	}
+	runs, a, err := LoadCluster(clusterFolder(t, map[string]int{"vm3": 1}), isolate.Options{MinFraction: 0.5})
+	require.NoError(t, err)
+	cl := Build(runs)
+	cl.SetCluster(a)
+	files["cluster with a slow rail"] = junitOf(t, cl)
 	require.Greater(t, len(files), 8)
 	for name, b := range files {
 		assert.Empty(t, checkJUnit10(b), "%s against junit-10.xsd", name)
