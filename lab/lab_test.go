@@ -222,7 +222,7 @@ func sampleSuites() []*Suite {
 
 // The lab's JUnit is the report package's, over its hosts: suites
 // <host>/<area> with hostname set, host-qualified case names, the failure
-// message the cause, a step that failed outside any test as a failed case.
+// message the cause, a step that failed outside any test as an error case.
 func TestJUnit(t *testing.T) {
 	var buf bytes.Buffer
 	runs := Runs(sampleSuites(), "6.1.0-57-amd64")
@@ -241,13 +241,15 @@ func TestJUnit(t *testing.T) {
 	require.GreaterOrEqual(t, len(s.Cases), 4)
 	assert.Equal(t, "TestPP03Write [server]", s.Cases[0].Name)
 	require.NotNil(t, s.Cases[1].Failure)
-	assert.Equal(t, "x_test.go:1: peer 198.18.0.2 vanished; remedy: check the peer"[len("x_test.go:1: "):], s.Cases[1].Failure.Message)
+	assert.True(t, strings.HasSuffix(s.Cases[1].Failure.Message, " on server: peer 198.18.0.2 vanished"), s.Cases[1].Failure.Message)
+	assert.Contains(t, s.Cases[1].Failure.Body, "remedy: check the peer")
 	assert.NotNil(t, s.Cases[2].Skipped)
 	require.NotNil(t, s.Cases[3].Failure, "a test that never finished fails")
 	require.Contains(t, byName, "loopback/run")
 	lo := doc.Suites[byName["loopback/run"]]
 	require.Len(t, lo.Cases, 1)
-	assert.Equal(t, "loopback/conformance/install: did not run: its VM died", lo.Cases[0].Failure.Message)
+	require.NotNil(t, lo.Cases[0].Error, "a step that failed outside any test was not judged")
+	assert.Equal(t, "loopback/conformance/install: did not run: its VM died", lo.Cases[0].Error.Message)
 }
 
 func TestSummaryAndVerdict(t *testing.T) {

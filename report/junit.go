@@ -8,86 +8,106 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/jstemmer/go-junit-report/v2/junit"
-
+	"github.com/gdrconf/gdrconf/internal/attrkey"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
-// JUnit types. go-junit-report v2.1.0's junit.Testcase has no properties
-// (its Testsuite has), so Testcase embeds theirs and adds them; Testsuite and
-// Testsuites embed theirs for every attribute and the suite properties, and
-// hold our testcases in their place (a field of the outer struct shadows the
-// embedded one of the same XML name).
-type (
-	Testcase struct {
-		XMLName    xml.Name          `xml:"testcase"`
-		Properties *[]junit.Property `xml:"properties>property,omitempty"`
-		junit.Testcase
-	}
-	Testsuite struct {
-		XMLName xml.Name `xml:"testsuite"`
-		junit.Testsuite
-		Testcases []Testcase    `xml:"testcase,omitempty"`
-		SystemOut *junit.Output `xml:"system-out,omitempty"`
-	}
-	Testsuites struct {
-		XMLName xml.Name `xml:"testsuites"`
-		junit.Testsuites
-		Suites []Testsuite `xml:"testsuite,omitempty"`
-	}
-)
-
-// JUnit is a JUnit file as its readers see it: ReadJUnit (gotestsum's
-// files, or this package's) and the tests that check what CI systems read.
-// The types above write; these read, with every result kind gotestsum uses.
+// JUnit is a JUnit file: what JUnit() writes and ParseJUnit reads (this
+// package's files, older or newer, and gotestsum's). It is written in the
+// shape that both Jenkins xUnit's junit-10.xsd and the Ant JUnit schema
+// accept (junitschema_test.go checks both): no attributes on <testsuites>
+// (Ant declares none), every suite with timestamp, hostname, id and
+// package and its properties, system-out and system-err in that order, and
+// a case holding at most one result and nothing else (Ant allows neither
+// properties nor output inside a case, junit-10 no properties). A case's
+// facts and output therefore live in its suite's system-out (caseMark),
+// and the evidence of a failure or skip in the result's body as well.
 type JUnit struct {
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
+	XMLName  xml.Name     // testsuites
+	Tests    int          `xml:"tests,attr,omitempty"`    // read from older files; else the sum over suites
+	Failures int          `xml:"failures,attr,omitempty"` // likewise
 	Suites   []JUnitSuite `xml:"testsuite"`
 }
 
-// JUnitSuite is one testsuite read back.
+// JUnitSuite is one testsuite.
 type JUnitSuite struct {
-	Name     string          `xml:"name,attr"`
-	Hostname string          `xml:"hostname,attr"`
-	Tests    int             `xml:"tests,attr"`
-	Failures int             `xml:"failures,attr"`
-	Skipped  int             `xml:"skipped,attr"`
-	Props    []JUnitProperty `xml:"properties>property"`
-	Cases    []JUnitCase     `xml:"testcase"`
-}
-
-// JUnitCase is one testcase read back; at most one of Failure, Error and
-// Skipped is set (none: it passed).
-type JUnitCase struct {
 	Name      string          `xml:"name,attr"`
-	Classname string          `xml:"classname,attr"`
+	Tests     int             `xml:"tests,attr"`
+	Failures  int             `xml:"failures,attr"`
+	Errors    int             `xml:"errors,attr"`
+	Skipped   int             `xml:"skipped,attr"`
 	Time      string          `xml:"time,attr"`
+	Timestamp string          `xml:"timestamp,attr"` // UTC, no zone: Ant's pattern forbids one
+	Hostname  string          `xml:"hostname,attr"`
+	ID        int             `xml:"id,attr"`
+	Package   string          `xml:"package,attr"`
 	Props     []JUnitProperty `xml:"properties>property"`
-	Failure   *JUnitResult    `xml:"failure"`
-	Error     *JUnitResult    `xml:"error"`
-	Skipped   *JUnitResult    `xml:"skipped"`
-	Out       string          `xml:"system-out"`
+	Cases     []JUnitCase     `xml:"testcase"`
+	Out       cdata           `xml:"system-out"`
+	Err       cdata           `xml:"system-err"`
 }
 
-// JUnitProperty is a suite's or a case's property.
+// JUnitCase is one testcase; at most one of Failure, Error and Skipped is
+// set (none: it passed). Props and Out are only read, from files written
+// before the case blocks (gotestsum's, and this package's older ones).
+type JUnitCase struct {
+	Name      string           `xml:"name,attr"`
+	Classname string           `xml:"classname,attr"`
+	Time      string           `xml:"time,attr"`
+	Props     *[]JUnitProperty `xml:"properties>property,omitempty"` // a pointer: nil writes no <properties>
+	Failure   *JUnitResult     `xml:"failure,omitempty"`
+	Error     *JUnitResult     `xml:"error,omitempty"`
+	Skipped   *JUnitResult     `xml:"skipped,omitempty"`
+	Out       cdata            `xml:"system-out,omitempty"`
+}
+
+// JUnitProperty is a suite's property (or, in older files, a case's).
 type JUnitProperty struct {
 	Name  string `xml:"name,attr"`
 	Value string `xml:"value,attr"`
 }
 
-// JUnitResult is a failure, error or skip: its one-line message and its body.
+// JUnitResult is a failure, error or skip: its one-line message and its
+// body. Ant requires type on failure and error; GitLab shows the body when
+// it is not blank, the message otherwise.
 type JUnitResult struct {
 	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
+	Type    string `xml:"type,attr,omitempty"`
+	Body    string `xml:",cdata"` // CDATA keeps the lines readable in the file
 }
+
+// cdata is element text written as CDATA.
+type cdata string
+
+func (c cdata) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(struct {
+		S string `xml:",cdata"`
+	}{string(c)}, start)
+}
+
+// Result types: the contract's outcomes (gdr.outcome), and a report-only
+// requirement that was not met (a skip: it never turns a build unstable).
+const (
+	typeFellShort  = "fell_short"
+	typeNotJudged  = "not_judged"
+	typeReportOnly = "report_only_not_met"
+)
 
 // ParseJUnit reads a JUnit file.
 func ParseJUnit(r io.Reader) (JUnit, error) {
 	var doc JUnit
-	err := xml.NewDecoder(r).Decode(&doc)
-	return doc, err
+	if err := xml.NewDecoder(r).Decode(&doc); err != nil {
+		return doc, err
+	}
+	if doc.Tests == 0 && doc.Failures == 0 {
+		for _, s := range doc.Suites {
+			doc.Tests += s.Tests
+			doc.Failures += s.Failures
+		}
+	}
+	return doc, nil
 }
 
 // SuiteName is a JUnit suite's name: <host>/<area>.
@@ -103,13 +123,23 @@ func ClassName(host, area string) string { return strings.ReplaceAll(host, ".", 
 // the lab's three hosts) would keep one host's result of each test.
 func CaseName(test, host string) string { return test + " [" + host + "]" }
 
+// Case blocks: a case's properties and output in its suite's system-out,
+// where both schemas allow them. A block opens with caseMark and the
+// case's name; each property is a propMark line.
+const (
+	caseMark = "=== CASE "
+	propMark = "[[PROPERTY|"
+)
+
+func propLine(k, v string) string { return propMark + k + "=" + v + "]]" }
+
 // hostProperties are the host's identity as suite properties.
-func hostProperties(h *HostResult) []junit.Property {
+func hostProperties(h *HostResult) []JUnitProperty {
 	id := h.Identity
-	p := []junit.Property{{Name: "gdr.host", Value: id.Host}}
+	p := []JUnitProperty{{Name: "gdr.host", Value: id.Host}}
 	add := func(k, v string) {
 		if v != "" {
-			p = append(p, junit.Property{Name: k, Value: v})
+			p = append(p, JUnitProperty{Name: k, Value: v})
 		}
 	}
 	add("gdr.kind", id.Kind)
@@ -119,7 +149,7 @@ func hostProperties(h *HostResult) []junit.Property {
 	add("gdr.cuda_driver", id.CUDADriver)
 	add("gdr.gpus", strings.Join(id.GPUs, ", "))
 	add("gdr.nics", strings.Join(id.NICs, ", "))
-	add("gdr.suite_version", id.Suite)
+	add("gdr.suite_version", orUnknown(id.Suite))
 	add("gdr.strict", strconv.FormatBool(id.Strict))
 	add("gdr.role", id.Role)
 	add("gdr.peer", id.Peer)
@@ -129,27 +159,53 @@ func hostProperties(h *HostResult) []junit.Property {
 
 func duration(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
+// junitTime is the form Ant's timestamp pattern takes: UTC, seconds, no zone.
+const junitTime = "2006-01-02T15:04:05"
+
+// hostStart is when the host's run started and where that comes from: the
+// earliest event's time, else host.json's time (when its report was made),
+// else the report's build time, else now.
+func hostStart(h *HostResult, built string) (string, string) {
+	var first time.Time
+	for _, p := range h.pkgs {
+		if !p.Timestamp.IsZero() && (first.IsZero() || p.Timestamp.Before(first)) {
+			first = p.Timestamp
+		}
+	}
+	if !first.IsZero() {
+		return first.UTC().Format(junitTime), "events"
+	}
+	for _, c := range []struct{ v, src string }{{h.Identity.Time, "host.json"}, {built, "report build time"}} {
+		if t, err := time.Parse(time.RFC3339, c.v); err == nil {
+			return t.UTC().Format(junitTime), c.src
+		}
+	}
+	return time.Now().UTC().Format(junitTime), "report build time"
+}
+
 // JUnit builds the JUnit document: one suite per host and area, one case per
 // counted test (one per requirement and device), requirements that did not
-// run at all as skipped cases, failures outside any test as failed cases.
-func (r *Report) JUnit() Testsuites {
-	var doc Testsuites
+// run at all as skipped cases, failures outside any test as error cases.
+func (r *Report) JUnit() JUnit {
+	doc := JUnit{XMLName: xml.Name{Local: "testsuites"}}
 	id := 0
 	for _, h := range r.Hosts {
 		host := h.Identity.Host
-		areas := map[string]*Testsuite{}
+		if strings.TrimSpace(host) == "" {
+			host = "localhost" // what Ant's schema asks for when the name is unknown
+		}
+		stamp, stampSrc := hostStart(h, r.Time)
+		areas := map[string]*junitSuite{}
 		var order []string
-		suite := func(area, pkg string) *Testsuite {
+		suite := func(area, pkg string) *junitSuite {
 			s := areas[area]
 			if s == nil {
-				s = &Testsuite{Testsuite: junit.Testsuite{Name: SuiteName(host, area), Hostname: host, ID: id, Package: pkg}}
+				if pkg == "" {
+					pkg = area
+				}
+				s = &junitSuite{JUnitSuite: JUnitSuite{Name: SuiteName(host, area), Hostname: host, ID: id, Package: pkg, Timestamp: stamp}}
 				id++
-				for _, p := range hostProperties(h) {
-					s.AddProperty(p.Name, p.Value)
-				}
-				if pkg != "" {
-					s.AddProperty("gdr.package", pkg)
-				}
+				s.Props = append(hostProperties(h), JUnitProperty{Name: "gdr.timestamp_source", Value: stampSrc}, JUnitProperty{Name: "gdr.package", Value: pkg})
 				areas[area] = s
 				order = append(order, area)
 			}
@@ -158,20 +214,21 @@ func (r *Report) JUnit() Testsuites {
 		total := map[string]time.Duration{}
 		for _, p := range h.pkgs {
 			s := suite(p.Area, p.Name)
-			if len(p.Output) > 0 {
-				s.SystemOut = &junit.Output{Data: clean(strings.Join(p.Output, "\n"))}
-			}
+			s.out = append(s.out, p.Output...)
 			for _, c := range p.Cases {
 				if c.Parent == nil {
 					total[p.Area] += c.Duration
 				}
 				if c.Counted {
-					s.add(caseOf(c))
+					tc, attrs := caseOf(c, host)
+					s.add(tc, attrs, c.Output)
 				}
 			}
 			if p.Failure != "" {
-				s.add(Testcase{Testcase: junit.Testcase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
-					Failure: &junit.Result{Message: p.Name + " " + p.Failure, Data: clean(strings.Join(append(p.BuildError.Output, p.Output...), "\n"))}}})
+				out := append(append([]string{}, p.BuildError.Output...), p.Output...)
+				m := p.Name + " " + p.Failure
+				s.add(JUnitCase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
+					Error: &JUnitResult{Message: m, Type: typeNotJudged, Body: body(m, "", nil, out)}}, nil, nil)
 			}
 		}
 		for _, rq := range h.Reqs {
@@ -179,9 +236,13 @@ func (r *Report) JUnit() Testsuites {
 				continue
 			}
 			s := suite(rq.Area, "")
-			props := []junit.Property{{Name: "gdr.req", Value: rq.ID}, {Name: "gdr.level", Value: rq.Level}}
-			s.add(Testcase{Properties: &props, Testcase: junit.Testcase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area),
-				Time: "0.000", Skipped: &junit.Result{Message: rq.Reason}}})
+			m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
+			if !strings.HasPrefix(rq.Reason, "not run") {
+				m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
+			}
+			s.add(JUnitCase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
+				Skipped: &JUnitResult{Message: m, Body: body(m, "", nil, nil)}},
+				map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
 		}
 		for i, e := range h.runErrs {
 			s := suite("run", "")
@@ -189,20 +250,32 @@ func (r *Report) JUnit() Testsuites {
 			if i > 0 {
 				name = fmt.Sprintf("(run %d)", i+1)
 			}
-			s.add(Testcase{Testcase: junit.Testcase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
-				Failure: &junit.Result{Message: firstOf(e), Data: e}}})
+			s.add(JUnitCase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
+				Error: &JUnitResult{Message: firstOf(e), Type: typeNotJudged, Body: body(firstOf(e), "", nil, splitLines(e))}}, nil, nil)
 		}
 		for _, a := range order {
 			s := areas[a]
 			s.Time = duration(total[a])
-			doc.add(*s)
+			for i := range s.Props {
+				s.Props[i].Value = clean(s.Props[i].Value)
+			}
+			s.Out = cdata(clean(strings.Join(s.out, "\n")))
+			doc.Suites = append(doc.Suites, s.JUnitSuite)
 		}
 	}
 	return doc
 }
 
-func (s *Testsuite) add(tc Testcase) {
-	s.Testcases = append(s.Testcases, tc)
+// junitSuite is a suite being built: its system-out's lines so far.
+type junitSuite struct {
+	JUnitSuite
+	out []string
+}
+
+// add counts the case and writes its block (properties and output) into
+// the suite's system-out.
+func (s *junitSuite) add(tc JUnitCase, attrs map[string]string, output []string) {
+	s.Cases = append(s.Cases, tc)
 	s.Tests++
 	switch {
 	case tc.Failure != nil:
@@ -212,59 +285,182 @@ func (s *Testsuite) add(tc Testcase) {
 	case tc.Skipped != nil:
 		s.Skipped++
 	}
+	if len(attrs) == 0 && len(output) == 0 {
+		return
+	}
+	s.out = append(s.out, caseMark+tc.Name)
+	s.out = append(s.out, propLines(attrs)...)
+	s.out = append(s.out, output...)
 }
 
-func (d *Testsuites) add(s Testsuite) {
-	d.Suites = append(d.Suites, s)
-	d.Tests += s.Tests
-	d.Failures += s.Failures
-	d.Errors += s.Errors
-	d.Skipped += s.Skipped
+func propLines(attrs map[string]string) []string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, propLine(k, attrs[k]))
+	}
+	return out
 }
 
-func caseOf(c *Case) Testcase {
+// body is a result's text: the message, then the remedy, first, because
+// GitLab shows the body and drops the message; a blank line; then the
+// evidence: the case's properties and its output.
+func body(msg, remedy string, attrs map[string]string, output []string) string {
+	lines := []string{msg}
+	if remedy != "" {
+		lines = append(lines, "remedy: "+remedy)
+	}
+	ev := append(propLines(attrs), output...)
+	if len(ev) > 0 {
+		lines = append(append(lines, ""), ev...)
+	}
+	return clean(strings.Join(lines, "\n")) + "\n"
+}
+
+// caseOf is a counted case's JUnit case. Its message names requirement,
+// level, host, the measured value against its threshold, and the cause; a
+// report-only requirement's failure is a skip; a failure the suite could
+// not judge (gdr.outcome=not_judged) an error. attrs are the case's with
+// its level added.
+func caseOf(c *Case, host string) (tc JUnitCase, attrs map[string]string) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
 	}
-	tc := Testcase{Testcase: junit.Testcase{Name: CaseName(name, c.Host), Classname: ClassName(c.Host, c.Area), Time: duration(c.Duration)}}
-	keys := make([]string, 0, len(c.Attrs))
-	for k := range c.Attrs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	props := make([]junit.Property, 0, len(keys)+1)
-	for _, k := range keys {
-		props = append(props, junit.Property{Name: k, Value: c.Attrs[k]})
-	}
+	tc = JUnitCase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
+	subject := name + " on " + host
+	level := ""
 	if rq, ok := reqs.Lookup(c.Req); ok {
-		props = append(props, junit.Property{Name: "gdr.level", Value: string(rq.Level)})
+		level = string(rq.Level)
+		subject = rq.ID + " " + level + " on " + host
 	}
-	if len(props) > 0 {
-		tc.Properties = &props
+	attrs = c.Attrs
+	if level != "" && attrs["gdr.level"] == "" {
+		attrs = withAttr(attrs, "gdr.level", level)
 	}
-	out := clean(strings.Join(c.Output, "\n"))
 	switch c.Status() {
 	case Pass:
-		if out != "" {
-			tc.SystemOut = &junit.Output{Data: out}
-		}
 	case Skip:
-		tc.Skipped = &junit.Result{Message: c.Message, Data: out}
+		m := subject + ": " + c.Message
+		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", attrs, c.Output)}
 	default:
-		tc.Failure = &junit.Result{Message: c.Message, Data: out}
+		cause, remedy := CauseAndRemedy(c.Message)
+		if v := c.Attrs["gdr.cause"]; v != "" {
+			cause = v
+		}
+		if v := c.Attrs["gdr.remedy"]; v != "" {
+			remedy = v
+		}
+		what := cause
+		if m := measured(c); m != "" {
+			what = m + ": " + cause
+		}
+		m := subject + ": " + what
+		switch {
+		case level == string(reqs.ReportOnly):
+			m = "report-only, not met: " + c.Req + " on " + host + ": " + what
+			tc.Skipped = &JUnitResult{Message: clean(m), Type: typeReportOnly, Body: body(m, remedy, attrs, c.Output)}
+		case c.Attrs["gdr.outcome"] == typeNotJudged:
+			tc.Error = &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, remedy, attrs, c.Output)}
+		default:
+			tc.Failure = &JUnitResult{Message: clean(m), Type: typeFellShort, Body: body(m, remedy, attrs, c.Output)}
+		}
 	}
-	return tc
+	return tc, attrs
 }
 
-// clean replaces characters XML 1.0 cannot carry.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF {
-			return r
+func withAttr(a map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(a)+1)
+	for key, val := range a {
+		out[key] = val
+	}
+	out[k] = v
+	return out
+}
+
+// measured is "bw 12.1 Gbit/s < floor 75 Gbit/s (75% of port rate)": the
+// judged value against its threshold. The test names both (gdr.measured,
+// gdr.threshold, gdr.threshold_source); a recording made before those names
+// gives the first number that has a threshold beside it.
+func measured(c *Case) string {
+	a := c.Attrs
+	if k := a["gdr.measured"]; a[k] != "" {
+		s := valueWithUnit(k, a[k])
+		if tk := a["gdr.threshold"]; a[tk] != "" {
+			op, word := "vs", "threshold"
+			if w := strings.Split(strings.TrimPrefix(tk, attrkey.Prefix), "_"); w[0] == "min" {
+				op, word = "<", "floor"
+			} else if w[0] == "max" {
+				op, word = ">", "ceiling"
+			}
+			s += " " + op + " " + word + " " + unitless(valueWithUnit(tk, a[tk]))
+			if src := a["gdr.threshold_source"]; src != "" {
+				s += " (" + src + ")"
+			}
 		}
-		return '\uFFFD'
-	}, s)
+		return s
+	}
+	for _, n := range numbers(c) {
+		if n.Threshold == "" {
+			continue
+		}
+		op := "vs"
+		switch {
+		case strings.HasPrefix(n.Threshold, "floor "):
+			op = "<"
+		case strings.HasPrefix(n.Threshold, "ceiling "):
+			op = ">"
+		}
+		s := valueWithUnit(n.Key, n.Value) + " " + op + " " + n.Threshold
+		if t := a["gdr.threshold"]; t != "" && !strings.Contains(n.Threshold, t) {
+			s += " (" + t + ")"
+		}
+		return s
+	}
+	return ""
+}
+
+// valueWithUnit is "bw 12.1 Gbit/s" for gdr.bw_gbit_s=12.1: the key less
+// its prefix and unit words, the value, the unit.
+func valueWithUnit(key, v string) string {
+	name := strings.TrimPrefix(key, attrkey.Prefix)
+	if word, unit, ok := attrkey.UnitOf(key); ok {
+		name = strings.Replace(name, "_"+word, "", 1)
+		return name + " " + v + " " + unit
+	}
+	return name + " " + v
+}
+
+// unitless drops the leading name valueWithUnit puts in front.
+func unitless(s string) string {
+	_, rest, _ := strings.Cut(s, " ")
+	return rest
+}
+
+// clean makes s fit XML 1.0: a character it cannot carry (control
+// characters, U+FFFE/FFFF, bytes that are not UTF-8) is written visibly as
+// \xNN or \uNNNN, never as U+FFFD (xunit-viewer crashed on that).
+func clean(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF:
+			b.WriteString(s[i : i+n])
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // WriteJUnit writes the report as JUnit XML.

@@ -177,7 +177,10 @@ func loadJUnitDir(dir string) (Run, error) {
 
 // ReadJUnit turns a JUnit file written by gotestsum (or by this package) back
 // into go test -json events: each case's properties become attr events, its
-// body output events, its result the final event. Subtest structure comes
+// output output events, its result the final event. A file this package
+// writes now keeps a case's properties and output in a block of its suite's
+// system-out (see caseMark); older files, and gotestsum's, keep them in the
+// case (properties, system-out, the result's body). Subtest structure comes
 // back from the names. Host suffixes " [host]" are dropped.
 func ReadJUnit(r io.Reader) ([]Event, error) {
 	doc, err := ParseJUnit(r)
@@ -187,6 +190,7 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 	var evs []Event
 	for _, s := range doc.Suites {
 		pkg := s.Name // a package path, or our own <host>/<area>: the area is its last element either way
+		blocks := caseBlocks(string(s.Out))
 		type item struct {
 			name string
 			evs  []Event
@@ -199,19 +203,29 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			}
 			el, _ := strconv.ParseFloat(c.Time, 64)
 			e := []Event{{Action: "run", Package: pkg, Test: name}}
-			for _, p := range c.Props {
-				e = append(e, Event{Action: "attr", Package: pkg, Test: name, Key: p.Name, Value: p.Value})
-			}
-			body, action := c.Out, "pass"
+			body, action := string(c.Out), "pass"
 			switch {
 			case c.Failure != nil:
 				body, action = longer(c.Failure.Body, c.Failure.Message), "fail"
 			case c.Error != nil:
 				body, action = longer(c.Error.Body, c.Error.Message), "fail"
+			case c.Skipped != nil && c.Skipped.Type == typeReportOnly:
+				body, action = longer(c.Skipped.Body, c.Skipped.Message), "fail" // the test failed; JUnit skips it so no build turns unstable
 			case c.Skipped != nil:
 				body, action = longer(c.Skipped.Body, c.Skipped.Message), "skip"
 			}
-			for _, l := range splitLines(body) {
+			var props []JUnitProperty
+			if c.Props != nil {
+				props = *c.Props
+			}
+			lines := splitLines(body)
+			if b, ok := blocks[c.Name]; ok {
+				props, lines = b.props, b.out
+			}
+			for _, p := range props {
+				e = append(e, Event{Action: "attr", Package: pkg, Test: name, Key: p.Name, Value: p.Value})
+			}
+			for _, l := range lines {
 				if strings.HasPrefix(l, "=== ATTR ") {
 					continue // gotestsum keeps these; the properties carry them
 				}
@@ -222,12 +236,48 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 		}
 		// gotestsum lists a parent after its subtests; parents start first.
 		sortParentsFirst(items, func(i int) string { return items[i].name })
-		evs = append(evs, Event{Action: "start", Package: pkg})
+		start := Event{Action: "start", Package: pkg}
+		if t, err := time.Parse("2006-01-02T15:04:05", s.Timestamp); err == nil {
+			start.Time = &t
+		}
+		evs = append(evs, start)
 		for _, it := range items {
 			evs = append(evs, it.evs...)
 		}
 	}
 	return evs, nil
+}
+
+// caseBlock is one case's properties and output from its suite's system-out.
+type caseBlock struct {
+	props []JUnitProperty
+	out   []string
+}
+
+// caseBlocks reads the blocks of a suite's system-out by case name; the
+// package's own output before the first block is left out, as it is for
+// older files.
+func caseBlocks(out string) map[string]*caseBlock {
+	blocks := map[string]*caseBlock{}
+	var cur *caseBlock
+	for _, l := range splitLines(out) {
+		if name, ok := strings.CutPrefix(l, caseMark); ok {
+			cur = &caseBlock{}
+			blocks[name] = cur
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if kv, ok := strings.CutPrefix(l, propMark); ok && strings.HasSuffix(kv, "]]") {
+			if k, v, ok := strings.Cut(strings.TrimSuffix(kv, "]]"), "="); ok {
+				cur.props = append(cur.props, JUnitProperty{Name: k, Value: v})
+				continue
+			}
+		}
+		cur.out = append(cur.out, l)
+	}
+	return blocks
 }
 
 // sortParentsFirst moves every test before the first of its subtests.

@@ -134,6 +134,9 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 			continue
 		}
 		p := getPkg(e.Package)
+		if e.Time != nil && (p.Timestamp.IsZero() || e.Time.Before(p.Timestamp)) {
+			p.Timestamp = *e.Time // the package's start: JUnit's timestamp
+		}
 		if e.Test == "" {
 			switch e.Action {
 			case "output":

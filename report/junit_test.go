@@ -1,0 +1,341 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+)
+
+func junitOf(t *testing.T, r *Report) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, r.WriteJUnit(&b))
+	return b.Bytes()
+}
+
+// verdictHost has one case of each kind a CI system must tell apart: a
+// must requirement that fell short (contract attributes), one the suite
+// could not judge, one failing without gdr.outcome (older tests), a
+// report-only requirement not met, and a package that did not build.
+func verdictHost(name string) Run {
+	at := time.Date(2026, 12, 1, 22, 30, 5, 0, time.FixedZone("CET", 3600))
+	evs := events("github.com/gdrconf/gdrconf/conformance/pingpong",
+		tc{name: "TestPP08Bandwidth", result: "fail", attrs: []string{"gdr.req", "PP-08"}},
+		tc{name: "TestPP08Bandwidth/WRITE/1048576", result: "fail",
+			attrs: []string{"gdr.nic", "mlx5_0", "gdr.bw_gbit_s", "12.1", "gdr.min_bw_gbit_s", "75", "gdr.measured", "gdr.bw_gbit_s",
+				"gdr.threshold", "gdr.min_bw_gbit_s", "gdr.threshold_source", "75% of port rate", "gdr.outcome", "fell_short",
+				"gdr.cause", "RDMA WRITE of 1 MiB from GPU memory reaches 12.1 Gbit/s", "gdr.remedy", "check the NIC's PCIe link (TOPO-04)"},
+			out: []string{"    pingpong_test.go:300: RDMA WRITE of 1 MiB from GPU memory reaches 12.1 Gbit/s, below 75 Gbit/s; remedy: check the NIC's PCIe link (TOPO-04)"}},
+		tc{name: "TestPP03Write", result: "fail", attrs: []string{"gdr.req", "PP-03", "gdr.outcome", "not_judged", "gdr.cause", "peer gpu02 vanished", "gdr.remedy", "check the peer"},
+			out: []string{"    pingpong_test.go:90: peer gpu02 vanished; remedy: check the peer"}},
+		tc{name: "TestPP04Read", result: "fail", attrs: []string{"gdr.req", "PP-04"},
+			out: []string{"    pingpong_test.go:120: READ data differs at byte 7; remedy: check the NIC firmware"}},
+		tc{name: "TestPP09HostVsGPU", result: "fail", attrs: []string{"gdr.req", "PP-09"},
+			out: []string{"    pingpong_test.go:400: GPU memory reaches 0.41 of host memory's bandwidth; remedy: check the path class (TOPO-02)"}},
+	)
+	for i := range evs {
+		tm := at.Add(time.Duration(i) * time.Second)
+		evs[i].Time = &tm
+	}
+	evs = append(evs,
+		Event{Action: "build-output", ImportPath: "github.com/gdrconf/gdrconf/conformance/gpu [github.com/gdrconf/gdrconf/conformance/gpu.test]", Output: "gpu_test.go:3:2: undefined: cuda.Foo\n"},
+		Event{Action: "build-fail", ImportPath: "github.com/gdrconf/gdrconf/conformance/gpu [github.com/gdrconf/gdrconf/conformance/gpu.test]"},
+		Event{Action: "start", Package: "github.com/gdrconf/gdrconf/conformance/gpu"},
+		Event{Action: "output", Package: "github.com/gdrconf/gdrconf/conformance/gpu", Output: "FAIL\tgithub.com/gdrconf/gdrconf/conformance/gpu [build failed]\n"},
+		Event{Action: "fail", Package: "github.com/gdrconf/gdrconf/conformance/gpu"},
+	)
+	return Run{Host: Identity{Host: name, Suite: "v1.4.0-3-gabc"}, Events: evs, Errs: []string{"the VM died\nlast console line"}}
+}
+
+// constructedReports are reports the tests build, beside the recordings.
+func constructedReports() map[string]*Report {
+	return map[string]*Report{
+		"gpu hosts": Build([]Run{gpuHost("gpu-01.example.com"), gpuHost("gpu-02.example.com")}),
+		"verdicts":  Build([]Run{verdictHost("gpu01")}),
+		"unnamed":   Build([]Run{{Host: Identity{Host: ""}, Events: events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", result: "pass", attrs: []string{"gdr.req", "GPU-02"}})}}),
+		"control": Build([]Run{{Host: Identity{Host: "ctl"}, Events: events("x/conformance/gpu",
+			tc{name: "TestGPU02ComputeCapability", result: "fail", attrs: []string{"gdr.req", "GPU-02", "gdr.note", "bell\x07"}, out: []string{"    x.go:1: nvidia-smi printed \x01\x1b[0m; remedy: none"}})}}),
+	}
+}
+
+// Every recorded run and every constructed report is valid against both
+// schemas.
+func TestJUnitSchemas(t *testing.T) {
+	ents, err := os.ReadDir(runsDir)
+	require.NoError(t, err)
+	files := map[string][]byte{}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		runs, err := LoadDir(filepath.Join(runsDir, e.Name()))
+		require.NoError(t, err)
+		files["fixtures/runs/"+e.Name()] = junitOf(t, Build(runs))
+	}
+	for name, r := range constructedReports() {
+		files[name] = junitOf(t, r)
+	}
+	runs, a, err := LoadCluster(clusterFolder(t, map[string]int{"vm3": 1}), isolate.Options{MinFraction: 0.5})
+	require.NoError(t, err)
+	cl := Build(runs)
+	cl.SetCluster(a)
+	files["cluster with a slow rail"] = junitOf(t, cl)
+	require.Greater(t, len(files), 8)
+	for name, b := range files {
+		assert.Empty(t, checkJUnit10(b), "%s against junit-10.xsd", name)
+		assert.Empty(t, checkAnt(b), "%s against the Ant schema", name)
+	}
+}
+
+// The checker fails what the schemas reject: the recordings' own
+// gotestsum files (properties inside a case, no timestamp), and
+// violations planted into a file this package wrote.
+func TestJUnitSchemaCheckerCatches(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join(runsDir, "h200-dist", "junit.xml"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, checkJUnit10(old), "gotestsum's file has properties inside cases")
+	assert.NotEmpty(t, checkAnt(old))
+
+	good := string(junitOf(t, Build([]Run{gpuHost("gpu01")})))
+	require.Empty(t, checkJUnit10([]byte(good)))
+	require.Empty(t, checkAnt([]byte(good)))
+	plant := func(old, new string) []byte {
+		t.Helper()
+		require.Contains(t, good, old)
+		return []byte(strings.Replace(good, old, new, 1))
+	}
+	caseProps := plant(`time="0.010">`, `time="0.010"><properties><property name="gdr.req" value="GPU-02"></property></properties>`)
+	assert.NotEmpty(t, grep(checkJUnit10(caseProps), `<properties> is not allowed in <testcase>`))
+	assert.NotEmpty(t, grep(checkAnt(caseProps), `<properties> is not allowed in <testcase>`))
+
+	noStamp := []byte(regexpReplaceFirst(good, ` timestamp="[^"]*"`, ""))
+	assert.Empty(t, checkJUnit10(noStamp), "junit-10 leaves timestamp optional")
+	assert.NotEmpty(t, grep(checkAnt(noStamp), `lacks the required attribute "timestamp"`))
+
+	skippedTop := plant(`<testsuites>`, `<testsuites skipped="3">`)
+	assert.NotEmpty(t, grep(checkJUnit10(skippedTop), `attribute "skipped" is not allowed on <testsuites>`))
+
+	zoned := []byte(regexpReplaceFirst(good, ` timestamp="([^"]*)"`, ` timestamp="${1}Z"`))
+	assert.NotEmpty(t, grep(checkAnt(zoned), `timestamp=`))
+	badTime := plant(`time="0.010"`, `time="10ms"`)
+	assert.NotEmpty(t, checkAnt(badTime))
+	noType := []byte(regexpReplaceFirst(good, ` type="fell_short"`, ""))
+	assert.NotEmpty(t, grep(checkAnt(noType), `lacks the required attribute "type"`))
+	outInCase := plant(`time="0.010">`, `time="0.010"><system-out>x</system-out>`)
+	assert.Empty(t, checkJUnit10(outInCase), "junit-10 takes output in a case")
+	assert.NotEmpty(t, checkAnt(outInCase), "Ant does not")
+	noErr := []byte(regexpReplaceFirst(good, `<system-err></system-err>`, ""))
+	assert.NotEmpty(t, grep(checkAnt(noErr), `are not: properties, testcase*, system-out, system-err`))
+}
+
+func grep(errs []string, s string) []string {
+	var out []string
+	for _, e := range errs {
+		if strings.Contains(e, s) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// gitlabShown is what GitLab shows for a case, reimplemented from
+// gitlabhq/gitlabhq lib/gitlab/ci/parsers/test/junit.rb: the first of
+// failure, error, skipped becomes the status, and that element, as
+// ActiveSupport's Hash.from_xml converts it, the shown text. from_xml makes
+// an element with non-blank text that text (its attributes, the message
+// among them, are dropped); one with attributes and blank text stays a
+// hash (GitLab printed it as such): isText is false then.
+func gitlabShown(c JUnitCase) (status, shown string, isText bool) {
+	for _, r := range []struct {
+		status string
+		res    *JUnitResult
+	}{{"failed", c.Failure}, {"error", c.Error}, {"skipped", c.Skipped}} {
+		if r.res == nil {
+			continue
+		}
+		if strings.TrimSpace(r.res.Body) != "" {
+			return r.status, r.res.Body, true
+		}
+		return r.status, "", r.res.Message == "" && r.res.Type == ""
+	}
+	return "success", "", true
+}
+
+// GitLab's view of a failing case starts with its reason (requirement,
+// level, host, value, threshold, cause), then the remedy; evidence after.
+func TestJUnitGitLabView(t *testing.T) {
+	doc := parseJUnit(t, junitOf(t, Build([]Run{verdictHost("gpu01"), gpuHost("gpu02")})))
+	seen := map[string]string{}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			status, shown, isText := gitlabShown(c)
+			if status == "success" {
+				continue
+			}
+			require.True(t, isText, "case %q reaches GitLab as a hash, not text", c.Name)
+			lines := strings.Split(shown, "\n")
+			seen[c.Name] = shown
+			if c.Failure != nil {
+				assert.Equal(t, c.Failure.Message, lines[0], "case %q: GitLab shows the reason first", c.Name)
+			}
+		}
+	}
+	pp08 := seen["TestPP08Bandwidth/WRITE/1048576 [gpu01]"]
+	require.NotEmpty(t, pp08)
+	assert.True(t, strings.HasPrefix(pp08, "PP-08 must on gpu01: bw 12.1 Gbit/s < floor 75 Gbit/s (75% of port rate): RDMA WRITE of 1 MiB from GPU memory reaches 12.1 Gbit/s\n"+
+		"remedy: check the NIC's PCIe link (TOPO-04)\n\n"), pp08)
+	assert.Less(t, strings.Index(pp08, "remedy:"), strings.Index(pp08, "[[PROPERTY|gdr.bw_gbit_s=12.1]]"), "evidence after the reason")
+	assert.Contains(t, pp08, "pingpong_test.go:300:", "the output is in the evidence")
+	gpu09 := seen["TestGPU09HtoDBandwidth/0000:00:06.0 [gpu02]"]
+	assert.True(t, strings.HasPrefix(gpu09, "GPU-09 must on gpu02: copy_fraction 0.319 < floor 0.600: GPU 0000:00:06.0: pinned HtoD copies reach 20.10 GB/s, below GDR_MIN_COPY_FRACTION=0.60\n"+
+		"remedy: check the GPU link (GPU-11)\n"), "a recording without gdr.measured: the first number with a threshold: %s", gpu09)
+	notRun := seen["INST-01 (not run) [gpu02]"]
+	assert.True(t, strings.HasPrefix(notRun, "INST-01 must on gpu02: not run: "), notRun)
+}
+
+// Report-only requirements skip, not_judged is an error, fell_short and
+// no outcome are failures, a package that did not build and a run error
+// are errors; suite counts follow.
+func TestJUnitOutcomes(t *testing.T) {
+	b := junitOf(t, Build([]Run{verdictHost("gpu01")}))
+	doc := parseJUnit(t, b)
+	cases := map[string]JUnitCase{}
+	suites := map[string]JUnitSuite{}
+	for _, s := range doc.Suites {
+		suites[s.Name] = s
+		for _, c := range s.Cases {
+			cases[c.Name] = c
+		}
+	}
+	pp08 := cases["TestPP08Bandwidth/WRITE/1048576 [gpu01]"]
+	require.NotNil(t, pp08.Failure)
+	assert.Equal(t, "fell_short", pp08.Failure.Type)
+	pp03 := cases["TestPP03Write [gpu01]"]
+	require.NotNil(t, pp03.Error, "the suite could not judge: an error")
+	assert.Equal(t, "PP-03 must on gpu01: peer gpu02 vanished", pp03.Error.Message)
+	pp04 := cases["TestPP04Read [gpu01]"]
+	require.NotNil(t, pp04.Failure, "no gdr.outcome counts as fell_short")
+	assert.Equal(t, "PP-04 must on gpu01: READ data differs at byte 7", pp04.Failure.Message)
+	pp09 := cases["TestPP09HostVsGPU [gpu01]"]
+	require.NotNil(t, pp09.Skipped, "a report-only requirement never fails a build")
+	assert.Nil(t, pp09.Failure)
+	assert.Equal(t, "report-only, not met: PP-09 on gpu01: GPU memory reaches 0.41 of host memory's bandwidth", pp09.Skipped.Message)
+	pkg := cases["(package) [gpu01]"]
+	require.NotNil(t, pkg.Error, "a package that did not build was not judged")
+	assert.Contains(t, pkg.Error.Message, "did not build")
+	assert.Contains(t, pkg.Error.Body, "undefined: cuda.Foo")
+	run := cases["(run) [gpu01]"]
+	require.NotNil(t, run.Error)
+	assert.Equal(t, "the VM died", run.Error.Message)
+
+	pp := suites["gpu01/pingpong"]
+	assert.Equal(t, 2, pp.Failures, "PP-08 and PP-04")
+	assert.Equal(t, 1, pp.Errors, "PP-03")
+	assert.GreaterOrEqual(t, pp.Skipped, 1, "PP-09, and the requirements that did not run")
+	assert.Equal(t, "2026-12-01T21:30:05", pp.Timestamp, "the run's first event, in UTC")
+	props := map[string]string{}
+	for _, p := range pp.Props {
+		props[p.Name] = p.Value
+	}
+	assert.Equal(t, "v1.4.0-3-gabc", props["gdr.suite_version"], "the suite version the host ran")
+	assert.Equal(t, "events", props["gdr.timestamp_source"])
+	assert.Equal(t, "github.com/gdrconf/gdrconf/conformance/pingpong", pp.Package)
+}
+
+// Without event times the timestamp is host.json's, then the report's
+// build time, and the suite says which.
+func TestJUnitTimestampFallbacks(t *testing.T) {
+	pass := events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", result: "pass", attrs: []string{"gdr.req", "GPU-02"}})
+	r := Build([]Run{{Host: Identity{Host: "a", Time: "2026-11-30T10:00:00+02:00"}, Events: pass}})
+	s := parseJUnit(t, junitOf(t, r)).Suites[0]
+	assert.Equal(t, "2026-11-30T08:00:00", s.Timestamp)
+	assert.Contains(t, s.Props, JUnitProperty{Name: "gdr.timestamp_source", Value: "host.json"})
+	r = Build([]Run{{Host: Identity{Host: "a"}, Events: pass}})
+	r.Time = "2026-11-29T01:02:03Z"
+	s = parseJUnit(t, junitOf(t, r)).Suites[0]
+	assert.Equal(t, "2026-11-29T01:02:03", s.Timestamp)
+	assert.Contains(t, s.Props, JUnitProperty{Name: "gdr.timestamp_source", Value: "report build time"})
+}
+
+func TestCleanEscapesVisibly(t *testing.T) {
+	assert.Equal(t, `a\x01b\x1b[0m \xff \ufffe`+"\tok\n", clean("a\x01b\x1b[0m \xff \uFFFE\tok\n"))
+	assert.Equal(t, "µs ✓", clean("µs ✓"))
+	b := junitOf(t, constructedReports()["control"])
+	assert.NotContains(t, string(b), "\uFFFD", "xunit-viewer crashed on U+FFFD")
+	assert.Contains(t, string(b), `printed \x01\x1b[0m`)
+	assert.Contains(t, string(b), `gdr.note=bell\x07`)
+}
+
+// A file this package writes reads back (ReadJUnit) into the same cases:
+// names, results, attributes and output; and the suite's timestamp.
+func TestJUnitReadsBackWhatItWrites(t *testing.T) {
+	orig := Build([]Run{verdictHost("gpu01"), gpuHost("gpu02")})
+	evs, err := ReadJUnit(bytes.NewReader(junitOf(t, orig)))
+	require.NoError(t, err)
+	for _, h := range orig.Hosts {
+		var mine []Event
+		for _, e := range evs {
+			if strings.HasPrefix(e.Package, h.Identity.Host+"/") {
+				mine = append(mine, e)
+			}
+		}
+		back := Build([]Run{{Host: h.Identity, Events: mine}}).Hosts[0]
+		got := map[string]*Case{}
+		for _, c := range back.Cases() {
+			got[c.Name] = c
+		}
+		n := 0
+		for _, c := range h.Cases() {
+			b := got[c.Name]
+			require.NotNil(t, b, "%s of %s reads back", c.Name, h.Identity.Host)
+			n++
+			assert.Equal(t, c.Status(), b.Status(), c.Name)
+			want := withAttr(c.Attrs, "gdr.level", b.Attrs["gdr.level"])
+			assert.Equal(t, want, b.Attrs, c.Name)
+			assert.Equal(t, noAttrLines(c.Output), noAttrLines(b.Output), c.Name)
+			assert.Equal(t, c.Message, b.Message, c.Name)
+		}
+		assert.Greater(t, n, 2)
+		if h.Identity.Host == "gpu01" {
+			first := time.Time{}
+			for _, p := range back.pkgs {
+				if !p.Timestamp.IsZero() {
+					first = p.Timestamp
+				}
+			}
+			assert.Equal(t, "2026-12-01T21:30:05", first.Format(junitTime))
+		}
+	}
+	// Older files (gotestsum's, properties inside cases) still read.
+	runs, err := LoadDir(filepath.Join(runsDir, "h200-gdr"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, Build(runs).Hosts[0].Cases())
+}
+
+func noAttrLines(l []string) []string {
+	var out []string
+	for _, s := range l {
+		if !strings.HasPrefix(s, "=== ATTR ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func regexpReplaceFirst(s, re, repl string) string {
+	rx := regexp.MustCompile(re)
+	loc := rx.FindStringSubmatchIndex(s)
+	if loc == nil {
+		return s
+	}
+	return s[:loc[0]] + string(rx.ExpandString(nil, repl, s, loc)) + s[loc[1]:]
+}
