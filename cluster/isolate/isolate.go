@@ -122,8 +122,11 @@ type Pair struct {
 	Rail       int     `json:"rail"`
 	Status     Status  `json:"status"`
 	BWGbitS    float64 `json:"bw_gbit_s,omitempty"`
-	FloorGbitS float64 `json:"floor_gbit_s,omitempty"` // the floor a Slow pair fell below
-	Detail     string  `json:"detail,omitempty"`
+	FloorGbitS float64 `json:"floor_gbit_s,omitempty"` // the floor the pair was judged against (a Slow pair fell below it)
+	// FloorSource says where FloorGbitS comes from: the fraction of which
+	// median, or the absolute floor.
+	FloorSource string `json:"floor_source,omitempty"`
+	Detail      string `json:"detail,omitempty"`
 }
 
 // Evidence is one failed pair as seen from one of its ends.
@@ -437,7 +440,10 @@ func applyFloors(pairs []Pair, opt Options) {
 			}
 		}
 		for i, j := range idx {
-			floor := opt.MinGbitS
+			floor, source := opt.MinGbitS, ""
+			if floor > 0 {
+				source = fmt.Sprintf("the absolute floor of %.3g Gbit/s", floor)
+			}
 			if opt.MinFraction > 0 && len(sorted) >= 3 {
 				p := pairs[j]
 				// The values of the pairs that share a host with p (p too).
@@ -453,17 +459,24 @@ func applyFloors(pairs []Pair, opt Options) {
 					drop = append(drop, vals[k])
 				}
 				slices.Sort(drop)
+				med, of := 0.0, ""
 				switch {
 				case len(drop) < len(sorted):
-					floor = max(floor, opt.MinFraction*medianApart(sorted, drop))
+					med, of = medianApart(sorted, drop), fmt.Sprintf("rail %d's pairs without %s or %s", p.Rail, p.A, p.B)
 				default:
-					floor = max(floor, opt.MinFraction*medianWithout(sorted, vals[i]))
+					med, of = medianWithout(sorted, vals[i]), fmt.Sprintf("rail %d's other pairs", p.Rail)
 				}
+				if rel := opt.MinFraction * med; rel > floor {
+					floor = rel
+					source = fmt.Sprintf("GDR_PAIR_MIN_FRACTION %.3g x the median %.3g Gbit/s of %s", opt.MinFraction, med, of)
+				}
+			}
+			if floor > 0 {
+				pairs[j].FloorGbitS, pairs[j].FloorSource = floor, source
 			}
 			if floor > 0 && pairs[j].BWGbitS < floor {
 				pairs[j].Status = Slow
-				pairs[j].FloorGbitS = floor
-				pairs[j].Detail = fmt.Sprintf("%.3g Gbit/s is below the floor of %.3g Gbit/s", pairs[j].BWGbitS, floor)
+				pairs[j].Detail = fmt.Sprintf("%.3g Gbit/s is below the floor of %.3g Gbit/s (%s)", pairs[j].BWGbitS, floor, source)
 			}
 		}
 	}
