@@ -198,6 +198,7 @@ func (r *Report) JUnit() Testsuites {
 			doc.add(*s)
 		}
 	}
+	r.appendClusterSuites(&doc)
 	return doc
 }
 
