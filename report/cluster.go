@@ -186,7 +186,8 @@ func LoadCluster(dir string, opt isolate.Options) ([]Run, *isolate.Analysis, err
 func (r *Report) SetCluster(a *isolate.Analysis) {
 	f := findingsOf(a)
 	for _, h := range r.Hosts {
-		if excusePairs(h, a) {
+		if ex := excusePairs(h, a); len(ex) > 0 {
+			f.Excused = append(f.Excused, ex...)
 			h.rejudge()
 		}
 		f.apply(h)
@@ -404,13 +405,15 @@ func clearance(a *isolate.Analysis, h string) ClusterClearance {
 	return c
 }
 
-// excusePairs turns h's failed pair tests whose failure isolation put on
-// the partner or the link into skips that say so: the pair's result is the
-// link's (cluster/links), never one endpoint's. It reports whether any
-// changed.
-func excusePairs(h *HostResult, a *isolate.Analysis) bool {
+// excusePairs turns h's failed pair tests into skips that say why, unless
+// isolation found h's own rail bad: the pair's result is the link's
+// (cluster/links), never one endpoint's, and isolation's findings judge the
+// hosts. A failure put on the partner or the link is not h's; one not
+// isolated yet leaves h INCOMPLETE through its finding. It returns the
+// cases it changed, "<host>: <test> (round-<k>)".
+func excusePairs(h *HostResult, a *isolate.Analysis) []string {
 	host := h.Identity.Host
-	changed := false
+	var changed []string
 	for _, c := range h.Cases() {
 		rail, err := strconv.Atoi(c.Attrs["gdr.rail"])
 		rd := roundOf(c.Package)
@@ -426,12 +429,19 @@ func excusePairs(h *HostResult, a *isolate.Analysis) bool {
 			if o == host {
 				o = p.A
 			}
-			if b := blamed(a, host, o, rail); b != "" {
-				c.Result = gtr.Skip
-				c.Message = fmt.Sprintf("not held against %s: %s by cluster isolation; the pair's result is the link's (cluster/links %s); the test said: %s",
-					host, b, linkCaseName(p), c.Message)
-				changed = true
+			if a.State(host, rail) == isolate.Bad {
+				break // its own fault: the failure stands
 			}
+			why := blamed(a, host, o, rail)
+			if why == "" {
+				why = fmt.Sprintf("not judged yet: cluster isolation has not told %s rail %d (%s) from %s rail %d (%s)", host, rail, a.State(host, rail), o, rail, a.State(o, rail))
+			} else {
+				why += " by cluster isolation"
+			}
+			c.Result = gtr.Skip
+			c.Message = fmt.Sprintf("not held against %s: %s; the pair's result is the link's (%s %s); the test said: %s",
+				host, why, LinkSuite, linkCaseName(p), c.Message)
+			changed = append(changed, fmt.Sprintf("%s: %s (%s)", host, c.Name, rd))
 			break
 		}
 	}
