@@ -94,7 +94,10 @@ func (r *Report) clusterSuites() []clusterSuite {
 			if len(who) == 0 {
 				who = []string{"nothing found bad: the ends are clear"}
 			}
-			cc.Body = fmt.Sprintf("%s\nvalue: %s\nisolation: %s\ndetail: %s", cc.Message, versus(p), strings.Join(who, "; "), p.Detail)
+			cc.Body = cc.Message + "\nisolation: " + strings.Join(who, "; ")
+			if p.Status != isolate.Slow {
+				cc.Body += "\nvalue: " + versus(p) + "\ndetail: " + p.Detail
+			}
 		}
 		links.Cases = append(links.Cases, cc)
 	}
