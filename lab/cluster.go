@@ -22,7 +22,7 @@ import (
 
 // ModeCluster is `make lab-cluster`: four VMs with two rails each run the
 // suite under real Slurm, one rail of one VM degraded on purpose, and the
-// merged report must name exactly that rail as suspect.
+// merged report must find exactly that rail bad (and fail the merge for it).
 const ModeCluster = "cluster"
 
 // Cluster suites: what each round runs on a node.

@@ -8,6 +8,8 @@
 //
 // Exit status: 0 QUALIFIED (and INCOMPLETE without GDR_STRICT=1), 1 NOT
 // QUALIFIED, 2 the report could not be made, 3 INCOMPLETE under GDR_STRICT=1.
+// A cluster folder's isolation findings are part of the verdict: a host,
+// rail or link found bad exits 1, a part not isolated yet is INCOMPLETE.
 package main
 
 import (
