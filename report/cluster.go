@@ -196,7 +196,7 @@ func (r *Report) SetCluster(a *isolate.Analysis) {
 	f.applyMerged(&r.Verdict)
 	verdicts := map[string]string{}
 	for _, h := range r.Hosts {
-		verdicts[h.Identity.Host] = h.Verdict.Line
+		verdicts[h.Identity.Host] = h.Verdict.Verdict
 	}
 	s := a.Summary(verdicts)
 	r.Cluster = &s
@@ -628,15 +628,16 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 }
 
 // clearedButFailed explains the hosts whose own verdict failed while the
-// isolation cleared their fabric: a bad partner can fail the tests of a good
-// host (a partner that stalls makes both ends' transfers time out), and an
+// isolation cleared their fabric: their failed pair tests are not held
+// against them (excusePairs), so the failure is another test's, which a bad
+// partner may still have caused (a peer that stalls a non-pair test), and an
 // operator must not replace that host on its verdict alone.
 func clearedButFailed(c *isolate.Summary) []string {
 	var out []string
 	for _, h := range c.Hosts {
 		if h.Fabric == isolate.Cleared && strings.HasPrefix(h.Verdict, "NOT QUALIFIED") {
 			out = append(out, fmt.Sprintf("%s is %s, but its fabric was cleared: every pair it failed in is explained by a partner found bad; "+
-				"if its failures are pair tests only, re-run it with a known-good partner before acting on its verdict", h.Host, h.Verdict))
+				"its failed pair tests are not held against it; re-run the tests it still failed with a known-good partner before acting on its verdict", h.Host, h.Verdict))
 		}
 	}
 	return out
