@@ -13,6 +13,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -247,31 +248,31 @@ func labRounds(t *testing.T, slow *Degrade) string {
 	t.Helper()
 	root := t.TempDir()
 	hosts := ClusterHosts(4)
-	rounds := [][][2]int{{{0, 1}, {2, 3}}, {{1, 2}, {3, 0}}} // server, client
-	for k, pairs := range rounds {
-		for _, p := range pairs {
-			for end, i := range p {
-				role, peer := "server", hosts[p[1]]
-				if end == 1 {
-					role, peer = "client", hosts[p[0]]
-				}
-				me := hosts[i]
-				require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: k, Host: me, Index: i, Hosts: 4, Role: role, Peer: peer,
-					PeerAddr: peer, Port: 20016, Pairing: "ring", Job: "slurm/gdrlab/1"}))
-				c := StandinConfig{Role: role, PeerHost: peer, PeerName: peer, Host: me, Port: 20016, Rails: 2, Size: 65536, Iters: 200}
-				evs := []report.Event{{Action: "start", Package: StandinPkg}, {Action: "run", Package: StandinPkg, Test: StandinTest}}
-				for rail := 0; rail < 2; rail++ {
-					mbs := 30.0 + float64(i) // healthy TCG pairs differ a little
-					if slow != nil && rail == slow.Rail && (me == slow.Host || peer == slow.Host) {
-						mbs = 0.5
-					}
-					out := fmt.Sprintf("#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      200             %.2f              %.2f                0.000480\n", mbs, mbs)
-					evs = append(evs, c.StandinEvents(rail, out, nil, time.Second)...)
-				}
-				evs = append(evs, report.Event{Action: "pass", Package: StandinPkg, Test: StandinTest}, report.Event{Action: "pass", Package: StandinPkg})
-				zero := 0
-				require.NoError(t, report.SaveRun(cluster.RoundDir(root, me, k), report.Run{Host: report.Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
+	for _, rd := range pairing.Base(pairing.Ring, len(hosts)) {
+		for i, me := range hosts {
+			j, server, ok := rd.Peer(i)
+			if !ok {
+				continue
 			}
+			role, peer := "client", hosts[j]
+			if server {
+				role = "server"
+			}
+			require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: rd.Index, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer,
+				PeerAddr: peer, Port: 20016, Pairing: "ring", Job: "slurm/gdrlab/1"}))
+			c := StandinConfig{Role: role, PeerHost: peer, PeerName: peer, Host: me, Port: 20016, Rails: 2, Size: 65536, Iters: 200}
+			evs := []report.Event{{Action: "start", Package: StandinPkg}, {Action: "run", Package: StandinPkg, Test: StandinTest}}
+			for rail := 0; rail < 2; rail++ {
+				mbs := 30.0 + float64(i) // healthy TCG pairs differ a little
+				if slow != nil && rail == slow.Rail && (me == slow.Host || peer == slow.Host) {
+					mbs = 0.5
+				}
+				out := fmt.Sprintf("#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      200             %.2f              %.2f                0.000480\n", mbs, mbs)
+				evs = append(evs, c.StandinEvents(rail, out, nil, time.Second)...)
+			}
+			evs = append(evs, report.Event{Action: "pass", Package: StandinPkg, Test: StandinTest}, report.Event{Action: "pass", Package: StandinPkg})
+			zero := 0
+			require.NoError(t, report.SaveRun(cluster.RoundDir(root, me, rd.Index), report.Run{Host: report.Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
 		}
 	}
 	return root

@@ -245,6 +245,20 @@ func suiteNamed(t *testing.T, doc JUnit, name string) JUnitSuite {
 	return JUnitSuite{}
 }
 
+// casesWith names the cases of s whose result (pick: Failure, Error)
+// is set, and checks that its message says msg.
+func casesWith(t *testing.T, s JUnitSuite, pick func(JUnitCase) *JUnitResult, msg string) []string {
+	t.Helper()
+	var out []string
+	for _, c := range s.Cases {
+		if r := pick(c); r != nil {
+			out = append(out, c.Name)
+			assert.Contains(t, r.Message, msg, c.Name)
+		}
+	}
+	return out
+}
+
 func mergeCluster(t *testing.T, root string) *Report {
 	t.Helper()
 	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
@@ -430,23 +444,9 @@ func TestClusterInconclusive(t *testing.T) {
 	}
 	doc := clusterJUnit(t, rep)
 	assert.Equal(t, 1, doc.Failures, "only the link's case: no host case, no part pinned")
-	iso := suiteNamed(t, doc, IsolationSuite)
-	var errored []string
-	for _, c := range iso.Cases {
-		if c.Error != nil {
-			errored = append(errored, c.Name)
-			assert.Contains(t, c.Error.Message, "has not passed with anyone yet")
-		}
-	}
+	errored := casesWith(t, suiteNamed(t, doc, IsolationSuite), func(c JUnitCase) *JUnitResult { return c.Error }, "has not passed with anyone yet")
 	assert.Equal(t, []string{"vm3 rail 1 suspect", "vm4 rail 1 suspect"}, errored)
-	links := suiteNamed(t, doc, LinkSuite)
-	var bad []string
-	for _, c := range links.Cases {
-		if c.Failure != nil {
-			bad = append(bad, c.Name)
-			assert.Contains(t, c.Failure.Message, "RDMA WRITE timed out")
-		}
-	}
+	bad := casesWith(t, suiteNamed(t, doc, LinkSuite), func(c JUnitCase) *JUnitResult { return c.Failure }, "RDMA WRITE timed out")
 	assert.Equal(t, []string{"vm3 rail1 <-> vm4 rail1 [round 0]"}, bad, "the link's case fails; its hosts are not judged")
 	var txt bytes.Buffer
 	require.NoError(t, rep.WriteText(&txt))
