@@ -225,12 +225,12 @@ type ClusterFinding struct {
 	Evidence []isolate.Evidence `json:"evidence"`
 }
 
-// Name is how the finding names its part: "vm3 rail 1", "vm3 (every
-// rail)", "link vm1 <-> vm2 rail 0".
+// Name is how the finding names its part: "vm3 rail 1", "host vm3"
+// (every rail), "link vm1 <-> vm2 rail 0".
 func (f ClusterFinding) Name() string {
 	switch f.Part {
 	case PartHost:
-		return f.Host + " (every rail)"
+		return "host " + f.Host
 	case PartLink:
 		return fmt.Sprintf("link %s <-> %s rail %d", f.Host, f.Peer, f.Rail)
 	}

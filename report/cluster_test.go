@@ -452,3 +452,63 @@ func TestClusterInconclusive(t *testing.T) {
 	require.NoError(t, rep.WriteText(&txt))
 	assert.Contains(t, txt.String(), "SUSPECT  vm3 rail 1 (part: rail)")
 }
+
+// allPairs is every pair of hosts once ("all" pairing: 3 rounds for 4
+// hosts), on rails 0 and 1, both ends' results; bad(a, b, rail) says the
+// pair failed there.
+func allPairs(hosts []string, bad func(a, b string, rail int) bool) []isolate.Result {
+	var out []isolate.Result
+	round := 0
+	for i := range hosts {
+		for j := i + 1; j < len(hosts); j++ {
+			for rail := 0; rail < 2; rail++ {
+				st := isolate.Pass
+				if bad(hosts[i], hosts[j], rail) {
+					st = isolate.Fail
+				}
+				out = append(out,
+					isolate.Result{Host: hosts[i], Peer: hosts[j], Round: round, Rail: rail, Role: "server", Test: "TestPP03Write", Status: st},
+					isolate.Result{Host: hosts[j], Peer: hosts[i], Round: round, Rail: rail, Role: "client", Test: "TestPP03Write", Status: st})
+			}
+			round++
+		}
+	}
+	return out
+}
+
+func TestClusterFindingParts(t *testing.T) {
+	hosts := []string{"vm1", "vm2", "vm3", "vm4"}
+	judge := func(bad func(a, b string, rail int) bool) *Report {
+		var runs []Run
+		for _, h := range hosts {
+			runs = append(runs, Run{Host: Identity{Host: h}})
+		}
+		rep := Build(runs)
+		rep.SetCluster(isolate.Analyze(hosts, allPairs(hosts, bad), isolate.Options{}))
+		return rep
+	}
+	// A bad link: the merge fails, no host does.
+	rep := judge(func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 })
+	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
+	assert.Contains(t, rep.Verdict.Line, "link vm1 <-> vm2 rail 0 bad")
+	assert.Equal(t, 1, rep.ExitCode())
+	for _, h := range rep.Hosts {
+		assert.NotEqual(t, NotQualified, h.Verdict.Verdict, "a link is never one endpoint's: %s", h.Identity.Host)
+	}
+	require.Len(t, rep.Findings.Suspects, 1)
+	assert.Equal(t, PartLink, rep.Findings.Suspects[0].Part)
+	assert.Equal(t, []string{"link vm1 <-> vm2 rail 0 bad"},
+		casesWith(t, suiteNamed(t, clusterJUnit(t, rep), IsolationSuite), func(c JUnitCase) *JUnitResult { return c.Failure }, "failed together on rail 0"))
+
+	// A host bad on every rail is one finding of part host.
+	rep = judge(func(a, b string, rail int) bool { return a == "vm3" || b == "vm3" })
+	require.Len(t, rep.Findings.Suspects, 1)
+	s := rep.Findings.Suspects[0]
+	assert.Equal(t, []string{PartHost, "vm3"}, []string{s.Part, s.Host})
+	assert.Equal(t, isolate.AllRails, s.Rail)
+	assert.Len(t, s.Evidence, 6, "3 partners x 2 rails")
+	for _, h := range rep.Hosts {
+		assert.Equal(t, h.Identity.Host == "vm3", h.Verdict.Verdict == NotQualified, "%s: %s", h.Identity.Host, h.Verdict.Line)
+	}
+	assert.Equal(t, "NOT QUALIFIED (host vm3 bad)", rep.Hosts[2].Verdict.Line)
+}
