@@ -509,6 +509,9 @@ func (f *ClusterFindings) applyMerged(v *Verdict) {
 			v.Advice = f.Line + "; " + v.Advice
 		}
 	case Incomplete:
+		if v.Verdict == Incomplete { // for other reasons: name this one too
+			v.Line += "; cluster isolation inconclusive"
+		}
 		inconclusive(v, f.Line)
 	}
 }

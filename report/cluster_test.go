@@ -439,6 +439,7 @@ func TestClusterInconclusive(t *testing.T) {
 	assert.Equal(t, Incomplete, rep.Findings.Verdict)
 	assert.Contains(t, rep.Findings.Line, "cluster isolation inconclusive: not isolated yet: vm3 rail 1 suspect, vm4 rail 1 suspect")
 	assert.Contains(t, rep.Verdict.Advice, "cluster isolation inconclusive")
+	assert.Contains(t, rep.Verdict.Line, "; cluster isolation inconclusive", "the headline says so too")
 	for _, h := range rep.Hosts {
 		assert.NotEqual(t, NotQualified, h.Verdict.Verdict, "%s: nothing was found bad: %s", h.Identity.Host, h.Verdict.Line)
 	}
