@@ -175,8 +175,8 @@ lab-faults: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode faults
 # Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from
 # Debian): srun -N4 runs deploy/rounds.sh, one rail of one VM is degraded on
-# purpose (LAB_DEGRADE), and the merged reports/lab-cluster/summary.json must
-# name exactly that rail as suspect (docs/lab.md).
+# purpose (LAB_DEGRADE), and the merged reports/lab-cluster report must find
+# exactly that rail bad: a failed cluster/isolation case, merge exit 1 (docs/lab.md).
 lab-cluster: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode cluster
 .PHONY: lab-kill lab-faults lab-cluster FORCE

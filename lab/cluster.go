@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ import (
 
 // ModeCluster is `make lab-cluster`: four VMs with two rails each run the
 // suite under real Slurm, one rail of one VM degraded on purpose, and the
-// merged report must name exactly that rail as suspect.
+// merged report must find exactly that rail bad (and fail the merge for it).
 const ModeCluster = "cluster"
 
 // Cluster suites: what each round runs on a node.
@@ -384,7 +385,7 @@ func RunCluster(ctx context.Context, o Options) error {
 	problems = append(problems, r.clusterSteps(plan, vms)...)
 
 	t0 = time.Now()
-	sum, rep, err := r.clusterMerge(filepath.Join(shared, "rounds"), degrade, times)
+	sum, rep, err := r.clusterMerge(filepath.Join(shared, "rounds"), degrade)
 	mark("merge", t0)
 	if err != nil {
 		problems = append(problems, "merging the cluster's reports: "+err.Error())
@@ -393,9 +394,13 @@ func RunCluster(ctx context.Context, o Options) error {
 		r.printCluster(sum, rep, degrade)
 	}
 	times["total"] = time.Since(r.start).Round(100 * time.Millisecond)
-	_ = writeJSONFile(filepath.Join(o.ReportDir, "lab.json"), map[string]any{
+	labJSON := map[string]any{
 		"degraded": degradeJSON(degrade), "suite": c.Suite, "hosts": ClusterHosts(c.Hosts), "rails": c.Rails,
-		"seconds": secondsOf(times), "problems": problems, "parts": parts.Versions})
+		"seconds": secondsOf(times), "problems": problems, "parts": parts.Versions}
+	if sum != nil {
+		labJSON["merge_exit"] = sum.Exit // gdrreport's exit status for this merge: 1 when a planted fault was found
+	}
+	_ = writeJSONFile(filepath.Join(o.ReportDir, "lab.json"), labJSON)
 	fmt.Fprintf(o.Out, "\ntimes: parts %v, build %v, VMs (boot, Slurm, srun) %v, merge %v, total %v\n",
 		times["parts"], times["build"], times["vms"], times["merge"], times["total"])
 	if len(problems) > 0 {
@@ -406,7 +411,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		}
 		return fmt.Errorf("lab-cluster failed (%d problems)", len(problems))
 	}
-	fmt.Fprintf(o.Out, "\nlab-cluster passed in %.0fs: suspects = degraded = %s\n", time.Since(r.start).Seconds(), degradeList(degrade))
+	fmt.Fprintf(o.Out, "\nlab-cluster passed in %.0fs: found bad = degraded = %s; the merge exited %d as it must\n", time.Since(r.start).Seconds(), degradeList(degrade), sum.Exit)
 	return nil
 }
 
@@ -590,10 +595,19 @@ type ClusterSummary struct {
 	Pairs    []isolate.Pair    `json:"pairs"`
 	Suspects []isolate.Suspect `json:"suspects"`
 	Links    []isolate.Link    `json:"links"`
+	// Cluster is isolation's verdict: suspects (part, host, rail, verdict,
+	// evidence) and cleared hosts.
+	Cluster  *report.ClusterFindings `json:"cluster"`
 	Degraded []struct {
 		Host string `json:"host"`
 		Rail int    `json:"rail"`
 	} `json:"degraded"`
+
+	// Exit is the merge's exit status (gdrreport's for this report), and
+	// IsolationFailed the failed or errored cases of junit.xml's
+	// cluster/isolation suite, read back from the file.
+	Exit            int      `json:"-"`
+	IsolationFailed []string `json:"-"`
 }
 
 // clusterConfig is the cluster configuration the guests ran with (their
@@ -611,24 +625,32 @@ func (r *runner) clusterConfig() (cluster.Config, error) {
 	})
 }
 
-// clusterMerge merges the shared folder the way gdrreport does (LoadCluster,
-// the pair analysis, one report) into the report folder, and adds the lab's
-// planted faults to summary.json as degraded.
-func (r *runner) clusterMerge(rounds string, degrade []Degrade, times map[string]time.Duration) (*ClusterSummary, *report.Report, error) {
+// clusterMerge merges the shared folder into the report folder
+// (MergeCluster) with the guests' GDR_PAIR_MIN_FRACTION.
+func (r *runner) clusterMerge(rounds string, degrade []Degrade) (*ClusterSummary, *report.Report, error) {
 	cfg, err := r.clusterConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	runs, a, err := report.LoadCluster(rounds, isolate.Options{MinFraction: cfg.MinFraction})
+	return MergeCluster(rounds, r.o.ReportDir, isolate.Options{MinFraction: cfg.MinFraction}, degrade)
+}
+
+// MergeCluster merges a cluster's shared folder the way gdrreport does
+// (LoadCluster, the pair analysis, one report) into dir, adds the lab's
+// planted faults to summary.json as degraded, and reads back what a
+// pipeline sees: summary.json, the exit status and junit.xml's isolation
+// cases.
+func MergeCluster(rounds, dir string, opt isolate.Options, degrade []Degrade) (*ClusterSummary, *report.Report, error) {
+	runs, a, err := report.LoadCluster(rounds, opt)
 	if err != nil {
 		return nil, nil, err
 	}
 	rep := report.Build(runs)
 	rep.SetCluster(a)
-	if err := rep.WriteAll(r.o.ReportDir); err != nil {
+	if err := rep.WriteAll(dir); err != nil {
 		return nil, nil, err
 	}
-	p := filepath.Join(r.o.ReportDir, report.SummaryJSON)
+	p := filepath.Join(dir, report.SummaryJSON)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, nil, err
@@ -650,7 +672,7 @@ func (r *runner) clusterMerge(rounds string, degrade []Degrade, times map[string
 	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
 		return nil, nil, err
 	}
-	if f, err := os.OpenFile(filepath.Join(r.o.ReportDir, report.SummaryText), os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+	if f, err := os.OpenFile(filepath.Join(dir, report.SummaryText), os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
 		fmt.Fprintf(f, "\nLab: degraded on purpose: %s\n", degradeList(degrade))
 		f.Close()
 	}
@@ -658,13 +680,33 @@ func (r *runner) clusterMerge(rounds string, degrade []Degrade, times map[string
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
 		return nil, nil, err
 	}
+	sum.Exit = rep.ExitCode()
+	jf, err := os.Open(filepath.Join(dir, report.JUnitFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer jf.Close()
+	doc, err := report.ParseJUnit(jf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", report.JUnitFile, err)
+	}
+	for _, su := range doc.Suites {
+		for _, c := range su.Cases {
+			if su.Name == report.IsolationSuite && (c.Failure != nil || c.Error != nil) {
+				sum.IsolationFailed = append(sum.IsolationFailed, c.Name)
+			}
+		}
+	}
 	return &sum, rep, nil
 }
 
 // ClusterVerdict decides the cluster lab: every host reported, pairs ran
-// on every rail and none is missing, suspects are exactly the degraded
-// rails, and no host outside them is NOT QUALIFIED (a VM without a PCI
-// GPU may be INCOMPLETE).
+// on every rail and none is missing, isolation found exactly the degraded
+// rails bad (summary.json's cluster.suspects: nothing else suspect, no bad
+// link), the merge failed the pipeline for them (exit status 1, a failed
+// cluster/isolation case "<host> rail <r> bad" each in junit.xml) and
+// exited otherwise without one, and no host outside them is NOT QUALIFIED
+// (a VM without a PCI GPU may be INCOMPLETE).
 func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []string {
 	var problems []string
 	if len(s.Hosts) != hosts {
@@ -683,24 +725,53 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 		}
 	}
 	want := map[string]bool{}
-	for _, d := range degrade {
-		want[fmt.Sprintf("%s rail %d", d.Host, d.Rail)] = true
-	}
-	got := map[string]bool{}
-	for _, x := range s.Suspects {
-		k := fmt.Sprintf("%s rail %d", x.Host, x.Rail)
-		got[k] = true
-		if !want[k] {
-			problems = append(problems, fmt.Sprintf("suspect %s (%s) was not degraded: %s", k, x.Verdict, x.Reason))
-		}
-	}
 	degradedHost := map[string]bool{}
 	for _, d := range degrade {
-		k := fmt.Sprintf("%s rail %d", d.Host, d.Rail)
+		want[fmt.Sprintf("%s rail %d", d.Host, d.Rail)] = true
 		degradedHost[d.Host] = true
-		if !got[k] {
-			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but is not among the suspects", k, d.Spec))
+	}
+	got := map[string]bool{}
+	if s.Cluster == nil {
+		problems = append(problems, "summary.json has no cluster object (isolation's verdict)")
+	} else {
+		for _, x := range s.Cluster.Suspects {
+			var ks []string
+			switch {
+			case x.Part == report.PartHost && x.Verdict == isolate.Bad:
+				for rl := 0; rl < rails; rl++ {
+					ks = append(ks, fmt.Sprintf("%s rail %d", x.Host, rl))
+				}
+			case x.Part == report.PartRail && x.Verdict == isolate.Bad:
+				ks = []string{x.Name()}
+			}
+			if len(ks) == 0 {
+				problems = append(problems, fmt.Sprintf("%s is %s (%s), and the lab planted no such fault: %s", x.Name(), x.Verdict, x.Part, x.Reason))
+			}
+			for _, k := range ks {
+				got[k] = true
+				if !want[k] {
+					problems = append(problems, fmt.Sprintf("%s found bad was not degraded: %s", k, x.Reason))
+				}
+			}
 		}
+	}
+	for _, d := range degrade {
+		if k := fmt.Sprintf("%s rail %d", d.Host, d.Rail); !got[k] && s.Cluster != nil {
+			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but isolation did not find it bad", k, d.Spec))
+		}
+	}
+	var wantCases []string
+	for _, d := range degrade {
+		wantCases = append(wantCases, fmt.Sprintf("%s rail %d bad", d.Host, d.Rail))
+	}
+	if !sameSet(wantCases, s.IsolationFailed) {
+		problems = append(problems, fmt.Sprintf("junit.xml's %s suite failed [%s], want [%s]", report.IsolationSuite, strings.Join(s.IsolationFailed, ", "), strings.Join(wantCases, ", ")))
+	}
+	switch {
+	case len(degrade) > 0 && s.Exit != 1:
+		problems = append(problems, fmt.Sprintf("the merge exited %d, want 1: the planted fault must fail the pipeline", s.Exit))
+	case len(degrade) == 0 && s.Exit == 1:
+		problems = append(problems, "the merge exited 1 (NOT QUALIFIED) with nothing degraded")
 	}
 	for _, h := range s.Hosts {
 		if strings.HasPrefix(h.Verdict, "NOT QUALIFIED") && !degradedHost[h.Host] {
@@ -708,6 +779,14 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 		}
 	}
 	return problems
+}
+
+// sameSet reports whether a and b hold the same strings, order aside.
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // printCluster prints the pairs as a rail table, the suspects and the
@@ -745,6 +824,10 @@ func (r *runner) printCluster(s *ClusterSummary, rep *report.Report, degrade []D
 		fmt.Fprintf(w, "  %s rail %d (%s): %s\n", x.Host, x.Rail, x.Verdict, x.Reason)
 	}
 	fmt.Fprintf(w, "degraded: %s\n", degradeList(degrade))
+	if s.Cluster != nil {
+		fmt.Fprintf(w, "isolation: %s; junit.xml %s failed: [%s]\n", s.Cluster.Line, report.IsolationSuite, strings.Join(s.IsolationFailed, ", "))
+	}
+	fmt.Fprintf(w, "merge exit status: %d (gdrreport's for this report: %s)\n", s.Exit, rep.Verdict.Line)
 }
 
 func hasEnv(env []string, name string) bool {

@@ -1,6 +1,9 @@
 package lab
 
 import (
+	"fmt"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/cluster/pairing"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 func TestParseDegrade(t *testing.T) {
@@ -137,17 +143,33 @@ func TestClusterVerdict(t *testing.T) {
 		}
 		s.Pairs = []isolate.Pair{{A: "vm1", B: "vm2", Rail: 0, Status: isolate.Pass}, {A: "vm2", B: "vm3", Rail: 1, Status: isolate.Slow}}
 		s.Suspects = []isolate.Suspect{{Host: "vm3", Rail: 1, Verdict: isolate.Bad}}
+		s.Cluster = &report.ClusterFindings{Suspects: []report.ClusterFinding{{Part: report.PartRail, Host: "vm3", Rail: 1, Verdict: isolate.Bad}}}
+		s.Exit, s.IsolationFailed = 1, []string{"vm3 rail 1 bad"}
 		return s
 	}
 	assert.Empty(t, ClusterVerdict(good(), d, 4, 2), "vm3 may be NOT QUALIFIED: its rail was degraded")
 
 	s := good()
-	s.Suspects = append(s.Suspects, isolate.Suspect{Host: "vm4", Rail: 1, Verdict: isolate.Suspected, Reason: "r"})
-	assert.Equal(t, []string{"suspect vm4 rail 1 (suspect) was not degraded: r"}, ClusterVerdict(s, d, 4, 2))
+	s.Cluster.Suspects = append(s.Cluster.Suspects, report.ClusterFinding{Part: report.PartRail, Host: "vm4", Rail: 1, Verdict: isolate.Suspected, Reason: "r"})
+	assert.Equal(t, []string{"vm4 rail 1 is suspect (rail), and the lab planted no such fault: r"}, ClusterVerdict(s, d, 4, 2))
 
 	s = good()
-	s.Suspects = nil
-	assert.Equal(t, []string{"vm3 rail 1 was degraded (vm3:1:delay=250ms) but is not among the suspects"}, ClusterVerdict(s, d, 4, 2))
+	s.Cluster.Suspects = nil
+	s.IsolationFailed = nil
+	s.Exit = 0
+	assert.Equal(t, []string{
+		"junit.xml's cluster/isolation suite failed [], want [vm3 rail 1 bad]",
+		"the merge exited 0, want 1: the planted fault must fail the pipeline",
+		"vm3 rail 1 was degraded (vm3:1:delay=250ms) but isolation did not find it bad",
+	}, sortedCopy(ClusterVerdict(s, d, 4, 2)))
+
+	s = good()
+	s.Cluster = nil
+	assert.Equal(t, []string{"summary.json has no cluster object (isolation's verdict)"}, ClusterVerdict(s, d, 4, 2), "an old summary.json does not pass")
+
+	s = good()
+	s.Cluster.Suspects[0] = report.ClusterFinding{Part: report.PartHost, Host: "vm3", Rail: isolate.AllRails, Verdict: isolate.Bad, Reason: "r"}
+	assert.Equal(t, []string{"vm3 rail 0 found bad was not degraded: r"}, ClusterVerdict(s, d, 4, 2), "a bad host is each of its rails")
 
 	s = good()
 	s.Hosts[1].Verdict = "NOT QUALIFIED (2)"
@@ -210,4 +232,82 @@ func TestStandin(t *testing.T) {
 	assert.Contains(t, evs[len(evs)-2].Output, "standin.go:1: ib_write_bw on rail 0 with vm1 failed")
 	evs = c.StandinEvents(0, "no table\n", nil, time.Second)
 	assert.Equal(t, "fail", evs[len(evs)-1].Action, "a run without a result line proves nothing")
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// labRounds writes a 4-VM, 2-rail ring run (rounds 0 and 1) as the cluster
+// lab's rounds leave it with the stand-in suite: gdrcluster's plan.json,
+// and test.json (StandinEvents from ib_write_bw tables) with host.json.
+// slow is the (host, rail) whose pairs crawl, or nil.
+func labRounds(t *testing.T, slow *Degrade) string {
+	t.Helper()
+	root := t.TempDir()
+	hosts := ClusterHosts(4)
+	for _, rd := range pairing.Base(pairing.Ring, len(hosts)) {
+		for i, me := range hosts {
+			j, server, ok := rd.Peer(i)
+			if !ok {
+				continue
+			}
+			role, peer := "client", hosts[j]
+			if server {
+				role = "server"
+			}
+			require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: rd.Index, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer,
+				PeerAddr: peer, Port: 20016, Pairing: "ring", Job: "slurm/gdrlab/1"}))
+			c := StandinConfig{Role: role, PeerHost: peer, PeerName: peer, Host: me, Port: 20016, Rails: 2, Size: 65536, Iters: 200}
+			evs := []report.Event{{Action: "start", Package: StandinPkg}, {Action: "run", Package: StandinPkg, Test: StandinTest}}
+			for rail := 0; rail < 2; rail++ {
+				mbs := 30.0 + float64(i) // healthy TCG pairs differ a little
+				if slow != nil && rail == slow.Rail && (me == slow.Host || peer == slow.Host) {
+					mbs = 0.5
+				}
+				out := fmt.Sprintf("#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      200             %.2f              %.2f                0.000480\n", mbs, mbs)
+				evs = append(evs, c.StandinEvents(rail, out, nil, time.Second)...)
+			}
+			evs = append(evs, report.Event{Action: "pass", Package: StandinPkg, Test: StandinTest}, report.Event{Action: "pass", Package: StandinPkg})
+			zero := 0
+			require.NoError(t, report.SaveRun(cluster.RoundDir(root, me, rd.Index), report.Run{Host: report.Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
+		}
+	}
+	return root
+}
+
+// The lab's own merge and check on constructed rounds: the planted rail
+// found bad passes the lab while the merge exits 1 with the rail as a failed
+// JUnit case; another rail claimed, or none planted but one claimed, fails it.
+func TestMergeClusterCheck(t *testing.T) {
+	planted, err := ParseDegrade(DefaultDegrade, 4, 2)
+	require.NoError(t, err)
+	opt := isolate.Options{MinFraction: 0.25} // labPairMinFraction
+	dir := t.TempDir()
+	sum, rep, err := MergeCluster(labRounds(t, &planted[0]), dir, opt, planted)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Exit)
+	assert.Equal(t, 1, rep.ExitCode())
+	assert.Equal(t, []string{"vm3 rail 1 bad"}, sum.IsolationFailed)
+	require.NotNil(t, sum.Cluster)
+	assert.Empty(t, ClusterVerdict(sum, planted, 4, 2), "the planted rail was found: the lab passes")
+	assert.FileExists(t, filepath.Join(dir, report.JUnitFile))
+
+	other, err := ParseDegrade("vm2:0:delay=250ms", 4, 2)
+	require.NoError(t, err)
+	probs := ClusterVerdict(sum, other, 4, 2)
+	assert.Contains(t, probs, "vm2 rail 0 was degraded (vm2:0:delay=250ms) but isolation did not find it bad")
+	assert.Contains(t, strings.Join(probs, "\n"), "vm3 rail 1 found bad was not degraded")
+	assert.Contains(t, strings.Join(probs, "\n"), "host vm3 is NOT QUALIFIED, and none of its rails was degraded")
+
+	sum, _, err = MergeCluster(labRounds(t, nil), t.TempDir(), opt, nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, 1, sum.Exit)
+	assert.Empty(t, sum.IsolationFailed)
+	assert.Empty(t, ClusterVerdict(sum, nil, 4, 2), "LAB_DEGRADE=none: nothing found, the merge does not fail")
+	probs = ClusterVerdict(sum, planted, 4, 2)
+	assert.Contains(t, probs, "the merge exited 0, want 1: the planted fault must fail the pipeline")
+	assert.Contains(t, probs, "vm3 rail 1 was degraded (vm3:1:delay=250ms) but isolation did not find it bad", "none named")
 }

@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jstemmer/go-junit-report/v2/gtr"
+
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
 // A cluster run's shared folder (GDR_REPORTS of deploy/rounds.sh, see
@@ -174,16 +177,362 @@ func LoadCluster(dir string, opt isolate.Options) ([]Run, *isolate.Analysis, err
 }
 
 // SetCluster adds a cluster run's pairs and suspects to the report: the
-// hosts' fabric states, the pair x rail heatmap and summary.json's pairs,
-// suspects and links.
+// hosts' fabric states, the pair x rail heatmap, summary.json's pairs,
+// suspects, links and cluster, and the JUnit suites cluster/links and
+// cluster/isolation. Isolation's findings are verdicts: a host or rail found
+// bad fails its host, a bad link fails the merged verdict, a part not yet
+// isolated leaves it INCOMPLETE; a host's pair test that failed because of
+// a partner (or link) found bad is not held against that host.
 func (r *Report) SetCluster(a *isolate.Analysis) {
+	f := findingsOf(a)
+	for _, h := range r.Hosts {
+		if ex := excusePairs(h, a); len(ex) > 0 {
+			f.Excused = append(f.Excused, ex...)
+			h.rejudge()
+		}
+		f.apply(h)
+	}
+	r.Verdict = overall(r.Hosts)
+	f.applyMerged(&r.Verdict)
 	verdicts := map[string]string{}
 	for _, h := range r.Hosts {
 		verdicts[h.Identity.Host] = h.Verdict.Verdict
 	}
 	s := a.Summary(verdicts)
 	r.Cluster = &s
+	r.Findings = f
 	r.rails = a.Rails
+}
+
+// Parts that a cluster finding names.
+const (
+	PartHost = "host" // every rail of the host found bad
+	PartRail = "rail" // one NIC (host, rail)
+	PartLink = "link" // the path between two hosts on one rail
+)
+
+// ClusterFinding is a host, rail or link that isolation found bad or could
+// not clear yet: summary.json's cluster.suspects.
+type ClusterFinding struct {
+	Part string `json:"part"`           // PartHost, PartRail, PartLink
+	Host string `json:"host"`           // a link's first end
+	Peer string `json:"peer,omitempty"` // a link's other end
+	Rail int    `json:"rail"`           // isolate.AllRails for a host
+	// Verdict: bad fails the verdict; suspect (failed, not yet explained)
+	// and untested (failed only with bad partners) leave it INCOMPLETE.
+	Verdict  isolate.State      `json:"verdict"`
+	Reason   string             `json:"reason"`
+	Evidence []isolate.Evidence `json:"evidence"`
+}
+
+// Name is how the finding names its part: "vm3 rail 1", "host vm3"
+// (every rail), "link vm1 <-> vm2 rail 0".
+func (f ClusterFinding) Name() string {
+	switch f.Part {
+	case PartHost:
+		return "host " + f.Host
+	case PartLink:
+		return fmt.Sprintf("link %s <-> %s rail %d", f.Host, f.Peer, f.Rail)
+	}
+	return fmt.Sprintf("%s rail %d", f.Host, f.Rail)
+}
+
+// ClusterClearance is a host isolation found no fault on: good (never failed)
+// or cleared (its failed pairs are explained by a bad partner or link).
+type ClusterClearance struct {
+	Host     string        `json:"host"`
+	Fabric   isolate.State `json:"fabric"`
+	Partners int           `json:"partners"` // hosts it was paired with
+	Fast     int           `json:"fast"`     // of them, those whose every pair with it passed or was explained
+	Line     string        `json:"line"`     // "vm2 cleared: fast with 2 of 2 partners; ..."
+}
+
+// ClusterFindings is isolation's verdict: summary.json's cluster.
+type ClusterFindings struct {
+	Verdict  string             `json:"verdict"` // NOT QUALIFIED (a part found bad), INCOMPLETE (not isolated), QUALIFIED
+	Line     string             `json:"line"`
+	Suspects []ClusterFinding   `json:"suspects"`
+	Cleared  []ClusterClearance `json:"cleared"`
+	// Excused: hosts' failed pair tests that are not held against the host
+	// (partner or link found bad), "<host>: <test> (round-<k>)".
+	Excused []string `json:"excused,omitempty"`
+}
+
+func findingsOf(a *isolate.Analysis) *ClusterFindings {
+	f := &ClusterFindings{Suspects: []ClusterFinding{}, Cleared: []ClusterClearance{}}
+	type hostRail struct {
+		host string
+		rail int
+	}
+	sus := map[hostRail]isolate.Suspect{}
+	for _, s := range a.Suspects {
+		sus[hostRail{s.Host, s.Rail}] = s
+	}
+	for _, h := range a.Hosts {
+		n := len(f.Suspects)
+		var bad []isolate.Suspect
+		for _, rl := range a.Rails {
+			if a.State(h, rl) == isolate.Bad {
+				bad = append(bad, sus[hostRail{h, rl}])
+			}
+		}
+		if len(a.Rails) > 1 && len(bad) == len(a.Rails) {
+			fd := ClusterFinding{Part: PartHost, Host: h, Rail: isolate.AllRails, Verdict: isolate.Bad}
+			var why []string
+			for _, s := range bad {
+				fd.Evidence = append(fd.Evidence, s.Evidence...)
+				why = append(why, s.Reason)
+			}
+			fd.Reason = fmt.Sprintf("%s is bad on every rail: %s", h, strings.Join(why, "; "))
+			f.Suspects = append(f.Suspects, fd)
+		} else {
+			for _, s := range bad {
+				f.Suspects = append(f.Suspects, ClusterFinding{Part: PartRail, Host: h, Rail: s.Rail, Verdict: isolate.Bad, Reason: s.Reason, Evidence: s.Evidence})
+			}
+		}
+		paired := false
+		for _, rl := range a.Rails {
+			var failed []isolate.Evidence
+			var with []string
+			for i := range a.Pairs {
+				p := &a.Pairs[i]
+				if p.Rail != rl || p.A != h && p.B != h {
+					continue
+				}
+				paired = true
+				if p.Status.Failed() {
+					ev := a.Evidence(p, h)
+					failed = append(failed, ev)
+					with = append(with, ev.Partner)
+				}
+			}
+			switch st := a.State(h, rl); {
+			case st == isolate.Suspected:
+				s := sus[hostRail{h, rl}]
+				f.Suspects = append(f.Suspects, ClusterFinding{Part: PartRail, Host: h, Rail: rl, Verdict: st, Reason: s.Reason, Evidence: s.Evidence})
+			case st == isolate.Untested && len(failed) > 0:
+				f.Suspects = append(f.Suspects, ClusterFinding{Part: PartRail, Host: h, Rail: rl, Verdict: st, Evidence: failed,
+					Reason: fmt.Sprintf("%s rail %d failed only with partners found bad (%s) and has not passed with anyone: re-pair it with a host that passed everywhere to judge it",
+						h, rl, strings.Join(with, ", "))})
+			}
+		}
+		switch {
+		case len(f.Suspects) > n:
+		case !paired:
+			f.Suspects = append(f.Suspects, ClusterFinding{Part: PartHost, Host: h, Rail: isolate.AllRails, Verdict: isolate.Untested, Evidence: []isolate.Evidence{},
+				Reason: h + " has no pair result on any rail: isolation could not judge it"})
+		default:
+			f.Cleared = append(f.Cleared, clearance(a, h))
+		}
+	}
+	for _, l := range a.Links {
+		f.Suspects = append(f.Suspects, ClusterFinding{Part: PartLink, Host: l.A, Peer: l.B, Rail: l.Rail, Verdict: isolate.Bad, Reason: l.Reason, Evidence: l.Evidence})
+	}
+	var bad, open []string
+	for _, s := range f.Suspects {
+		if s.Verdict == isolate.Bad {
+			bad = append(bad, s.Name())
+		} else {
+			open = append(open, s.Name()+" "+string(s.Verdict))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		f.Verdict, f.Line = NotQualified, "cluster isolation found bad: "+strings.Join(bad, ", ")
+		if len(open) > 0 {
+			f.Line += "; not isolated yet: " + strings.Join(open, ", ")
+		}
+	case len(open) > 0:
+		f.Verdict, f.Line = Incomplete, "cluster isolation inconclusive: not isolated yet: "+strings.Join(open, ", ")
+	default:
+		f.Verdict, f.Line = Qualified, fmt.Sprintf("cluster isolation found no fault: %d hosts on %d rails clear", len(a.Hosts), len(a.Rails))
+	}
+	return f
+}
+
+// blamed says what explains a failed pair of host h with partner on rail,
+// not h itself: the partner's NIC found bad, or the link between them; ""
+// when nothing (h may be at fault).
+func blamed(a *isolate.Analysis, h, partner string, rail int) string {
+	if a.State(h, rail) == isolate.Bad {
+		return ""
+	}
+	if a.State(partner, rail) == isolate.Bad {
+		return fmt.Sprintf("%s rail %d found bad", partner, rail)
+	}
+	for _, l := range a.Links {
+		if l.Rail == rail && (l.A == h && l.B == partner || l.A == partner && l.B == h) {
+			return fmt.Sprintf("link %s <-> %s rail %d found bad", l.A, l.B, rail)
+		}
+	}
+	return ""
+}
+
+// clearance counts a host's partners and those it was fast with (every
+// pair with it passed, or failed for a reason isolation put elsewhere).
+func clearance(a *isolate.Analysis, h string) ClusterClearance {
+	c := ClusterClearance{Host: h, Fabric: isolate.Good}
+	partners, slow := map[string]bool{}, map[string]bool{}
+	var why []string
+	seen := map[string]bool{}
+	for _, p := range a.Pairs {
+		if p.A != h && p.B != h {
+			continue
+		}
+		o := p.B
+		if o == h {
+			o = p.A
+		}
+		partners[o] = true
+		if !p.Status.Failed() {
+			continue
+		}
+		c.Fabric = isolate.Cleared
+		if b := blamed(a, h, o, p.Rail); b != "" {
+			if !seen[b] {
+				seen[b] = true
+				why = append(why, b)
+			}
+		} else {
+			slow[o] = true
+		}
+	}
+	c.Partners, c.Fast = len(partners), len(partners)-len(slow)
+	c.Line = fmt.Sprintf("%s %s: fast with %d of %d partners", h, c.Fabric, c.Fast, c.Partners)
+	if len(why) > 0 {
+		c.Line += "; its failed pairs are explained: " + strings.Join(why, ", ")
+	}
+	return c
+}
+
+// excusePairs turns h's failed pair tests into skips that say why, unless
+// isolation found h's own rail bad: the pair's result is the link's
+// (cluster/links), never one endpoint's, and isolation's findings judge the
+// hosts. A failure put on the partner or the link is not h's; one not
+// isolated yet leaves h INCOMPLETE through its finding. It returns the
+// cases it changed, "<host>: <test> (round-<k>)".
+func excusePairs(h *HostResult, a *isolate.Analysis) []string {
+	host := h.Identity.Host
+	var changed []string
+	for _, c := range h.Cases() {
+		rail, err := strconv.Atoi(c.Attrs["gdr.rail"])
+		rd := roundOf(c.Package)
+		if c.Status() != Fail || err != nil || rd == "" {
+			continue
+		}
+		k, _ := strconv.Atoi(strings.TrimPrefix(rd, "round-"))
+		for _, p := range a.Pairs {
+			if p.Round != k || p.Rail != rail || p.A != host && p.B != host {
+				continue
+			}
+			o := p.B
+			if o == host {
+				o = p.A
+			}
+			if a.State(host, rail) == isolate.Bad {
+				break // its own fault: the failure stands
+			}
+			why := blamed(a, host, o, rail)
+			if why == "" {
+				why = fmt.Sprintf("not judged yet: cluster isolation has not told %s rail %d (%s) from %s rail %d (%s)", host, rail, a.State(host, rail), o, rail, a.State(o, rail))
+			} else {
+				why += " by cluster isolation"
+			}
+			c.Result = gtr.Skip
+			c.Message = fmt.Sprintf("not held against %s: %s; the pair's result is the link's (%s %s); the test said: %s",
+				host, why, LinkSuite, linkCaseName(p), c.Message)
+			changed = append(changed, fmt.Sprintf("%s: %s (%s)", host, c.Name, rd))
+			break
+		}
+	}
+	return changed
+}
+
+// rejudge recomputes a host's requirements, shared causes and verdict after
+// some of its cases changed.
+func (h *HostResult) rejudge() {
+	for i, rq := range h.Reqs {
+		if len(rq.cases) > 0 {
+			h.Reqs[i] = reqResult(reqs.Req{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: reqs.Level(rq.Level)}, rq.cases, nil)
+		}
+	}
+	h.Other = nil
+	for _, c := range h.Cases() {
+		if c.Req == "" {
+			h.Other = append(h.Other, OtherCase{Name: c.Name, Area: c.Area, Status: c.Status(), Message: c.Message})
+		}
+	}
+	h.Causes = groupCauses(h.Reqs)
+	h.Verdict = hostVerdict(h)
+}
+
+// apply makes the findings on h's own parts part of its verdict: a bad rail
+// or host fails it; one not isolated yet keeps it from QUALIFIED.
+func (f *ClusterFindings) apply(h *HostResult) {
+	var bad, open []string
+	for _, s := range f.Suspects {
+		if s.Host != h.Identity.Host || s.Part == PartLink {
+			continue
+		}
+		if s.Verdict == isolate.Bad {
+			bad = append(bad, s.Name())
+		} else {
+			open = append(open, s.Name()+" "+string(s.Verdict))
+		}
+	}
+	v := &h.Verdict
+	if len(bad) > 0 {
+		failVerdict(v, strings.Join(bad, ", ")+" bad")
+	}
+	if len(open) > 0 {
+		inconclusive(v, strings.Join(open, ", ")+": cluster isolation could not clear it yet")
+	}
+}
+
+// applyMerged makes the findings part of the merged verdict: the hosts'
+// own are already in it; a bad link fails it; every finding is named.
+func (f *ClusterFindings) applyMerged(v *Verdict) {
+	var links []string
+	for _, s := range f.Suspects {
+		if s.Part == PartLink && s.Verdict == isolate.Bad {
+			links = append(links, s.Name())
+		}
+	}
+	if len(links) > 0 {
+		failVerdict(v, strings.Join(links, ", ")+" bad")
+	}
+	switch f.Verdict {
+	case NotQualified:
+		if v.Verdict != NotQualified { // not reached: a bad part fails its host or is a link
+			failVerdict(v, f.Line)
+		} else if len(links) == 0 {
+			v.Advice = f.Line + "; " + v.Advice
+		}
+	case Incomplete:
+		if v.Verdict == Incomplete { // for other reasons: name this one too
+			v.Line += "; cluster isolation inconclusive"
+		}
+		inconclusive(v, f.Line)
+	}
+}
+
+// failVerdict fails v for what ("vm3 rail 1 bad": parts found bad).
+func failVerdict(v *Verdict, what string) {
+	if v.Verdict == NotQualified {
+		v.Line += "; " + what
+	} else {
+		v.Verdict, v.Line = NotQualified, NotQualified+" ("+what+")"
+	}
+	v.Advice = what + ", found by cluster isolation (Cluster: the pairs that failed, against their floors); " + v.Advice
+}
+
+// inconclusive keeps v from QUALIFIED for what isolation could not judge.
+func inconclusive(v *Verdict, what string) {
+	if v.Verdict == Qualified {
+		v.Verdict, v.Line = Incomplete, Incomplete+" ("+what+")"
+		v.NotRun++
+	}
+	v.Advice = what + "; " + v.Advice
 }
 
 func (r *Report) fabric(host string) *isolate.Host {
@@ -209,11 +558,25 @@ func (r *Report) clusterText(b *strings.Builder) {
 		rounds[p.Round] = true
 	}
 	fmt.Fprintf(b, "\nCluster: %d pair results on %d rails in %d rounds; %d suspects, %d bad links\n", len(c.Pairs), len(r.rails), len(rounds), len(c.Suspects), len(c.Links))
-	for _, s := range c.Suspects {
-		fmt.Fprintf(b, "  %-8s %s rail %d: %s\n", strings.ToUpper(string(s.Verdict)), s.Host, s.Rail, s.Reason)
+	if f := r.Findings; f != nil {
+		fmt.Fprintf(b, "  %s (%s)\n", f.Line, f.Verdict)
+		for _, s := range f.Suspects {
+			fmt.Fprintf(b, "  %-8s %s (part: %s): %s\n", strings.ToUpper(string(s.Verdict)), s.Name(), s.Part, s.Reason)
+			for _, e := range s.Evidence {
+				fmt.Fprintf(b, "             evidence: %s\n", evidenceLine(e))
+			}
+		}
+		for _, h := range f.Cleared {
+			fmt.Fprintf(b, "  %-8s %s\n", strings.ToUpper(string(h.Fabric)), h.Line)
+		}
 	}
-	for _, l := range c.Links {
-		fmt.Fprintf(b, "  %-8s %s-%s rail %d: %s\n", "LINK", l.A, l.B, l.Rail, l.Reason)
+	if r.Findings == nil { // the findings above say the same, with evidence
+		for _, s := range c.Suspects {
+			fmt.Fprintf(b, "  %-8s %s rail %d: %s\n", strings.ToUpper(string(s.Verdict)), s.Host, s.Rail, s.Reason)
+		}
+		for _, l := range c.Links {
+			fmt.Fprintf(b, "  %-8s %s-%s rail %d: %s\n", "LINK", l.A, l.B, l.Rail, l.Reason)
+		}
 	}
 	for _, h := range clearedButFailed(c) {
 		fmt.Fprintf(b, "  %-8s %s\n", "NOTE", h)
@@ -240,14 +603,27 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "| %d | %s | %s | %d | %s | %s |\n", p.Round, mdEscape(p.A), mdEscape(p.B), p.Rail, p.Status, fmtNum(p.BWGbitS))
 	}
 	fmt.Fprintf(b, "\n## Suspects\n\n")
-	if len(c.Suspects) == 0 {
-		b.WriteString("none\n")
-	}
-	for _, s := range c.Suspects {
-		fmt.Fprintf(b, "- **%s rail %d** (%s): %s\n", mdEscape(s.Host), s.Rail, s.Verdict, mdEscape(s.Reason))
-	}
-	for _, l := range c.Links {
-		fmt.Fprintf(b, "- **link %s-%s rail %d**: %s\n", mdEscape(l.A), mdEscape(l.B), l.Rail, mdEscape(l.Reason))
+	if f := r.Findings; f != nil {
+		fmt.Fprintf(b, "%s (**%s**)\n\n", mdEscape(f.Line), f.Verdict)
+		for _, s := range f.Suspects {
+			fmt.Fprintf(b, "- **%s** (%s, %s): %s\n", mdEscape(s.Name()), s.Part, s.Verdict, mdEscape(s.Reason))
+			for _, e := range s.Evidence {
+				fmt.Fprintf(b, "  - %s\n", mdEscape(evidenceLine(e)))
+			}
+		}
+		for _, h := range f.Cleared {
+			fmt.Fprintf(b, "- %s\n", mdEscape(h.Line))
+		}
+	} else {
+		if len(c.Suspects) == 0 {
+			b.WriteString("none\n")
+		}
+		for _, s := range c.Suspects {
+			fmt.Fprintf(b, "- **%s rail %d** (%s): %s\n", mdEscape(s.Host), s.Rail, s.Verdict, mdEscape(s.Reason))
+		}
+		for _, l := range c.Links {
+			fmt.Fprintf(b, "- **link %s-%s rail %d**: %s\n", mdEscape(l.A), mdEscape(l.B), l.Rail, mdEscape(l.Reason))
+		}
 	}
 	for _, h := range clearedButFailed(c) {
 		fmt.Fprintf(b, "- note: %s\n", mdEscape(h))
@@ -255,15 +631,16 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 }
 
 // clearedButFailed explains the hosts whose own verdict failed while the
-// isolation cleared their fabric: a bad partner can fail the tests of a good
-// host (a partner that stalls makes both ends' transfers time out), and an
+// isolation cleared their fabric: their failed pair tests are not held
+// against them (excusePairs), so the failure is another test's, which a bad
+// partner may still have caused (a peer that stalls a non-pair test), and an
 // operator must not replace that host on its verdict alone.
 func clearedButFailed(c *isolate.Summary) []string {
 	var out []string
 	for _, h := range c.Hosts {
 		if h.Fabric == isolate.Cleared && strings.HasPrefix(h.Verdict, "NOT QUALIFIED") {
 			out = append(out, fmt.Sprintf("%s is %s, but its fabric was cleared: every pair it failed in is explained by a partner found bad; "+
-				"if its failures are pair tests only, re-run it with a known-good partner before acting on its verdict", h.Host, h.Verdict))
+				"its failed pair tests are not held against it; re-run the tests it still failed with a known-good partner before acting on its verdict", h.Host, h.Verdict))
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,6 +21,13 @@ import (
 // deploy/rounds.sh leaves it: plan.json from gdrcluster, test.json and
 // host.json from the suite. slow[host] is a rail whose pairs crawl.
 func clusterFolder(t *testing.T, slow map[string]int) string {
+	t.Helper()
+	return clusterFolderWith(t, slow, nil)
+}
+
+// clusterFolderWith is clusterFolder where fail[host] is also a rail whose
+// pairs fail their test on both ends (a partner that stalls).
+func clusterFolderWith(t *testing.T, slow, fail map[string]int) string {
 	t.Helper()
 	root := t.TempDir()
 	hosts := []string{"vm1", "vm2", "vm3", "vm4"}
@@ -53,9 +61,26 @@ func clusterFolder(t *testing.T, slow map[string]int) string {
 						{"gdr.op", "WRITE"}, {"gdr.size_bytes", "65536"}, {"gdr.bw_gbit_s", fmt.Sprintf("%.3f", bw)}} {
 						evs = append(evs, Event{Action: "attr", Package: pkg, Test: name, Key: kv[0], Value: kv[1]})
 					}
-					evs = append(evs, Event{Action: "pass", Package: pkg, Test: name, Elapsed: 1})
+					result := "pass"
+					if r, ok := fail[me]; ok && r == rail {
+						result = "fail"
+					}
+					if r, ok := fail[peer]; ok && r == rail {
+						result = "fail"
+					}
+					if result == "fail" {
+						evs = append(evs, Event{Action: "output", Package: pkg, Test: name, Output: "    pp_test.go:40: RDMA WRITE timed out after 10s: the peer stopped answering\n"})
+					}
+					evs = append(evs, Event{Action: result, Package: pkg, Test: name, Elapsed: 1})
 				}
-				evs = append(evs, Event{Action: "pass", Package: pkg, Test: "TestPP08Bandwidth"}, Event{Action: "pass", Package: pkg})
+				top := "pass"
+				if _, ok := fail[me]; ok {
+					top = "fail"
+				}
+				if _, ok := fail[peer]; ok {
+					top = "fail"
+				}
+				evs = append(evs, Event{Action: top, Package: pkg, Test: "TestPP08Bandwidth"}, Event{Action: top, Package: pkg})
 				zero := 0
 				require.NoError(t, SaveRun(dir, Run{Host: Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
 			}
@@ -198,4 +223,295 @@ func TestClusterClearedButFailed(t *testing.T) {
 	require.Len(t, got, 1, "only a failed host whose fabric was cleared gets the note: %v", got)
 	assert.Contains(t, got[0], "vm2 is NOT QUALIFIED (1), but its fabric was cleared")
 	assert.Contains(t, got[0], "known-good partner")
+}
+
+// clusterJUnit renders rep's junit.xml and reads it back.
+func clusterJUnit(t *testing.T, rep *Report) JUnit {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, rep.WriteJUnit(&b))
+	doc, err := ParseJUnit(&b)
+	require.NoError(t, err)
+	return doc
+}
+
+func suiteNamed(t *testing.T, doc JUnit, name string) JUnitSuite {
+	t.Helper()
+	for _, s := range doc.Suites {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no suite %s in %d suites", name, len(doc.Suites))
+	return JUnitSuite{}
+}
+
+// casesWith names the cases of s whose result (pick: Failure, Error)
+// is set, and checks that its message says msg.
+func casesWith(t *testing.T, s JUnitSuite, pick func(JUnitCase) *JUnitResult, msg string) []string {
+	t.Helper()
+	var out []string
+	for _, c := range s.Cases {
+		if r := pick(c); r != nil {
+			out = append(out, c.Name)
+			assert.Contains(t, r.Message, msg, c.Name)
+		}
+	}
+	return out
+}
+
+func mergeCluster(t *testing.T, root string) *Report {
+	t.Helper()
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	require.NoError(t, err)
+	rep := Build(runs)
+	rep.SetCluster(a)
+	return rep
+}
+
+// A planted slow rail (vm3 rail 1) passes every test, yet the merge fails:
+// the link suite fails exactly the slow links, the isolation suite names
+// the rail, the verdict and the exit status are NOT QUALIFIED's.
+func TestClusterSlowRailIsAVerdict(t *testing.T) {
+	rep := mergeCluster(t, clusterFolder(t, map[string]int{"vm3": 1}))
+	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
+	assert.Equal(t, 1, rep.ExitCode())
+	assert.Contains(t, rep.Verdict.Advice, "cluster isolation found bad: vm3 rail 1")
+	for _, h := range rep.Hosts {
+		if h.Identity.Host == "vm3" {
+			assert.Equal(t, "NOT QUALIFIED (vm3 rail 1 bad)", h.Verdict.Line)
+		} else {
+			assert.NotEqual(t, NotQualified, h.Verdict.Verdict, "%s is healthy", h.Identity.Host)
+		}
+	}
+
+	doc := clusterJUnit(t, rep)
+	links := suiteNamed(t, doc, LinkSuite)
+	require.Len(t, links.Cases, 8, "4 pairs x 2 rails")
+	var failed []string
+	for _, c := range links.Cases {
+		assert.Contains(t, c.Name, " <-> ")
+		assert.Equal(t, "cluster.links", c.Classname)
+		assert.NotContains(t, c.Name, "[vm", "a link case names both ends, not one host")
+		if c.Failure != nil {
+			failed = append(failed, c.Name)
+			assert.Regexp(t, `slow: 0\.01 Gbit/s < floor 0\.1[34] Gbit/s \(GDR_PAIR_MIN_FRACTION 0\.5 x the median`, c.Failure.Message)
+			assert.Contains(t, c.Failure.Body, "isolation: vm3 rail 1 bad")
+		} else {
+			assert.Nil(t, c.Error)
+			assert.Nil(t, c.Skipped)
+			// A passed case's evidence is its block in the suite's system-out.
+			assert.Regexp(t, regexp.QuoteMeta(caseMark+c.Name)+"\n.*"+`pass: 0\.2\d+ Gbit/s >= floor 0\.\d+ Gbit/s \(GDR_PAIR_MIN_FRACTION 0\.5 x the median`, string(links.Out), c.Name)
+		}
+	}
+	assert.ElementsMatch(t, []string{"vm3 rail1 <-> vm4 rail1 [round 0]", "vm2 rail1 <-> vm3 rail1 [round 1]"}, failed)
+	assert.Equal(t, 2, links.Failures)
+
+	iso := suiteNamed(t, doc, IsolationSuite)
+	require.Len(t, iso.Cases, 4, "vm3's rail, and vm1, vm2, vm4 cleared or good")
+	assert.Equal(t, "vm3 rail 1 bad", iso.Cases[0].Name)
+	require.NotNil(t, iso.Cases[0].Failure)
+	assert.Contains(t, iso.Cases[0].Failure.Body, "round 1, rail 1, with vm2 (cleared): slow 0.01 Gbit/s < floor")
+	assert.Equal(t, 1, iso.Failures)
+	var passed []string
+	for _, c := range iso.Cases[1:] {
+		assert.Nil(t, c.Failure)
+		assert.Nil(t, c.Error)
+		passed = append(passed, c.Name)
+	}
+	assert.Equal(t, []string{"vm1 good: fast with 2 of 2 partners",
+		"vm2 cleared: fast with 2 of 2 partners; its failed pairs are explained: vm3 rail 1 found bad",
+		"vm4 cleared: fast with 2 of 2 partners; its failed pairs are explained: vm3 rail 1 found bad"}, passed)
+	assert.Equal(t, 3, doc.Failures, "the two slow links and the rail; no host case failed")
+
+	var js bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&js))
+	var sum struct {
+		Failed  int
+		Verdict string
+		Cluster struct {
+			Verdict  string
+			Suspects []struct {
+				Host, Part, Verdict string
+				Rail                int
+				Evidence            []struct {
+					Partner     string
+					BWGbitS     float64 `json:"bw_gbit_s"`
+					FloorGbitS  float64 `json:"floor_gbit_s"`
+					FloorSource string  `json:"floor_source"`
+				}
+			}
+			Cleared []struct{ Host, Fabric string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &sum))
+	assert.Equal(t, NotQualified, sum.Verdict)
+	assert.Equal(t, 1, sum.Failed, "one host failed")
+	assert.Equal(t, NotQualified, sum.Cluster.Verdict)
+	require.Len(t, sum.Cluster.Suspects, 1)
+	s := sum.Cluster.Suspects[0]
+	assert.Equal(t, []string{"vm3", "rail", "bad"}, []string{s.Host, s.Part, s.Verdict})
+	assert.Equal(t, 1, s.Rail)
+	require.Len(t, s.Evidence, 2)
+	for _, e := range s.Evidence {
+		assert.Less(t, e.BWGbitS, e.FloorGbitS)
+		assert.Contains(t, e.FloorSource, "GDR_PAIR_MIN_FRACTION")
+	}
+	assert.Len(t, sum.Cluster.Cleared, 3)
+
+	var txt, md bytes.Buffer
+	require.NoError(t, rep.WriteText(&txt))
+	assert.Contains(t, txt.String(), "GPUDirect RDMA qualification: NOT QUALIFIED")
+	assert.Contains(t, txt.String(), "BAD      vm3 rail 1 (part: rail)")
+	assert.Contains(t, txt.String(), "evidence: round 0, rail 1, with vm4 (cleared): slow 0.01 Gbit/s < floor 0.13 Gbit/s")
+	assert.Contains(t, txt.String(), "CLEARED  vm2 cleared: fast with 2 of 2 partners")
+	require.NoError(t, rep.WriteMarkdown(&md))
+	assert.Contains(t, md.String(), "- **vm3 rail 1** (rail, bad)")
+}
+
+// vm3 rail 1 stalls: its partners' tests fail too, and are not held against
+// them; vm3 fails, the others do not.
+func TestClusterStalledRailFailsOnlyItsHost(t *testing.T) {
+	rep := mergeCluster(t, clusterFolderWith(t, nil, map[string]int{"vm3": 1}))
+	assert.Equal(t, 1, rep.ExitCode())
+	for _, h := range rep.Hosts {
+		var pp *ReqResult
+		for _, rq := range h.Reqs {
+			if rq.ID == "PP-08" {
+				pp = rq
+			}
+		}
+		require.NotNil(t, pp)
+		switch h.Identity.Host {
+		case "vm3":
+			assert.Equal(t, NotQualified, h.Verdict.Verdict)
+			assert.Equal(t, Fail, pp.Status, "vm3's own failure stands")
+		case "vm2", "vm4":
+			assert.NotEqual(t, NotQualified, h.Verdict.Verdict, "%s failed only with the bad rail: %s", h.Identity.Host, h.Verdict.Line)
+			assert.Equal(t, Pass, pp.Status, "%s: passed with its other partner; the failed pair is the link's", h.Identity.Host)
+			assert.Equal(t, 1, pp.Skip)
+			assert.Contains(t, pp.Reason, "not held against "+h.Identity.Host+": vm3 rail 1 found bad by cluster isolation")
+		default:
+			assert.NotEqual(t, NotQualified, h.Verdict.Verdict)
+		}
+	}
+	doc := clusterJUnit(t, rep)
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			if c.Failure == nil {
+				continue
+			}
+			switch s.Name {
+			case LinkSuite:
+				assert.Contains(t, c.Name, "vm3 rail1")
+			case IsolationSuite:
+				assert.Equal(t, "vm3 rail 1 bad", c.Name)
+			default:
+				assert.Equal(t, "vm3/pingpong", s.Name, "only vm3's own cases fail: %s", c.Name)
+			}
+		}
+	}
+	assert.Contains(t, rep.Findings.Excused, "vm2: TestPP08Bandwidth/rail1/WRITE/65536 (round-1)")
+}
+
+func TestClusterAllFast(t *testing.T) {
+	rep := mergeCluster(t, clusterFolder(t, nil))
+	assert.Equal(t, 0, rep.ExitCode())
+	assert.NotEqual(t, NotQualified, rep.Verdict.Verdict)
+	assert.Equal(t, Qualified, rep.Findings.Verdict)
+	assert.Empty(t, rep.Findings.Suspects)
+	doc := clusterJUnit(t, rep)
+	assert.Zero(t, doc.Failures)
+	assert.Len(t, suiteNamed(t, doc, LinkSuite).Cases, 8)
+	iso := suiteNamed(t, doc, IsolationSuite)
+	require.Len(t, iso.Cases, 4)
+	assert.Equal(t, "vm1 good: fast with 2 of 2 partners", iso.Cases[0].Name)
+}
+
+// Only round 0 ran and vm3 rail 1 stalls: vm3 and vm4 failed together and
+// never passed with anyone on rail 1, so isolation cannot say which is bad.
+func TestClusterInconclusive(t *testing.T) {
+	root := clusterFolderWith(t, nil, map[string]int{"vm3": 1})
+	for _, h := range []string{"vm1", "vm2", "vm3", "vm4"} {
+		require.NoError(t, os.RemoveAll(cluster.RoundDir(root, h, 1)))
+	}
+	rep := mergeCluster(t, root)
+	assert.Equal(t, Incomplete, rep.Verdict.Verdict, rep.Verdict.Line)
+	assert.Equal(t, 0, rep.ExitCode(), "INCOMPLETE fails only under GDR_STRICT=1")
+	assert.Equal(t, Incomplete, rep.Findings.Verdict)
+	assert.Contains(t, rep.Findings.Line, "cluster isolation inconclusive: not isolated yet: vm3 rail 1 suspect, vm4 rail 1 suspect")
+	assert.Contains(t, rep.Verdict.Advice, "cluster isolation inconclusive")
+	assert.Contains(t, rep.Verdict.Line, "; cluster isolation inconclusive", "the headline says so too")
+	for _, h := range rep.Hosts {
+		assert.NotEqual(t, NotQualified, h.Verdict.Verdict, "%s: nothing was found bad: %s", h.Identity.Host, h.Verdict.Line)
+	}
+	doc := clusterJUnit(t, rep)
+	assert.Equal(t, 1, doc.Failures, "only the link's case: no host case, no part pinned")
+	errored := casesWith(t, suiteNamed(t, doc, IsolationSuite), func(c JUnitCase) *JUnitResult { return c.Error }, "has not passed with anyone yet")
+	assert.Equal(t, []string{"vm3 rail 1 suspect", "vm4 rail 1 suspect"}, errored)
+	bad := casesWith(t, suiteNamed(t, doc, LinkSuite), func(c JUnitCase) *JUnitResult { return c.Failure }, "RDMA WRITE timed out")
+	assert.Equal(t, []string{"vm3 rail1 <-> vm4 rail1 [round 0]"}, bad, "the link's case fails; its hosts are not judged")
+	var txt bytes.Buffer
+	require.NoError(t, rep.WriteText(&txt))
+	assert.Contains(t, txt.String(), "SUSPECT  vm3 rail 1 (part: rail)")
+}
+
+// allPairs is every pair of hosts once ("all" pairing: 3 rounds for 4
+// hosts), on rails 0 and 1, both ends' results; bad(a, b, rail) says the
+// pair failed there.
+func allPairs(hosts []string, bad func(a, b string, rail int) bool) []isolate.Result {
+	var out []isolate.Result
+	round := 0
+	for i := range hosts {
+		for j := i + 1; j < len(hosts); j++ {
+			for rail := 0; rail < 2; rail++ {
+				st := isolate.Pass
+				if bad(hosts[i], hosts[j], rail) {
+					st = isolate.Fail
+				}
+				out = append(out,
+					isolate.Result{Host: hosts[i], Peer: hosts[j], Round: round, Rail: rail, Role: "server", Test: "TestPP03Write", Status: st},
+					isolate.Result{Host: hosts[j], Peer: hosts[i], Round: round, Rail: rail, Role: "client", Test: "TestPP03Write", Status: st})
+			}
+			round++
+		}
+	}
+	return out
+}
+
+func TestClusterFindingParts(t *testing.T) {
+	hosts := []string{"vm1", "vm2", "vm3", "vm4"}
+	judge := func(bad func(a, b string, rail int) bool) *Report {
+		var runs []Run
+		for _, h := range hosts {
+			runs = append(runs, Run{Host: Identity{Host: h}})
+		}
+		rep := Build(runs)
+		rep.SetCluster(isolate.Analyze(hosts, allPairs(hosts, bad), isolate.Options{}))
+		return rep
+	}
+	// A bad link: the merge fails, no host does.
+	rep := judge(func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 })
+	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
+	assert.Contains(t, rep.Verdict.Line, "link vm1 <-> vm2 rail 0 bad")
+	assert.Equal(t, 1, rep.ExitCode())
+	for _, h := range rep.Hosts {
+		assert.NotEqual(t, NotQualified, h.Verdict.Verdict, "a link is never one endpoint's: %s", h.Identity.Host)
+	}
+	require.Len(t, rep.Findings.Suspects, 1)
+	assert.Equal(t, PartLink, rep.Findings.Suspects[0].Part)
+	assert.Equal(t, []string{"link vm1 <-> vm2 rail 0 bad"},
+		casesWith(t, suiteNamed(t, clusterJUnit(t, rep), IsolationSuite), func(c JUnitCase) *JUnitResult { return c.Failure }, "failed together on rail 0"))
+
+	// A host bad on every rail is one finding of part host.
+	rep = judge(func(a, b string, rail int) bool { return a == "vm3" || b == "vm3" })
+	require.Len(t, rep.Findings.Suspects, 1)
+	s := rep.Findings.Suspects[0]
+	assert.Equal(t, []string{PartHost, "vm3"}, []string{s.Part, s.Host})
+	assert.Equal(t, isolate.AllRails, s.Rail)
+	assert.Len(t, s.Evidence, 6, "3 partners x 2 rails")
+	for _, h := range rep.Hosts {
+		assert.Equal(t, h.Identity.Host == "vm3", h.Verdict.Verdict == NotQualified, "%s: %s", h.Identity.Host, h.Verdict.Line)
+	}
+	assert.Equal(t, "NOT QUALIFIED (host vm3 bad)", rep.Hosts[2].Verdict.Line)
 }

@@ -312,6 +312,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		// Cluster runs (contract): pairs (a, b, rail, status, bw_gbit_s),
 		// suspects (host, rail), links.
 		out["pairs"], out["suspects"], out["links"] = c.Pairs, c.Suspects, c.Links
+		out["cluster"] = r.Findings // isolation's verdict: suspects (host, rail, part, evidence), cleared
 	}
 	if len(r.Hosts) == 1 {
 		h := r.Hosts[0]

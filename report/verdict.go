@@ -140,7 +140,9 @@ type Report struct {
 	Time     string   `json:"time"`
 	// Cluster is a cluster run's pair analysis (SetCluster); nil otherwise.
 	Cluster *isolate.Summary `json:"cluster,omitempty"`
-	rails   []int
+	// Findings are isolation's verdicts over Cluster (SetCluster).
+	Findings *ClusterFindings `json:"-"`
+	rails    []int
 }
 
 // Build makes the report of runs (one per host).

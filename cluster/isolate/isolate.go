@@ -65,7 +65,8 @@ const (
 	Missing Status = "missing" // scheduled, no result: counts as a failure
 )
 
-func (s Status) failed() bool { return s == Fail || s == Slow || s == Missing }
+// Failed reports whether s counts as a failure of the pair.
+func (s Status) Failed() bool { return s == Fail || s == Slow || s == Missing }
 
 // AllRails marks a Result that applies to every rail (a round that failed
 // before any rail was tried).
@@ -122,8 +123,11 @@ type Pair struct {
 	Rail       int     `json:"rail"`
 	Status     Status  `json:"status"`
 	BWGbitS    float64 `json:"bw_gbit_s,omitempty"`
-	FloorGbitS float64 `json:"floor_gbit_s,omitempty"` // the floor a Slow pair fell below
-	Detail     string  `json:"detail,omitempty"`
+	FloorGbitS float64 `json:"floor_gbit_s,omitempty"` // the floor the pair was judged against (a Slow pair fell below it)
+	// FloorSource says where FloorGbitS comes from: the fraction of which
+	// median, or the absolute floor.
+	FloorSource string `json:"floor_source,omitempty"`
+	Detail      string `json:"detail,omitempty"`
 }
 
 // Evidence is one failed pair as seen from one of its ends.
@@ -134,6 +138,7 @@ type Evidence struct {
 	Status       Status  `json:"status"`
 	BWGbitS      float64 `json:"bw_gbit_s,omitempty"`
 	FloorGbitS   float64 `json:"floor_gbit_s,omitempty"`
+	FloorSource  string  `json:"floor_source,omitempty"`
 	PartnerState State   `json:"partner_state"`
 	Detail       string  `json:"detail,omitempty"`
 }
@@ -270,15 +275,15 @@ func (e *end) add(r Result) {
 		e.role = r.Role
 	}
 	switch {
-	case r.Status.failed():
-		if !e.status.failed() || e.status == Missing && r.Status != Missing {
+	case r.Status.Failed():
+		if !e.status.Failed() || e.status == Missing && r.Status != Missing {
 			e.status = r.Status
 			e.detail = r.Detail
 			if e.detail == "" && r.Test != "" {
 				e.detail = r.Test + " " + string(r.Status)
 			}
 		}
-	case r.Status == Pass && !e.status.failed():
+	case r.Status == Pass && !e.status.Failed():
 		e.status = Pass
 	case e.status == "":
 		e.status = Skip
@@ -379,12 +384,12 @@ func Analyze(hosts []string, results []Result, opt Options) *Analysis {
 				continue
 			}
 			switch {
-			case e.status.failed():
-				if !p.Status.failed() || p.Status == Missing && e.status != Missing {
+			case e.status.Failed():
+				if !p.Status.Failed() || p.Status == Missing && e.status != Missing {
 					p.Status = e.status
 					p.Detail = host + ": " + e.detail
 				}
-			case e.status == Pass && !p.Status.failed():
+			case e.status == Pass && !p.Status.Failed():
 				p.Status = Pass
 			}
 			if e.bw > 0 && (bwEnd == nil || e.write && !bwEnd.write || e.write == bwEnd.write && (e.size > bwEnd.size || e.size == bwEnd.size && e.bw > bwEnd.bw)) {
@@ -437,7 +442,10 @@ func applyFloors(pairs []Pair, opt Options) {
 			}
 		}
 		for i, j := range idx {
-			floor := opt.MinGbitS
+			floor, source := opt.MinGbitS, ""
+			if floor > 0 {
+				source = fmt.Sprintf("the absolute floor of %.3g Gbit/s", floor)
+			}
 			if opt.MinFraction > 0 && len(sorted) >= 3 {
 				p := pairs[j]
 				// The values of the pairs that share a host with p (p too).
@@ -453,17 +461,24 @@ func applyFloors(pairs []Pair, opt Options) {
 					drop = append(drop, vals[k])
 				}
 				slices.Sort(drop)
+				med, of := 0.0, ""
 				switch {
 				case len(drop) < len(sorted):
-					floor = max(floor, opt.MinFraction*medianApart(sorted, drop))
+					med, of = medianApart(sorted, drop), fmt.Sprintf("rail %d's pairs without %s or %s", p.Rail, p.A, p.B)
 				default:
-					floor = max(floor, opt.MinFraction*medianWithout(sorted, vals[i]))
+					med, of = medianWithout(sorted, vals[i]), fmt.Sprintf("rail %d's other pairs", p.Rail)
 				}
+				if rel := opt.MinFraction * med; rel > floor {
+					floor = rel
+					source = fmt.Sprintf("GDR_PAIR_MIN_FRACTION %.3g x the median %.3g Gbit/s of %s", opt.MinFraction, med, of)
+				}
+			}
+			if floor > 0 {
+				pairs[j].FloorGbitS, pairs[j].FloorSource = floor, source
 			}
 			if floor > 0 && pairs[j].BWGbitS < floor {
 				pairs[j].Status = Slow
-				pairs[j].FloorGbitS = floor
-				pairs[j].Detail = fmt.Sprintf("%.3g Gbit/s is below the floor of %.3g Gbit/s", pairs[j].BWGbitS, floor)
+				pairs[j].Detail = fmt.Sprintf("%.3g Gbit/s is below the floor of %.3g Gbit/s (%s)", pairs[j].BWGbitS, floor, source)
 			}
 		}
 	}
@@ -534,7 +549,7 @@ func (a *Analysis) judge() {
 		goodPartners := map[string]map[string]bool{}
 		var links []*Pair
 		for _, p := range pairs {
-			if !p.Status.failed() {
+			if !p.Status.Failed() {
 				continue
 			}
 			a.failed[hostRail{p.A, rail}], a.failed[hostRail{p.B, rail}] = true, true
@@ -573,7 +588,7 @@ func (a *Analysis) judge() {
 			default:
 				a.state[hr] = Untested // every failure explained by a bad partner, unless:
 				for _, p := range pairs {
-					if p.Status.failed() && (p.A == h && !bad[p.B] || p.B == h && !bad[p.A]) {
+					if p.Status.Failed() && (p.A == h && !bad[p.B] || p.B == h && !bad[p.A]) {
 						a.state[hr] = Suspected
 						break
 					}
@@ -584,7 +599,7 @@ func (a *Analysis) judge() {
 			a.Links = append(a.Links, Link{A: l.A, B: l.B, Rail: rail,
 				Reason: fmt.Sprintf("%s and %s failed together on rail %d in round %d (%s) while each passed with other partners: the link between them (cables, switch ports, path)",
 					l.A, l.B, rail, l.Round, l.Status),
-				Evidence: []Evidence{a.evidence(l, l.A), a.evidence(l, l.B)}})
+				Evidence: []Evidence{a.Evidence(l, l.A), a.Evidence(l, l.B)}})
 		}
 	}
 
@@ -599,10 +614,10 @@ func (a *Analysis) judge() {
 			vouched := 0 // failures with partners that passed elsewhere
 			for i := range a.Pairs {
 				p := &a.Pairs[i]
-				if p.Rail != rail || !p.Status.failed() || p.A != h && p.B != h {
+				if p.Rail != rail || !p.Status.Failed() || p.A != h && p.B != h {
 					continue
 				}
-				ev := a.evidence(p, h)
+				ev := a.Evidence(p, h)
 				s.Evidence = append(s.Evidence, ev)
 				part := fmt.Sprintf("%s (round %d, %s", ev.Partner, ev.Round, ev.Status)
 				if ev.Status == Slow {
@@ -623,13 +638,15 @@ func (a *Analysis) judge() {
 	}
 }
 
-func (a *Analysis) evidence(p *Pair, from string) Evidence {
+// Evidence is pair p as seen from its end from: the partner, the result and
+// the partner's standing on that rail.
+func (a *Analysis) Evidence(p *Pair, from string) Evidence {
 	partner := p.B
 	if p.B == from {
 		partner = p.A
 	}
 	return Evidence{Round: p.Round, Partner: partner, Rail: p.Rail, Status: p.Status, BWGbitS: p.BWGbitS,
-		FloorGbitS: p.FloorGbitS, PartnerState: a.State(partner, p.Rail), Detail: p.Detail}
+		FloorGbitS: p.FloorGbitS, FloorSource: p.FloorSource, PartnerState: a.State(partner, p.Rail), Detail: p.Detail}
 }
 
 // PairKey names one pair of hosts in one round (A the server, B the client).

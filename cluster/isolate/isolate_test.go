@@ -104,6 +104,16 @@ func TestBadNICIsolatedToItsRail(t *testing.T) {
 	assert.InDelta(t, 117, s.Evidence[0].BWGbitS, 0.1)
 	assert.InDelta(t, 195, s.Evidence[0].FloorGbitS, 0.1, "half of the other pairs' median")
 	assert.Contains(t, s.Reason, "gpu0003 rail 1 failed with 2 partners that passed with others: gpu0004 (round 0, slow 117 < 195 Gbit/s, partner cleared)")
+	// Every judged pair carries its floor and where it comes from, passed
+	// ones too: the link's JUnit case shows value against floor.
+	for _, p := range a.Pairs {
+		if p.Status == Pass {
+			assert.Positive(t, p.FloorGbitS, "%+v", p)
+			assert.Less(t, p.FloorGbitS, p.BWGbitS, "%+v", p)
+			assert.Contains(t, p.FloorSource, "GDR_PAIR_MIN_FRACTION 0.5 x the median", "%+v", p)
+		}
+	}
+	assert.Contains(t, s.Evidence[0].Detail, "without gpu0003 or gpu0004", "the slow pair's floor says which pairs set it")
 	sum := a.Summary(map[string]string{"gpu0003": "NOT QUALIFIED (1)"})
 	assert.Equal(t, Host{Host: "gpu0003", Verdict: "NOT QUALIFIED (1)", Fabric: Bad, BadRails: []int{1}}, sum.Hosts[2])
 	assert.Equal(t, Cleared, sum.Hosts[1].Fabric)

@@ -12,6 +12,8 @@
 // and summary.json's exit_code, and to $GDR_EXIT_CODE_FILE when set: make
 // turns every failed recipe into its own 2, so build/verdict.sh runs make
 // with that file and exits with the code in it.
+// A cluster folder's isolation findings are part of the verdict: a host,
+// rail or link found bad exits 1, a part not isolated yet is INCOMPLETE.
 package main
 
 import (
