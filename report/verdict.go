@@ -35,6 +35,8 @@ type Number struct {
 	Value     string `json:"value"`
 	Unit      string `json:"unit"`                // Gbit/s
 	Threshold string `json:"threshold,omitempty"` // "floor 75.0 Gbit/s (75% of the 100 Gb/s port rate)"
+	// Judged: the value a failure judged (the case's gdr.measured names it).
+	Judged bool `json:"judged,omitempty"`
 }
 
 // String prints "93.10 Gbit/s (floor ...)", with the device in front.
@@ -69,11 +71,14 @@ type ReqResult struct {
 	Failed int      `json:"failed"`
 	Skip   int      `json:"skipped"`
 	Nums   []Number `json:"numbers,omitempty"`
-	Reason string   `json:"reason,omitempty"` // first failure (cause and remedy) or skip reason
+	Reason string   `json:"reason,omitempty"` // first failure's cause (its gdr.cause) or skip reason
 	Remedy string   `json:"remedy,omitempty"`
-	Cause  string   `json:"cause,omitempty"` // the shared cause it is grouped under
-	Tests  []string `json:"tests,omitempty"` // the counted cases' names
-	cases  []*Case
+	// Outcome of a failed requirement: its first failed case's
+	// (OutcomeFellShort or OutcomeNotJudged); "" unless Status is Fail.
+	Outcome string   `json:"outcome,omitempty"`
+	Cause   string   `json:"cause,omitempty"` // the shared cause it is grouped under
+	Tests   []string `json:"tests,omitempty"` // the counted cases' names
+	cases   []*Case
 }
 
 // Cause is one root cause that several requirements share.
@@ -197,6 +202,7 @@ func buildHost(run Run) *HostResult {
 func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	r := &ReqResult{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: string(rq.Level), cases: cases, Cases: len(cases)}
 	var firstFail, firstSkip string
+	var failed *Case // the first failed case
 	for _, c := range cases {
 		r.Tests = append(r.Tests, c.Name)
 		switch c.Status() {
@@ -209,8 +215,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			}
 		default:
 			r.Failed++
-			if firstFail == "" {
-				firstFail = c.Message
+			if failed == nil {
+				failed, firstFail = c, c.Message
 			}
 		}
 		r.Nums = append(r.Nums, numbers(c)...)
@@ -219,6 +225,7 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	case r.Failed > 0:
 		r.Status = Fail
 		r.Reason = firstFail
+		r.Outcome = failed.Outcome
 	case r.Passed > 0:
 		r.Status = Pass
 		if r.Skip > 0 {
@@ -235,11 +242,16 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 		case pkg.Failure != "":
 			r.Status = Fail
 			r.Reason = "conformance/" + rq.Area + " " + pkg.Failure
+			r.Outcome = OutcomeNotJudged // no test of it ran: a build or run failure of the suite
 		case pkg.NoTests:
 			r.Reason = "not run: conformance/" + rq.Area + " has no tests in this build (build tags?)"
 		default:
 			r.Reason = "not run: no test of " + rq.ID + " ran (-run filter?)"
 		}
+	}
+	if r.Status == Fail && failed != nil {
+		r.Reason, r.Remedy = failed.CauseAndRemedy() // the test's own gdr.cause and gdr.remedy when recorded
+		return r
 	}
 	cause, remedy := CauseAndRemedy(r.Reason)
 	if remedy != "" {
@@ -276,7 +288,8 @@ var imperative = regexp.MustCompile(`^(load|install|run|set|create|use|boot|enab
 // threshold that applies to it when the test recorded one.
 func numbers(c *Case) []Number {
 	var out []Number
-	thr := c.Attrs["gdr.threshold"]
+	thr := thresholdSource(c.Attrs)
+	measured, bound := c.Own["gdr.measured"], c.Own["gdr.threshold"]
 	keys := make([]string, 0, len(c.Attrs))
 	for k := range c.Attrs {
 		keys = append(keys, k)
@@ -286,14 +299,20 @@ func numbers(c *Case) []Number {
 	for _, k := range keys {
 		_, unit, ok := attrkey.UnitOf(k)
 		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
-		if !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
+		if k != measured && !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
 			continue
 		}
 		if words[0] == "min" || words[0] == "max" {
 			continue // thresholds go beside what they bound
 		}
 		n := Number{Device: dev, Key: k, Value: c.Attrs[k], Unit: unit}
-		if t := threshold(c.Attrs, words); t != "" {
+		if k == measured && c.Attrs[bound] != "" {
+			// The failure named its value and bound (testenv): no pairing by name.
+			n.Judged, n.Threshold = true, boundOf(c.Attrs, bound)
+			if thr != "" {
+				n.Threshold += " (" + thr + ")"
+			}
+		} else if t := threshold(c.Attrs, words); t != "" {
 			n.Threshold = t
 		} else if thr != "" && (words[0] == "bw" || words[0] == "lat") && !strings.HasPrefix(thr, "reported only") {
 			if words[0] == "bw" && len(words) == 3 || words[0] == "lat" && strings.HasSuffix(k, "_p50") {
@@ -303,6 +322,35 @@ func numbers(c *Case) []Number {
 		out = append(out, n)
 	}
 	return out
+}
+
+// thresholdSource is the words for where a case's thresholds come from:
+// gdr.threshold_source, or in recordings made before it gdr.threshold
+// (which now names the bound's attribute, a gdr. key).
+func thresholdSource(a map[string]string) string {
+	if s := a["gdr.threshold_source"]; s != "" {
+		return s
+	}
+	if s := a["gdr.threshold"]; !strings.HasPrefix(s, "gdr.") {
+		return s
+	}
+	return ""
+}
+
+// boundOf prints the bound in attribute key: "floor 75.000 Gbit/s" for a
+// min_ key, "ceiling ..." for a max_ key, "threshold ..." otherwise.
+func boundOf(a map[string]string, key string) string {
+	v := a[key]
+	if _, unit, ok := attrkey.UnitOf(key); ok {
+		v += " " + unit
+	}
+	switch name := strings.TrimPrefix(key, attrkey.Prefix); {
+	case strings.HasPrefix(name, "min_"):
+		return "floor " + v
+	case strings.HasPrefix(name, "max_"):
+		return "ceiling " + v
+	}
+	return "threshold " + v
 }
 
 // threshold finds min_<name> / max_<name> beside <name>: bw_gbit_s gets
