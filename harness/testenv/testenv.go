@@ -63,6 +63,7 @@ func Req(t testing.TB, id string) {
 // Floats are written with 3 significant decimals.
 func Attr(t testing.TB, key string, value any) {
 	t.Helper()
+	key = withPrefix(key)
 	var s string
 	switch v := value.(type) {
 	case float64:
@@ -75,7 +76,7 @@ func Attr(t testing.TB, key string, value any) {
 		s = fmt.Sprint(v)
 	}
 	// Attribute values may not contain newlines (go test -json framing).
-	t.Attr(withPrefix(key), strings.ReplaceAll(s, "\n", " "))
+	t.Attr(key, strings.ReplaceAll(s, "\n", " "))
 }
 
 // Absent ends the test because hardware or software it needs is not there.
