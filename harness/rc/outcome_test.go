@@ -5,6 +5,7 @@ package rc
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/oob"
@@ -40,4 +41,47 @@ func TestEndsFailureOutcome(t *testing.T) {
 	assert.Equal(t, "client: registering: GPU memory could not be registered with mlx5_0 (GDR_MR=auto): peermem: EINVAL", f.Cause)
 	assert.Equal(t, "load nvidia_peermem", f.Remedy)
 	assert.Equal(t, "client: "+mr.Error(), f.Cause+"; remedy: "+f.Remedy, "the log line stays today's")
+}
+
+// attrTB records a test's attributes and whether it was stopped.
+type attrTB struct {
+	testing.TB
+	attrs   map[string]string
+	stopped string
+}
+
+func (a *attrTB) Helper()          {}
+func (a *attrTB) Attr(k, v string) { a.attrs[k] = v }
+func (a *attrTB) Cleanup(func())   {}
+func (a *attrTB) Fatalf(format string, args ...any) {
+	a.stopped = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// body runs fn as a test would, a Fatalf ending it; it returns the attributes.
+func body(t *testing.T, fn func(t testing.TB)) *attrTB {
+	a := &attrTB{TB: t, attrs: map[string]string{}}
+	done := make(chan struct{})
+	go func() { defer close(done); fn(a) }()
+	<-done
+	return a
+}
+
+func TestFailIfAndStopRecordTheOutcome(t *testing.T) {
+	ends := []*End{{Role: "server"}, {Role: "client"}}
+	lost := &oob.Error{Kind: oob.ErrVanished, Msg: "peer vanished: connection reset"}
+	a := body(t, func(tb testing.TB) { FailIf(tb, ends, []error{lost, fmt.Errorf("%w: the server failed", oob.ErrPeer)}) })
+	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
+	assert.Equal(t, "server: peer vanished: connection reset", a.attrs["gdr.cause"], "the peer's echo is not shown")
+	assert.Equal(t, "server: peer vanished: connection reset", a.stopped)
+
+	a = body(t, func(tb testing.TB) { Stop(tb, fmt.Errorf("rail 1: %w", budget.ErrExhausted)) })
+	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
+	a = body(t, func(tb testing.TB) { Stop(tb, errors.New("rail 1: work completion error: retry exceeded")) })
+	assert.Equal(t, "fell_short", a.attrs["gdr.outcome"])
+	a = body(t, func(tb testing.TB) { connectFailed(tb, lost, "") })
+	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
+	a = body(t, func(tb testing.TB) { connectFailed(tb, lost, "GDR_QPS differs") })
+	assert.Equal(t, "fell_short", a.attrs["gdr.outcome"], "this host's own reason to fail stands")
+	assert.Equal(t, "GDR_QPS differs (the peer could not be told either: peer vanished: connection reset)", a.attrs["gdr.cause"])
 }
