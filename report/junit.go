@@ -90,8 +90,8 @@ func (c cdata) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 // Result types: the contract's outcomes (gdr.outcome), and a report-only
 // requirement that was not met (a skip: it never turns a build unstable).
 const (
-	typeFellShort  = "fell_short"
-	typeNotJudged  = "not_judged"
+	typeFellShort  = OutcomeFellShort
+	typeNotJudged  = OutcomeNotJudged
 	typeReportOnly = "report_only_not_met"
 )
 
@@ -381,13 +381,7 @@ func caseOf(c *Case, host string) (tc JUnitCase, attrs map[string]string) {
 		m := subject + ": " + c.Message
 		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", attrs, c.Output)}
 	default:
-		cause, remedy := CauseAndRemedy(c.Message)
-		if v := c.Attrs["gdr.cause"]; v != "" {
-			cause = v
-		}
-		if v := c.Attrs["gdr.remedy"]; v != "" {
-			remedy = v
-		}
+		cause, remedy := c.CauseAndRemedy()
 		what := cause
 		if m := measured(c); m != "" {
 			what = m + ": " + cause
@@ -397,7 +391,7 @@ func caseOf(c *Case, host string) (tc JUnitCase, attrs map[string]string) {
 		case level == string(reqs.ReportOnly):
 			m = "report-only, not met: " + c.Req + " on " + host + ": " + what
 			tc.Skipped = &JUnitResult{Message: clean(m), Type: typeReportOnly, Body: body(m, remedy, attrs, c.Output)}
-		case c.Attrs["gdr.outcome"] == typeNotJudged:
+		case c.Outcome == OutcomeNotJudged:
 			tc.Error = &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, remedy, attrs, c.Output)}
 		default:
 			tc.Failure = &JUnitResult{Message: clean(m), Type: typeFellShort, Body: body(m, remedy, attrs, c.Output)}
@@ -415,46 +409,33 @@ func withAttr(a map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// measured is "bw 12.1 Gbit/s < floor 75 Gbit/s (75% of port rate)": the
-// judged value against its threshold. The test names both (gdr.measured,
-// gdr.threshold, gdr.threshold_source); a recording made before those names
-// gives the first number that has a threshold beside it.
+// measured is "bw 12.1 Gbit/s < floor 75.000 Gbit/s (75% of port rate)":
+// the judged value against its threshold, as numbers() reads them (the
+// test names both with gdr.measured and gdr.threshold; a recording made
+// before those names gives the first number with a threshold beside it).
 func measured(c *Case) string {
-	a := c.Attrs
-	if k := a["gdr.measured"]; a[k] != "" {
-		s := valueWithUnit(k, a[k])
-		if tk := a["gdr.threshold"]; a[tk] != "" {
-			op, word := "vs", "threshold"
-			if w := strings.Split(strings.TrimPrefix(tk, attrkey.Prefix), "_"); w[0] == "min" {
-				op, word = "<", "floor"
-			} else if w[0] == "max" {
-				op, word = ">", "ceiling"
-			}
-			s += " " + op + " " + word + " " + unitless(valueWithUnit(tk, a[tk]))
-			if src := a["gdr.threshold_source"]; src != "" {
-				s += " (" + src + ")"
-			}
+	nums := numbers(c)
+	var pick *Number
+	for i := range nums {
+		if nums[i].Threshold != "" && (pick == nil || nums[i].Judged && !pick.Judged) {
+			pick = &nums[i]
 		}
-		return s
 	}
-	for _, n := range numbers(c) {
-		if n.Threshold == "" {
-			continue
-		}
-		op := "vs"
-		switch {
-		case strings.HasPrefix(n.Threshold, "floor "):
-			op = "<"
-		case strings.HasPrefix(n.Threshold, "ceiling "):
-			op = ">"
-		}
-		s := valueWithUnit(n.Key, n.Value) + " " + op + " " + n.Threshold
-		if t := a["gdr.threshold"]; t != "" && !strings.Contains(n.Threshold, t) {
-			s += " (" + t + ")"
-		}
-		return s
+	if pick == nil {
+		return ""
 	}
-	return ""
+	op := "vs"
+	switch {
+	case strings.HasPrefix(pick.Threshold, "floor "):
+		op = "<"
+	case strings.HasPrefix(pick.Threshold, "ceiling "):
+		op = ">"
+	}
+	s := valueWithUnit(pick.Key, pick.Value) + " " + op + " " + pick.Threshold
+	if t := thresholdSource(c.Attrs); t != "" && !strings.Contains(pick.Threshold, t) {
+		s += " (" + t + ")"
+	}
+	return s
 }
 
 // valueWithUnit is "bw 12.1 Gbit/s" for gdr.bw_gbit_s=12.1: the key less

@@ -43,9 +43,45 @@ type Case struct {
 	Attrs    map[string]string // Own over its parents' (gdr.req and facts are inherited)
 	Req      string            // gdr.req, own or inherited
 	Message  string            // failure: first line of cause and remedy; skip: the reason
-	Counted  bool              // a row of its own: carries its own verdict (see count)
-	order    int
-	open     bool // its last output line has no newline yet: the next output continues it
+	// Outcome of a failed case: OutcomeFellShort (the hardware or the host's
+	// configuration fell short: JUnit <failure>) or OutcomeNotJudged (the
+	// suite could not judge: JUnit <error>); "" unless it failed. From
+	// gdr.outcome; a failure recorded without it fell short.
+	Outcome string
+	Counted bool // a row of its own: carries its own verdict (see count)
+	order   int
+	open    bool // its last output line has no newline yet: the next output continues it
+}
+
+// Outcomes of a failed case (gdr.outcome, written by harness/testenv).
+const (
+	OutcomeFellShort = "fell_short"
+	OutcomeNotJudged = "not_judged"
+)
+
+// failureKeys are the attributes harness/testenv writes when a test fails:
+// they belong to the test that failed, never to its subtests.
+var failureKeys = map[string]bool{"gdr.cause": true, "gdr.remedy": true, "gdr.outcome": true,
+	"gdr.measured": true, "gdr.failures_count": true}
+
+// Structured says whether the case's failure was recorded with its cause
+// as an attribute (gdr.cause), not only as a log line to be parsed.
+func (c *Case) Structured() bool { return c.Own["gdr.cause"] != "" }
+
+// CauseAndRemedy is the case's cause and remedy: its gdr.cause and
+// gdr.remedy when the test recorded them; for older recordings, split out
+// of its message (a remedy after "remedy:", else a closing clause that
+// tells what to do).
+func (c *Case) CauseAndRemedy() (cause, remedy string) {
+	if c.Structured() {
+		cause, remedy = c.Own["gdr.cause"], c.Own["gdr.remedy"]
+	} else {
+		cause, remedy = CauseAndRemedy(c.Message)
+	}
+	if remedy == "" {
+		remedy = remedyIn(cause) // an absence's message ends with what to do
+	}
+	return cause, remedy
 }
 
 // Device names what a counted subtest is about: the part of its name below
@@ -225,7 +261,7 @@ func link(p *pkgRun) {
 		c.Attrs = map[string]string{}
 		if c.Parent != nil {
 			for k, v := range c.Parent.Attrs {
-				if k != "gdr.skip" && k != "gdr.absent" {
+				if k != "gdr.skip" && k != "gdr.absent" && !failureKeys[k] && !(k == "gdr.threshold" && strings.HasPrefix(v, "gdr.")) {
 					c.Attrs[k] = v
 				}
 			}
@@ -247,6 +283,12 @@ func link(p *pkgRun) {
 		normalizeLegacy(c.Attrs)
 		c.Counted = counted(c)
 		c.Message = message(c)
+		if c.Result == gtr.Fail || c.Result == gtr.Unknown {
+			c.Outcome = OutcomeFellShort
+			if c.Own["gdr.outcome"] == OutcomeNotJudged {
+				c.Outcome = OutcomeNotJudged
+			}
+		}
 	}
 }
 
@@ -311,6 +353,13 @@ func message(c *Case) string {
 			return msgs[len(msgs)-1]
 		}
 		return "skipped (no reason given)"
+	}
+	if cause := c.Own["gdr.cause"]; cause != "" && c.Result == gtr.Fail {
+		// Recorded by testenv before the test failed: the line it printed.
+		if r := c.Own["gdr.remedy"]; r != "" {
+			return cause + "; remedy: " + r
+		}
+		return cause
 	}
 	for _, m := range msgs {
 		if remedyRe.MatchString(m) {

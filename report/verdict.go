@@ -38,7 +38,8 @@ type Number struct {
 	Value     string `json:"value"`
 	Unit      string `json:"unit"`                // Gbit/s
 	Threshold string `json:"threshold,omitempty"` // "floor 75.0 Gbit/s (75% of the 100 Gb/s port rate)"
-	judged    bool   // what the requirement judges (gdr.measured): listed first
+	// Judged: the value a failure judged (the case's gdr.measured names it).
+	Judged bool `json:"judged,omitempty"`
 }
 
 // String prints "93.10 Gbit/s (floor ...)", with the device in front.
@@ -73,11 +74,14 @@ type ReqResult struct {
 	Failed int      `json:"failed"`
 	Skip   int      `json:"skipped"`
 	Nums   []Number `json:"numbers,omitempty"`
-	Reason string   `json:"reason,omitempty"` // first failure (cause and remedy) or skip reason
+	Reason string   `json:"reason,omitempty"` // first failure's cause (its gdr.cause) or skip reason
 	Remedy string   `json:"remedy,omitempty"`
-	Cause  string   `json:"cause,omitempty"` // the shared cause it is grouped under
-	Tests  []string `json:"tests,omitempty"` // the counted cases' names
-	cases  []*Case
+	// Outcome of a failed requirement: its first failed case's
+	// (OutcomeFellShort or OutcomeNotJudged); "" unless Status is Fail.
+	Outcome string   `json:"outcome,omitempty"`
+	Cause   string   `json:"cause,omitempty"` // the shared cause it is grouped under
+	Tests   []string `json:"tests,omitempty"` // the counted cases' names
+	cases   []*Case
 }
 
 // Cause is one root cause that several requirements share.
@@ -248,6 +252,7 @@ func buildHost(run Run) *HostResult {
 func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	r := &ReqResult{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: string(rq.Level), cases: cases, Cases: len(cases)}
 	var firstFail, firstSkip string
+	var failed *Case // the first failed case
 	for _, c := range cases {
 		r.Tests = append(r.Tests, c.Name)
 		switch c.Status() {
@@ -260,18 +265,19 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			}
 		default:
 			r.Failed++
-			if firstFail == "" {
-				firstFail = c.Message
+			if failed == nil {
+				failed, firstFail = c, c.Message
 			}
 		}
 		r.Nums = append(r.Nums, numbers(c)...)
 	}
 	// What the requirement judges leads, on every device, before the facts beside it.
-	sort.SliceStable(r.Nums, func(i, j int) bool { return r.Nums[i].judged && !r.Nums[j].judged })
+	sort.SliceStable(r.Nums, func(i, j int) bool { return r.Nums[i].Judged && !r.Nums[j].Judged })
 	switch {
 	case r.Failed > 0:
 		r.Status = Fail
 		r.Reason = firstFail
+		r.Outcome = failed.Outcome
 	case r.Passed > 0:
 		r.Status = Pass
 		if r.Skip > 0 {
@@ -288,11 +294,16 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 		case pkg.Failure != "":
 			r.Status = Fail
 			r.Reason = "conformance/" + rq.Area + " " + pkg.Failure
+			r.Outcome = OutcomeNotJudged // no test of it ran: a build or run failure of the suite
 		case pkg.NoTests:
 			r.Reason = "not run: conformance/" + rq.Area + " has no tests in this build (build tags?)"
 		default:
 			r.Reason = "not run: no test of " + rq.ID + " ran (-run filter?)"
 		}
+	}
+	if r.Status == Fail && failed != nil {
+		r.Reason, r.Remedy = failed.CauseAndRemedy() // the test's own gdr.cause and gdr.remedy when recorded
+		return r
 	}
 	cause, remedy := CauseAndRemedy(r.Reason)
 	if remedy != "" {
@@ -370,14 +381,14 @@ var imperative = regexp.MustCompile(`^(load|install|run|set|create|use|boot|enab
 // threshold that applies to it when the test recorded one.
 func numbers(c *Case) []Number {
 	var out []Number
-	thr := c.Attrs["gdr.threshold"]
+	thr := thresholdSource(c.Attrs)
+	measured, bound := c.Own["gdr.measured"], c.Own["gdr.threshold"]
 	keys := make([]string, 0, len(c.Attrs))
 	for k := range c.Attrs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	dev := c.Device()
-	measured := c.Attrs["gdr.measured"]
 	if measured == "" {
 		measured = judgedKey[c.Req]
 	}
@@ -391,14 +402,20 @@ func numbers(c *Case) []Number {
 			continue // thresholds go beside what they bound
 		}
 		n := Number{Device: dev, Key: k, Value: c.Attrs[k], Unit: unit}
-		if t := threshold(c.Attrs, words); t != "" {
+		if k == measured && c.Attrs[bound] != "" {
+			// The failure named its value and bound (testenv): no pairing by name.
+			n.Judged, n.Threshold = true, boundOf(c.Attrs, bound)
+			if thr != "" {
+				n.Threshold += " (" + thr + ")"
+			}
+		} else if t := threshold(c.Attrs, words); t != "" {
 			n.Threshold = t
 		} else if thr != "" && (words[0] == "bw" || words[0] == "lat") && !strings.HasPrefix(thr, "reported only") {
 			if words[0] == "bw" && len(words) == 3 || words[0] == "lat" && strings.HasSuffix(k, "_p50") {
 				n.Threshold = thr
 			}
 		}
-		n.judged = k == measured
+		n.Judged = n.Judged || k == measured
 		out = append(out, n)
 	}
 	return out
@@ -408,6 +425,35 @@ func numbers(c *Case) []Number {
 // before tests recorded it as gdr.measured, where it has no unit and would
 // not be shown (INST-06 judges the compute capability, not BAR1's size).
 var judgedKey = map[string]string{"INST-06": "gdr.compute_capability"}
+
+// thresholdSource is the words for where a case's thresholds come from:
+// gdr.threshold_source, or in recordings made before it gdr.threshold
+// (which now names the bound's attribute, a gdr. key).
+func thresholdSource(a map[string]string) string {
+	if s := a["gdr.threshold_source"]; s != "" {
+		return s
+	}
+	if s := a["gdr.threshold"]; !strings.HasPrefix(s, "gdr.") {
+		return s
+	}
+	return ""
+}
+
+// boundOf prints the bound in attribute key: "floor 75.000 Gbit/s" for a
+// min_ key, "ceiling ..." for a max_ key, "threshold ..." otherwise.
+func boundOf(a map[string]string, key string) string {
+	v := a[key]
+	if _, unit, ok := attrkey.UnitOf(key); ok {
+		v += " " + unit
+	}
+	switch name := strings.TrimPrefix(key, attrkey.Prefix); {
+	case strings.HasPrefix(name, "min_"):
+		return "floor " + v
+	case strings.HasPrefix(name, "max_"):
+		return "ceiling " + v
+	}
+	return "threshold " + v
+}
 
 // threshold finds min_<name> / max_<name> beside <name>: bw_gbit_s gets
 // min_bw_gbit_s, copy_fraction gets min_copy_fraction, lat_us_p50 gets

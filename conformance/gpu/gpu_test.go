@@ -271,7 +271,9 @@ func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 		s.Record(t)
 		t.Log(s.Summary())
 		if err := s.Shortfall(); err != nil {
-			testenv.Failf(t, "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)", "%v", err)
+			testenv.Fail(t, testenv.Failure{Cause: err.Error(),
+				Remedy:   "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
+				Measured: "gdr.copy_fraction", Threshold: "gdr.min_copy_fraction", Source: "GDR_MIN_COPY_FRACTION of the link's rate"})
 		}
 	})
 }

@@ -100,7 +100,9 @@ func concurrentVerdict(t *testing.T, id string, r *gpucopy.Concurrent, g *gpucop
 			g.Dev.PCI, r.Fraction[g.Dev.PCI], len(r.Copiers))
 	}
 	if err := r.Shortfall(g, cuda.GPUName(t, g.Dev), frac, share); err != nil {
-		testenv.Failf(t, "GPUs behind one PCIe switch uplink share it: check the upstream port's link (lspci -vvv: LnkSta) and that each GPU has the uplink the platform is built with; check that pinned buffers sit on each GPU's NUMA node (gdr.pinned_numa) and that every memory channel is populated", "%v", err)
+		testenv.Fail(t, testenv.Failure{Cause: err.Error(),
+			Remedy:   "GPUs behind one PCIe switch uplink share it: check the upstream port's link (lspci -vvv: LnkSta) and that each GPU has the uplink the platform is built with; check that pinned buffers sit on each GPU's NUMA node (gdr.pinned_numa) and that every memory channel is populated",
+			Measured: "gdr.concurrent_fraction", Threshold: "gdr.min_concurrent_fraction", Source: "GDR_MIN_CONCURRENT_FRACTION of its rate alone"})
 	}
 }
 

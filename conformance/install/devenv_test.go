@@ -126,7 +126,7 @@ func TestINST14DevEnvironment(t *testing.T) {
 	src := filepath.Join(dir, "gdr_probe.c")
 	bin := filepath.Join(dir, "gdr_probe")
 	if err := os.WriteFile(src, []byte(gdrProbe), 0o644); err != nil {
-		t.Fatalf("write %s: %v", src, err)
+		testenv.NotJudgedf(t, "", "write %s: %v", src, err)
 	}
 	args := []string{src, "-o", bin, "-I" + verbsInc}
 	if cudaInc != verbsInc {

@@ -47,7 +47,7 @@ func TestPP09HostVsGPU(t *testing.T) {
 	}
 	if !h.Done || !g.Done {
 		// The failing subtest carries the cause; this keeps the parent honest.
-		t.Fatalf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.Done, g.Done)
+		testenv.Fail(t, testenv.Failure{Cause: fmt.Sprintf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.Done, g.Done)})
 	}
 	v, line := traffic.Compare(h, g, size)
 	record(t, v)
@@ -108,7 +108,7 @@ func runHalf(t *testing.T, k membuf.Kind, size int, absent string, r *traffic.Ha
 func halfBW(t *testing.T, sh *rc.Shared, size int, r *traffic.Half) {
 	testenv.Req(t, "PP-09")
 	res := runBW(t, sh.Ends(t), traffic.BWSpec{Op: verbs.OpWrite, Name: "WRITE", Size: size, Largest: true})
-	testenv.Attr(t, "threshold", "reported only (PP-08 holds the floor; here: "+res.Why+")")
+	testenv.Attr(t, "threshold_source", "reported only (PP-08 holds the floor; here: "+res.Why+")")
 	r.Gbps = res.Gbps
 }
 
@@ -117,6 +117,6 @@ func halfLat(t *testing.T, sh *rc.Shared, r *traffic.Half) {
 	// Both halves wait on WRITE_WITH_IMM completions: the CPU cannot poll
 	// GPU memory, and one method keeps the ratio fair.
 	res := latency(t, sh.Ends(t), true)
-	testenv.Attr(t, "threshold", "reported only (PP-07 holds the ceiling)")
+	testenv.Attr(t, "threshold_source", "reported only (PP-07 holds the ceiling)")
 	r.P50US = stats.US(res.Lat.P50)
 }

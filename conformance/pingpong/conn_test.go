@@ -89,6 +89,11 @@ func report(t *testing.T, ends []*rc.End, errs []error) {
 	rc.Report(t, ends)
 }
 
+// failure is a verdict's failure entry as testenv records it.
+func failure(e traffic.Entry) testenv.Failure {
+	return testenv.Failure{Cause: e.Fail, Remedy: e.Remedy, Measured: e.Measured, Threshold: e.Threshold}
+}
+
 // record writes an engine's verdict on t, in its order: attributes, and
 // failures with their remedy (fatal ones end t).
 func record(t *testing.T, v traffic.Verdict) {
@@ -98,9 +103,9 @@ func record(t *testing.T, v traffic.Verdict) {
 		case e.Fail == "":
 			testenv.Attr(t, e.Key, e.Value)
 		case e.Fatal:
-			testenv.Failf(t, e.Remedy, "%s", e.Fail)
+			testenv.Fail(t, failure(e))
 		default:
-			testenv.Errorf(t, e.Remedy, "%s", e.Fail)
+			testenv.Error(t, failure(e))
 		}
 	}
 }

@@ -50,7 +50,7 @@ func TestPP10AllRails(t *testing.T) {
 			testenv.Req(t, "PP-10")
 			testenv.RailAttrs(t, r.Rail)
 			if r.Err != nil {
-				t.Fatal(r.Err)
+				rc.Stop(t, r.Err)
 			}
 			solo, known := soloBW.Load(r.Rail.Index)
 			alone, _ := solo.(float64)

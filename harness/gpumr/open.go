@@ -3,6 +3,7 @@
 package gpumr
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
@@ -56,7 +57,7 @@ func OpenNIC(t *testing.T) *NIC {
 func CloseAtEnd(t *testing.T, nic string, c interface{ Close() error }) {
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("%s: %v", nic, err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("%s: %v", nic, err)})
 		}
 	})
 }

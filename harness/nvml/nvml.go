@@ -71,11 +71,11 @@ func Open(t testing.TB) *Handle {
 		if errors.As(err, &ne) && ne.Ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
 			testenv.Absent(t, "%v; install %s", err, Package)
 		}
-		t.Fatalf("%v; remedy: %s", err, Remedy(err))
+		testenv.Failf(t, Remedy(err), "%v", err)
 	}
 	t.Cleanup(func() {
 		if ret := h.nv.Shutdown(); ret != gonvml.SUCCESS {
-			t.Errorf("NVML Shutdown: %s", ret.Error())
+			testenv.Error(t, testenv.Failure{Cause: "NVML Shutdown: " + ret.Error()})
 		}
 	})
 	return h
@@ -93,7 +93,7 @@ func TryOpen(t testing.TB) (*Handle, error) {
 	}
 	t.Cleanup(func() {
 		if ret := h.nv.Shutdown(); ret != gonvml.SUCCESS {
-			t.Errorf("NVML Shutdown: %s", ret.Error())
+			testenv.Error(t, testenv.Failure{Cause: "NVML Shutdown: " + ret.Error()})
 		}
 	})
 	return h, nil

@@ -54,7 +54,7 @@ func PlanRails(t *testing.T, rs []*rails.Rail) (run []*rails.Rail, missing strin
 	}
 	bud := Budget(t)
 	if err := bud.Start(t.Name(), time.Now()); err != nil {
-		t.Fatal(err)
+		notJudged(t, err)
 	}
 	mine := make([]string, len(rs))
 	for i, r := range rs {
@@ -91,14 +91,15 @@ func PlanRails(t *testing.T, rs []*rails.Rail) (run []*rails.Rail, missing strin
 	}
 	if err != nil {
 		if len(down) > 0 {
-			t.Fatalf("%s; remedy: %s (agreeing the rails with the peer failed too: %v)", strings.Join(down, "; "), portDownRemedy, err)
+			// The ports are the cause to name: the host fell short.
+			testenv.Failf(t, fmt.Sprintf("%s (agreeing the rails with the peer failed too: %v)", portDownRemedy, err), "%s", strings.Join(down, "; "))
 		}
-		t.Fatalf("agreeing the rails with the peer: %v", connectError(err, ""))
+		testenv.NotJudgedf(t, "", "agreeing the rails with the peer: %v", connectError(err, ""))
 	}
 	defer s.Close()
 	peer, _, _, err := s.Agree(oob.Agree{Info: map[string]string{"rails": strings.Join(mine, ",")}})
 	if err != nil {
-		t.Fatalf("agreeing the rails with the peer %s: %v", s.Peer(), err)
+		testenv.NotJudgedf(t, "", "agreeing the rails with the peer %s: %v", s.Peer(), err)
 	}
 	theirs := strings.Split(peer.Info["rails"], ",")
 	var onlyMine, onlyTheirs []string

@@ -196,7 +196,7 @@ func Connect(t *testing.T, o Options) []*End {
 	root := testenv.Root(t)
 	bud := Budget(t)
 	if err := bud.Start(t.Name(), time.Now()); err != nil {
-		t.Fatal(err)
+		notJudged(t, err)
 	}
 	dev, skip, fail := o.Dev, "", ""
 	rail := o.Rail
@@ -257,20 +257,20 @@ func Connect(t *testing.T, o Options) []*End {
 	case config.Server:
 		ln, err := oob.Listen(offsetPort(cfg.Listen, o.PortOffset), opt)
 		if err != nil {
-			t.Fatal(err)
+			notJudged(t, err)
 		}
 		t.Cleanup(func() { ln.Close() })
 		s, err := ln.Accept()
 		remember(name, ln.Rejected())
 		if err != nil {
-			t.Fatal(connectError(err, fail))
+			connectFailed(t, err, fail)
 		}
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("server", s)}
 	case config.Client:
 		s, err := oob.Dial(offsetPort(cfg.Peer, o.PortOffset), opt)
 		if err != nil {
-			t.Fatal(connectError(err, fail))
+			connectFailed(t, err, fail)
 		}
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("client", s)}
@@ -323,14 +323,14 @@ func Connect(t *testing.T, o Options) []*End {
 	for _, e := range ends {
 		pi := e.PeerAgree.Info
 		if pi["fail"] != "" {
-			t.Fatalf("the peer (%s) cannot run %s: %s", e.Sess.Peer(), t.Name(), pi["fail"])
+			testenv.Fail(t, testenv.Failure{Cause: fmt.Sprintf("the peer (%s) cannot run %s: %s", e.Sess.Peer(), t.Name(), pi["fail"])})
 		}
 		if fail != "" {
 			failWith(t, fail)
 		}
 		for k, v := range o.Info {
 			if pi[k] != v {
-				t.Fatalf("%s differs between the hosts: %s has %s, the peer %s has %s; set the same value on both",
+				testenv.Failf(t, "set the same value on both", "%s differs between the hosts: %s has %s, the peer %s has %s",
 					k, e.Role, v, e.Sess.Peer(), pi[k])
 			}
 		}
@@ -344,8 +344,8 @@ func Connect(t *testing.T, o Options) []*End {
 // failWith ends the test with fail, which may carry its own remedy.
 func failWith(t testing.TB, fail string) {
 	t.Helper()
-	if strings.Contains(fail, "; remedy: ") {
-		t.Fatal(fail)
+	if cause, remedy, ok := strings.Cut(fail, "; remedy: "); ok {
+		testenv.Failf(t, remedy, "%s", cause)
 	}
 	testenv.Failf(t, "fix the configuration", "%s", fail)
 }
@@ -355,7 +355,7 @@ func loopbackSessions(t *testing.T, opt oob.Options) (srv, cli *oob.Session) {
 	t.Helper()
 	ln, err := oob.Listen("127.0.0.1:0", opt)
 	if err != nil {
-		t.Fatal(err)
+		notJudged(t, err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	var serr error
@@ -369,7 +369,7 @@ func loopbackSessions(t *testing.T, opt oob.Options) (srv, cli *oob.Session) {
 		}
 	}
 	if err := errors.Join(serr, cerr); err != nil {
-		t.Fatalf("loopback out-of-band session over 127.0.0.1: %v", err)
+		testenv.NotJudgedf(t, "", "loopback out-of-band session over 127.0.0.1: %v", err)
 	}
 	return srv, cli
 }
@@ -439,10 +439,12 @@ func Each(ends []*End, fn func(*End) error) []error {
 }
 
 // FailIf ends the test when an end failed. With both ends here, the first
-// cause is shown, not the peer's echo of it.
+// cause is shown, not the peer's echo of it. It is not judged when every
+// shown cause is a lost peer or a spent budget (lostPeer); otherwise the
+// host fell short.
 func FailIf(t testing.TB, ends []*End, errs []error) {
 	t.Helper()
-	var msgs []string
+	var shown []int
 	for i, err := range errs {
 		if err == nil {
 			continue
@@ -450,17 +452,17 @@ func FailIf(t testing.TB, ends []*End, errs []error) {
 		if len(ends) > 1 && errors.Is(err, oob.ErrPeer) {
 			continue // the other end's own error is listed
 		}
-		msgs = append(msgs, fmt.Sprintf("%s: %v", ends[i].Role, err))
+		shown = append(shown, i)
 	}
-	if len(msgs) == 0 {
+	if len(shown) == 0 {
 		for i, err := range errs {
 			if err != nil {
-				msgs = append(msgs, fmt.Sprintf("%s: %v", ends[i].Role, err))
+				shown = append(shown, i)
 			}
 		}
 	}
-	if len(msgs) > 0 {
-		t.Fatal(strings.Join(msgs, "\n"))
+	if len(shown) > 0 {
+		testenv.Fail(t, endsFailure(ends, errs, shown))
 	}
 }
 
@@ -481,7 +483,7 @@ func Report(t testing.TB, ends []*End) {
 func cleanup(t testing.TB, what string, c interface{ Close() error }) {
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("releasing %s: %v", what, err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("releasing %s: %v", what, err)})
 		}
 	})
 }
@@ -808,7 +810,7 @@ func HostBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
-			t.Errorf("closing host buffer: %v", err)
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("closing host buffer: %v", err)})
 		}
 	})
 	return b

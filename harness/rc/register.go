@@ -16,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Access is what every MR of the suite asks for. Relaxed ordering is an
@@ -51,8 +52,8 @@ func (e *End) register() error {
 		e.MRs = append(e.MRs, mr)
 	}
 	if len(e.MRs) == 0 {
-		return fmt.Errorf("GPU memory could not be registered with %s (GDR_MR=%s): %s; remedy: load nvidia_peermem (modprobe nvidia-peermem) for the peermem path, or use dma-buf (open GPU kernel module, Linux >= 5.12, rdma-core >= 34, a NIC driver with dma-buf MRs); see MREG-03/04/05",
-			e.Dev, e.mrPolicy, strings.Join(tried, "; "))
+		return &verdict.Failure{Msg: fmt.Sprintf("GPU memory could not be registered with %s (GDR_MR=%s): %s", e.Dev, e.mrPolicy, strings.Join(tried, "; ")),
+			Remedy: "load nvidia_peermem (modprobe nvidia-peermem) for the peermem path, or use dma-buf (open GPU kernel module, Linux >= 5.12, rdma-core >= 34, a NIC driver with dma-buf MRs); see MREG-03/04/05"}
 	}
 	e.MRNotes = tried
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/oob"
+	"github.com/gdrconf/gdrconf/harness/testenv"
 )
 
 // Shared is one connection that the subtests of a test run on in turn (a
@@ -64,7 +65,7 @@ func (s *Shared) Ends(t *testing.T) []*End {
 				prev.Name(), map[bool]string{true: "passed", false: "failed or skipped"}[ok], t.Name())
 		case timedOut(err):
 			s.drop()
-			t.Fatalf("the peer did not reach %s on the shared connection: %v", t.Name(), err)
+			testenv.NotJudgedf(t, "", "the peer did not reach %s on the shared connection: %v", t.Name(), err)
 		default:
 			t.Logf("the shared connection cannot carry %s (%v): connecting afresh", t.Name(), err)
 		}

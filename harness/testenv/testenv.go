@@ -27,7 +27,7 @@ func Config(t testing.TB) config.Config {
 	t.Helper()
 	loadOnce.Do(func() { loaded, loadErr = config.Load() })
 	if loadErr != nil {
-		t.Fatalf("configuration: %v", loadErr)
+		NotJudgedf(t, "", "configuration: %v", loadErr)
 	}
 	return loaded
 }
@@ -38,7 +38,7 @@ func Root(t testing.TB) *hostfs.Root {
 	c := Config(t)
 	r, err := hostfs.New(c.HostRoot)
 	if err != nil {
-		t.Fatalf("GDR_HOST_ROOT=%q: %v", c.HostRoot, err)
+		NotJudgedf(t, "", "GDR_HOST_ROOT=%q: %v", c.HostRoot, err)
 	}
 	return r
 }
@@ -54,7 +54,7 @@ func Req(t testing.TB, id string) {
 		leakCheck(t)
 	}
 	if _, ok := reqs.Lookup(id); !ok {
-		t.Fatalf("suite bug: requirement %s is not in internal/reqs", id)
+		NotJudgedf(t, "", "suite bug: requirement %s is not in internal/reqs", id)
 	}
 	t.Attr("gdr.req", id)
 }
@@ -63,9 +63,7 @@ func Req(t testing.TB, id string) {
 // Floats are written with 3 significant decimals.
 func Attr(t testing.TB, key string, value any) {
 	t.Helper()
-	if !strings.HasPrefix(key, "gdr.") {
-		key = "gdr." + key
-	}
+	key = withPrefix(key)
 	var s string
 	switch v := value.(type) {
 	case float64:
@@ -89,22 +87,22 @@ func Absent(t testing.TB, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if Config(t).Strict {
 		Attr(t, "gdr.absent", msg)
-		t.Fatalf("GDR_STRICT=1: %s", msg)
+		Fail(t, Failure{Cause: "GDR_STRICT=1: " + msg}) // the message names what to install or load
 	}
 	Attr(t, "gdr.skip", msg)
 	t.Skip(msg)
 }
 
-// Failf reports something present but wrong and stops the test. The message
-// is the cause, then what to do about it.
+// Failf reports something present but wrong and stops the test (Fail: the
+// host fell short). The message is the cause, then what to do about it.
 func Failf(t testing.TB, remedy, format string, args ...any) {
 	t.Helper()
-	t.Fatalf("%s; remedy: %s", fmt.Sprintf(format, args...), remedy)
+	Fail(t, Failure{Cause: fmt.Sprintf(format, args...), Remedy: remedy})
 }
 
 // Errorf is Failf without stopping the test, for checks that report every
 // offender (each bridge, each device) before the test ends.
 func Errorf(t testing.TB, remedy, format string, args ...any) {
 	t.Helper()
-	t.Errorf("%s; remedy: %s", fmt.Sprintf(format, args...), remedy)
+	Error(t, Failure{Cause: fmt.Sprintf(format, args...), Remedy: remedy})
 }

@@ -86,12 +86,12 @@ const BWRemedy = "check the NIC's PCIe link (width/speed), the GPU<->NIC path cl
 // JudgeBW records r's floor and fails below it.
 func JudgeBW(sp BWSpec, r BWResult) Verdict {
 	var v Verdict
-	v.attr("threshold", r.Why)
+	v.attr("threshold_source", r.Why)
 	if r.Floor > 0 {
 		v.attr("min_bw_gbit_s", r.Floor)
 	}
 	if r.Floor > 0 && r.Gbps < r.Floor {
-		v.fail(true, BWRemedy, "%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", sp.Name, sp.Size, r.Gbps, r.Floor, r.Why)
+		v.fail(true, BWRemedy, "bw_gbit_s", "min_bw_gbit_s", "%s bandwidth at %d B is %.2f Gb/s, below the %.2f Gb/s floor (%s)", sp.Name, sp.Size, r.Gbps, r.Floor, r.Why)
 	}
 	return v
 }

@@ -167,12 +167,13 @@ func TestPathOf(t *testing.T) {
 func TestJudgeBW(t *testing.T) {
 	sp := BWSpec{Name: "WRITE", Size: 1 << 20}
 	v := JudgeBW(sp, BWResult{Gbps: 10, Why: "no threshold: software device (rxe on eth0), its port rate is fictional"})
-	assert.Equal(t, Verdict{{Key: "threshold", Value: "no threshold: software device (rxe on eth0), its port rate is fictional"}}, v)
+	assert.Equal(t, Verdict{{Key: "threshold_source", Value: "no threshold: software device (rxe on eth0), its port rate is fictional"}}, v)
 	v = JudgeBW(sp, BWResult{Gbps: 370, Floor: 360, Why: "derived"})
 	assert.False(t, v.Failed())
-	assert.Equal(t, Verdict{{Key: "threshold", Value: "derived"}, {Key: "min_bw_gbit_s", Value: 360.0}}, v)
+	assert.Equal(t, Verdict{{Key: "threshold_source", Value: "derived"}, {Key: "min_bw_gbit_s", Value: 360.0}}, v)
 	v = JudgeBW(sp, BWResult{Gbps: 200, Floor: 360, Why: "derived"})
 	require.True(t, v.Failed())
-	assert.Equal(t, Entry{Fail: "WRITE bandwidth at 1048576 B is 200.00 Gb/s, below the 360.00 Gb/s floor (derived)", Remedy: BWRemedy, Fatal: true}, v[2])
+	assert.Equal(t, Entry{Fail: "WRITE bandwidth at 1048576 B is 200.00 Gb/s, below the 360.00 Gb/s floor (derived)", Remedy: BWRemedy, Fatal: true,
+		Measured: "gdr.bw_gbit_s", Threshold: "gdr.min_bw_gbit_s"}, v[2])
 	assert.Equal(t, "WRITE 1048576 B: 200.000 Gb/s (derived)", BWResult{Gbps: 200, Floor: 360, Why: "derived"}.Log(sp))
 }

@@ -172,7 +172,7 @@ func JudgeLatency(r LatResult, maxP99, maxP999 float64) Verdict {
 	var v Verdict
 	lat, ceil := r.Lat, r.Ceil
 	threshold, thrWhy := ceil.US, ceil.Why
-	v.attr("threshold", thrWhy)
+	v.attr("threshold_source", thrWhy)
 	if ceil.Kind != "" {
 		v.attr("max_lat_kind", ceil.Kind) // which memory kind's ceiling applied
 		v.attr("max_lat_source", ceil.Source)
@@ -184,10 +184,10 @@ func JudgeLatency(r LatResult, maxP99, maxP999 float64) Verdict {
 	v.attr("max_lat_us_p50", threshold)
 	v.attr("max_lat_us_p99", p99)
 	if stats.US(lat.P50) > threshold {
-		v.fail(false, LatRemedy, "WRITE %d B latency p50 %.2f us is above the %.2f us ceiling (%s)", LatSize, stats.US(lat.P50), threshold, thrWhy)
+		v.fail(false, LatRemedy, "lat_us_p50", "max_lat_us_p50", "WRITE %d B latency p50 %.2f us is above the %.2f us ceiling (%s)", LatSize, stats.US(lat.P50), threshold, thrWhy)
 	}
 	if stats.US(lat.P99) > p99 {
-		v.fail(false, LatRemedy, "WRITE %d B latency p99 %.2f us is above the %.2f us tail ceiling (p50 %.2f us): the tail shows jitter the median hides", LatSize, stats.US(lat.P99), p99, stats.US(lat.P50))
+		v.fail(false, LatRemedy, "lat_us_p99", "max_lat_us_p99", "WRITE %d B latency p99 %.2f us is above the %.2f us tail ceiling (p50 %.2f us): the tail shows jitter the median hides", LatSize, stats.US(lat.P99), p99, stats.US(lat.P50))
 	}
 	if lat.N < p999Iters {
 		v.attr("p999_judged", fmt.Sprintf("no: %d round trips, p99.9 needs 10000 (GDR_ITERS)", lat.N))
@@ -195,7 +195,7 @@ func JudgeLatency(r LatResult, maxP99, maxP999 float64) Verdict {
 	}
 	v.attr("max_lat_us_p999", p999)
 	if stats.US(lat.P999) > p999 {
-		v.fail(false, LatRemedy, "WRITE %d B latency p99.9 %.2f us is above the %.2f us ceiling", LatSize, stats.US(lat.P999), p999)
+		v.fail(false, LatRemedy, "lat_us_p999", "max_lat_us_p999", "WRITE %d B latency p99.9 %.2f us is above the %.2f us ceiling", LatSize, stats.US(lat.P999), p999)
 	}
 	return v
 }

@@ -137,19 +137,19 @@ func JudgeRail(r RailResult, alone float64, known bool, rails int, sharing func(
 	var v Verdict
 	v.attr("bw_gbit_s", r.Gbps)
 	if !known {
-		v.attr("threshold", "reported only: PP-08 did not measure this rail alone in this run")
+		v.attr("threshold_source", "reported only: PP-08 did not measure this rail alone in this run")
 		return v
 	}
 	ratio := ratio(r.Gbps, alone)
 	v.attr("bw_gbit_s_alone", alone)
 	v.attr("bw_ratio_concurrent", ratio)
 	if r.Soft {
-		v.attr("threshold", "no threshold: software device, its rate is the CPU's")
+		v.attr("threshold_source", "no threshold: software device, its rate is the CPU's")
 		return v
 	}
 	v.attr("min_bw_ratio", ConcurrentFraction)
 	if ratio < ConcurrentFraction {
-		v.fail(true, RailRemedy, "rail %d (%s) keeps %.0f%% of its bandwidth alone (%.2f of %.2f Gb/s) while all %d rails run, below %.0f%%; %s",
+		v.fail(true, RailRemedy, "bw_ratio_concurrent", "min_bw_ratio", "rail %d (%s) keeps %.0f%% of its bandwidth alone (%.2f of %.2f Gb/s) while all %d rails run, below %.0f%%; %s",
 			r.Rail.Index, r.Rail.NIC, 100*ratio, r.Gbps, alone, rails, 100*ConcurrentFraction, sharing())
 	}
 	return v

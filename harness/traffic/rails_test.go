@@ -27,13 +27,13 @@ func TestJudgeRail(t *testing.T) {
 	sharing := func() string { asked++; return "no other rail shares its root port" }
 
 	v := JudgeRail(r, 0, false, 4, sharing)
-	assert.Equal(t, Verdict{{Key: "bw_gbit_s", Value: 200.0}, {Key: "threshold", Value: "reported only: PP-08 did not measure this rail alone in this run"}}, v)
+	assert.Equal(t, Verdict{{Key: "bw_gbit_s", Value: 200.0}, {Key: "threshold_source", Value: "reported only: PP-08 did not measure this rail alone in this run"}}, v)
 
 	soft := r
 	soft.Soft = true
 	v = JudgeRail(soft, 100, true, 4, sharing)
 	assert.False(t, v.Failed())
-	assert.Equal(t, Entry{Key: "threshold", Value: "no threshold: software device, its rate is the CPU's"}, v[len(v)-1])
+	assert.Equal(t, Entry{Key: "threshold_source", Value: "no threshold: software device, its rate is the CPU's"}, v[len(v)-1])
 
 	v = JudgeRail(r, 220, true, 4, sharing)
 	assert.False(t, v.Failed())

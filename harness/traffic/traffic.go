@@ -22,20 +22,27 @@ const CQMod = 100
 type Verdict []Entry
 
 // Entry is one attribute (Fail empty) or one failure with its remedy;
-// Fatal failures stop the test (testenv.Failf), the others do not
-// (testenv.Errorf).
+// Fatal failures stop the test (testenv.Fail), the others do not
+// (testenv.Error). A failure names the attributes of the value it judged
+// and of its bound (Measured, Threshold: gdr.measured, gdr.threshold); the
+// words for where the bound comes from are the verdict's threshold_source
+// attribute, recorded whether it passes or not.
 type Entry struct {
-	Key    string
-	Value  any
-	Fail   string
-	Remedy string
-	Fatal  bool
+	Key                 string
+	Value               any
+	Fail                string
+	Remedy              string
+	Fatal               bool
+	Measured, Threshold string
 }
 
 func (v *Verdict) attr(k string, val any) { *v = append(*v, Entry{Key: k, Value: val}) }
 
-func (v *Verdict) fail(fatal bool, remedy, format string, args ...any) {
-	*v = append(*v, Entry{Fail: fmt.Sprintf(format, args...), Remedy: remedy, Fatal: fatal})
+// fail adds a failure of the value in attribute measured against the bound
+// in attribute threshold.
+func (v *Verdict) fail(fatal bool, remedy, measured, threshold, format string, args ...any) {
+	*v = append(*v, Entry{Fail: fmt.Sprintf(format, args...), Remedy: remedy, Fatal: fatal,
+		Measured: "gdr." + measured, Threshold: "gdr." + threshold})
 }
 
 // Failed reports whether v holds a failure.

@@ -16,6 +16,12 @@ func TestCheck(t *testing.T) {
 		"gdr.lat_p50", "gdr.", "gdr.a__b", "gdr.acs_0000_02_00_0x", "gdr.copy"} {
 		assert.Error(t, Check(k), k)
 	}
+	// The failure attributes harness/testenv records (issue 18's contract):
+	// descriptive words, no quantity, so no unit is asked of them.
+	for _, k := range []string{"gdr.cause", "gdr.remedy", "gdr.outcome", "gdr.measured", "gdr.threshold",
+		"gdr.threshold_source", "gdr.failures_count"} {
+		assert.NoError(t, Check(k), k)
+	}
 	assert.NoError(t, CheckPart("acs_"))
 	assert.Error(t, CheckPart("link_0000:"))
 	assert.Error(t, CheckPart("_gbps"))

@@ -1,0 +1,156 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recTB is a test whose attributes, messages and end the helpers' tests
+// read: attributes in the order written, so a key written twice shows.
+type recTB struct {
+	fakeTB
+	order []string // "key=value" and "fatal: msg" / "error: msg", as they came
+	fatal bool
+}
+
+func newRec(t *testing.T) *recTB {
+	return &recTB{fakeTB: fakeTB{T: t, attrs: map[string]string{}}}
+}
+
+func (r *recTB) Attr(k, v string) {
+	r.attrs[k] = v
+	r.order = append(r.order, k+"="+v)
+}
+func (r *recTB) Errorf(format string, a ...any) {
+	r.order = append(r.order, "error: "+fmt.Sprintf(format, a...))
+}
+func (r *recTB) Fatalf(format string, a ...any) {
+	r.order = append(r.order, "fatal: "+fmt.Sprintf(format, a...))
+	r.fatal = true
+	runtime.Goexit()
+}
+func (r *recTB) Helper() {}
+
+// run calls fn as a test body: a Fatalf ends fn only; then the cleanups run.
+func (r *recTB) run(fn func(t testing.TB)) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn(r) }()
+	<-done
+	r.runCleanups()
+}
+
+// keys counts how often each key was written.
+func (r *recTB) keys() map[string]int {
+	n := map[string]int{}
+	for k := range r.attrs {
+		for _, o := range r.order {
+			if len(o) > len(k) && o[:len(k)+1] == k+"=" {
+				n[k]++
+			}
+		}
+	}
+	return n
+}
+
+func TestFailfRecordsCauseBeforeItStops(t *testing.T) {
+	r := newRec(t)
+	r.run(func(t testing.TB) {
+		Failf(t, "reseat the card", "GPU %s: link trained to x4 of x16", "0000:3b:00.0")
+		t.Errorf("not reached")
+	})
+	require.True(t, r.fatal)
+	assert.Equal(t, []string{
+		"gdr.outcome=fell_short",
+		"gdr.cause=GPU 0000:3b:00.0: link trained to x4 of x16",
+		"gdr.remedy=reseat the card",
+		// The line people read is today's.
+		"fatal: GPU 0000:3b:00.0: link trained to x4 of x16; remedy: reseat the card",
+	}, r.order)
+}
+
+func TestFailRecordsWhatWasJudged(t *testing.T) {
+	r := newRec(t)
+	r.run(func(t testing.TB) {
+		Fail(t, Failure{Cause: "WRITE bandwidth at 65536 B is 10.00 Gb/s, below the 75.00 Gb/s floor", Remedy: "check the link",
+			Measured: "bw_gbit_s", Threshold: "gdr.min_bw_gbit_s", Source: "75% of the 100 Gb/s port rate"})
+	})
+	assert.Equal(t, "gdr.bw_gbit_s", r.attrs["gdr.measured"], "the key, with its prefix")
+	assert.Equal(t, "gdr.min_bw_gbit_s", r.attrs["gdr.threshold"])
+	assert.Equal(t, "75% of the 100 Gb/s port rate", r.attrs["gdr.threshold_source"])
+	assert.Equal(t, "fatal: WRITE bandwidth at 65536 B is 10.00 Gb/s, below the 75.00 Gb/s floor; remedy: check the link", r.order[len(r.order)-1])
+}
+
+// A test that reports every offender keeps the first cause and counts them all.
+func TestErrorfKeepsTheFirstCauseAndCounts(t *testing.T) {
+	r := newRec(t)
+	r.run(func(t testing.TB) {
+		Errorf(t, "enable ACS", "bridge %s: ACS off", "0000:00:01.0")
+		Errorf(t, "enable ACS", "bridge %s: ACS off", "0000:00:02.0")
+		NotJudgedf(t, "", "peer vanished")
+	})
+	assert.Equal(t, "bridge 0000:00:01.0: ACS off", r.attrs["gdr.cause"])
+	assert.Equal(t, "fell_short", r.attrs["gdr.outcome"], "the first failure's outcome")
+	assert.Equal(t, "3", r.attrs["gdr.failures_count"])
+	for k, n := range r.keys() {
+		assert.Equal(t, 1, n, "%s written once", k)
+	}
+	assert.Contains(t, r.order, "error: bridge 0000:00:02.0: ACS off; remedy: enable ACS")
+	assert.Equal(t, "fatal: peer vanished", r.order[len(r.order)-2], "no remedy: the cause alone")
+
+	// One failure: no count.
+	r = newRec(t)
+	r.run(func(t testing.TB) { Errorf(t, "x", "y") })
+	assert.NotContains(t, r.attrs, "gdr.failures_count")
+}
+
+func TestStopOutcomes(t *testing.T) {
+	for _, c := range []struct {
+		err           error
+		outcome, line string
+		remedy        string
+	}{
+		{&verdict.Failure{Msg: "x4 of x16", Remedy: "reseat", Measured: "gdr.link_width_lanes"}, FellShort, "x4 of x16; remedy: reseat", "reseat"},
+		{fmt.Errorf("wrapped: %w", &verdict.NotJudged{Msg: "lspci exited 1", Remedy: "install pciutils"}), NotJudged, "lspci exited 1; remedy: install pciutils", "install pciutils"},
+		// An error the engine did not classify: the suite could not judge.
+		{errors.New("parse /sys/bus/pci/devices/0000:3b:00.0/config: short read"), NotJudged, "parse /sys/bus/pci/devices/0000:3b:00.0/config: short read", ""},
+	} {
+		r := newRec(t)
+		r.run(func(t testing.TB) { Stop(t, c.err) })
+		assert.True(t, r.fatal, "%v", c.err)
+		assert.Equal(t, c.outcome, r.attrs["gdr.outcome"], "%v", c.err)
+		assert.Equal(t, c.remedy, r.attrs["gdr.remedy"], "%v", c.err)
+		assert.Equal(t, "fatal: "+c.line, r.order[len(r.order)-1])
+	}
+	r := newRec(t)
+	r.run(func(t testing.TB) { Stop(t, nil) })
+	assert.Empty(t, r.order)
+}
+
+func TestReqUnknownIsNotJudged(t *testing.T) {
+	r := newRec(t)
+	r.run(func(t testing.TB) { Req(t, "NOPE-99") })
+	assert.Equal(t, NotJudged, r.attrs["gdr.outcome"])
+	assert.Equal(t, "suite bug: requirement NOPE-99 is not in internal/reqs", r.attrs["gdr.cause"])
+}
+
+func TestAbsentUnderStrictFellShort(t *testing.T) {
+	// The configuration is loaded once: load it here with GDR_STRICT=1,
+	// and again from scratch for the tests after this one.
+	loadOnce = sync.Once{}
+	t.Cleanup(func() { loadOnce = sync.Once{} })
+	t.Setenv("GDR_STRICT", "1")
+	r := newRec(t)
+	r.run(func(t testing.TB) {
+		Absent(t, "no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver")
+	})
+	assert.Equal(t, FellShort, r.attrs["gdr.outcome"])
+	assert.Equal(t, "GDR_STRICT=1: no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver", r.attrs["gdr.cause"])
+	assert.Equal(t, "fatal: GDR_STRICT=1: no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver", r.order[len(r.order)-1])
+}
