@@ -450,10 +450,6 @@ func valueWithUnit(key, v string) string {
 }
 
 // unitless drops the leading name valueWithUnit puts in front.
-func unitless(s string) string {
-	_, rest, _ := strings.Cut(s, " ")
-	return rest
-}
 
 // clean makes s fit XML 1.0: a character it cannot carry (control
 // characters, U+FFFE/FFFF, bytes that are not UTF-8) is written visibly as
