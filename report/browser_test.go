@@ -139,7 +139,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 	assert.Regexp(t, `<body[^>]*data-ready="1"`, dom[:min(len(dom), 20000)], "the report's script ran")
-	assert.Contains(t, dom, `id="verdict"><div class="line">INCOMPLETE (3 of 3 hosts not fully run)</div>`)
+	assert.Contains(t, dom, `id="verdict"><div class="line">INCOMPLETE (3 of 3 hosts not fully run: h200-suite, gpu-a, gpu-b)</div>`)
 	assert.NotContains(t, dom, "ZgotmplZ", "html/template refused a value")
 	assert.Contains(t, dom, `<table class="reqs">`)
 	assert.Equal(t, 3, strings.Count(dom, `<table class="reqs">`), "one requirement table per host")

@@ -1,0 +1,187 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Budgets of a merge at fleet size (issue 18).
+const (
+	fleetMergeBudget = 5 * time.Second
+	fleetHTMLBudget  = 15 << 20
+	// summary.md must fit a GitHub/GitLab comment (one host) and a GitHub
+	// step summary (merged).
+	mdHostBudget   = 65536
+	mdMergedBudget = 1 << 20
+)
+
+// plantedFail makes host's first passing PP-08 WRITE at the largest size (or
+// else its first passing GPU-09 case) fail with a slow number: the planted
+// failures a fleet merge must put first.
+func plantedFail(evs []Event) []Event {
+	out := make([]Event, 0, len(evs)+1)
+	target := ""
+	for _, e := range evs {
+		if target == "" && e.Action == "attr" && (e.Key == "gdr.bw_gbit_s" || e.Key == "gdr.bw_gbps") && strings.Contains(e.Test, "/WRITE/") {
+			target = e.Test
+		}
+	}
+	for _, e := range evs {
+		if e.Test == target && target != "" {
+			switch {
+			case e.Action == "attr" && (e.Key == "gdr.bw_gbit_s" || e.Key == "gdr.bw_gbps"):
+				e.Value = "0.004"
+			case e.Action == "pass":
+				out = append(out, Event{Action: "output", Package: e.Package, Test: e.Test,
+					Output: "    pingpong_test.go:1: RDMA WRITE reaches 0.004 Gbit/s, below the floor; remedy: check the NIC's link and cable (planted)\n"})
+				e.Action = "fail"
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// fleetRuns makes n hosts out of recorded ones: pairs of the lab's client
+// and server (their addresses rewritten so that each client's peer is its
+// own server; bandwidths spread a little), with every fourth pair of hosts the H200
+// recording; hosts whose index is in failing get a planted failure.
+func fleetRuns(t testing.TB, n int, failing ...int) []Run {
+	lab, err := LoadDir(filepath.Join(runsDir, "lab-pingpong"))
+	require.NoError(t, err)
+	by := map[string]Run{}
+	for _, r := range lab {
+		by[r.Host.Host] = r
+	}
+	h200, err := LoadDir(filepath.Join(runsDir, "h200-dist"))
+	require.NoError(t, err)
+	client, server := by["client"], by["server"]
+	require.NotEmpty(t, client.Events)
+	require.NotEmpty(t, server.Events)
+	bad := map[int]bool{}
+	for _, f := range failing {
+		bad[f] = true
+	}
+	addr := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255+1) }
+	var runs []Run
+	for i := 0; i < n; i++ {
+		var src Run
+		switch {
+		case (i/2)%4 == 3:
+			src = h200[0]
+		case i%2 == 0:
+			src = server
+		default:
+			src = client
+		}
+		self, peer := addr(i), addr(i-1)
+		if src.Host.Host == "server" {
+			peer = addr(i + 1)
+		}
+		scale := 0.9 + 0.2*float64((i*37)%101)/100
+		evs := make([]Event, len(src.Events))
+		for k, e := range src.Events {
+			if e.Action == "attr" {
+				switch {
+				case e.Key == "gdr.peer":
+					e.Value = strings.NewReplacer("198.18.0.1", peer, "198.18.0.2", peer, "198.18.0.3", peer).Replace(e.Value)
+				case e.Key == "gdr.bw_gbit_s" || e.Key == "gdr.bw_gbps" || e.Key == "gdr.copy_gbyte_s":
+					if v, err := strconv.ParseFloat(e.Value, 64); err == nil {
+						e.Value = strconv.FormatFloat(v*scale, 'f', 3, 64)
+					}
+				}
+			}
+			evs[k] = e
+		}
+		if bad[i] {
+			evs = plantedFail(evs)
+		}
+		id := src.Host
+		id.Host, id.Addrs, id.Peer = fmt.Sprintf("node%04d", i), []string{self}, peer
+		runs = append(runs, Run{Host: id, Events: evs, Errs: src.Errs})
+	}
+	return runs
+}
+
+// saveFleet writes runs as a folder of host folders, as a merge reads them.
+func saveFleet(t testing.TB, runs []Run) string {
+	dir := t.TempDir()
+	for _, r := range runs {
+		require.NoError(t, SaveRun(filepath.Join(dir, r.Host.Host), r))
+	}
+	return dir
+}
+
+// fleetFailing are the hosts with planted failures in the benchmark's fleet.
+var fleetFailing = []int{3, 100, 511, 1000}
+
+// mergeFleet is what `gdrreport` does for a fleet: read every folder,
+// build, write every file. It returns the sizes written.
+func mergeFleet(t testing.TB, in, out string) map[string]int64 {
+	runs, err := LoadDir(in)
+	require.NoError(t, err)
+	r := Build(runs)
+	require.NoError(t, r.WriteAll(out))
+	sizes := map[string]int64{}
+	ents, err := os.ReadDir(out)
+	require.NoError(t, err)
+	for _, e := range ents {
+		fi, err := e.Info()
+		require.NoError(t, err)
+		sizes[e.Name()] = fi.Size()
+	}
+	return sizes
+}
+
+// BenchmarkMerge1024 merges 1024 hosts made from recorded ones with four
+// planted failures: go test -bench Merge1024 -benchtime 1x ./report/
+func BenchmarkMerge1024(b *testing.B) {
+	in := saveFleet(b, fleetRuns(b, 1024, fleetFailing...))
+	b.ResetTimer()
+	var sizes map[string]int64
+	for i := 0; i < b.N; i++ {
+		sizes = mergeFleet(b, in, b.TempDir())
+	}
+	b.StopTimer()
+	for _, k := range []string{HTMLFile, SummaryMD, SummaryText, SummaryJSON, JUnitFile} {
+		b.ReportMetric(float64(sizes[k]), k+"_bytes")
+	}
+}
+
+// A 1024-host merge stays within its budgets of time and size, and its
+// headline names the hosts that failed.
+func TestFleetMergeBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1024-host merge (-short skips it)")
+	}
+	in := saveFleet(t, fleetRuns(t, 1024, fleetFailing...))
+	out := t.TempDir()
+	start := time.Now()
+	sizes := mergeFleet(t, in, out)
+	took := time.Since(start)
+	t.Logf("1024 hosts merged in %v; report.html %d bytes, summary.md %d, summary.txt %d, summary.json %d, junit.xml %d",
+		took, sizes[HTMLFile], sizes[SummaryMD], sizes[SummaryText], sizes[SummaryJSON], sizes[JUnitFile])
+	assert.Less(t, sizes[HTMLFile], int64(fleetHTMLBudget), "report.html of 1024 hosts")
+	assert.Less(t, sizes[SummaryMD], int64(mdMergedBudget), "summary.md of 1024 hosts")
+	if os.Getenv("GDR_TIME_BUDGET") == "1" {
+		// Time depends on the machine and its load: asserted only when asked.
+		assert.Less(t, took, fleetMergeBudget)
+	}
+	txt, err := os.ReadFile(filepath.Join(out, SummaryText))
+	require.NoError(t, err)
+	first := strings.SplitN(string(txt), "\n", 2)[0]
+	for _, f := range fleetFailing {
+		assert.Contains(t, first, fmt.Sprintf("node%04d", f), "the headline names the failing hosts")
+	}
+	var page bytes.Buffer
+	_ = page
+}
