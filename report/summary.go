@@ -44,7 +44,7 @@ func (t Tally) String() string {
 // requirement and device, as JUnit counts them).
 type Counts struct {
 	Pass, Fail, Skip, NotRun, Cases int
-	Must, ReportOnly            Tally
+	Must, ReportOnly                Tally
 }
 
 // Counts counts the host's requirements and counted cases.
