@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func saveFleet(t testing.TB, runs []Run) string {
 }
 
 // fleetFailing are the hosts with planted failures in the benchmark's fleet.
-var fleetFailing = []int{3, 100, 511, 1000}
+var fleetFailing = []int{3, 100, 509, 1000}
 
 // mergeFleet is what `gdrreport` does for a fleet: read every folder,
 // build, write every file. It returns the sizes written.
@@ -182,6 +183,94 @@ func TestFleetMergeBudget(t *testing.T) {
 	for _, f := range fleetFailing {
 		assert.Contains(t, first, fmt.Sprintf("node%04d", f), "the headline names the failing hosts")
 	}
-	var page bytes.Buffer
-	_ = page
 }
+
+// A 64-host merge with planted failures: the headline names them (ten,
+// then a count), failures come first in every table, requirements are
+// counted across hosts, the merged total is summary.txt's last line, and
+// summary.json keeps its keys and adds the counts.
+func TestFleetSummaries(t *testing.T) {
+	failing := []int{5, 40}
+	r := Build(fleetRuns(t, 64, failing...))
+	assert.Equal(t, "NOT QUALIFIED (2 of 64 hosts: node0005, node0040)", r.Verdict.Line)
+	var txt, md, js bytes.Buffer
+	require.NoError(t, r.WriteText(&txt))
+	require.NoError(t, r.WriteMarkdown(&md))
+	require.NoError(t, r.WriteJSON(&js))
+	lines := strings.Split(strings.TrimSpace(txt.String()), "\n")
+	assert.Regexp(t, `^total over 64 hosts: 2 NOT QUALIFIED, 62 INCOMPLETE, 0 QUALIFIED; must requirements \(summed over hosts\): \d+ passed, 2 failed,`, lines[len(lines)-1])
+	// The host table starts with the failed hosts.
+	i := strings.Index(txt.String(), "\nhost ")
+	require.Positive(t, i)
+	rows := strings.Split(txt.String()[i+1:], "\n")
+	assert.True(t, strings.HasPrefix(rows[1], "node0005 "), rows[1])
+	assert.True(t, strings.HasPrefix(rows[2], "node0040 "), rows[2])
+	assert.Contains(t, txt.String(), "  must         PP-08 46/64 passed, 2 failed, 16 skipped (node0005, node0040)\n")
+	// Across hosts, the failed requirement comes first.
+	counts := r.ReqCounts()
+	assert.Equal(t, "PP-08", counts[0].ID)
+	assert.Equal(t, []string{"node0005", "node0040"}, counts[0].FailedOn)
+	// Each failed host's requirements start with the failure.
+	assert.Regexp(t, `== node0005: NOT QUALIFIED \(1 must requirement failed\)\n(?s:.*?)Requirements:\n  PP-08    FAIL `, txt.String())
+	assert.Contains(t, md.String(), "| PP-08 | must | 46/64 | 2 | 16 | 0 | node0005, node0040 |")
+	assert.Less(t, md.Len(), mdMergedBudget)
+	var sum struct {
+		Verdict, Line string
+		Failed        int
+		Hosts         []struct {
+			Host, Verdict string
+			Counts        countsJSON
+		}
+		FailedHosts []string   `json:"failed_hosts"`
+		ReqCounts   []ReqCount `json:"requirement_counts"`
+		Counts      countsJSON
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &sum))
+	assert.Equal(t, NotQualified, sum.Verdict)
+	assert.Equal(t, 2, sum.Failed, "merged: failed counts hosts")
+	assert.Equal(t, []string{"node0005", "node0040"}, sum.FailedHosts)
+	assert.Equal(t, 2, sum.Counts.Must.Failed)
+	assert.Equal(t, "PP-08", sum.ReqCounts[0].ID)
+	assert.Equal(t, 2, sum.ReqCounts[0].Failed)
+	assert.Equal(t, 1, sum.Hosts[5].Counts.Must.Failed)
+
+	// More than ten failed hosts: ten named, the rest counted.
+	many := []int{}
+	for i := 0; i < 13; i++ {
+		many = append(many, i*4)
+	}
+	r = Build(fleetRuns(t, 64, many...))
+	assert.Equal(t, "NOT QUALIFIED (13 of 64 hosts: node0000, node0004, node0008, node0012, node0016, node0020, node0024, node0028, node0032, node0036 and 3 more)", r.Verdict.Line)
+}
+
+// summary.md stays within a CI comment for every recorded host, and within
+// a step summary for a merge far larger than fits; what it leaves out it
+// says is in report.html.
+func TestMarkdownBudget(t *testing.T) {
+	ents, err := os.ReadDir(runsDir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		runs, err := LoadDir(filepath.Join(runsDir, e.Name()))
+		require.NoError(t, err)
+		for _, run := range runs {
+			var md bytes.Buffer
+			require.NoError(t, Build([]Run{run}).WriteMarkdown(&md))
+			assert.Less(t, md.Len(), mdHostBudget, "%s/%s", e.Name(), run.Host.Host)
+		}
+	}
+	// Every host failed: the per-host sections do not all fit.
+	var failing []int
+	for i := 0; i < 1024; i++ {
+		failing = append(failing, i)
+	}
+	var md bytes.Buffer
+	require.NoError(t, Build(fleetRuns(t, 1024, failing...)).WriteMarkdown(&md))
+	assert.Less(t, md.Len(), mdMergedBudget)
+	assert.Contains(t, md.String(), "the remaining hosts and rows are in report.html")
+	// One host whose rows overflow: the note, within budget.
+	m := &mdWriter{limit: 100}
+	assert.True(t, m.add(strings.Repeat("x", 60)))
+	assert.False(t, m.add(strings.Repeat("y", 60)))
+	assert.False(t, m.add("z"), "nothing is added after a part that did not fit")
+}
+

@@ -56,7 +56,8 @@ type hostView struct {
 	H        *HostResult
 	Reqs     []*ReqResult // rows shown, failures first
 	Passed   []string     // passed requirements left out of Reqs (a fleet's host)
-	Compact  bool         // a fleet's host that is not NOT QUALIFIED: no tree, no output
+	Compact  bool         // a fleet's host that is not NOT QUALIFIED: short rows, no tree, no output
+	InCauses int          // rows of a compact host left to its shared causes
 	Open     bool         // its section starts open
 	Anchor   string
 	Prefix   string
@@ -128,8 +129,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 					c.Mark = strings.ToLower(c.Mark)
 				}
 				c.Tip = ""
-				if rq.Status != Pass || !d.Fleet {
-					// A fleet's passed cells go without a tip: the column says which requirement.
+				if rq.Status == Fail || !d.Fleet {
+					// A fleet's other cells go without a tip (a megabyte at 1024
+					// hosts): the column and the host's section say it.
 					c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(rq.Reason, 200))
 				}
 			}
@@ -163,11 +165,14 @@ func hostViewOf(h *HostResult, many, fleet bool) hostView {
 	v.Compact = fleet && h.Verdict.Verdict != NotQualified
 	v.Open = !fleet || h.Verdict.Verdict == NotQualified
 	for _, rq := range failuresFirst(h.Reqs) {
-		if fleet && rq.Status == Pass {
+		switch {
+		case fleet && rq.Status == Pass:
 			v.Passed = append(v.Passed, rq.ID)
-			continue
+		case v.Compact && rq.Cause != "":
+			v.InCauses++ // the cause above names it
+		default:
+			v.Reqs = append(v.Reqs, rq)
 		}
-		v.Reqs = append(v.Reqs, rq)
 	}
 	if v.Compact {
 		return v

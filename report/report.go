@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Report file names (contract: pipelines read them).
@@ -32,22 +33,35 @@ func (r *Report) WriteAll(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for name, write := range map[string]func(*bytes.Buffer) error{
+	if r.Time == "" {
+		r.Time = time.Now().UTC().Format(time.RFC3339) // before the writers share r
+	}
+	writers := map[string]func(*bytes.Buffer) error{
 		JUnitFile:   func(b *bytes.Buffer) error { return r.WriteJUnit(b) },
 		SummaryText: func(b *bytes.Buffer) error { return r.WriteText(b) },
 		SummaryMD:   func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
 		SummaryJSON: func(b *bytes.Buffer) error { return r.WriteJSON(b) },
 		HTMLFile:    func(b *bytes.Buffer) error { return r.WriteHTML(b) },
-	} {
-		var b bytes.Buffer
-		if err := write(&b); err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-			return err
+	}
+	// The writers only read r: a fleet's files are written side by side.
+	errs := make(chan error, len(writers))
+	for name, write := range writers {
+		go func() {
+			var b bytes.Buffer
+			if err := write(&b); err != nil {
+				errs <- fmt.Errorf("%s: %v", name, err)
+				return
+			}
+			errs <- os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+		}()
+	}
+	var first error
+	for range writers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 // SaveRun writes a host's run as a report folder (test.json and host.json)

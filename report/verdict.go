@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/attrkey"
@@ -133,12 +135,32 @@ type Report struct {
 
 // Build makes the report of runs (one per host).
 func Build(runs []Run) *Report {
-	r := &Report{Suite: SuiteVersion()}
-	for _, run := range runs {
-		r.Hosts = append(r.Hosts, buildHost(run))
-	}
+	r := &Report{Suite: SuiteVersion(), Hosts: make([]*HostResult, len(runs))}
+	// Hosts are independent: a fleet's are built on every CPU.
+	parallel(len(runs), func(i int) { r.Hosts[i] = buildHost(runs[i]) })
 	r.Verdict = overall(r.Hosts)
 	return r
+}
+
+// parallel runs f(0) .. f(n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 func buildHost(run Run) *HostResult {
