@@ -273,4 +273,3 @@ func TestMarkdownBudget(t *testing.T) {
 	assert.False(t, m.add(strings.Repeat("y", 60)))
 	assert.False(t, m.add("z"), "nothing is added after a part that did not fit")
 }
-
