@@ -25,14 +25,14 @@ const (
 	mdMergedBudget = 1 << 20
 )
 
-// plantedFail makes host's first passing PP-08 WRITE at the largest size (or
-// else its first passing GPU-09 case) fail with a slow number: the planted
-// failures a fleet merge must put first.
+// plantedFail makes a host's PP-08 WRITE at its largest size (the last one
+// it ran) fail with a slow number: the planted failures a fleet merge must
+// put first.
 func plantedFail(evs []Event) []Event {
 	out := make([]Event, 0, len(evs)+1)
 	target := ""
 	for _, e := range evs {
-		if target == "" && e.Action == "attr" && (e.Key == "gdr.bw_gbit_s" || e.Key == "gdr.bw_gbps") && strings.Contains(e.Test, "/WRITE/") {
+		if e.Action == "attr" && (e.Key == "gdr.bw_gbit_s" || e.Key == "gdr.bw_gbps") && strings.Contains(e.Test, "/WRITE/") {
 			target = e.Test
 		}
 	}
@@ -272,4 +272,24 @@ func TestMarkdownBudget(t *testing.T) {
 	assert.True(t, m.add(strings.Repeat("x", 60)))
 	assert.False(t, m.add(strings.Repeat("y", 60)))
 	assert.False(t, m.add("z"), "nothing is added after a part that did not fit")
+}
+
+// A pair failed on its server's side stays failed when its client, read
+// after it, passed; the pair list puts it first.
+func TestFleetPairFailureFirst(t *testing.T) {
+	r := Build(fleetRuns(t, 100, 40)) // node0040 is a server; 38 pairs
+	pairs := Pairs(r.Hosts)
+	var got []PairBW
+	for _, p := range pairs {
+		if p.Status == Fail {
+			got = append(got, p)
+		}
+	}
+	require.Len(t, got, 1)
+	assert.Equal(t, "node0040", got[0].Server)
+	_, grid, list := heatmap(pairs)
+	assert.Nil(t, grid, "38 servers: a list, not a grid")
+	require.NotEmpty(t, list)
+	assert.Equal(t, "node0041", list[0].Client)
+	assert.Contains(t, string(list[0].Style), "outline")
 }

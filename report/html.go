@@ -288,7 +288,10 @@ func heatmap(pairs []PairBW) ([]string, []heatRow, []pairLine) {
 			if bad(ps[i]) != bad(ps[j]) {
 				return bad(ps[i])
 			}
-			return rel(ps[i]) < rel(ps[j])
+			if ri, rj := rel(ps[i]), rel(ps[j]); ri != rj {
+				return ri < rj
+			}
+			return ps[i].Gbits < ps[j].Gbits
 		})
 		var out []pairLine
 		for _, p := range ps {

@@ -92,7 +92,11 @@ func Pairs(hs []*HostResult) []PairBW {
 				order = append(order, k)
 			}
 			if !seen || role == "client" {
-				best[k] = PairBW{Client: k.c, Server: k.s, Gbits: bw, Status: c.Status(), Floor: max(floor, p.Floor)}
+				nb := PairBW{Client: k.c, Server: k.s, Gbits: bw, Status: c.Status(), Floor: max(floor, p.Floor)}
+				if seen && p.Status == Fail {
+					nb.Status = Fail // the server's record failed first: a failure stays
+				}
+				best[k] = nb
 			}
 			if seen && c.Status() == Fail {
 				p = best[k]

@@ -589,6 +589,8 @@ func fmtNum(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case math.Abs(v) >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
+	case math.Abs(v) < 0.1:
+		return strconv.FormatFloat(v, 'g', 2, 64) // a software device's 0.004 Gbit/s is not 0.00
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
