@@ -1,8 +1,9 @@
 // Package report turns go test -json event streams (attr events included) of
 // one host or many into the suite's qualification report: junit.xml,
 // summary.txt (printed at the end of every run), summary.md, summary.json and
-// a self-contained report.html, with one verdict: QUALIFIED, NOT QUALIFIED (n)
-// or INCOMPLETE (n not run).
+// a self-contained report.html, with one verdict: QUALIFIED, NOT QUALIFIED
+// (n must requirements failed) or INCOMPLETE (n skipped, m not run); merged,
+// NOT QUALIFIED (k of n hosts: the hosts). docs/reports.md, "Counts".
 //
 // A host's folder holds test.json (its events) and host.json (its identity,
 // written on the host at report time by Collect); folders of many hosts merge
