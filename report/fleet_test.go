@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -292,4 +293,40 @@ func TestFleetPairFailureFirst(t *testing.T) {
 	require.NotEmpty(t, list)
 	assert.Equal(t, "node0041", list[0].Client)
 	assert.Contains(t, string(list[0].Style), "outline")
+}
+
+// Above ten hosts the charts are distributions naming the failed hosts;
+// at five, one line per host and operation, no colour used twice.
+func TestFleetCharts(t *testing.T) {
+	r := Build(fleetRuns(t, 64, 5, 41))
+	bw := BandwidthSVG(r.Hosts)
+	assert.Contains(t, bw, `class="chart dist"`)
+	assert.Regexp(t, `<text class="outliers"[^>]*><title>node0005 0\.004, node0041 0\.004</title>`, bw)
+	assert.Equal(t, 6, strings.Count(bw, `class="dist-row"`), "WRITE and READ at three sizes")
+	cp := CopySVG(r.Hosts)
+	assert.Contains(t, cp, `class="chart dist"`)
+	assert.Contains(t, cp, "H2D, 63.0 GB/s link")
+
+	small := Build(fleetRuns(t, 5))
+	bw = BandwidthSVG(small.Hosts)
+	assert.NotContains(t, bw, "dist")
+	colours := regexp.MustCompile(`<polyline fill="none" stroke="(#[0-9a-f]+)"`).FindAllStringSubmatch(bw, -1)
+	require.Len(t, colours, 10, "five hosts, WRITE and READ")
+	seen := map[string]bool{}
+	for _, c := range colours {
+		assert.False(t, seen[c[1]], "colour %s used twice", c[1])
+		seen[c[1]] = true
+	}
+}
+
+// The heatmap colours against the floor: a pair at its floor is green
+// however slow the others are; one below it is red, not green.
+func TestHeatColoursAgainstFloor(t *testing.T) {
+	ok := heatStyle(PairBW{Gbits: 300, Floor: 300, Status: Pass})
+	slow := heatStyle(PairBW{Gbits: 30, Floor: 300, Status: Fail})
+	none := heatStyle(PairBW{Gbits: 0.05, Status: Pass})
+	assert.Contains(t, string(ok), "hsl(120,")
+	assert.Contains(t, string(slow), "hsl(3,")
+	assert.Contains(t, string(slow), "outline")
+	assert.Contains(t, string(none), "hsl(210,")
 }

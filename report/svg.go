@@ -418,42 +418,59 @@ func distRow(label string, vals []float64, names []string, bad []bool) distGroup
 	return g
 }
 
-// distBW groups PP-08 points per operation and size (WRITE before READ,
-// sizes rising).
-func distBW(pts []bwPoint) []distGroup {
+// sample is one host's measurement in a distribution chart, grouped by
+// kind (an operation, a copy direction) and x (a size, a link rate).
+type sample struct {
+	kind, host       string
+	x, v, floor, ref float64
+	bad              bool // failed or below its floor
+}
+
+// distGroups makes one row per kind and x (kinds in descending order, WRITE
+// before READ and H2D before D2H; x rising), labelled by label.
+func distGroups(ss []sample, label func(kind string, x float64) string) []distGroup {
 	type key struct {
-		op   string
-		size float64
+		kind string
+		x    float64
 	}
-	by := map[key][]bwPoint{}
+	by := map[key][]sample{}
 	var keys []key
-	for _, p := range pts {
-		k := key{p.op, p.size}
+	for _, p := range ss {
+		k := key{p.kind, p.x}
 		if by[k] == nil {
 			keys = append(keys, k)
 		}
 		by[k] = append(by[k], p)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].op != keys[j].op {
-			return keys[i].op > keys[j].op
+		if keys[i].kind != keys[j].kind {
+			return keys[i].kind > keys[j].kind
 		}
-		return keys[i].size < keys[j].size
+		return keys[i].x < keys[j].x
 	})
 	var gs []distGroup
 	for _, k := range keys {
 		ps := by[k]
 		vals, names, bad := make([]float64, len(ps)), make([]string, len(ps)), make([]bool, len(ps))
-		floor := 0.0
+		var floor, ref float64
 		for i, p := range ps {
-			vals[i], names[i], bad[i] = p.gbit, p.host, p.fail || p.floor > 0 && p.gbit < p.floor
-			floor = math.Max(floor, p.floor)
+			vals[i], names[i], bad[i] = p.v, p.host, p.bad
+			floor, ref = math.Max(floor, p.floor), math.Max(ref, p.ref)
 		}
-		g := distRow(k.op+" "+sizeLabel(k.size), vals, names, bad)
-		g.floor = floor
+		g := distRow(label(k.kind, k.x), vals, names, bad)
+		g.floor, g.ref = floor, ref
 		gs = append(gs, g)
 	}
 	return gs
+}
+
+// distBW groups PP-08 points per operation and size.
+func distBW(pts []bwPoint) []distGroup {
+	ss := make([]sample, len(pts))
+	for i, p := range pts {
+		ss[i] = sample{kind: p.op, host: p.host, x: p.size, v: p.gbit, floor: p.floor, bad: p.fail || p.floor > 0 && p.gbit < p.floor}
+	}
+	return distGroups(ss, func(op string, size float64) string { return op + " " + sizeLabel(size) })
 }
 
 // distSVG draws rows of distributions over hosts: a bar from min to max, a
@@ -604,39 +621,11 @@ type copyBar struct {
 
 // distCopy groups copy bars per direction and link rate.
 func distCopy(bars []copyBar) []distGroup {
-	type key struct {
-		dir  string
-		link float64
+	ss := make([]sample, len(bars))
+	for i, c := range bars {
+		ss[i] = sample{kind: c.dir, host: c.host, x: c.link, v: c.gbs, floor: c.min, ref: c.link, bad: c.fail || c.gbs < c.min}
 	}
-	by := map[key][]copyBar{}
-	var keys []key
-	for _, c := range bars {
-		k := key{c.dir, c.link}
-		if by[k] == nil {
-			keys = append(keys, k)
-		}
-		by[k] = append(by[k], c)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].dir != keys[j].dir {
-			return keys[i].dir > keys[j].dir // H2D before D2H
-		}
-		return keys[i].link < keys[j].link
-	})
-	var gs []distGroup
-	for _, k := range keys {
-		cs := by[k]
-		vals, names, bad := make([]float64, len(cs)), make([]string, len(cs)), make([]bool, len(cs))
-		floor := 0.0
-		for i, c := range cs {
-			vals[i], names[i], bad[i] = c.gbs, c.host, c.fail || c.gbs < c.min
-			floor = math.Max(floor, c.min)
-		}
-		g := distRow(fmt.Sprintf("%s, %s GB/s link", k.dir, fmtNum(k.link)), vals, names, bad)
-		g.floor, g.ref = floor, k.link
-		gs = append(gs, g)
-	}
-	return gs
+	return distGroups(ss, func(dir string, link float64) string { return fmt.Sprintf("%s, %s GB/s link", dir, fmtNum(link)) })
 }
 
 // CopySVG charts GPU-09/GPU-10: each GPU's pinned copy bandwidth (H2D and
