@@ -178,6 +178,19 @@ func TestFleetHTMLInBrowser(t *testing.T) {
 		t.Skip("renders merges up to 1024 hosts (-short skips it)")
 	}
 	shots := os.Getenv("GDR_REPORT_SHOTS")
+	// A probe writes the page's width on the root element, so that the dump
+	// says whether anything scrolls sideways; it is not blind to a wide page.
+	probe := `<script>window.addEventListener("load",function(){document.documentElement.setAttribute("data-scrollwidth",String(document.documentElement.scrollWidth));});</script>`
+	scrollWidth := func(t *testing.T, dom string) int {
+		m := regexp.MustCompile(`data-scrollwidth="(\d+)"`).FindStringSubmatch(dom[:min(len(dom), 4000)])
+		require.NotNil(t, m, "the width probe ran")
+		w, _ := strconv.Atoi(m[1])
+		return w
+	}
+	wide := filepath.Join(t.TempDir(), "wide.html")
+	require.NoError(t, os.WriteFile(wide, []byte("<!doctype html><html><head>"+probe+"</head><body><table><tr><td>"+strings.Repeat("x", 600)+"</td></tr></table></body></html>"), 0o644))
+	wdom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=2000", "file://"+wide)
+	require.Greater(t, scrollWidth(t, wdom), 1400, "the probe must see an unbreakable string")
 	for _, n := range fleetSizes {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var failing []int
@@ -198,9 +211,6 @@ func TestFleetHTMLInBrowser(t *testing.T) {
 			}
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			file := filepath.Join(dir, fmt.Sprintf("fleet-%04d.html", n))
-			// A probe writes the page's widest element's width on the root
-			// element, so that the dump says whether anything scrolls sideways.
-			probe := `<script>window.addEventListener("load",function(){var w=document.documentElement.scrollWidth;document.documentElement.setAttribute("data-scrollwidth",String(w));});</script>`
 			require.NoError(t, os.WriteFile(file, []byte(strings.Replace(page.String(), "<head>", "<head>"+errorHook+probe, 1)), 0o644))
 			dom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=5000", "file://"+file)
 			head := dom[:min(len(dom), 4000)]
@@ -209,10 +219,7 @@ func TestFleetHTMLInBrowser(t *testing.T) {
 			if n > 1 {
 				assert.Contains(t, r.Verdict.Line, fmt.Sprintf("node%04d", failing[0]), "the headline names the failing hosts")
 			}
-			m := regexp.MustCompile(`data-scrollwidth="(\d+)"`).FindStringSubmatch(head)
-			require.NotNil(t, m, "the width probe ran")
-			w, _ := strconv.Atoi(m[1])
-			assert.LessOrEqual(t, w, 1400, "the page scrolls sideways at 1400 px")
+			assert.LessOrEqual(t, scrollWidth(t, dom), 1400, "the page scrolls sideways at 1400 px")
 			if shots != "" {
 				chromium(t, "--hide-scrollbars", "--window-size=1400,4000", "--screenshot="+strings.TrimSuffix(file, ".html")+".png", "file://"+file)
 			}
