@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html/template"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +96,12 @@ func chromium(t *testing.T, args ...string) (stdout, stderr string) {
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	argv := append(base, args...)
+	if nice, err := exec.LookPath("nice"); err == nil {
+		// The browser yields the CPU to whatever else runs (a lab's VMs).
+		argv, bin = append([]string{"-n", "19", bin}, argv...), nice
+	}
+	cmd := exec.CommandContext(ctx, bin, argv...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	require.NoError(t, cmd.Run(), "chromium: %s", e.String())
@@ -139,7 +146,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 	assert.Regexp(t, `<body[^>]*data-ready="1"`, dom[:min(len(dom), 20000)], "the report's script ran")
-	assert.Contains(t, dom, `id="verdict"><div class="line">INCOMPLETE (3 of 3 hosts not fully run)</div>`)
+	assert.Contains(t, dom, `id="verdict"><div class="line">INCOMPLETE (3 of 3 hosts not fully run: h200-suite, gpu-a, gpu-b)</div>`)
 	assert.NotContains(t, dom, "ZgotmplZ", "html/template refused a value")
 	assert.Contains(t, dom, `<table class="reqs">`)
 	assert.Equal(t, 3, strings.Count(dom, `<table class="reqs">`), "one requirement table per host")
@@ -156,5 +163,66 @@ func TestHTMLInBrowser(t *testing.T) {
 		// The page too, to look at other parts of it by hand.
 		require.NoError(t, os.WriteFile(strings.TrimSuffix(shot, ".png")+".html", []byte(html), 0o644))
 		chromium(t, "--hide-scrollbars", "--window-size=1400,3000", "--screenshot="+shot, "file://"+file)
+	}
+}
+
+// fleetSizes are the merges the browser test renders and, with
+// GDR_REPORT_SHOTS=<folder>, screenshots: the report of each is kept there
+// with its png, to be looked at.
+var fleetSizes = []int{1, 5, 64, 1024}
+
+// A fleet's report renders in Chromium with its verdict naming the failing
+// hosts, and no part of it is wider than a 1400 px window.
+func TestFleetHTMLInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders merges up to 1024 hosts (-short skips it)")
+	}
+	shots := os.Getenv("GDR_REPORT_SHOTS")
+	// A probe writes the page's width on the root element, so that the dump
+	// says whether anything scrolls sideways; it is not blind to a wide page.
+	probe := `<script>window.addEventListener("load",function(){document.documentElement.setAttribute("data-scrollwidth",String(document.documentElement.scrollWidth));});</script>`
+	scrollWidth := func(t *testing.T, dom string) int {
+		m := regexp.MustCompile(`data-scrollwidth="(\d+)"`).FindStringSubmatch(dom[:min(len(dom), 4000)])
+		require.NotNil(t, m, "the width probe ran")
+		w, _ := strconv.Atoi(m[1])
+		return w
+	}
+	wide := filepath.Join(t.TempDir(), "wide.html")
+	require.NoError(t, os.WriteFile(wide, []byte("<!doctype html><html><head>"+probe+"</head><body><table><tr><td>"+strings.Repeat("x", 600)+"</td></tr></table></body></html>"), 0o644))
+	wdom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=2000", "file://"+wide)
+	require.Greater(t, scrollWidth(t, wdom), 1400, "the probe must see an unbreakable string")
+	for _, n := range fleetSizes {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var failing []int
+			for _, f := range []int{3, 100, 509, 1000} {
+				if f < n {
+					failing = append(failing, f)
+				}
+			}
+			if n == 1 {
+				failing = []int{0}
+			}
+			r := Build(fleetRuns(t, n, failing...))
+			var page bytes.Buffer
+			require.NoError(t, r.WriteHTML(&page))
+			dir := shots
+			if dir == "" {
+				dir = t.TempDir()
+			}
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			file := filepath.Join(dir, fmt.Sprintf("fleet-%04d.html", n))
+			require.NoError(t, os.WriteFile(file, []byte(strings.Replace(page.String(), "<head>", "<head>"+errorHook+probe, 1)), 0o644))
+			dom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=5000", "file://"+file)
+			head := dom[:min(len(dom), 4000)]
+			assert.NotRegexp(t, `data-jserror=`, head)
+			assert.Contains(t, dom, `<div class="line">`+template.HTMLEscapeString(r.Verdict.Line)+`</div>`)
+			if n > 1 {
+				assert.Contains(t, r.Verdict.Line, fmt.Sprintf("node%04d", failing[0]), "the headline names the failing hosts")
+			}
+			assert.LessOrEqual(t, scrollWidth(t, dom), 1400, "the page scrolls sideways at 1400 px")
+			if shots != "" {
+				chromium(t, "--hide-scrollbars", "--window-size=1400,4000", "--screenshot="+strings.TrimSuffix(file, ".html")+".png", "file://"+file)
+			}
+		})
 	}
 }

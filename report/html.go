@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"upper":  func(s Status) string { return strings.ToUpper(string(s)) },
 	"join":   strings.Join,
 	"clip":   clip,
+	"hosts":  nameHosts,
 }).ParseFS(tmplFS, "report.html.tmpl"))
 
 type matrixCell struct{ Class, Mark, Tip string }
@@ -38,6 +40,10 @@ type heatRow struct {
 	Cells []heatCell
 }
 type pairCell struct{ Class, Color string }
+type pairLine struct {
+	Client, Server, Text, Tip string
+	Style                     template.CSS
+}
 type pairRow struct {
 	GPU   string
 	Cells []pairCell
@@ -48,6 +54,11 @@ type detail struct {
 }
 type hostView struct {
 	H        *HostResult
+	Reqs     []*ReqResult // rows shown, failures first
+	Passed   []string     // passed requirements left out of Reqs (a fleet's host)
+	Compact  bool         // a fleet's host that is not NOT QUALIFIED: short rows, no tree, no output
+	InCauses int          // rows of a compact host left to its shared causes
+	Open     bool         // its section starts open
 	Anchor   string
 	Prefix   string
 	Ident    [][2]string
@@ -61,10 +72,13 @@ type hostView struct {
 type htmlData struct {
 	R         *Report
 	Many      bool
+	Fleet     bool // more than fleetHosts hosts: charts aggregate, host sections fold
+	Counts    []ReqCount
 	IDs       []string
 	Matrix    []matrixRow
 	HeatHosts []string
 	Heat      []heatRow
+	PairList  []pairLine // pairs too many for a grid: one line each, failures and slowest first
 	BW, Copy  template.HTML
 	Hosts     []hostView
 	// A cluster run: the pair x rail heatmap and the suspects.
@@ -92,11 +106,14 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339)
 	}
-	d := htmlData{R: r, Many: len(r.Hosts) > 1}
+	d := htmlData{R: r, Many: len(r.Hosts) > 1, Fleet: len(r.Hosts) > fleetHosts}
+	if d.Many {
+		d.Counts = r.ReqCounts()
+	}
 	for _, rq := range reqs.All() {
 		d.IDs = append(d.IDs, rq.ID)
 	}
-	for _, h := range r.Hosts {
+	for _, h := range r.hostsFailuresFirst() {
 		row := matrixRow{Host: h.Identity.Host, Anchor: anchor(h.Identity.Host), Verdict: h.Verdict.Verdict, Line: h.Verdict.Line}
 		by := map[string]*ReqResult{}
 		for _, rq := range h.Reqs {
@@ -111,15 +128,20 @@ func (r *Report) WriteHTML(w io.Writer) error {
 				if rq.Level == string(reqs.ReportOnly) {
 					c.Mark = strings.ToLower(c.Mark)
 				}
-				c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(rq.Reason, 200))
+				c.Tip = ""
+				if rq.Status == Fail || !d.Fleet {
+					// A fleet's other cells go without a tip (a megabyte at 1024
+					// hosts): the column and the host's section say it.
+					c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(rq.Reason, 200))
+				}
 			}
 			row.Cells = append(row.Cells, c)
 		}
 		d.Matrix = append(d.Matrix, row)
-		d.Hosts = append(d.Hosts, hostViewOf(h, len(r.Hosts) > 1))
+		d.Hosts = append(d.Hosts, hostViewOf(h, d.Many, d.Fleet))
 	}
 	if pairs := Pairs(r.Hosts); len(pairs) > 0 {
-		d.HeatHosts, d.Heat = heatmap(pairs)
+		d.HeatHosts, d.Heat, d.PairList = heatmap(pairs)
 	}
 	d.RailCols, d.RailHeat = r.railHeat()
 	d.Cluster = r.Cluster
@@ -128,10 +150,32 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	return page.Execute(w, d)
 }
 
-func hostViewOf(h *HostResult, many bool) hostView {
+// fleetHosts is the most hosts drawn one by one: above it charts show
+// distributions, and host sections fold.
+const fleetHosts = 10
+
+// fleetOutputLines bounds a fleet host's test output in the page.
+const fleetOutputLines = 40
+
+func hostViewOf(h *HostResult, many, fleet bool) hostView {
 	v := hostView{H: h, Anchor: anchor(h.Identity.Host), Ident: identityLines(h.Identity)}
 	if many {
 		v.Prefix = anchor(h.Identity.Host) + "-"
+	}
+	v.Compact = fleet && h.Verdict.Verdict != NotQualified
+	v.Open = !fleet || h.Verdict.Verdict == NotQualified
+	for _, rq := range failuresFirst(h.Reqs) {
+		switch {
+		case fleet && rq.Status == Pass:
+			v.Passed = append(v.Passed, rq.ID)
+		case v.Compact && rq.Cause != "":
+			v.InCauses++ // the cause above names it
+		default:
+			v.Reqs = append(v.Reqs, rq)
+		}
+	}
+	if v.Compact {
+		return v
 	}
 	t := topology(h)
 	if !t.Empty() {
@@ -164,13 +208,17 @@ func hostViewOf(h *HostResult, many bool) hostView {
 			v.PairRows = append(v.PairRows, row)
 		}
 	}
+	limit := maxOutputLines
+	if fleet {
+		limit = fleetOutputLines
+	}
 	for _, c := range h.Cases() {
-		if c.Status() == Pass && many {
+		if c.Status() == Pass && many || fleet && c.Status() != Fail {
 			continue
 		}
 		out := c.Output
-		if len(out) > maxOutputLines {
-			out = append(append([]string{}, out[:maxOutputLines]...), fmt.Sprintf("... %d more lines in junit.xml", len(c.Output)-maxOutputLines))
+		if len(out) > limit {
+			out = append(append([]string{}, out[:limit]...), fmt.Sprintf("... %d more lines in junit.xml", len(c.Output)-limit))
 		}
 		name := c.Name
 		if rd := roundOf(c.Package); rd != "" {
@@ -181,25 +229,91 @@ func hostViewOf(h *HostResult, many bool) hostView {
 	return v
 }
 
-// heatmap lays pairs out as a client x server grid (rows the hosts that ran
-// as client, columns those that ran as server), coloured from the slowest
-// pair (red) to the fastest (green).
-func heatmap(pairs []PairBW) ([]string, []heatRow) {
-	cset, sset := map[string]bool{}, map[string]bool{}
-	lo, hi := -1.0, 0.0
-	for _, p := range pairs {
-		cset[p.Client], sset[p.Server] = true, true
-		if lo < 0 || p.Gbits < lo {
-			lo = p.Gbits
+// heatGrid is the most clients or servers laid out as a grid; more pairs
+// are listed one per line.
+const heatGrid = 32
+
+// heatStyle colours a pair against its floor, not against the other pairs:
+// green at or above the floor (a passing pair is never red), orange to red
+// below it, outlined red when the case failed; grey-blue with no floor.
+func heatStyle(p PairBW) template.CSS {
+	var bg string
+	switch {
+	case p.Floor <= 0 && p.Status != Fail:
+		bg = "hsl(210,40%,88%)"
+	case p.Status != Fail && p.Gbits >= p.Floor:
+		bg = "hsl(120,45%,78%)"
+	default:
+		f := 0.0
+		if p.Floor > 0 {
+			f = math.Min(1, math.Max(0, p.Gbits/p.Floor))
 		}
-		hi = max(hi, p.Gbits)
+		bg = fmt.Sprintf("hsl(%d,75%%,80%%)", int(35*f)) // red (0) far below the floor, orange (35) just below
+	}
+	css := "background:" + bg
+	if p.Status == Fail {
+		css += ";outline:3px solid #cf222e"
+	}
+	return template.CSS(css)
+}
+
+func heatTip(p PairBW) string {
+	tip := fmt.Sprintf("%s -> %s: %s Gbit/s (%s)", p.Client, p.Server, fmtNum(p.Gbits), p.Status)
+	if p.Floor > 0 {
+		tip += fmt.Sprintf("; floor %s Gbit/s", fmtNum(p.Floor))
+	}
+	return tip
+}
+
+// heatmap lays pairs out as a client x server grid (rows the hosts that ran
+// as client, columns those that ran as server), failed clients and servers
+// first; above heatGrid of either it lists the pairs instead, failed and
+// slowest against their floor first.
+func heatmap(pairs []PairBW) ([]string, []heatRow, []pairLine) {
+	bad := func(p PairBW) bool { return p.Status == Fail || p.Floor > 0 && p.Gbits < p.Floor }
+	cset, sset := map[string]bool{}, map[string]bool{}
+	for _, p := range pairs {
+		cset[p.Client] = cset[p.Client] || bad(p)
+		sset[p.Server] = sset[p.Server] || bad(p)
+	}
+	if len(cset) > heatGrid || len(sset) > heatGrid {
+		ps := append([]PairBW(nil), pairs...)
+		rel := func(p PairBW) float64 {
+			if p.Floor > 0 {
+				return p.Gbits / p.Floor
+			}
+			return math.Inf(1)
+		}
+		sort.SliceStable(ps, func(i, j int) bool {
+			if bad(ps[i]) != bad(ps[j]) {
+				return bad(ps[i])
+			}
+			if ri, rj := rel(ps[i]), rel(ps[j]); ri != rj {
+				return ri < rj
+			}
+			return ps[i].Gbits < ps[j].Gbits
+		})
+		var out []pairLine
+		for _, p := range ps {
+			t := fmtNum(p.Gbits)
+			if p.Status == Fail {
+				t += " ✗"
+			}
+			out = append(out, pairLine{Client: p.Client, Server: p.Server, Text: t, Tip: heatTip(p), Style: heatStyle(p)})
+		}
+		return nil, nil, out
 	}
 	sorted := func(m map[string]bool) []string {
 		var out []string
 		for h := range m {
 			out = append(out, h)
 		}
-		sort.Strings(out)
+		sort.Slice(out, func(i, j int) bool {
+			if m[out[i]] != m[out[j]] {
+				return m[out[i]]
+			}
+			return out[i] < out[j]
+		})
 		return out
 	}
 	clients, servers := sorted(cset), sorted(sset)
@@ -216,20 +330,13 @@ func heatmap(pairs []PairBW) ([]string, []heatRow) {
 				row.Cells = append(row.Cells, heatCell{Text: "", Style: "background:#f6f8fa"})
 				continue
 			}
-			f := 1.0
-			if hi > lo {
-				f = (p.Gbits - lo) / (hi - lo)
-			}
-			hue := int(120 * f) // red (0) to green (120)
-			cell := heatCell{Text: fmtNum(p.Gbits), Tip: fmt.Sprintf("%s -> %s: %s Gbit/s (%s)", c, s, fmtNum(p.Gbits), p.Status),
-				Style: template.CSS(fmt.Sprintf("background:hsl(%d,65%%,78%%)", hue))}
+			cell := heatCell{Text: fmtNum(p.Gbits), Tip: heatTip(p), Style: heatStyle(p)}
 			if p.Status == Fail {
-				cell.Style += ";outline:3px solid #cf222e"
 				cell.Text += " ✗"
 			}
 			row.Cells = append(row.Cells, cell)
 		}
 		rows = append(rows, row)
 	}
-	return servers, rows
+	return servers, rows, nil
 }

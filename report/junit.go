@@ -449,8 +449,6 @@ func valueWithUnit(key, v string) string {
 	return name + " " + v
 }
 
-// unitless drops the leading name valueWithUnit puts in front.
-
 // clean makes s fit XML 1.0: a character it cannot carry (control
 // characters, U+FFFE/FFFF, bytes that are not UTF-8) is written visibly as
 // \xNN or \uNNNN, never as U+FFFD (xunit-viewer crashed on that).

@@ -49,20 +49,26 @@ func LoadDir(dir string) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runs []Run
+	var subs []string
 	for _, e := range ents {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			subs = append(subs, filepath.Join(dir, e.Name()))
 		}
-		sub := filepath.Join(dir, e.Name())
-		if !isHostDir(sub, 0) {
-			continue
+	}
+	// A fleet's folders are read side by side, kept in folder order.
+	got := make([][]Run, len(subs))
+	errs := make([]error, len(subs))
+	parallel(len(subs), func(i int) {
+		if isHostDir(subs[i], 0) {
+			got[i], errs[i] = LoadDir(subs[i])
 		}
-		rs, err := LoadDir(sub)
-		if err != nil {
-			return nil, err
+	})
+	var runs []Run
+	for i := range subs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		runs = append(runs, rs...)
+		runs = append(runs, got[i]...)
 	}
 	switch {
 	case len(runs) > 0:

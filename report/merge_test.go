@@ -83,7 +83,7 @@ func TestMergeKeepsTwoRunsOfOneHost(t *testing.T) {
 	require.NotNil(t, byName["gpu01"])
 	assert.True(t, byName["gpu01"].Latest)
 	// gpu02 fails GPU-09; gpu01's earlier failure no longer counts.
-	assert.Equal(t, "NOT QUALIFIED (1 of 2 hosts)", r.Verdict.Line)
+	assert.Equal(t, "NOT QUALIFIED (1 of 2 hosts: gpu02)", r.Verdict.Line)
 
 	// Recorded before host.json kept a machine-id: the same addresses,
 	// kernel and GPUs at different times are one host too; other addresses are not.
@@ -100,9 +100,35 @@ func TestMergeKeepsTwoRunsOfOneHost(t *testing.T) {
 
 	var txt bytes.Buffer
 	require.NoError(t, r.WriteText(&txt))
-	assert.Contains(t, txt.String(), "gpu01 (earlier run, started 2026-12-01T10:00:00Z): NOT QUALIFIED (1) (superseded by a later run: not in the verdict)")
+	assert.Contains(t, txt.String(), "gpu01 (earlier run, started 2026-12-01T10:00:00Z): NOT QUALIFIED (1 must requirement failed) (superseded by a later run: not in the verdict)")
+	assert.Contains(t, txt.String(), "total over 2 hosts: 1 NOT QUALIFIED, 1 INCOMPLETE, 0 QUALIFIED", "the earlier run is not counted")
 	assert.Contains(t, txt.String(), "== gpu01: ")
 	assert.Contains(t, txt.String(), "(latest run: this one judges)")
+
+	// In JUnit the earlier run's failure is a skip naming the later run:
+	// CI must not turn red for a run that was repeated.
+	var x bytes.Buffer
+	require.NoError(t, r.WriteJUnit(&x))
+	assert.Empty(t, checkJUnit10(x.Bytes()))
+	assert.Empty(t, checkAnt(x.Bytes()))
+	doc, err := ParseJUnit(&x)
+	require.NoError(t, err)
+	var superseded, failed []string
+	for _, su := range doc.Suites {
+		for _, c := range su.Cases {
+			if c.Skipped != nil && strings.HasPrefix(c.Skipped.Message, "superseded by a later run") {
+				superseded = append(superseded, c.Name)
+			}
+			if c.Failure != nil {
+				failed = append(failed, c.Name)
+			}
+		}
+	}
+	assert.NotEmpty(t, superseded)
+	for _, n := range failed {
+		assert.NotContains(t, n, "earlier run", "an earlier run fails no case")
+	}
+	assert.NotEmpty(t, failed, "gpu02's failure stays a failure")
 }
 
 // Hosts that ran different suite versions are flagged in the merged

@@ -13,6 +13,9 @@ type PairBW struct {
 	Client, Server string
 	Gbits          float64
 	Status         Status
+	// Floor is the case's gdr.min_bw_gbit_s, 0 when it recorded none: the
+	// heatmap colours against it.
+	Floor float64
 }
 
 // resolvePeer names the host a gdr.peer value seen on host from points at:
@@ -83,12 +86,17 @@ func Pairs(hs []*HostResult) []PairBW {
 				k = key{other, h.Identity.Host}
 			}
 			bw, _ := strconv.ParseFloat(c.Attrs["gdr.bw_gbit_s"], 64)
+			floor, _ := strconv.ParseFloat(c.Attrs["gdr.min_bw_gbit_s"], 64)
 			p, seen := best[k]
 			if !seen {
 				order = append(order, k)
 			}
 			if !seen || role == "client" {
-				best[k] = PairBW{Client: k.c, Server: k.s, Gbits: bw, Status: c.Status()}
+				nb := PairBW{Client: k.c, Server: k.s, Gbits: bw, Status: c.Status(), Floor: max(floor, p.Floor)}
+				if seen && p.Status == Fail {
+					nb.Status = Fail // the server's record failed first: a failure stays
+				}
+				best[k] = nb
 			}
 			if seen && c.Status() == Fail {
 				p = best[k]

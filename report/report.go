@@ -1,8 +1,9 @@
 // Package report turns go test -json event streams (attr events included) of
 // one host or many into the suite's qualification report: junit.xml,
 // summary.txt (printed at the end of every run), summary.md, summary.json and
-// a self-contained report.html, with one verdict: QUALIFIED, NOT QUALIFIED (n)
-// or INCOMPLETE (n not run).
+// a self-contained report.html, with one verdict: QUALIFIED, NOT QUALIFIED
+// (n must requirements failed) or INCOMPLETE (n skipped, m not run); merged,
+// NOT QUALIFIED (k of n hosts: the hosts). docs/reports.md, "Counts".
 //
 // A host's folder holds test.json (its events) and host.json (its identity,
 // written on the host at report time by Collect); folders of many hosts merge
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Report file names (contract: pipelines read them).
@@ -38,7 +40,10 @@ func (r *Report) WriteAll(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for name, write := range map[string]func(*bytes.Buffer) error{
+	if r.Time == "" {
+		r.Time = time.Now().UTC().Format(time.RFC3339) // before the writers share r
+	}
+	writers := map[string]func(*bytes.Buffer) error{
 		JUnitFile:   func(b *bytes.Buffer) error { return r.WriteJUnit(b) },
 		SummaryText: func(b *bytes.Buffer) error { return r.WriteText(b) },
 		SummaryMD:   func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
@@ -48,14 +53,27 @@ func (r *Report) WriteAll(dir string) error {
 			_, err := fmt.Fprintf(b, "%d\n", r.ExitCode())
 			return err
 		},
-	} {
-		var b bytes.Buffer
-		if err := write(&b); err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+	}
+	// The writers only read r: a fleet's files are written side by side.
+	errs := make(chan error, len(writers))
+	for name, write := range writers {
+		go func() {
+			var b bytes.Buffer
+			if err := write(&b); err != nil {
+				errs <- fmt.Errorf("%s: %v", name, err)
+				return
+			}
+			errs <- os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+		}()
+	}
+	var first error
+	for range writers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-			return err
-		}
+	}
+	if first != nil {
+		return first
 	}
 	return r.writeDCGM(dir)
 }

@@ -103,7 +103,7 @@ func TestBuildCountsLeavesOnlyAndInheritsReq(t *testing.T) {
 	assert.Equal(t, []string{"MREG-01", "PP-01", "PP-02"}, h.Causes[0].Reqs)
 	assert.Equal(t, "load the NIC's RDMA driver (mlx5_ib, irdma, ...)", h.Causes[0].Remedy)
 	assert.Equal(t, NotQualified, h.Verdict.Verdict)
-	assert.Equal(t, "NOT QUALIFIED (1)", h.Verdict.Line)
+	assert.Equal(t, "NOT QUALIFIED (1 must requirement failed)", h.Verdict.Line)
 	assert.Equal(t, 1, r.ExitCode())
 }
 
@@ -111,7 +111,7 @@ func TestVerdicts(t *testing.T) {
 	pass := events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", result: "pass", attrs: []string{"gdr.req", "GPU-02"}})
 	r := Build([]Run{{Host: Identity{Host: "a"}, Events: pass}})
 	assert.Equal(t, Incomplete, r.Verdict.Verdict)
-	assert.Regexp(t, `^INCOMPLETE \(\d+ not run\)$`, r.Verdict.Line)
+	assert.Regexp(t, `^INCOMPLETE \(\d+ must requirements not run\)$`, r.Verdict.Line)
 	assert.Contains(t, r.Verdict.Advice, "GDR_STRICT=1")
 	assert.Equal(t, 0, r.ExitCode(), "INCOMPLETE passes without GDR_STRICT")
 	r = Build([]Run{{Host: Identity{Host: "a", Strict: true}, Events: pass}})
@@ -130,7 +130,7 @@ func TestVerdicts(t *testing.T) {
 
 	// Many hosts: NOT QUALIFIED counts hosts.
 	r = Build([]Run{gpuHost("h1"), {Host: Identity{Host: "h2"}, Events: pass}})
-	assert.Equal(t, "NOT QUALIFIED (1 of 2 hosts)", r.Verdict.Line)
+	assert.Equal(t, "NOT QUALIFIED (1 of 2 hosts: h1)", r.Verdict.Line)
 }
 
 func indexOf(h *HostResult, id string) int {
@@ -284,7 +284,7 @@ func TestSummaries(t *testing.T) {
 	require.NoError(t, r.WriteMarkdown(&md))
 	require.NoError(t, r.WriteJSON(&js))
 	s := txt.String()
-	assert.True(t, strings.HasPrefix(s, "GPUDirect RDMA qualification: NOT QUALIFIED (1)\n"), s)
+	assert.True(t, strings.HasPrefix(s, "GPUDirect RDMA qualification: NOT QUALIFIED (1 must requirement failed)\n"), s)
 	// The shared cause comes before the rows.
 	assert.Less(t, strings.Index(s, "Shared causes"), strings.Index(s, "Requirements:"))
 	assert.Contains(t, s, "SKIP  no RDMA device: 3 requirements: MREG-01 PP-01 PP-02")

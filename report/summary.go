@@ -4,33 +4,69 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
-// Counts of a host's requirements by status.
+// Tally counts requirements by outcome, in the one vocabulary of the
+// reports (docs/reports.md, "Counts"): passed, failed, skipped (a test ran
+// and skipped: something absent) and not run (no test of it ran).
+type Tally struct {
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	NotRun  int `json:"not_run"`
+}
+
+func (t *Tally) add(s Status) {
+	switch s {
+	case Pass:
+		t.Passed++
+	case Fail:
+		t.Failed++
+	case Skip:
+		t.Skipped++
+	default:
+		t.NotRun++
+	}
+}
+
+// String is "40 passed, 1 failed, 3 skipped, 2 not run".
+func (t Tally) String() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped, %d not run", t.Passed, t.Failed, t.Skipped, t.NotRun)
+}
+
+// Counts of a host's requirements by status: all of them (Pass .. NotRun),
+// and must and report-only apart; Cases are the counted test cases (one per
+// requirement and device, as JUnit counts them).
 type Counts struct {
 	Pass, Fail, Skip, NotRun, Cases int
+	Must, ReportOnly                Tally
 }
 
 // Counts counts the host's requirements and counted cases.
 func (h *HostResult) Counts() Counts {
 	var c Counts
+	var all Tally
 	for _, r := range h.Reqs {
-		switch r.Status {
-		case Pass:
-			c.Pass++
-		case Fail:
-			c.Fail++
-		case Skip:
-			c.Skip++
-		default:
-			c.NotRun++
+		all.add(r.Status)
+		if r.Level == string(reqs.ReportOnly) {
+			c.ReportOnly.add(r.Status)
+		} else {
+			c.Must.add(r.Status)
 		}
 	}
+	c.Pass, c.Fail, c.Skip, c.NotRun = all.Passed, all.Failed, all.Skipped, all.NotRun
 	c.Cases = len(h.Cases())
 	return c
+}
+
+// line is a host's tally in words, must and report-only apart.
+func (c Counts) line() string {
+	return fmt.Sprintf("must requirements: %s; report-only: %s (%d test cases)", c.Must, c.ReportOnly, c.Cases)
 }
 
 func orNone(s []string) string {
@@ -115,24 +151,175 @@ func headline(nums []Number, n int) (shown []string, more int) {
 	return shown, more
 }
 
+// statusRank orders rows failures first: failed, skipped, not run, passed.
+var statusRank = map[Status]int{Fail: 0, Skip: 1, NotRun: 2, Pass: 3}
+
+// verdictRank orders hosts failures first.
+var verdictRank = map[string]int{NotQualified: 0, Incomplete: 1, Qualified: 2}
+
+// failuresFirst is rs ordered failures first, the catalogue's order kept
+// within a status.
+func failuresFirst(rs []*ReqResult) []*ReqResult {
+	out := append([]*ReqResult(nil), rs...)
+	sort.SliceStable(out, func(i, j int) bool { return statusRank[out[i].Status] < statusRank[out[j].Status] })
+	return out
+}
+
+// hostsFailuresFirst is the report's hosts, not qualified first, then
+// incomplete, then qualified; the merge's order within a verdict.
+func (r *Report) hostsFailuresFirst() []*HostResult {
+	out := append([]*HostResult(nil), r.Hosts...)
+	// Earlier runs last: they do not judge.
+	rank := func(h *HostResult) int {
+		if h.Earlier {
+			return len(verdictRank) + 1
+		}
+		return verdictRank[h.Verdict.Verdict]
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out
+}
+
+// ReqCount is one requirement across the hosts of a merge: how many hosts
+// it passed, failed, skipped or did not run on, and the hosts it failed on.
+type ReqCount struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Level string `json:"level"`
+	Hosts int    `json:"hosts"`
+	Tally
+	FailedOn []string `json:"failed_on,omitempty"`
+}
+
+// String is "GPU-09 63/64 passed, 1 failed (gpu17)".
+func (c ReqCount) String() string {
+	s := fmt.Sprintf("%s %d/%d passed", c.ID, c.Passed, c.Hosts)
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{c.Failed, "failed"}, {c.Skipped, "skipped"}, {c.NotRun, "not run"}} {
+		if p.n > 0 {
+			s += fmt.Sprintf(", %d %s", p.n, p.what)
+		}
+	}
+	if len(c.FailedOn) > 0 {
+		s += " (" + nameHosts(c.FailedOn) + ")"
+	}
+	return s
+}
+
+// ReqCounts are the per-requirement counts across the report's hosts, in
+// the catalogue's order, failures first.
+func (r *Report) ReqCounts() []ReqCount {
+	var out []ReqCount
+	idx := map[string]int{}
+	for _, h := range r.Hosts {
+		if h.Earlier {
+			continue // superseded by a later run of the host: not counted
+		}
+		for _, rq := range h.Reqs {
+			i, ok := idx[rq.ID]
+			if !ok {
+				i = len(out)
+				idx[rq.ID] = i
+				out = append(out, ReqCount{ID: rq.ID, Title: rq.Title, Level: rq.Level})
+			}
+			c := &out[i]
+			c.Hosts++
+			c.add(rq.Status)
+			if rq.Status == Fail {
+				c.FailedOn = append(c.FailedOn, h.Identity.Host)
+			}
+		}
+	}
+	rank := func(c ReqCount) int {
+		switch {
+		case c.Failed > 0:
+			return 0
+		case c.Skipped > 0:
+			return 1
+		case c.NotRun > 0:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out
+}
+
+// fleetTally sums the hosts' counts: verdicts, and must and report-only
+// requirements over every host.
+type fleetTally struct {
+	Verdicts         map[string]int
+	Must, ReportOnly Tally
+	Cases            int
+}
+
+func (r *Report) fleetTally() fleetTally {
+	t := fleetTally{Verdicts: map[string]int{}}
+	for _, h := range r.Hosts {
+		if h.Earlier {
+			continue // superseded by a later run of the host: not counted
+		}
+		t.Verdicts[h.Verdict.Verdict]++
+		c := h.Counts()
+		for _, p := range [][2]*Tally{{&t.Must, &c.Must}, {&t.ReportOnly, &c.ReportOnly}} {
+			p[0].Passed += p[1].Passed
+			p[0].Failed += p[1].Failed
+			p[0].Skipped += p[1].Skipped
+			p[0].NotRun += p[1].NotRun
+		}
+		t.Cases += c.Cases
+	}
+	return t
+}
+
+// line is the merged total: the last line of a merged summary.txt.
+func (t fleetTally) line() string {
+	hosts := t.hosts()
+	return fmt.Sprintf("total over %d hosts: %d %s, %d %s, %d %s; must requirements (summed over hosts): %s; report-only: %s (%d test cases)",
+		hosts, t.Verdicts[NotQualified], NotQualified, t.Verdicts[Incomplete], Incomplete, t.Verdicts[Qualified], Qualified, t.Must, t.ReportOnly, t.Cases)
+}
+
+// hosts is how many hosts judge (earlier runs of a host do not).
+func (t fleetTally) hosts() int {
+	n := 0
+	for _, v := range t.Verdicts {
+		n += v
+	}
+	return n
+}
+
 // WriteText writes summary.txt: the verdict, the host, shared causes first,
-// then one line per requirement (and its numbers or reason below it).
+// then one line per requirement (and its numbers or reason below it), failed
+// ones first. Many hosts: a table of hosts and one of requirements across
+// hosts first, and the merged total as the last line.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "GPUDirect RDMA qualification: %s\n  %s\n", r.Verdict.Line, r.Verdict.Advice)
 	for _, f := range r.Verdict.Flags {
 		fmt.Fprintf(&b, "  FLAG: %s\n", f)
 	}
-	if len(r.Hosts) > 1 {
-		fmt.Fprintf(&b, "\n%-24s %-28s %5s %5s %5s %7s\n", "host", "verdict", "pass", "fail", "skip", "not run")
-		for _, h := range r.Hosts {
+	many := len(r.Hosts) > 1
+	hosts := r.hostsFailuresFirst()
+	if many {
+		fmt.Fprintf(&b, "\n%-24s %-14s %-36s %s\n", "host", "verdict", "must: passed/failed/skipped/not run", "report-only failed")
+		for _, h := range hosts {
 			c := h.Counts()
-			fmt.Fprintf(&b, "%-24s %-28s %5d %5d %5d %7d\n", h.Identity.Host, h.Verdict.Line, c.Pass, c.Fail, c.Skip, c.NotRun)
+			fmt.Fprintf(&b, "%-24s %-14s %-36s %d\n", h.Identity.Host, h.Verdict.Verdict,
+				fmt.Sprintf("%d/%d/%d/%d", c.Must.Passed, c.Must.Failed, c.Must.Skipped, c.Must.NotRun), c.ReportOnly.Failed)
+		}
+		fmt.Fprintf(&b, "\nRequirements across hosts (failed first):\n")
+		for _, c := range r.ReqCounts() {
+			fmt.Fprintf(&b, "  %-12s %s\n", c.Level, c)
 		}
 	}
 	r.clusterText(&b)
-	for _, h := range r.Hosts {
-		writeHostText(&b, h, len(r.Hosts) > 1)
+	for _, h := range hosts {
+		writeHostText(&b, h, many)
+	}
+	if many {
+		fmt.Fprintf(&b, "\n%s\n", r.fleetTally().line())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -162,7 +349,7 @@ func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 		}
 	}
 	fmt.Fprintf(b, "\nRequirements:\n")
-	for _, rq := range h.Reqs {
+	for _, rq := range failuresFirst(h.Reqs) {
 		if many && (rq.Status == Pass || rq.Cause != "") {
 			continue // many hosts: passing rows, and those under a shared cause, are in summary.md and report.html
 		}
@@ -193,8 +380,11 @@ func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 			fmt.Fprintf(b, "  %-8s %-7s %s (%s, no requirement) %s\n", "-", strings.ToUpper(string(o.Status)), o.Name, o.Area, o.Message)
 		}
 	}
-	c := h.Counts()
-	fmt.Fprintf(b, "\nrequirements: %d passed, %d failed, %d skipped, %d not run (%d test cases)\n", c.Pass, c.Fail, c.Skip, c.NotRun, c.Cases)
+	label := ""
+	if many {
+		label = h.Identity.Host + ": "
+	}
+	fmt.Fprintf(b, "\n%s%s\n", label, h.Counts().line())
 }
 
 func mdEscape(s string) string {
@@ -205,65 +395,153 @@ func mdEscape(s string) string {
 
 var statusMark = map[Status]string{Pass: "✅ pass", Fail: "❌ FAIL", Skip: "⏭️ skip", NotRun: "⬜ not run"}
 
+// Budgets of summary.md: a GitHub or GitLab comment takes 65,536
+// characters, a GitHub job's step summary 1 MiB. Past its budget summary.md
+// stops, says so, and leaves the rest to report.html.
+const (
+	mdHostLimit   = 60000
+	mdMergedLimit = 960 << 10
+	mdNumbers     = 3 // numbers shown per requirement row; the rest are in report.html
+)
+
+// mdWriter is summary.md under construction with a budget: once a part
+// would pass it, nothing more is added but the note where the rest is.
+type mdWriter struct {
+	b       strings.Builder
+	limit   int
+	dropped int // rows or sections left out
+}
+
+// add adds s when it fits the budget, else counts it as left out.
+func (m *mdWriter) add(s string) bool {
+	if m.dropped > 0 || m.b.Len()+len(s) > m.limit {
+		m.dropped++
+		return false
+	}
+	m.b.WriteString(s)
+	return true
+}
+
 // WriteMarkdown writes summary.md, for CI systems that show Markdown (a
-// GitLab or Jenkins job summary, a merge request comment).
+// GitLab or Jenkins job summary, a merge request comment): compact, failed
+// rows first, within mdHostLimit characters for one host and mdMergedLimit
+// merged. Many hosts: a table of the hosts that are not qualified, the
+// requirements across hosts, then the failed and skipped requirements of
+// each host that is not qualified; passed rows are in report.html.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# GPUDirect RDMA qualification: %s\n\n%s\n", r.Verdict.Line, r.Verdict.Advice)
+	m := &mdWriter{limit: mdHostLimit}
+	many := len(r.Hosts) > 1
+	if many {
+		m.limit = mdMergedLimit
+	}
+	m.add(fmt.Sprintf("# GPUDirect RDMA qualification: %s\n\n%s\n", mdEscape(r.Verdict.Line), mdEscape(r.Verdict.Advice)))
 	for _, f := range r.Verdict.Flags {
-		fmt.Fprintf(&b, "\n**Flag:** %s\n", mdEscape(f))
+		m.add(fmt.Sprintf("\n**Flag:** %s\n", mdEscape(f)))
 	}
-	if len(r.Hosts) > 1 {
-		fmt.Fprintf(&b, "\n| host | verdict | pass | fail | skip | not run |\n| --- | --- | --- | --- | --- | --- |\n")
-		for _, h := range r.Hosts {
+	hosts := r.hostsFailuresFirst()
+	if many {
+		t := r.fleetTally()
+		m.add(fmt.Sprintf("\n%d hosts: %d %s, %d %s, %d %s. Must requirements summed over hosts: %s; report-only: %s.\n",
+			t.hosts(), t.Verdicts[NotQualified], NotQualified, t.Verdicts[Incomplete], Incomplete, t.Verdicts[Qualified], Qualified, t.Must, t.ReportOnly))
+		m.add("\n## Requirements across hosts\n\n| ID | level | passed | failed | skipped | not run | failed on |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, c := range r.ReqCounts() {
+			m.add(fmt.Sprintf("| %s | %s | %d/%d | %d | %d | %d | %s |\n", c.ID, c.Level, c.Passed, c.Hosts, c.Failed, c.Skipped, c.NotRun, mdEscape(nameHosts(c.FailedOn))))
+		}
+		m.add("\n## Hosts\n\n| host | verdict | must passed | failed | skipped | not run | report-only failed |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		shown := 0
+		for _, h := range hosts {
 			c := h.Counts()
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d |\n", mdEscape(h.Identity.Host), h.Verdict.Line, c.Pass, c.Fail, c.Skip, c.NotRun)
+			if h.Verdict.Verdict == Qualified && shown >= 50 {
+				continue // qualified hosts past the first 50 are counted above
+			}
+			if m.add(fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d |\n", mdEscape(h.Identity.Host), mdEscape(h.Verdict.Line), c.Must.Passed, c.Must.Failed, c.Must.Skipped, c.Must.NotRun, c.ReportOnly.Failed)) {
+				shown++
+			}
+		}
+		if shown < len(hosts) {
+			m.dropped = 0
+			m.add(fmt.Sprintf("\n%d of %d hosts listed (failed first); every host is in report.html and summary.json.\n", shown, len(hosts)))
 		}
 	}
-	r.clusterMarkdown(&b)
-	for _, h := range r.Hosts {
-		fmt.Fprintf(&b, "\n## %s: %s%s\n\n%s\n\n| | |\n| --- | --- |\n", mdEscape(h.Identity.Host), h.Verdict.Line, h.RunNote(), h.Verdict.Advice)
-		for _, l := range identityLines(h.Identity) {
-			fmt.Fprintf(&b, "| %s | %s |\n", l[0], mdEscape(l[1]))
+	r.clusterMarkdown(&m.b)
+	left := 0
+	for _, h := range hosts {
+		if many && h.Verdict.Verdict != NotQualified {
+			continue // their rows are in report.html; the tables above count them
 		}
-		for _, e := range h.Errors {
-			fmt.Fprintf(&b, "\n**Failed outside any test:** %s\n", mdEscape(e))
-		}
-		if len(h.Causes) > 0 {
-			fmt.Fprintf(&b, "\n### Shared causes\n\n")
-			for _, c := range h.Causes {
-				fmt.Fprintf(&b, "- **%s** (%s, %d requirements: %s)  \n  %s", mdEscape(c.Key), c.Status, len(c.Reqs), strings.Join(c.Reqs, ", "), mdEscape(c.Example))
-				if c.Remedy != "" {
-					fmt.Fprintf(&b, "  \n  remedy: %s", mdEscape(c.Remedy))
-				}
-				b.WriteString("\n")
-			}
-		}
-		fmt.Fprintf(&b, "\n### Requirements\n\n| ID | requirement | level | status | numbers | reason or remedy |\n| --- | --- | --- | --- | --- | --- |\n")
-		for _, rq := range h.Reqs {
-			var nums []string
-			for _, n := range rq.Nums {
-				nums = append(nums, mdEscape(n.String()))
-			}
-			why := rq.Reason
-			if rq.Cause != "" {
-				why = "shared cause: " + rq.Cause
-			} else if rq.Remedy != "" {
-				why += "; remedy: " + rq.Remedy
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", rq.ID, mdEscape(rq.Title), rq.Level, statusMark[rq.Status], strings.Join(nums, "<br>"), mdEscape(why))
-		}
-		if len(h.Other) > 0 {
-			fmt.Fprintf(&b, "\nOther tests (no requirement): ")
-			var s []string
-			for _, o := range h.Other {
-				s = append(s, fmt.Sprintf("%s/%s %s", o.Area, o.Name, o.Status))
-			}
-			fmt.Fprintf(&b, "%s\n", mdEscape(strings.Join(s, ", ")))
+		if !writeHostMarkdown(m, h, many) {
+			left++
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	if m.dropped > 0 || left > 0 {
+		m.dropped = 0
+		m.limit += 1 << 10 // the note always fits
+		m.add("\n*summary.md stops here to stay within a CI comment's size: the remaining hosts and rows are in report.html (and summary.json).*\n")
+	}
+	_, err := io.WriteString(w, m.b.String())
 	return err
+}
+
+// writeHostMarkdown adds one host's section; many hosts: only its rows that
+// did not pass. It reports whether all of it fitted.
+func writeHostMarkdown(m *mdWriter, h *HostResult, many bool) bool {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## %s: %s%s\n\n%s\n\n| | |\n| --- | --- |\n", mdEscape(h.Identity.Host), mdEscape(h.Verdict.Line), h.RunNote(), mdEscape(h.Verdict.Advice))
+	for _, l := range identityLines(h.Identity) {
+		fmt.Fprintf(&b, "| %s | %s |\n", l[0], mdEscape(l[1]))
+	}
+	for _, e := range h.Errors {
+		fmt.Fprintf(&b, "\n**Failed outside any test:** %s\n", mdEscape(e))
+	}
+	if len(h.Causes) > 0 {
+		fmt.Fprintf(&b, "\n### Shared causes\n\n")
+		for _, c := range h.Causes {
+			fmt.Fprintf(&b, "- **%s** (%s, %d requirements: %s)  \n  %s", mdEscape(c.Key), c.Status, len(c.Reqs), strings.Join(c.Reqs, ", "), mdEscape(c.Example))
+			if c.Remedy != "" {
+				fmt.Fprintf(&b, "  \n  remedy: %s", mdEscape(c.Remedy))
+			}
+			b.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(&b, "\n### Requirements\n\n| ID | requirement | level | status | numbers | reason or remedy |\n| --- | --- | --- | --- | --- | --- |\n")
+	if !m.add(b.String()) {
+		return false
+	}
+	passed := 0
+	for _, rq := range failuresFirst(h.Reqs) {
+		if many && rq.Status == Pass {
+			passed++
+			continue
+		}
+		var nums []string
+		for i, n := range rq.Nums {
+			if i == mdNumbers {
+				nums = append(nums, fmt.Sprintf("… %d more in report.html", len(rq.Nums)-mdNumbers))
+				break
+			}
+			nums = append(nums, mdEscape(n.String()))
+		}
+		why := rq.Reason
+		if rq.Cause != "" {
+			why = "shared cause: " + rq.Cause
+		} else if rq.Remedy != "" {
+			why += "; remedy: " + rq.Remedy
+		}
+		if !m.add(fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", rq.ID, mdEscape(rq.Title), rq.Level, statusMark[rq.Status], strings.Join(nums, "<br>"), mdEscape(clip(why, 400)))) {
+			return false
+		}
+	}
+	if passed > 0 {
+		m.add(fmt.Sprintf("\n%d passed requirements are in report.html.\n", passed))
+	}
+	if len(h.Other) > 0 {
+		var s []string
+		for _, o := range h.Other {
+			s = append(s, fmt.Sprintf("%s/%s %s", o.Area, o.Name, o.Status))
+		}
+		return m.add(fmt.Sprintf("\nOther tests (no requirement): %s\n", mdEscape(clip(strings.Join(s, ", "), 2000))))
+	}
+	return true
 }
 
 // hostJSON is one host in summary.json.
@@ -284,6 +562,15 @@ type hostJSON struct {
 	// rails found bad on it.
 	Fabric   isolate.State `json:"fabric,omitempty"`
 	BadRails []int         `json:"bad_rails,omitempty"`
+	Counts   countsJSON    `json:"counts"`
+}
+
+// countsJSON is summary.json's "counts": requirements by outcome, must and
+// report-only apart, and the counted test cases.
+type countsJSON struct {
+	Must       Tally `json:"must"`
+	ReportOnly Tally `json:"report_only"`
+	Cases      int   `json:"cases"`
 }
 
 // WriteJSON writes summary.json. Always: verdict, line, hosts (each with host,
@@ -302,6 +589,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	for _, h := range r.Hosts {
 		hj := hostJSON{Host: h.Identity.Host, Verdict: h.Verdict.Verdict, Line: h.Verdict.Line, Advice: h.Verdict.Advice,
 			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other, Earlier: h.Earlier}
+		c := h.Counts()
+		hj.Counts = countsJSON{Must: c.Must, ReportOnly: c.ReportOnly, Cases: c.Cases}
 		if f := r.fabric(h.Identity.Host); f != nil {
 			hj.Fabric, hj.BadRails = f.Fabric, f.BadRails
 		}
@@ -314,8 +603,26 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out["pairs"], out["suspects"], out["links"] = c.Pairs, c.Suspects, c.Links
 		out["cluster"] = r.Findings // isolation's verdict: suspects (host, rail, part, evidence), cleared
 	}
+	if len(r.Hosts) > 1 {
+		// Merged (added keys): the hosts not qualified and incomplete, each
+		// requirement across hosts, and the counts summed over hosts.
+		var failed, incomplete []string
+		for _, h := range r.Hosts {
+			switch h.Verdict.Verdict {
+			case NotQualified:
+				failed = append(failed, h.Identity.Host)
+			case Incomplete:
+				incomplete = append(incomplete, h.Identity.Host)
+			}
+		}
+		t := r.fleetTally()
+		out["failed_hosts"], out["incomplete_hosts"] = failed, incomplete
+		out["requirement_counts"] = r.ReqCounts()
+		out["counts"] = countsJSON{Must: t.Must, ReportOnly: t.ReportOnly, Cases: t.Cases}
+	}
 	if len(r.Hosts) == 1 {
 		h := r.Hosts[0]
+		out["counts"] = hosts[0].Counts
 		out["host"] = h.Identity
 		out["requirements"] = h.Reqs
 		out["shared_causes"] = h.Causes

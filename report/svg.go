@@ -295,16 +295,23 @@ type series struct {
 	pts   []point
 }
 
-var palette = []string{"#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#d4631c", "#57606a", "#e85aad"}
+// palette holds colours told apart at a glance; more series than it holds
+// are drawn as a distribution (fleetHosts), never with repeated colours.
+var palette = []string{"#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#d4631c", "#57606a", "#e85aad", "#1b7c83", "#6e3a00"}
 
-// BandwidthSVG charts PP-08: bandwidth against message size, one line per
-// host and operation, the floor as a dashed line where one applies.
-func BandwidthSVG(hs []*HostResult) string {
-	var ss []series
+// bwPoint is one host's PP-08 measurement.
+type bwPoint struct {
+	host, op   string
+	size, gbit float64
+	floor      float64
+	fail       bool
+}
+
+// bwPoints are the hosts' PP-08 bandwidths and the highest floor seen.
+func bwPoints(hs []*HostResult) ([]bwPoint, float64) {
+	var out []bwPoint
 	floor := 0.0
 	for _, h := range hs {
-		by := map[string]*series{}
-		var names []string
 		for _, c := range h.Cases() {
 			if c.Req != "PP-08" || c.Status() == Skip {
 				continue
@@ -314,36 +321,205 @@ func BandwidthSVG(hs []*HostResult) string {
 			if err1 != nil || err2 != nil || size <= 0 {
 				continue
 			}
+			p := bwPoint{host: h.Identity.Host, op: c.Attrs["gdr.op"], size: size, gbit: bw, fail: c.Status() == Fail}
+			if p.op == "" {
+				p.op = "bw"
+			}
 			if f, err := strconv.ParseFloat(c.Attrs["gdr.min_bw_gbit_s"], 64); err == nil {
+				p.floor = f
 				floor = math.Max(floor, f)
 			}
-			op := c.Attrs["gdr.op"]
-			if op == "" {
-				op = "bw"
-			}
-			name := op
-			if len(hs) > 1 {
-				name = h.Identity.Host + " " + op
-			}
-			s := by[name]
-			if s == nil {
-				s = &series{name: name}
-				by[name] = s
-				names = append(names, name)
-			}
-			s.pts = append(s.pts, point{size, bw})
-		}
-		for _, n := range names {
-			s := by[n]
-			sort.Slice(s.pts, func(i, j int) bool { return s.pts[i].x < s.pts[j].x })
-			s.color = palette[len(ss)%len(palette)]
-			ss = append(ss, *s)
+			out = append(out, p)
 		}
 	}
-	if len(ss) == 0 {
+	return out, floor
+}
+
+// BandwidthSVG charts PP-08: bandwidth against message size, one line per
+// host and operation, the floor as a dashed line where one applies. Above
+// fleetHosts hosts, or more series than colours, it draws per operation and
+// size the distribution over hosts instead (distSVG).
+func BandwidthSVG(hs []*HostResult) string {
+	pts, floor := bwPoints(hs)
+	if len(pts) == 0 {
 		return ""
 	}
+	var ss []series
+	idx := map[string]int{}
+	for _, p := range pts {
+		name := p.op
+		if len(hs) > 1 {
+			name = p.host + " " + p.op
+		}
+		i, ok := idx[name]
+		if !ok {
+			i = len(ss)
+			idx[name] = i
+			ss = append(ss, series{name: name})
+		}
+		ss[i].pts = append(ss[i].pts, point{p.size, p.gbit})
+	}
+	if len(hs) > fleetHosts || len(ss) > len(palette) {
+		return distSVG(distBW(pts), "bandwidth (Gbit/s)")
+	}
+	for i := range ss {
+		sort.Slice(ss[i].pts, func(a, b int) bool { return ss[i].pts[a].x < ss[i].pts[b].x })
+		ss[i].color = palette[i]
+	}
 	return lineChart(ss, "message size (bytes, log scale)", "bandwidth (Gbit/s)", true, floor, "floor")
+}
+
+// distGroup is one row of a distribution chart: one operation at one size
+// (or one copy direction at one link rate) over many hosts.
+type distGroup struct {
+	label         string
+	min, med, max float64
+	n             int
+	floor, ref    float64  // the row's floor and reference (link rate), 0: none
+	outliers      []string // "host value": failed or below the floor, slowest first
+}
+
+// distribution sorts vals and returns min, median and max.
+func distribution(vals []float64) (lo, med, hi float64) {
+	sort.Float64s(vals)
+	n := len(vals)
+	med = vals[n/2]
+	if n%2 == 0 {
+		med = (vals[n/2-1] + vals[n/2]) / 2
+	}
+	return vals[0], med, vals[n-1]
+}
+
+// distOutliers is how many outliers a distribution row names.
+const distOutliers = 3
+
+// distRow makes a row from measurements: vals[i] of host names[i], bad[i]
+// when it failed or fell below its floor.
+func distRow(label string, vals []float64, names []string, bad []bool) distGroup {
+	g := distGroup{label: label, n: len(vals)}
+	idx := make([]int, len(vals))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] < vals[idx[b]] })
+	nbad := 0
+	for _, i := range idx {
+		if bad[i] {
+			nbad++
+			if len(g.outliers) < distOutliers {
+				g.outliers = append(g.outliers, names[i]+" "+fmtNum(vals[i]))
+			}
+		}
+	}
+	if nbad > distOutliers {
+		g.outliers = append(g.outliers, fmt.Sprintf("+%d more", nbad-distOutliers))
+	}
+	g.min, g.med, g.max = distribution(append([]float64(nil), vals...))
+	return g
+}
+
+// sample is one host's measurement in a distribution chart, grouped by
+// kind (an operation, a copy direction) and x (a size, a link rate).
+type sample struct {
+	kind, host       string
+	x, v, floor, ref float64
+	bad              bool // failed or below its floor
+}
+
+// distGroups makes one row per kind and x (kinds in descending order, WRITE
+// before READ and H2D before D2H; x rising), labelled by label.
+func distGroups(ss []sample, label func(kind string, x float64) string) []distGroup {
+	type key struct {
+		kind string
+		x    float64
+	}
+	by := map[key][]sample{}
+	var keys []key
+	for _, p := range ss {
+		k := key{p.kind, p.x}
+		if by[k] == nil {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], p)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].kind != keys[j].kind {
+			return keys[i].kind > keys[j].kind
+		}
+		return keys[i].x < keys[j].x
+	})
+	var gs []distGroup
+	for _, k := range keys {
+		ps := by[k]
+		vals, names, bad := make([]float64, len(ps)), make([]string, len(ps)), make([]bool, len(ps))
+		var floor, ref float64
+		for i, p := range ps {
+			vals[i], names[i], bad[i] = p.v, p.host, p.bad
+			floor, ref = math.Max(floor, p.floor), math.Max(ref, p.ref)
+		}
+		g := distRow(label(k.kind, k.x), vals, names, bad)
+		g.floor, g.ref = floor, ref
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// distBW groups PP-08 points per operation and size.
+func distBW(pts []bwPoint) []distGroup {
+	ss := make([]sample, len(pts))
+	for i, p := range pts {
+		ss[i] = sample{kind: p.op, host: p.host, x: p.size, v: p.gbit, floor: p.floor, bad: p.fail || p.floor > 0 && p.gbit < p.floor}
+	}
+	return distGroups(ss, func(op string, size float64) string { return op + " " + sizeLabel(size) })
+}
+
+// distSVG draws rows of distributions over hosts: a bar from min to max, a
+// tick at the median, the row's floor (red dashes) and reference (blue),
+// and the hosts that failed or fell below the floor named beside it.
+func distSVG(gs []distGroup, unit string) string {
+	maxV := 0.0
+	for _, g := range gs {
+		maxV = math.Max(maxV, math.Max(g.max, math.Max(g.floor, g.ref)))
+	}
+	if maxV <= 0 {
+		maxV = 1
+	}
+	maxV *= 1.05
+	const w, l, r, rowH, top = 900.0, 130.0, 300.0, 24.0, 24.0
+	h := top + float64(len(gs))*rowH + 44
+	px := func(v float64) float64 { return l + v/maxV*(w-l-r) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart dist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="%.0f" role="img" aria-label="%s over hosts">`, w, h, w, esc(unit))
+	fmt.Fprintf(&b, `<text x="%.0f" y="14" font-size="11">%s over hosts: bar min to max, black tick median, red dashes floor</text><text x="%.0f" y="14" font-size="11">failed or below the floor (slowest first)</text>`, l, esc(unit), w-r+8)
+	for i := 0; i <= 4; i++ {
+		v := maxV / 1.05 * float64(i) / 4
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="#eaeef2"/><text x="%.1f" y="%.0f" font-size="10" text-anchor="middle">%s</text>`,
+			px(v), px(v), top, h-34, px(v), h-22, fmtNum(v))
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="middle">%s</text>`, l+(w-l-r)/2, h-6, esc(unit))
+	for i, g := range gs {
+		y := top + float64(i)*rowH
+		col := "#0969da"
+		if len(g.outliers) > 0 {
+			col = "#cf222e"
+		}
+		fmt.Fprintf(&b, `<g class="dist-row"><title>%s over %d hosts: min %s, median %s, max %s</title>`, esc(g.label), g.n, fmtNum(g.min), fmtNum(g.med), fmtNum(g.max))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, l-6, y+15, esc(clip(g.label, 22)))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s" fill-opacity="0.35" stroke="%s"/>`, px(g.min), y+5, math.Max(px(g.max)-px(g.min), 1), col, col)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#1f2328" stroke-width="2"/>`, px(g.med), px(g.med), y+3, y+19)
+		if g.ref > 0 {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#0969da" stroke-width="3"/>`, px(g.ref), px(g.ref), y+1, y+21)
+		}
+		if g.floor > 0 {
+			fmt.Fprintf(&b, `<line class="floor" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#cf222e" stroke-dasharray="3 2" stroke-width="2"/>`, px(g.floor), px(g.floor), y+1, y+21)
+		}
+		b.WriteString(`</g>`)
+		if len(g.outliers) > 0 {
+			fmt.Fprintf(&b, `<text class="outliers" x="%.0f" y="%.1f" font-size="11" fill="#cf222e"><title>%s</title>%s</text>`, w-r+8, y+15, esc(strings.Join(g.outliers, ", ")), esc(clip(strings.Join(g.outliers, ", "), 46)))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
 }
 
 // lineChart draws series on a log2 x axis when logX.
@@ -430,14 +606,26 @@ func fmtNum(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case math.Abs(v) >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
+	case math.Abs(v) < 0.1:
+		return strconv.FormatFloat(v, 'g', 2, 64) // a software device's 0.004 Gbit/s is not 0.00
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // copyBar is one GPU's copy measurement against its link.
 type copyBar struct {
-	label          string
-	gbs, link, min float64
+	label, host, dir string
+	gbs, link, min   float64
+	fail             bool
+}
+
+// distCopy groups copy bars per direction and link rate.
+func distCopy(bars []copyBar) []distGroup {
+	ss := make([]sample, len(bars))
+	for i, c := range bars {
+		ss[i] = sample{kind: c.dir, host: c.host, x: c.link, v: c.gbs, floor: c.min, ref: c.link, bad: c.fail || c.gbs < c.min}
+	}
+	return distGroups(ss, func(dir string, link float64) string { return fmt.Sprintf("%s, %s GB/s link", dir, fmtNum(link)) })
 }
 
 // CopySVG charts GPU-09/GPU-10: each GPU's pinned copy bandwidth (H2D and
@@ -460,13 +648,16 @@ func CopySVG(hs []*HostResult) string {
 			if len(hs) > 1 {
 				label = h.Identity.Host + " " + label
 			}
-			bars = append(bars, copyBar{label: label, gbs: gbs, link: link, min: frac * link})
+			bars = append(bars, copyBar{label: label, host: h.Identity.Host, dir: dir, gbs: gbs, link: link, min: frac * link, fail: c.Status() == Fail})
 		}
 	}
 	if len(bars) == 0 {
 		return ""
 	}
-	const w, l, r, rowH, top = 640.0, 150.0, 90.0, 26.0, 10.0
+	if len(hs) > fleetHosts {
+		return distSVG(distCopy(bars), "pinned copy (GB/s)")
+	}
+	const w, l, r, rowH, top = 760.0, 190.0, 110.0, 26.0, 10.0
 	h := top + float64(len(bars))*rowH + 34
 	maxV := 0.0
 	for _, b := range bars {
@@ -482,7 +673,7 @@ func CopySVG(hs []*HostResult) string {
 		if x.gbs < x.min {
 			col = "#cf222e"
 		}
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, l-6, y+15, esc(clip(x.label, 24)))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, l-6, y+15, esc(clip(x.label, 30)))
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="%.1f" height="16" fill="%s"><title>%s: %s GB/s of %s GB/s (%.0f%%)</title></rect>`,
 			l, y+3, px(x.gbs)-l, col, esc(x.label), fmtNum(x.gbs), fmtNum(x.link), 100*x.gbs/x.link)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#0969da" stroke-width="3"><title>link rate %s GB/s</title></line>`, px(x.link), px(x.link), y, y+22, fmtNum(x.link))

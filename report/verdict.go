@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/attrkey"
@@ -22,9 +24,9 @@ const (
 // Verdict is the one-glance outcome of a host or of many.
 type Verdict struct {
 	Verdict string `json:"verdict"` // QUALIFIED, NOT QUALIFIED, INCOMPLETE
-	Failed  int    `json:"failed"`  // must requirements (one host) or hosts (many) that failed
-	NotRun  int    `json:"not_run"` // must requirements (one host) or hosts (many) not run or skipped
-	Line    string `json:"line"`    // "NOT QUALIFIED (2)", "INCOMPLETE (19 not run)"
+	Failed  int    `json:"failed"`  // must requirements (one host) that failed, or hosts (many) not qualified
+	NotRun  int    `json:"not_run"` // must requirements (one host) skipped or not run, or hosts (many) incomplete
+	Line    string `json:"line"`    // "NOT QUALIFIED (2 must requirements failed)", "NOT QUALIFIED (1 of 64 hosts: gpu17)"
 	Advice  string `json:"advice,omitempty"`
 	// Flags are what a merged verdict's reader must know before trusting
 	// it (hosts that ran different suite versions), one sentence each.
@@ -151,12 +153,13 @@ type Report struct {
 
 // Build makes the report of runs (one per host).
 func Build(runs []Run) *Report {
-	r := &Report{Suite: SuiteVersion()}
-	for _, run := range runs {
-		h := buildHost(run)
-		h.Earlier, h.Latest = run.Earlier, run.Latest
-		r.Hosts = append(r.Hosts, h)
-	}
+	r := &Report{Suite: SuiteVersion(), Hosts: make([]*HostResult, len(runs))}
+	// Hosts are independent: a fleet's are built on every CPU.
+	parallel(len(runs), func(i int) {
+		h := buildHost(runs[i])
+		h.Earlier, h.Latest = runs[i].Earlier, runs[i].Latest
+		r.Hosts[i] = h
+	})
 	var judged []*HostResult
 	for _, h := range r.Hosts {
 		if !h.Earlier {
@@ -193,6 +196,27 @@ func suiteVersions(hs []*HostResult) (versions, flags []string) {
 		flags = append(flags, fmt.Sprintf("mixed suite versions: %s; hosts were judged by different tests: run one version everywhere", strings.Join(parts, ", ")))
 	}
 	return versions, flags
+}
+
+// parallel runs f(0) .. f(n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 func buildHost(run Run) *HostResult {
@@ -556,33 +580,41 @@ func groupCauses(rs []*ReqResult) []*Cause {
 
 func hostVerdict(h *HostResult) Verdict {
 	var v Verdict
-	must := 0
-	for _, r := range h.Reqs {
-		if r.Level != string(reqs.Must) {
-			continue
-		}
-		must++
-		switch r.Status {
-		case Fail:
-			v.Failed++
-		case Skip, NotRun:
-			v.NotRun++
-		}
-	}
+	c := h.Counts().Must
+	must := c.Passed + c.Failed + c.Skipped + c.NotRun
+	v.Failed, v.NotRun = c.Failed, c.Skipped+c.NotRun
 	errs := len(h.Errors)
 	switch {
 	case v.Failed > 0 || errs > 0:
 		v.Verdict = NotQualified
-		v.Line = fmt.Sprintf("%s (%d)", NotQualified, v.Failed+errs)
+		var why []string
+		if v.Failed > 0 || errs == 0 {
+			why = append(why, plural(v.Failed, "must requirement", "must requirements")+" failed")
+		}
+		if errs > 0 {
+			why = append(why, plural(errs, "failure", "failures")+" outside any test")
+		}
+		v.Line = fmt.Sprintf("%s (%s)", NotQualified, strings.Join(why, ", "))
 		v.Advice = fmt.Sprintf("%d of %d must requirements failed", v.Failed, must)
 		if errs > 0 {
-			v.Advice += fmt.Sprintf(", and %d failure(s) outside any test", errs)
+			v.Advice += fmt.Sprintf(", and %s outside any test", plural(errs, "failure", "failures"))
 		}
 		v.Advice += ": fix the causes below, then run again"
 	case v.NotRun > 0:
 		v.Verdict = Incomplete
-		v.Line = fmt.Sprintf("%s (%d not run)", Incomplete, v.NotRun)
-		v.Advice = fmt.Sprintf("nothing failed, but %d of %d must requirements did not run (absent hardware or software skips): this run does not qualify the host", v.NotRun, must)
+		var why []string
+		if c.Skipped > 0 {
+			why = append(why, plural(c.Skipped, "must requirement", "must requirements")+" skipped")
+		}
+		if c.NotRun > 0 {
+			n := fmt.Sprint(c.NotRun)
+			if c.Skipped == 0 {
+				n = plural(c.NotRun, "must requirement", "must requirements")
+			}
+			why = append(why, n+" not run")
+		}
+		v.Line = fmt.Sprintf("%s (%s)", Incomplete, strings.Join(why, ", "))
+		v.Advice = fmt.Sprintf("nothing failed, but %d of %d must requirements did not pass: %d skipped (absent hardware or software), %d not run (no test of them ran): this run does not qualify the host", v.NotRun, must, c.Skipped, c.NotRun)
 		if h.Identity.Strict {
 			v.Advice += "; GDR_STRICT=1 was set, so these did not run for reasons other than absent hardware (build tags, -run filter)"
 		} else {
@@ -596,33 +628,58 @@ func hostVerdict(h *HostResult) Verdict {
 	return v
 }
 
+// plural is "1 thing" or "n things".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func overall(hs []*HostResult) Verdict {
 	if len(hs) == 1 {
 		return hs[0].Verdict
 	}
 	var v Verdict
+	var failed, notRun []string
 	for _, h := range hs {
 		switch h.Verdict.Verdict {
 		case NotQualified:
-			v.Failed++
+			failed = append(failed, h.Identity.Host)
 		case Incomplete:
-			v.NotRun++
+			notRun = append(notRun, h.Identity.Host)
 		}
 	}
+	v.Failed, v.NotRun = len(failed), len(notRun)
 	switch {
 	case len(hs) == 0:
 		v.Verdict, v.Line, v.Advice = Incomplete, Incomplete+" (nothing ran)", "no host's results were found"
 		v.NotRun = 1
 	case v.Failed > 0:
-		v.Verdict, v.Line = NotQualified, fmt.Sprintf("%s (%d of %d hosts)", NotQualified, v.Failed, len(hs))
-		v.Advice = fmt.Sprintf("%d of %d hosts are not qualified", v.Failed, len(hs))
+		v.Verdict, v.Line = NotQualified, fmt.Sprintf("%s (%d of %d hosts: %s)", NotQualified, v.Failed, len(hs), nameHosts(failed))
+		v.Advice = fmt.Sprintf("%d of %d hosts are not qualified (failed must requirements, or failures outside any test)", v.Failed, len(hs))
+		if v.NotRun > 0 {
+			v.Advice += fmt.Sprintf("; %d more did not run all must requirements", v.NotRun)
+		}
 	case v.NotRun > 0:
-		v.Verdict, v.Line = Incomplete, fmt.Sprintf("%s (%d of %d hosts not fully run)", Incomplete, v.NotRun, len(hs))
+		v.Verdict, v.Line = Incomplete, fmt.Sprintf("%s (%d of %d hosts not fully run: %s)", Incomplete, v.NotRun, len(hs), nameHosts(notRun))
 		v.Advice = fmt.Sprintf("%d of %d hosts have must requirements that did not run; run with GDR_STRICT=1 so that absent hardware fails", v.NotRun, len(hs))
 	default:
 		v.Verdict, v.Line, v.Advice = Qualified, Qualified, fmt.Sprintf("all %d hosts qualified", len(hs))
 	}
 	return v
+}
+
+// headlineHosts is how many hosts a merged headline names before it counts
+// the rest.
+const headlineHosts = 10
+
+// nameHosts names the first headlineHosts hosts, then "and N more".
+func nameHosts(hosts []string) string {
+	if len(hosts) <= headlineHosts {
+		return strings.Join(hosts, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:headlineHosts], ", "), len(hosts)-headlineHosts)
 }
 
 // ExitCode is what a command reporting r exits with: 0 for QUALIFIED, and
