@@ -391,6 +391,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		problems = append(problems, "merging the cluster's reports: "+err.Error())
 	} else {
 		problems = append(problems, ClusterVerdict(sum, degrade, c.Hosts, c.Rails)...)
+		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
 		r.printCluster(sum, rep, degrade)
 	}
 	times["total"] = time.Since(r.start).Round(100 * time.Millisecond)

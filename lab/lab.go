@@ -675,6 +675,7 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 		return r.bench(suites)
 	}
 	problems := Verdict(suites, []string{PingpongPkg})
+	problems = append(problems, JUnitProblems(o.ReportDir)...)
 	hasPP := false
 	for _, p := range pkgs {
 		if p.Short == PingpongPkg {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/report"
+	"github.com/gdrconf/gdrconf/report/junitcheck"
 )
 
 // Event is the report's test2json event: the lab and the report read the
@@ -269,4 +272,25 @@ func firstFailLine(out string) string {
 		return l
 	}
 	return "(no output)"
+}
+
+// JUnitProblems checks dir's junit.xml against both schemas CI systems
+// validate JUnit with (report/junitcheck): a file Jenkins xUnit or an Ant
+// consumer would reject fails the lab.
+func JUnitProblems(dir string) []string {
+	f := filepath.Join(dir, report.JUnitFile)
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, c := range []struct {
+		schema string
+		check  func([]byte) []string
+	}{{"junit-10.xsd", junitcheck.JUnit10}, {"the Ant JUnit schema", junitcheck.Ant}} {
+		if errs := c.check(b); len(errs) > 0 {
+			out = append(out, fmt.Sprintf("%s breaks %s in %d places, first: %s", f, c.schema, len(errs), errs[0]))
+		}
+	}
+	return out
 }

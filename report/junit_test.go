@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/report/junitcheck"
 )
 
 func junitOf(t *testing.T, r *Report) []byte {
@@ -91,8 +92,8 @@ func TestJUnitSchemas(t *testing.T) {
 	files["cluster with a slow rail"] = junitOf(t, cl)
 	require.Greater(t, len(files), 8)
 	for name, b := range files {
-		assert.Empty(t, checkJUnit10(b), "%s against junit-10.xsd", name)
-		assert.Empty(t, checkAnt(b), "%s against the Ant schema", name)
+		assert.Empty(t, junitcheck.JUnit10(b), "%s against junit-10.xsd", name)
+		assert.Empty(t, junitcheck.Ant(b), "%s against the Ant schema", name)
 	}
 }
 
@@ -102,39 +103,39 @@ func TestJUnitSchemas(t *testing.T) {
 func TestJUnitSchemaCheckerCatches(t *testing.T) {
 	old, err := os.ReadFile(filepath.Join(runsDir, "h200-dist", "junit.xml"))
 	require.NoError(t, err)
-	assert.NotEmpty(t, checkJUnit10(old), "gotestsum's file has properties inside cases")
-	assert.NotEmpty(t, checkAnt(old))
+	assert.NotEmpty(t, junitcheck.JUnit10(old), "gotestsum's file has properties inside cases")
+	assert.NotEmpty(t, junitcheck.Ant(old))
 
 	good := string(junitOf(t, Build([]Run{gpuHost("gpu01")})))
-	require.Empty(t, checkJUnit10([]byte(good)))
-	require.Empty(t, checkAnt([]byte(good)))
+	require.Empty(t, junitcheck.JUnit10([]byte(good)))
+	require.Empty(t, junitcheck.Ant([]byte(good)))
 	plant := func(old, new string) []byte {
 		t.Helper()
 		require.Contains(t, good, old)
 		return []byte(strings.Replace(good, old, new, 1))
 	}
 	caseProps := plant(`time="0.010">`, `time="0.010"><properties><property name="gdr.req" value="GPU-02"></property></properties>`)
-	assert.NotEmpty(t, grep(checkJUnit10(caseProps), `<properties> is not allowed in <testcase>`))
-	assert.NotEmpty(t, grep(checkAnt(caseProps), `<properties> is not allowed in <testcase>`))
+	assert.NotEmpty(t, grep(junitcheck.JUnit10(caseProps), `<properties> is not allowed in <testcase>`))
+	assert.NotEmpty(t, grep(junitcheck.Ant(caseProps), `<properties> is not allowed in <testcase>`))
 
 	noStamp := []byte(regexpReplaceFirst(good, ` timestamp="[^"]*"`, ""))
-	assert.Empty(t, checkJUnit10(noStamp), "junit-10 leaves timestamp optional")
-	assert.NotEmpty(t, grep(checkAnt(noStamp), `lacks the required attribute "timestamp"`))
+	assert.Empty(t, junitcheck.JUnit10(noStamp), "junit-10 leaves timestamp optional")
+	assert.NotEmpty(t, grep(junitcheck.Ant(noStamp), `lacks the required attribute "timestamp"`))
 
 	skippedTop := plant(`<testsuites>`, `<testsuites skipped="3">`)
-	assert.NotEmpty(t, grep(checkJUnit10(skippedTop), `attribute "skipped" is not allowed on <testsuites>`))
+	assert.NotEmpty(t, grep(junitcheck.JUnit10(skippedTop), `attribute "skipped" is not allowed on <testsuites>`))
 
 	zoned := []byte(regexpReplaceFirst(good, ` timestamp="([^"]*)"`, ` timestamp="${1}Z"`))
-	assert.NotEmpty(t, grep(checkAnt(zoned), `timestamp=`))
+	assert.NotEmpty(t, grep(junitcheck.Ant(zoned), `timestamp=`))
 	badTime := plant(`time="0.010"`, `time="10ms"`)
-	assert.NotEmpty(t, checkAnt(badTime))
+	assert.NotEmpty(t, junitcheck.Ant(badTime))
 	noType := []byte(regexpReplaceFirst(good, ` type="fell_short"`, ""))
-	assert.NotEmpty(t, grep(checkAnt(noType), `lacks the required attribute "type"`))
+	assert.NotEmpty(t, grep(junitcheck.Ant(noType), `lacks the required attribute "type"`))
 	outInCase := plant(`time="0.010">`, `time="0.010"><system-out>x</system-out>`)
-	assert.Empty(t, checkJUnit10(outInCase), "junit-10 takes output in a case")
-	assert.NotEmpty(t, checkAnt(outInCase), "Ant does not")
+	assert.Empty(t, junitcheck.JUnit10(outInCase), "junit-10 takes output in a case")
+	assert.NotEmpty(t, junitcheck.Ant(outInCase), "Ant does not")
 	noErr := []byte(regexpReplaceFirst(good, `<system-err></system-err>`, ""))
-	assert.NotEmpty(t, grep(checkAnt(noErr), `are not: properties, testcase*, system-out, system-err`))
+	assert.NotEmpty(t, grep(junitcheck.Ant(noErr), `are not: properties, testcase*, system-out, system-err`))
 }
 
 func grep(errs []string, s string) []string {

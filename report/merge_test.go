@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/report/junitcheck"
 )
 
 // at stamps every event of run with time t (go test -json carries one).
@@ -109,8 +111,8 @@ func TestMergeKeepsTwoRunsOfOneHost(t *testing.T) {
 	// CI must not turn red for a run that was repeated.
 	var x bytes.Buffer
 	require.NoError(t, r.WriteJUnit(&x))
-	assert.Empty(t, checkJUnit10(x.Bytes()))
-	assert.Empty(t, checkAnt(x.Bytes()))
+	assert.Empty(t, junitcheck.JUnit10(x.Bytes()))
+	assert.Empty(t, junitcheck.Ant(x.Bytes()))
 	doc, err := ParseJUnit(&x)
 	require.NoError(t, err)
 	var superseded, failed []string

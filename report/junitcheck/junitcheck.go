@@ -1,4 +1,8 @@
-package report
+// Package junitcheck checks a JUnit file against what the two schemas CI
+// systems validate with require: Jenkins xUnit's junit-10.xsd and the Ant
+// JUnit schema. The report's tests check every file it writes; the labs
+// check the files they wrote.
+package junitcheck
 
 import (
 	"bytes"
@@ -156,8 +160,9 @@ func isAntTimestamp(v string) bool {
 // nonEmptyToken: xs:token with minLength 1, measured after whitespace collapse.
 func nonEmptyToken(v string) bool { return len(strings.Fields(v)) > 0 }
 
-// checkJUnit10 checks a file against junit-10.xsd.
-func checkJUnit10(b []byte) []string {
+// JUnit10 checks a file against junit-10.xsd: the rules it breaks, none
+// when it is valid.
+func JUnit10(b []byte) []string {
 	c := &schemaCheck{schema: "junit-10.xsd"}
 	root, err := parseTree(b)
 	if err != nil {
@@ -239,9 +244,9 @@ func (c *schemaCheck) properties(path string, n *xnode, nameOK func(string) bool
 	}
 }
 
-// checkAnt checks a file against the Ant JUnit schema (an aggregated
+// Ant checks a file against the Ant JUnit schema (an aggregated
 // <testsuites> document, which is what this package writes).
-func checkAnt(b []byte) []string {
+func Ant(b []byte) []string {
 	c := &schemaCheck{schema: "Ant JUnit.xsd"}
 	root, err := parseTree(b)
 	if err != nil {

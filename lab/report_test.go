@@ -1,0 +1,35 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/report"
+)
+
+// The lab checks the junit.xml it wrote against both schemas: the lab's
+// own hosts (a peer that vanished, a skip, a test that never finished, a VM
+// that died) give a valid file, and a file CI would reject fails the lab.
+func TestJUnitProblems(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, report.Build(Runs(sampleSuites(), "6.1.0-57-amd64")).WriteAll(dir))
+	assert.Empty(t, JUnitProblems(dir))
+
+	f := filepath.Join(dir, report.JUnitFile)
+	b, err := os.ReadFile(f)
+	require.NoError(t, err)
+	bad := strings.Replace(string(b), "<testsuite ", `<testsuite skipped="1" bogus="x" `, 1)
+	require.NoError(t, os.WriteFile(f, []byte(bad), 0o644))
+	p := JUnitProblems(dir)
+	require.Len(t, p, 2, "both schemas reject it")
+	assert.Contains(t, p[0], "junit-10.xsd")
+	assert.Contains(t, p[1], "Ant JUnit schema")
+
+	require.NoError(t, os.Remove(f))
+	assert.Len(t, JUnitProblems(dir), 1, "no junit.xml is a problem")
+}
