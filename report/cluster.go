@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"html/template"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -647,23 +646,15 @@ func clearedButFailed(c *isolate.Summary) []string {
 }
 
 // railHeat is the pair x rail heatmap: one row per pair and round, one
-// column per rail, coloured per rail from its slowest pair (red) to its
-// fastest (green); failed and slow pairs are outlined.
+// column per rail, coloured against each pair's floor as the pair heatmap
+// is (heatStyle: green at or above it, orange to red below); failed and slow
+// pairs are outlined.
 func (r *Report) railHeat() (cols []string, rows []heatRow) {
 	c := r.Cluster
 	if c == nil || len(c.Pairs) == 0 {
 		return nil, nil
 	}
-	lo, hi := map[int]float64{}, map[int]float64{}
 	order, by := isolate.ByPair(c.Pairs)
-	for _, p := range c.Pairs {
-		if p.BWGbitS > 0 {
-			if l, ok := lo[p.Rail]; !ok || p.BWGbitS < l {
-				lo[p.Rail] = p.BWGbitS
-			}
-			hi[p.Rail] = max(hi[p.Rail], p.BWGbitS)
-		}
-	}
 	for _, rl := range r.rails {
 		cols = append(cols, fmt.Sprintf("rail %d", rl))
 	}
@@ -675,18 +666,22 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 				row.Cells = append(row.Cells, heatCell{Style: "background:#f6f8fa"})
 				continue
 			}
-			f := 1.0
-			if hi[rl] > lo[rl] {
-				f = (p.BWGbitS - lo[rl]) / (hi[rl] - lo[rl])
+			// Coloured against the pair's own floor (heatStyle), never relative
+			// to the other pairs: a pair that passed is never painted red.
+			st := Pass
+			if p.Status != isolate.Pass {
+				st = Fail
 			}
-			cell := heatCell{Text: fmtNum(p.BWGbitS), Tip: fmt.Sprintf("%s-%s rail %d round %d: %s Gbit/s (%s) %s", k.A, k.B, rl, k.Round, fmtNum(p.BWGbitS), p.Status, p.Detail),
-				Style: template.CSS(fmt.Sprintf("background:hsl(%d,65%%,78%%)", int(120*f)))}
+			cell := heatCell{Text: fmtNum(p.BWGbitS), Tip: fmt.Sprintf("%s-%s rail %d round %d: %s Gbit/s (%s; floor %s Gbit/s) %s", k.A, k.B, rl, k.Round, fmtNum(p.BWGbitS), p.Status, fmtNum(p.FloorGbitS), p.Detail),
+				Style: heatStyle(PairBW{Gbits: p.BWGbitS, Floor: p.FloorGbitS, Status: st})}
 			if p.BWGbitS == 0 {
 				cell.Text = "–"
 				cell.Style = "background:#f6f8fa"
+				if st == Fail {
+					cell.Style += ";outline:3px solid #cf222e"
+				}
 			}
-			if p.Status != isolate.Pass {
-				cell.Style += ";outline:3px solid #cf222e"
+			if st == Fail {
 				cell.Text += " ✗ " + string(p.Status)
 			}
 			row.Cells = append(row.Cells, cell)

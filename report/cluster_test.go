@@ -515,3 +515,28 @@ func TestClusterFindingParts(t *testing.T) {
 	}
 	assert.Equal(t, "NOT QUALIFIED (host vm3 bad)", rep.Hosts[2].Verdict.Line)
 }
+
+// The rail heatmap is coloured against each pair's floor, not relative to
+// the other pairs: on a rail where one host is slow, the passing pairs are
+// green and only the slow ones are outlined and off green.
+func TestRailHeatAgainstFloor(t *testing.T) {
+	rep := mergeCluster(t, clusterFolder(t, map[string]int{"vm3": 1}))
+	cols, rows := rep.railHeat()
+	require.Len(t, cols, 2)
+	slow := 0
+	for _, row := range rows {
+		for _, c := range row.Cells {
+			if c.Text == "" {
+				continue
+			}
+			if strings.Contains(c.Text, "✗") {
+				slow++
+				assert.Contains(t, string(c.Style), "outline", row.Host)
+				assert.NotContains(t, string(c.Style), "hsl(120", row.Host)
+			} else {
+				assert.Contains(t, string(c.Style), "hsl(120", "%s %s: a passing pair is green", row.Host, c.Text)
+			}
+		}
+	}
+	assert.Equal(t, 2, slow, "vm3's two rail-1 pairs")
+}
