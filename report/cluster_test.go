@@ -540,3 +540,21 @@ func TestRailHeatAgainstFloor(t *testing.T) {
 	}
 	assert.Equal(t, 2, slow, "vm3's two rail-1 pairs")
 }
+
+// The page shows isolation's findings with their evidence and the cleared
+// hosts, not only isolate's suspect table.
+func TestClusterFindingsOnThePage(t *testing.T) {
+	rep := mergeCluster(t, clusterFolder(t, map[string]int{"vm3": 1}))
+	var b strings.Builder
+	require.NoError(t, rep.WriteHTML(&b))
+	page := b.String()
+	i := strings.Index(page, `id="finding-list"`)
+	require.GreaterOrEqual(t, i, 0)
+	list := page[i:]
+	list = list[:strings.Index(list, "</table>")]
+	assert.Contains(t, list, "vm3 rail 1")
+	assert.Contains(t, list, "bad")
+	assert.Contains(t, list, "round ", "the evidence: each failed pair")
+	assert.Contains(t, page, `id="cleared"`)
+	assert.Contains(t, page, "vm2 cleared")
+}

@@ -85,6 +85,14 @@ type htmlData struct {
 	RailCols []string
 	RailHeat []heatRow
 	Cluster  *isolate.Summary
+	Findings []findingView // isolation's verdict: each part found bad or not isolated, with its evidence
+	Cleared  []string      // hosts isolation cleared, one line each
+}
+
+// findingView is one cluster finding as the page shows it.
+type findingView struct {
+	Part, Verdict, Reason string
+	Evidence              []string
 }
 
 func anchor(s string) string {
@@ -145,6 +153,18 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	d.RailCols, d.RailHeat = r.railHeat()
 	d.Cluster = r.Cluster
+	if f := r.Findings; f != nil {
+		for _, s := range f.Suspects {
+			v := findingView{Part: s.Name(), Verdict: string(s.Verdict), Reason: s.Reason}
+			for _, e := range s.Evidence {
+				v.Evidence = append(v.Evidence, evidenceLine(e))
+			}
+			d.Findings = append(d.Findings, v)
+		}
+		for _, c := range f.Cleared {
+			d.Cleared = append(d.Cleared, c.Line)
+		}
+	}
 	d.BW = template.HTML(BandwidthSVG(r.Hosts))
 	d.Copy = template.HTML(CopySVG(r.Hosts))
 	return page.Execute(w, d)
