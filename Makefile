@@ -96,7 +96,7 @@ report: $(REPORT_BIN)
 # run against every recorded and constructed host tree under fixtures/.
 # No root and no browser: deps only checks where everything is present, and
 # the report's browser test is make browser's.
-BROWSER_TEST := ^TestHTMLInBrowser$$
+BROWSER_TEST := ^(TestHTMLInBrowser|TestFleetHTMLInBrowser)$$
 unit: deps
 	@mkdir -p $(REPORTS)
 	$(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
