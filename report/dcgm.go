@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -233,10 +234,11 @@ func (r *Report) writeDCGM(dir string) error {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		return err
 	}
-	for _, h := range r.Hosts {
-		if err := write(filepath.Join(sub, anchor(h.Identity.Host)+".json"), h); err != nil {
-			return err
-		}
-	}
-	return nil
+	// One file per host, written side by side (1024 hosts: 1024 files).
+	errs := make([]error, len(r.Hosts))
+	parallel(len(r.Hosts), func(i int) {
+		h := r.Hosts[i]
+		errs[i] = write(filepath.Join(sub, anchor(h.Identity.Host)+".json"), h)
+	})
+	return errors.Join(errs...)
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/report/junitcheck"
 )
 
 // Budgets of a merge at fleet size (issue 18).
@@ -178,6 +180,24 @@ func TestFleetMergeBudget(t *testing.T) {
 		// Time depends on the machine and its load: asserted only when asked.
 		assert.Less(t, took, fleetMergeBudget)
 	}
+	// The fleet's junit.xml (passed cases without their log, skips without
+	// their evidence) is still what both schemas and GitLab take.
+	x, err := os.ReadFile(filepath.Join(out, JUnitFile))
+	require.NoError(t, err)
+	assert.Empty(t, junitcheck.JUnit10(x))
+	assert.Empty(t, junitcheck.Ant(x))
+	failed := 0
+	for _, su := range parseJUnit(t, x).Suites {
+		for _, c := range su.Cases {
+			status, shown, isText := gitlabShown(c)
+			require.True(t, isText, "case %q reaches GitLab as a hash", c.Name)
+			if c.Failure != nil {
+				failed++
+				assert.True(t, strings.HasPrefix(shown, c.Failure.Message+"\n"), "%s %q: GitLab shows the reason first", status, c.Name)
+			}
+		}
+	}
+	assert.Equal(t, len(fleetFailing), failed, "one failed case per planted failure")
 	txt, err := os.ReadFile(filepath.Join(out, SummaryText))
 	require.NoError(t, err)
 	first := strings.SplitN(string(txt), "\n", 2)[0]

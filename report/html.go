@@ -114,7 +114,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339)
 	}
-	d := htmlData{R: r, Many: len(r.Hosts) > 1, Fleet: len(r.Hosts) > fleetHosts}
+	d := htmlData{R: r, Many: len(r.Hosts) > 1, Fleet: r.Fleet()}
 	if d.Many {
 		d.Counts = r.ReqCounts()
 	}

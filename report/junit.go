@@ -188,6 +188,7 @@ func hostStart(h *HostResult, built string) (string, string) {
 // run at all as skipped cases, failures outside any test as error cases.
 func (r *Report) JUnit() JUnit {
 	doc := JUnit{XMLName: xml.Name{Local: "testsuites"}}
+	fleet := r.Fleet()
 	id := 0
 	for _, h := range r.Hosts {
 		host := h.Identity.Host
@@ -220,8 +221,12 @@ func (r *Report) JUnit() JUnit {
 					total[p.Area] += c.Duration
 				}
 				if c.Counted {
-					tc, attrs := caseOf(c, host)
-					s.add(tc, attrs, c.Output)
+					tc, attrs := caseOf(c, host, fleet)
+					out := c.Output
+					if fleet && c.Status() == Pass {
+						out = nil // a fleet's passed cases keep their facts, not their log
+					}
+					s.add(tc, attrs, out)
 				}
 			}
 			if p.Failure != "" {
@@ -359,7 +364,7 @@ func body(msg, remedy string, attrs map[string]string, output []string) string {
 // report-only requirement's failure is a skip; a failure the suite could
 // not judge (gdr.outcome=not_judged) an error. attrs are the case's with
 // its level added.
-func caseOf(c *Case, host string) (tc JUnitCase, attrs map[string]string) {
+func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]string) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
@@ -379,7 +384,11 @@ func caseOf(c *Case, host string) (tc JUnitCase, attrs map[string]string) {
 	case Pass:
 	case Skip:
 		m := subject + ": " + c.Message
-		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", attrs, c.Output)}
+		ev, out := attrs, c.Output
+		if fleet {
+			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the suite's case block
+		}
+		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", ev, out)}
 	default:
 		cause, remedy := c.CauseAndRemedy()
 		what := cause
@@ -453,6 +462,9 @@ func valueWithUnit(key, v string) string {
 // characters, U+FFFE/FFFF, bytes that are not UTF-8) is written visibly as
 // \xNN or \uNNNN, never as U+FFFD (xunit-viewer crashed on that).
 func clean(s string) string {
+	if plain(s) {
+		return s // the common case: nothing to escape, no copy
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -469,6 +481,17 @@ func clean(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// plain: s is printable ASCII, tabs and newlines only, which clean keeps
+// as they are (a fleet's junit.xml is tens of MB of such text).
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 || c > 0x7e) && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteJUnit writes the report as JUnit XML.

@@ -54,8 +54,10 @@ func (r *Report) WriteAll(dir string) error {
 			return err
 		},
 	}
-	// The writers only read r: a fleet's files are written side by side.
-	errs := make(chan error, len(writers))
+	// The writers only read r: a fleet's files are written side by side,
+	// the DCGM-shaped documents (one per host) with them.
+	errs := make(chan error, len(writers)+1)
+	go func() { errs <- r.writeDCGM(dir) }()
 	for name, write := range writers {
 		go func() {
 			var b bytes.Buffer
@@ -67,15 +69,12 @@ func (r *Report) WriteAll(dir string) error {
 		}()
 	}
 	var first error
-	for range writers {
+	for range len(writers) + 1 {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}
 	}
-	if first != nil {
-		return first
-	}
-	return r.writeDCGM(dir)
+	return first
 }
 
 // SaveRun writes a host's run as a report folder (test.json and host.json)

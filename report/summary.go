@@ -629,7 +629,15 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out["errors"] = h.Errors
 	}
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if !r.Fleet() {
+		enc.SetIndent("", "  ") // a fleet's is tens of MB: indenting it cost a second
+	}
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
 }
+
+// Fleet: more than fleetHosts hosts. Charts aggregate, host sections fold,
+// and the files for programs (summary.json, junit.xml) leave out what
+// would make them tens of MB: indentation, and the log of passed cases
+// (test.json keeps every line).
+func (r *Report) Fleet() bool { return len(r.Hosts) > fleetHosts }
