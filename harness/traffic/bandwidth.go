@@ -197,7 +197,7 @@ func (b *bwEnd) run() error {
 	// A side that does not post waits here while the other measures:
 	// bound the wait by the transfer at a pessimistic rate, not by
 	// heartbeats alone.
-	restore := e.Sess.Within(e.WaitBudget(int64(sp.Size) * int64(e.Cfg.BWIters)))
+	restore := e.Sess.Within(e.WaitBudget(int64(sp.Size) * int64(pointIters(e, sp.Size))))
 	peer, err := e.Sess.ExchangeResult(b.r)
 	restore()
 	if err != nil {
@@ -266,7 +266,8 @@ func (b *bwEnd) measure() error {
 }
 
 func (b *bwEnd) post() (oob.Result, error) {
-	e, sp, size, iters := b.e, b.sp, b.sp.Size, b.e.Cfg.BWIters
+	e, sp, size := b.e, b.sp, b.sp.Size
+	iters := pointIters(e, size)
 	td := txDepth(e.Cfg.TxDepth, e.QP.SQDepth, e.RdAtom, sp.Op)
 	mr, remote := e.MR(), e.Remote()
 	laddr, raddr := mr.Addr, remote.Addr
@@ -322,7 +323,7 @@ func (b *bwEnd) checkData() error {
 			check = e.CheckBufAt(s.dst, sp.Size, s.want(false))
 		}
 		if check != nil {
-			check = fmt.Errorf("after the %s bandwidth run of %d x %d B: %w", sp.Name, e.Cfg.BWIters, sp.Size, check)
+			check = fmt.Errorf("after the %s bandwidth run of %d x %d B: %w", sp.Name, pointIters(e, sp.Size), sp.Size, check)
 		}
 	}
 	if !sp.Bidir {
@@ -372,7 +373,11 @@ func (b *bwEnd) report() {
 	}
 	e.Attr("bw_mib_s", res.Values["mbps"])
 	e.Attr("size_bytes", sp.Size)
-	e.Attr("iters", e.Cfg.BWIters)
+	e.Attr("iters", pointIters(e, sp.Size))
+	if n := pointIters(e, sp.Size); n < e.Cfg.BWIters {
+		e.Attr("bw_iters_note", fmt.Sprintf("software device: %d of GDR_BW_ITERS=%d WRs of %d B per queue pair (%d B, at most %d B a point: its rate is the host CPU's)",
+			n, e.Cfg.BWIters, sp.Size, n*sp.Size, SoftwareBytesPerPoint))
+	}
 	e.Attr("tx_depth", int(res.Values["td"]))
 	e.Attr("qps", len(e.QPs))
 	if len(e.QPs) > 1 {

@@ -51,3 +51,17 @@ func TestInflightCap(t *testing.T) {
 		assert.Empty(t, why)
 	}
 }
+
+// A software device's bandwidth point moves at most SoftwareBytesPerPoint
+// per queue pair; hardware keeps GDR_BW_ITERS.
+func TestPointIters(t *testing.T) {
+	assert.Equal(t, 200, PointIters(200, 1<<20, false), "hardware keeps GDR_BW_ITERS")
+	assert.Equal(t, 64, PointIters(200, 1<<20, true), "64 MiB of 1 MiB WRs")
+	assert.Equal(t, 1000, PointIters(1000, 64<<10, true), "lab-bench's 1000 x 64 KiB stands")
+	assert.Equal(t, 200, PointIters(200, 64<<10, true), "1024 fit: GDR_BW_ITERS stands")
+	assert.Equal(t, 8, PointIters(200, 32<<20, true), "never fewer than 8")
+	assert.Equal(t, 5, PointIters(5, 16<<20, true), "never more than GDR_BW_ITERS")
+	sum, bytes := RailSum([]RailResult{{Gbps: 1, Soft: true}, {Gbps: 2}}, 1<<20, 200)
+	assert.InDelta(t, 3.0, sum, 1e-9)
+	assert.Equal(t, int64(64+200)<<20, bytes, "a software rail moved 64 of its WRs")
+}

@@ -20,12 +20,36 @@ func stall(e *rc.End, td, size int) time.Duration {
 	return e.WaitBudget(int64(min(CQMod, td)) * int64(size))
 }
 
+// SoftwareBytesPerPoint is the most a software device's bandwidth point
+// moves per queue pair and direction. rxe's rate is the host CPU's (lab:
+// 0.03 Gbit/s at 1 MiB under LAB_LOAD=2), so GDR_BW_ITERS x 1 MiB took 59 s
+// one way and, both ways, ran into the test binary's deadline after 176 of
+// 200 iterations (issue 17, the fault matrix's load case); 64 MiB is 17 s
+// at that rate, still hundreds of WRs at the small sizes, and what
+// make lab-bench moves per point beside perftest (64 x 1 MiB, 1000 x
+// 64 KiB), which therefore compares equal work as before. A hardware NIC
+// moves GDR_BW_ITERS at line rate and keeps them.
+const SoftwareBytesPerPoint = 64 << 20
+
+// PointIters is the WRs a bandwidth point of size-byte WRs posts per queue
+// pair: GDR_BW_ITERS (cfg), and on a software device no more than
+// SoftwareBytesPerPoint's worth, never fewer than 8 (a warm-up and a
+// steady state).
+func PointIters(cfg, size int, software bool) int {
+	if !software || size <= 0 {
+		return cfg
+	}
+	return max(1, min(cfg, max(8, SoftwareBytesPerPoint/size)))
+}
+
+func pointIters(e *rc.End, size int) int { return PointIters(e.Cfg.BWIters, size, e.Software) }
+
 // loopArgs are a measured bandwidth loop's settings, like perftest's:
-// GDR_BW_ITERS WRs of size bytes after a warm-up of a tenth of them (at
+// pointIters WRs (GDR_BW_ITERS) of size bytes after a warm-up of a tenth of them (at
 // most td), td in flight, one signaled in CQMod, bounded by stall (the
 // caller sets the CQ).
 func loopArgs(e *rc.End, op verbs.Opcode, mr *verbs.MR, laddr, raddr uint64, rkey uint32, size, td int, yield time.Duration) verbs.BWArgs {
-	iters := e.Cfg.BWIters
+	iters := pointIters(e, size)
 	return verbs.BWArgs{Op: op, Local: mr, LocalAddr: laddr, RemoteAddr: raddr,
 		RKey: rkey, Size: size, Iters: iters, TxDepth: td, CQMod: min(CQMod, td),
 		Warmup: min(td, iters/10), Timeout: stall(e, td, size), YieldAfter: yield}

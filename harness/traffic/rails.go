@@ -84,7 +84,7 @@ func railEnd(e *rc.End, size int) (oob.Result, error) {
 			return oob.Result{}, err
 		}
 	}
-	restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(e.Cfg.BWIters)))
+	restore := e.Sess.Within(e.WaitBudget(int64(size) * int64(pointIters(e, size))))
 	peer, err := e.Sess.ExchangeResult(res)
 	restore()
 	if err != nil {
@@ -111,18 +111,19 @@ func railPost(e *rc.End, step string, size int) (oob.Result, error) {
 	if err != nil {
 		return oob.Result{}, err
 	}
-	return oob.Result{Name: step, OK: true, Values: map[string]float64{"gbps": stats.Gbps(int64(size)*int64(e.Cfg.BWIters), el), "ns": float64(el)}}, nil
+	return oob.Result{Name: step, OK: true, Values: map[string]float64{"gbps": stats.Gbps(int64(size)*int64(pointIters(e, size)), el), "ns": float64(el)}}, nil
 }
 
 // RailSum is the sum of the rates of the rails that ran without error and
-// the bytes they moved (iters WRs of size bytes each).
+// the bytes they moved (iters WRs of size bytes each, PointIters of them on
+// a software device).
 func RailSum(res []RailResult, size, iters int) (gbps float64, bytes int64) {
 	for _, r := range res {
 		if r.Err != nil {
 			continue
 		}
 		gbps += r.Gbps
-		bytes += int64(size) * int64(iters)
+		bytes += int64(size) * int64(PointIters(iters, size, r.Soft))
 	}
 	return gbps, bytes
 }
