@@ -488,13 +488,9 @@ func threshold(a map[string]string, words []string) string {
 		if cand == "" {
 			continue
 		}
-		for _, b := range [][2]string{{"min_", "floor "}, {"max_", "ceiling "}} {
-			k := "gdr." + b[0] + cand
-			if v := a[k]; v != "" {
-				if _, unit, ok := attrkey.UnitOf(k); ok {
-					v += " " + unit
-				}
-				return b[1] + v
+		for _, p := range []string{"min_", "max_"} {
+			if k := "gdr." + p + cand; a[k] != "" {
+				return boundOf(a, k)
 			}
 		}
 	}
