@@ -153,8 +153,11 @@ type Status struct {
 	InitState string  // /sys/module/<name>/initstate: live, coming, going; "" for built-in
 	Builtin   bool    // built into the kernel
 	Version   string  // /sys/module/<name>/version, if the module declares one
-	Holders   []string
-	Taint     string // /sys/module/<name>/taint
+	// SrcVersion is /sys/module/<name>/srcversion: a hash of the module's
+	// sources, which in-tree modules without a version still carry.
+	SrcVersion string
+	Holders    []string
+	Taint      string // /sys/module/<name>/taint
 }
 
 // Loaded reports whether the module is usable: built in, or loaded and live.
@@ -288,6 +291,9 @@ func (h *Host) Lookup(name string) (Status, error) {
 			return st, fmt.Errorf("%s/initstate: unknown state %s", dir, clip.QuoteN(st.InitState, 120))
 		}
 		if st.Version, err = read("version"); err != nil {
+			return st, err
+		}
+		if st.SrcVersion, err = read("srcversion"); err != nil {
 			return st, err
 		}
 		if st.Taint, err = read("taint"); err != nil {

@@ -52,7 +52,16 @@ type Device struct {
 	Driver         string
 	DriverInferred bool
 	NodeType       string // as sysfs says: "1: CA"
-	Netdevs        []string
+	// Identity as the driver publishes it: firmware version (fw_ver),
+	// board id (board_id: the PSID on NVIDIA/Mellanox cards, which names
+	// the card model and its firmware flavour), HCA type (hca_type:
+	// "MT4129" is ConnectX-7) and node GUID. Empty when the driver has no
+	// such file (rxe has no board_id or hca_type; its fw_ver is empty).
+	FWVersion string
+	BoardID   string
+	HCAType   string
+	NodeGUID  string
+	Netdevs   []string
 	// Uverbs is the user-space verbs node serving the device ("uverbs0"),
 	// "" when /sys/class/infiniband_verbs names none: libibverbs cannot
 	// open such a device (ib_uverbs not loaded).
@@ -343,6 +352,11 @@ func load(r *hostfs.Root, name string, uverbs map[string]string) (*Device, error
 	}
 	if s, err := r.ReadString(real + "/node_type"); err == nil {
 		d.NodeType = s
+	}
+	for f, dst := range map[string]*string{"fw_ver": &d.FWVersion, "board_id": &d.BoardID, "hca_type": &d.HCAType, "node_guid": &d.NodeGUID} {
+		if s, err := r.ReadString(real + "/" + f); err == nil && s != "0000:0000:0000:0000" {
+			*dst = s
+		}
 	}
 	ports, err := r.ReadDir(real + "/ports")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

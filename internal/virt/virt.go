@@ -22,12 +22,13 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/internal/dmi"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 )
 
 // Where the signs are read.
 const (
-	DMIDir        = "/sys/class/dmi/id"
+	DMIDir        = dmi.Dir
 	CPUInfo       = "/proc/cpuinfo"
 	HypervisorDir = "/sys/hypervisor/type"
 	VMBusDir      = "/sys/bus/vmbus/devices"

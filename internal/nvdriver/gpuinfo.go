@@ -1,0 +1,103 @@
+package nvdriver
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/pci"
+)
+
+// GPUsDir holds one directory per GPU the driver manages, named by its PCI
+// address, each with an "information" file (kernel-open/nvidia/nv-procfs.c).
+const GPUsDir = "/proc/driver/nvidia/gpus"
+
+// GPUInfo is what /proc/driver/nvidia/gpus/<bdf>/information says: a
+// GPU's identity without NVML (no cgo, no library), so a report made by a
+// CGO_ENABLED=0 binary still names each GPU's UUID and VBIOS.
+type GPUInfo struct {
+	BDF      string `json:"bdf"`
+	Model    string `json:"model,omitempty"`
+	UUID     string `json:"uuid,omitempty"`
+	VBIOS    string `json:"vbios,omitempty"`
+	Firmware string `json:"gsp_firmware,omitempty"` // "GPU Firmware": GSP firmware, when GSP runs
+	Excluded bool   `json:"excluded,omitempty"`     // "GPU Excluded: Yes": the driver refused the GPU (NVreg_ExcludedGpus or a fault)
+}
+
+// ParseGPUInformation parses one information file. Lines are "Key: \t value";
+// a value the driver could not read ("??.??.??.??.??", "N/A") is left empty.
+func ParseGPUInformation(b []byte) (GPUInfo, error) {
+	var g GPUInfo
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if strings.Trim(v, "?.") == "" || v == "N/A" {
+			v = ""
+		}
+		switch k {
+		case "Model":
+			g.Model, n = v, n+1
+		case "GPU UUID":
+			g.UUID = v
+		case "Video BIOS":
+			g.VBIOS = strings.ToUpper(v) // nvidia-smi and NVML print it upper case
+		case "Bus Location":
+			g.BDF, n = strings.ToLower(v), n+1
+		case "GPU Firmware":
+			g.Firmware = v
+		case "GPU Excluded":
+			g.Excluded = strings.EqualFold(v, "yes")
+		}
+	}
+	if n == 0 {
+		return g, fmt.Errorf("no Model or Bus Location line in %s", clip.QuoteN(string(b), 120))
+	}
+	if g.BDF != "" && !pci.IsBDF(g.BDF) {
+		return g, fmt.Errorf("Bus Location %q is not a PCI address", g.BDF)
+	}
+	return g, nil
+}
+
+// ReadGPUs reads every GPU's information file through root, in PCI order.
+// No driver (no directory) is no GPUs and no error; a file that does not
+// parse is an error naming it, the others are still returned.
+func ReadGPUs(root *hostfs.Root) ([]GPUInfo, error) {
+	dirs, err := root.ReadDir(GPUsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	sort.Strings(dirs)
+	var out []GPUInfo
+	var errs []error
+	for _, d := range dirs {
+		if !pci.IsBDF(d) {
+			continue
+		}
+		p := GPUsDir + "/" + d + "/information"
+		b, err := root.ReadFile(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		g, err := ParseGPUInformation(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			continue
+		}
+		if g.BDF == "" {
+			g.BDF = d
+		}
+		out = append(out, g)
+	}
+	return out, errors.Join(errs...)
+}
