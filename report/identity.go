@@ -12,6 +12,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/inventory"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
@@ -43,6 +44,9 @@ type Identity struct {
 	// (MergeRuns).
 	MachineID string `json:"machine_id,omitempty"`
 	BootID    string `json:"boot_id,omitempty"`
+	// Inventory is what the host is made of (internal/inventory): serials,
+	// part numbers, firmware and versions; nil in recordings made before it.
+	Inventory *inventory.Host `json:"inventory,omitempty"`
 	// GoTestExit is the exit status of go test (or the test binaries) when
 	// known: non-zero with no failed test is reported as a failure.
 	GoTestExit *int `json:"go_test_exit,omitempty"`
@@ -164,6 +168,9 @@ func collect() Identity {
 			}
 		}
 	}
+	if inv := inventory.Collect(root); !inv.Empty() {
+		id.Inventory = &inv
+	}
 	if root.IsLive() {
 		if addrs, err := net.InterfaceAddrs(); err == nil {
 			for _, a := range addrs {
@@ -207,6 +214,7 @@ func (id *Identity) fillFrom(cases []*Case) {
 		if v := a["gdr.nic"]; v != "" && c.Area == "pingpong" {
 			nics = append(nics, v)
 		}
+		id.fillInventory(c)
 	}
 	if len(id.NICs) == 0 {
 		seen := map[string]bool{}
@@ -227,6 +235,34 @@ func (id *Identity) fillFrom(cases []*Case) {
 		bdf, _, _ := strings.Cut(g, " ")
 		if n := names[bdf]; n != "" && !strings.Contains(g, n) {
 			id.GPUs[i] = bdf + " " + n
+		}
+	}
+}
+
+// fillInventory adds what a test knew and the report binary could not read:
+// NVML's GPU identity (GPU-16) and the RDMA stack's package versions
+// (INST-09).
+func (id *Identity) fillInventory(c *Case) {
+	a := c.Own
+	inv := func() *inventory.Host {
+		if id.Inventory == nil {
+			id.Inventory = &inventory.Host{}
+		}
+		return id.Inventory
+	}
+	switch c.Req {
+	case "GPU-16":
+		if g := a["gdr.gpu"]; pci.IsBDF(g) && c.Parent != nil {
+			inv().MergeGPU(inventory.GPU{BDF: g, Model: a["gdr.gpu_name"], UUID: a["gdr.gpu_uuid"], Serial: a["gdr.gpu_serial"],
+				PartNumber: a["gdr.gpu_part_number"], VBIOS: a["gdr.vbios"], InfoROM: a["gdr.inforom_image"],
+				InfoROMOEM: a["gdr.inforom_oem"], ModuleID: a["gdr.gpu_module_id"]})
+		}
+	case "INST-09":
+		if v := a["gdr.ofed_version"]; v != "" {
+			inv().Software.OFED = v
+		}
+		if v := a["gdr.rdma_core_version"]; v != "" {
+			inv().Software.RDMACorePackage = v
 		}
 	}
 }

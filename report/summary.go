@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/inventory"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
@@ -113,7 +114,76 @@ func identityLines(id Identity) [][2]string {
 	if id.Role != "" {
 		lines = append(lines, [2]string{"role", strings.TrimSpace(id.Role + " " + id.Peer)})
 	}
+	return append(lines, inventoryLines(id.Inventory)...)
+}
+
+// inventoryLines are the parts and versions of the host, one line per part
+// with its identity (what an RMA or a ticket names), absent values left out.
+func inventoryLines(inv *inventory.Host) [][2]string {
+	if inv == nil {
+		return nil
+	}
+	var lines [][2]string
+	join := func(parts ...string) string {
+		var out []string
+		for i := 0; i+1 < len(parts); i += 2 {
+			if parts[i+1] != "" {
+				out = append(out, strings.TrimSpace(parts[i]+" "+parts[i+1]))
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	if d := inv.DMI; d != nil {
+		v := join("", strings.TrimSpace(d.SysVendor+" "+d.Product), "SKU", d.ProductSKU, "serial", d.ProductSerial,
+			"board", strings.TrimSpace(d.BoardVendor+" "+d.BoardName), "board serial", d.BoardSerial,
+			"BIOS", strings.TrimSpace(d.BIOSVersion+" "+d.BIOSDate))
+		if len(d.Unreadable) > 0 {
+			v = strings.TrimPrefix(v+"; not readable without root: "+strings.Join(d.Unreadable, ", "), "; ")
+		}
+		if v != "" {
+			lines = append(lines, [2]string{"system", v})
+		}
+	}
+	for _, g := range inv.GPUs {
+		mod := ""
+		if g.ModuleID != "" {
+			mod = "module " + g.ModuleID
+		}
+		lines = append(lines, [2]string{"GPU " + g.BDF, join("", g.Model, "", mod, "serial", g.Serial, "part", g.PartNumber,
+			"VBIOS", g.VBIOS, "InfoROM", g.InfoROM, "UUID", g.UUID)})
+	}
+	for _, n := range inv.NICs {
+		if n.Software {
+			lines = append(lines, [2]string{"NIC " + n.Name, join("software device, driver", n.Driver)})
+			continue
+		}
+		lines = append(lines, [2]string{"NIC " + n.Name, join("", n.PCI, "", n.HCAType, "PSID", n.BoardID, "firmware", n.Firmware,
+			"part", n.PartNumber, "rev", n.EC, "serial", n.Serial, "GUID", n.NodeGUID)})
+	}
+	sw := inv.Software
+	var mods []string
+	for _, m := range inventory.Modules {
+		if v, ok := sw.Modules[m]; ok {
+			mods = append(mods, m+" "+v)
+		}
+	}
+	if v := join("rdma-core", firstNonEmpty(sw.RDMACorePackage, sw.RDMACore), "MLNX_OFED", sw.OFED, "libibverbs", sw.Libibverbs,
+		"modules:", strings.Join(mods, "; ")); v != "" {
+		lines = append(lines, [2]string{"versions", v})
+	}
+	for _, n := range inv.Notes {
+		lines = append(lines, [2]string{"inventory", "not recorded: " + n})
+	}
 	return lines
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // RunNote says which of a host's several runs in a merge judges.
@@ -584,6 +654,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	if len(r.Verdict.Flags) > 0 {
 		out["flags"] = r.Verdict.Flags
+	}
+	if len(r.Drift) > 0 {
+		out["inventory_drift"] = r.Drift
 	}
 	var hosts []hostJSON
 	for _, h := range r.Hosts {

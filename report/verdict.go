@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/attrkey"
+	"github.com/gdrconf/gdrconf/internal/inventory"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
@@ -144,6 +145,9 @@ type Report struct {
 	// once, in first-seen order.
 	Versions []string `json:"suite_versions,omitempty"`
 	Time     string   `json:"time"`
+	// Drift lists the versions on which hosts part from the majority
+	// (merges only; also a Flag each).
+	Drift []inventory.Difference `json:"inventory_drift,omitempty"`
 	// Cluster is a cluster run's pair analysis (SetCluster); nil otherwise.
 	Cluster *isolate.Summary `json:"cluster,omitempty"`
 	// Findings are isolation's verdicts over Cluster (SetCluster).
@@ -170,7 +174,27 @@ func Build(runs []Run) *Report {
 	// Every version shown is listed; only the judging runs can mix.
 	r.Versions, _ = suiteVersions(r.Hosts)
 	_, r.Verdict.Flags = suiteVersions(judged)
+	r.Drift = drift(judged)
+	for _, d := range r.Drift {
+		r.Verdict.Flags = append(r.Verdict.Flags, "versions differ from the majority: "+d.String())
+	}
 	return r
+}
+
+// drift compares the firmware and software versions of the judged hosts'
+// inventories: a host that runs other firmware than its peers is the first
+// suspect when only it fails, and a fleet is qualified on one set.
+func drift(hs []*HostResult) []inventory.Difference {
+	if len(hs) < 2 {
+		return nil
+	}
+	vs := map[string]map[string]string{}
+	for _, h := range hs {
+		if v := inventory.Versions(h.Identity.Inventory); len(v) > 0 {
+			vs[h.Identity.Host] = v
+		}
+	}
+	return inventory.Drift(vs)
 }
 
 // suiteVersions lists the suite versions hosts ran, and flags a mix: a

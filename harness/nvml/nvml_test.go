@@ -144,3 +144,40 @@ func TestOpen(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("NVML sees %d GPU(s)", n)
 }
+
+// Identity over go-nvml's mock: values kept, NOT_SUPPORTED fields absent,
+// a corrupt InfoROM reported as such, a lost GPU an error naming the call.
+func TestIdentity(t *testing.T) {
+	dev := h200("00000000:19:00.0")
+	ok := func(s string) func() (string, gonvml.Return) {
+		return func() (string, gonvml.Return) { return s, gonvml.SUCCESS }
+	}
+	dev.GetUUIDFunc = ok("GPU-5e2b1a7c-0d3f-4c1e-9a8b-7f6e5d4c3b2a")
+	dev.GetSerialFunc = ok("1654024199838")
+	dev.GetBoardPartNumberFunc = ok("692-2G520-0280-000 ")
+	dev.GetVbiosVersionFunc = ok("96.00.A5.00.1A")
+	dev.GetInforomImageVersionFunc = ok("G520.0280.00.05")
+	dev.GetInforomVersionFunc = func(gonvml.InforomObject) (string, gonvml.Return) { return "", gonvml.ERROR_NOT_SUPPORTED }
+	dev.GetModuleIdFunc = func() (int, gonvml.Return) { return 3, gonvml.SUCCESS }
+	dev.ValidateInforomFunc = func() gonvml.Return { return gonvml.SUCCESS }
+	h := Wrap(&mock.Interface{DeviceGetHandleByIndexFunc: func(int) (gonvml.Device, gonvml.Return) { return dev, gonvml.SUCCESS }})
+	id, err := h.Identity(0)
+	require.NoError(t, err)
+	assert.Equal(t, Identity{UUID: "GPU-5e2b1a7c-0d3f-4c1e-9a8b-7f6e5d4c3b2a", Serial: "1654024199838", PartNumber: "692-2G520-0280-000",
+		VBIOS: "96.00.A5.00.1A", InfoROMImage: "G520.0280.00.05", ModuleID: 3, InfoROMChecked: true}, id)
+
+	dev.GetSerialFunc = func() (string, gonvml.Return) { return "", gonvml.ERROR_NOT_SUPPORTED }
+	dev.ValidateInforomFunc = func() gonvml.Return { return gonvml.ERROR_CORRUPTED_INFOROM }
+	dev.GetModuleIdFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_FUNCTION_NOT_FOUND }
+	id, err = h.Identity(0)
+	require.NoError(t, err)
+	assert.Empty(t, id.Serial)
+	assert.Zero(t, id.ModuleID)
+	assert.True(t, id.InfoROMChecked)
+	require.Error(t, id.InfoROMErr)
+	assert.ErrorIs(t, id.InfoROMErr, gonvml.ERROR_CORRUPTED_INFOROM)
+
+	dev.GetUUIDFunc = func() (string, gonvml.Return) { return "", gonvml.ERROR_GPU_IS_LOST }
+	_, err = h.Identity(0)
+	assert.ErrorContains(t, err, "DeviceGetUUID(0)")
+}

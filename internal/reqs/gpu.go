@@ -18,5 +18,6 @@ func init() {
 		Req{ID: "GPU-13", Area: "gpu", Title: "multi-GPU: with every selected GPU copying device-to-host at once, each GPU keeps >= GDR_MIN_CONCURRENT_FRACTION of its solo rate; per-GPU and aggregate GB/s; a failure names the GPUs sharing its upstream bridges"},
 		Req{ID: "GPU-14", Area: "gpu", Title: "multi-GPU: every GPU pair can access each other's memory (cuDeviceCanAccessPeer), peer access enables (cuCtxEnablePeerAccess) and cuMemcpyPeer delivers a pattern intact each way; link kind reported (NVLink links from NVML, or PCIe path class)"},
 		Req{ID: "GPU-15", Area: "gpu", Title: "multi-GPU: cuMemcpyPeer bandwidth of every GPU pair, each way, >= the link kind's floor (NVLink: GDR_MIN_P2P_NVLINK_FRACTION of links x per-link rate; PCIe: GDR_MIN_P2P_PCIE_FRACTION of the slower GPU link), data verified after the timed copies; bidirectional rate reported"},
+		Req{ID: "GPU-16", Area: "gpu", Title: "every GPU's identity reads through NVML (UUID, serial, board part number, VBIOS, InfoROM image and OEM versions, HGX module id) for the report's inventory, and its InfoROM validates (nvmlDeviceValidateInforom; a corrupt InfoROM is an RMA)"},
 	)
 }
