@@ -11,9 +11,9 @@ import (
 
 func host(nicFW, vbios, drv string) *Host {
 	return &Host{
-		DMI:  &dmi.Info{SysVendor: "NVIDIA", Product: "DGXH200", BIOSVersion: "1.6.7"},
-		GPUs: []GPU{{BDF: "0000:19:00.0", Model: "NVIDIA H200", VBIOS: vbios}},
-		NICs: []NIC{{Name: "mlx5_0", BoardID: "MT_0000000838", Firmware: nicFW}, {Name: "rxe0", Software: true, Firmware: "x"}},
+		DMI:      &dmi.Info{SysVendor: "NVIDIA", Product: "DGXH200", BIOSVersion: "1.6.7"},
+		GPUs:     []GPU{{BDF: "0000:19:00.0", Model: "NVIDIA H200", VBIOS: vbios}},
+		NICs:     []NIC{{Name: "mlx5_0", BoardID: "MT_0000000838", Firmware: nicFW}, {Name: "rxe0", Software: true, Firmware: "x"}},
 		Software: Software{NvidiaDriver: drv, Kernel: "6.8.0-49-generic", Modules: map[string]string{"mlx5_core": "24.10-1.1.4", "ib_core": "loaded"}},
 	}
 }
