@@ -1,0 +1,108 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/mlxconfig"
+	"github.com/gdrconf/gdrconf/internal/rails"
+)
+
+// TOPO-09: the rail NICs' firmware settings that decide GPUDirect
+// performance, queried (never set) with mstconfig or mlxconfig and judged
+// against NVIDIA's documented values (internal/mlxconfig names each source).
+// Report-only: the documents disagree at the margins and the bandwidth
+// tests judge the effect; this names the setting to look at.
+func TestTOPO09NICFirmwareSettings(t *testing.T) {
+	testenv.Req(t, "TOPO-09")
+	h := loadHost(t)
+	// The NICs mstconfig can read: hardware NVIDIA/Mellanox PFs of the
+	// rails. The others are named, so a host with none skips saying why
+	// instead of passing on nothing.
+	seen := map[string]bool{}
+	var nics []*rails.NIC
+	var other []string
+	for _, r := range h.needRails(t) {
+		n := r.NIC
+		if n == nil || seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		switch {
+		case n.Software:
+			other = append(other, fmt.Sprintf("%s is a software device (on %s) without firmware", n.Name, n.Parent))
+		case n.Dev == nil || n.Dev.Driver != "mlx5_core":
+			drv := "unknown driver"
+			if n.Dev != nil && n.Dev.Driver != "" {
+				drv = n.Dev.Driver
+			}
+			other = append(other, fmt.Sprintf("%s (%s) is not an NVIDIA ConnectX/BlueField NIC, which mstconfig alone reads", n.Name, drv))
+		case n.VF:
+			pf := n.PhysFn
+			if pf == "" {
+				pf = "not visible here"
+			}
+			other = append(other, fmt.Sprintf("%s (%s) is an SR-IOV virtual function: its settings are its PF's (%s), queried on the host that owns the PF", n.Name, n.PCI, pf))
+		default:
+			nics = append(nics, n)
+		}
+	}
+	for _, o := range other {
+		t.Logf("not checked: %s", o)
+	}
+	if len(nics) == 0 {
+		if len(other) == 0 {
+			other = []string{"no rail has an RDMA NIC"}
+		}
+		testenv.Absent(t, "no NIC whose firmware settings can be read: %s", strings.Join(other, "; "))
+	}
+	for _, n := range nics {
+		t.Run(n.Name, func(t *testing.T) {
+			testenv.Req(t, "TOPO-09")
+			testenv.Attr(t, "nic", n.Name)
+			testenv.Attr(t, "nic_pci", n.PCI)
+			out, src, err := mlxconfig.Run(h.root, n.PCI, min(testenv.Config(t).Timeout, 60*time.Second))
+			testenv.Stop(t, err)
+			testenv.Attr(t, "source", src)
+			q, err := mlxconfig.Parse(out)
+			if err != nil {
+				testenv.NotJudgedf(t, "run the query by hand and compare with the layout docs/checks.md describes", "%s: %v", src, err)
+			}
+			testenv.Attr(t, "nic_device_type", q.DeviceType)
+			checks := mlxconfig.Judge(q, h.guest.VM)
+			var unmet, sources []string
+			for _, c := range checks {
+				key := "fw_" + strings.ToLower(c.Param)
+				if c.Value != "" {
+					testenv.Attr(t, key, c.Value)
+				}
+				if c.Pending != "" {
+					testenv.Attr(t, key+"_pending", c.Pending)
+				}
+				verdict := "reported"
+				switch {
+				case c.Judged && c.Met:
+					verdict = "met"
+				case c.Judged:
+					verdict = "not met"
+					unmet = append(unmet, c.String())
+					sources = append(sources, c.Param+": "+c.Source)
+				}
+				t.Logf("%s: %s (%s): %s", n.Name, c, verdict, c.Why)
+			}
+			if len(checks) == 0 {
+				testenv.Absent(t, "%s: the query lists none of the settings TOPO-09 checks (ADVANCED_PCI_SETTINGS, MAX_ACC_OUT_READ, PCI_WR_ORDERING, ATS_ENABLED)", src)
+			}
+			if len(unmet) > 0 {
+				testenv.Fail(t, testenv.Failure{
+					Cause:  fmt.Sprintf("%s (%s, %s): firmware settings differ from the documented values for GPUDirect: %s", n.Name, n.PCI, q.DeviceType, strings.Join(unmet, "; ")),
+					Remedy: fmt.Sprintf("set them with mstconfig -d %s set <NAME>=<value> (or mlxconfig), then reboot or mlxfwreset; the suite only reads them", n.PCI),
+					Source: strings.Join(sources, "; "),
+				})
+			}
+		})
+	}
+}
