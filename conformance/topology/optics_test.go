@@ -1,0 +1,155 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/optics"
+	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/verdict"
+)
+
+// TOPO-10: each rail NIC's transceiver (ethtool -m: the module's readings
+// against its own alarm thresholds) and link (mlxlink: error rates) are
+// within limits; a failure names the cable or optic to replace.
+func TestTOPO10LinkHealth(t *testing.T) {
+	testenv.Req(t, "TOPO-10")
+	h := loadHost(t)
+	seen := map[string]bool{}
+	var nics []*rails.NIC
+	var other []string
+	for _, r := range h.needRails(t) {
+		n := r.NIC
+		if n == nil || seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		if n.Software {
+			other = append(other, fmt.Sprintf("%s is a software device (on %s): no transceiver", n.Name, n.Parent))
+			continue
+		}
+		nics = append(nics, n)
+	}
+	if len(nics) == 0 {
+		if len(other) == 0 {
+			other = []string{"no rail has an RDMA NIC"}
+		}
+		testenv.Absent(t, "no NIC with a transceiver to read: %s", strings.Join(other, "; "))
+	}
+	timeout := min(testenv.Config(t).Timeout, 60*time.Second)
+	for _, n := range nics {
+		t.Run(n.Name, func(t *testing.T) {
+			testenv.Req(t, "TOPO-10")
+			testenv.Attr(t, "nic", n.Name)
+			var looked []string
+			var findings []optics.Finding
+			part := "the cable or optic"
+			read := 0
+			if n.Dev != nil && len(n.Dev.Netdevs) > 0 {
+				nd := n.Dev.Netdevs[0]
+				out, src, err := optics.Ethtool(h.root, nd, timeout)
+				var a *verdict.Absent
+				switch {
+				case errors.As(err, &a):
+					looked = append(looked, "ethtool -m "+nd+": "+a.Msg)
+				case err != nil:
+					testenv.Stop(t, err)
+				default:
+					m, perr := optics.ParseEthtool(out)
+					var u *optics.ErrUnsupported
+					switch {
+					case errors.As(perr, &u):
+						looked = append(looked, fmt.Sprintf("%s: the driver cannot read the module (%s)", src, u.Msg))
+					case perr != nil:
+						testenv.NotJudgedf(t, "run ethtool -m by hand", "%s: %v", src, perr)
+					default:
+						read++
+						part = "cable/optic " + m.Part()
+						testenv.Attr(t, "optic", m.Part())
+						testenv.Attr(t, "optic_identifier", m.Identifier)
+						if !m.HasDOM() {
+							t.Logf("%s: %s reports no diagnostics (%s): nothing to judge on the module", src, m.Part(), m.Transmitter)
+						} else {
+							testenv.Attr(t, "optic_temp_c", *m.TempC)
+							var rx []string
+							for _, l := range m.ActiveLanes() {
+								rx = append(rx, fmt.Sprintf("%.4f", m.RxMW[l]))
+							}
+							testenv.Attr(t, "optic_rx_mw", strings.Join(rx, ","))
+							findings = append(findings, optics.JudgeModule(m)...)
+						}
+					}
+				}
+			} else {
+				looked = append(looked, "no netdev for ethtool -m")
+			}
+			if n.Dev != nil && n.Dev.Driver == "mlx5_core" && !n.VF {
+				out, src, err := optics.Mlxlink(h.root, n.PCI, timeout)
+				var a *verdict.Absent
+				switch {
+				case errors.As(err, &a):
+					looked = append(looked, "mlxlink/mstlink -d "+n.PCI+": "+a.Msg)
+				case err != nil:
+					testenv.Stop(t, err)
+				default:
+					l := optics.ParseMlxlink(out)
+					if l.EffectiveBER == nil && l.RawBER == nil && l.State == "" {
+						looked = append(looked, fmt.Sprintf("%s: no link records in its output (%d bytes; not root?)", src, len(out)))
+						break
+					}
+					read++
+					if part == "the cable or optic" && l.PartNumber != "" {
+						part = strings.TrimSpace(fmt.Sprintf("cable/optic %s %s serial %s", l.Vendor, l.PartNumber, l.Serial))
+					}
+					for k, v := range map[string]*float64{"effective_ber": l.EffectiveBER, "raw_ber": l.RawBER, "symbol_ber": l.SymbolBER, "link_down_count": l.LinkDown} {
+						if v != nil {
+							testenv.Attr(t, k, fmt.Sprintf("%.3g", *v))
+						}
+					}
+					if l.FEC != "" {
+						testenv.Attr(t, "fec", l.FEC)
+					}
+					findings = append(findings, optics.JudgeLink(l)...)
+				}
+			}
+			if read == 0 {
+				testenv.Absent(t, "%s: neither the transceiver nor the link could be read: %s", n.Name, strings.Join(looked, "; "))
+			}
+			for _, l := range looked {
+				t.Logf("not read: %s", l)
+			}
+			var alarms, sources []string
+			for _, f := range findings {
+				if f.Level == optics.Alarm {
+					alarms = append(alarms, f.String())
+					sources = append(sources, f.Source)
+				} else {
+					t.Logf("warning: %s (%s)", f, f.Source)
+				}
+			}
+			if len(alarms) > 0 {
+				testenv.Fail(t, testenv.Failure{
+					Cause:  fmt.Sprintf("%s (%s) %s: %s", n.Name, n.PCI, part, strings.Join(alarms, "; ")),
+					Remedy: fmt.Sprintf("reseat, clean or replace the %s; if it persists with a known-good one, check the switch port", part),
+					Source: strings.Join(dedupe(sources), "; "),
+				})
+			}
+		})
+	}
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,154 @@
+package optics
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Level says how bad a finding is: an alarm fails (the part is out of its
+// own or the standard's limits), a warning is reported.
+type Level string
+
+const (
+	Alarm   Level = "alarm"
+	Warning Level = "warning"
+)
+
+// Finding is one value past a limit.
+type Finding struct {
+	Level  Level
+	What   string  // "Rx power lane 3", "effective BER"
+	Value  float64 // in Unit
+	Limit  float64
+	Unit   string // "mW", "mA", "C", "V", "" for BER and counters
+	Bound  string // "low alarm threshold", "ceiling"
+	Source string
+}
+
+func (f Finding) String() string {
+	v, l := trim(f.Value), trim(f.Limit)
+	if f.Unit == "" {
+		v, l = fmt.Sprintf("%.3g", f.Value), fmt.Sprintf("%.3g", f.Limit)
+	}
+	u := ""
+	if f.Unit != "" {
+		u = " " + f.Unit
+	}
+	rel := "above"
+	if f.Value < f.Limit {
+		rel = "below"
+	}
+	return fmt.Sprintf("%s %s%s %s its %s %s%s", f.What, v, u, rel, f.Bound, l, u)
+}
+
+func trim(f float64) string { return fmt.Sprintf("%.4g", f) }
+
+// Sources of the limits.
+const (
+	SrcModule = "the module's own thresholds (SFF-8636 upper page 03h, CMIS page 02h), as ethtool -m prints them"
+	SrcIBBER  = "InfiniBand specification: post-FEC BER below 1E-12 (NVIDIA DGX SuperPOD cabling guide, \"Bit Error Rate\")"
+	SrcPAM4   = "IEEE 802.3 pre-FEC BER at most 2.4E-4 on PAM4 lanes with RS(544,514) FEC (Dell KB 000286734, ConnectX-6 Dx)"
+)
+
+// BER limits.
+const (
+	MaxEffectiveBER = 1e-12
+	MaxRawBER       = 2.4e-4
+)
+
+// ActiveLanes are the lanes that carry light: transmitting (bias or Tx
+// power above zero), or every lane with an Rx reading when the module
+// reports no transmitter monitors. CMIS prints 8 lanes for a 4-lane module;
+// the unused ones read zero everywhere and are not judged.
+func (m *Module) ActiveLanes() []int {
+	var out []int
+	if len(m.TxMW) == 0 && len(m.BiasMA) == 0 {
+		return lanes(m.RxMW)
+	}
+	seen := map[int]bool{}
+	for _, l := range append(lanes(m.TxMW), lanes(m.BiasMA)...) {
+		if !seen[l] && (m.TxMW[l] > 0 || m.BiasMA[l] > 0) {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// JudgeModule compares the module's readings with its own thresholds. A
+// module without diagnostics (copper) gives nothing.
+func JudgeModule(m *Module) []Finding {
+	if !m.HasDOM() {
+		return nil
+	}
+	var out []Finding
+	check := func(what, group, unit string, v float64) {
+		t, ok := m.Thresholds[group]
+		if !ok {
+			return
+		}
+		for _, b := range []struct {
+			lim   *float64
+			high  bool
+			level Level
+			name  string
+		}{{t.HighAlarm, true, Alarm, "high alarm threshold"}, {t.LowAlarm, false, Alarm, "low alarm threshold"},
+			{t.HighWarning, true, Warning, "high warning threshold"}, {t.LowWarning, false, Warning, "low warning threshold"}} {
+			if b.lim == nil || math.IsNaN(*b.lim) {
+				continue
+			}
+			if (b.high && v > *b.lim) || (!b.high && v < *b.lim) {
+				out = append(out, Finding{Level: b.level, What: what, Value: v, Limit: *b.lim, Unit: unit, Bound: b.name, Source: SrcModule})
+				return // the alarm hides the warning it implies
+			}
+		}
+	}
+	if m.TempC != nil {
+		check("module temperature", "Module temperature", "C", *m.TempC)
+	}
+	if m.VoltageV != nil {
+		check("module voltage", "Module voltage", "V", *m.VoltageV)
+	}
+	for _, l := range m.ActiveLanes() {
+		if v, ok := m.RxMW[l]; ok {
+			if v == 0 {
+				out = append(out, Finding{Level: Alarm, What: fmt.Sprintf("Rx power lane %d", l), Value: 0, Limit: 0, Unit: "mW",
+					Bound: "no light on a transmitting lane: floor", Source: SrcModule})
+			} else {
+				check(fmt.Sprintf("Rx power lane %d", l), "Laser rx power", "mW", v)
+			}
+		}
+		if v, ok := m.TxMW[l]; ok {
+			check(fmt.Sprintf("Tx power lane %d", l), "Laser output power", "mW", v)
+		}
+		if v, ok := m.BiasMA[l]; ok {
+			check(fmt.Sprintf("laser bias lane %d", l), "Laser bias current", "mA", v)
+		}
+	}
+	return out
+}
+
+// JudgeLink judges a port's error rates: effective (post-FEC) and symbol
+// BER above 1E-12 are alarms, raw (pre-FEC) BER above 2.4E-4 and link-down
+// or recovery events since the counters were cleared are warnings.
+func JudgeLink(l *Link) []Finding {
+	var out []Finding
+	if l.EffectiveBER != nil && *l.EffectiveBER > MaxEffectiveBER {
+		out = append(out, Finding{Level: Alarm, What: "effective (post-FEC) BER", Value: *l.EffectiveBER, Limit: MaxEffectiveBER, Bound: "ceiling", Source: SrcIBBER})
+	}
+	if l.SymbolBER != nil && *l.SymbolBER > MaxEffectiveBER {
+		out = append(out, Finding{Level: Alarm, What: "symbol BER", Value: *l.SymbolBER, Limit: MaxEffectiveBER, Bound: "ceiling", Source: SrcIBBER})
+	}
+	if l.RawBER != nil && *l.RawBER > MaxRawBER {
+		out = append(out, Finding{Level: Warning, What: "raw (pre-FEC) BER", Value: *l.RawBER, Limit: MaxRawBER, Bound: "ceiling", Source: SrcPAM4})
+	}
+	if l.LinkDown != nil && *l.LinkDown > 0 {
+		out = append(out, Finding{Level: Warning, What: "link down events since the counters were cleared", Value: *l.LinkDown, Limit: 0, Bound: "ceiling", Source: "mlxlink Link Down Counter"})
+	}
+	if l.Recovery != nil && *l.Recovery > 0 {
+		out = append(out, Finding{Level: Warning, What: "link error recoveries since the counters were cleared", Value: *l.Recovery, Limit: 0, Bound: "ceiling", Source: "mlxlink Link Error Recovery Counter"})
+	}
+	return out
+}
