@@ -126,10 +126,6 @@ type End struct {
 	// memory; for GPU memory one per working path of GDR_MR.
 	MRs     []*verbs.MR
 	MRNotes []string // why a path was not used (auto), for gdr.mr_path_notes
-	// IBTimeout is the ACK timeout exponent the queue pairs run with:
-	// GDR_IB_TIMEOUT, or on a software device without it set
-	// SoftwareIBTimeout (AckTimeout says why).
-	IBTimeout int
 	// RdAtom is the RDMA READ depth this end may use as initiator.
 	RdAtom   int
 	mrPolicy config.MRPath
@@ -638,12 +634,6 @@ func (e *End) setup() error {
 	if len(peerQPNs) != len(e.QPs) {
 		return fmt.Errorf("the peer %s connects %d queue pairs, this host %d: set the same GDR_QPS on both", e.Sess.Peer(), len(peerQPNs), len(e.QPs))
 	}
-	e.IBTimeout = AckTimeout(cfg, e.Software)
-	if e.IBTimeout != cfg.IBTimeout {
-		e.Attr("ib_timeout", e.IBTimeout)
-		e.Attr("ib_timeout_note", fmt.Sprintf("software device: ACK timeout exponent %d (%v) instead of %d (%v): the host CPU acknowledges, and under load a 1 MiB WRITE's round trip reached 430 ms, past the hardware default, so rxe resent data still in flight and both directions livelocked (issue 17); set GDR_IB_TIMEOUT to override",
-			e.IBTimeout, AckDuration(e.IBTimeout), cfg.IBTimeout, AckDuration(cfg.IBTimeout)))
-	}
 	for i, qp := range e.QPs {
 		r := verbs.Remote{QPN: peerQPNs[i], PSN: peerPSNs[i], LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
 			MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index, SL: cfg.IBSL, TC: cfg.IBTC}
@@ -651,7 +641,7 @@ func (e *End) setup() error {
 		if err := qp.RTR(r); err != nil {
 			return err
 		}
-		if err := qp.RTS(psns[i], e.RdAtom, e.IBTimeout); err != nil {
+		if err := qp.RTS(psns[i], e.RdAtom, cfg.IBTimeout); err != nil {
 			return err
 		}
 	}

@@ -21,8 +21,14 @@ import (
 // trip lets complete within half the ACK timeout, both directions sharing
 // one host, above a floor of bytes that ran clean.
 
-// ackTimeout is the local ACK timeout an IB timeout exponent gives.
-func ackTimeout(exp int) time.Duration { return rc.AckDuration(exp) }
+// ackTimeout is the local ACK timeout an IB timeout exponent gives
+// (4.096 us x 2^t, IBTA 1.4 vol. 1, 9.7.6.1.3); 0 means none.
+func ackTimeout(exp int) time.Duration {
+	if exp <= 0 || exp > 31 {
+		return 0
+	}
+	return 4096 * time.Nanosecond << exp
+}
 
 // SoftwareInflightFloor is what a software device may always keep in
 // flight per queue pair and direction: the lab's delayed link (lab-faults
@@ -48,7 +54,7 @@ func InflightCap(td, size, qps, ackExp int, rtt time.Duration) (depth int, why s
 	if depth == td {
 		return td, ""
 	}
-	why = fmt.Sprintf("software device: %d of %d WRs of %d B in flight per queue pair (%d B): one alone took %v; over both directions and %d queue pair(s), %d complete within half the ACK timeout (%v, exponent %d)",
+	why = fmt.Sprintf("software device: %d of %d WRs of %d B in flight per queue pair (%d B): one alone took %v; over both directions and %d queue pair(s), %d complete within half the ACK timeout (%v, GDR_IB_TIMEOUT=%d)",
 		depth, td, size, depth*size, rtt.Round(time.Microsecond), qps, max(fit, 0), to, ackExp)
 	switch {
 	case fit < depth && floor == depth:
@@ -74,7 +80,7 @@ func softwareCap(e *rc.End, mr *verbs.MR, laddr, raddr uint64, rkey uint32, size
 	if err != nil {
 		return 0, fmt.Errorf("WRITE round trip at %d B (one in flight, for the software device's in-flight cap): %w", size, err)
 	}
-	depth, why := InflightCap(td, size, len(e.QPs), e.IBTimeout, rtt)
+	depth, why := InflightCap(td, size, len(e.QPs), e.Cfg.IBTimeout, rtt)
 	if why != "" {
 		e.Attr("bw_inflight_cap_note", why)
 		e.Attr("bw_inflight_cap_bytes", depth*size)

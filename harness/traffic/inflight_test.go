@@ -21,7 +21,7 @@ func TestInflightCap(t *testing.T) {
 	d, why := InflightCap(128, 1<<20, 1, 14, 4*time.Millisecond)
 	assert.Equal(t, 8, d)
 	assert.Contains(t, why, "8 of 128 WRs of 1048576 B in flight per queue pair (8388608 B)")
-	assert.Contains(t, why, "4 complete within half the ACK timeout (67.108864ms, exponent 14), and 8388608 B are always allowed")
+	assert.Contains(t, why, "4 complete within half the ACK timeout (67.108864ms, GDR_IB_TIMEOUT=14), and 8388608 B are always allowed")
 	// 1 ms each: 16 fit, above the floor.
 	d, why = InflightCap(128, 1<<20, 1, 14, time.Millisecond)
 	assert.Equal(t, 16, d)

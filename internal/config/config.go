@@ -94,9 +94,6 @@ type Config struct {
 	// 4.096 us x 2^n (perftest's -u, NCCL_IB_TIMEOUT), before the NIC
 	// retransmits (7 times, then the WR fails).
 	IBTimeout int
-	// IBTimeoutSet: GDR_IB_TIMEOUT was given (a software device then keeps
-	// it instead of its own longer timer; harness/rc).
-	IBTimeoutSet bool
 	// MinCopyFraction is GDR_MIN_COPY_FRACTION: pinned HtoD/DtoH copy bandwidth
 	// floor as a fraction of the PCIe link's theoretical rate.
 	MinCopyFraction float64
@@ -374,7 +371,7 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 		if err != nil || n < 1 || n > 31 {
 			bad("GDR_IB_TIMEOUT", v, "an exponent from 1 to 31 (4.096 us x 2^n; 14 is 67 ms, 18 is 1.07 s)")
 		} else {
-			c.IBTimeout, c.IBTimeoutSet = n, true
+			c.IBTimeout = n
 		}
 	}
 	if v, ok := get("GDR_QPS"); ok && v != "" {
