@@ -86,13 +86,17 @@ func FaultCases() []FaultCase {
 	oobPort := ServerIP + ":" + strconv.Itoa(18515)
 	// The whole-run faults get fewer iterations and no 1 MiB bandwidth
 	// point: their verdicts are the point, and a slowed fabric would
-	// otherwise spend the binary's budget.
+	// otherwise spend the binary's budget. loss-1pct too: a 1 MiB WR is
+	// about ten lost packets at 1%, and with the host loaded (LAB_LOAD=2)
+	// rxe's recovery of them stalled the bidirectional 1 MiB point for 46 s
+	// (issue 17, run 2 of the matrix); at 64 KiB a WR rarely loses two, so
+	// "retransmission cures it" stays what the case shows.
 	small := map[string][]string{"server": {"GDR_ITERS=50", "GDR_BW_ITERS=50", "GDR_BW_SIZES=4096,65536"},
 		"client": {"GDR_ITERS=50", "GDR_BW_ITERS=50", "GDR_BW_SIZES=4096,65536"}}
 	peerGone := `peer vanished|no valid peer|closed the connection|could not reach|peer failed|peer reported|cannot run|is behind|skipped forward|stopped test|unreachable|DOWN|retr|counters`
 	return []FaultCase{
 		{Name: "loss-1pct", Expected: "1% packet loss on the client's link: every traffic test passes (RoCE retransmission cures it), and HLTH-01 fails on both hosts naming the rxe counter that rose and its delta (the server out_of_seq_request, the client rcvd_seq_err)",
-			Faults: map[string][]Fault{"client": tc("loss", "1%")}, Timeout: PassTimeout, MustFail: true,
+			Faults: map[string][]Fault{"client": tc("loss", "1%")}, Timeout: PassTimeout, MustFail: true, Env: small,
 			Causes: `hw_counters/(out_of_seq_request|rcvd_seq_err|retry_exceeded_err) rose by \d+`,
 			Need:   map[string]string{"server": `rxe0 port 1 hw_counters/out_of_seq_request rose by \d+`, "client": `rxe0 port 1 hw_counters/rcvd_seq_err rose by \d+`}},
 		{Name: "loss-10pct", Expected: "10% packet loss on the client's link: tests pass, or fail each within GDR_TIMEOUT+margin naming what the NIC counted (retransmits, retry exceeded) or the peer; no failure caused by an earlier one",
