@@ -184,6 +184,9 @@ func LoadCluster(dir string, opt isolate.Options) ([]Run, *isolate.Analysis, err
 // a partner (or link) found bad is not held against that host.
 func (r *Report) SetCluster(a *isolate.Analysis) {
 	f := findingsOf(a)
+	for i := range f.Suspects {
+		f.Suspects[i].AtFault = r.clusterPart(f.Suspects[i])
+	}
 	for _, h := range r.Hosts {
 		if ex := excusePairs(h, a); len(ex) > 0 {
 			f.Excused = append(f.Excused, ex...)
@@ -222,6 +225,9 @@ type ClusterFinding struct {
 	Verdict  isolate.State      `json:"verdict"`
 	Reason   string             `json:"reason"`
 	Evidence []isolate.Evidence `json:"evidence"`
+	// AtFault is the part the finding points at, with its identity from
+	// the host's inventory (clusterPart).
+	AtFault *Part `json:"at_fault,omitempty"`
 }
 
 // Name is how the finding names its part: "vm3 rail 1", "host vm3"
@@ -561,6 +567,9 @@ func (r *Report) clusterText(b *strings.Builder) {
 		fmt.Fprintf(b, "  %s (%s)\n", f.Line, f.Verdict)
 		for _, s := range f.Suspects {
 			fmt.Fprintf(b, "  %-8s %s (part: %s): %s\n", strings.ToUpper(string(s.Verdict)), s.Name(), s.Part, s.Reason)
+			if s.AtFault != nil {
+				fmt.Fprintf(b, "             at fault: %s\n", s.AtFault)
+			}
 			for _, e := range s.Evidence {
 				fmt.Fprintf(b, "             evidence: %s\n", evidenceLine(e))
 			}
@@ -606,6 +615,9 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "%s (**%s**)\n\n", mdEscape(f.Line), f.Verdict)
 		for _, s := range f.Suspects {
 			fmt.Fprintf(b, "- **%s** (%s, %s): %s\n", mdEscape(s.Name()), s.Part, s.Verdict, mdEscape(s.Reason))
+			if s.AtFault != nil {
+				fmt.Fprintf(b, "  - at fault: %s\n", mdEscape(s.AtFault.String()))
+			}
 			for _, e := range s.Evidence {
 				fmt.Fprintf(b, "  - %s\n", mdEscape(evidenceLine(e)))
 			}

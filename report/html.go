@@ -91,8 +91,8 @@ type htmlData struct {
 
 // findingView is one cluster finding as the page shows it.
 type findingView struct {
-	Part, Verdict, Reason string
-	Evidence              []string
+	Part, Verdict, Reason, AtFault string
+	Evidence                       []string
 }
 
 func anchor(s string) string {
@@ -156,6 +156,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if f := r.Findings; f != nil {
 		for _, s := range f.Suspects {
 			v := findingView{Part: s.Name(), Verdict: string(s.Verdict), Reason: s.Reason}
+			if s.AtFault != nil {
+				v.AtFault = s.AtFault.String()
+			}
 			for _, e := range s.Evidence {
 				v.Evidence = append(v.Evidence, evidenceLine(e))
 			}

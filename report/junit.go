@@ -391,6 +391,9 @@ func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]st
 		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", ev, out)}
 	default:
 		cause, remedy := c.CauseAndRemedy()
+		if c.Part != nil {
+			attrs = withAttr(attrs, "gdr.part", c.Part.String())
+		}
 		what := cause
 		if m := measured(c); m != "" {
 			what = m + ": " + cause

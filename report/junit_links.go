@@ -108,6 +108,9 @@ func (r *Report) clusterSuites() []clusterSuite {
 			ev = append(ev, evidenceLine(e))
 		}
 		cc.Body = cc.Message + "\nevidence:\n  " + strings.Join(ev, "\n  ")
+		if s.AtFault != nil {
+			cc.Body = cc.Message + "\nat fault: " + s.AtFault.String() + "\nevidence:\n  " + strings.Join(ev, "\n  ")
+		}
 		iso.Cases = append(iso.Cases, cc)
 	}
 	for _, h := range f.Cleared {

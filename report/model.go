@@ -49,8 +49,11 @@ type Case struct {
 	// gdr.outcome; a failure recorded without it fell short.
 	Outcome string
 	Counted bool // a row of its own: carries its own verdict (see count)
-	order   int
-	open    bool // its last output line has no newline yet: the next output continues it
+	// Part is the part a failed case points at (attribute); nil when the
+	// rules name none.
+	Part  *Part
+	order int
+	open  bool // its last output line has no newline yet: the next output continues it
 }
 
 // Outcomes of a failed case (gdr.outcome, written by harness/testenv).

@@ -444,6 +444,9 @@ func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 				fmt.Fprintf(b, "                   remedy: %s\n", rq.Remedy)
 			}
 		}
+		if rq.Part != nil && rq.Cause == "" {
+			fmt.Fprintf(b, "                   part: %s\n", rq.Part)
+		}
 	}
 	for _, o := range h.Other {
 		if o.Status != Pass || !many {
@@ -596,6 +599,9 @@ func writeHostMarkdown(m *mdWriter, h *HostResult, many bool) bool {
 			why = "shared cause: " + rq.Cause
 		} else if rq.Remedy != "" {
 			why += "; remedy: " + rq.Remedy
+		}
+		if rq.Part != nil && rq.Cause == "" {
+			why += "; part: " + rq.Part.String()
 		}
 		if !m.add(fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", rq.ID, mdEscape(rq.Title), rq.Level, statusMark[rq.Status], strings.Join(nums, "<br>"), mdEscape(clip(why, 400)))) {
 			return false

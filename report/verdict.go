@@ -84,7 +84,9 @@ type ReqResult struct {
 	Outcome string   `json:"outcome,omitempty"`
 	Cause   string   `json:"cause,omitempty"` // the shared cause it is grouped under
 	Tests   []string `json:"tests,omitempty"` // the counted cases' names
-	cases   []*Case
+	// Part is the part the first failed case points at, with its evidence.
+	Part  *Part `json:"part,omitempty"`
+	cases []*Case
 }
 
 // Cause is one root cause that several requirements share.
@@ -292,6 +294,7 @@ func buildHost(run Run) *HostResult {
 		h.Reqs = append(h.Reqs, reqResult(reqs.Req{ID: id, Area: byReq[id][0].Area, Title: "(not in this suite's catalogue)", Level: reqs.Must}, byReq[id], nil))
 	}
 	notJudgedFor(h.Reqs)
+	h.attribute()
 	h.Causes = groupCauses(h.Reqs)
 	h.Verdict = hostVerdict(h)
 	return h
