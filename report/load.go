@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 )
 
 // File names in a host's report folder.
@@ -413,4 +415,39 @@ func source(r Run) string {
 		return "(a cluster run's folder)"
 	}
 	return r.Source
+}
+
+// FromDirs builds the report of report folders as gdrreport does: each a
+// host's folder, a folder of hosts' folders, or a cluster run's shared
+// folder (its rounds, analysed with opt); runs of one host merged.
+func FromDirs(dirs []string, opt isolate.Options) (*Report, error) {
+	var runs []Run
+	var analysis *isolate.Analysis
+	for _, d := range dirs {
+		if IsCluster(d) {
+			if analysis != nil {
+				return nil, fmt.Errorf("more than one cluster folder: merge one cluster run at a time")
+			}
+			rs, a, err := LoadCluster(d, opt)
+			if err != nil {
+				return nil, err
+			}
+			runs, analysis = append(runs, rs...), a
+			continue
+		}
+		rs, err := LoadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rs...)
+	}
+	runs, err := MergeRuns(runs)
+	if err != nil {
+		return nil, err
+	}
+	r := Build(runs)
+	if analysis != nil {
+		r.SetCluster(analysis)
+	}
+	return r, nil
 }

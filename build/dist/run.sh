@@ -5,6 +5,9 @@
 # exit status (the verdict's) is this script's. Extra arguments go to every
 # test binary (e.g. -test.run X). GDR_REPORTS names another report folder;
 # GDR_REPORT_HOST names the host in the report (default: its hostname).
+# GDR_SIGN_KEY (a PEM private key) makes gdrreport write the signed
+# evidence bundle reports/evidence.tar.gz, recording the SHA-256 of every
+# test binary that ran (README, "Verifying an evidence bundle").
 #
 # Under srun with one task per node on several nodes
 # (srun -N<n> --ntasks-per-node=1 dist/run.sh) every task runs the pairing
@@ -25,4 +28,5 @@ mkdir -p "$reports"
 rm -f "$reports/test.json" "$reports/host.json"
 rc=0
 "$here/bin/gotestsum" --format testname --jsonfile "$reports/test.json" --raw-command -- "$here/run-json.sh" "$@" || rc=$?
+export GDR_EVIDENCE_BINARIES="${GDR_EVIDENCE_BINARIES:-$(printf '%s:' "$here"/bin/*.test)}"
 exec "$here/bin/gdrreport" -collect -go-exit "$rc" ${GDR_REPORT_HOST:+-host "$GDR_REPORT_HOST"} "$reports"

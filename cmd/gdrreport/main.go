@@ -26,6 +26,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/report"
+	"github.com/gdrconf/gdrconf/report/evidence"
 )
 
 func main() {
@@ -43,6 +44,14 @@ func main() {
 const exitCodeEnv = "GDR_EXIT_CODE_FILE"
 
 func run(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return verify(args[1:])
+		case "keygen":
+			return keygen(args[1:])
+		}
+	}
 	fs := flag.NewFlagSet("gdrreport", flag.ContinueOnError)
 	out := fs.String("out", "", "folder to write the reports into (default: the one input folder)")
 	collect := fs.Bool("collect", false, "the input is this host's fresh run: write its host.json (hostname, kernel, driver, GPUs, NICs, suite version, GDR_STRICT) first")
@@ -50,7 +59,7 @@ func run(args []string) int {
 	quiet := fs.Bool("q", false, "do not print summary.txt")
 	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one, and a merge refuses two hosts of one name); GDR_REPORT_HOST does the same")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] DIR...\n")
+		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -91,48 +100,31 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	var runs []report.Run
-	var analysis *isolate.Analysis
+	opt := isolate.Options{}
 	for _, d := range dirs {
 		if report.IsCluster(d) {
-			// A cluster run's shared folder: its rounds, and the pairs,
-			// suspects and bad links over them.
-			if analysis != nil {
-				fmt.Fprintln(os.Stderr, "gdrreport: more than one cluster folder: merge one cluster run at a time")
-				return 2
-			}
 			cfg, err := cluster.ParseConfig(os.LookupEnv)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 				return 2
 			}
-			rs, a, err := report.LoadCluster(d, isolate.Options{MinFraction: cfg.MinFraction})
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
-				return 2
-			}
-			runs, analysis = append(runs, rs...), a
-			continue
+			opt.MinFraction = cfg.MinFraction
 		}
-		rs, err := report.LoadDir(d)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
-			return 2
-		}
-		runs = append(runs, rs...)
 	}
-	runs, err := report.MergeRuns(runs)
+	r, err := report.FromDirs(dirs, opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2
 	}
-	r := report.Build(runs)
-	if analysis != nil {
-		r.SetCluster(analysis)
-	}
 	if err := r.WriteAll(*out); err != nil {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2
+	}
+	if kp := os.Getenv(evidence.KeyEnv); kp != "" {
+		if err := writeBundle(*out, kp, opt.MinFraction); err != nil {
+			fmt.Fprintf(os.Stderr, "gdrreport: evidence bundle: %v\n", err)
+			return 2
+		}
 	}
 	if !*quiet {
 		b, _ := os.ReadFile(filepath.Join(*out, report.SummaryText))
@@ -152,4 +144,76 @@ func same(a, b string) bool {
 	x, err1 := filepath.Abs(a)
 	y, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && x == y
+}
+
+// binariesEnv lists (':'-separated) the binaries whose SHA-256 the evidence
+// bundle records; dist's run.sh sets it to its test binaries.
+const binariesEnv = "GDR_EVIDENCE_BINARIES"
+
+// writeBundle signs the report folder dir into dir/evidence.tar.gz.
+func writeBundle(dir, keyPath string, minFraction float64) error {
+	s, err := evidence.LoadSigner(keyPath)
+	if err != nil {
+		return err
+	}
+	var bins []string
+	for _, b := range strings.Split(os.Getenv(binariesEnv), ":") {
+		if b = strings.TrimSpace(b); b != "" {
+			bins = append(bins, b)
+		}
+	}
+	if self, err := os.Executable(); err == nil {
+		bins = append(bins, self)
+	}
+	out := filepath.Join(dir, evidence.BundleFile)
+	if err := evidence.Create(dir, out, s, evidence.Options{Binaries: bins, MinFraction: minFraction}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gdrreport: signed evidence bundle %s (%s=%s)\n", out, evidence.KeyEnv, keyPath)
+	return nil
+}
+
+// verify checks a bundle: 0 verified, 1 not, 2 usage.
+func verify(args []string) int {
+	fs := flag.NewFlagSet("gdrreport verify", flag.ContinueOnError)
+	key := fs.String("key", "", "the signer's public key (PEM); the buyer's own copy, never one from the bundle")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *key == "" || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: gdrreport verify -key PUB.pem BUNDLE")
+		return 2
+	}
+	pub, err := evidence.LoadPublicKey(*key)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gdrreport verify: %v\n", err)
+		return 2
+	}
+	res, err := evidence.Verify(fs.Arg(0), pub)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gdrreport verify: NOT VERIFIED: %v\n", err)
+		return 1
+	}
+	fmt.Printf("verified: %s\n  signed by key %s\n  %d members, each as signed\n  verdict %q, exit code %d, re-derived from the raw streams\n  created %s by suite %s\n",
+		fs.Arg(0), res.KeyID, res.Members, res.Predicate.Verdict, res.Predicate.ExitCode, res.Predicate.Created, res.Predicate.Renderer)
+	for n, sum := range res.Predicate.Binaries {
+		fmt.Printf("  binary %s sha256 %s\n", n, sum)
+	}
+	return 0
+}
+
+// keygen writes an Ed25519 key pair for GDR_SIGN_KEY.
+func keygen(args []string) int {
+	fs := flag.NewFlagSet("gdrreport keygen", flag.ContinueOnError)
+	out := fs.String("out", "", "file name prefix: writes PREFIX.pem (private, mode 0600) and PREFIX.pub.pem")
+	if err := fs.Parse(args); err != nil || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: gdrreport keygen -out PREFIX")
+		return 2
+	}
+	if err := evidence.GenerateKey(*out+".pem", *out+".pub.pem"); err != nil {
+		fmt.Fprintf(os.Stderr, "gdrreport keygen: %v\n", err)
+		return 2
+	}
+	fmt.Printf("wrote %s.pem (keep it; GDR_SIGN_KEY=%s.pem) and %s.pub.pem (give it to whoever verifies)\n", *out, *out, *out)
+	return 0
 }

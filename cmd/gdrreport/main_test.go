@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/report"
+	"github.com/gdrconf/gdrconf/report/evidence"
 )
 
 func hostDir(t *testing.T, id report.Identity, result string) string {
@@ -98,4 +99,29 @@ func TestDuplicateHostsRefused(t *testing.T) {
 	b2, err := os.ReadFile(filepath.Join(out, "exit-code"))
 	require.NoError(t, err)
 	assert.Equal(t, "0\n", string(b2))
+}
+
+// GDR_SIGN_KEY makes the report folder carry a signed bundle that
+// `gdrreport verify` accepts with the public key, and rejects (exit 1) once
+// a member changed; a bad key value is exit 2 naming the variable.
+func TestEvidenceBundle(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "lab")
+	require.Equal(t, 0, run([]string{"keygen", "-out", keys}))
+	dir := hostDir(t, report.Identity{Host: "a"}, "fail")
+	t.Setenv(evidence.KeyEnv, keys+".pem")
+	assert.Equal(t, 1, run([]string{"-q", dir}), "the verdict's exit status is unchanged")
+	bundle := filepath.Join(dir, evidence.BundleFile)
+	require.FileExists(t, bundle)
+	assert.Equal(t, 0, run([]string{"verify", "-key", keys + ".pub.pem", bundle}))
+	assert.Equal(t, 2, run([]string{"verify", bundle}), "no key: usage")
+
+	b, err := os.ReadFile(bundle)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	bad := filepath.Join(t.TempDir(), "bad.tar.gz")
+	require.NoError(t, os.WriteFile(bad, b, 0o644))
+	assert.Equal(t, 1, run([]string{"verify", "-key", keys + ".pub.pem", bad}), "a changed byte")
+
+	t.Setenv(evidence.KeyEnv, filepath.Join(t.TempDir(), "missing.pem"))
+	assert.Equal(t, 2, run([]string{"-q", dir}))
 }
