@@ -446,7 +446,11 @@ func Verify(p string, pub crypto.PublicKey) (*Result, error) {
 	}
 	res.Rederived = r.Verdict.Line
 	if r.Verdict.Line != res.Predicate.Verdict || r.ExitCode() != res.Predicate.ExitCode {
-		return res, fmt.Errorf("%s: the raw streams give %q (exit %d), the signed predicate says %q (exit %d)", p, r.Verdict.Line, r.ExitCode(), res.Predicate.Verdict, res.Predicate.ExitCode)
+		why := ""
+		if r.Suite != res.Predicate.Renderer {
+			why = fmt.Sprintf(" (re-derived by suite %s, signed by suite %s: if the verdict rules changed between them, verify with the signer's version)", r.Suite, res.Predicate.Renderer)
+		}
+		return res, fmt.Errorf("%s: the raw streams give %q (exit %d), the signed predicate says %q (exit %d)%s", p, r.Verdict.Line, r.ExitCode(), res.Predicate.Verdict, res.Predicate.ExitCode, why)
 	}
 	var sj struct {
 		Verdict string `json:"verdict"`

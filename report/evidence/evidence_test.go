@@ -183,3 +183,13 @@ func TestBundleVerifiesWithOpenSSL(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "Signature Verified Successfully")
 }
+
+// The bundle the H200 wrote (fixtures/runs/h200-inventory) verifies here
+// with that run's public key: the raw stream re-derives its verdict.
+func TestRecordedBundle(t *testing.T) {
+	dir := filepath.Join("..", "..", "fixtures", "runs", "h200-inventory")
+	res, err := verifyWith(t, filepath.Join(dir, BundleFile), filepath.Join(dir, "signer.pub.pem"))
+	require.NoError(t, err)
+	assert.Equal(t, "INCOMPLETE (23 must requirements skipped)", res.Predicate.Verdict)
+	assert.Contains(t, res.Predicate.Binaries, "gpu.test")
+}
