@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
@@ -33,6 +34,12 @@ func (p *Part) String() string {
 	return s + "; " + p.Confidence + " confidence: " + p.Why
 }
 
+// gpuSideRatio: PP-09's GPU/host bandwidth ratio below which a slow rail
+// is put on the GPU side; at or above it host memory is as slow, so the
+// NIC side. No source gives a number: 0.8 is the PP-10 fraction the suite
+// already uses for "keeps its rate".
+const gpuSideRatio = 0.8
+
 // Confidence words.
 const (
 	confHigh, confMedium, confLow = "high", "medium", "low"
@@ -62,13 +69,13 @@ type evidence struct {
 	inv       *inventory.Host
 	failedOn  map[string]map[string]bool // requirement -> device (gpu bdf or nic name) -> failed
 	failedReq map[string]bool
-	hlth      map[string]string // nic -> HLTH-01 cause
-	pp09      map[string]string // nic -> PP-09 GPU/host bandwidth ratio, when recorded
+	hlth      map[string]string  // nic -> HLTH-01 cause
+	pp09      map[string]float64 // nic -> PP-09's GPU/host bandwidth ratio (gdr.bw_ratio_gpu_host), when recorded
 }
 
 func evidenceOf(h *HostResult) *evidence {
 	e := &evidence{inv: h.Identity.Inventory, failedOn: map[string]map[string]bool{}, failedReq: map[string]bool{},
-		hlth: map[string]string{}, pp09: map[string]string{}}
+		hlth: map[string]string{}, pp09: map[string]float64{}}
 	for _, rq := range h.Reqs {
 		for _, c := range rq.cases {
 			a := c.Attrs
@@ -87,8 +94,8 @@ func evidenceOf(h *HostResult) *evidence {
 					e.hlth[a["gdr.nic"]] = cause
 				}
 			}
-			if rq.ID == "PP-09" {
-				if r := a["gdr.gpu_host_bw_ratio"]; r != "" && a["gdr.nic"] != "" {
+			if rq.ID == "PP-09" && a["gdr.nic"] != "" {
+				if r, err := strconv.ParseFloat(c.Own["gdr.bw_ratio_gpu_host"], 64); err == nil && r > 0 {
 					e.pp09[a["gdr.nic"]] = r
 				}
 			}
@@ -147,8 +154,10 @@ func (e *evidence) partOf(req string, c *Case) *Part {
 	}
 	area, _, _ := strings.Cut(req, "-")
 	switch {
-	case area == "INST", area == "MREG":
-		return &Part{Kind: "host software", Name: "the driver and library installation", Why: "an install or registration step failed: " + clipWords(cause, 160), Confidence: confHigh}
+	case area == "INST":
+		return &Part{Kind: "host software", Name: "the driver and library installation", Why: "an install step failed: " + clipWords(cause, 160), Confidence: confHigh}
+	case area == "MREG":
+		return &Part{Kind: "host software", Name: "the GPU peer-memory path (nvidia_peermem or dma-buf)", Why: "GPU memory did not register with the NIC: " + clipWords(cause, 160), Confidence: confMedium}
 	case req == "TOPO-09" && nic != "":
 		return nicPart("nic firmware settings", "its firmware configuration differs from NVIDIA's documented GPUDirect values (set with mstconfig, no part to replace)", confHigh)
 	case req == "TOPO-10" && nic != "":
@@ -202,8 +211,14 @@ func (e *evidence) partOf(req string, c *Case) *Part {
 			return nicPart("cable/optic", "the rail is slow and TOPO-10 found its transceiver or link out of limits", confHigh)
 		case e.hlth[nic] != "" && linkCounters.MatchString(e.hlth[nic]):
 			return nicPart("cable/optic", "the rail is slow and its link-level error counters rose (HLTH-01)", confMedium)
-		case strings.Contains(a["gdr.mem"], "gpu") && e.failedOn["PP-09"] == nil && e.pp09[nic] != "":
-			return gpuPart("gpu", "GPU memory through this NIC is slower than host memory through it (PP-09 ratio "+e.pp09[nic]+"): the GPU side of the path", confMedium)
+		}
+		if r, ok := e.pp09[nic]; ok {
+			if r < gpuSideRatio && gpu != "" {
+				return gpuPart("gpu", fmt.Sprintf("GPU memory through %s reaches %.2f of host memory's rate through it (PP-09): the GPU side of the path (the GPU, or its PCIe path to the NIC)", nic, r), confMedium)
+			}
+			if r >= gpuSideRatio {
+				return nicPart("nic", fmt.Sprintf("host memory through the same NIC is as slow (PP-09: GPU memory at %.2f of host memory's rate): the NIC, its cable or its switch port, not the GPU", r), confMedium)
+			}
 		}
 		return nicPart("nic", "this rail fell short on this host; the NIC, its cable or its switch port (a cluster run names which by re-pairing)", confLow)
 	}

@@ -92,3 +92,21 @@ func TestAttributionDefaultsLow(t *testing.T) {
 	assert.Equal(t, "nic", p.Kind)
 	assert.Equal(t, confLow, p.Confidence)
 }
+
+// PP-09 beside a slow rail: host memory through the NIC as slow puts it on
+// the NIC side, GPU memory much slower on the GPU side.
+func TestAttributionByPP09(t *testing.T) {
+	for ratio, want := range map[string]string{"0.98": "nic", "0.41": "gpu"} {
+		run := Run{Host: Identity{Host: "h"}, Events: events("github.com/gdrconf/gdrconf/conformance/pingpong",
+			tc{name: "TestPP09HostVsGPU", result: "pass", attrs: []string{"gdr.req", "PP-09"}},
+			tc{name: "TestPP09HostVsGPU/rail0", result: "pass", attrs: []string{"gdr.nic", "mlx5_0", "gdr.bw_ratio_gpu_host", ratio}},
+			tc{name: "TestPP08Bandwidth", result: "fail", attrs: []string{"gdr.req", "PP-08"}},
+			tc{name: "TestPP08Bandwidth/rail0/WRITE/1048576", result: "fail", attrs: []string{"gdr.nic", "mlx5_0", "gdr.gpu", "0000:3b:00.0", "gdr.mem", "gpu", "gdr.cause", "slow"}},
+		)}
+		p := partOfReq(t, Build([]Run{run}).Hosts[0], "PP-08")
+		require.NotNil(t, p, ratio)
+		assert.Equal(t, want, p.Kind, ratio)
+		assert.Equal(t, confMedium, p.Confidence, ratio)
+		assert.Contains(t, p.Why, "PP-09", ratio)
+	}
+}
