@@ -61,7 +61,7 @@ func ParseGPUInformation(b []byte) (GPUInfo, error) {
 		return g, fmt.Errorf("no Model or Bus Location line in %s", clip.QuoteN(string(b), 120))
 	}
 	if g.BDF != "" && !pci.IsBDF(g.BDF) {
-		return g, fmt.Errorf("Bus Location %q is not a PCI address", g.BDF)
+		return g, fmt.Errorf("the Bus Location line %q is not a PCI address", g.BDF)
 	}
 	return g, nil
 }
