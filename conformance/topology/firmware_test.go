@@ -22,18 +22,10 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 	// The NICs mstconfig can read: hardware NVIDIA/Mellanox PFs of the
 	// rails. The others are named, so a host with none skips saying why
 	// instead of passing on nothing.
-	seen := map[string]bool{}
+	hw, other := h.railNICs(t)
 	var nics []*rails.NIC
-	var other []string
-	for _, r := range h.needRails(t) {
-		n := r.NIC
-		if n == nil || seen[n.Name] {
-			continue
-		}
-		seen[n.Name] = true
+	for _, n := range hw {
 		switch {
-		case n.Software:
-			other = append(other, fmt.Sprintf("%s is a software device (on %s) without firmware", n.Name, n.Parent))
 		case n.Dev == nil || n.Dev.Driver != "mlx5_core":
 			drv := "unknown driver"
 			if n.Dev != nil && n.Dev.Driver != "" {
@@ -54,10 +46,7 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 		t.Logf("not checked: %s", o)
 	}
 	if len(nics) == 0 {
-		if len(other) == 0 {
-			other = []string{"no rail has an RDMA NIC"}
-		}
-		testenv.Absent(t, "no NIC whose firmware settings can be read: %s", strings.Join(other, "; "))
+		noNIC(t, "firmware settings", other)
 	}
 	for _, n := range nics {
 		t.Run(n.Name, func(t *testing.T) {

@@ -150,3 +150,33 @@ func (h *host) pathNIC(t *testing.T, r *rails.Rail) (n *rails.NIC, p topo.Path, 
 	}
 	return nil, topo.Path{}, false
 }
+
+// railNICs are the selected rails' hardware NICs, each once in rail order,
+// and a line per software NIC left out (rxe and siw have no firmware and no
+// transceiver), for the checks that read a NIC's own parts.
+func (h *host) railNICs(t *testing.T) (hw []*rails.NIC, other []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range h.needRails(t) {
+		n := r.NIC
+		if n == nil || seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		if n.Software {
+			other = append(other, fmt.Sprintf("%s is a software device (on %s) without firmware or transceiver", n.Name, n.Parent))
+			continue
+		}
+		hw = append(hw, n)
+	}
+	return hw, other
+}
+
+// noNIC ends the test as absent: no rail NIC the check can read, saying why.
+func noNIC(t *testing.T, what string, other []string) {
+	t.Helper()
+	if len(other) == 0 {
+		other = []string{"no rail has an RDMA NIC"}
+	}
+	testenv.Absent(t, "no NIC whose %s can be read: %s", what, strings.Join(other, "; "))
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/optics"
-	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
@@ -19,26 +18,9 @@ import (
 func TestTOPO10LinkHealth(t *testing.T) {
 	testenv.Req(t, "TOPO-10")
 	h := loadHost(t)
-	seen := map[string]bool{}
-	var nics []*rails.NIC
-	var other []string
-	for _, r := range h.needRails(t) {
-		n := r.NIC
-		if n == nil || seen[n.Name] {
-			continue
-		}
-		seen[n.Name] = true
-		if n.Software {
-			other = append(other, fmt.Sprintf("%s is a software device (on %s): no transceiver", n.Name, n.Parent))
-			continue
-		}
-		nics = append(nics, n)
-	}
+	nics, other := h.railNICs(t)
 	if len(nics) == 0 {
-		if len(other) == 0 {
-			other = []string{"no rail has an RDMA NIC"}
-		}
-		testenv.Absent(t, "no NIC with a transceiver to read: %s", strings.Join(other, "; "))
+		noNIC(t, "transceiver or link", other)
 	}
 	timeout := min(testenv.Config(t).Timeout, 60*time.Second)
 	for _, n := range nics {

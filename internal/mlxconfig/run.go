@@ -1,14 +1,12 @@
 package mlxconfig
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hosttool"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
@@ -30,43 +28,18 @@ func Run(root *hostfs.Root, bdf string, timeout time.Duration) (out, src string,
 	if !pci.IsBDF(bdf) {
 		return "", "", &verdict.NotJudged{Msg: fmt.Sprintf("mlxconfig: %q is not a PCI address", bdf)}
 	}
-	if !root.IsLive() {
-		p := RecordedQuery(bdf)
-		b, err := root.ReadFile(p)
-		if err != nil {
-			return "", "", &verdict.Absent{Msg: fmt.Sprintf("GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; mstconfig runs only on the live host", root.Dir(), p)}
+	out, src, err = hosttool.Output(root, RecordedQuery(bdf), Tools, timeout, "-d", bdf, "-e", "query")
+	if err != nil {
+		var a *verdict.Absent
+		if errors.As(err, &a) && root.IsLive() {
+			a.Msg += ": install mstflint (Debian/Ubuntu/RHEL) or NVIDIA MFT to read the NIC's firmware settings"
 		}
-		return string(b), root.Host(p), nil
+		return out, src, err
 	}
-	var tool string
-	for _, t := range Tools {
-		if p, err := exec.LookPath(t); err == nil {
-			tool = p
-			break
-		}
+	// The tool exits 3 with "-E-" lines; "cannot open" is not root, or not
+	// a device it knows (mtcr checks geteuid before anything else).
+	if _, perr := Parse(out); IsOpenError(perr) {
+		return out, src, &verdict.Absent{Msg: fmt.Sprintf("%s: %q: the tool opens the device only as root and only for NVIDIA/Mellanox devices; run the suite as root", src, ErrOpen)}
 	}
-	if tool == "" {
-		return "", "", &verdict.Absent{Msg: fmt.Sprintf("neither %s found in PATH: install mstflint (Debian/Ubuntu/RHEL) or NVIDIA MFT to read the NIC's firmware settings", strings.Join(Tools, " nor "))}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, tool, "-d", bdf, "-e", "query")
-	cmd.WaitDelay = 2 * time.Second
-	b, runErr := cmd.CombinedOutput()
-	src = tool + " -d " + bdf + " -e query"
-	if ctx.Err() == context.DeadlineExceeded {
-		return string(b), src, &verdict.NotJudged{Remedy: "run it by hand; a NIC that does not answer its configuration queries may need a firmware reset (mlxfwreset)",
-			Msg: fmt.Sprintf("%s did not finish within %v (GDR_TIMEOUT)", src, timeout)}
-	}
-	if runErr != nil {
-		// The tool exits 3 with "-E-" lines; Parse names them.
-		if _, perr := Parse(string(b)); IsOpenError(perr) {
-			return string(b), src, &verdict.Absent{Msg: fmt.Sprintf("%s: %q: the tool opens the device only as root (mtcr checks geteuid) and only for NVIDIA/Mellanox devices; run the suite as root", src, ErrOpen)}
-		}
-		var ee *exec.ExitError
-		if !errors.As(runErr, &ee) {
-			return string(b), src, &verdict.NotJudged{Remedy: "check the tool's installation", Msg: fmt.Sprintf("%s: %v", src, runErr)}
-		}
-	}
-	return string(b), src, nil
+	return out, src, nil
 }
