@@ -121,7 +121,7 @@ func run(args []string) int {
 		return 2
 	}
 	if kp := os.Getenv(evidence.KeyEnv); kp != "" {
-		if err := writeBundle(*out, kp, opt.MinFraction); err != nil {
+		if err := writeBundle(dirs, *out, kp, opt.MinFraction); err != nil {
 			fmt.Fprintf(os.Stderr, "gdrreport: evidence bundle: %v\n", err)
 			return 2
 		}
@@ -150,8 +150,9 @@ func same(a, b string) bool {
 // bundle records; dist's run.sh sets it to its test binaries.
 const binariesEnv = "GDR_EVIDENCE_BINARIES"
 
-// writeBundle signs the report folder dir into dir/evidence.tar.gz.
-func writeBundle(dir, keyPath string, minFraction float64) error {
+// writeBundle signs the report folder dir, made from inputs, into
+// dir/evidence.tar.gz.
+func writeBundle(inputs []string, dir, keyPath string, minFraction float64) error {
 	s, err := evidence.LoadSigner(keyPath)
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func writeBundle(dir, keyPath string, minFraction float64) error {
 		bins = append(bins, self)
 	}
 	out := filepath.Join(dir, evidence.BundleFile)
-	if err := evidence.Create(dir, out, s, evidence.Options{Binaries: bins, MinFraction: minFraction}); err != nil {
+	if err := evidence.Create(inputs, dir, out, s, evidence.Options{Binaries: bins, MinFraction: minFraction}); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "gdrreport: signed evidence bundle %s (%s=%s)\n", out, evidence.KeyEnv, keyPath)

@@ -47,6 +47,7 @@ import (
 // Names inside the bundle.
 const (
 	ReportDir      = "report/" // the report folder's files
+	RunsDir        = "runs/"   // a merge's input folders, runs/<n>-<name>/..., when they are not the report folder
 	ThresholdsFile = "thresholds.json"
 	EnvelopeFile   = "attestation.intoto.json"
 	// PayloadType is DSSE's type for an in-toto statement.
@@ -94,33 +95,25 @@ type Options struct {
 }
 
 // Create writes the bundle of the report folder dir to out, signed by s.
-// Existing bundles in dir are left out.
-func Create(dir, out string, s dsse.SignerVerifier, opt Options) error {
-	r, err := report.FromDirs([]string{dir}, isolate.Options{MinFraction: opt.MinFraction})
+// inputs are the folders the report was made from; when they are dir
+// itself (one host's run) the bundle holds dir, else it holds each input
+// under runs/ as well, so that the verdict re-derives from them. Existing
+// bundles are left out.
+func Create(inputs []string, dir, out string, s dsse.SignerVerifier, opt Options) error {
+	r, err := report.FromDirs(inputs, isolate.Options{MinFraction: opt.MinFraction})
 	if err != nil {
-		return fmt.Errorf("evidence: %s: %w", dir, err)
+		return fmt.Errorf("evidence: %s: %w", strings.Join(inputs, " "), err)
 	}
 	members := map[string][]byte{}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	if err := addTree(members, ReportDir, dir); err != nil {
+		return err
+	}
+	if !(len(inputs) == 1 && sameDir(inputs[0], dir)) {
+		for i, in := range inputs {
+			if err := addTree(members, fmt.Sprintf("%s%d-%s/", RunsDir, i+1, filepath.Base(filepath.Clean(in))), in); err != nil {
+				return err
+			}
 		}
-		if !d.Type().IsRegular() || d.Name() == BundleFile {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		members[ReportDir+filepath.ToSlash(rel)] = b
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("evidence: reading %s: %w", dir, err)
 	}
 	th, err := json.MarshalIndent(thresholds(r), "", "  ")
 	if err != nil {
@@ -156,6 +149,39 @@ func Create(dir, out string, s dsse.SignerVerifier, opt Options) error {
 	}
 	members[EnvelopeFile] = append(eb, '\n')
 	return writeArchive(out, members, opt.Now)
+}
+
+// addTree adds the regular files under dir to members, named prefix + their
+// slash path below dir.
+func addTree(members map[string][]byte, prefix, dir string) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || d.Name() == BundleFile || strings.HasSuffix(d.Name(), BundleFile+".tmp") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		members[prefix+filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("evidence: reading %s: %w", dir, err)
+	}
+	return nil
+}
+
+func sameDir(a, b string) bool {
+	x, err1 := filepath.Abs(a)
+	y, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && x == y
 }
 
 func predicateOf(r *report.Report, opt Options) Predicate {
@@ -328,6 +354,13 @@ func readArchive(p string) (map[string][]byte, error) {
 	return out, nil
 }
 
+// inputOrder is the n of a runs/<n>-<name> folder.
+func inputOrder(dir string) int {
+	n := 0
+	fmt.Sscanf(filepath.Base(dir), "%d-", &n)
+	return n
+}
+
 // Result is what Verify established.
 type Result struct {
 	KeyID     string
@@ -427,8 +460,19 @@ func Verify(p string, pub crypto.PublicKey) (*Result, error) {
 		return res, err
 	}
 	defer os.RemoveAll(tmp)
+	// A merge's inputs (runs/<n>-<name>/) when the bundle has them, else
+	// the report folder itself (one host's run).
+	from, inputs := ReportDir, map[string]bool{}
+	for n := range members {
+		if rest, ok := strings.CutPrefix(n, RunsDir); ok {
+			from = RunsDir
+			if top, _, ok := strings.Cut(rest, "/"); ok {
+				inputs[top] = true
+			}
+		}
+	}
 	for n, b := range members {
-		rel, ok := strings.CutPrefix(n, ReportDir)
+		rel, ok := strings.CutPrefix(n, from)
 		if !ok {
 			continue
 		}
@@ -440,7 +484,15 @@ func Verify(p string, pub crypto.PublicKey) (*Result, error) {
 			return res, err
 		}
 	}
-	r, err := report.FromDirs([]string{tmp}, isolate.Options{MinFraction: res.Predicate.MinFraction})
+	dirs := []string{tmp}
+	if from == RunsDir {
+		dirs = nil
+		for in := range inputs {
+			dirs = append(dirs, filepath.Join(tmp, in))
+		}
+		sort.Slice(dirs, func(i, j int) bool { return inputOrder(dirs[i]) < inputOrder(dirs[j]) })
+	}
+	r, err := report.FromDirs(dirs, isolate.Options{MinFraction: res.Predicate.MinFraction})
 	if err != nil {
 		return res, fmt.Errorf("%s: the raw streams do not load: %w", p, err)
 	}

@@ -53,7 +53,7 @@ func bundle(t *testing.T) (path, pub string, s dsse.SignerVerifier) {
 	bin := filepath.Join(t.TempDir(), "pingpong.test")
 	require.NoError(t, os.WriteFile(bin, []byte("a test binary"), 0o755))
 	path = filepath.Join(dir, BundleFile)
-	require.NoError(t, Create(dir, path, s, Options{Binaries: []string{bin}, Now: time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)}))
+	require.NoError(t, Create([]string{dir}, dir, path, s, Options{Binaries: []string{bin}, Now: time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)}))
 	return path, pub, s
 }
 
@@ -192,4 +192,34 @@ func TestRecordedBundle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "INCOMPLETE (23 must requirements skipped)", res.Predicate.Verdict)
 	assert.Contains(t, res.Predicate.Binaries, "gpu.test")
+}
+
+// A merge: the report folder holds no raw stream, so the bundle carries the
+// inputs under runs/ and the verdict re-derives from them.
+func TestBundleOfMerge(t *testing.T) {
+	a, b := reportDir(t), reportDir(t)
+	hj := filepath.Join(b, "host.json")
+	raw, err := os.ReadFile(hj)
+	require.NoError(t, err)
+	var id map[string]any
+	require.NoError(t, json.Unmarshal(raw, &id))
+	id["host"], id["machine_id"] = "gpu02", "m2"
+	raw, _ = json.Marshal(id)
+	require.NoError(t, os.WriteFile(hj, raw, 0o644))
+	out := t.TempDir()
+	r, err := report.FromDirs([]string{a, b}, isolate.Options{})
+	require.NoError(t, err)
+	require.NoError(t, r.WriteAll(out))
+	priv, pub := keys(t)
+	s, err := LoadSigner(priv)
+	require.NoError(t, err)
+	path := filepath.Join(out, BundleFile)
+	require.NoError(t, Create([]string{a, b}, out, path, s, Options{}))
+	res, err := verifyWith(t, path, pub)
+	require.NoError(t, err)
+	assert.Len(t, res.Predicate.Hosts, 2)
+	m, err := readArchive(path)
+	require.NoError(t, err)
+	assert.Contains(t, m, "runs/1-"+filepath.Base(a)+"/test.json")
+	assert.Contains(t, m, "report/summary.json")
 }
