@@ -63,13 +63,11 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 			testenv.Attr(t, "nic_device_type", q.DeviceType)
 			checks := mlxconfig.Judge(q, h.guest.VM)
 			var unmet, sources []string
+			var pending []string
 			for _, c := range checks {
-				key := "fw_" + strings.ToLower(c.Param)
-				if c.Value != "" {
-					testenv.Attr(t, key, c.Value)
-				}
+				fwAttr(t, c.Param, c.Value)
 				if c.Pending != "" {
-					testenv.Attr(t, key+"_pending", c.Pending)
+					pending = append(pending, c.Param+" "+c.Pending)
 				}
 				verdict := "reported"
 				switch {
@@ -82,6 +80,9 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 				}
 				t.Logf("%s: %s (%s): %s", n.Name, c, verdict, c.Why)
 			}
+			if len(pending) > 0 {
+				testenv.Attr(t, "fw_pending", strings.Join(pending, "; "))
+			}
 			if len(checks) == 0 {
 				testenv.Absent(t, "%s: the query lists none of the settings TOPO-09 checks (ADVANCED_PCI_SETTINGS, MAX_ACC_OUT_READ, PCI_WR_ORDERING, ATS_ENABLED)", src)
 			}
@@ -93,5 +94,24 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// fwAttr records a checked setting's value under its own literal key (keys
+// must be checkable: internal/attrkey).
+func fwAttr(t *testing.T, param, v string) {
+	t.Helper()
+	if v == "" {
+		return
+	}
+	switch param {
+	case "ADVANCED_PCI_SETTINGS":
+		testenv.Attr(t, "fw_advanced_pci_settings", v)
+	case "MAX_ACC_OUT_READ":
+		testenv.Attr(t, "fw_max_acc_out_read", v)
+	case "PCI_WR_ORDERING":
+		testenv.Attr(t, "fw_pci_wr_ordering", v)
+	case "ATS_ENABLED":
+		testenv.Attr(t, "fw_ats_enabled", v)
 	}
 }
