@@ -50,6 +50,9 @@ func TestTOPO10LinkHealth(t *testing.T) {
 						testenv.NotJudgedf(t, "run ethtool -m by hand", "%s: %v", src, perr)
 					default:
 						read++
+						if p := n.Dev.Port(n.Port); p != nil {
+							m.PortLanes = optics.PortWidth(p.Rate)
+						}
 						part = "cable/optic " + m.Part()
 						testenv.Attr(t, "optic", m.Part())
 						testenv.Attr(t, "optic_identifier", m.Identifier)

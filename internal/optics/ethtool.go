@@ -43,6 +43,10 @@ type Module struct {
 	// Thresholds by group: "Laser bias current", "Laser output power",
 	// "Module temperature", "Module voltage", "Laser rx power".
 	Thresholds map[string]Threshold
+	// PortLanes, when set (the port's width: 4 for "4X"), bounds the lanes
+	// judged: a twin-port OSFP reports all 8 lanes to each port's netdev,
+	// and the other port's lanes are not this port's fault.
+	PortLanes int
 }
 
 // Threshold is a group's four limits, in the group's unit (mA, mW, C, V).

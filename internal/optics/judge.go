@@ -3,7 +3,9 @@ package optics
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
+	"strconv"
 )
 
 // Level says how bad a finding is: an alarm fails (the part is out of its
@@ -64,10 +66,19 @@ const (
 func (m *Module) ActiveLanes() []int {
 	var out []int
 	if len(m.TxMW) == 0 && len(m.BiasMA) == 0 {
-		return lanes(m.RxMW)
+		var out []int
+		for _, l := range lanes(m.RxMW) {
+			if m.PortLanes == 0 || l <= m.PortLanes {
+				out = append(out, l)
+			}
+		}
+		return out
 	}
 	seen := map[int]bool{}
 	for _, l := range append(lanes(m.TxMW), lanes(m.BiasMA)...) {
+		if m.PortLanes > 0 && l > m.PortLanes {
+			continue
+		}
 		if !seen[l] && (m.TxMW[l] > 0 || m.BiasMA[l] > 0) {
 			seen[l] = true
 			out = append(out, l)
@@ -151,4 +162,20 @@ func JudgeLink(l *Link) []Finding {
 		out = append(out, Finding{Level: Warning, What: "link error recoveries since the counters were cleared", Value: *l.Recovery, Limit: 0, Bound: "ceiling", Source: "mlxlink Link Error Recovery Counter"})
 	}
 	return out
+}
+
+var widthRE = regexp.MustCompile(`\((\d+)X\b`)
+
+// PortWidth is the lane count in a port's sysfs rate ("400 Gb/sec (4X
+// NDR)" is 4); 0 when it names none.
+func PortWidth(rate string) int {
+	m := widthRE.FindStringSubmatch(rate)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 || n > 16 {
+		return 0
+	}
+	return n
 }

@@ -121,3 +121,16 @@ func FuzzParseEthtool(f *testing.F) {
 		_ = JudgeLink(ParseMlxlink(s))
 	})
 }
+
+// A twin-port module shows each port all 8 lanes: with the port's width
+// known only its own lanes are judged.
+func TestPortLanes(t *testing.T) {
+	m := module(t, "ethtool-m-cmis-osfp.txt")
+	m.TxMW[6], m.BiasMA[6], m.RxMW[6] = 0.8, 7.0, 0 // the other port's lane, transmitting into a dark fibre
+	require.Len(t, JudgeModule(m), 1, "unbounded: lane 6 is judged")
+	m.PortLanes = PortWidth("400 Gb/sec (4X NDR)")
+	assert.Equal(t, 4, m.PortLanes)
+	assert.Empty(t, JudgeModule(m), "lane 6 is not this port's")
+	assert.Zero(t, PortWidth("100 Gb/sec"))
+	assert.Equal(t, 1, PortWidth("25 Gb/sec (1X EDR)"))
+}
