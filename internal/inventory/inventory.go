@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gdrconf/gdrconf/internal/dmi"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
@@ -135,7 +136,7 @@ func Collect(root *hostfs.Root) Host {
 			v, ok := vpds[d.PCI]
 			if !ok {
 				var err error
-				v, err = pci.ReadVPD(root, d.PCI)
+				v, err = vpdWithin(root, d.PCI, VPDTimeout)
 				switch {
 				case errors.Is(err, pci.ErrNoVPD):
 				case err != nil:
@@ -194,6 +195,36 @@ func software(root *hostfs.Root, note func(string, ...any)) Software {
 	return s
 }
 
+// VPDTimeout bounds one function's VPD read: the kernel reads VPD through
+// config space a few bytes at a time with a wait per step, and some devices
+// answer slowly or never; the inventory must not hold the report up.
+const VPDTimeout = 5 * time.Second
+
+// readVPD is pci.ReadVPD; tests replace it.
+var readVPD = pci.ReadVPD
+
+// vpdWithin reads bdf's VPD, giving up after d (the read goes on in the
+// background; its result is dropped).
+func vpdWithin(root *hostfs.Root, bdf string, d time.Duration) (*pci.VPD, error) {
+	type res struct {
+		v   *pci.VPD
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, err := readVPD(root, bdf)
+		ch <- res{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-time.After(d):
+		return nil, fmt.Errorf("VPD read did not finish within %v", d)
+	}
+}
+
+var releaseRE = regexp.MustCompile(`^\d+\.\d+$`)
+
 var libVersion = regexp.MustCompile(`^libibverbs\.so\.(1\.\d+\.(\d+\.\d+|[0-9A-Za-z.]+))$`)
 
 // libibverbs finds the file libibverbs.so.1 resolves to and the versions in
@@ -215,7 +246,7 @@ func libibverbs(root *hostfs.Root) (file, release string) {
 			continue
 		}
 		file = m[1]
-		if rel := m[2]; regexp.MustCompile(`^\d+\.\d+$`).MatchString(rel) {
+		if rel := m[2]; releaseRE.MatchString(rel) {
 			release = rel
 		}
 		return file, release

@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
+	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
 func fixture(t *testing.T, name string) *hostfs.Root {
@@ -102,4 +104,18 @@ func TestMergeGPU(t *testing.T) {
 	assert.Equal(t, "procfs+nvml", h.GPUs[1].Source)
 	h.MergeGPU(GPU{BDF: "0000:19:00.0"})
 	assert.Equal(t, "procfs+nvml", h.GPUs[1].Source)
+}
+
+// A device whose VPD read hangs costs VPDTimeout, is named in Notes, and
+// the rest of the inventory is there.
+func TestVPDReadBounded(t *testing.T) {
+	old := readVPD
+	t.Cleanup(func() { readVPD = old })
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	readVPD = func(*hostfs.Root, string) (*pci.VPD, error) { <-block; return nil, nil }
+	start := time.Now()
+	_, err := vpdWithin(fixture(t, "dgx"), "0000:19:00.0", 50*time.Millisecond)
+	assert.ErrorContains(t, err, "did not finish within 50ms")
+	assert.Less(t, time.Since(start), 2*time.Second)
 }
