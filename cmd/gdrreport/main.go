@@ -121,7 +121,7 @@ func run(args []string) int {
 		return 2
 	}
 	if kp := os.Getenv(evidence.KeyEnv); kp != "" {
-		if err := writeBundle(dirs, *out, kp, opt.MinFraction); err != nil {
+		if err := writeBundle(r, dirs, *out, kp, opt.MinFraction); err != nil {
 			fmt.Fprintf(os.Stderr, "gdrreport: evidence bundle: %v\n", err)
 			return 2
 		}
@@ -152,7 +152,7 @@ const binariesEnv = "GDR_EVIDENCE_BINARIES"
 
 // writeBundle signs the report folder dir, made from inputs, into
 // dir/evidence.tar.gz.
-func writeBundle(inputs []string, dir, keyPath string, minFraction float64) error {
+func writeBundle(r *report.Report, inputs []string, dir, keyPath string, minFraction float64) error {
 	s, err := evidence.LoadSigner(keyPath)
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func writeBundle(inputs []string, dir, keyPath string, minFraction float64) erro
 		bins = append(bins, self)
 	}
 	out := filepath.Join(dir, evidence.BundleFile)
-	if err := evidence.Create(inputs, dir, out, s, evidence.Options{Binaries: bins, MinFraction: minFraction}); err != nil {
+	if err := evidence.CreateFrom(r, inputs, dir, out, s, evidence.Options{Binaries: bins, MinFraction: minFraction}); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "gdrreport: signed evidence bundle %s (%s=%s)\n", out, evidence.KeyEnv, keyPath)

@@ -104,6 +104,13 @@ func Create(inputs []string, dir, out string, s dsse.SignerVerifier, opt Options
 	if err != nil {
 		return fmt.Errorf("evidence: %s: %w", strings.Join(inputs, " "), err)
 	}
+	return CreateFrom(r, inputs, dir, out, s, opt)
+}
+
+// CreateFrom is Create for a report already built from inputs (gdrreport
+// has just written dir from it: loading a fleet's streams again would
+// double the report's cost).
+func CreateFrom(r *report.Report, inputs []string, dir, out string, s dsse.SignerVerifier, opt Options) error {
 	members := map[string][]byte{}
 	if err := addTree(members, ReportDir, dir); err != nil {
 		return err
