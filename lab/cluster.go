@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +86,10 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 		cj.NICs = append(cj.NICs, GuestNIC{MAC: clusterMAC(c.Rails, i+1), Addr: fmt.Sprintf("%s.%d/24", mgmtNet, i+1), Rail: -1})
 		for _, d := range degrade {
 			if d.Host == h {
+				if d.To != "" {
+					n, _ := strconv.Atoi(strings.TrimPrefix(d.To, "vm")) // ParseDegrade checked it
+					d.ToAddr = fmt.Sprintf("%s.%d", railNet(d.Rail), n)
+				}
 				cj.Degrade = append(cj.Degrade, d)
 			}
 		}
@@ -199,7 +205,9 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 		addrs = append(addrs, fmt.Sprintf("%s.%d", mgmtNet, i+1))
 	}
 	im.Files, im.Data, im.Symlinks = map[string]string{}, clusterEtc(hosts, addrs), map[string]string{}
-	im.Modules = []string{"9p", "9pnet_virtio"} // sch_netem is in ModuleRoots
+	// sch_netem is in ModuleRoots; a path fault (LAB_DEGRADE to=) adds a
+	// prio qdisc and a u32 filter.
+	im.Modules = []string{"9p", "9pnet_virtio", "sch_prio", "cls_u32"}
 	im.Applets = []string{"dirname", "basename", "rm", "head", "tail", "tee", "tr", "cut", "date", "hostname", "id", "wc", "sed",
 		"awk", "touch", "chmod", "ln", "mv", "readlink", "sort", "uniq", "stat", "find", "true", "false", "test", "[", "seq", "xargs", "which"}
 	for gp, rel := range slurmTools {
@@ -430,7 +438,11 @@ func degradeList(ds []Degrade) string {
 	}
 	var s []string
 	for _, d := range ds {
-		s = append(s, fmt.Sprintf("%s rail %d (netem %s)", d.Host, d.Rail, strings.Join(d.Netem, " ")))
+		how := "netem " + strings.Join(d.Netem, " ")
+		if d.To != "" {
+			how += " on " + d.Host + "'s packets for " + d.To
+		}
+		s = append(s, fmt.Sprintf("%s (%s)", d.Name(), how))
 	}
 	return strings.Join(s, ", ")
 }
@@ -439,7 +451,11 @@ func degradeList(ds []Degrade) string {
 func degradeJSON(ds []Degrade) []map[string]any {
 	out := []map[string]any{}
 	for _, d := range ds {
-		out = append(out, map[string]any{"host": d.Host, "rail": d.Rail, "netem": strings.Join(d.Netem, " "), "spec": d.Spec})
+		m := map[string]any{"part": d.Kind(), "name": d.Name(), "host": d.Host, "rail": d.Rail, "netem": strings.Join(d.Netem, " "), "spec": d.Spec}
+		if d.To != "" {
+			m["to"] = d.To
+		}
+		out = append(out, m)
 	}
 	return out
 }
@@ -702,12 +718,13 @@ func MergeCluster(rounds, dir string, opt isolate.Options, degrade []Degrade) (*
 }
 
 // ClusterVerdict decides the cluster lab: every host reported, pairs ran
-// on every rail and none is missing, isolation found exactly the degraded
-// rails bad (summary.json's cluster.suspects: nothing else suspect, no bad
-// link), the merge failed the pipeline for them (exit status 1, a failed
-// cluster/isolation case "<host> rail <r> bad" each in junit.xml) and
-// exited otherwise without one, and no host outside them is NOT QUALIFIED
-// (a VM without a PCI GPU may be INCOMPLETE).
+// on every rail and none is missing, isolation found exactly the planted
+// parts bad (summary.json's cluster.suspects: a planted rail as that rail, a
+// planted host as the host, a planted path as the link, and nothing else
+// suspect), the merge failed the pipeline for them (exit status 1, a failed
+// cluster/isolation case "<part> bad" each in junit.xml) and exited
+// otherwise without one, and no host outside them is NOT QUALIFIED (a VM
+// without a PCI GPU may be INCOMPLETE).
 func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []string {
 	var problems []string
 	if len(s.Hosts) != hosts {
@@ -725,47 +742,49 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 			problems = append(problems, fmt.Sprintf("no pair ran on rail %d", rl))
 		}
 	}
-	want := map[string]bool{}
-	degradedHost := map[string]bool{}
-	for _, d := range degrade {
-		want[fmt.Sprintf("%s rail %d", d.Host, d.Rail)] = true
-		degradedHost[d.Host] = true
+	want := map[string]Degrade{} // partKey -> the fault planted there
+	touched := map[string]bool{} // hosts a planted fault may leave NOT QUALIFIED
+	for _, d := range wholeHosts(degrade, rails) {
+		f := report.ClusterFinding{Part: d.Kind(), Host: d.Host, Peer: d.To, Rail: d.Rail}
+		if f.Part == report.PartHost && rails == 1 {
+			f.Part, f.Rail = report.PartRail, 0 // one rail: isolation names the rail
+		}
+		want[partKey(f)] = d
+		touched[d.Host] = true
+		if d.To != "" {
+			touched[d.To] = true
+		}
 	}
 	got := map[string]bool{}
 	if s.Cluster == nil {
 		problems = append(problems, "summary.json has no cluster object (isolation's verdict)")
 	} else {
 		for _, x := range s.Cluster.Suspects {
-			var ks []string
-			switch {
-			case x.Part == report.PartHost && x.Verdict == isolate.Bad:
-				for rl := 0; rl < rails; rl++ {
-					ks = append(ks, fmt.Sprintf("%s rail %d", x.Host, rl))
-				}
-			case x.Part == report.PartRail && x.Verdict == isolate.Bad:
-				ks = []string{x.Name()}
+			k := partKey(x)
+			if _, ok := want[k]; !ok || x.Verdict != isolate.Bad {
+				problems = append(problems, fmt.Sprintf("%s found %s (%s), and the lab planted no such fault: %s", x.Name(), x.Verdict, x.Part, x.Reason))
+				continue
 			}
-			if len(ks) == 0 {
-				problems = append(problems, fmt.Sprintf("%s is %s (%s), and the lab planted no such fault: %s", x.Name(), x.Verdict, x.Part, x.Reason))
+			got[k] = true
+			// The merged report names the part to replace or fix.
+			wantKind := map[string]string{report.PartRail: "nic", report.PartHost: "host", report.PartLink: "network path"}[x.Part]
+			if x.AtFault == nil || x.AtFault.Kind != wantKind {
+				problems = append(problems, fmt.Sprintf("%s was found bad but the report names %s at fault, want a part of kind %q", x.Name(), atFaultOf(x), wantKind))
 			}
-			for _, k := range ks {
-				got[k] = true
-				if !want[k] {
-					problems = append(problems, fmt.Sprintf("%s found bad was not degraded: %s", k, x.Reason))
-				}
-			}
-		}
-	}
-	for _, d := range degrade {
-		if k := fmt.Sprintf("%s rail %d", d.Host, d.Rail); !got[k] && s.Cluster != nil {
-			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but isolation did not find it bad", k, d.Spec))
 		}
 	}
 	var wantCases []string
-	for _, d := range degrade {
-		wantCases = append(wantCases, fmt.Sprintf("%s rail %d bad", d.Host, d.Rail))
+	for k, d := range want {
+		if !got[k] && s.Cluster != nil {
+			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but isolation did not find it bad", d.Name(), d.Spec))
+		}
+		wantCases = append(wantCases, caseKey(d.Name()+" bad"))
 	}
-	if !sameSet(wantCases, s.IsolationFailed) {
+	var gotCases []string
+	for _, c := range s.IsolationFailed {
+		gotCases = append(gotCases, caseKey(c))
+	}
+	if !sameSet(wantCases, gotCases) {
 		problems = append(problems, fmt.Sprintf("junit.xml's %s suite failed [%s], want [%s]", report.IsolationSuite, strings.Join(s.IsolationFailed, ", "), strings.Join(wantCases, ", ")))
 	}
 	switch {
@@ -775,11 +794,74 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 		problems = append(problems, "the merge exited 1 (NOT QUALIFIED) with nothing degraded")
 	}
 	for _, h := range s.Hosts {
-		if strings.HasPrefix(h.Verdict, "NOT QUALIFIED") && !degradedHost[h.Host] {
-			problems = append(problems, fmt.Sprintf("host %s is %s, and none of its rails was degraded", h.Host, h.Verdict))
+		if strings.HasPrefix(h.Verdict, "NOT QUALIFIED") && !touched[h.Host] {
+			problems = append(problems, fmt.Sprintf("host %s is %s, and no fault was planted in it", h.Host, h.Verdict))
 		}
 	}
 	return problems
+}
+
+func atFaultOf(f report.ClusterFinding) string {
+	if f.AtFault == nil {
+		return "no part"
+	}
+	return fmt.Sprintf("%q (%s)", f.AtFault.Name, f.AtFault.Kind)
+}
+
+// wholeHosts is degrade with the rail faults that cover every rail of one
+// host (vm3:0:... vm3:1:...) as one host fault: isolation names that host,
+// not its rails.
+func wholeHosts(degrade []Degrade, rails int) []Degrade {
+	perHost := map[string][]Degrade{}
+	for _, d := range degrade {
+		if d.Kind() == report.PartRail {
+			perHost[d.Host] = append(perHost[d.Host], d)
+		}
+	}
+	var out []Degrade
+	done := map[string]bool{}
+	for _, d := range degrade {
+		rs := perHost[d.Host]
+		switch {
+		case d.Kind() != report.PartRail || rails < 2 || len(rs) < rails:
+			out = append(out, d)
+		case !done[d.Host]:
+			done[d.Host] = true
+			var specs []string
+			for _, r := range rs {
+				specs = append(specs, r.Spec)
+			}
+			out = append(out, Degrade{Host: d.Host, Rail: isolate.AllRails, Netem: d.Netem, Spec: strings.Join(specs, " ")})
+		}
+	}
+	return out
+}
+
+// partKey identifies a finding's part whichever end of a link is named
+// first (a link's first end is the pair's server).
+func partKey(f report.ClusterFinding) string {
+	switch f.Part {
+	case report.PartHost:
+		return "host " + f.Host
+	case report.PartLink:
+		a, b := f.Host, f.Peer
+		if b < a {
+			a, b = b, a
+		}
+		return fmt.Sprintf("link %s %s %d", a, b, f.Rail)
+	}
+	return fmt.Sprintf("rail %s %d", f.Host, f.Rail)
+}
+
+// linkCase is a junit isolation case of a link: "link vm1 <-> vm2 rail 0 bad".
+var linkCase = regexp.MustCompile(`^link (\S+) <-> (\S+) (rail .*)$`)
+
+// caseKey is a junit isolation case name with a link's ends in order.
+func caseKey(name string) string {
+	if m := linkCase.FindStringSubmatch(name); m != nil && m[2] < m[1] {
+		return fmt.Sprintf("link %s <-> %s %s", m[2], m[1], m[3])
+	}
+	return name
 }
 
 // sameSet reports whether a and b hold the same strings, order aside.
@@ -817,12 +899,15 @@ func (r *runner) printCluster(s *ClusterSummary, rep *report.Report, degrade []D
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\nsuspects:")
-	if len(s.Suspects) == 0 {
+	if len(s.Suspects)+len(s.Links) == 0 {
 		fmt.Fprintf(w, " none")
 	}
 	fmt.Fprintln(w)
 	for _, x := range s.Suspects {
 		fmt.Fprintf(w, "  %s rail %d (%s): %s\n", x.Host, x.Rail, x.Verdict, x.Reason)
+	}
+	for _, l := range s.Links {
+		fmt.Fprintf(w, "  link %s <-> %s rail %d (bad): %s\n", l.A, l.B, l.Rail, l.Reason)
 	}
 	fmt.Fprintf(w, "degraded: %s\n", degradeList(degrade))
 	if s.Cluster != nil {

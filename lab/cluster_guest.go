@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 )
 
 // ClusterJob is what one VM of the cluster lab does besides the two-VM
@@ -191,24 +193,51 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	}
 	fmt.Fprintf(w, "shared folder %s mounted (virtio-9p)\n", c.Shared)
 	for _, d := range c.Degrade {
-		var dev string
+		var nics []string
 		for i, n := range c.NICs {
-			if n.Rail == d.Rail && n.RXE != "" {
-				dev = devs[i]
+			if n.RXE != "" && (d.Rail == isolate.AllRails || n.Rail == d.Rail) {
+				nics = append(nics, devs[i])
 			}
 		}
-		if dev == "" {
+		if len(nics) == 0 {
 			return fmt.Errorf("LAB_DEGRADE %s: this VM has no NIC of rail %d", d.Spec, d.Rail)
 		}
-		if err := command(w, deadline, append([]string{"/usr/sbin/tc", "qdisc", "add", "dev", dev, "root", "netem"}, d.Netem...)...); err != nil {
-			return err
+		for _, dev := range nics {
+			for _, argv := range netemCommands(dev, d) {
+				if err := command(w, deadline, argv...); err != nil {
+					return err
+				}
+			}
+			if err := command(w, deadline, "/usr/sbin/tc", "qdisc", "show", "dev", dev); err != nil {
+				return err
+			}
+			what := "all traffic"
+			if d.To != "" {
+				what = fmt.Sprintf("only packets for %s (%s)", d.To, d.ToAddr)
+			}
+			fmt.Fprintf(w, "DEGRADED on purpose: %s of %s: netem %s on %s\n", dev, c.Host, strings.Join(d.Netem, " "), what)
 		}
-		if err := command(w, deadline, "/usr/sbin/tc", "qdisc", "show", "dev", dev); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "DEGRADED on purpose: rail %d (%s) of %s: netem %s\n", d.Rail, dev, c.Host, strings.Join(d.Netem, " "))
 	}
 	return nil
+}
+
+// netemCommands are the tc commands that plant d on the NIC dev. A rail or
+// host fault is netem as the root qdisc. A path fault is a prio qdisc whose
+// fourth band, which no packet priority maps to, holds the netem and gets
+// only what a u32 filter sends it: IPv4 packets for the other end's rail
+// address. RoCE v2 on the lab's rails is IPv4 (the suite picks the
+// IPv4-mapped GID), so its data and its ACKs for that peer take the band,
+// and ARP and everything for other peers the undelayed bands.
+func netemCommands(dev string, d Degrade) [][]string {
+	tc := "/usr/sbin/tc"
+	if d.To == "" {
+		return [][]string{append([]string{tc, "qdisc", "add", "dev", dev, "root", "netem"}, d.Netem...)}
+	}
+	return [][]string{
+		{tc, "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio", "bands", "4"},
+		append([]string{tc, "qdisc", "add", "dev", dev, "parent", "1:4", "handle", "40:", "netem"}, d.Netem...),
+		{tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", d.ToAddr + "/32", "flowid", "1:4"},
+	}
 }
 
 // netdevByMAC names the network device with that MAC address, or "".

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,7 +21,11 @@ import (
 func TestParseDegrade(t *testing.T) {
 	d, err := ParseDegrade(DefaultDegrade, 4, 2)
 	require.NoError(t, err)
-	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "250ms"}, Spec: "vm3:1:delay=250ms"}}, d)
+	assert.Equal(t, []Degrade{{Host: "vm3", Rail: 1, Netem: []string{"delay", "250ms"}, Spec: "vm3:1:delay=250ms"},
+		{Host: "vm1", Rail: 0, To: "vm2", Netem: []string{"delay", "250ms"}, Spec: "vm1:0:delay=250ms,to=vm2"}}, d)
+	d, err = ParseDegrade(HostDegrade, 4, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []Degrade{{Host: "vm2", Rail: isolate.AllRails, Netem: []string{"delay", "250ms"}, Spec: "vm2:*:delay=250ms"}}, d)
 
 	d, err = ParseDegrade(" vm2:0:loss=10%  vm4:1:delay=10ms,loss=1.5% ", 4, 2)
 	require.NoError(t, err)
@@ -28,23 +33,55 @@ func TestParseDegrade(t *testing.T) {
 	assert.Equal(t, []string{"loss", "10%"}, d[0].Netem)
 	assert.Equal(t, []string{"delay", "10ms", "loss", "1.5%"}, d[1].Netem)
 
+	d, err = ParseDegrade("vm2:*:delay=250ms vm1:0:delay=250ms,to=vm2 vm4:1:to=vm3,loss=1%", 4, 2)
+	require.NoError(t, err)
+	require.Len(t, d, 3)
+	assert.Equal(t, Degrade{Host: "vm2", Rail: isolate.AllRails, Netem: []string{"delay", "250ms"}, Spec: "vm2:*:delay=250ms"}, d[0])
+	assert.Equal(t, report.PartHost, d[0].Kind())
+	assert.Equal(t, "host vm2", d[0].Name())
+	assert.Equal(t, Degrade{Host: "vm1", Rail: 0, To: "vm2", Netem: []string{"delay", "250ms"}, Spec: "vm1:0:delay=250ms,to=vm2"}, d[1])
+	assert.Equal(t, report.PartLink, d[1].Kind())
+	assert.Equal(t, "link vm1 <-> vm2 rail 0", d[1].Name())
+	assert.Equal(t, []string{"loss", "1%"}, d[2].Netem, "to= is not a netem argument")
+	assert.Equal(t, "vm3", d[2].To)
+
+	for _, c := range []struct {
+		d     Degrade
+		a, b  string
+		rail  int
+		slows bool
+	}{
+		{d[0], "vm1", "vm2", 0, true}, {d[0], "vm2", "vm4", 1, true}, {d[0], "vm1", "vm3", 1, false},
+		{d[1], "vm2", "vm1", 0, true}, {d[1], "vm1", "vm4", 0, false}, {d[1], "vm1", "vm2", 1, false}, {d[1], "vm3", "vm2", 0, false},
+	} {
+		assert.Equal(t, c.slows, c.d.Slows(c.a, c.b, c.rail), "%s on %s-%s rail %d", c.d.Spec, c.a, c.b, c.rail)
+	}
+
 	for _, none := range []string{"", "none", "  "} {
 		d, err = ParseDegrade(none, 4, 2)
 		require.NoError(t, err)
 		assert.Empty(t, d)
 	}
 	for spec, want := range map[string]string{
-		"vm5:1:delay=20ms":                 `host "vm5" is not one of vm1..vm4`,
-		"node3:1:delay=20ms":               `host "node3"`,
-		"vm3:2:delay=20ms":                 `rail "2" is not one of 0..1`,
-		"vm3:1":                            "not three fields",
-		"vm3:1:jitter=5ms":                 `"jitter=5ms" is not kind=value`,
-		"vm3:1:delay=20":                   `delay="20": want a time like 20ms`,
-		"vm3:1:loss=10":                    `loss="10": want a percentage like 10%`,
-		"vm3:1:delay=1ms;reboot":           `delay="1ms;reboot"`,
-		"vm3:1:delay=1ms vm3:1:loss=1%":    "vm3:1 is degraded twice",
-		"vm3:1:rate=fast":                  `rate="fast": want a rate like 10mbit`,
-		"vm3:1:delay=20ms,delay=5ms extra": "not three fields",
+		"vm5:1:delay=20ms":                       `host "vm5" is not one of vm1..vm4`,
+		"node3:1:delay=20ms":                     `host "node3"`,
+		"vm3:2:delay=20ms":                       `rail "2" is not one of 0..1`,
+		"vm3:1":                                  "not three fields",
+		"vm3:1:jitter=5ms":                       `"jitter=5ms" is not kind=value`,
+		"vm3:1:delay=20":                         `delay="20": want a time like 20ms`,
+		"vm3:1:loss=10":                          `loss="10": want a percentage like 10%`,
+		"vm3:1:delay=1ms;reboot":                 `delay="1ms;reboot"`,
+		"vm3:1:delay=1ms vm3:1:loss=1%":          "vm3:1 is degraded twice",
+		"vm3:1:rate=fast":                        `rate="fast": want a rate like 10mbit`,
+		"vm3:1:delay=20ms,delay=5ms extra":       "not three fields",
+		"vm3:x:delay=20ms":                       `rail "x" is not one of 0..1, or * for every rail`,
+		"vm3:*:delay=1ms vm3:0:loss=1%":          "vm3:0 is degraded twice",
+		"vm3:0:delay=1ms,to=vm3":                 "to=vm3 is the host itself",
+		"vm3:0:delay=1ms,to=vm9":                 `to="vm9": want the other end of the path, one of vm1..vm4`,
+		"vm3:0:delay=1ms,to=vm1,to=vm2":          "to= given twice",
+		"vm3:*:delay=1ms,to=vm1":                 "to= needs one rail, not *",
+		"vm3:0:to=vm1":                           "no impairment",
+		"vm3:0:delay=1ms vm3:0:to=vm1,delay=2ms": "vm3:0 is degraded twice",
 	} {
 		_, err := ParseDegrade(spec, 4, 2)
 		require.Error(t, err, spec)
@@ -74,9 +111,12 @@ func TestClusterPlan(t *testing.T) {
 	r := &runner{o: Options{Timeout: 45 * time.Second, Iters: 20, EmulatedGPU: true, Env: []string{"GDR_STRICT=0"},
 		StepTimeout: 5 * time.Minute, Run: "TestPP0[38]",
 		Cluster: ClusterOptions{Hosts: 4, Rails: 2, Suite: SuitePingpong, SrunTimeout: 25 * time.Minute, Pairing: "ring"}}}
-	d, err := ParseDegrade("vm3:1:delay=20ms", 4, 2)
+	d, err := ParseDegrade("vm3:1:delay=20ms vm1:0:delay=20ms,to=vm2", 4, 2)
 	require.NoError(t, err)
 	jobs := r.clusterPlan(d)
+	require.Len(t, jobs[0].Cluster.Degrade, 1)
+	assert.Equal(t, "198.18.1.2", jobs[0].Cluster.Degrade[0].ToAddr, "vm2's rail-0 address")
+	assert.Empty(t, jobs[2].Cluster.Degrade[0].ToAddr)
 	require.Len(t, jobs, 4)
 	for i, j := range jobs {
 		c := j.Cluster
@@ -88,7 +128,7 @@ func TestClusterPlan(t *testing.T) {
 		assert.Equal(t, "rxe1", c.NICs[1].RXE)
 		assert.Equal(t, -1, c.NICs[2].Rail)
 		assert.Empty(t, c.NICs[2].RXE)
-		assert.Equal(t, i == 2, len(c.Degrade) == 1, j.Role)
+		assert.Equal(t, i == 2 || i == 0, len(c.Degrade) == 1, j.Role)
 		assert.Equal(t, i == 0, c.Srun != nil, j.Role)
 	}
 	srun := jobs[0].Cluster.Srun
@@ -130,7 +170,7 @@ func TestQEMUArgsCluster(t *testing.T) {
 }
 
 func TestClusterVerdict(t *testing.T) {
-	d, err := ParseDegrade(DefaultDegrade, 4, 2)
+	d, err := ParseDegrade("vm3:1:delay=250ms", 4, 2)
 	require.NoError(t, err)
 	good := func() *ClusterSummary {
 		s := &ClusterSummary{}
@@ -143,7 +183,8 @@ func TestClusterVerdict(t *testing.T) {
 		}
 		s.Pairs = []isolate.Pair{{A: "vm1", B: "vm2", Rail: 0, Status: isolate.Pass}, {A: "vm2", B: "vm3", Rail: 1, Status: isolate.Slow}}
 		s.Suspects = []isolate.Suspect{{Host: "vm3", Rail: 1, Verdict: isolate.Bad}}
-		s.Cluster = &report.ClusterFindings{Suspects: []report.ClusterFinding{{Part: report.PartRail, Host: "vm3", Rail: 1, Verdict: isolate.Bad}}}
+		s.Cluster = &report.ClusterFindings{Suspects: []report.ClusterFinding{{Part: report.PartRail, Host: "vm3", Rail: 1, Verdict: isolate.Bad,
+			AtFault: &report.Part{Kind: "nic", Name: "vm3 rail 1 (rxe1)"}}}}
 		s.Exit, s.IsolationFailed = 1, []string{"vm3 rail 1 bad"}
 		return s
 	}
@@ -151,7 +192,13 @@ func TestClusterVerdict(t *testing.T) {
 
 	s := good()
 	s.Cluster.Suspects = append(s.Cluster.Suspects, report.ClusterFinding{Part: report.PartRail, Host: "vm4", Rail: 1, Verdict: isolate.Suspected, Reason: "r"})
-	assert.Equal(t, []string{"vm4 rail 1 is suspect (rail), and the lab planted no such fault: r"}, ClusterVerdict(s, d, 4, 2))
+	assert.Equal(t, []string{"vm4 rail 1 found suspect (rail), and the lab planted no such fault: r"}, ClusterVerdict(s, d, 4, 2))
+
+	s = good()
+	s.Cluster.Suspects[0].AtFault = &report.Part{Kind: "host", Name: "host vm3"}
+	assert.Equal(t, []string{`vm3 rail 1 was found bad but the report names "host vm3" (host) at fault, want a part of kind "nic"`}, ClusterVerdict(s, d, 4, 2))
+	s.Cluster.Suspects[0].AtFault = nil
+	assert.Equal(t, []string{`vm3 rail 1 was found bad but the report names no part at fault, want a part of kind "nic"`}, ClusterVerdict(s, d, 4, 2))
 
 	s = good()
 	s.Cluster.Suspects = nil
@@ -169,14 +216,33 @@ func TestClusterVerdict(t *testing.T) {
 
 	s = good()
 	s.Cluster.Suspects[0] = report.ClusterFinding{Part: report.PartHost, Host: "vm3", Rail: isolate.AllRails, Verdict: isolate.Bad, Reason: "r"}
-	assert.Equal(t, []string{"vm3 rail 0 found bad was not degraded: r"}, ClusterVerdict(s, d, 4, 2), "a bad host is each of its rails")
+	assert.ElementsMatch(t, []string{"host vm3 found bad (host), and the lab planted no such fault: r",
+		"vm3 rail 1 was degraded (vm3:1:delay=250ms) but isolation did not find it bad"}, ClusterVerdict(s, d, 4, 2), "a bad host is not its one planted rail")
+	both, err := ParseDegrade("vm3:0:delay=250ms vm3:1:delay=250ms", 4, 2)
+	require.NoError(t, err)
+	s.Cluster.Suspects[0].AtFault = &report.Part{Kind: "host"}
+	s.IsolationFailed = []string{"host vm3 bad"}
+	assert.Empty(t, ClusterVerdict(s, both, 4, 2), "every rail of a host planted one by one is the host")
+
+	// A planted path is the link, whichever end the report names first.
+	link, err := ParseDegrade("vm1:0:delay=250ms,to=vm2", 4, 2)
+	require.NoError(t, err)
+	s = good()
+	s.Cluster.Suspects[0] = report.ClusterFinding{Part: report.PartLink, Host: "vm2", Peer: "vm1", Rail: 0, Verdict: isolate.Bad, AtFault: &report.Part{Kind: "network path"}}
+	s.IsolationFailed = []string{"link vm2 <-> vm1 rail 0 bad"}
+	s.Hosts[2].Verdict = "QUALIFIED"
+	s.Hosts[0].Verdict = "NOT QUALIFIED (1)"
+	assert.Empty(t, ClusterVerdict(s, link, 4, 2), "the link's ends may fail their own tests")
+	s.Cluster.Suspects[0].Rail = 1
+	assert.ElementsMatch(t, []string{"link vm2 <-> vm1 rail 1 found bad (link), and the lab planted no such fault: ",
+		"link vm1 <-> vm2 rail 0 was degraded (vm1:0:delay=250ms,to=vm2) but isolation did not find it bad"}, ClusterVerdict(s, link, 4, 2))
 
 	s = good()
 	s.Hosts[1].Verdict = "NOT QUALIFIED (2)"
 	s.Pairs = s.Pairs[:1]
 	s.Pairs = append(s.Pairs, isolate.Pair{Round: 1, A: "vm4", B: "vm1", Rail: isolate.AllRails, Status: isolate.Missing, Detail: "no pair results (no test.json)"})
 	assert.ElementsMatch(t, []string{
-		"host vm2 is NOT QUALIFIED (2), and none of its rails was degraded",
+		"host vm2 is NOT QUALIFIED (2), and no fault was planted in it",
 		"no pair ran on rail 1",
 		"round 1 pair vm4-vm1 left no result (rail -1): no pair results (no test.json)",
 	}, ClusterVerdict(s, d, 4, 2))
@@ -243,8 +309,8 @@ func sortedCopy(s []string) []string {
 // labRounds writes a 4-VM, 2-rail ring run (rounds 0 and 1) as the cluster
 // lab's rounds leave it with the stand-in suite: gdrcluster's plan.json,
 // and test.json (StandinEvents from ib_write_bw tables) with host.json.
-// slow is the (host, rail) whose pairs crawl, or nil.
-func labRounds(t *testing.T, slow *Degrade) string {
+// Pairs that a planted fault slows (Degrade.Slows) crawl.
+func labRounds(t *testing.T, planted []Degrade) string {
 	t.Helper()
 	root := t.TempDir()
 	hosts := ClusterHosts(4)
@@ -264,8 +330,10 @@ func labRounds(t *testing.T, slow *Degrade) string {
 			evs := []report.Event{{Action: "start", Package: StandinPkg}, {Action: "run", Package: StandinPkg, Test: StandinTest}}
 			for rail := 0; rail < 2; rail++ {
 				mbs := 30.0 + float64(i) // healthy TCG pairs differ a little
-				if slow != nil && rail == slow.Rail && (me == slow.Host || peer == slow.Host) {
-					mbs = 0.5
+				for _, d := range planted {
+					if d.Slows(me, peer, rail) {
+						mbs = 0.5
+					}
 				}
 				out := fmt.Sprintf("#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      200             %.2f              %.2f                0.000480\n", mbs, mbs)
 				evs = append(evs, c.StandinEvents(rail, out, nil, time.Second)...)
@@ -282,11 +350,11 @@ func labRounds(t *testing.T, slow *Degrade) string {
 // found bad passes the lab while the merge exits 1 with the rail as a failed
 // JUnit case; another rail claimed, or none planted but one claimed, fails it.
 func TestMergeClusterCheck(t *testing.T) {
-	planted, err := ParseDegrade(DefaultDegrade, 4, 2)
+	planted, err := ParseDegrade("vm3:1:delay=250ms", 4, 2)
 	require.NoError(t, err)
 	opt := isolate.Options{MinFraction: 0.25} // labPairMinFraction
 	dir := t.TempDir()
-	sum, rep, err := MergeCluster(labRounds(t, &planted[0]), dir, opt, planted)
+	sum, rep, err := MergeCluster(labRounds(t, planted), dir, opt, planted)
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.Exit)
 	assert.Equal(t, 1, rep.ExitCode())
@@ -299,8 +367,8 @@ func TestMergeClusterCheck(t *testing.T) {
 	require.NoError(t, err)
 	probs := ClusterVerdict(sum, other, 4, 2)
 	assert.Contains(t, probs, "vm2 rail 0 was degraded (vm2:0:delay=250ms) but isolation did not find it bad")
-	assert.Contains(t, strings.Join(probs, "\n"), "vm3 rail 1 found bad was not degraded")
-	assert.Contains(t, strings.Join(probs, "\n"), "host vm3 is NOT QUALIFIED, and none of its rails was degraded")
+	assert.Contains(t, strings.Join(probs, "\n"), "vm3 rail 1 found bad (rail), and the lab planted no such fault")
+	assert.Contains(t, strings.Join(probs, "\n"), "host vm3 is NOT QUALIFIED, and no fault was planted in it")
 
 	sum, _, err = MergeCluster(labRounds(t, nil), t.TempDir(), opt, nil)
 	require.NoError(t, err)
@@ -310,4 +378,50 @@ func TestMergeClusterCheck(t *testing.T) {
 	probs = ClusterVerdict(sum, planted, 4, 2)
 	assert.Contains(t, probs, "the merge exited 0, want 1: the planted fault must fail the pipeline")
 	assert.Contains(t, probs, "vm3 rail 1 was degraded (vm3:1:delay=250ms) but isolation did not find it bad", "none named")
+}
+
+// A whole host and a path planted, as make lab-cluster-host and the default
+// LAB_DEGRADE do, each found as its part and named at fault by the merge of
+// constructed ring rounds.
+func TestMergeClusterHostAndPath(t *testing.T) {
+	opt := isolate.Options{MinFraction: 0.25}
+	for spec, want := range map[string][]string{
+		"vm2:*:delay=250ms":                          {"host vm2 bad"},
+		"vm3:1:delay=250ms vm1:0:delay=250ms,to=vm2": {"vm3 rail 1 bad", "link vm1 <-> vm2 rail 0 bad"},
+	} {
+		planted, err := ParseDegrade(spec, 4, 2)
+		require.NoError(t, err)
+		sum, _, err := MergeCluster(labRounds(t, planted), t.TempDir(), opt, planted)
+		require.NoError(t, err)
+		assert.Equal(t, 1, sum.Exit, spec)
+		assert.ElementsMatch(t, want, sum.IsolationFailed, spec)
+		assert.Empty(t, ClusterVerdict(sum, planted, 4, 2), spec)
+		for _, f := range sum.Cluster.Suspects {
+			require.NotNil(t, f.AtFault, spec)
+			t.Logf("%s: %s at fault: %s", spec, f.Name(), f.AtFault.String())
+		}
+		// The same rounds judged against another plant fail the lab.
+		other, err := ParseDegrade("vm4:0:delay=250ms", 4, 2)
+		require.NoError(t, err)
+		assert.NotEmpty(t, ClusterVerdict(sum, other, 4, 2), spec)
+	}
+}
+
+// make lab-cluster-host plants HostDegrade.
+func TestMakeLabClusterHost(t *testing.T) {
+	mk, err := os.ReadFile("../Makefile")
+	require.NoError(t, err)
+	assert.Contains(t, string(mk), "LAB_DEGRADE='"+HostDegrade+"' LAB_REPORTS=reports/lab-cluster-host")
+}
+
+func TestNetemCommands(t *testing.T) {
+	d, err := ParseDegrade("vm1:0:delay=250ms vm1:1:delay=250ms,loss=1%,to=vm2", 4, 2)
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{"/usr/sbin/tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "250ms"}}, netemCommands("eth0", d[0]))
+	d[1].ToAddr = "198.18.2.2"
+	assert.Equal(t, [][]string{
+		{"/usr/sbin/tc", "qdisc", "add", "dev", "eth1", "root", "handle", "1:", "prio", "bands", "4"},
+		{"/usr/sbin/tc", "qdisc", "add", "dev", "eth1", "parent", "1:4", "handle", "40:", "netem", "delay", "250ms", "loss", "1%"},
+		{"/usr/sbin/tc", "filter", "add", "dev", "eth1", "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", "198.18.2.2/32", "flowid", "1:4"},
+	}, netemCommands("eth1", d[1]))
 }
