@@ -17,6 +17,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // GuestMain is the lab VM's /init: it mounts the pseudo file systems, loads
@@ -117,6 +118,7 @@ func (g *guest) main() error {
 	if serr != nil {
 		return serr
 	}
+	_ = g.rec.Write(RecIdentity, "-", mustJSON(report.Collect()))
 	for _, st := range g.job.Steps {
 		g.runStep(st)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // Network plan inside the lab: one /24 of the benchmarking range.
@@ -61,6 +63,11 @@ const (
 	RecEnd   = "E" // payload: JSON StepEnd
 	RecLog   = "L" // payload: agent log line (step "-")
 	RecDone  = "X" // the agent finished every step
+	// RecIdentity (step "-"): JSON report.Identity as the VM's agent
+	// collected it after setup (kernel, modules, NICs, DMI, rdma-core: the
+	// inventory a report carries), so that the lab's reports describe the
+	// VMs from inside as a host's own report would.
+	RecIdentity = "I"
 )
 
 const recPrefix = "GDRLAB "
@@ -121,9 +128,10 @@ type StepResult struct {
 
 // Results is the parsed result stream of one VM.
 type Results struct {
-	Steps []*StepResult
-	Log   []string
-	Done  bool
+	Steps    []*StepResult
+	Log      []string
+	Done     bool
+	Identity *report.Identity // nil: the agent sent none (setup failed, or an older agent)
 }
 
 // Step returns the result for id, or nil.
@@ -184,6 +192,11 @@ func ParseRecords(rd io.Reader) (*Results, error) {
 			res.Log = append(res.Log, string(payload))
 		case RecDone:
 			res.Done = true
+		case RecIdentity:
+			var id report.Identity
+			if json.Unmarshal(payload, &id) == nil {
+				res.Identity = &id
+			}
 		}
 	}
 	return res, sc.Err()

@@ -558,7 +558,7 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 			if s.End != nil {
 				msg = "VM setup failed: " + s.End.Err
 			}
-			suites = append(suites, &Suite{Host: j.Role, Pkg: "lab", Role: j.Role, StepErr: msg,
+			suites = append(suites, &Suite{Host: j.Role, Pkg: "lab", Role: j.Role, VM: j.Role, StepErr: msg,
 				Events: []Event{{Action: "output", Output: string(s.Output)}}})
 		}
 		for _, st := range j.Steps {
@@ -567,14 +567,14 @@ func (r *runner) collect(ctx context.Context, plan []Job, runs map[string]*vmRun
 			if st.Kind == "tool" {
 				s := tools[st.Host]
 				if s == nil {
-					s = &Suite{Host: st.Host, Pkg: "perftest", Role: role}
+					s = &Suite{Host: st.Host, Pkg: "perftest", Role: role, VM: j.Role}
 					tools[st.Host] = s
 					suites = append(suites, s)
 				}
 				s.Events = append(s.Events, toolEvents(st, sr, why)...)
 				continue
 			}
-			s := &Suite{Host: st.Host, Pkg: st.Pkg, Role: role}
+			s := &Suite{Host: st.Host, Pkg: st.Pkg, Role: role, VM: j.Role}
 			suites = append(suites, s)
 			if sr == nil {
 				s.StepErr = "did not run: " + why
@@ -648,7 +648,13 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 	// One report over the lab's hosts (junit.xml with suites <host>/<area>,
 	// summary.*, report.html), and each host's folder (test.json, host.json)
 	// for make report to merge with other hosts.
-	hostRuns := Runs(suites, r.kernel)
+	ids := map[string]*report.Identity{}
+	for role, vr := range runs {
+		if vr != nil && vr.res != nil {
+			ids[role] = vr.res.Identity
+		}
+	}
+	hostRuns := Runs(suites, r.kernel, ids)
 	for _, run := range hostRuns {
 		if err := report.SaveRun(filepath.Join(o.ReportDir, run.Host.Host), run); err != nil {
 			return err

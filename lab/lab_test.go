@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/internal/dmi"
+	"github.com/gdrconf/gdrconf/internal/inventory"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -185,6 +187,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 	require.NoError(t, rw.Write(RecEnd, st.ID, mustJSON(StepEnd{RC: 1, Err: "boom"})))
 	require.NoError(t, rw.Write(RecLog, "-", []byte("hello")))
 	buf.WriteString("GDRLAB D " + st.ID + " !!!notbase64\n") // torn line of a killed VM
+	require.NoError(t, rw.Write(RecIdentity, "-", mustJSON(report.Identity{Host: "(none)", Kernel: "6.1.0-57-amd64",
+		Inventory: &inventory.Host{NICs: []inventory.NIC{{Name: "rxe0", NodeGUID: "5054:00ff:fe12:3401"}}}})))
 	require.NoError(t, rw.Write(RecDone, "-", nil))
 	assert.Error(t, rw.Write(RecLog, "has blank", nil))
 
@@ -200,6 +204,38 @@ func TestRecordsRoundTrip(t *testing.T) {
 	assert.Equal(t, []string{"hello"}, res.Log)
 	assert.True(t, res.Done)
 	assert.Nil(t, res.Step("other"))
+	require.NotNil(t, res.Identity)
+	assert.Equal(t, "5054:00ff:fe12:3401", res.Identity.Inventory.NICs[0].NodeGUID)
+}
+
+// A VM's own identity (what its agent collected) is the report's, under
+// the lab's labels; loopback, which runs in the server VM, gets the
+// server VM's; a host whose VM sent none keeps the lab's labels only.
+func TestRunsIdentityFromVM(t *testing.T) {
+	suites := sampleSuites()
+	for _, s := range suites {
+		s.VM = "server"
+	}
+	suites = append(suites, &Suite{Host: "client", Pkg: PingpongPkg, Role: "client", VM: "client"})
+	vm := &report.Identity{Host: "(none)", Kernel: "6.1.0-99-amd64", Role: "x", Peer: "y", Addrs: []string{"10.0.0.9"},
+		NICs: []string{"rxe0 (software, eth0)"}, Inventory: &inventory.Host{DMI: &dmi.Info{Product: "Standard PC (i440FX + PIIX, 1996)"}}}
+	runs := Runs(suites, "6.1.0-57-amd64", map[string]*report.Identity{"server": vm})
+	require.Len(t, runs, 3)
+	srv, lo, cl := runs[0].Host, runs[1].Host, runs[2].Host
+	assert.Equal(t, "server", srv.Host)
+	assert.Equal(t, "server", srv.Role)
+	assert.Equal(t, []string{ServerIP}, srv.Addrs, "the lab's address, not what the agent saw")
+	assert.Empty(t, srv.Peer)
+	assert.Equal(t, "6.1.0-99-amd64", srv.Kernel, "the VM's own uname")
+	assert.Contains(t, srv.Kind, "not hardware evidence")
+	require.NotNil(t, srv.Inventory)
+	assert.Equal(t, "Standard PC (i440FX + PIIX, 1996)", srv.Inventory.DMI.Product)
+	assert.Equal(t, "loopback", lo.Host)
+	assert.Equal(t, []string{"rxe0 (software, eth0)"}, lo.NICs)
+	assert.Equal(t, "client", cl.Host)
+	assert.Nil(t, cl.Inventory, "no identity from the client VM")
+	assert.Equal(t, "6.1.0-57-amd64", cl.Kernel)
+	assert.Equal(t, "x", vm.Role, "the agent's identity is not changed")
 }
 
 func ev(action, test, out string) Event { return Event{Action: action, Test: test, Output: out} }
@@ -225,7 +261,7 @@ func sampleSuites() []*Suite {
 // message the cause, a step that failed outside any test as an error case.
 func TestJUnit(t *testing.T) {
 	var buf bytes.Buffer
-	runs := Runs(sampleSuites(), "6.1.0-57-amd64")
+	runs := Runs(sampleSuites(), "6.1.0-57-amd64", nil)
 	require.Len(t, runs, 2)
 	assert.Equal(t, []string{ServerIP}, runs[0].Host.Addrs)
 	require.NoError(t, report.Build(runs).WriteJUnit(&buf))

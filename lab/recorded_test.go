@@ -74,7 +74,7 @@ func labOutput(suites []*Suite, emulated bool) string {
 	sort.Strings(problems)
 	fmt.Fprintf(&b, "problems:\n  %s\n", strings.Join(problems, "\n  "))
 	closing(&b, suites)
-	rep := report.Build(Runs(suites, "6.1.0-57-amd64"))
+	rep := report.Build(Runs(suites, "6.1.0-57-amd64", nil))
 	fmt.Fprintf(&b, "report: %s (exit %d)\n", rep.Verdict.Line, rep.ExitCode())
 	for _, s := range suites {
 		c := s.Counts()

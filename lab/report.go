@@ -52,6 +52,7 @@ type Suite struct {
 	Host    string // server, client, loopback
 	Pkg     string // conformance/pingpong, perftest
 	Role    string // gdr.role: server, client, loopback
+	VM      string // the job role of the VM that ran it (loopback runs in the server VM); "" when unknown
 	Events  []Event
 	StepErr string // the step itself failed outside any test (killed, crashed, did not start)
 }
@@ -123,16 +124,27 @@ func (s *Suite) Counts() Counts {
 
 // Runs turns the suites into the report package's runs, one per host (the
 // VM roles server and client, and loopback), with what the lab knows of each
-// host's identity. Events keep the package names the lab gave them
-// (server/conformance/pingpong): the report's area is the last element.
-func Runs(suites []*Suite, kernel string) []report.Run {
+// host's identity: what the VM's agent collected inside it (vms, by the
+// suite's VM: kernel, NICs, modules, DMI, the inventory), under the lab's
+// own labels (host, kind, role, addresses). Events keep the package names
+// the lab gave them (server/conformance/pingpong): the report's area is the
+// last element.
+func Runs(suites []*Suite, kernel string, vms map[string]*report.Identity) []report.Run {
 	var runs []report.Run
 	idx := map[string]int{}
 	for _, s := range suites {
 		i, ok := idx[s.Host]
 		if !ok {
-			id := report.Identity{Host: s.Host, Kind: "lab: qemu VM with Soft-RoCE (rxe0) and an emulated GPU; not hardware evidence", Kernel: kernel, Role: s.Role,
-				Suite: report.SuiteVersion()}
+			var id report.Identity
+			if in := vms[s.VM]; in != nil {
+				id = *in
+				id.Addrs, id.Peer, id.Role = nil, "", ""
+			}
+			id.Host, id.Role, id.Suite = s.Host, s.Role, report.SuiteVersion()
+			id.Kind = "lab: qemu VM with Soft-RoCE (rxe0) and an emulated GPU; not hardware evidence"
+			if id.Kernel == "" {
+				id.Kernel = kernel
+			}
 			switch s.Role {
 			case "server":
 				id.Addrs = []string{ServerIP}

@@ -17,7 +17,7 @@ import (
 // that died) give a valid file, and a file CI would reject fails the lab.
 func TestJUnitProblems(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, report.Build(Runs(sampleSuites(), "6.1.0-57-amd64")).WriteAll(dir))
+	require.NoError(t, report.Build(Runs(sampleSuites(), "6.1.0-57-amd64", nil)).WriteAll(dir))
 	assert.Empty(t, JUnitProblems(dir))
 
 	f := filepath.Join(dir, report.JUnitFile)
