@@ -269,9 +269,14 @@ func Verdict(suites []*Suite, mustRun []string) []string {
 }
 
 // firstFailLine picks the most telling line of a failed test's output: the
-// first that gives a remedy (the suite's failures do), else the first line.
+// first that gives a remedy (the suite's failures do), else the first line;
+// never go test's framing, whose "=== ATTR ... gdr.remedy" lines come
+// before the failure they describe.
 func firstFailLine(out string) string {
 	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "=== ") {
+			continue
+		}
 		if strings.Contains(l, "remedy") || strings.Contains(l, "panic:") {
 			return strings.TrimSpace(l)
 		}

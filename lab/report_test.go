@@ -33,3 +33,13 @@ func TestJUnitProblems(t *testing.T) {
 	require.NoError(t, os.Remove(f))
 	assert.Len(t, JUnitProblems(dir), 1, "no junit.xml is a problem")
 }
+
+// The faults table quotes the failure, not the attribute lines go test
+// prints before it.
+func TestFirstFailLine(t *testing.T) {
+	out := "=== RUN   TestPP05Read\n=== ATTR  TestPP05Read gdr.remedy check the peer\n" +
+		"    pingpong_test.go:88: peer 198.18.0.2 vanished; remedy: check the peer\n--- FAIL: TestPP05Read (2.00s)\n"
+	assert.Equal(t, "pingpong_test.go:88: peer 198.18.0.2 vanished; remedy: check the peer", firstFailLine(out))
+	assert.Equal(t, "x_test.go:1: no remedy here", firstFailLine("=== ATTR  T gdr.cause c\n    x_test.go:1: no remedy here\n"))
+	assert.Equal(t, "first", firstFailLine("=== ATTR  T gdr.cause c\n   first\nsecond\n"))
+}
