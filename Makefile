@@ -29,14 +29,18 @@ them as root where they are missing; present, any user builds.
   conformance  the suite on this host -> reports/ (RUN=,    root (devices, and to install  1-5
                TAGS=, GDR_STRICT=1); prints the verdict     rdma-core headers if missing)
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
-  test         what CI runs: lint unit browser race lab     root, qemu, network the first  ~20
-               lab-cluster                                  time (packages, lab kernel)
+  test         lint unit browser race lab lab-cluster       root, qemu, network the first  ~20
+               (CI: then lab-cluster-host)                  time (packages, lab kernel)
   unit         unit tests and fixture runs; no browser      rdma-core headers; not root    1-2
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
   race         the race detector, concurrent packages       rdma-core headers              ~1
   lint         gofmt, go vet, staticcheck (both tag sets)   rdma-core headers              ~1
   lab          Soft-RoCE two-VM lab + loopback              root, qemu, network (first)    ~8
-  lab-cluster  four VMs under real Slurm, a rail degraded   root, qemu, network (first)    ~9
+  lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~9
+               path degraded
+  lab-cluster-host
+               the same, every rail of one VM degraded      root, qemu, network (first)    ~8
+               (.ci/run runs it after make test)
   lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
   lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
   lab-faults   the fault matrix, fresh VMs per case         root, qemu, network (first)    10+
@@ -129,9 +133,9 @@ race: deps
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
-# What CI runs (README's test command): about 10 minutes for lint, unit, the
-# browser test, race and the two-VM lab on 2 cores, plus 5 for the four-VM
-# Slurm lab (891 s in all on a fresh clone).
+# README's test command (.ci/run runs it, then lab-cluster-host): about 10
+# minutes for lint, unit, the browser test, race and the two-VM lab on 2
+# cores, plus 7 for the four-VM Slurm lab (670 s in all on a fresh clone).
 test: lint unit browser race lab lab-cluster
 
 clean:
@@ -179,7 +183,14 @@ lab-faults: deps $(LAB_BIN)
 # exactly that rail bad: a failed cluster/isolation case, merge exit 1 (docs/lab.md).
 lab-cluster: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode cluster
-.PHONY: lab-kill lab-faults lab-cluster FORCE
+# The cluster lab with a whole host degraded (every rail of vm2): the merged
+# reports/lab-cluster-host report must name host vm2 and nothing else. Its
+# own VMs: a third bad part beside lab-cluster's rail and path would leave
+# four hosts too few healthy pairs to judge by (docs/lab.md). .ci/run runs
+# it after make test.
+lab-cluster-host: deps $(LAB_BIN)
+	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_REPORTS=reports/lab-cluster-host $(LAB_BIN) -mode cluster
+.PHONY: lab-kill lab-faults lab-cluster lab-cluster-host FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.
