@@ -39,7 +39,7 @@ them as root where they are missing; present, any user builds.
   lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~9
                path degraded
   lab-cluster-host
-               the same, every rail of one VM degraded      root, qemu, network (first)    ~8
+               the same, every rail of one VM degraded      root, qemu, network (first)    ~15
                (.ci/run runs it after make test)
   lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
   lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
