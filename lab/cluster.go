@@ -12,12 +12,12 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
 	"github.com/gdrconf/gdrconf/report"
 )
@@ -87,8 +87,7 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 		for _, d := range degrade {
 			if d.Host == h {
 				if d.To != "" {
-					n, _ := strconv.Atoi(strings.TrimPrefix(d.To, "vm")) // ParseDegrade checked it
-					d.ToAddr = fmt.Sprintf("%s.%d", railNet(d.Rail), n)
+					d.ToAddr = fmt.Sprintf("%s.%d", railNet(d.Rail), slices.Index(hosts, d.To)+1)
 				}
 				cj.Degrade = append(cj.Degrade, d)
 			}
@@ -191,7 +190,7 @@ func (r *runner) goBuild(ctx context.Context, out string, cgo bool, pkgs ...stri
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
 	}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %s: %v: %s", r.o.Go, strings.Join(args, " "), err, lastLines(string(b), 5))
+		return fmt.Errorf("%s %s: %v: %s", r.o.Go, strings.Join(args, " "), err, clip.LastLines(string(b), 5))
 	}
 	return nil
 }
@@ -588,13 +587,13 @@ func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 			case s.End == nil:
 				problems = append(problems, fmt.Sprintf("%s: step %s did not finish%s", j.Role, id, vmTail(v.vm)))
 			case s.End.RC != 0:
-				problems = append(problems, fmt.Sprintf("%s: step %s failed (rc=%d %s): %s", j.Role, id, s.End.RC, s.End.Err, oneLine(lastLines(string(s.Output), 4))))
+				problems = append(problems, fmt.Sprintf("%s: step %s failed (rc=%d %s): %s", j.Role, id, s.End.RC, s.End.Err, oneLine(clip.LastLines(string(s.Output), 4))))
 			}
 			if s != nil && id == "srun" {
 				_ = os.WriteFile(filepath.Join(r.o.ReportDir, "srun.log"), s.Output, 0o644)
 			}
 			if s != nil && (s.End == nil || s.End.RC != 0) && id != "srun" {
-				fmt.Fprintf(r.o.Out, "\n--- %s %s output ---\n%s\n", j.Role, id, lastLines(string(s.Output), 30))
+				fmt.Fprintf(r.o.Out, "\n--- %s %s output ---\n%s\n", j.Role, id, clip.LastLines(string(s.Output), 30))
 			}
 		}
 	}
@@ -742,14 +741,18 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 			problems = append(problems, fmt.Sprintf("no pair ran on rail %d", rl))
 		}
 	}
-	want := map[string]Degrade{} // partKey -> the fault planted there
+	type planted struct {
+		f report.ClusterFinding // the part isolation must find
+		d Degrade
+	}
+	want := map[string]planted{} // partKey -> the fault planted there
 	touched := map[string]bool{} // hosts a planted fault may leave NOT QUALIFIED
 	for _, d := range wholeHosts(degrade, rails) {
-		f := report.ClusterFinding{Part: d.Kind(), Host: d.Host, Peer: d.To, Rail: d.Rail}
+		f := d.Finding()
 		if f.Part == report.PartHost && rails == 1 {
 			f.Part, f.Rail = report.PartRail, 0 // one rail: isolation names the rail
 		}
-		want[partKey(f)] = d
+		want[partKey(f)] = planted{f, d}
 		touched[d.Host] = true
 		if d.To != "" {
 			touched[d.To] = true
@@ -774,11 +777,11 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 		}
 	}
 	var wantCases []string
-	for k, d := range want {
+	for k, p := range want {
 		if !got[k] && s.Cluster != nil {
-			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but isolation did not find it bad", d.Name(), d.Spec))
+			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but isolation did not find it bad", p.f.Name(), p.d.Spec))
 		}
-		wantCases = append(wantCases, caseKey(d.Name()+" bad"))
+		wantCases = append(wantCases, caseKey(p.f.Name()+" bad"))
 	}
 	var gotCases []string
 	for _, c := range s.IsolationFailed {

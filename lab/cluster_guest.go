@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // ClusterJob is what one VM of the cluster lab does besides the two-VM
@@ -310,7 +311,7 @@ func tail(path string, n int) string {
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
-	return lastLines(string(b), n)
+	return clip.LastLines(string(b), n)
 }
 
 // startDaemons sets up and starts munged, then slurmctld on the controller

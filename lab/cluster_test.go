@@ -224,6 +224,18 @@ func TestClusterVerdict(t *testing.T) {
 	s.IsolationFailed = []string{"host vm3 bad"}
 	assert.Empty(t, ClusterVerdict(s, both, 4, 2), "every rail of a host planted one by one is the host")
 
+	// With one rail a planted host is found as its one rail, and its junit
+	// case is that rail's.
+	one, err := ParseDegrade("vm3:*:delay=250ms", 4, 1)
+	require.NoError(t, err)
+	s = good()
+	s.Pairs = s.Pairs[:1]
+	s.Cluster.Suspects[0].Rail = 0
+	s.IsolationFailed = []string{"vm3 rail 0 bad"}
+	assert.Empty(t, ClusterVerdict(s, one, 4, 1))
+	s.IsolationFailed = []string{"host vm3 bad"}
+	assert.Contains(t, ClusterVerdict(s, one, 4, 1), "junit.xml's cluster/isolation suite failed [host vm3 bad], want [vm3 rail 0 bad]")
+
 	// A planted path is the link, whichever end the report names first.
 	link, err := ParseDegrade("vm1:0:delay=250ms,to=vm2", 4, 2)
 	require.NoError(t, err)

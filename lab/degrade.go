@@ -51,12 +51,15 @@ func (d Degrade) Slows(a, b string, rail int) bool {
 	return d.To == "" || d.To == a || d.To == b
 }
 
-// Name is how the merged report names the planted part: "vm3 rail 1",
-// "host vm2", "link vm1 <-> vm2 rail 0" (report.ClusterFinding's Name).
-func (d Degrade) Name() string {
-	f := report.ClusterFinding{Part: d.Kind(), Host: d.Host, Peer: d.To, Rail: d.Rail}
-	return f.Name()
+// Finding is the part as the merged report's isolation would name it
+// (Part, Host, Peer, Rail of report.ClusterFinding).
+func (d Degrade) Finding() report.ClusterFinding {
+	return report.ClusterFinding{Part: d.Kind(), Host: d.Host, Peer: d.To, Rail: d.Rail}
 }
+
+// Name is how the merged report names the planted part: "vm3 rail 1",
+// "host vm2", "link vm1 <-> vm2 rail 0".
+func (d Degrade) Name() string { return d.Finding().Name() }
 
 // DefaultDegrade is the planted faults of `make lab-cluster`: vm3's rail 1,
 // and the path between vm1 and vm2 on rail 0 (each fast with its other

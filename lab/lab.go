@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
 	"github.com/gdrconf/gdrconf/report"
 )
@@ -513,7 +514,7 @@ func vmTail(v *VM) string {
 		if err != nil {
 			continue
 		}
-		if t := strings.TrimSpace(lastLines(string(b), 2)); t != "" {
+		if t := strings.TrimSpace(clip.LastLines(string(b), 2)); t != "" {
 			parts = append(parts, f.what+": "+t)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Packages the lab unpacks (never installs) from Debian, besides the kernel.
@@ -59,17 +61,9 @@ func run(ctx context.Context, timeout time.Duration, dir string, name string, ar
 		return string(out), fmt.Errorf("%s %s: no result within %v", name, strings.Join(args, " "), timeout)
 	}
 	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, lastLines(string(out), 5))
+		return string(out), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, clip.LastLines(string(out), 5))
 	}
 	return string(out), nil
-}
-
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, " | ")
 }
 
 // aptUpdated makes sure apt-get update ran once in this process when needed.

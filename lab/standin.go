@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -149,7 +150,7 @@ func StandinMain(lookup func(string) (string, bool), stdout io.Writer) int {
 	for r := 0; r < c.Rails; r++ {
 		t0 := time.Now()
 		out, err := c.runRail(r)
-		fmt.Fprintf(stdout, "%s rail %d (%s with %s): %s\n", c.Host, r, c.Role, c.PeerName, oneLine(lastLines(out, 3)))
+		fmt.Fprintf(stdout, "%s rail %d (%s with %s): %s\n", c.Host, r, c.Role, c.PeerName, oneLine(clip.LastLines(out, 3)))
 		re := c.StandinEvents(r, out, err, time.Since(t0))
 		failed = failed || re[len(re)-1].Action == "fail"
 		evs = append(evs, re...)

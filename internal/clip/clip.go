@@ -5,6 +5,7 @@ package clip
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -48,4 +49,14 @@ func Bytes(b []byte) string {
 	}
 	p, _ := Prefix(string(b[:Max+1]))
 	return fmt.Sprintf("%q... (%d bytes)", p, len(b))
+}
+
+// LastLines is the last n lines of s (a tool's output, a log) on one line,
+// joined by " | ", for the end of an error message.
+func LastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, " | ")
 }

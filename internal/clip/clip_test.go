@@ -22,3 +22,9 @@ func TestQuote(t *testing.T) {
 	assert.Equal(t, strings.Repeat("a", Max-1), p)
 	assert.Equal(t, Quote(s), Bytes([]byte(s)))
 }
+
+func TestLastLines(t *testing.T) {
+	assert.Equal(t, "c | d", LastLines("a\nb\nc\nd\n", 2))
+	assert.Equal(t, "only", LastLines("only\n", 3))
+	assert.Equal(t, "", LastLines("", 3))
+}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // Version is the Kubernetes release build/k8s builds (its go.mod requires
@@ -114,7 +116,7 @@ func BuildTools(ctx context.Context, goCmd, repo, cacheDir string, logf func(str
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
-			return "", fmt.Errorf("building %s (%s in %s): %v: %s", t.Name, t.Pkg, t.Module, err, tail(string(out), 8))
+			return "", fmt.Errorf("building %s (%s in %s): %v: %s", t.Name, t.Pkg, t.Module, err, clip.LastLines(string(out), 8))
 		}
 		logf("kubernetes tools: built %s in %.0fs", t.Name, time.Since(start).Seconds())
 	}
@@ -138,12 +140,4 @@ func complete(dir string) bool {
 		}
 	}
 	return true
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // GuestAPIAddr is where the VMs reach the API server: qemu's user network
@@ -242,7 +244,7 @@ func logTail(p string, n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	return tail(string(b), n)
+	return clip.LastLines(string(b), n)
 }
 
 func firstLines(b []byte, n int) string {
