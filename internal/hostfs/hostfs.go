@@ -26,7 +26,8 @@ const maxLinks = 64
 
 // Root is a host root directory. The zero value is not usable; use New.
 type Root struct {
-	dir string // absolute, cleaned, no trailing slash except for "/"
+	dir  string // absolute, cleaned, no trailing slash except for "/"
+	live bool   // dir is this running host's root, mounted elsewhere (sameKernel)
 }
 
 // New returns a Root for dir. An empty dir means "/".
@@ -45,14 +46,38 @@ func New(dir string) (*Root, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("host root %q is not a directory", dir)
 	}
-	return &Root{dir: filepath.Clean(abs)}, nil
+	r := &Root{dir: filepath.Clean(abs)}
+	r.live = r.dir != "/" && sameKernel(r.dir)
+	return r, nil
+}
+
+// procSuperMagic is statfs(2)'s f_type of a procfs.
+const procSuperMagic = 0x9fa0
+
+// sameKernel reports whether dir is the running host's root mounted
+// elsewhere: its proc is a procfs of this very kernel (the boot ID, which
+// the kernel draws at boot, is this process's). That is deploy/k8s's pod,
+// which sees the node's "/" at /host (GDR_HOST_ROOT): the same machine as
+// "/", not a recorded tree, whose proc is plain files.
+func sameKernel(dir string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Join(dir, "proc"), &st); err != nil || int64(st.Type) != procSuperMagic {
+		return false
+	}
+	const bootID = "proc/sys/kernel/random/boot_id"
+	theirs, err1 := os.ReadFile(filepath.Join(dir, bootID))
+	ours, err2 := os.ReadFile("/" + bootID)
+	return err1 == nil && err2 == nil && len(strings.TrimSpace(string(ours))) > 0 && string(theirs) == string(ours)
 }
 
 // Dir is the root directory on this machine.
 func (r *Root) Dir() string { return r.dir }
 
-// IsLive reports whether the root is the running host's own "/".
-func (r *Root) IsLive() bool { return r.dir == "/" }
+// IsLive reports whether the root is the running host: its own "/", or
+// its root mounted elsewhere, as a container sees its node's (sameKernel).
+// Driver queries (the CUDA driver's GPUs) and host tools then describe
+// the same machine the files do.
+func (r *Root) IsLive() bool { return r.dir == "/" || r.live }
 
 // Host maps a host path ("/sys/bus/pci") to the path on this machine, without
 // resolving links. Use it only for messages and for handing paths to tools.
@@ -286,7 +311,7 @@ func (r *Root) Glob(pattern string) ([]string, error) {
 
 // describe names a host path for messages, with the root when it is not "/".
 func (r *Root) describe(p string) string {
-	if r.IsLive() {
+	if r.dir == "/" {
 		return clean(p)
 	}
 	return fmt.Sprintf("%s (under %s)", clean(p), r.dir)

@@ -192,3 +192,30 @@ func TestReadNonRegular(t *testing.T) {
 }
 
 func syscallMkfifo(p string) error { return syscall.Mkfifo(p, 0o644) }
+
+// A root whose proc is this kernel's procfs is the running host mounted
+// elsewhere (deploy/k8s's /host); a tree with a copied boot ID is not.
+func TestIsLiveMountedElsewhere(t *testing.T) {
+	if _, err := os.Stat("/proc/sys/kernel/random/boot_id"); err != nil {
+		t.Skipf("no /proc/sys/kernel/random/boot_id on this machine: %v", err)
+	}
+	live, err := New("/")
+	require.NoError(t, err)
+	assert.True(t, live.IsLive())
+
+	mounted := t.TempDir()
+	require.NoError(t, os.Symlink("/proc", filepath.Join(mounted, "proc")))
+	r, err := New(mounted)
+	require.NoError(t, err)
+	assert.True(t, r.IsLive(), "proc is this kernel's procfs")
+	assert.Equal(t, "/sys/x (under "+mounted+")", r.describe("/sys/x"), "messages still name where the files are")
+
+	recorded := t.TempDir()
+	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(recorded, "proc/sys/kernel/random"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(recorded, "proc/sys/kernel/random/boot_id"), id, 0o644))
+	r, err = New(recorded)
+	require.NoError(t, err)
+	assert.False(t, r.IsLive(), "a recorded tree with this boot's ID is still a recorded tree: its proc is no procfs")
+}

@@ -157,7 +157,7 @@ var ErrUnreadable = errors.New("kernel log not readable")
 
 func unreadable(r *hostfs.Root, p string, err error) error {
 	where := p
-	if !r.IsLive() {
+	if r.Dir() != "/" {
 		where = r.Host(p)
 	}
 	switch {
