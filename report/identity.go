@@ -25,7 +25,11 @@ const HostFile = "host.json"
 // the host at report time, so it survives copying and merging many hosts'
 // folders; what it lacks is filled from the tests' attributes (FillFrom).
 type Identity struct {
-	Host         string   `json:"host"`                    // hostname, or a label (lab: server, client, loopback)
+	Host string `json:"host"` // hostname, or a label (lab: server, client, loopback)
+	// Node is the machine's own host name where the report names the host
+	// otherwise (GDR_REPORT_HOST: a Kubernetes pod's gdrconf-<i> on the
+	// host network, whose kernel host name is the node's).
+	Node         string   `json:"node,omitempty"`
 	Kind         string   `json:"kind,omitempty"`          // e.g. "lab: qemu VM with Soft-RoCE, emulated GPU"
 	Kernel       string   `json:"kernel,omitempty"`        // uname -r
 	OS           string   `json:"os,omitempty"`            // PRETTY_NAME of /etc/os-release
@@ -109,9 +113,18 @@ const ReportHostEnv = "GDR_REPORT_HOST"
 func Collect() Identity {
 	id := collect()
 	if n := strings.TrimSpace(os.Getenv(ReportHostEnv)); n != "" {
-		id.Host = n
+		id.Rename(n)
 	}
 	return id
+}
+
+// Rename names the host name in its report, keeping the machine's own
+// host name as Node where they differ.
+func (id *Identity) Rename(name string) {
+	if id.Host != "" && id.Host != name && id.Node == "" {
+		id.Node = id.Host
+	}
+	id.Host = name
 }
 
 func collect() Identity {

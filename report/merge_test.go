@@ -187,6 +187,11 @@ func TestCollectReportHost(t *testing.T) {
 	assert.Equal(t, "localhost", id.Host)
 	assert.Equal(t, "0123abcd", id.MachineID)
 	assert.Equal(t, "b-1", id.BootID)
+	assert.Empty(t, id.Node)
 	t.Setenv(ReportHostEnv, "rack3-node7")
-	assert.Equal(t, "rack3-node7", Collect().Host)
+	id = Collect()
+	assert.Equal(t, "rack3-node7", id.Host)
+	assert.Equal(t, "localhost", id.Node, "a pod named gdrconf-<i> keeps its node's host name")
+	t.Setenv(ReportHostEnv, "localhost")
+	assert.Empty(t, Collect().Node, "the same name: nothing to keep")
 }

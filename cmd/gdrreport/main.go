@@ -93,7 +93,7 @@ func run(args []string) int {
 			id.GoTestExit = goExit
 		}
 		if *hostName != "" {
-			id.Host = *hostName
+			id.Rename(*hostName)
 		}
 		if err := report.WriteIdentity(dirs[0], id); err != nil {
 			fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)

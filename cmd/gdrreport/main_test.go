@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,6 +73,9 @@ func TestCollect(t *testing.T) {
 	id, err = report.ReadIdentity(filepath.Join(dir, "host.json"))
 	require.NoError(t, err)
 	assert.Equal(t, "h200-1", id.Host)
+	if hn, _ := os.ReadFile("/proc/sys/kernel/hostname"); len(hn) > 0 && strings.TrimSpace(string(hn)) != "h200-1" {
+		assert.Equal(t, strings.TrimSpace(string(hn)), id.Node, "-host keeps the machine's own name as node")
+	}
 	id.GoTestExit = nil
 	require.NoError(t, report.WriteIdentity(dir, id))
 	assert.Equal(t, 1, run([]string{"-q", "-collect", "-go-exit", "2", dir}))
