@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"archive/tar"
 	"fmt"
 	"io"
 	"path"
@@ -9,9 +10,11 @@ import (
 
 // CpioWriter writes a "newc" cpio archive, the format the kernel unpacks as an
 // initramfs. Only what an initramfs needs is supported: directories, regular
-// files and symlinks, all owned by root.
+// files and symlinks, all owned by root. From NewLayerWriter it writes the
+// same entries as a tar instead: an OCI image layer (make lab-k8s).
 type CpioWriter struct {
 	w      io.Writer
+	tw     *tar.Writer
 	ino    uint32
 	closed bool
 	seen   map[string]bool
@@ -23,6 +26,13 @@ type CpioWriter struct {
 // NewCpioWriter returns a writer that appends entries to w.
 func NewCpioWriter(w io.Writer) *CpioWriter {
 	return &CpioWriter{w: w, ino: 1, seen: map[string]bool{}}
+}
+
+// NewLayerWriter returns a writer of the same entries as a tar archive.
+func NewLayerWriter(w io.Writer) *CpioWriter {
+	c := NewCpioWriter(w)
+	c.tw = tar.NewWriter(w)
+	return c
 }
 
 const (
@@ -133,6 +143,9 @@ func (c *CpioWriter) entry(name string, mode uint32, data []byte) error {
 	if c.closed {
 		return fmt.Errorf("cpio: write after Close")
 	}
+	if c.tw != nil {
+		return c.tarEntry(name, mode, data)
+	}
 	nlink := uint32(1)
 	if mode&0o170000 == modeDir {
 		nlink = 2
@@ -145,6 +158,25 @@ func (c *CpioWriter) entry(name string, mode uint32, data []byte) error {
 	c.pad(len(hdr) + len(name) + 1)
 	c.write(data)
 	c.pad(len(data))
+	return c.err
+}
+
+func (c *CpioWriter) tarEntry(name string, mode uint32, data []byte) error {
+	h := &tar.Header{Name: name, Mode: int64(mode & 0o7777), Format: tar.FormatPAX, Uname: "root", Gname: "root"}
+	switch mode & 0o170000 {
+	case modeDir:
+		h.Typeflag, h.Name = tar.TypeDir, name+"/"
+	case modeSymlink:
+		h.Typeflag, h.Linkname = tar.TypeSymlink, string(data)
+		data = nil
+	case modeChar:
+		h.Typeflag, h.Devmajor, h.Devminor = tar.TypeChar, int64(c.rmajor), int64(c.rminor)
+	default:
+		h.Typeflag, h.Size = tar.TypeReg, int64(len(data))
+	}
+	if c.err = c.tw.WriteHeader(h); c.err == nil && len(data) > 0 {
+		_, c.err = c.tw.Write(data)
+	}
 	return c.err
 }
 
@@ -164,6 +196,13 @@ func (c *CpioWriter) pad(n int) {
 // Close writes the trailer entry; it does not close the underlying writer.
 func (c *CpioWriter) Close() error {
 	if c.closed {
+		return c.err
+	}
+	if c.tw != nil {
+		c.closed = true
+		if c.err == nil {
+			c.err = c.tw.Close()
+		}
 		return c.err
 	}
 	if err := c.entry("TRAILER!!!", 0, nil); err != nil {

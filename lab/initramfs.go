@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // ModuleRoots are the modules the lab needs; LoadOrder adds their
@@ -65,15 +66,40 @@ type DataFile struct {
 // Build writes the gzip-compressed newc initramfs to dst and returns the
 // guest paths of the modules in load order (already filled into the jobs).
 func (im *Image) Build(dst string) error {
+	files, guestMods, err := im.files()
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	if err := im.write(NewCpioWriter(zw), files, guestMods, false); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// files is every file of the image, guest path -> host path, and the
+// modules' guest paths in load order.
+func (im *Image) files() (map[string]string, []string, error) {
 	p := im.Parts
 	modDir := filepath.Join(p.Root, "lib", "modules", p.KernelVer)
 	builtin, err := ReadBuiltin(filepath.Join(modDir, "modules.builtin"))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	mods, err := ModuleLoadOrder(filepath.Join(modDir, "kernel"), append(append([]string(nil), ModuleRoots...), im.Modules...), builtin)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	var guestMods []string
 	for _, m := range mods {
@@ -92,7 +118,7 @@ func (im *Image) Build(dst string) error {
 			}
 		}
 		if found == "" {
-			return fmt.Errorf("%s not found in the unpacked packages under %s (looked at %v)", gp, p.Root, cands)
+			return nil, nil, fmt.Errorf("%s not found in the unpacked packages under %s (looked at %v)", gp, p.Root, cands)
 		}
 		files[gp] = found
 		elfs = append(elfs, found)
@@ -107,7 +133,7 @@ func (im *Image) Build(dst string) error {
 	}
 	libs, interps, err := LibClosure(elfs, p.LibDirs())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for so, hp := range libs {
 		files[guestLibPath(p.Root, so, hp)] = hp
@@ -118,7 +144,7 @@ func (im *Image) Build(dst string) error {
 	for _, ip := range interps {
 		hp := findLib(path.Base(ip), p.LibDirs())
 		if hp == "" {
-			return fmt.Errorf("ELF interpreter %s not found in %v", ip, p.LibDirs())
+			return nil, nil, fmt.Errorf("ELF interpreter %s not found in %v", ip, p.LibDirs())
 		}
 		files[ip] = hp
 	}
@@ -126,26 +152,70 @@ func (im *Image) Build(dst string) error {
 		files[guestMods[i]] = m
 	}
 
+	return files, guestMods, nil
+}
+
+// Layer writes the image's userland as an uncompressed tar, the one layer
+// of the container image make lab-k8s runs: the same libraries, tools and
+// suite the VMs have, the suite (make dist's layout, /lab/dist in a VM) at
+// /opt/gdrconf as deploy/k8s expects. The VM's own parts stay out: its
+// agent (/init), modules, jobs, device nodes and daemons' keys and configs.
+func (im *Image) Layer(dst string) error {
+	files, mods, err := im.files()
+	if err != nil {
+		return err
+	}
 	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	if err != nil {
+	if err := im.write(NewLayerWriter(f), files, mods, true); err != nil {
 		return err
 	}
-	cw := NewCpioWriter(zw)
-	for _, d := range []string{"/proc", "/sys", "/dev", "/tmp", "/run", "/etc", "/usr/bin", "/usr/sbin", "/lab"} {
-		if err := cw.Dir(d, 0o755); err != nil {
-			return err
+	return f.Close()
+}
+
+// LayerDist is where the container image holds make dist's layout.
+const LayerDist = "/opt/gdrconf"
+
+// layerPath is where guest path gp goes in the container layer, or false
+// when it stays out.
+func layerPath(gp string) (string, bool) {
+	if rest, ok := strings.CutPrefix(gp, clusterDist+"/"); ok {
+		return LayerDist + "/" + rest, true
+	}
+	for _, p := range []string{"/init", "/lab", "/lab/", "/etc/munge/", "/etc/slurm/", "/etc/kubernetes/", "/etc/containerd/", "/etc/cni/", "/etc/coredns/"} {
+		if gp == p || strings.HasPrefix(gp, p) {
+			return "", false
 		}
 	}
-	if err := cw.CharDev("/dev/console", 0o600, 5, 1); err != nil {
-		return err
+	return gp, true
+}
+
+// write adds the image's entries to cw: every one for the initramfs, those
+// layerPath keeps (and where it puts them) for the container layer.
+func (im *Image) write(cw *CpioWriter, files map[string]string, guestMods []string, layer bool) error {
+	place := func(gp string) (string, bool) {
+		if !layer {
+			return gp, true
+		}
+		return layerPath(gp)
 	}
-	if err := cw.CharDev("/dev/null", 0o666, 1, 3); err != nil {
-		return err
+	for _, d := range []string{"/proc", "/sys", "/dev", "/tmp", "/run", "/etc", "/usr/bin", "/usr/sbin", "/lab"} {
+		if d, ok := place(d); ok {
+			if err := cw.Dir(d, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	if !layer {
+		if err := cw.CharDev("/dev/console", 0o600, 5, 1); err != nil {
+			return err
+		}
+		if err := cw.CharDev("/dev/null", 0o666, 1, 3); err != nil {
+			return err
+		}
 	}
 	// /lib points at /usr/lib as on Debian, so either path of a library works.
 	if err := cw.Symlink("/lib", "usr/lib"); err != nil {
@@ -165,8 +235,10 @@ func (im *Image) Build(dst string) error {
 	}
 	sort.Strings(links)
 	for _, gp := range links {
-		if err := cw.Symlink(gp, im.Symlinks[gp]); err != nil {
-			return err
+		if lp, ok := place(gp); ok {
+			if err := cw.Symlink(lp, im.Symlinks[gp]); err != nil {
+				return err
+			}
 		}
 	}
 	var data []string
@@ -175,8 +247,10 @@ func (im *Image) Build(dst string) error {
 	}
 	sort.Strings(data)
 	for _, gp := range data {
-		if err := cw.File(gp, im.Data[gp].Mode, im.Data[gp].Bytes); err != nil {
-			return err
+		if lp, ok := place(gp); ok {
+			if err := cw.File(lp, im.Data[gp].Mode, im.Data[gp].Bytes); err != nil {
+				return err
+			}
 		}
 	}
 	var names []string
@@ -185,6 +259,10 @@ func (im *Image) Build(dst string) error {
 	}
 	sort.Strings(names)
 	for _, gp := range names {
+		lp, ok := place(gp)
+		if !ok {
+			continue
+		}
 		b, err := os.ReadFile(files[gp]) // follows symlinks: the image holds real files
 		if err != nil {
 			return err
@@ -193,9 +271,12 @@ func (im *Image) Build(dst string) error {
 		if err != nil {
 			return err
 		}
-		if err := cw.File(gp, uint32(st.Mode().Perm()), b); err != nil {
+		if err := cw.File(lp, uint32(st.Mode().Perm()), b); err != nil {
 			return err
 		}
+	}
+	if layer {
+		return cw.Close()
 	}
 	for role, j := range im.Jobs {
 		j.Modules = guestMods
@@ -207,13 +288,7 @@ func (im *Image) Build(dst string) error {
 			return err
 		}
 	}
-	if err := cw.Close(); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
+	return cw.Close()
 }
 
 // privateLibDirs are package folders whose libraries keep their folder in the
