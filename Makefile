@@ -30,7 +30,7 @@ them as root where they are missing; present, any user builds.
                TAGS=, GDR_STRICT=1); prints the verdict     rdma-core headers if missing)
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
   test         lint unit browser race lab lab-cluster       root, qemu, network the first  ~20
-               (CI: then lab-cluster-host)                  time (packages, lab kernel)
+               (CI: then lab-cluster-host, lab-k8s)         time (packages, lab kernel)
   unit         unit tests and fixture runs; no browser      rdma-core headers; not root    1-2
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
   race         the race detector, concurrent packages       rdma-core headers              ~1
@@ -41,6 +41,9 @@ them as root where they are missing; present, any user builds.
   lab-cluster-host
                the same, every rail of one VM degraded      root, qemu, network (first)    ~15
                (.ci/run runs it after make test)
+  lab-k8s      the four VMs as Kubernetes nodes of a real   root, qemu, network (first)    ~10
+               control plane; deploy/k8s's Job, a rail      (+6 the first time: builds
+               degraded (.ci/run runs it last)              Kubernetes)
   lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
   lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
   lab-faults   the fault matrix, fresh VMs per case         root, qemu, network (first)    10+
@@ -133,7 +136,7 @@ race: deps
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
-# README's test command (.ci/run runs it, then lab-cluster-host): about 10
+# README's test command (.ci/run runs it, then lab-cluster-host and lab-k8s): about 10
 # minutes for lint, unit, the browser test, race and the two-VM lab on 2
 # cores, plus 7 for the four-VM Slurm lab (670 s in all on a fresh clone).
 test: lint unit browser race lab lab-cluster
@@ -190,7 +193,15 @@ lab-cluster: deps $(LAB_BIN)
 # it after make test.
 lab-cluster-host: deps $(LAB_BIN)
 	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_REPORTS=reports/lab-cluster-host $(LAB_BIN) -mode cluster
-.PHONY: lab-kill lab-faults lab-cluster lab-cluster-host FORCE
+# The cluster lab's VMs as Kubernetes nodes: a control plane built from the
+# published Kubernetes modules (cached in .cache/lab/k8s-<key>) on this
+# machine, containerd, kubelet and a device plugin in every VM, CoreDNS;
+# deploy/k8s applied through a lab overlay with kubectl, one rail degraded
+# on purpose (LAB_DEGRADE), and the merged reports/lab-k8s report must name
+# exactly that rail (docs/lab.md).
+lab-k8s: deps $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode k8s
+.PHONY: lab-kill lab-faults lab-cluster lab-cluster-host lab-k8s FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

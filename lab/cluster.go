@@ -209,31 +209,11 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	im.Modules = []string{"9p", "9pnet_virtio", "sch_prio", "cls_u32"}
 	im.Applets = []string{"dirname", "basename", "rm", "head", "tail", "tee", "tr", "cut", "date", "hostname", "id", "wc", "sed",
 		"awk", "touch", "chmod", "ln", "mv", "readlink", "sort", "uniq", "stat", "find", "true", "false", "test", "[", "seq", "xargs", "which"}
-	for gp, rel := range slurmTools {
-		hp := filepath.Join(parts.Root, rel)
-		if _, err := os.Stat(hp); err != nil {
-			return fmt.Errorf("%s not in the unpacked packages: %w", rel, err)
-		}
-		im.Binaries[gp] = hp
-	}
-	plugins, skipped, err := slurmPlugins(parts)
-	if err != nil {
+	if err := r.slurmImage(im, parts, hosts); err != nil {
 		return err
 	}
-	for gp, hp := range plugins {
-		im.Binaries[gp] = hp
-	}
-	r.logf("slurm: %d plugins in the image (%d left out: their libraries are not among the parts)", len(plugins), len(skipped))
 	im.Symlinks["/usr/bin/env"] = "/bin/busybox"
 	im.Symlinks["/usr/bin/bash"] = "/bin/bash"
-	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(SlurmConf(clusterName, hosts, clusterLogs))}
-	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf)}
-	key := make([]byte, 1024)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	// One key per run, in the image only (the run folder is removed by the next run).
-	im.Data["/etc/munge/munge.key"] = DataFile{0o400, key}
 	bin := filepath.Join(r.dir, "cbin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
@@ -275,6 +255,41 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	return nil
 }
 
+// slurmImage adds Slurm and munge (tools, plugins, configuration, a fresh
+// key); a Kubernetes node (make lab-k8s) has bash and tc from them only.
+func (r *runner) slurmImage(im *Image, parts *Parts, hosts []string) error {
+	for gp, rel := range slurmTools {
+		if r.o.Mode == ModeK8s && gp != "/bin/bash" && gp != "/usr/sbin/tc" {
+			continue
+		}
+		hp := filepath.Join(parts.Root, rel)
+		if _, err := os.Stat(hp); err != nil {
+			return fmt.Errorf("%s not in the unpacked packages: %w", rel, err)
+		}
+		im.Binaries[gp] = hp
+	}
+	if r.o.Mode == ModeK8s {
+		return nil
+	}
+	plugins, skipped, err := slurmPlugins(parts)
+	if err != nil {
+		return err
+	}
+	for gp, hp := range plugins {
+		im.Binaries[gp] = hp
+	}
+	r.logf("slurm: %d plugins in the image (%d left out: their libraries are not among the parts)", len(plugins), len(skipped))
+	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(SlurmConf(clusterName, hosts, clusterLogs))}
+	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf)}
+	key := make([]byte, 1024)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	// One key per run, in the image only (the run folder is removed by the next run).
+	im.Data["/etc/munge/munge.key"] = DataFile{0o400, key}
+	return nil
+}
+
 // clusterVM is one VM of the cluster and what the host saw of it.
 type clusterVM struct {
 	job    Job
@@ -283,10 +298,16 @@ type clusterVM struct {
 	killed string
 }
 
-// RunCluster is the cluster lab (ModeCluster).
+// RunCluster is the cluster lab (ModeCluster), and with ModeK8s the same
+// VMs as Kubernetes nodes (k8s.go).
 func RunCluster(ctx context.Context, o Options) error {
 	r := &runner{o: o, start: time.Now(), dir: filepath.Join(o.CacheDir, "run-cluster")}
 	c := o.Cluster
+	k8s := o.Mode == ModeK8s
+	labName := "lab-cluster"
+	if k8s {
+		labName = "lab-k8s"
+	}
 	degrade, err := ParseDegrade(c.Degrade, c.Hosts, c.Rails)
 	if err != nil {
 		return err
@@ -315,7 +336,7 @@ func RunCluster(ctx context.Context, o Options) error {
 	if err := os.RemoveAll(shared); err != nil {
 		return err
 	}
-	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "*.console.log", "srun.log", "lab.json"} {
+	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "*.console.log", "srun.log", "lab.json", "k8s.log"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -358,6 +379,17 @@ func RunCluster(ctx context.Context, o Options) error {
 		return err
 	}
 	plan := r.clusterPlan(degrade)
+	if k8s {
+		t1 := time.Now()
+		if r.kube, err = r.kubeStart(ctx, ClusterHosts(c.Hosts), agent); err != nil {
+			return err
+		}
+		defer r.kube.cp.Stop()
+		mark("tools and control plane", t1)
+		if err := r.kubePlan(plan, r.kube); err != nil {
+			return err
+		}
+	}
 	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]Job{}}
 	for _, j := range plan {
 		im.Jobs[j.Role] = j
@@ -365,9 +397,19 @@ func RunCluster(ctx context.Context, o Options) error {
 	if err := r.clusterImage(ctx, im, parts, pkgs); err != nil {
 		return err
 	}
+	if k8s {
+		if err := r.kubeImage(im, parts); err != nil {
+			return err
+		}
+	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
 		return fmt.Errorf("building the initramfs: %w", err)
+	}
+	if k8s {
+		if err := r.kubeImages(im, parts, r.kube); err != nil {
+			return err
+		}
 	}
 	st, _ := os.Stat(initrd)
 	mark("build", t0)
@@ -378,7 +420,31 @@ func RunCluster(ctx context.Context, o Options) error {
 		defer stop()
 	}
 	t0 = time.Now()
+	var kres *kubeResult
+	driven := make(chan struct{})
+	driveCtx, stopDrive := context.WithCancel(ctx)
+	defer stopDrive()
+	if k8s {
+		// The user's part (kubectl), beside the VMs; it writes the end file.
+		overlay := filepath.Join(o.ReportDir, "k8s")
+		if err := r.kubeOverlay(overlay); err != nil {
+			return err
+		}
+		klog, err := os.Create(filepath.Join(o.ReportDir, "k8s.log"))
+		if err != nil {
+			return err
+		}
+		defer klog.Close()
+		go func() {
+			defer close(driven)
+			kres = r.kubeDrive(driveCtx, r.kube, ClusterHosts(c.Hosts), overlay, filepath.Join(shared, "lab", "end"), klog)
+		}()
+	} else {
+		close(driven)
+	}
 	vms, vmErrs := r.clusterBoot(ctx, qemu, parts, initrd, plan, sharedAbs)
+	stopDrive()
+	<-driven
 	mark("vms", t0)
 	for role, v := range vms {
 		if b, err := os.ReadFile(v.vm.Console); err == nil {
@@ -390,16 +456,33 @@ func RunCluster(ctx context.Context, o Options) error {
 		problems = append(problems, e.Error())
 	}
 	problems = append(problems, r.clusterSteps(plan, vms)...)
+	found := degrade // the planted faults as the merged report names their hosts
+	if kres != nil {
+		problems = append(problems, kres.Problems...)
+		for k, v := range kres.Times {
+			times[k] = v.Round(100 * time.Millisecond)
+		}
+		r.logf("pods: %s", podList(kres.Pods))
+		if len(kres.Problems) == 0 {
+			if found, err = podDegrade(degrade, kres.Pods); err != nil {
+				problems = append(problems, "k8s: "+err.Error())
+				found = degrade
+			}
+		}
+	}
 
 	t0 = time.Now()
-	sum, rep, err := r.clusterMerge(filepath.Join(shared, "rounds"), degrade)
+	sum, rep, err := r.clusterMerge(filepath.Join(shared, "rounds"), found)
 	mark("merge", t0)
 	if err != nil {
 		problems = append(problems, "merging the cluster's reports: "+err.Error())
 	} else {
-		problems = append(problems, ClusterVerdict(sum, degrade, c.Hosts, c.Rails)...)
+		problems = append(problems, ClusterVerdict(sum, found, c.Hosts, c.Rails)...)
+		if kres != nil && len(kres.Problems) == 0 {
+			problems = append(problems, podNodes(sum, kres.Pods)...)
+		}
 		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
-		r.printCluster(sum, rep, degrade)
+		r.printCluster(sum, rep, found)
 	}
 	times["total"] = time.Since(r.start).Round(100 * time.Millisecond)
 	labJSON := map[string]any{
@@ -408,18 +491,26 @@ func RunCluster(ctx context.Context, o Options) error {
 	if sum != nil {
 		labJSON["merge_exit"] = sum.Exit // gdrreport's exit status for this merge: 1 when a planted fault was found
 	}
+	if kres != nil {
+		labJSON["engine"], labJSON["pods"] = "kubernetes", kres.Pods
+	}
 	_ = writeJSONFile(filepath.Join(o.ReportDir, "lab.json"), labJSON)
-	fmt.Fprintf(o.Out, "\ntimes: parts %v, build %v, VMs (boot, Slurm, srun) %v, merge %v, total %v\n",
-		times["parts"], times["build"], times["vms"], times["merge"], times["total"])
+	if k8s {
+		fmt.Fprintf(o.Out, "\ntimes: parts %v, tools and control plane %v, build %v, VMs %v (nodes Ready %v, job %v), merge %v, total %v\n",
+			times["parts"], times["tools and control plane"], times["build"], times["vms"], times["nodes"], times["job"], times["merge"], times["total"])
+	} else {
+		fmt.Fprintf(o.Out, "\ntimes: parts %v, build %v, VMs (boot, Slurm, srun) %v, merge %v, total %v\n",
+			times["parts"], times["build"], times["vms"], times["merge"], times["total"])
+	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		fmt.Fprintf(o.Out, "\nlab-cluster FAILED:\n")
+		fmt.Fprintf(o.Out, "\n%s FAILED:\n", labName)
 		for _, p := range problems {
 			fmt.Fprintf(o.Out, "  %s\n", p)
 		}
-		return fmt.Errorf("lab-cluster failed (%d problems)", len(problems))
+		return fmt.Errorf("%s failed (%d problems)", labName, len(problems))
 	}
-	fmt.Fprintf(o.Out, "\nlab-cluster passed in %.0fs: found bad = degraded = %s; the merge exited %d as it must\n", time.Since(r.start).Seconds(), degradeList(degrade), sum.Exit)
+	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s; the merge exited %d as it must\n", labName, time.Since(r.start).Seconds(), degradeList(found), sum.Exit)
 	return nil
 }
 
@@ -485,7 +576,14 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 		cfg := VMConfig{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role, Accel: o.Accel,
 			MemMiB: o.Cluster.MemMiB, Shares: []Share{{Tag: clusterShare, Path: shared}}}
 		for n, nic := range j.Cluster.NICs {
+			if n >= len(nets) && r.kube != nil { // the node's way to the API server
+				cfg.NICs = append(cfg.NICs, NIC{Netdev: r.kube.netdev, MAC: nic.MAC})
+				continue
+			}
 			cfg.NICs = append(cfg.NICs, NIC{Netdev: nets[n].Netdev(), MAC: nic.MAC})
+		}
+		if r.kube != nil {
+			cfg.Shares = append(cfg.Shares, Share{Tag: k8sTools, Path: r.kube.tools, ReadOnly: true}, Share{Tag: k8sImages, Path: r.kube.images, ReadOnly: true})
 		}
 		vm, err := StartVM(cfg)
 		if err != nil {
@@ -574,7 +672,9 @@ func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 			continue
 		}
 		want := []string{"setup-" + j.Role, "daemons-" + j.Role}
-		if j.Cluster.Srun != nil {
+		if j.Cluster.Kube != nil {
+			want = []string{"setup-" + j.Role, "node-" + j.Role, "wait-" + j.Role}
+		} else if j.Cluster.Srun != nil {
 			want = append(want, "nodes", "srun")
 		} else {
 			want = append(want, "wait-"+j.Role)
@@ -602,12 +702,8 @@ func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 
 // ClusterSummary is what the lab reads back from the merged summary.json.
 type ClusterSummary struct {
-	Verdict string `json:"verdict"`
-	Hosts   []struct {
-		Host    string `json:"host"`
-		Verdict string `json:"verdict"`
-		Fabric  string `json:"fabric"`
-	} `json:"hosts"`
+	Verdict  string            `json:"verdict"`
+	Hosts    []ClusterHost     `json:"hosts"`
 	Pairs    []isolate.Pair    `json:"pairs"`
 	Suspects []isolate.Suspect `json:"suspects"`
 	Links    []isolate.Link    `json:"links"`
@@ -624,6 +720,16 @@ type ClusterSummary struct {
 	// cluster/isolation suite, read back from the file.
 	Exit            int      `json:"-"`
 	IsolationFailed []string `json:"-"`
+}
+
+// ClusterHost is one host of the merged summary.json.
+type ClusterHost struct {
+	Host     string `json:"host"`
+	Verdict  string `json:"verdict"`
+	Fabric   string `json:"fabric"`
+	Identity struct {
+		Node string `json:"node"` // the machine's own name where the report names a pod
+	} `json:"identity"`
 }
 
 // clusterConfig is the cluster configuration the guests ran with (their

@@ -40,6 +40,9 @@ type ClusterJob struct {
 	// Srun is the controller's srun step; the agent adds a fresh
 	// GDR_CLUSTER_SECRET to its environment (never written anywhere).
 	Srun *Step `json:"srun,omitempty"`
+	// Kube, when set, makes the VM a Kubernetes node instead (make
+	// lab-k8s, kube_guest.go): no Slurm, no controller VM.
+	Kube *KubeJob `json:"kube,omitempty"`
 }
 
 // GuestNIC is one virtio NIC of a cluster VM, found by its MAC.
@@ -68,6 +71,9 @@ func (g *guest) recordStep(st Step, fn func(w io.Writer, deadline time.Time) err
 
 func (g *guest) clusterMain() error {
 	c := g.job.Cluster
+	if c.Kube != nil {
+		return g.kubeMain()
+	}
 	host := c.Host
 	controller := host == c.Controller
 	if controller {
@@ -115,13 +121,21 @@ func (g *guest) writeEnd() {
 	}
 }
 
+// guestEnv is the environment of the setup commands and daemons.
+var guestEnv = []string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+
 // command runs one setup command, its output into w, within deadline.
 func command(w io.Writer, deadline time.Time, argv ...string) error {
+	return commandEnv(w, deadline, guestEnv, argv...)
+}
+
+// commandEnv is command with its own environment.
+func commandEnv(w io.Writer, deadline time.Time, env []string, argv ...string) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.Env = []string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+	cmd.Env = env
 	fmt.Fprintf(w, "+ %s\n", strings.Join(argv, " "))
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
@@ -133,16 +147,24 @@ func command(w io.Writer, deadline time.Time, argv ...string) error {
 // folder, the planted fault.
 func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	c := g.job.Cluster
-	for _, m := range []struct{ dst, typ string }{{"/dev/shm", "tmpfs"}, {"/dev/pts", "devpts"}, {"/sys/fs/cgroup", "tmpfs"}} {
+	for _, m := range []struct{ dst, typ string }{{"/dev/shm", "tmpfs"}, {"/dev/pts", "devpts"}} {
 		_ = os.MkdirAll(m.dst, 0o755)
 		_ = unix.Mount(m.typ, m.dst, m.typ, 0, "")
 	}
-	// slurmd 22.05 initialises its cgroup plugin even with
-	// proctrack/linuxproc; a tmpfs there is what cgroup/v1 expects, and the
-	// freezer hierarchy what it would use. (Its cgroup/v2 plugin wants
-	// systemd to delegate a cgroup, which the lab's VMs do not have.)
-	_ = os.MkdirAll("/sys/fs/cgroup/freezer", 0o755)
-	_ = unix.Mount("cgroup", "/sys/fs/cgroup/freezer", "cgroup", 0, "freezer")
+	if c.Kube != nil {
+		if err := mountCgroup2(w); err != nil {
+			return err
+		}
+	} else {
+		// slurmd 22.05 initialises its cgroup plugin even with
+		// proctrack/linuxproc; a tmpfs there is what cgroup/v1 expects, and the
+		// freezer hierarchy what it would use. (Its cgroup/v2 plugin wants
+		// systemd to delegate a cgroup, which the lab's VMs do not have.)
+		_ = os.MkdirAll("/sys/fs/cgroup", 0o755)
+		_ = unix.Mount("tmpfs", "/sys/fs/cgroup", "tmpfs", 0, "")
+		_ = os.MkdirAll("/sys/fs/cgroup/freezer", 0o755)
+		_ = unix.Mount("cgroup", "/sys/fs/cgroup/freezer", "cgroup", 0, "freezer")
+	}
 	for _, m := range g.job.Modules {
 		if err := loadModule(m); err != nil {
 			return err
@@ -271,6 +293,15 @@ func mkdirOwned(dir string, mode os.FileMode, uid int) error {
 // daemon starts a long-running process in the foreground of its own
 // process group, its output into log.
 func daemon(w io.Writer, log string, uid int, argv ...string) (*exec.Cmd, error) {
+	return startDaemon(w, log, uid, guestEnv, argv...)
+}
+
+// daemonEnv starts a daemon as root with its own environment.
+func daemonEnv(w io.Writer, log string, env []string, argv ...string) (*exec.Cmd, error) {
+	return startDaemon(w, log, 0, env, argv...)
+}
+
+func startDaemon(w io.Writer, log string, uid int, env []string, argv ...string) (*exec.Cmd, error) {
 	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
 		return nil, err
@@ -278,7 +309,7 @@ func daemon(w io.Writer, log string, uid int, argv ...string) (*exec.Cmd, error)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}

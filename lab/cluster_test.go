@@ -167,6 +167,8 @@ func TestQEMUArgsCluster(t *testing.T) {
 	assert.Contains(t, a, "-netdev stream,x=1,id=n1 -device virtio-net-pci,netdev=n1,mac=52:54:00:1d:01:02")
 	assert.Contains(t, a, "-fsdev local,id=fs0,path=/r/a,,b,security_model=none -device virtio-9p-pci,fsdev=fs0,mount_tag=gdrshared")
 	assert.NotContains(t, a, "socket", "the NICs replace the two-VM lab's socket link")
+	a = strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Shares: []Share{{Tag: "gdrk8s", Path: "/t", ReadOnly: true}}}, "c", "r"), " ")
+	assert.Contains(t, a, "-fsdev local,id=fs0,path=/t,security_model=none,readonly=on -device virtio-9p-pci,fsdev=fs0,mount_tag=gdrk8s")
 }
 
 func TestClusterVerdict(t *testing.T) {
@@ -175,11 +177,7 @@ func TestClusterVerdict(t *testing.T) {
 	good := func() *ClusterSummary {
 		s := &ClusterSummary{}
 		for i, v := range []string{"INCOMPLETE (30 not run)", "QUALIFIED", "NOT QUALIFIED (1)", "INCOMPLETE (30 not run)"} {
-			s.Hosts = append(s.Hosts, struct {
-				Host    string `json:"host"`
-				Verdict string `json:"verdict"`
-				Fabric  string `json:"fabric"`
-			}{Host: ClusterHosts(4)[i], Verdict: v})
+			s.Hosts = append(s.Hosts, ClusterHost{Host: ClusterHosts(4)[i], Verdict: v})
 		}
 		s.Pairs = []isolate.Pair{{A: "vm1", B: "vm2", Rail: 0, Status: isolate.Pass}, {A: "vm2", B: "vm3", Rail: 1, Status: isolate.Slow}}
 		s.Suspects = []isolate.Suspect{{Host: "vm3", Rail: 1, Verdict: isolate.Bad}}

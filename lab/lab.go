@@ -78,8 +78,9 @@ type runner struct {
 	start  time.Time
 	dir    string // .cache/lab/run
 	apt    aptState
-	kernel string // the VMs' kernel, for the report's host identity
-	kill   bool   // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
+	kernel string   // the VMs' kernel, for the report's host identity
+	kill   bool     // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
+	kube   *kubeRun // make lab-k8s: the control plane the VMs join
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -96,7 +97,7 @@ type testPkg struct {
 
 // Run executes a lab run and returns an error when the lab failed.
 func Run(ctx context.Context, o Options) error {
-	if o.Mode == ModeCluster {
+	if o.Mode == ModeCluster || o.Mode == ModeK8s {
 		return RunCluster(ctx, o)
 	}
 	r := &runner{o: o, start: time.Now(), dir: filepath.Join(o.CacheDir, "run")}

@@ -30,7 +30,7 @@ var Packages = []string{
 // partsPackages is every package of the parts: the two-VM lab's and the
 // cluster lab's, so that one cached parts folder serves every mode.
 func partsPackages() []string {
-	return append(append([]string(nil), Packages...), ClusterPackages...)
+	return append(append(append([]string(nil), Packages...), ClusterPackages...), KubePackages...)
 }
 
 // KernelMeta is the Debian meta package whose dependency names the kernel.

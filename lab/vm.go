@@ -53,6 +53,7 @@ type NIC struct {
 // Share is a host folder exported to the guest with virtio-9p as mount tag Tag.
 type Share struct {
 	Tag, Path string
+	ReadOnly  bool
 }
 
 // QEMUArgs returns qemu's command line for c.
@@ -82,7 +83,11 @@ func QEMUArgs(c VMConfig, console, result string) []string {
 	// security_model=none: files are created as qemu's user, and ownership
 	// changes the guest asks for are not refused (the lab runs as root or not).
 	for i, sh := range c.Shares {
-		args = append(args, "-fsdev", fmt.Sprintf("local,id=fs%d,path=%s,security_model=none", i, strings.ReplaceAll(sh.Path, ",", ",,")),
+		ro := ""
+		if sh.ReadOnly {
+			ro = ",readonly=on"
+		}
+		args = append(args, "-fsdev", fmt.Sprintf("local,id=fs%d,path=%s,security_model=none%s", i, strings.ReplaceAll(sh.Path, ",", ",,"), ro),
 			"-device", fmt.Sprintf("virtio-9p-pci,fsdev=fs%d,mount_tag=%s", i, sh.Tag))
 	}
 	return args

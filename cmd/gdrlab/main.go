@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/lab"
+	"github.com/gdrconf/gdrconf/lab/kube"
 )
 
 func main() {
@@ -25,6 +26,24 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "standin" {
 		// Inside a cluster lab VM: one round of the stand-in workload.
 		os.Exit(lab.StandinMain(os.LookupEnv, os.Stdout))
+	}
+	if len(os.Args) == 3 && os.Args[1] == "pipe" {
+		// qemu's guestfwd command in make lab-k8s: one VM connection to
+		// the API server.
+		os.Exit(lab.PipeMain(os.Args[2], os.Stdin, os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "k8s-tools" {
+		// make lab-k8s: build (or find cached) the Kubernetes tools and
+		// print their folder.
+		dir, err := kube.BuildTools(context.Background(), env("GO", "go"), ".", env("LAB_CACHE", ".cache/lab"), func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, f+"\n", a...)
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "gdrlab: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Println(dir)
+		os.Exit(0)
 	}
 	if err := hostMain(); err != nil {
 		fmt.Fprintf(os.Stderr, "gdrlab: %v\n", err)
@@ -78,14 +97,15 @@ func hostMain() error {
 			mode = os.Args[i+2]
 		}
 	}
-	cluster := mode == lab.ModeCluster
+	cluster := mode == lab.ModeCluster || mode == lab.ModeK8s
+	k8s := mode == lab.ModeK8s
 	pick := func(normal, forCluster string) string {
 		if cluster {
 			return forCluster
 		}
 		return normal
 	}
-	fs.StringVar(&o.Mode, "mode", mode, "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest), faults (the fault matrix) or cluster (four VMs under Slurm)")
+	fs.StringVar(&o.Mode, "mode", mode, "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest), faults (the fault matrix), cluster (four VMs under Slurm) or k8s (the same VMs as Kubernetes nodes)")
 	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", pick("./conformance/... ./harness/verbs", "./conformance/pingpong")), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
@@ -113,13 +133,23 @@ func hostMain() error {
 	// 7m02s each.
 	fs.DurationVar(&o.StepTimeout, "step-timeout", dur("LAB_STEP_TIMEOUT", pick("5m", "10m")), "limit of one package's run in one VM (LAB_STEP_TIMEOUT; cluster mode default 10m)")
 	fs.DurationVar(&o.Deadline, "deadline", dur("LAB_DEADLINE", pick("15m", "40m")), "limit of the whole VM phase; VMs still running are killed (LAB_DEADLINE)")
-	fs.StringVar(&o.Cluster.Degrade, "degrade", env("LAB_DEGRADE", lab.DefaultDegrade), "cluster: the rails degraded on purpose, host:rail:netem (e.g. vm3:1:delay=20ms, vm2:0:loss=10%), or none (LAB_DEGRADE)")
+	degradeDefault := lab.DefaultDegrade
+	if k8s {
+		degradeDefault = lab.K8sDegrade
+	}
+	fs.StringVar(&o.Cluster.Degrade, "degrade", env("LAB_DEGRADE", degradeDefault), "cluster: the rails degraded on purpose, host:rail:netem (e.g. vm3:1:delay=20ms, vm2:0:loss=10%), or none (LAB_DEGRADE)")
 	fs.StringVar(&o.Cluster.Suite, "cluster-suite", env("LAB_CLUSTER_SUITE", lab.SuitePingpong), "cluster: what each round runs: pingpong (dist/run.sh with the LAB_PKGS test binaries) or standin (ib_write_bw on every rail) (LAB_CLUSTER_SUITE)")
 	fs.StringVar(&o.Cluster.Pairing, "pairing", env("LAB_PAIRING", "ring"), "cluster: GDR_PAIRING inside the lab (LAB_PAIRING)")
 	chosts, _ := strconv.Atoi(env("LAB_CLUSTER_HOSTS", "4"))
 	fs.IntVar(&o.Cluster.Hosts, "hosts", chosts, "cluster: number of VMs (LAB_CLUSTER_HOSTS)")
 	o.Cluster.Rails = 2
-	mem, _ := strconv.Atoi(env("LAB_VM_MEM", pick("768", "640")))
+	// A Kubernetes node holds containerd's copy of the suite's image and
+	// its unpacked snapshot on tmpfs besides the VM's own.
+	memDefault := pick("768", "640")
+	if k8s {
+		memDefault = "1280"
+	}
+	mem, _ := strconv.Atoi(env("LAB_VM_MEM", memDefault))
 	fs.IntVar(&o.Cluster.MemMiB, "vm-mem", mem, "cluster: MiB of memory per VM (LAB_VM_MEM)")
 	fs.DurationVar(&o.Cluster.SrunTimeout, "srun-timeout", dur("LAB_SRUN_TIMEOUT", "25m"), "cluster: srun's time limit (LAB_SRUN_TIMEOUT)")
 	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
@@ -146,9 +176,9 @@ func hostMain() error {
 		o.Deadline = 30 * time.Minute
 	}
 	switch o.Mode {
-	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults, lab.ModeCluster:
+	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults, lab.ModeCluster, lab.ModeK8s:
 	default:
-		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench, faults or cluster", o.Mode)
+		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench, faults, cluster or k8s", o.Mode)
 	}
 	if o.ReportDir == "" {
 		o.ReportDir = "reports/lab"
@@ -157,6 +187,8 @@ func hostMain() error {
 			o.ReportDir = "reports/lab-faults"
 		case lab.ModeCluster:
 			o.ReportDir = "reports/lab-cluster"
+		case lab.ModeK8s:
+			o.ReportDir = "reports/lab-k8s"
 		}
 	}
 	// The matrix waits out GDR_TIMEOUT in many of its cases: a shorter one

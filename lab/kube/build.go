@@ -97,6 +97,10 @@ func BuildTools(ctx context.Context, goCmd, repo, cacheDir string, logf func(str
 	if err != nil {
 		return "", err
 	}
+	// go build runs in each module's folder: a relative -o would land there.
+	if cacheDir, err = filepath.Abs(cacheDir); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(cacheDir, "k8s-"+key)
 	if complete(dir) {
 		logf("kubernetes tools: cached %s (%s)", dir, Version)

@@ -86,7 +86,10 @@ func ContainerdConfig(root, state, runc, cniBin, cniConf string) []byte {
 	fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = %q\n\n", SandboxImage)
 	fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.cni]\n  bin_dirs = [%q]\n  conf_dir = %q\n\n", cniBin, cniConf)
 	fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\n")
-	fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n  BinaryName = %q\n  SystemdCgroup = false\n", runc)
+	// NoPivotRoot: the VMs' root is the initramfs, which pivot_root(2)
+	// refuses to move (EINVAL); runc then enters the container's root with
+	// MS_MOVE and chroot, as it does for a ramdisk host.
+	fmt.Fprintf(&b, "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n  BinaryName = %q\n  SystemdCgroup = false\n  NoPivotRoot = true\n", runc)
 	return []byte(b.String())
 }
 

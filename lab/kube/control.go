@@ -138,7 +138,10 @@ func (c *ControlPlane) Start(ctx context.Context, deadline time.Duration, logf f
 	}
 	if err := c.run(ctx, "kube-controller-manager", "--kubeconfig="+kcm, "--secure-port=0", "--leader-elect=false",
 		"--service-account-private-key-file="+p.Path("sa.key"), "--root-ca-file="+p.Path("ca.crt"),
-		"--use-service-account-credentials=false", "--cluster-name=gdrlab"); err != nil {
+		// Each controller acts as its own service account with the
+		// system:controller:* role Kubernetes ships (as kubeadm runs it):
+		// the manager's own user may not create the Job's pods.
+		"--use-service-account-credentials=true", "--cluster-name=gdrlab"); err != nil {
 		return err
 	}
 	return c.run(ctx, "kube-scheduler", "--kubeconfig="+sched, "--secure-port=0", "--leader-elect=false")

@@ -100,6 +100,7 @@ func TestNodeFiles(t *testing.T) {
 	assert.Contains(t, c, `sandbox = "`+SandboxImage+`"`)
 	assert.Contains(t, c, `BinaryName = "/usr/sbin/runc"`)
 	assert.Contains(t, c, "SystemdCgroup = false")
+	assert.Contains(t, c, "NoPivotRoot = true", "the VMs' root is an initramfs")
 	assert.Contains(t, CNIConfig, `"cniVersion": "1.0.0"`)
 	assert.Contains(t, string(Corefile("198.18.0.1", "/etc/coredns/kubeconfig")), "kubeconfig /etc/coredns/kubeconfig")
 }

@@ -1,0 +1,268 @@
+package lab
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gdrconf/gdrconf/lab/kube"
+)
+
+// The layer writer writes the same entries as the cpio writer, as a tar
+// a container runtime unpacks: directories first, modes, symlinks.
+func TestLayerWriter(t *testing.T) {
+	var b bytes.Buffer
+	w := NewLayerWriter(&b)
+	require.NoError(t, w.File("/opt/gdrconf/rounds.sh", 0o755, []byte("#!/bin/sh\n")))
+	require.NoError(t, w.Symlink("/bin/sh", "busybox"))
+	require.Error(t, w.File("/opt/gdrconf/rounds.sh", 0o644, nil), "one entry per name, as in the initramfs")
+	require.NoError(t, w.Close())
+	got := map[string]*tar.Header{}
+	var order []string
+	tr := tar.NewReader(&b)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		got[h.Name] = h
+		order = append(order, h.Name)
+	}
+	assert.Equal(t, []string{"opt/", "opt/gdrconf/", "opt/gdrconf/rounds.sh", "bin/", "bin/sh"}, order)
+	assert.Equal(t, byte(tar.TypeReg), got["opt/gdrconf/rounds.sh"].Typeflag)
+	assert.Equal(t, int64(0o755), got["opt/gdrconf/rounds.sh"].Mode)
+	assert.Equal(t, int64(10), got["opt/gdrconf/rounds.sh"].Size)
+	assert.Equal(t, byte(tar.TypeSymlink), got["bin/sh"].Typeflag)
+	assert.Equal(t, "busybox", got["bin/sh"].Linkname)
+	assert.Equal(t, byte(tar.TypeDir), got["opt/"].Typeflag)
+}
+
+// The container layer holds the VMs' userland and the suite where
+// deploy/k8s runs it, never the VM's agent, jobs or daemons' secrets.
+func TestLayerPath(t *testing.T) {
+	for gp, want := range map[string]string{
+		clusterDist + "/rounds.sh":       LayerDist + "/rounds.sh",
+		clusterDist + "/bin/gotestsum":   LayerDist + "/bin/gotestsum",
+		guestLibDir + "/libibverbs.so.1": guestLibDir + "/libibverbs.so.1",
+		"/usr/bin/bash":                  "/usr/bin/bash",
+		"/etc/libibverbs.d/rxe.driver":   "/etc/libibverbs.d/rxe.driver",
+	} {
+		got, ok := layerPath(gp)
+		assert.True(t, ok, gp)
+		assert.Equal(t, want, got, gp)
+	}
+	for _, gp := range []string{"/init", "/lab", "/lab/job-vm1.json", "/lab/modules/rdma_rxe.ko", "/etc/munge/munge.key",
+		"/etc/slurm/slurm.conf", kubeletConf, containerdConfig, corefile, cniConfDir + "/10-gdrlab.conflist"} {
+		_, ok := layerPath(gp)
+		assert.False(t, ok, gp)
+	}
+}
+
+// The archive is what ctr images import reads: a tagged docker-save tar
+// of a linux/amd64 image whose one layer is ours.
+func TestWriteArchive(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	w := NewLayerWriter(&b)
+	require.NoError(t, w.File("/bin/busybox", 0o755, []byte("bb")))
+	require.NoError(t, w.Close())
+	layer := filepath.Join(dir, "l.tar")
+	require.NoError(t, os.WriteFile(layer, b.Bytes(), 0o644))
+	out := filepath.Join(dir, "pause.tar")
+	require.NoError(t, WriteArchive(ContainerImage{Ref: "localhost/gdrlab/pause:1", Layer: layer, Entrypoint: []string{"/bin/busybox", "sleep", "1"}}, out))
+	tag, err := name.NewTag("localhost/gdrlab/pause:1")
+	require.NoError(t, err)
+	img, err := tarball.ImageFromPath(out, &tag)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	assert.Equal(t, "linux", cf.OS)
+	assert.Equal(t, "amd64", cf.Architecture)
+	assert.Equal(t, []string{"/bin/busybox", "sleep", "1"}, cf.Config.Entrypoint)
+	ls, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, ls, 1)
+	rc, err := ls[0].Uncompressed()
+	require.NoError(t, err)
+	defer rc.Close()
+	h, err := tar.NewReader(rc).Next()
+	require.NoError(t, err)
+	assert.Equal(t, "bin/", h.Name)
+
+	assert.ErrorContains(t, WriteArchive(ContainerImage{Ref: "Not A Name", Layer: layer}, out), `image name "Not A Name"`)
+	assert.ErrorContains(t, WriteArchive(ContainerImage{Ref: "localhost/x:1", Layer: filepath.Join(dir, "none.tar")}, out), "none.tar")
+}
+
+// The guestfwd pipe carries one connection both ways and ends when the
+// host's side closes after the guest's.
+func TestPipeMain(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c) // until the pipe's CloseWrite
+		_, _ = c.Write(append([]byte("echo:"), b...))
+		c.Close()
+	}()
+	var out bytes.Buffer
+	done := make(chan int)
+	go func() { done <- PipeMain(l.Addr().String(), strings.NewReader("GET /readyz"), &out) }()
+	select {
+	case rc := <-done:
+		assert.Equal(t, 0, rc)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pipe did not end after both sides closed")
+	}
+	assert.Equal(t, "echo:GET /readyz", out.String())
+
+	free, err := FreePort()
+	require.NoError(t, err)
+	assert.Equal(t, 1, PipeMain(net.JoinHostPort("127.0.0.1", strconv.Itoa(free)), strings.NewReader(""), io.Discard), "nothing listens: rc 1, no hang")
+}
+
+// The lab's overlay changes only what the lab must: the image built here,
+// two GPUs, the cluster lab's settings and a volume for the claim; the
+// manifest's own GDR_REPORTS, GDR_PAIRING and capabilities stay.
+func TestKubeOverlay(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	r := &runner{o: Options{RepoDir: repo, Timeout: 45 * time.Second, Iters: 20, EmulatedGPU: true, StepTimeout: 10 * time.Minute,
+		Cluster: ClusterOptions{Hosts: 4, Rails: 2, Suite: SuitePingpong, SrunTimeout: 25 * time.Minute, Pairing: "ring"}}}
+	dir := t.TempDir()
+	require.NoError(t, r.kubeOverlay(dir))
+	var kust struct {
+		Resources []string            `json:"resources"`
+		Images    []map[string]string `json:"images"`
+		Patches   []map[string]string `json:"patches"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &kust))
+	require.Len(t, kust.Resources, 2)
+	st, err := os.Stat(filepath.Join(dir, kust.Resources[0], "kustomization.yaml"))
+	require.NoError(t, err, "the overlay's base is deploy/k8s, by a relative path")
+	assert.True(t, st.Mode().IsRegular())
+	assert.Equal(t, map[string]string{"name": "gdrconf", "newName": "localhost/gdrconf", "newTag": "lab"}, kust.Images[0])
+
+	var job batchv1.Job
+	b, err = os.ReadFile(filepath.Join(dir, "job-lab.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(b, &job))
+	c := job.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "gdrconf", c.Name, "a strategic merge patch matches the container by name")
+	env := map[string]string{}
+	for _, e := range c.Env {
+		_, dup := env[e.Name]
+		assert.False(t, dup, e.Name)
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "0", env["GDR_STRICT"], "the lab's VMs skip what no VM has (no PCI GPU); strict would fail them")
+	assert.Equal(t, "2", env["FAKE_CUDA_DEVICES"])
+	assert.Equal(t, "0.25", env["GDR_PAIR_MIN_FRACTION"])
+	assert.NotContains(t, env, "GDR_REPORTS", "the manifest's /reports, the claim's mount")
+	assert.NotContains(t, env, "GDR_PAIRING")
+	assert.NotContains(t, env, "GDR_K8S_COMPLETIONS", "four hosts: the manifest's own")
+	assert.Equal(t, []string{"-test.timeout=9m45s"}, c.Args)
+	q := c.Resources.Limits[corev1.ResourceName("nvidia.com/gpu")]
+	assert.Equal(t, int64(2), q.Value())
+	assert.Equal(t, int32(4), *job.Spec.Completions)
+
+	var pv corev1.PersistentVolume
+	b, err = os.ReadFile(filepath.Join(dir, "reports-pv.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(b, &pv))
+	assert.Equal(t, clusterRounds, pv.Spec.HostPath.Path)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pv.Spec.AccessModes)
+	assert.Equal(t, "gdrconf-reports", pv.Spec.ClaimRef.Name)
+
+	r.o.Cluster.Hosts = 3
+	require.NoError(t, r.kubeOverlay(dir))
+	b, err = os.ReadFile(filepath.Join(dir, "job-lab.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "GDR_K8S_COMPLETIONS")
+}
+
+// The merged report names a Kubernetes job's hosts by their pods: the
+// planted faults are renamed after the pods that ran on their VMs.
+func TestPodDegrade(t *testing.T) {
+	d, err := ParseDegrade("vm3:1:delay=250ms vm1:0:delay=250ms,to=vm2", 4, 2)
+	require.NoError(t, err)
+	pods := map[string]string{"gdrconf-0": "vm4", "gdrconf-1": "vm2", "gdrconf-2": "vm3", "gdrconf-3": "vm1"}
+	got, err := podDegrade(d, pods)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "gdrconf-2", got[0].Host)
+	assert.Equal(t, 1, got[0].Rail)
+	assert.Equal(t, "gdrconf-3", got[1].Host)
+	assert.Equal(t, "gdrconf-1", got[1].To)
+	assert.Equal(t, "vm3", d[0].Host, "the lab's own list is left as it was")
+	delete(pods, "gdrconf-2")
+	_, err = podDegrade(d, pods)
+	assert.ErrorContains(t, err, "no pod ran on vm3")
+	assert.Equal(t, "gdrconf-0 on vm4, gdrconf-1 on vm2, gdrconf-3 on vm1", podList(pods))
+
+	var sum ClusterSummary
+	require.NoError(t, json.Unmarshal([]byte(`{"hosts":[{"host":"gdrconf-0","identity":{"node":"vm4"}},{"host":"gdrconf-1","identity":{}}]}`), &sum))
+	assert.Equal(t, []string{`k8s: the report names gdrconf-1's node "", and the API placed it on "vm2"`}, podNodes(&sum, pods))
+}
+
+// A node's plan: no srun, a fourth NIC for the API server, the node's own
+// kubeconfig and kubelet configuration, CoreDNS on vm1 only.
+func TestKubePlan(t *testing.T) {
+	r := &runner{o: Options{Timeout: 45 * time.Second, Iters: 20, EmulatedGPU: true, StepTimeout: 10 * time.Minute,
+		Cluster: ClusterOptions{Hosts: 4, Rails: 2, Suite: SuitePingpong, SrunTimeout: 25 * time.Minute, Pairing: "ring"}}}
+	cp, err := kube.NewControlPlane("", t.TempDir(), ClusterHosts(4))
+	require.NoError(t, err)
+	plan := r.clusterPlan(nil)
+	require.NoError(t, r.kubePlan(plan, &kubeRun{cp: cp}))
+	for i, j := range plan {
+		c := j.Cluster
+		assert.Nil(t, c.Srun, j.Role)
+		require.NotNil(t, c.Kube, j.Role)
+		require.Len(t, c.NICs, 4)
+		assert.Equal(t, GuestNIC{MAC: clusterMAC(3, i+1), Addr: apiNodeIP, Rail: -1}, c.NICs[3])
+		assert.Equal(t, j.Addr, c.Kube.NodeIP)
+		assert.Equal(t, 2, c.Kube.GPUs)
+		assert.Contains(t, c.Kube.Files[kubeletConf], "server: "+kube.GuestServer())
+		assert.Contains(t, c.Kube.Files[kubeletConf], cp.PKI.Tokens[kube.NodeClient(j.Role)].Token, "the node's own token")
+		assert.Contains(t, c.Kube.Files[kubeletConfig], "address: "+j.Addr)
+		assert.Contains(t, c.Kube.Files[kubeletConfig], "- 198.18.0.1", "vm1 serves the cluster DNS")
+		assert.Len(t, c.Kube.Files["/etc/machine-id"], 33)
+		assert.Equal(t, i == 0, c.Kube.DNS, j.Role)
+		_, core := c.Kube.Files[corefile]
+		assert.Equal(t, i == 0, core, j.Role)
+	}
+	assert.NotEqual(t, plan[0].Cluster.Kube.Files["/etc/machine-id"], plan[1].Cluster.Kube.Files["/etc/machine-id"])
+	assert.Contains(t, plan[0].Cluster.Kube.Files[corefile], "bind 198.18.0.1")
+}
+
+// make lab-k8s runs the mode, and .ci/run runs make lab-k8s.
+func TestMakeLabK8s(t *testing.T) {
+	mk, err := os.ReadFile("../Makefile")
+	require.NoError(t, err)
+	assert.Contains(t, string(mk), "lab-k8s: deps $(LAB_BIN)\n\tGO=$(GO) $(LAB_BIN) -mode k8s")
+	ci, err := os.ReadFile("../.ci/run")
+	require.NoError(t, err)
+	assert.Contains(t, string(ci), "make lab-k8s")
+}

@@ -1,0 +1,230 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// KubeJob makes a cluster VM a Kubernetes node (make lab-k8s) instead of a
+// Slurm node: containerd, the kubelet, the device plugin and, on one VM,
+// CoreDNS, all from the tools folder the host built, with the API server
+// on the host behind qemu's user network.
+type KubeJob struct {
+	ToolsTag  string            `json:"tools_tag"`  // virtio-9p tag of the built tools (read-only)
+	Tools     string            `json:"tools"`      // where they are mounted (/opt/k8s)
+	ImagesTag string            `json:"images_tag"` // virtio-9p tag of the image archives (read-only)
+	Images    string            `json:"images"`     // where they are mounted (/opt/images)
+	NodeIP    string            `json:"node_ip"`    // the kubelet's --node-ip: the management address
+	Files     map[string]string `json:"files"`      // guest path -> content: kubeconfigs, configs
+	DNS       bool              `json:"dns"`        // this VM serves the cluster DNS (CoreDNS)
+	GPUs      int               `json:"gpus"`       // nvidia.com/gpu the device plugin offers
+}
+
+// Guest paths of a Kubernetes node.
+const (
+	kubeTools        = "/opt/k8s"
+	kubeImages       = "/opt/images"
+	kubeletConfig    = "/etc/kubernetes/kubelet.yaml"
+	kubeletConf      = "/etc/kubernetes/kubelet.conf"
+	containerdConfig = "/etc/containerd/config.toml"
+	containerdSock   = "/run/containerd/containerd.sock"
+	corefile         = "/etc/coredns/Corefile"
+	corednsConf      = "/etc/coredns/kubeconfig"
+	cniBin           = "/opt/cni/bin"
+	cniConfDir       = "/etc/cni/net.d"
+	runcPath         = "/usr/sbin/runc"
+	podLogs          = "/var/log/pods"
+)
+
+// kubeMain is a Kubernetes node's life: the cluster lab's setup (NICs, rxe,
+// shared folder, planted fault), the node's daemons, then waiting until
+// the host has seen the Job end (its end file).
+func (g *guest) kubeMain() error {
+	c := g.job.Cluster
+	host := c.Host
+	step := func(id string, d time.Duration) Step {
+		return Step{ID: id, Host: host, Pkg: "lab", Kind: "setup", Timeout: d}
+	}
+	if err := g.recordStep(step("setup-"+host, g.job.Setup), g.clusterSetup); err != nil {
+		return err
+	}
+	if err := g.recordStep(step("node-"+host, c.DaemonWait), g.startNode); err != nil {
+		return err
+	}
+	err := g.recordStep(step("wait-"+host, c.EndWait), func(w io.Writer, deadline time.Time) error {
+		fmt.Fprintf(w, "the kubelet runs the Job's pod; waiting for %s from the host\n", c.EndFile)
+		return waitFor(deadline, c.EndFile+" (the host: the Job ended)", func() bool {
+			_, err := os.Stat(c.EndFile)
+			time.Sleep(time.Second)
+			return err == nil
+		})
+	})
+	// The containers' output, for the lab's report folder (the API server
+	// cannot reach a kubelet to serve kubectl logs).
+	dst := filepath.Join(c.LogDir, "pods", host)
+	if n, cerr := copyTree(podLogs, dst); cerr != nil {
+		g.logf("copying %s to %s: %v", podLogs, dst, cerr)
+	} else {
+		g.logf("copied %d pod log files to %s", n, dst)
+	}
+	return err
+}
+
+// mountCgroup2 mounts the unified hierarchy and hands its controllers to
+// child groups: the kubelet (1.35 and later) refuses cgroup v1, and with
+// cgroupfs it makes kubepods/ under the root itself.
+func mountCgroup2(w io.Writer) error {
+	const root = "/sys/fs/cgroup"
+	_ = os.MkdirAll(root, 0o755)
+	if err := unix.Mount("cgroup2", root, "cgroup2", 0, ""); err != nil && err != unix.EBUSY {
+		return fmt.Errorf("mounting cgroup2 on %s: %w", root, err)
+	}
+	b, err := os.ReadFile(root + "/cgroup.controllers")
+	if err != nil {
+		return err
+	}
+	var on []string
+	for _, ctl := range strings.Fields(string(b)) {
+		if err := os.WriteFile(root+"/cgroup.subtree_control", []byte("+"+ctl), 0o644); err == nil {
+			on = append(on, ctl)
+		}
+	}
+	fmt.Fprintf(w, "cgroup2 on %s, controllers delegated: %s\n", root, strings.Join(on, " "))
+	for _, need := range []string{"cpu", "cpuset", "memory", "pids"} {
+		if !strings.Contains(" "+strings.Join(on, " ")+" ", " "+need+" ") {
+			return fmt.Errorf("cgroup2: controller %s is not available (%s has %q); the kubelet needs cpu, cpuset, memory and pids", need, root+"/cgroup.controllers", strings.TrimSpace(string(b)))
+		}
+	}
+	return nil
+}
+
+// startNode mounts the node's folders, writes its files, starts containerd,
+// imports the images, then starts the kubelet, the device plugin and (on
+// one VM) CoreDNS, and checks each is still running a few seconds later.
+func (g *guest) startNode(w io.Writer, deadline time.Time) error {
+	c := g.job.Cluster
+	k := c.Kube
+	// The kubelet's and containerd's state on tmpfs: the initramfs root is
+	// not a file system cadvisor can size, and the kubelet stops when it
+	// cannot size the one under /var/lib/kubelet.
+	for _, d := range []string{"/var/lib/containerd", "/var/lib/kubelet", "/var/log", "/run/containerd", "/tmp"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", 0, "mode=0755"); err != nil {
+			return fmt.Errorf("mounting a tmpfs on %s: %w", d, err)
+		}
+	}
+	for _, sh := range []struct{ tag, dir string }{{k.ToolsTag, k.Tools}, {k.ImagesTag, k.Images}} {
+		if err := os.MkdirAll(sh.dir, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(sh.tag, sh.dir, "9p", unix.MS_RDONLY, "trans=virtio,version=9p2000.L,msize=262144"); err != nil {
+			return fmt.Errorf("mounting %s (virtio-9p tag %s) read-only: %w", sh.dir, sh.tag, err)
+		}
+	}
+	var names []string
+	for p := range k.Files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(k.Files[p]), 0o600); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "node files: %s\n", strings.Join(names, " "))
+	env := []string{"PATH=" + k.Tools + ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+	type started struct {
+		name, log string
+		cmd       *exec.Cmd
+	}
+	var ds []started
+	start := func(name string, argv ...string) error {
+		log := filepath.Join(c.LogDir, name+"-"+c.Host+".log")
+		cmd, err := daemonEnv(w, log, env, argv...)
+		if err != nil {
+			return err
+		}
+		ds = append(ds, started{name, log, cmd})
+		return nil
+	}
+	if err := start("containerd", k.Tools+"/containerd", "--config", containerdConfig); err != nil {
+		return err
+	}
+	ctd := ds[0]
+	if err := waitFor(deadline, containerdSock+" (containerd)", func() bool {
+		_, err := os.Stat(containerdSock)
+		time.Sleep(200 * time.Millisecond)
+		return err == nil || !alive(ctd.cmd)
+	}); err != nil || !alive(ctd.cmd) {
+		return fmt.Errorf("containerd did not come up: %s", tail(ctd.log, 6))
+	}
+	archives, _ := filepath.Glob(filepath.Join(k.Images, "*.tar"))
+	if len(archives) == 0 {
+		return fmt.Errorf("no image archive (*.tar) in %s", k.Images)
+	}
+	for _, a := range archives {
+		t0 := time.Now()
+		if err := commandEnv(w, deadline, env, k.Tools+"/ctr", "--address", containerdSock, "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", a); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "imported %s in %.1fs\n", filepath.Base(a), time.Since(t0).Seconds())
+	}
+	if err := commandEnv(w, deadline, env, k.Tools+"/ctr", "--address", containerdSock, "-n", "k8s.io", "images", "ls", "-q"); err != nil {
+		return err
+	}
+	if err := start("kubelet", k.Tools+"/kubelet", "--config="+kubeletConfig, "--kubeconfig="+kubeletConf,
+		"--hostname-override="+c.Host, "--node-ip="+k.NodeIP, "--v=1"); err != nil {
+		return err
+	}
+	if err := start("deviceplugin", k.Tools+"/gdrlab-deviceplugin", fmt.Sprintf("--gpus=%d", k.GPUs)); err != nil {
+		return err
+	}
+	if k.DNS {
+		if err := start("coredns", k.Tools+"/coredns", "-conf", corefile); err != nil {
+			return err
+		}
+	}
+	time.Sleep(5 * time.Second)
+	for _, d := range ds {
+		if !alive(d.cmd) {
+			return fmt.Errorf("%s exited at start: %s", d.name, tail(d.log, 8))
+		}
+		fmt.Fprintf(w, "%s running (pid %d), log %s\n", d.name, d.cmd.Process.Pid, d.log)
+	}
+	return nil
+}
+
+// copyTree copies the regular files under src to dst.
+func copyTree(src, dst string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		n++
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	return n, err
+}
