@@ -200,6 +200,7 @@ lab-cluster-host: deps $(LAB_BIN)
 # on purpose (LAB_DEGRADE), and the merged reports/lab-k8s report must name
 # exactly that rail (docs/lab.md).
 lab-k8s: deps $(LAB_BIN)
+	tools="$$(GO=$(GO) $(LAB_BIN) k8s-tools)" && GDR_LAB_K8S_TOOLS="$$tools" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/
 	GO=$(GO) $(LAB_BIN) -mode k8s
 .PHONY: lab-kill lab-faults lab-cluster lab-cluster-host lab-k8s FORCE
 
