@@ -117,7 +117,9 @@ func loadHostRounds(dir, host string) (Run, bool, error) {
 		}
 		if !haveID && one.Host.Host != "" {
 			id := one.Host
-			id.Host = host // the job's host list names it, as in the pairs
+			// The job's host list names it, as in the pairs (a Kubernetes
+			// pod's gdrconf-<i>); the machine's own name stays as Node.
+			id.Rename(host)
 			id.Role, id.Peer = "", ""
 			run.Host, haveID = id, true
 		}

@@ -181,6 +181,29 @@ func TestClusterMerge(t *testing.T) {
 	assert.Len(t, runs2, 4)
 }
 
+// The job names a host by its task (a Kubernetes pod's gdrconf-<i>); the
+// merge keeps the machine's own host name as node.
+func TestClusterMergeKeepsNode(t *testing.T) {
+	root := clusterFolder(t, nil)
+	for _, round := range []string{"round-0", "round-1"} {
+		dir := filepath.Join(root, "vm2", round)
+		id, err := ReadIdentity(filepath.Join(dir, HostFile))
+		require.NoError(t, err)
+		id.Host = "rack1-node2"
+		require.NoError(t, WriteIdentity(dir, id))
+	}
+	runs, _, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	require.NoError(t, err)
+	require.Len(t, runs, 4)
+	assert.Equal(t, "vm2", runs[1].Host.Host)
+	assert.Equal(t, "rack1-node2", runs[1].Host.Node)
+	assert.Empty(t, runs[0].Host.Node, "its folder and host.json agree: nothing to keep")
+	var js bytes.Buffer
+	rep := Build(runs)
+	require.NoError(t, rep.WriteJSON(&js))
+	assert.Contains(t, js.String(), `"node": "rack1-node2"`)
+}
+
 func TestClusterMergeAllGood(t *testing.T) {
 	root := clusterFolder(t, nil)
 	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
