@@ -90,14 +90,8 @@ func (g *guest) clusterMain() error {
 		return err
 	}
 	if !controller {
-		return g.recordStep(step("wait-"+host, c.EndWait), func(w io.Writer, deadline time.Time) error {
-			fmt.Fprintf(w, "slurmd serves the job; waiting for %s from %s\n", c.EndFile, c.Controller)
-			return waitFor(deadline, c.EndFile+" (the controller's srun to end)", func() bool {
-				_, err := os.Stat(c.EndFile)
-				time.Sleep(time.Second)
-				return err == nil
-			})
-		})
+		return g.recordStep(step("wait-"+host, c.EndWait), waitEnd(c.EndFile,
+			"slurmd serves the job; waiting for "+c.EndFile+" from "+c.Controller, "the controller's srun to end"))
 	}
 	if err := g.recordStep(step("nodes", c.NodesWait), g.waitNodes); err != nil {
 		return err
@@ -112,6 +106,19 @@ func (g *guest) clusterMain() error {
 		g.runStep(st)
 	}
 	return nil
+}
+
+// waitEnd is the step of a node that waits for the end file: what it
+// says it does, then the wait, named by what the file means.
+func waitEnd(endFile, doing, means string) func(w io.Writer, deadline time.Time) error {
+	return func(w io.Writer, deadline time.Time) error {
+		fmt.Fprintln(w, doing)
+		return waitFor(deadline, endFile+" ("+means+")", func() bool {
+			_, err := os.Stat(endFile)
+			time.Sleep(time.Second)
+			return err == nil
+		})
+	}
 }
 
 func (g *guest) writeEnd() {
@@ -211,7 +218,7 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	if err := os.MkdirAll(c.Shared, 0o755); err != nil {
 		return err
 	}
-	if err := unix.Mount(c.ShareTag, c.Shared, "9p", 0, "trans=virtio,version=9p2000.L,msize=262144"); err != nil {
+	if err := unix.Mount(c.ShareTag, c.Shared, "9p", 0, ninepOptions); err != nil {
 		return fmt.Errorf("mounting the shared folder (virtio-9p tag %s) on %s: %w", c.ShareTag, c.Shared, err)
 	}
 	fmt.Fprintf(w, "shared folder %s mounted (virtio-9p)\n", c.Shared)
@@ -262,6 +269,9 @@ func netemCommands(dev string, d Degrade) [][]string {
 		{tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", d.ToAddr + "/32", "flowid", "1:4"},
 	}
 }
+
+// ninepOptions mount a virtio-9p share from the host.
+const ninepOptions = "trans=virtio,version=9p2000.L,msize=262144"
 
 // netdevByMAC names the network device with that MAC address, or "".
 func netdevByMAC(mac string) string {
@@ -388,10 +398,6 @@ func (g *guest) startDaemons(w io.Writer, deadline time.Time) error {
 	if err := command(w, deadline, "/bin/sh", "-c", "/usr/bin/munge -n | /usr/bin/unmunge | head -3"); err != nil {
 		return err
 	}
-	type started struct {
-		name, log string
-		cmd       *exec.Cmd
-	}
 	var ds []started
 	if c.Host == c.Controller {
 		log := filepath.Join(c.LogDir, "slurmctld.log")
@@ -409,10 +415,24 @@ func (g *guest) startDaemons(w io.Writer, deadline time.Time) error {
 	ds = append(ds, started{"slurmd", log, cmd})
 	// Up means still running a few seconds later: a bad slurm.conf or a
 	// missing plugin ends a daemon at once.
-	time.Sleep(3 * time.Second)
+	return stillRunning(w, ds, 3*time.Second, func(d started) string {
+		return tail(d.log, 6) + " | stderr: " + tail(strings.TrimSuffix(d.log, ".log")+"-stderr.log", 3)
+	})
+}
+
+// started is a daemon the agent started and the log that tells about it.
+type started struct {
+	name, log string
+	cmd       *exec.Cmd
+}
+
+// stillRunning waits, then fails naming the first daemon that exited
+// (why: its logs' tails), or says each is running.
+func stillRunning(w io.Writer, ds []started, wait time.Duration, why func(started) string) error {
+	time.Sleep(wait)
 	for _, d := range ds {
 		if !alive(d.cmd) {
-			return fmt.Errorf("%s exited at start: %s | stderr: %s", d.name, tail(d.log, 6), tail(strings.TrimSuffix(d.log, ".log")+"-stderr.log", 3))
+			return fmt.Errorf("%s exited at start: %s", d.name, why(d))
 		}
 		fmt.Fprintf(w, "%s running (pid %d), log %s\n", d.name, d.cmd.Process.Pid, d.log)
 	}

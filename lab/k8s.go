@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -236,22 +237,21 @@ func (r *runner) kubeOverlay(dir string) error {
 	// The cluster lab's environment, less what the manifest sets itself
 	// (GDR_REPORTS is the claim's mount there, GDR_PAIRING ring as here).
 	env := []map[string]string{{"name": "GDR_STRICT", "value": "0"}}
-	seen := map[string]bool{"GDR_STRICT": true}
+	at := map[string]int{"GDR_STRICT": 0}
 	for _, e := range r.clusterEnv() {
 		n, v, _ := strings.Cut(e, "=")
 		if n == "GDR_REPORTS" || n == "GDR_PAIRING" {
 			continue
 		}
-		if seen[n] { // the last wins, as in a process's environment
-			for _, m := range env {
-				if m["name"] == n {
-					m["value"] = v
-				}
-			}
+		if i, ok := at[n]; ok { // the last wins, as in a process's environment
+			env[i]["value"] = v
 			continue
 		}
-		seen[n] = true
+		at[n] = len(env)
 		env = append(env, map[string]string{"name": n, "value": v})
+	}
+	if r.o.Cluster.Hosts != 4 { // the manifest's own count
+		env = append(env, map[string]string{"name": "GDR_K8S_COMPLETIONS", "value": fmt.Sprint(r.o.Cluster.Hosts)})
 	}
 	container := map[string]any{"name": k8sJob, "env": env,
 		"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": r.o.Cluster.Rails}}}
@@ -264,10 +264,6 @@ func (r *runner) kubeOverlay(dir string) error {
 			"completions": r.o.Cluster.Hosts, "parallelism": r.o.Cluster.Hosts,
 			"template": map[string]any{"spec": map[string]any{"containers": []any{container}}},
 		},
-	}
-	if r.o.Cluster.Hosts != 4 {
-		env = append(env, map[string]string{"name": "GDR_K8S_COMPLETIONS", "value": fmt.Sprint(r.o.Cluster.Hosts)})
-		container["env"] = env
 	}
 	// ReadWriteMany on the VMs' shared folder: every node mounts the same
 	// virtio-9p folder at /shared, as NFS would be on a real cluster.
@@ -327,12 +323,11 @@ subjects:
 // kubeResult is what the host's driver saw of the Job.
 type kubeResult struct {
 	Pods     map[string]string // pod host name (gdrconf-<i>) -> node
-	Phases   map[string]string // pod host name -> phase
 	Problems []string
 	Times    map[string]time.Duration
 }
 
-// kubectlRun runs the built kubectl as the admin, stdin from in.
+// run runs the built kubectl as the admin, stdin from in.
 func (k *kubeRun) run(ctx context.Context, in string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -349,7 +344,7 @@ func (k *kubeRun) run(ctx context.Context, in string, args ...string) (string, e
 // create the secret, apply the manifests, watch the Job to its end. It
 // then writes the end file, whatever happened, so that the VMs stop.
 func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, overlay, endFile string, log io.Writer) *kubeResult {
-	res := &kubeResult{Pods: map[string]string{}, Phases: map[string]string{}, Times: map[string]time.Duration{}}
+	res := &kubeResult{Pods: map[string]string{}, Times: map[string]time.Duration{}}
 	defer func() {
 		_ = os.WriteFile(endFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 	}()
@@ -423,17 +418,14 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 			last = out
 			for _, f := range strings.Fields(out) {
 				pod, rest, _ := strings.Cut(f, "@")
-				node, phase, _ := strings.Cut(rest, "=")
-				if node != "" {
+				if node, _, _ := strings.Cut(rest, "="); node != "" {
 					res.Pods[pod] = node
 				}
-				res.Phases[pod] = phase
 			}
 		}
 		st, _ := k.run(ctx, "", "get", "job", k8sJob, "-o", `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
-		st = strings.TrimSpace(st)
-		if strings.Contains(" "+st+" ", " Complete ") || strings.Contains(" "+st+" ", " Failed ") {
-			status = st
+		if conds := strings.Fields(st); slices.Contains(conds, "Complete") || slices.Contains(conds, "Failed") {
+			status = strings.Join(conds, " ")
 			break
 		}
 		if time.Now().After(jobDeadline) || ctx.Err() != nil {
@@ -448,7 +440,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 		say("kubectl %s\n%s", strings.Join(a, " "), out)
 	}
 	switch {
-	case strings.Contains(" "+status+" ", " Complete "):
+	case slices.Contains(strings.Fields(status), "Complete"):
 	case status == "":
 		return fail("k8s: job %s did not end within %v (pods: %s)", k8sJob, r.o.Cluster.SrunTimeout+5*time.Minute, strings.TrimSpace(last))
 	default:

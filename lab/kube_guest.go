@@ -5,8 +5,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,14 +60,8 @@ func (g *guest) kubeMain() error {
 	if err := g.recordStep(step("node-"+host, c.DaemonWait), g.startNode); err != nil {
 		return err
 	}
-	err := g.recordStep(step("wait-"+host, c.EndWait), func(w io.Writer, deadline time.Time) error {
-		fmt.Fprintf(w, "the kubelet runs the Job's pod; waiting for %s from the host\n", c.EndFile)
-		return waitFor(deadline, c.EndFile+" (the host: the Job ended)", func() bool {
-			_, err := os.Stat(c.EndFile)
-			time.Sleep(time.Second)
-			return err == nil
-		})
-	})
+	err := g.recordStep(step("wait-"+host, c.EndWait), waitEnd(c.EndFile,
+		"the kubelet runs the Job's pod; waiting for "+c.EndFile+" from the host", "the host: the Job ended"))
 	// The containers' output, for the lab's report folder (the API server
 	// cannot reach a kubelet to serve kubectl logs).
 	dst := filepath.Join(c.LogDir, "pods", host)
@@ -100,7 +94,7 @@ func mountCgroup2(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "cgroup2 on %s, controllers delegated: %s\n", root, strings.Join(on, " "))
 	for _, need := range []string{"cpu", "cpuset", "memory", "pids"} {
-		if !strings.Contains(" "+strings.Join(on, " ")+" ", " "+need+" ") {
+		if !slices.Contains(on, need) {
 			return fmt.Errorf("cgroup2: controller %s is not available (%s has %q); the kubelet needs cpu, cpuset, memory and pids", need, root+"/cgroup.controllers", strings.TrimSpace(string(b)))
 		}
 	}
@@ -128,7 +122,7 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 		if err := os.MkdirAll(sh.dir, 0o755); err != nil {
 			return err
 		}
-		if err := unix.Mount(sh.tag, sh.dir, "9p", unix.MS_RDONLY, "trans=virtio,version=9p2000.L,msize=262144"); err != nil {
+		if err := unix.Mount(sh.tag, sh.dir, "9p", unix.MS_RDONLY, ninepOptions); err != nil {
 			return fmt.Errorf("mounting %s (virtio-9p tag %s) read-only: %w", sh.dir, sh.tag, err)
 		}
 	}
@@ -147,10 +141,6 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 	}
 	fmt.Fprintf(w, "node files: %s\n", strings.Join(names, " "))
 	env := []string{"PATH=" + k.Tools + ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
-	type started struct {
-		name, log string
-		cmd       *exec.Cmd
-	}
 	var ds []started
 	start := func(name string, argv ...string) error {
 		log := filepath.Join(c.LogDir, name+"-"+c.Host+".log")
@@ -198,14 +188,7 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 			return err
 		}
 	}
-	time.Sleep(5 * time.Second)
-	for _, d := range ds {
-		if !alive(d.cmd) {
-			return fmt.Errorf("%s exited at start: %s", d.name, tail(d.log, 8))
-		}
-		fmt.Fprintf(w, "%s running (pid %d), log %s\n", d.name, d.cmd.Process.Pid, d.log)
-	}
-	return nil
+	return stillRunning(w, ds, 5*time.Second, func(d started) string { return tail(d.log, 8) })
 }
 
 // copyTree copies the regular files under src to dst.
