@@ -292,10 +292,66 @@ func (r *runner) slurmImage(im *Image, parts *Parts, hosts []string) error {
 
 // clusterVM is one VM of the cluster and what the host saw of it.
 type clusterVM struct {
-	job    Job
-	vm     *VM
-	res    *Results
-	killed string
+	job      Job
+	vm       *VM
+	res      *Results
+	killed   string
+	finished time.Time // when the host saw it past its last step (finishedSteps)
+}
+
+// powerOffHung kills a VM whose agent is past its last step (finished)
+// but which has not powered off powerOffGrace after since, the time that
+// was first seen.
+func (r *runner) powerOffHung(role string, vm *VM, finished bool, since *time.Time) {
+	if vm.Exited() || !finished {
+		return
+	}
+	if since.IsZero() {
+		*since = time.Now()
+		return
+	}
+	if time.Since(*since) > powerOffGrace {
+		r.logf("VM %s finished its steps but had not powered off %v later; killed it (its results are in). Its console's end:\n%s",
+			role, powerOffGrace, consoleEnd(vm, 12))
+		vm.Kill(fmt.Sprintf("did not power off within %v of its last step", powerOffGrace))
+	}
+}
+
+// powerOffGrace is how long a VM that finished its steps has to power
+// off before the host kills it. Its results are in by then: a hung power
+// off is noted in the log, not counted as a problem. (CI, stop 26: vm1's
+// srun ended and every result was in, yet qemu ran on to the 40 min lab
+// deadline; the console was not kept.)
+const powerOffGrace = time.Minute
+
+// finishedSteps reports whether a cluster VM's agent is past its last
+// step: it said so (RecDone), or every step it must run has ended (a
+// RecDone stuck behind a hung write still ends here).
+func finishedSteps(j Job, res *Results) bool {
+	if res == nil {
+		return false
+	}
+	if res.Done {
+		return true
+	}
+	for _, id := range clusterWant(j) {
+		if s := res.Step(id); s == nil || s.End == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterWant is the steps a cluster VM's agent runs, in order.
+func clusterWant(j Job) []string {
+	switch {
+	case j.Cluster.Kube != nil:
+		return []string{"setup-" + j.Role, "node-" + j.Role, "wait-" + j.Role}
+	case j.Cluster.Srun != nil:
+		return []string{"setup-" + j.Role, "daemons-" + j.Role, "nodes", "srun"}
+	default:
+		return []string{"setup-" + j.Role, "daemons-" + j.Role, "wait-" + j.Role}
+	}
 }
 
 // RunCluster is the cluster lab (ModeCluster), and with ModeK8s the same
@@ -613,6 +669,7 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 					r.logf("%-4s %-12s %6.1fs  %s", role, s.Step.ID, s.End.Duration.Seconds(), status)
 				}
 			}
+			r.powerOffHung(role, v.vm, finishedSteps(v.job, v.res), &v.finished)
 			if v.vm.Exited() {
 				if !seen[role+" off"] {
 					seen[role+" off"] = true
@@ -635,7 +692,7 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 				if !v.vm.Exited() {
 					v.killed = "was still running a minute after the controller powered off and was killed"
 					v.vm.Kill(v.killed)
-					errs = append(errs, fmt.Errorf("VM %s %s (console %s)", role, v.killed, v.vm.Console))
+					errs = append(errs, fmt.Errorf("VM %s %s (console %s)%s", role, v.killed, v.vm.Console, vmTail(v.vm)))
 				}
 			}
 			continue
@@ -646,7 +703,7 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 				if !v.vm.Exited() {
 					v.killed = fmt.Sprintf("did not finish within the lab deadline of %v and was killed", o.Deadline)
 					v.vm.Kill(v.killed)
-					errs = append(errs, fmt.Errorf("VM %s %s (console %s)", role, v.killed, v.vm.Console))
+					errs = append(errs, fmt.Errorf("VM %s %s (console %s)%s", role, v.killed, v.vm.Console, vmTail(v.vm)))
 				}
 			}
 		case <-tick.C:
@@ -671,15 +728,7 @@ func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 			problems = append(problems, fmt.Sprintf("%s: its VM did not start", j.Role))
 			continue
 		}
-		want := []string{"setup-" + j.Role, "daemons-" + j.Role}
-		if j.Cluster.Kube != nil {
-			want = []string{"setup-" + j.Role, "node-" + j.Role, "wait-" + j.Role}
-		} else if j.Cluster.Srun != nil {
-			want = append(want, "nodes", "srun")
-		} else {
-			want = append(want, "wait-"+j.Role)
-		}
-		for _, id := range want {
+		for _, id := range clusterWant(j) {
 			s := v.res.Step(id)
 			switch {
 			case s == nil:

@@ -435,3 +435,54 @@ func TestNetemCommands(t *testing.T) {
 		{"/usr/sbin/tc", "filter", "add", "dev", "eth1", "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst", "198.18.2.2/32", "flowid", "1:4"},
 	}, netemCommands("eth1", d[1]))
 }
+
+func TestFinishedSteps(t *testing.T) {
+	r := &runner{o: Options{Cluster: ClusterOptions{Hosts: 2, Rails: 1, Suite: SuitePingpong, SrunTimeout: time.Minute, Pairing: "ring"}}}
+	jobs := r.clusterPlan(nil)
+	ctl, node := jobs[0], jobs[1]
+	ended := func(ids ...string) *Results {
+		res := &Results{}
+		for _, id := range ids {
+			res.Steps = append(res.Steps, &StepResult{Step: Step{ID: id}, End: &StepEnd{}})
+		}
+		return res
+	}
+	assert.False(t, finishedSteps(ctl, nil))
+	assert.False(t, finishedSteps(ctl, &Results{}))
+	assert.False(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes")), "srun still runs")
+	running := ended("setup-vm1", "daemons-vm1", "nodes")
+	running.Steps = append(running.Steps, &StepResult{Step: Step{ID: "srun"}})
+	assert.False(t, finishedSteps(ctl, running), "srun began, not ended")
+	assert.True(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes", "srun")))
+	assert.False(t, finishedSteps(node, ended("setup-vm2", "daemons-vm2")), "still waiting for the end file")
+	assert.True(t, finishedSteps(node, ended("setup-vm2", "daemons-vm2", "wait-vm2")))
+	assert.True(t, finishedSteps(node, &Results{Done: true}), "a failed setup ends the agent early: RecDone says so")
+	kube := Job{Role: "vm3", Cluster: &ClusterJob{Kube: &KubeJob{}}}
+	assert.Equal(t, []string{"setup-vm3", "node-vm3", "wait-vm3"}, clusterWant(kube))
+}
+
+// A "qemu" that never powers off: the host kills it powerOffGrace after
+// its agent finished, and logs the console's end.
+func TestPowerOffHung(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "qemu")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755))
+	vm, err := StartVM(VMConfig{QEMU: fake, Dir: dir, Name: "vm1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { vm.Kill("test over") })
+	require.NoError(t, os.WriteFile(vm.Console, []byte("gdrlab: step srun: rc=0 9m0s\nlast words\n"), 0o644))
+	var out strings.Builder
+	r := &runner{o: Options{Out: &out}, start: time.Now()}
+	var since time.Time
+	r.powerOffHung("vm1", vm, false, &since)
+	assert.True(t, since.IsZero(), "not finished: no clock")
+	r.powerOffHung("vm1", vm, true, &since)
+	require.False(t, since.IsZero())
+	assert.False(t, vm.Exited(), "within the grace")
+	since = time.Now().Add(-powerOffGrace - time.Second)
+	r.powerOffHung("vm1", vm, true, &since)
+	assert.True(t, vm.Exited())
+	assert.Contains(t, vm.Killed, "did not power off within 1m0s")
+	assert.Contains(t, out.String(), "VM vm1 finished its steps but had not powered off 1m0s later")
+	assert.Contains(t, out.String(), "last words")
+}

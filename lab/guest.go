@@ -33,6 +33,10 @@ func GuestMain() {
 	if g.rec != nil {
 		_ = g.rec.Write(RecDone, "-", nil)
 	}
+	// As an init does before it powers off: no daemon (slurmctld,
+	// containerd, a stray test) may still write to a 9p share while the
+	// kernel shuts its devices down.
+	_ = unix.Kill(-1, unix.SIGKILL)
 	unix.Sync()
 	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 	select {}

@@ -400,6 +400,7 @@ type vmRun struct {
 	killed  string
 	killAt  time.Time
 	endedAt time.Time
+	doneAt  time.Time            // when the host saw its agent's RecDone (powerOffHung)
 	stepEnd map[string]time.Time // host time each step's end was seen (1 s resolution)
 }
 
@@ -474,6 +475,7 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 					}
 				}
 			}
+			r.powerOffHung(role, vr.vm, res.Done, &vr.doneAt)
 			if vr.vm.Exited() {
 				if vr.endedAt.IsZero() {
 					vr.endedAt = time.Now()
@@ -523,6 +525,15 @@ func vmTail(v *VM) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// consoleEnd is the last n lines of a VM's console, for a log.
+func consoleEnd(v *VM, n int) string {
+	b, err := os.ReadFile(v.Console)
+	if err != nil {
+		return fmt.Sprintf("(console %s: %v)", v.Console, err)
+	}
+	return strings.TrimRight(clip.LastLines(string(b), n), "\n")
 }
 
 func readResults(p string) *Results {
