@@ -485,12 +485,26 @@ func podDegrade(ds []Degrade, pods map[string]string) ([]Degrade, error) {
 
 // podNodes checks that the merged report names each pod's node as the API
 // placed it (host.json's node: the kernel's host name on the host network),
-// so that a user finds the machine from the report alone.
+// so that a user finds the machine from the report alone; the part at
+// fault of each finding names the node too.
 func podNodes(s *ClusterSummary, pods map[string]string) []string {
 	var problems []string
 	for _, h := range s.Hosts {
 		if want := pods[h.Host]; h.Identity.Node != want {
 			problems = append(problems, fmt.Sprintf("k8s: the report names %s's node %q, and the API placed it on %q", h.Host, h.Identity.Node, want))
+		}
+	}
+	if s.Cluster == nil {
+		return problems
+	}
+	for _, x := range s.Cluster.Suspects {
+		if x.AtFault == nil {
+			continue // ClusterVerdict names a finding without a part
+		}
+		for _, h := range []string{x.Host, x.Peer} {
+			if want := "(node " + pods[h] + ")"; h != "" && !strings.Contains(x.AtFault.Name, want) {
+				problems = append(problems, fmt.Sprintf("k8s: %s's part at fault %q does not name %s's node %s", x.Name(), x.AtFault.Name, h, want))
+			}
 		}
 	}
 	return problems

@@ -21,7 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/lab/kube"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // The layer writer writes the same entries as the cpio writer, as a tar
@@ -225,6 +227,15 @@ func TestPodDegrade(t *testing.T) {
 	var sum ClusterSummary
 	require.NoError(t, json.Unmarshal([]byte(`{"hosts":[{"host":"gdrconf-0","identity":{"node":"vm4"}},{"host":"gdrconf-1","identity":{}}]}`), &sum))
 	assert.Equal(t, []string{`k8s: the report names gdrconf-1's node "", and the API placed it on "vm2"`}, podNodes(&sum, pods))
+
+	sum = ClusterSummary{Cluster: &report.ClusterFindings{Suspects: []report.ClusterFinding{
+		{Host: "gdrconf-0", Rail: 1, Part: report.PartRail, Verdict: isolate.Bad,
+			AtFault: &report.Part{Kind: "nic", Name: "gdrconf-0 (node vm4) rail 1 (rxe1)"}},
+		{Host: "gdrconf-3", Peer: "gdrconf-1", Rail: 0, Part: report.PartLink, Verdict: isolate.Bad,
+			AtFault: &report.Part{Kind: "network path", Name: "the path between gdrconf-3 (node vm1) and gdrconf-1 on rail 0"}},
+	}}}
+	assert.Equal(t, []string{`k8s: link gdrconf-3 <-> gdrconf-1 rail 0's part at fault "the path between gdrconf-3 (node vm1) and gdrconf-1 on rail 0" does not name gdrconf-1's node (node vm2)`},
+		podNodes(&sum, pods))
 }
 
 // A node's plan: no srun, a fourth NIC for the API server, the node's own

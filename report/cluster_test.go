@@ -204,6 +204,36 @@ func TestClusterMergeKeepsNode(t *testing.T) {
 	assert.Contains(t, js.String(), `"node": "rack1-node2"`)
 }
 
+// The part to pull names the machine, not only the pod: a slow rail, a
+// slow host and a slow link, each on a host the job renamed.
+func TestClusterPartNamesNode(t *testing.T) {
+	root := clusterFolder(t, map[string]int{"vm2": 1})
+	for _, round := range []string{"round-0", "round-1"} {
+		dir := filepath.Join(root, "vm2", round)
+		id, err := ReadIdentity(filepath.Join(dir, HostFile))
+		require.NoError(t, err)
+		id.Host = "rack1-node2"
+		require.NoError(t, WriteIdentity(dir, id))
+	}
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	require.NoError(t, err)
+	rep := Build(runs)
+	rep.SetCluster(a)
+	require.Len(t, rep.Findings.Suspects, 1)
+	require.NotNil(t, rep.Findings.Suspects[0].AtFault)
+	want := "nic: vm2 (node rack1-node2) rail 1; medium confidence"
+	assert.Contains(t, rep.Findings.Suspects[0].AtFault.String(), want)
+	var txt bytes.Buffer
+	require.NoError(t, rep.WriteText(&txt))
+	assert.Contains(t, txt.String(), "at fault: "+want)
+	// The path and the host, from the rule itself.
+	r := &Report{Hosts: []*HostResult{{Identity: Identity{Host: "gdrconf-0", Node: "vm3"}}, {Identity: Identity{Host: "gdrconf-1"}}}}
+	assert.Equal(t, "the path between gdrconf-0 (node vm3) and gdrconf-1 on rail 0",
+		r.clusterPart(ClusterFinding{Host: "gdrconf-0", Peer: "gdrconf-1", Part: PartLink, Rail: 0}).Name)
+	assert.Equal(t, "host gdrconf-1", r.clusterPart(ClusterFinding{Host: "gdrconf-1", Part: PartHost}).Name)
+	assert.Equal(t, "host gdrconf-0 (node vm3)", r.clusterPart(ClusterFinding{Host: "gdrconf-0", Part: PartHost}).Name)
+}
+
 func TestClusterMergeAllGood(t *testing.T) {
 	root := clusterFolder(t, nil)
 	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})

@@ -248,31 +248,46 @@ func clipWords(s string, n int) string { return clip(s, n) }
 // every partner is that host's NIC or its cable; a host bad on every rail
 // is what its rails share; a link is the path between two hosts.
 func (r *Report) clusterPart(f ClusterFinding) *Part {
-	var h *HostResult
-	for _, x := range r.Hosts {
-		if x.Identity.Host == f.Host && !x.Earlier {
-			h = x
+	hostOf := func(name string) *HostResult {
+		var h *HostResult
+		for _, x := range r.Hosts {
+			if x.Identity.Host == name && !x.Earlier {
+				h = x
+			}
 		}
+		return h
 	}
+	h := hostOf(f.Host)
+	host := onNode(f.Host, h)
 	switch f.Part {
 	case PartHost:
-		return &Part{Kind: "host", Name: "host " + f.Host, Identity: hostIdentity(h),
+		return &Part{Kind: "host", Name: "host " + host, Identity: hostIdentity(h),
 			Why: "slow on every rail with every partner: what the rails share (CPU and memory, PCIe root complex, the host's software), not one NIC", Confidence: confMedium}
 	case PartLink:
-		return &Part{Kind: "network path", Name: fmt.Sprintf("the path between %s and %s on rail %d", f.Host, f.Peer, f.Rail),
+		return &Part{Kind: "network path", Name: fmt.Sprintf("the path between %s and %s on rail %d", host, onNode(f.Peer, hostOf(f.Peer)), f.Rail),
 			Why: "slow only with each other: both hosts are fast with other partners on this rail, so the switch ports or cables between them", Confidence: confMedium}
 	}
 	nic := railNIC(h, f.Rail)
-	p := &Part{Kind: "nic", Name: fmt.Sprintf("%s rail %d", f.Host, f.Rail), Confidence: confMedium,
+	p := &Part{Kind: "nic", Name: fmt.Sprintf("%s rail %d", host, f.Rail), Confidence: confMedium,
 		Why: "slow with every partner on this rail while its other rails are fast: this host's NIC of the rail, its cable/optic or its switch port"}
 	if nic != "" && h != nil {
-		p.Name = fmt.Sprintf("%s rail %d (%s)", f.Host, f.Rail, nic)
+		p.Name = fmt.Sprintf("%s rail %d (%s)", host, f.Rail, nic)
 		p.Identity = evidenceOf(h).nicIdentity(nic)
 	}
 	if f.Verdict != isolate.Bad {
 		p.Confidence = confLow
 	}
 	return p
+}
+
+// onNode is a host's name as the part names it: where the job named the
+// host by its task (a Kubernetes pod), the machine's own name goes with
+// it, since that is the one to pull: "gdrconf-2 (node vm4)".
+func onNode(name string, h *HostResult) string {
+	if h != nil && h.Identity.Node != "" && h.Identity.Node != name {
+		return name + " (node " + h.Identity.Node + ")"
+	}
+	return name
 }
 
 func hostIdentity(h *HostResult) string {
