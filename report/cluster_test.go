@@ -185,13 +185,7 @@ func TestClusterMerge(t *testing.T) {
 // merge keeps the machine's own host name as node.
 func TestClusterMergeKeepsNode(t *testing.T) {
 	root := clusterFolder(t, nil)
-	for _, round := range []string{"round-0", "round-1"} {
-		dir := filepath.Join(root, "vm2", round)
-		id, err := ReadIdentity(filepath.Join(dir, HostFile))
-		require.NoError(t, err)
-		id.Host = "rack1-node2"
-		require.NoError(t, WriteIdentity(dir, id))
-	}
+	nameHost(t, root, "vm2", "rack1-node2")
 	runs, _, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
@@ -204,17 +198,24 @@ func TestClusterMergeKeepsNode(t *testing.T) {
 	assert.Contains(t, js.String(), `"node": "rack1-node2"`)
 }
 
+// nameHost makes host's host.json in every round say name: the machine's
+// own host name, where the job's host list names it by its task.
+func nameHost(t *testing.T, root, host, name string) {
+	t.Helper()
+	for _, round := range []string{"round-0", "round-1"} {
+		dir := filepath.Join(root, host, round)
+		id, err := ReadIdentity(filepath.Join(dir, HostFile))
+		require.NoError(t, err)
+		id.Host = name
+		require.NoError(t, WriteIdentity(dir, id))
+	}
+}
+
 // The part to pull names the machine, not only the pod: a slow rail, a
 // slow host and a slow link, each on a host the job renamed.
 func TestClusterPartNamesNode(t *testing.T) {
 	root := clusterFolder(t, map[string]int{"vm2": 1})
-	for _, round := range []string{"round-0", "round-1"} {
-		dir := filepath.Join(root, "vm2", round)
-		id, err := ReadIdentity(filepath.Join(dir, HostFile))
-		require.NoError(t, err)
-		id.Host = "rack1-node2"
-		require.NoError(t, WriteIdentity(dir, id))
-	}
+	nameHost(t, root, "vm2", "rack1-node2")
 	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
 	require.NoError(t, err)
 	rep := Build(runs)
