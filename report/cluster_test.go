@@ -227,6 +227,14 @@ func TestClusterPartNamesNode(t *testing.T) {
 	var txt bytes.Buffer
 	require.NoError(t, rep.WriteText(&txt))
 	assert.Contains(t, txt.String(), "at fault: "+want)
+	// The hosts tables, the first thing a person reads, name the node too.
+	assert.Regexp(t, `(?m)^vm2 \(node rack1-node2\) +NOT QUALIFIED`, txt.String())
+	var md, page bytes.Buffer
+	require.NoError(t, rep.WriteMarkdown(&md))
+	assert.Contains(t, md.String(), "| vm2 (node rack1-node2) | NOT QUALIFIED")
+	assert.Contains(t, md.String(), "| host | vm2 |\n| node | rack1-node2 |\n")
+	require.NoError(t, rep.WriteHTML(&page))
+	assert.Contains(t, page.String(), `<a href="#host-vm2">vm2 (node rack1-node2)</a>`)
 	// The path and the host, from the rule itself.
 	r := &Report{Hosts: []*HostResult{{Identity: Identity{Host: "gdrconf-0", Node: "vm3"}}, {Identity: Identity{Host: "gdrconf-1"}}}}
 	assert.Equal(t, "the path between gdrconf-0 (node vm3) and gdrconf-1 on rail 0",

@@ -122,7 +122,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		d.IDs = append(d.IDs, rq.ID)
 	}
 	for _, h := range r.hostsFailuresFirst() {
-		row := matrixRow{Host: h.Identity.Host, Anchor: anchor(h.Identity.Host), Verdict: h.Verdict.Verdict, Line: h.Verdict.Line}
+		row := matrixRow{Host: h.Named(), Anchor: anchor(h.Identity.Host), Verdict: h.Verdict.Verdict, Line: h.Verdict.Line}
 		by := map[string]*ReqResult{}
 		for _, rq := range h.Reqs {
 			by[rq.ID] = rq

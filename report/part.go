@@ -290,6 +290,11 @@ func onNode(name string, h *HostResult) string {
 	return name
 }
 
+// Named is the host as the hosts tables show it: its name in the report,
+// with its node where the job renamed it, so the row a person reads first
+// already says which machine it is.
+func (h *HostResult) Named() string { return onNode(h.Identity.Host, h) }
+
 func hostIdentity(h *HostResult) string {
 	if h == nil || h.Identity.Inventory == nil || h.Identity.Inventory.DMI == nil {
 		return ""

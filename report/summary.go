@@ -111,6 +111,10 @@ func identityLines(id Identity) [][2]string {
 	}
 	lines := [][2]string{{"host", host}, {"kernel", orDash(kern)}, {"driver", drv}, {"GPUs", orNone(id.GPUs)}, {"NICs", orNone(id.NICs)},
 		{"suite", orDash(id.Suite)}, {"strict", strict}}
+	if id.Node != "" && id.Node != id.Host {
+		// The machine behind a pod's (or a task's) name: the one to pull.
+		lines = append(lines[:1], append([][2]string{{"node", id.Node}}, lines[1:]...)...)
+	}
 	if id.Role != "" {
 		lines = append(lines, [2]string{"role", strings.TrimSpace(id.Role + " " + id.Peer)})
 	}
@@ -376,7 +380,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\n%-24s %-14s %-36s %s\n", "host", "verdict", "must: passed/failed/skipped/not run", "report-only failed")
 		for _, h := range hosts {
 			c := h.Counts()
-			fmt.Fprintf(&b, "%-24s %-14s %-36s %d\n", h.Identity.Host, h.Verdict.Verdict,
+			fmt.Fprintf(&b, "%-24s %-14s %-36s %d\n", h.Named(), h.Verdict.Verdict,
 				fmt.Sprintf("%d/%d/%d/%d", c.Must.Passed, c.Must.Failed, c.Must.Skipped, c.Must.NotRun), c.ReportOnly.Failed)
 		}
 		fmt.Fprintf(&b, "\nRequirements across hosts (failed first):\n")
@@ -527,7 +531,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			if h.Verdict.Verdict == Qualified && shown >= 50 {
 				continue // qualified hosts past the first 50 are counted above
 			}
-			if m.add(fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d |\n", mdEscape(h.Identity.Host), mdEscape(h.Verdict.Line), c.Must.Passed, c.Must.Failed, c.Must.Skipped, c.Must.NotRun, c.ReportOnly.Failed)) {
+			if m.add(fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d |\n", mdEscape(h.Named()), mdEscape(h.Verdict.Line), c.Must.Passed, c.Must.Failed, c.Must.Skipped, c.Must.NotRun, c.ReportOnly.Failed)) {
 				shown++
 			}
 		}
