@@ -355,6 +355,14 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 	say := func(f string, a ...any) {
 		fmt.Fprintf(log, "%s "+f+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
 	}
+	// CoreDNS starts with vm1's node and lists the API at once: its role
+	// goes first, as an install's manifests come before its pods (applied
+	// after the nodes, CoreDNS logged "forbidden" for half a minute).
+	out, err := k.run(ctx, corednsRBAC, "apply", "-f", "-")
+	say("kubectl apply -f -\n%s", strings.TrimSpace(out))
+	if err != nil {
+		return fail("k8s: kubectl apply -f - (CoreDNS's role): %s", oneLine(clip.LastLines(out, 3)))
+	}
 	t0 := time.Now()
 	// Every node registers and turns Ready once containerd, the kubelet
 	// and the device plugin are up.
@@ -389,7 +397,6 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 		in   string
 		args []string
 	}{
-		{corednsRBAC, []string{"apply", "-f", "-"}},
 		// The command README gives; the secret never touches a file.
 		{"", []string{"create", "secret", "generic", "gdrconf-cluster", "--from-literal=secret=" + base64.StdEncoding.EncodeToString(secret)}},
 		{"", []string{"apply", "-k", overlay}},
