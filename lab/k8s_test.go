@@ -277,3 +277,25 @@ func TestMakeLabK8s(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(ci), "make lab-k8s")
 }
+
+// The node's daemons go to a group of their own with a low CPU weight, and
+// the log reads what each group used (cpu.stat's usage_usec).
+func TestSystemGroup(t *testing.T) {
+	root := t.TempDir()
+	var out strings.Builder
+	require.NoError(t, joinSystemGroup(&out, root))
+	weight, err := os.ReadFile(filepath.Join(root, systemGroup, "cpu.weight"))
+	require.NoError(t, err)
+	assert.Equal(t, systemWeight, string(weight))
+	procs, err := os.ReadFile(filepath.Join(root, systemGroup, "cgroup.procs"))
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(os.Getpid()), string(procs))
+	assert.Contains(t, out.String(), "cpu.weight 10")
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, systemGroup, "cpu.stat"), []byte("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n"), 0o644))
+	assert.Regexp(t, `^system 1500 us, kubepods unknown \(open .*kubepods/cpu.stat: no such file or directory\)$`, cpuByGroup(root))
+
+	require.NoError(t, os.Remove(filepath.Join(root, systemGroup, "cgroup.procs")))
+	require.NoError(t, os.Mkdir(filepath.Join(root, systemGroup, "cgroup.procs"), 0o755))
+	assert.ErrorContains(t, joinSystemGroup(&out, root), "moving the agent (pid ")
+}
