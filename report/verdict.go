@@ -260,6 +260,9 @@ func buildHost(run Run) *HostResult {
 	}
 	h.Identity.fillFrom(h.cases)
 	h.runErrs = append(h.runErrs, run.Errs...)
+	for _, o := range Overlaps(run.Events) {
+		h.runErrs = append(h.runErrs, o.String()+": "+overlapRemedy)
+	}
 	byReq := map[string][]*Case{}
 	failedCases := 0
 	for _, c := range h.Cases() {
