@@ -46,6 +46,9 @@ func Root(t testing.TB) *hostfs.Root {
 // Req tags the test with its requirement ID (JUnit property gdr.req). An ID
 // missing from the catalogue is a suite bug and fails the test.
 //
+// It then makes sure no other conformance binary runs on this host
+// meanwhile (alone.go).
+//
 // With GDR_LEAK_CHECK=1 it first registers the leak check: that cleanup
 // runs last of the test's, after every object the test made is released.
 func Req(t testing.TB, id string) {
@@ -57,6 +60,7 @@ func Req(t testing.TB, id string) {
 		NotJudgedf(t, "", "suite bug: requirement %s is not in internal/reqs", id)
 	}
 	t.Attr("gdr.req", id)
+	alone(t)
 }
 
 // Attr records a fact or measurement as a JUnit property (key gdr.<name>).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/suitelock"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -68,10 +69,13 @@ type Config struct {
 	MaxPath    topo.Class    // GDR_MAX_PATH: worst acceptable GPU<->NIC class
 	AllowIOMMU bool          // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
 	LeakCheck  bool          // GDR_LEAK_CHECK: each test fails if it leaves RDMA objects behind
-	Mem        Mem           // GDR_MEM: gpu|host
-	MR         MRPath        // GDR_MR: auto|peermem|dmabuf
-	Iters      int           // GDR_ITERS: iterations per latency/bandwidth point
-	BWSizes    []int         // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
+	// SuiteLock is GDR_SUITE_LOCK: the file whose lock keeps two conformance
+	// binaries of this host from running at once (internal/suitelock).
+	SuiteLock string
+	Mem       Mem    // GDR_MEM: gpu|host
+	MR        MRPath // GDR_MR: auto|peermem|dmabuf
+	Iters     int    // GDR_ITERS: iterations per latency/bandwidth point
+	BWSizes   []int  // GDR_BW_SIZES: message sizes of the bandwidth sweep, bytes
 
 	// Thresholds; zero means "derive from the port rate on real NICs, or none".
 	MinBWGbps float64 // GDR_MIN_BW_GBPS: RDMA WRITE bandwidth floor at the largest size
@@ -154,6 +158,7 @@ func Defaults() Config {
 		// a host copy carries: the same floor as GDR_MIN_COPY_FRACTION.
 		MinP2PPCIeFraction: 0.6,
 		MR:                 MRAuto,
+		SuiteLock:          suitelock.Path,
 		IBTCFrom:           FromDefault,
 		IBSLFrom:           FromDefault,
 	}
@@ -170,7 +175,7 @@ var Vars = []string{
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
-	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV",
+	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV", "GDR_SUITE_LOCK",
 }
 
 // Load reads the process environment.
@@ -206,6 +211,13 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())
 		} else {
 			c.HostRoot = v
+		}
+	}
+	if v, ok := get("GDR_SUITE_LOCK"); ok && v != "" {
+		if err := CheckPath(v); err != nil {
+			bad("GDR_SUITE_LOCK", v, "a file path: "+err.Error())
+		} else {
+			c.SuiteLock = v
 		}
 	}
 	if v, ok := get("GDR_STRICT"); ok {

@@ -37,6 +37,7 @@ func TestValidValues(t *testing.T) {
 		"GDR_ITERS", "50", "GDR_MIN_BW_GBPS", "90.5", "GDR_MAX_LAT_US", "5",
 		"GDR_MIN_COPY_FRACTION", "0.8", "GDR_TOKEN", "s3cret", "GDR_LISTEN", "127.0.0.1:9999",
 		"GDR_MIN_CONCURRENT_FRACTION", "0.5", "GDR_MIN_P2P_NVLINK_FRACTION", "0.9", "GDR_MIN_P2P_PCIE_FRACTION", "0.25",
+		"GDR_SUITE_LOCK", "/run/gdr.lock",
 	))
 	require.NoError(t, err)
 	assert.True(t, c.Strict)
@@ -56,6 +57,7 @@ func TestValidValues(t *testing.T) {
 	assert.InDelta(t, 0.5, c.MinConcurrentFraction, 1e-9)
 	assert.InDelta(t, 0.9, c.MinP2PNVLinkFraction, 1e-9)
 	assert.InDelta(t, 0.25, c.MinP2PPCIeFraction, 1e-9)
+	assert.Equal(t, "/run/gdr.lock", c.SuiteLock)
 
 	c, err = Parse(env("GDR_TIMEOUT", "1.5", "GDR_GPU", "1", "GDR_PEER", "[fd00::1]:7000", "GDR_ROLE", "client", "GDR_GID_INDEX", "auto"))
 	require.NoError(t, err)
@@ -226,6 +228,8 @@ func TestMalformedValues(t *testing.T) {
 	cases := []configtest.Malformed{
 		{Name: "GDR_HOST_ROOT", Kind: "garbage", Val: "/host\x00/x", Want: "no NUL bytes"},
 		{Name: "GDR_HOST_ROOT", Kind: "huge", Val: "/" + hugeText, Want: "at most 4096 bytes"},
+		{Name: "GDR_SUITE_LOCK", Kind: "garbage", Val: "/tmp/l\x00x", Want: "no NUL bytes"},
+		{Name: "GDR_SUITE_LOCK", Kind: "huge", Val: "/" + hugeText, Want: "at most 4096 bytes"},
 		{Name: "GDR_RAILS", Kind: "out of range", Val: "4096", Want: "rail indices"},
 		{Name: "GDR_RAILS", Kind: "garbage", Val: "0,0", Want: "each at most once"},
 		{Name: "GDR_RAILS", Kind: "garbage", Val: "first", Want: "all, or a comma-separated list"},
