@@ -83,11 +83,14 @@ $(REPORT_BIN): FORCE
 # fails only with GDR_STRICT=1). Absent hardware skips (GDR_STRICT=1 makes it
 # fail). make exits 2 for every failure; the verdict's own code (README) is
 # reports/exit-code, and build/verdict.sh make conformance exits with it.
+# -p 1: one package at a time, or on a many-core host the GPU copies of one
+# would load the links another's traffic measures (docs/configuration.md,
+# "Packages one at a time").
 conformance: deps $(REPORT_BIN)
 	@mkdir -p $(REPORTS)
 	@rm -f $(REPORTS)/test.json $(REPORTS)/host.json
 	@rc=0; $(GOTESTSUM) --format testname --jsonfile $(REPORTS)/test.json -- \
-	  -tags '$(TAGS)' -count=1 $(if $(RUN),-run '$(RUN)') ./conformance/... || rc=$$?; \
+	  -tags '$(TAGS)' -count=1 -p 1 $(if $(RUN),-run '$(RUN)') ./conformance/... || rc=$$?; \
 	  $(REPORT_BIN) -collect -go-exit $$rc $(REPORTS)
 
 # Merges report folders (a host's reports/, a dist run's, reports/lab, or a
@@ -99,15 +102,17 @@ OUT ?= $(REPORTS)/merged
 report: $(REPORT_BIN)
 	@$(REPORT_BIN) -out '$(OUT)' $(IN)
 
-# Unit tests of internal/ and harness/, and the no-tag conformance packages
-# run against every recorded and constructed host tree under fixtures/.
+# Unit tests of internal/ and harness/, the no-tag conformance packages
+# run against every recorded and constructed host tree under fixtures/, and
+# build/'s tests of the run paths (make conformance runs one package at a
+# time, dist/run.sh too).
 # No root and no browser: deps only checks where everything is present, and
 # the report's browser test is make browser's.
 BROWSER_TEST := ^(TestHTMLInBrowser|TestFleetHTMLInBrowser)$$
 unit: deps
 	@mkdir -p $(REPORTS)
 	$(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
-	  -tags '$(TAGS)' -count=1 -skip '$(BROWSER_TEST)' ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/...
+	  -tags '$(TAGS)' -count=1 -skip '$(BROWSER_TEST)' ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/... ./build/...
 
 # The HTML report in headless Chromium. GDR_BROWSER_TEST=1: it must run
 # (deps-test installs Chromium), never skip.
