@@ -109,7 +109,7 @@ type Agree struct {
 // Endpoint is what the peer needs to connect an RC QP and address our buffer.
 type Endpoint struct {
 	LID       uint16 `json:"lid"`
-	GID       []byte `json:"gid"` // 16 bytes; all zero on IB without GRH
+	GID       []byte `json:"gid"` // 16 bytes: the GID this side uses, on InfiniBand too
 	GIDIndex  int    `json:"gid_index"`
 	QPN       uint32 `json:"qpn"`
 	PSN       uint32 `json:"psn"`
@@ -135,7 +135,15 @@ type Endpoint struct {
 	SL     *int   `json:"ib_sl,omitempty"`
 	TCFrom string `json:"ib_tc_from,omitempty"`
 	SLFrom string `json:"ib_sl_from,omitempty"`
+	// GRHRequired says whether this side's port requires a GRH
+	// (IBV_QPF_GRH_REQUIRED in ibv_port_attr.flags): the peer then sends one
+	// too (harness/verbs NeedGRH). Absent where the sender could not read
+	// its flags, and from older peers: read as not required.
+	GRHRequired *bool `json:"grh_required,omitempty"`
 }
+
+// PeerGRHRequired is the endpoint's GRHRequired, false when it sent none.
+func (e Endpoint) PeerGRHRequired() bool { return e.GRHRequired != nil && *e.GRHRequired }
 
 // RemoteMR is one registration of the peer's buffer.
 type RemoteMR struct {

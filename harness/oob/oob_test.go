@@ -498,3 +498,34 @@ func TestEndpointClass(t *testing.T) {
 		assert.Contains(t, err.Error(), c.want)
 	}
 }
+
+// Whether a port requires a GRH travels in the endpoint; an older peer sends
+// nothing and is read as not requiring one; a value of the wrong type is a
+// frame error.
+func TestEndpointGRHRequired(t *testing.T) {
+	for _, want := range []bool{true, false} {
+		ep := sampleEndpoint()
+		ep.GRHRequired = &want
+		b, err := Encode(Message{Type: TEndpoint, Endpoint: &ep})
+		require.NoError(t, err)
+		assert.Contains(t, string(b), fmt.Sprintf(`"grh_required":%v`, want), "sent also when false: the flags were read")
+		got, err := Decode(b)
+		require.NoError(t, err)
+		require.NotNil(t, got.Endpoint.GRHRequired)
+		assert.Equal(t, want, got.Endpoint.PeerGRHRequired())
+	}
+
+	old := sampleEndpoint() // flags not read, or an older suite
+	b, err := Encode(Message{Type: TEndpoint, Endpoint: &old})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "grh_required")
+	got, err := Decode(frame(TEndpoint, `{"gid":"AAAAAAAAAAAAAAAAAAAAAA==","qpn":1,"mtu":1024,"link_layer":"InfiniBand"}`))
+	require.NoError(t, err)
+	assert.Nil(t, got.Endpoint.GRHRequired)
+	assert.False(t, got.Endpoint.PeerGRHRequired())
+
+	_, err = Decode(frame(TEndpoint, `{"gid":"AAAAAAAAAAAAAAAAAAAAAA==","qpn":1,"mtu":1024,"grh_required":"yes"}`))
+	require.Error(t, err)
+	assert.True(t, IsFrameError(err), "%v", err)
+	assert.Contains(t, err.Error(), "grh_required")
+}

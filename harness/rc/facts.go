@@ -20,6 +20,12 @@ func (e *End) DeviceFacts() error {
 		e.Attr("netdev", e.GID.Ndev)
 	}
 	e.Attr("rate_gbit_s", e.RateGbps())
+	// IBV_QPF_GRH_REQUIRED (SR-IOV virtual functions, cloud InfiniBand):
+	// every connection from this port carries a GRH. Absent where the
+	// flags could not be read.
+	if e.Port.FlagsRead {
+		e.Attr("port_grh_required", e.Port.GRHRequired)
+	}
 	e.Attr("software", e.Software)
 	e.Attr("fw_ver", e.Ctx.Attr().FWVer)
 	e.Attr("max_qp_rd_atom", e.Ctx.Attr().MaxQPRdAtom)

@@ -573,7 +573,7 @@ func (e *End) setup() error {
 	gid16 := e.GID.Addr.To16()
 	local := oob.Endpoint{LID: e.Port.LID, GID: gid16, GIDIndex: e.GID.Index, QPN: e.QP.Num, PSN: mine,
 		RKey: mr.RKey, Addr: mr.Addr, Len: uint64(mr.Len), MTU: e.Port.ActiveMTU, LinkLayer: e.Port.LinkLayer,
-		Mem: string(e.Buf.Kind())}
+		Mem: string(e.Buf.Kind()), GRHRequired: portGRH(e.Port)}
 	for _, m := range e.MRs {
 		local.MRs = append(local.MRs, oob.RemoteMR{Path: m.Path, RKey: m.RKey, Addr: m.Addr, Len: uint64(m.Len)})
 	}
@@ -594,6 +594,10 @@ func (e *End) setup() error {
 	// on both with the same message.
 	if err := oob.AgreeClass(e.Role, class, e.Peer.Class()); err != nil {
 		return err
+	}
+	grh, err := grhPlan(e.Port, [16]byte(gid16), e.Peer)
+	if err != nil {
+		return fmt.Errorf("peer %s: %w", e.Sess.Peer(), err)
 	}
 	e.PeerMRs = e.Peer.MRs
 	if len(e.PeerMRs) == 0 { // a peer that sends one MR the old way
@@ -635,7 +639,7 @@ func (e *End) setup() error {
 		return fmt.Errorf("the peer %s connects %d queue pairs, this host %d: set the same GDR_QPS on both", e.Sess.Peer(), len(peerQPNs), len(e.QPs))
 	}
 	for i, qp := range e.QPs {
-		r := verbs.Remote{QPN: peerQPNs[i], PSN: peerPSNs[i], LID: e.Peer.LID, UseGRH: e.Port.LinkLayer == "Ethernet",
+		r := verbs.Remote{QPN: peerQPNs[i], PSN: peerPSNs[i], LID: e.Peer.LID, GRH: grh,
 			MTU: e.PathMTU, RdAtom: resp, SGIDIdx: e.GID.Index, SL: cfg.IBSL, TC: cfg.IBTC}
 		copy(r.GID[:], e.Peer.GID)
 		if err := qp.RTR(r); err != nil {
@@ -668,9 +672,12 @@ func (e *End) setup() error {
 	e.Attr("ib_tc", cfg.IBTC)
 	e.Attr("ib_sl", cfg.IBSL)
 	e.Attr("ib_class_source", fmt.Sprintf("traffic class from %s, service level from %s", cfg.IBTCFrom, cfg.IBSLFrom))
-	if e.Port.LinkLayer != "Ethernet" {
-		// Without a GRH (one IB subnet) no packet carries a traffic class.
-		e.Attr("ib_tc_note", "InfiniBand without GRH: the traffic class is not sent, the service level selects the virtual lane")
+	// Why the address vectors carry a GRH; absent on plain InfiniBand.
+	if grh.Use {
+		e.Attr("grh", grh.Why)
+	}
+	if n := tcNote(grh); n != "" {
+		e.Attr("ib_tc_note", n)
 	}
 	if !e.loopback {
 		e.Attr("role", e.Role)

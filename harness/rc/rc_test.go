@@ -5,6 +5,7 @@ package rc
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,4 +304,62 @@ func TestMRPathOrder(t *testing.T) {
 	assert.Equal(t, []string{verbs.PathDmabuf}, mrPaths(config.MRDmabuf))
 	// Every MR asks for relaxed ordering.
 	assert.NotZero(t, Access&verbs.AccessRelaxed)
+}
+
+// The connect path's GRH: plain InfiniBand in one subnet sends none; a port
+// whose flags require one (this one or, as its endpoint says, the peer's),
+// subnets that differ and RoCE send one; gdr.grh says why and
+// gdr.ib_tc_note follows. An older peer (no flag) counts as not requiring
+// one; a GRH towards an all-zero GID is refused naming it.
+func TestGRHPlan(t *testing.T) {
+	ib := func(required, read bool) verbs.PortAttr {
+		return verbs.PortAttr{LinkLayer: "InfiniBand", GRHRequired: required, FlagsRead: read, LID: 5}
+	}
+	gid := func(s string) []byte { return net.ParseIP(s).To16() }
+	local := [16]byte(gid("fe80::248a:703:9a:1"))
+	peer := func(g string, required *bool) oob.Endpoint {
+		return oob.Endpoint{GID: gid(g), GIDIndex: 0, LID: 9, LinkLayer: "InfiniBand", GRHRequired: required}
+	}
+	yes, no := true, false
+	cases := []struct {
+		name   string
+		port   verbs.PortAttr
+		peer   oob.Endpoint
+		use    bool
+		why    string
+		tcNote string
+	}{
+		{"plain IB", ib(false, true), peer("fe80::248a:703:9a:2", &no), false, "",
+			"InfiniBand without GRH: the traffic class is not sent, the service level selects the virtual lane"},
+		{"plain IB, older peer", ib(false, true), peer("fe80::248a:703:9a:2", nil), false, "",
+			"InfiniBand without GRH: the traffic class is not sent, the service level selects the virtual lane"},
+		{"this port requires a GRH", ib(true, true), peer("fe80::248a:703:9a:2", &no), true, verbs.GRHPortFlags,
+			"InfiniBand with GRH (required by port flags): the traffic class is sent in the GRH, the service level selects the virtual lane"},
+		{"the peer's port requires a GRH", ib(false, true), peer("fe80::248a:703:9a:2", &yes), true, verbs.GRHPeerFlags,
+			"InfiniBand with GRH (required by the peer's port flags): the traffic class is sent in the GRH, the service level selects the virtual lane"},
+		{"subnets differ", ib(false, false), peer("fec0:0:0:7::9a:2", nil), true, verbs.GRHSubnets,
+			"InfiniBand with GRH (subnets differ): the traffic class is sent in the GRH, the service level selects the virtual lane"},
+		{"RoCE", verbs.PortAttr{LinkLayer: "Ethernet"}, peer("::ffff:198.18.0.2", nil), true, verbs.GRHRoCE, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := grhPlan(c.port, local, c.peer)
+			require.NoError(t, err)
+			assert.Equal(t, c.use, g.Use)
+			assert.Equal(t, c.why, g.Why)
+			assert.Equal(t, c.tcNote, tcNote(g))
+		})
+	}
+
+	bad := peer("::", &yes)
+	bad.GIDIndex = 3
+	_, err := grhPlan(ib(false, true), local, bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "all-zero GID (its GID index 3), and this connection needs a GRH (required by the peer's port flags)")
+	_, err = grhPlan(ib(false, true), local, peer("::", &no))
+	assert.NoError(t, err, "no GRH, no GID needed")
+
+	assert.Nil(t, portGRH(ib(true, false)), "flags not read: not sent")
+	assert.Equal(t, &yes, portGRH(ib(true, true)))
+	assert.Equal(t, &no, portGRH(ib(false, true)))
 }

@@ -122,6 +122,32 @@ int gdr_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a)
 	return rc_errno(vctx->query_port(c, port, a, sizeof(*a)));
 }
 
+// rdma-core 20 renamed ibv_port_attr's reserved byte to flags and defined
+// IBV_QPF_GRH_REQUIRED with it (commit "verbs: Expose IBV_QPF_GRH_REQUIRED
+// port flag"); a library older than its headers leaves the byte as the
+// caller zeroed it (Go zeroes the struct), which reads as no flag.
+#ifdef IBV_QPF_GRH_REQUIRED
+int gdr_port_flags(const struct ibv_port_attr *a) { return a->flags; }
+int gdr_qpf_grh_required(void) { return IBV_QPF_GRH_REQUIRED; }
+#else
+int gdr_port_flags(const struct ibv_port_attr *a) { (void)a; return -1; }
+int gdr_qpf_grh_required(void) { return 0; }
+#endif
+
+void gdr_fake_port_attr(struct ibv_port_attr *a, int link_layer, int flags) {
+	memset(a, 0, sizeof(*a));
+	a->state = IBV_PORT_ACTIVE;
+	a->active_mtu = IBV_MTU_4096;
+	a->max_mtu = IBV_MTU_4096;
+	a->lid = 7;
+	a->link_layer = (uint8_t)link_layer;
+#ifdef IBV_QPF_GRH_REQUIRED
+	a->flags = (uint8_t)flags;
+#else
+	(void)flags;
+#endif
+}
+
 int gdr_query_gid(struct ibv_context *c, uint8_t port, int idx, uint8_t out[16]) {
 	union ibv_gid g;
 	errno = 0;

@@ -24,6 +24,14 @@ struct ibv_context *gdr_open(struct ibv_device *d, int *err);
 int gdr_close(struct ibv_context *c);
 int gdr_query_device(struct ibv_context *c, struct ibv_device_attr *a);
 int gdr_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a);
+// gdr_port_flags is a->flags (IBV_QPF_*), or -1 where the headers predate
+// the field (rdma-core < 20 calls it reserved); gdr_qpf_grh_required is the
+// headers' IBV_QPF_GRH_REQUIRED (0 without it).
+int gdr_port_flags(const struct ibv_port_attr *a);
+int gdr_qpf_grh_required(void);
+// gdr_fake_port_attr fills a as an ACTIVE port of link_layer with flags
+// (where the headers have the field): for tests.
+void gdr_fake_port_attr(struct ibv_port_attr *a, int link_layer, int flags);
 int gdr_query_gid(struct ibv_context *c, uint8_t port, int idx, uint8_t out[16]);
 struct ibv_pd *gdr_alloc_pd(struct ibv_context *c, int *err);
 int gdr_dealloc_pd(struct ibv_pd *pd);

@@ -241,6 +241,12 @@ type PortAttr struct {
 	ActiveSpeed float64
 	RateGbps    float64 // lanes x per-lane rate; 0 when unknown
 	GIDTableLen int
+	// Flags is ibv_port_attr.flags (IBV_QPF_*), FlagsRead whether this
+	// build could read them (rdma-core 20 headers or later); GRHRequired is
+	// IBV_QPF_GRH_REQUIRED among them (see grh.go).
+	Flags       uint8
+	FlagsRead   bool
+	GRHRequired bool
 }
 
 var portStates = map[int]string{0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
@@ -277,6 +283,11 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 	if rc := C.gdr_query_port(c.ctx, C.uint8_t(port), &a); rc != 0 {
 		return PortAttr{}, verr(fmt.Sprintf("ibv_query_port(%s, %d)", c.Name, port), rc, "the device may not have this port (GDR_IB_PORT)")
 	}
+	return portAttr(&a), nil
+}
+
+// portAttr converts what ibv_query_port filled in.
+func portAttr(a *C.struct_ibv_port_attr) PortAttr {
 	p := PortAttr{
 		State:       int(a.state),
 		StateName:   portStates[int(a.state)],
@@ -284,6 +295,9 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		ActiveMTU:   MTUBytes(int(a.active_mtu)),
 		LID:         uint16(a.lid),
 		GIDTableLen: int(a.gid_tbl_len),
+	}
+	if f := int(C.gdr_port_flags(a)); f >= 0 {
+		p.Flags, p.FlagsRead, p.GRHRequired = uint8(f), true, f&QPFGRHRequired != 0
 	}
 	switch int(a.link_layer) {
 	case LinkLayerEthernet:
@@ -294,7 +308,16 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 	p.ActiveWidth = widthLanes[int(a.active_width)]
 	p.ActiveSpeed = laneGbps[int(a.active_speed)]
 	p.RateGbps = float64(p.ActiveWidth) * p.ActiveSpeed
-	return p, nil
+	return p
+}
+
+// portAttrOf is portAttr of an ibv_port_attr that shim.c filled with
+// linkLayer and flags, as a provider would (for tests: cgo has no place in
+// _test.go files); qpfGRH is the headers' IBV_QPF_GRH_REQUIRED.
+func portAttrOf(linkLayer, flags int) (p PortAttr, qpfGRH int) {
+	var a C.struct_ibv_port_attr
+	C.gdr_fake_port_attr(&a, C.int(linkLayer), C.int(flags))
+	return portAttr(&a), int(C.gdr_qpf_grh_required())
 }
 
 // QueryGID reads GID index of port.
@@ -753,22 +776,6 @@ func (q *QP) Init(port, access int) error {
 	return nil
 }
 
-// Remote is what RTR needs about the peer.
-type Remote struct {
-	QPN     uint32
-	PSN     uint32
-	LID     uint16
-	GID     [16]byte
-	UseGRH  bool // RoCE (always) or IB across subnets
-	MTU     int  // path MTU in bytes: min of both ends' active MTU
-	RdAtom  int  // outstanding RDMA READs we accept as responder
-	SGIDIdx int  // our GID index (with GRH)
-	// SL and TC are the fabric class both hosts agreed (GDR_IB_SL 0..15,
-	// GDR_IB_TC 0..255): ah_attr.sl, and grh.traffic_class with GRH.
-	SL int
-	TC int
-}
-
 // RTR moves INIT -> RTR towards r.
 func (q *QP) RTR(r Remote) error {
 	mtu := MTUEnum(r.MTU)
@@ -782,32 +789,16 @@ func (q *QP) RTR(r Remote) error {
 		return fmt.Errorf("ibv_modify_qp(RTR): traffic class %d out of range (want 0..255, GDR_IB_TC)", r.TC)
 	}
 	global := C.int(0)
-	if r.UseGRH {
+	if r.GRH.Use {
 		global = 1
 	}
 	rc := C.gdr_qp_rtr(q.qp, C.uint8_t(q.port), C.int(mtu), C.uint32_t(r.QPN), C.uint32_t(r.PSN), C.uint16_t(r.LID),
 		global, (*C.uint8_t)(unsafe.Pointer(&r.GID[0])), C.uint8_t(r.SGIDIdx), C.uint8_t(clampRd(r.RdAtom)),
 		C.uint8_t(r.SL), C.uint8_t(r.TC))
 	if rc != 0 {
-		hint := "check the peer's QPN/GID/LID, the GID index (GDR_GID_INDEX) and the path MTU"
-		if r.UseGRH {
-			hint = fmt.Sprintf("RoCE: GID index %d must be a valid GID of port %d with a route to the peer's GID (GDR_GID_INDEX, GDR_GID_NETDEV); path MTU %d", r.SGIDIdx, q.port, r.MTU)
-		} else if r.LID == 0 {
-			hint = "InfiniBand without GRH needs the peer's LID, and it is 0: is a subnet manager running (opensm)?"
-		}
-		return verr("ibv_modify_qp(RTR)", rc, hint)
+		return verr("ibv_modify_qp(RTR)", rc, rtrHint(r, q.port, syscall.Errno(rc)))
 	}
 	return nil
-}
-
-func clampRd(n int) int {
-	if n < 1 {
-		return 1
-	}
-	if n > 16 {
-		return 16
-	}
-	return n
 }
 
 // SetError moves the QP to the error state: every outstanding WR completes

@@ -174,8 +174,11 @@ func loopPair(t *testing.T, c *Context) (a, b side, gid rdmadev.GID) {
 		return s
 	}
 	a, b = mk(), mk()
+	// Both ends are this port: the connection's own rule (NeedGRH), so a
+	// port that requires a GRH gets one here as in harness/rc.
+	end := GRHEnd{GID: [16]byte(gid.Addr.To16()), Required: port.GRHRequired, FlagsRead: port.FlagsRead}
 	for _, x := range [][2]side{{a, b}, {b, a}} {
-		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: [16]byte(gid.Addr.To16()), UseGRH: port.LinkLayer == "Ethernet",
+		r := Remote{QPN: x[1].qp.Num, PSN: 0, LID: port.LID, GID: end.GID, GRH: NeedGRH(port.LinkLayer, end, end),
 			MTU: port.ActiveMTU, RdAtom: 4, SGIDIdx: gid.Index}
 		require.NoError(t, x[0].qp.RTR(r))
 		require.NoError(t, x[0].qp.RTS(0, 4, 0))
@@ -249,8 +252,11 @@ func TestBadRTR(t *testing.T) {
 	qp := must[*QP](t)(pd.CreateRCQP(cq, cq, QPCaps{SendWR: 4, RecvWR: 4}, membuf.Host))
 	require.NoError(t, qp.Init(1, AccessRW))
 	port, _ := c.QueryPort(1)
-	// A GID index far past the table is rejected at RTR with EINVAL.
-	err := qp.RTR(Remote{QPN: qp.Num, UseGRH: port.LinkLayer == "Ethernet", MTU: port.ActiveMTU, RdAtom: 1, SGIDIdx: 250, LID: port.LID})
+	// A GID index far past the table is rejected at RTR with EINVAL. With
+	// no GRH (plain InfiniBand) the index is not used: this one sends a GRH
+	// on every fabric.
+	g := NeedGRH(port.LinkLayer, GRHEnd{Required: true, FlagsRead: true}, GRHEnd{})
+	err := qp.RTR(Remote{QPN: qp.Num, GRH: g, MTU: port.ActiveMTU, RdAtom: 1, SGIDIdx: 250, LID: port.LID})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ibv_modify_qp(RTR): errno")
 	t.Logf("bad RTR: %v", err)
@@ -537,4 +543,26 @@ func TestMLX5Probe(t *testing.T) {
 		assert.Equal(t, mlx5Not, probeStandin(name), "%s is a stand-in of no provider: mlx5dv_is_supported says no", name)
 	}
 	assert.True(t, mlx5HasDV(), "libmlx5 of rdma-core >= 17 exports mlx5dv_create_qp")
+}
+
+// QueryPort's conversion reads ibv_port_attr.flags: IBV_QPF_GRH_REQUIRED
+// becomes GRHRequired, on a struct filled as a provider fills it (no device
+// needed). The Go constant is the headers' value.
+func TestPortFlags(t *testing.T) {
+	p, qpf := portAttrOf(LinkLayerIB, QPFGRHRequired)
+	require.NotZero(t, qpf, "these headers define IBV_QPF_GRH_REQUIRED (rdma-core 20 or later)")
+	assert.Equal(t, QPFGRHRequired, qpf)
+	assert.True(t, p.FlagsRead)
+	assert.True(t, p.GRHRequired)
+	assert.Equal(t, uint8(QPFGRHRequired), p.Flags)
+	assert.Equal(t, "InfiniBand", p.LinkLayer)
+	assert.Equal(t, uint16(7), p.LID)
+	assert.Equal(t, 4096, p.ActiveMTU)
+
+	p, _ = portAttrOf(LinkLayerIB, 0)
+	assert.True(t, p.FlagsRead)
+	assert.False(t, p.GRHRequired)
+	p, _ = portAttrOf(LinkLayerEthernet, 0)
+	assert.Equal(t, "Ethernet", p.LinkLayer)
+	assert.False(t, p.GRHRequired)
 }
