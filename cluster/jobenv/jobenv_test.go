@@ -109,3 +109,24 @@ func TestDetectNone(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, found)
 }
+
+func TestGresGPUs(t *testing.T) {
+	for gres, want := range map[string]int{
+		"":                                0,
+		"(null)":                          0,
+		"gpu:8":                           8,
+		"gpu:h100:8(S:0-1)":               8,
+		"gpu:a100:4(S:0),gpu:a100:4(S:1)": 8,
+		"nic:mlx5:8,gpu:h200:8(S:0-1)":    8,
+		"gpu:tesla":                       1, // gres.conf: a count left out is 1
+		"shard:32,gpu:2":                  2,
+	} {
+		got, err := GresGPUs(gres)
+		require.NoError(t, err, gres)
+		assert.Equal(t, want, got, gres)
+	}
+	for _, bad := range []string{"gpu:h100:x:y", "gpu:2000"} {
+		_, err := GresGPUs(bad)
+		assert.ErrorContains(t, err, bad, "names the value")
+	}
+}

@@ -2,7 +2,10 @@ package jobenv
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/hostlist"
 )
@@ -95,4 +98,40 @@ func FromSlurm(lookup func(string) (string, bool), peerSuffix string) (Task, err
 		t.Addrs[i] = n + peerSuffix
 	}
 	return t, nil
+}
+
+// gresParens are the socket bindings scontrol prints after a count
+// ("gpu:h100:8(S:0-1)").
+var gresParens = regexp.MustCompile(`\([^)]*\)`)
+
+// GresGPUs is the number of GPUs in a node's Gres as `scontrol show node`
+// prints it ("gpu:8", "gpu:h100:8(S:0-1),nic:mlx5:8", "(null)"): the sum of
+// its gpu entries, each name[:type]:count (a count left out is 1, as in
+// gres.conf). "" and "(null)" are 0; an entry that does not parse is an
+// error naming it.
+func GresGPUs(gres string) (int, error) {
+	gres = strings.TrimSpace(gres)
+	if gres == "" || gres == "(null)" {
+		return 0, nil
+	}
+	total := 0
+	for _, e := range strings.Split(gresParens.ReplaceAllString(gres, ""), ",") {
+		f := strings.Split(strings.TrimSpace(e), ":")
+		if f[0] != "gpu" {
+			continue
+		}
+		n := 1
+		if len(f) > 1 {
+			if c, err := strconv.Atoi(f[len(f)-1]); err == nil {
+				n = c
+			} else if len(f) > 2 {
+				return 0, fmt.Errorf("gres %q: entry %q has no GPU count", gres, e)
+			}
+		}
+		if n < 0 || n > 1024 {
+			return 0, fmt.Errorf("gres %q: entry %q counts %d GPUs", gres, e, n)
+		}
+		total += n
+	}
+	return total, nil
 }

@@ -8,6 +8,7 @@
 //	gdrcluster wait -round K             wait until every task finished round K
 //	gdrcluster isolate [-json]           pairs, suspects and bad links from the shared reports
 //	gdrcluster hosts [-addrs]            the job's hosts in schedule order
+//	gdrcluster gres-gpus GRES            the GPU count of a node's Gres (scontrol show node)
 //
 // Configuration: GDR_PAIRING, GDR_CLUSTER_SECRET(_FILE), GDR_CLUSTER_PORTS,
 // GDR_PEER_SUFFIX, GDR_REPAIR_ROUNDS, GDR_REPORTS, GDR_PAIR_MIN_FRACTION
@@ -35,12 +36,24 @@ func main() {
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gdrcluster plan|done|wait -round K | isolate [-json] [-reports DIR] | hosts [-addrs]`
+const usage = `usage: gdrcluster plan|done|wait -round K | isolate [-json] [-reports DIR] | hosts [-addrs] | gres-gpus GRES`
 
 func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return 2
+	}
+	if args[0] == "gres-gpus" { // the batch script's, before any job variable is read
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "usage: gdrcluster gres-gpus GRES (as scontrol show node prints Gres=)")
+			return 2
+		}
+		n, err := jobenv.GresGPUs(args[1])
+		if err != nil {
+			return fail(stderr, err)
+		}
+		fmt.Fprintln(stdout, n)
+		return 0
 	}
 	fs := flag.NewFlagSet("gdrcluster "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
