@@ -18,7 +18,11 @@ import (
 // kernel's bare ENOMEM.
 
 // MemlockRemedy is how an operator raises the limit.
-const MemlockRemedy = "raise the locked-memory limit: `ulimit -l unlimited` in the shell that runs go test, `* - memlock unlimited` in /etc/security/limits.conf (a new login), LimitMEMLOCK=infinity for a systemd service or Slurm's slurmd, `--ulimit memlock=-1` for docker/podman (Kubernetes: the container runtime's default ulimit), or run with CAP_IPC_LOCK"
+// Under Slurm a task inherits the soft limits of the shell that ran sbatch
+// or srun (slurm.conf(5): PropagateResourceLimits, default ALL) under
+// slurmd's hard limit; Slurm's documented fix is
+// PropagateResourceLimitsExcept=MEMLOCK with slurmd itself unlimited.
+const MemlockRemedy = "raise the locked-memory limit: `ulimit -l unlimited` in the shell that runs go test, `* - memlock unlimited` in /etc/security/limits.conf (a new login), LimitMEMLOCK=infinity for a systemd service, `--ulimit memlock=-1` for docker/podman (Kubernetes: the container runtime's default ulimit), or run with CAP_IPC_LOCK; under Slurm a task takes the limits of the shell that submitted it: set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and LimitMEMLOCK=infinity for slurmd (its systemd unit)"
 
 // memlockLimit is the process's RLIMIT_MEMLOCK and whether CAP_IPC_LOCK
 // lifts it.

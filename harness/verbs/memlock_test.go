@@ -36,7 +36,7 @@ func TestMemlockDecision(t *testing.T) {
 			continue
 		}
 		require.Error(t, err, c.name)
-		for _, s := range []string{"RLIMIT_MEMLOCK soft 8388608 bytes, hard 8388608 bytes", "needs", "ulimit -l unlimited", "limits.conf", "LimitMEMLOCK=infinity", "--ulimit memlock=-1"} {
+		for _, s := range []string{"RLIMIT_MEMLOCK soft 8388608 bytes, hard 8388608 bytes", "needs", "ulimit -l unlimited", "limits.conf", "LimitMEMLOCK=infinity", "--ulimit memlock=-1", "PropagateResourceLimitsExcept=MEMLOCK"} {
 			assert.Contains(t, err.Error(), s, c.name)
 		}
 	}
