@@ -104,15 +104,16 @@ report: $(REPORT_BIN)
 
 # Unit tests of internal/ and harness/, the no-tag conformance packages
 # run against every recorded and constructed host tree under fixtures/, and
-# build/'s tests of the run paths (make conformance runs one package at a
-# time, dist/run.sh too).
+# build/'s and deploy/'s tests of the run paths (make conformance runs one
+# package at a time, dist/run.sh too; the sbatch script against stand-in
+# Slurm commands).
 # No root and no browser: deps only checks where everything is present, and
 # the report's browser test is make browser's.
 BROWSER_TEST := ^(TestHTMLInBrowser|TestFleetHTMLInBrowser)$$
 unit: deps
 	@mkdir -p $(REPORTS)
 	$(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
-	  -tags '$(TAGS)' -count=1 -skip '$(BROWSER_TEST)' ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/... ./build/...
+	  -tags '$(TAGS)' -count=1 -skip '$(BROWSER_TEST)' ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/... ./build/... ./deploy/...
 
 # The HTML report in headless Chromium. GDR_BROWSER_TEST=1: it must run
 # (deps-test installs Chromium), never skip.
