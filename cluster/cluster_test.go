@@ -61,7 +61,7 @@ func TestLoad(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "gpu3", "notes"), 0o755)) // ignored
 	require.NoError(t, os.WriteFile(filepath.Join(root, "merged.json"), nil, 0o644))
 
-	res, plans, err := Load(root)
+	res, plans, err := Load(root, "")
 	require.NoError(t, err)
 	assert.Len(t, plans, 3)
 	assert.Equal(t, []isolate.Result{
@@ -77,7 +77,7 @@ func TestLoad(t *testing.T) {
 		{Host: "gpu2", Round: 0, Rail: isolate.AllRails, Peer: "gpu1", Role: "server", Status: isolate.Missing, Detail: "no pair results (no test.json)"},
 	}, res)
 
-	hosts, err := Hosts(root)
+	hosts, err := Hosts(root, "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"gpu1", "gpu2", "gpu3"}, hosts)
 }
@@ -87,53 +87,77 @@ func TestLoadErrors(t *testing.T) {
 	dir := RoundDir(root, "gpu1", 0)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "test.json"), []byte(`{"Action":"attr","Test":"T","Key":"gdr.rail","Value":"x"}`+"\n"+`{"Action":"pass","Test":"T"}`+"\n"), 0o644))
-	_, _, err := Load(root)
+	_, _, err := Load(root, "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `gdr.rail="x" is not a rail index`)
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "test.json"), []byte(`{"Action":`), 0o644))
-	_, _, err = Load(root)
+	_, _, err = Load(root, "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "test.json: line 1")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plan.json"), []byte(`{"round":"zero"}`), 0o644))
-	_, _, err = Load(root)
+	_, _, err = Load(root, "")
 	assert.ErrorContains(t, err, "plan.json")
 
-	_, _, err = Load(filepath.Join(root, "nope"))
+	_, _, err = Load(filepath.Join(root, "nope"), "")
 	assert.ErrorContains(t, err, "reports folder")
 
-	_, err = Hosts(t.TempDir())
+	_, err = Hosts(t.TempDir(), "")
 	assert.ErrorContains(t, err, "holds no <host>/round-<k>/plan.json")
 
 	two := t.TempDir()
 	require.NoError(t, WritePlan(two, Plan{Round: 0, Host: "a", Index: 0, Hosts: 2}))
 	require.NoError(t, WritePlan(two, Plan{Round: 0, Host: "b", Index: 0, Hosts: 2}))
-	_, err = Hosts(two)
+	_, err = Hosts(two, "")
 	assert.ErrorContains(t, err, "two jobs in one folder")
 }
 
 func TestBarrier(t *testing.T) {
 	root := t.TempDir()
 	hosts := []string{"a", "b", "c"}
-	require.NoError(t, Done(root, "a", 2))
+	require.NoError(t, Done(root, "a", 2, "slurm//7"))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := Wait(ctx, root, hosts, 2, 10*time.Millisecond)
+	err := Wait(ctx, root, hosts, 2, 10*time.Millisecond, "slurm//7")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "round 2: 2 of 3 hosts did not finish: b, c")
 
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		_ = Done(root, "b", 2)
-		_ = Done(root, "c", 2)
+		_ = Done(root, "b", 2, "slurm//7")
+		_ = Done(root, "c", 2, "slurm//7")
 	}()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
-	require.NoError(t, Wait(ctx2, root, hosts, 2, 5*time.Millisecond))
+	require.NoError(t, Wait(ctx2, root, hosts, 2, 5*time.Millisecond, "slurm//7"))
 	entries, err := os.ReadDir(RoundDir(root, "a", 2))
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file left behind")
+}
+
+// A done file of another run (an earlier attempt of a requeued job, or one
+// from before done files named their run) never satisfies the barrier.
+func TestBarrierCountsOnlyItsRun(t *testing.T) {
+	root := t.TempDir()
+	hosts := []string{"a", "b"}
+	require.NoError(t, Done(root, "a", 0, "slurm//7#1"))
+	require.NoError(t, Done(root, "b", 0, "slurm//7"))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := Wait(ctx, root, hosts, 0, 10*time.Millisecond, "slurm//7#1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "round 0: 1 of 2 hosts did not finish: b; a done file of another run, not counted: b (slurm//7)")
+
+	// The old format: only a time.
+	require.NoError(t, os.WriteFile(filepath.Join(RoundDir(root, "b", 0), "done"), []byte("2026-12-01T10:00:00Z\n"), 0o644))
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	err = Wait(ctx2, root, hosts, 0, 10*time.Millisecond, "slurm//7#1")
+	assert.ErrorContains(t, err, "b (no run named)")
+
+	require.NoError(t, Done(root, "b", 0, "slurm//7#1"))
+	require.NoError(t, Wait(context.Background(), root, hosts, 0, 10*time.Millisecond, "slurm//7#1"))
 }
 
 func TestSecret(t *testing.T) {

@@ -12,7 +12,10 @@
 //	<root>/<host>/round-<k>/done        written by gdrcluster done after the round
 //
 // Files are written to a temporary name and renamed, so a reader on another
-// host never sees half a file.
+// host never sees half a file. plan.json and done name the run they belong
+// to (jobenv.Task.Run: the job, and the attempt of a requeued Slurm job):
+// the barrier counts only its own run's done files, and a reader of a
+// folder that two runs wrote takes the one it is told, never both.
 package cluster
 
 import (
@@ -25,6 +28,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Plan is one task's part of one round, as plan.json.
@@ -40,6 +44,9 @@ type Plan struct {
 	Port     int    `json:"port,omitempty"`
 	Pairing  string `json:"pairing"`
 	Job      string `json:"job"` // the job's key (engine/scope/id); the secret and token are never written
+	// Run is the attempt of the job the plan belongs to (jobenv.Task.Run):
+	// readers take only one run's files from a folder two runs wrote.
+	Run string `json:"run,omitempty"`
 }
 
 // Idle is Plan.Role for a host without a peer this round.
@@ -88,11 +95,58 @@ type hostRound struct {
 	host  string
 	round int
 	dir   string
+	plan  *Plan // its plan.json, nil when it has none
 }
 
-// scan lists every <host>/round-<k> folder under root, sorted by host then
-// round. Anything else under root is ignored.
-func scan(root string) ([]hostRound, error) {
+// HostRound is one host's folder of one round of a run (RoundDirs).
+type HostRound struct {
+	Host  string
+	Round int
+	Dir   string
+}
+
+// RoundDirs lists the <host>/round-<k> folders of run under root (run ""
+// is the folder's only run; several are an error naming them), sorted by
+// host then round: what a reader of a cluster folder merges.
+func RoundDirs(root, run string) ([]HostRound, error) {
+	hrs, err := scan(root, run)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HostRound, len(hrs))
+	for i, hr := range hrs {
+		out[i] = HostRound{Host: hr.host, Round: hr.round, Dir: hr.dir}
+	}
+	return out, nil
+}
+
+// scan lists the <host>/round-<k> folders under root of one run, sorted by
+// host then round, with their plans; anything else under root is ignored.
+// run "" takes the folder's only run, and a folder holding several is an
+// error naming them (PickRun).
+func scan(root, run string) ([]hostRound, error) {
+	all, err := scanAll(root)
+	if err != nil {
+		return nil, err
+	}
+	run, err = pickRun(root, all, run)
+	if err != nil {
+		return nil, err
+	}
+	// A folder without a plan belongs to no run by its files: it is taken
+	// only where there is no second run it could belong to.
+	planless := len(runsOf(all)) <= 1
+	out := all[:0]
+	for _, hr := range all {
+		if hr.plan == nil && planless || hr.plan != nil && hr.plan.Run == run {
+			out = append(out, hr)
+		}
+	}
+	return out, nil
+}
+
+// scanAll is scan of every run, plans read.
+func scanAll(root string) ([]hostRound, error) {
 	hosts, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("reports folder %s: %w", root, err)
@@ -112,7 +166,12 @@ func scan(root string) ([]hostRound, error) {
 				continue
 			}
 			k, _ := strconv.Atoi(m[1])
-			out = append(out, hostRound{host: h.Name(), round: k, dir: filepath.Join(root, h.Name(), r.Name())})
+			dir := filepath.Join(root, h.Name(), r.Name())
+			p, err := readPlan(dir)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, hostRound{host: h.Name(), round: k, dir: dir, plan: p})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -140,21 +199,107 @@ func readPlan(dir string) (*Plan, error) {
 	return &p, nil
 }
 
-// Hosts returns the job's host list in schedule order as the plans under
-// root record it (for isolating after the job, outside it). Hosts whose
-// plans disagree on the host count or position are an error.
-func Hosts(root string) ([]string, error) {
-	hrs, err := scan(root)
+// RunInfo is one run whose plans a shared folder holds.
+type RunInfo struct {
+	Run          string // Plan.Run; "" for plans written before runs had one
+	Hosts        int    // hosts with at least one round of it
+	Rounds       int    // host rounds
+	First, Until string // the first and last host round, <host>/round-<k>
+}
+
+// Runs lists the runs whose plans are under root, by name.
+func Runs(root string) ([]RunInfo, error) {
+	all, err := scanAll(root)
+	if err != nil {
+		return nil, err
+	}
+	return runsOf(all), nil
+}
+
+func runsOf(hrs []hostRound) []RunInfo {
+	by := map[string]*RunInfo{}
+	hosts := map[string]map[string]bool{}
+	var names []string
+	for _, hr := range hrs {
+		if hr.plan == nil {
+			continue
+		}
+		r := by[hr.plan.Run]
+		if r == nil {
+			r = &RunInfo{Run: hr.plan.Run, First: hr.host + "/round-" + strconv.Itoa(hr.round)}
+			by[hr.plan.Run], hosts[hr.plan.Run] = r, map[string]bool{}
+			names = append(names, hr.plan.Run)
+		}
+		r.Rounds++
+		r.Until = hr.host + "/round-" + strconv.Itoa(hr.round)
+		hosts[hr.plan.Run][hr.host] = true
+	}
+	sort.Strings(names)
+	out := make([]RunInfo, 0, len(names))
+	for _, n := range names {
+		r := by[n]
+		r.Hosts = len(hosts[n])
+		out = append(out, *r)
+	}
+	return out
+}
+
+func (r RunInfo) String() string {
+	name := r.Run
+	if name == "" {
+		name = "(a run from before run identities)"
+	}
+	hosts := "hosts"
+	if r.Hosts == 1 {
+		hosts = "host"
+	}
+	return fmt.Sprintf("%s: %d %s, %d host rounds (%s .. %s)", name, r.Hosts, hosts, r.Rounds, r.First, r.Until)
+}
+
+// pickRun is the run to read from root: want when set (an error when no
+// plan has it), else the only one there. Two runs in one folder (a
+// requeued job, a rerun on the same claim) are an error naming both: their
+// files must never be judged together.
+func pickRun(root string, hrs []hostRound, want string) (string, error) {
+	runs := runsOf(hrs)
+	if want != "" {
+		for _, r := range runs {
+			if r.Run == want {
+				return want, nil
+			}
+		}
+		var have []string
+		for _, r := range runs {
+			have = append(have, r.String())
+		}
+		return "", fmt.Errorf("reports folder %s holds no plan of run %s; it holds: %s", root, want, strings.Join(have, "; "))
+	}
+	switch len(runs) {
+	case 0:
+		return "", nil
+	case 1:
+		return runs[0].Run, nil
+	}
+	var have []string
+	for _, r := range runs {
+		have = append(have, r.String())
+	}
+	return "", fmt.Errorf("reports folder %s holds %d runs, which must not be judged together: %s; name the one to take (-run <id>), or give each run a folder of its own",
+		root, len(runs), strings.Join(have, "; "))
+}
+
+// Hosts returns the job's host list in schedule order as the plans of run
+// under root record it (for isolating after the job, outside it). Hosts
+// whose plans disagree on the host count or position are an error.
+func Hosts(root, run string) ([]string, error) {
+	hrs, err := scan(root, run)
 	if err != nil {
 		return nil, err
 	}
 	n := -1
 	byIndex := map[int]string{}
 	for _, hr := range hrs {
-		p, err := readPlan(hr.dir)
-		if err != nil {
-			return nil, err
-		}
+		p := hr.plan
 		if p == nil {
 			continue
 		}

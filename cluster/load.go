@@ -100,22 +100,20 @@ func failureLine(s string) string {
 	return strings.TrimSpace(msg)
 }
 
-// Load reads every host's rounds under root into pair results (package
-// isolate documents which tests count and which attributes they carry). A
-// host that had a peer in a round and left no pair result for it gives one
-// Missing result for every rail. It also returns the plans it read.
-func Load(root string) ([]isolate.Result, []Plan, error) {
-	hrs, err := scan(root)
+// Load reads every host's rounds of run under root into pair results
+// (package isolate documents which tests count and which attributes they
+// carry; run "" is the folder's only run, see scan). A host that had a peer
+// in a round and left no pair result for it gives one Missing result for
+// every rail. It also returns the plans it read.
+func Load(root, run string) ([]isolate.Result, []Plan, error) {
+	hrs, err := scan(root, run)
 	if err != nil {
 		return nil, nil, err
 	}
 	var results []isolate.Result
 	var plans []Plan
 	for _, hr := range hrs {
-		p, err := readPlan(hr.dir)
-		if err != nil {
-			return nil, nil, err
-		}
+		p := hr.plan
 		if p != nil {
 			plans = append(plans, *p)
 		}

@@ -50,7 +50,7 @@ func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isola
 	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction})
 	job := pairing.Job{Key: task.Key(), Secret: secret, Ports: c.Ports}
 	p := Plan{Round: k, Host: task.Self(), Index: task.Index, Hosts: len(task.Names), Repair: r.Repair,
-		Role: Idle, Pairing: string(c.Pairing), Job: task.Key()}
+		Role: Idle, Pairing: string(c.Pairing), Job: task.Key(), Run: task.Run()}
 	s := Step{Plan: p, Done: done, Dir: RoundDir(c.Reports, task.Self(), k)}
 	if done {
 		return s

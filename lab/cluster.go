@@ -812,7 +812,7 @@ func (r *runner) clusterMerge(rounds string, degrade []Degrade) (*ClusterSummary
 // pipeline sees: summary.json, the exit status and junit.xml's isolation
 // cases.
 func MergeCluster(rounds, dir string, opt isolate.Options, degrade []Degrade) (*ClusterSummary, *report.Report, error) {
-	runs, a, err := report.LoadCluster(rounds, opt)
+	runs, a, err := report.LoadCluster(rounds, opt, "")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -56,24 +56,26 @@ func roundOf(pkg string) string {
 	return ""
 }
 
-// loadClusterRuns reads every host of a cluster folder, rounds merged.
-func loadClusterRuns(dir string) ([]Run, error) {
-	hosts, err := os.ReadDir(dir)
+// loadClusterRuns reads every host of a cluster folder, rounds merged:
+// the rounds of run (run "" is the folder's only run; a folder two runs
+// wrote is an error naming both, cluster.RoundDirs).
+func loadClusterRuns(dir, run string) ([]Run, error) {
+	hrs, err := cluster.RoundDirs(dir, run)
 	if err != nil {
 		return nil, err
 	}
 	var runs []Run
-	for _, h := range hosts {
-		if !h.IsDir() || strings.HasPrefix(h.Name(), ".") {
-			continue
+	for i := 0; i < len(hrs); {
+		j := i
+		for j < len(hrs) && hrs[j].Host == hrs[i].Host {
+			j++
 		}
-		run, ok, err := loadHostRounds(filepath.Join(dir, h.Name()), h.Name())
+		r, err := loadHostRounds(hrs[i:j])
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			runs = append(runs, run)
-		}
+		runs = append(runs, r)
+		i = j
 	}
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("%s: no host folder with round-<k> folders", dir)
@@ -81,31 +83,14 @@ func loadClusterRuns(dir string) ([]Run, error) {
 	return runs, nil
 }
 
-// loadHostRounds merges a host's round folders into one run named host.
-func loadHostRounds(dir, host string) (Run, bool, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return Run{}, false, err
-	}
-	type rd struct {
-		k    int
-		name string
-	}
-	var rounds []rd
-	for _, e := range ents {
-		if m := roundDir.FindStringSubmatch(e.Name()); e.IsDir() && m != nil {
-			k, _ := strconv.Atoi(m[1])
-			rounds = append(rounds, rd{k, e.Name()})
-		}
-	}
-	if len(rounds) == 0 {
-		return Run{}, false, nil
-	}
-	sort.Slice(rounds, func(i, j int) bool { return rounds[i].k < rounds[j].k })
+// loadHostRounds merges one host's round folders (in round order) into one
+// run named for the host.
+func loadHostRounds(rounds []cluster.HostRound) (Run, error) {
+	host := rounds[0].Host
 	run := Run{Host: Identity{Host: host}}
 	haveID := false
 	for _, r := range rounds {
-		sub := filepath.Join(dir, r.name)
+		sub, name := r.Dir, filepath.Base(r.Dir)
 		if !exists(filepath.Join(sub, EventsFile)) && !exists(filepath.Join(sub, HostFile)) {
 			// An idle round, or one whose suite never ran: the pair analysis
 			// counts a scheduled pair without results as failed.
@@ -113,7 +98,7 @@ func loadHostRounds(dir, host string) (Run, bool, error) {
 		}
 		one, err := loadHost(sub)
 		if err != nil {
-			return Run{}, false, err
+			return Run{}, err
 		}
 		if !haveID && one.Host.Host != "" {
 			id := one.Host
@@ -129,35 +114,36 @@ func loadHostRounds(dir, host string) (Run, bool, error) {
 		}
 		for _, e := range one.Events {
 			if e.Package != "" {
-				e.Package = r.name + "/" + e.Package
+				e.Package = name + "/" + e.Package
 			} else {
-				e.Package = r.name
+				e.Package = name
 			}
 			if e.ImportPath != "" {
-				e.ImportPath = r.name + "/" + e.ImportPath
+				e.ImportPath = name + "/" + e.ImportPath
 			}
 			run.Events = append(run.Events, e)
 		}
 		for _, s := range one.Errs {
-			run.Errs = append(run.Errs, r.name+": "+s)
+			run.Errs = append(run.Errs, name+": "+s)
 		}
 	}
-	return run, true, nil
+	return run, nil
 }
 
-// LoadCluster reads a cluster folder: one run per host (rounds merged) and
-// the pair analysis of cluster/isolate over every round (pairs per rail,
-// suspects, bad links), in the job's host order.
-func LoadCluster(dir string, opt isolate.Options) ([]Run, *isolate.Analysis, error) {
-	runs, err := loadClusterRuns(dir)
+// LoadCluster reads run of a cluster folder ("" for its only one): one run
+// per host (rounds merged) and the pair analysis of cluster/isolate over
+// every round (pairs per rail, suspects, bad links), in the job's host
+// order.
+func LoadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.Analysis, error) {
+	runs, err := loadClusterRuns(dir, run)
 	if err != nil {
 		return nil, nil, err
 	}
-	hosts, err := cluster.Hosts(dir)
+	hosts, err := cluster.Hosts(dir, run)
 	if err != nil {
 		return nil, nil, err
 	}
-	results, _, err := cluster.Load(dir)
+	results, _, err := cluster.Load(dir, run)
 	if err != nil {
 		return nil, nil, err
 	}

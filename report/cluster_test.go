@@ -96,7 +96,7 @@ func TestClusterMerge(t *testing.T) {
 	require.True(t, IsCluster(root))
 	assert.False(t, IsCluster(filepath.Join(root, "vm1")), "a host folder is not a cluster folder")
 
-	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	require.Len(t, runs, 4, "one run per host, its rounds merged")
 	for i, r := range runs {
@@ -186,7 +186,7 @@ func TestClusterMerge(t *testing.T) {
 func TestClusterMergeKeepsNode(t *testing.T) {
 	root := clusterFolder(t, nil)
 	nameHost(t, root, "vm2", "rack1-node2")
-	runs, _, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	runs, _, err := LoadCluster(root, isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	assert.Equal(t, "vm2", runs[1].Host.Host)
@@ -216,7 +216,7 @@ func nameHost(t *testing.T, root, host, name string) {
 func TestClusterPartNamesNode(t *testing.T) {
 	root := clusterFolder(t, map[string]int{"vm2": 1})
 	nameHost(t, root, "vm2", "rack1-node2")
-	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	rep := Build(runs)
 	rep.SetCluster(a)
@@ -245,7 +245,7 @@ func TestClusterPartNamesNode(t *testing.T) {
 
 func TestClusterMergeAllGood(t *testing.T) {
 	root := clusterFolder(t, nil)
-	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	rep := Build(runs)
 	rep.SetCluster(a)
@@ -260,7 +260,7 @@ func TestClusterMissingRound(t *testing.T) {
 	// vm4's round 1 never ran the suite: its pair with vm1 counts as failed.
 	require.NoError(t, os.Remove(filepath.Join(cluster.RoundDir(root, "vm4", 1), EventsFile)))
 	require.NoError(t, os.Remove(filepath.Join(cluster.RoundDir(root, "vm4", 1), HostFile)))
-	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	rep := Build(runs)
@@ -324,7 +324,7 @@ func casesWith(t *testing.T, s JUnitSuite, pick func(JUnitCase) *JUnitResult, ms
 
 func mergeCluster(t *testing.T, root string) *Report {
 	t.Helper()
-	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5})
+	runs, a, err := LoadCluster(root, isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	rep := Build(runs)
 	rep.SetCluster(a)

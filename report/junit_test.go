@@ -85,7 +85,7 @@ func TestJUnitSchemas(t *testing.T) {
 	for name, r := range constructedReports() {
 		files[name] = junitOf(t, r)
 	}
-	runs, a, err := LoadCluster(clusterFolder(t, map[string]int{"vm3": 1}), isolate.Options{MinFraction: 0.5})
+	runs, a, err := LoadCluster(clusterFolder(t, map[string]int{"vm3": 1}), isolate.Options{MinFraction: 0.5}, "")
 	require.NoError(t, err)
 	cl := Build(runs)
 	cl.SetCluster(a)

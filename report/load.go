@@ -39,7 +39,7 @@ const (
 func LoadDir(dir string) ([]Run, error) {
 	has := func(name string) bool { return exists(filepath.Join(dir, name)) }
 	if IsCluster(dir) {
-		return loadClusterRuns(dir)
+		return loadClusterRuns(dir, "")
 	}
 	if has(HostFile) {
 		r, err := loadHost(dir)
@@ -419,8 +419,9 @@ func source(r Run) string {
 
 // FromDirs builds the report of report folders as gdrreport does: each a
 // host's folder, a folder of hosts' folders, or a cluster run's shared
-// folder (its rounds, analysed with opt); runs of one host merged.
-func FromDirs(dirs []string, opt isolate.Options) (*Report, error) {
+// folder (its rounds of run, "" for its only one, analysed with opt); runs
+// of one host merged.
+func FromDirs(dirs []string, opt isolate.Options, run string) (*Report, error) {
 	var runs []Run
 	var analysis *isolate.Analysis
 	for _, d := range dirs {
@@ -428,7 +429,7 @@ func FromDirs(dirs []string, opt isolate.Options) (*Report, error) {
 			if analysis != nil {
 				return nil, fmt.Errorf("more than one cluster folder: merge one cluster run at a time")
 			}
-			rs, a, err := LoadCluster(d, opt)
+			rs, a, err := LoadCluster(d, opt, run)
 			if err != nil {
 				return nil, err
 			}

@@ -28,14 +28,28 @@ type Task struct {
 	// Kubernetes namespace and the Job's UID (its name when the UID is not
 	// given).
 	Scope, JobID string
-	Step         string   // SLURM_STEP_ID, for logs; "" on Kubernetes
-	Index        int      // this task's position in Names
-	Names        []string // every task's host name in schedule order: report folders, gdr.peer
-	Addrs        []string // what a peer dials to reach each task (Names plus a suffix or a DNS domain)
+	Step         string // SLURM_STEP_ID, for logs; "" on Kubernetes
+	// Attempt tells the attempts of one job ID apart: Slurm's
+	// SLURM_RESTART_COUNT of a requeued job ("" for the first attempt). A
+	// Kubernetes rerun is a new Job with a new UID, so it needs none.
+	Attempt string
+	Index   int      // this task's position in Names
+	Names   []string // every task's host name in schedule order: report folders, gdr.peer
+	Addrs   []string // what a peer dials to reach each task (Names plus a suffix or a DNS domain)
 }
 
 // Key is the job's identity for deriving ports and tokens.
 func (t Task) Key() string { return string(t.Engine) + "/" + t.Scope + "/" + t.JobID }
+
+// Run is the identity of this attempt of the job: Key, plus the attempt of
+// a requeued Slurm job. Every plan and barrier file of the run carries it,
+// so that files an earlier attempt left in the same folder never count.
+func (t Task) Run() string {
+	if t.Attempt == "" {
+		return t.Key()
+	}
+	return t.Key() + "#" + t.Attempt
+}
 
 // Self is this task's host name.
 func (t Task) Self() string { return t.Names[t.Index] }

@@ -130,3 +130,31 @@ func TestGresGPUs(t *testing.T) {
 		assert.ErrorContains(t, err, bad, "names the value")
 	}
 }
+
+// A requeued Slurm job keeps its ID: its restart count makes the run's
+// identity differ from the first attempt's.
+func TestSlurmRestartCount(t *testing.T) {
+	env := map[string]string{"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NTASKS": "2", "SLURM_PROCID": "0", "SLURM_CLUSTER_NAME": "c"}
+	get := func(extra ...string) (Task, error) {
+		m := map[string]string{}
+		for k, v := range env {
+			m[k] = v
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return FromSlurm(func(k string) (string, bool) { v, ok := m[k]; return v, ok }, "")
+	}
+	tk, err := get()
+	require.NoError(t, err)
+	assert.Equal(t, "slurm/c/77", tk.Run())
+	tk, err = get("SLURM_RESTART_COUNT", "0")
+	require.NoError(t, err)
+	assert.Equal(t, "slurm/c/77", tk.Run(), "count 0 is the first attempt")
+	tk, err = get("SLURM_RESTART_COUNT", "2")
+	require.NoError(t, err)
+	assert.Equal(t, "slurm/c/77#2", tk.Run())
+	assert.Equal(t, tk.Key(), "slurm/c/77", "ports and tokens stay the job's")
+	_, err = get("SLURM_RESTART_COUNT", "two")
+	assert.ErrorContains(t, err, `SLURM_RESTART_COUNT="two"`)
+}

@@ -25,6 +25,7 @@ const MaxTasks = 1 << 16
 //	                    under srun's default block distribution, and is
 //	                    trusted over it otherwise)
 //	SLURM_STEP_ID       recorded for logs
+//	SLURM_RESTART_COUNT how often a requeued job restarted (Task.Attempt)
 //
 // Peers dial node names with peerSuffix appended (GDR_PEER_SUFFIX, e.g. "-ib").
 func FromSlurm(lookup func(string) (string, bool), peerSuffix string) (Task, error) {
@@ -38,6 +39,12 @@ func FromSlurm(lookup func(string) (string, bool), peerSuffix string) (Task, err
 	}
 	t.Scope, _ = lookup("SLURM_CLUSTER_NAME")
 	t.Step, _ = lookup("SLURM_STEP_ID")
+	if v, ok := lookup("SLURM_RESTART_COUNT"); ok && strings.TrimSpace(v) != "" && strings.TrimSpace(v) != "0" {
+		if _, err := number("SLURM_RESTART_COUNT", strings.TrimSpace(v), 0, 1<<30); err != nil {
+			return t, err
+		}
+		t.Attempt = strings.TrimSpace(v)
+	}
 
 	listVar := "SLURM_JOB_NODELIST"
 	list, err := need(lookup, listVar, "Slurm sets it for every job step")

@@ -6,7 +6,7 @@
 //	                                     GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN, ...
 //	gdrcluster done -round K             mark this task's round K finished
 //	gdrcluster wait -round K             wait until every task finished round K
-//	gdrcluster isolate [-json]           pairs, suspects and bad links from the shared reports
+//	gdrcluster isolate [-json] [-run ID] pairs, suspects and bad links from the shared reports
 //	gdrcluster hosts [-addrs]            the job's hosts in schedule order
 //	gdrcluster gres-gpus GRES            the GPU count of a node's Gres (scontrol show node)
 //
@@ -36,7 +36,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gdrcluster plan|done|wait -round K | isolate [-json] [-reports DIR] | hosts [-addrs] | gres-gpus GRES`
+const usage = `usage: gdrcluster plan|done|wait -round K | isolate [-json] [-reports DIR] [-run ID] | hosts [-addrs] | gres-gpus GRES`
 
 func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -60,6 +60,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	round := fs.Int("round", -1, "round number, from 0")
 	asJSON := fs.Bool("json", false, "isolate: print the summary fields as JSON")
 	reports := fs.String("reports", "", "isolate: the shared reports folder (default GDR_REPORTS)")
+	runID := fs.String("run", "", "isolate: the run to judge where the folder holds several (plan.json's run; inside a job, the job's own)")
 	addrs := fs.Bool("addrs", false, "hosts: print the address a peer dials")
 	timeout := fs.Duration("timeout", 30*time.Minute, "wait: give up after this long")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -79,12 +80,12 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	case "plan":
 		err = plan(lookup, cfg, *round, needRound, stdout)
 	case "done":
-		err = withTask(lookup, cfg, needRound, func(t jobenv.Task) error { return cluster.Done(cfg.Reports, t.Self(), *round) })
+		err = withTask(lookup, cfg, needRound, func(t jobenv.Task) error { return cluster.Done(cfg.Reports, t.Self(), *round, t.Run()) })
 	case "wait":
 		err = withTask(lookup, cfg, needRound, func(t jobenv.Task) error {
 			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
-			return cluster.Wait(ctx, cfg.Reports, t.Names, *round, 2*time.Second)
+			return cluster.Wait(ctx, cfg.Reports, t.Names, *round, 2*time.Second, t.Run())
 		})
 	case "hosts":
 		err = withTask(lookup, cfg, func() error { return nil }, func(t jobenv.Task) error {
@@ -100,7 +101,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		if *reports != "" {
 			root = *reports
 		}
-		err = isolateCmd(lookup, cfg, root, *asJSON, stdout)
+		err = isolateCmd(lookup, cfg, root, *runID, *asJSON, stdout)
 	default:
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -153,7 +154,7 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 	var results []isolate.Result
 	if k >= len(pairing.Base(cfg.Pairing, len(t.Names))) {
 		// A re-pairing round: judged from every host's earlier rounds.
-		if results, _, err = cluster.Load(cfg.Reports); err != nil {
+		if results, _, err = cluster.Load(cfg.Reports, t.Run()); err != nil {
 			return err
 		}
 	}
@@ -167,14 +168,17 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 	return err
 }
 
-func isolateCmd(lookup func(string) (string, bool), cfg cluster.Config, root string, asJSON bool, w io.Writer) error {
+func isolateCmd(lookup func(string) (string, bool), cfg cluster.Config, root, run string, asJSON bool, w io.Writer) error {
 	var hosts []string
 	if t, found, err := jobenv.Detect(lookup, cfg.PeerSuffix); err == nil && found {
 		hosts = t.Names
-	} else if hosts, err = cluster.Hosts(root); err != nil {
+		if run == "" {
+			run = t.Run()
+		}
+	} else if hosts, err = cluster.Hosts(root, run); err != nil {
 		return err
 	}
-	results, _, err := cluster.Load(root)
+	results, _, err := cluster.Load(root, run)
 	if err != nil {
 		return err
 	}

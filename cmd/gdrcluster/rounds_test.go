@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // The test binary doubles as gdrcluster for deploy/rounds.sh.
@@ -88,36 +90,10 @@ func TestDistRunUnderSrun(t *testing.T) {
 // merged result; it returns the shared folder.
 func runRounds(t *testing.T, script string, env []string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	self, err := os.Executable()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	suite := filepath.Join(dir, "suite.sh")
-	require.NoError(t, os.WriteFile(suite, []byte(fakeSuite), 0o755))
-	root := filepath.Join(dir, "reports")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	outs := make([]bytes.Buffer, 4)
-	errs := make([]error, 4)
+	root := filepath.Join(t.TempDir(), "reports")
+	outs, errs := startTasks(t, script, root, env, []int{0, 1, 2, 3}, args...)
 	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-			cmd.Env = append(append(os.Environ(), env...), "GDRCLUSTER_TEST_AS_MAIN=1", "GDRCLUSTER="+self, "GDR_SUITE="+suite, "GDR_REPORTS="+root,
-				"SLURM_JOB_ID=31337", "SLURM_JOB_NODELIST=n[1-4]", "SLURM_NTASKS=4", fmt.Sprintf("SLURM_PROCID=%d", i),
-				"GDR_CLUSTER_SECRET=0123456789abcdef0123456789abcdef", "GDR_ROUND_TIMEOUT=1m")
-			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-			errs[i] = cmd.Run()
-		}()
-	}
-	wg.Wait()
-	for i := range 4 {
-		require.NoError(t, errs[i], "task %d: %s", i, outs[i].String())
+		require.NoError(t, errs[i], "task %d: %s", i, outs[i])
 	}
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run([]string{"isolate", "-json"}, lookup(map[string]string{"GDR_REPORTS": root}), &out, &errb), errb.String())
@@ -135,4 +111,84 @@ func runRounds(t *testing.T, script string, env []string, args ...string) string
 		}
 	}
 	return root
+}
+
+// startTasks runs script as the tasks of job 31337 (n1..n4) given by
+// index, at once as srun would start them, sharing root; it returns each
+// task's output and error.
+func startTasks(t *testing.T, script, root string, env []string, tasks []int, args ...string) ([]string, []error) {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	suite := filepath.Join(t.TempDir(), "suite.sh")
+	require.NoError(t, os.WriteFile(suite, []byte(fakeSuite), 0o755))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := make([]bytes.Buffer, len(tasks))
+	errs := make([]error, len(tasks))
+	for j, i := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+			cmd.Env = append(append(os.Environ(), "GDRCLUSTER_TEST_AS_MAIN=1", "GDRCLUSTER="+self, "GDR_SUITE="+suite, "GDR_REPORTS="+root,
+				"SLURM_JOB_ID=31337", "SLURM_JOB_NODELIST=n[1-4]", "SLURM_NTASKS=4", fmt.Sprintf("SLURM_PROCID=%d", i),
+				"GDR_CLUSTER_SECRET=0123456789abcdef0123456789abcdef", "GDR_ROUND_TIMEOUT=1m"), env...)
+			cmd.Stdout, cmd.Stderr = &outs[j], &outs[j]
+			errs[j] = cmd.Run()
+		}()
+	}
+	wg.Wait()
+	out := make([]string, len(tasks))
+	for j := range tasks {
+		out[j] = outs[j].String()
+	}
+	return out, errs
+}
+
+// A requeued job (same job ID, SLURM_RESTART_COUNT=1) run in the folder of
+// its first attempt: the first attempt's done files, n4's included, must
+// not satisfy the second's barrier, where n4 never starts; and the folder,
+// which now holds two runs, is judged only when told which.
+func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
+	script, err := filepath.Abs("../../deploy/rounds.sh")
+	require.NoError(t, err)
+	root := runRounds(t, script, nil) // attempt 0: every host, both rounds
+
+	outs, errs := startTasks(t, script, root, []string{"SLURM_RESTART_COUNT=1", "GDR_ROUND_TIMEOUT=2s"}, []int{0, 1, 2})
+	for j := range outs {
+		require.NoError(t, errs[j], outs[j])
+		assert.Contains(t, outs[j], "round 0: 1 of 4 hosts did not finish: n4", "n4's old done file is not this run's")
+		assert.Contains(t, outs[j], "a done file of another run, not counted: n4 (slurm//31337)")
+	}
+	b, err := os.ReadFile(filepath.Join(root, "n1", "round-0", "done"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "slurm//31337#1\n"), "a done file names its run: %q", b)
+
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, run([]string{"isolate", "-json"}, lookup(map[string]string{"GDR_REPORTS": root}), &out, &errb))
+	assert.Contains(t, errb.String(), "holds 2 runs, which must not be judged together")
+	assert.Contains(t, errb.String(), "slurm//31337: 1 host, 2 host rounds (n4/round-0 .. n4/round-1)", "what the first attempt left that the second did not overwrite")
+	assert.Contains(t, errb.String(), "slurm//31337#1: 3 hosts, 6 host rounds")
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"isolate", "-json", "-run", "slurm//31337#1"}, lookup(map[string]string{"GDR_REPORTS": root}), &out, &errb), errb.String())
+	// The merged report refuses the same way, and takes the run it is told.
+	_, err = report.FromDirs([]string{root}, isolate.Options{}, "")
+	assert.ErrorContains(t, err, "holds 2 runs")
+	r, err := report.FromDirs([]string{root}, isolate.Options{}, "slurm//31337#1")
+	require.NoError(t, err)
+	assert.Len(t, r.Hosts, 3, "n1..n3: n4 has no round of the second attempt")
+
+	results, _, err := cluster.Load(root, "slurm//31337#1")
+	require.NoError(t, err)
+	require.NotEmpty(t, results)
+	for _, r := range results {
+		assert.NotEqual(t, "n4", r.Host, "n4's results are the first attempt's: not read")
+	}
 }

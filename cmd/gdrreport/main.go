@@ -57,9 +57,10 @@ func run(args []string) int {
 	collect := fs.Bool("collect", false, "the input is this host's fresh run: write its host.json (hostname, kernel, driver, GPUs, NICs, suite version, GDR_STRICT) first")
 	goExit := fs.Int("go-exit", -1, "with -collect: go test's exit status, recorded in host.json (non-zero with no failed test fails the host)")
 	quiet := fs.Bool("q", false, "do not print summary.txt")
+	runID := fs.String("run", "", "a cluster folder that holds several runs (a requeued job, a rerun on the same claim): the run to take, as its plan.json files name it")
 	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one, and a merge refuses two hosts of one name); GDR_REPORT_HOST does the same")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
+		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] [-run ID] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -111,7 +112,7 @@ func run(args []string) int {
 			opt.MinFraction = cfg.MinFraction
 		}
 	}
-	r, err := report.FromDirs(dirs, opt)
+	r, err := report.FromDirs(dirs, opt, *runID)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2
@@ -121,7 +122,7 @@ func run(args []string) int {
 		return 2
 	}
 	if kp := os.Getenv(evidence.KeyEnv); kp != "" {
-		if err := writeBundle(r, dirs, *out, kp, opt.MinFraction); err != nil {
+		if err := writeBundle(r, dirs, *out, kp, evidence.Options{MinFraction: opt.MinFraction, Run: *runID}); err != nil {
 			fmt.Fprintf(os.Stderr, "gdrreport: evidence bundle: %v\n", err)
 			return 2
 		}
@@ -152,7 +153,7 @@ const binariesEnv = "GDR_EVIDENCE_BINARIES"
 
 // writeBundle signs the report folder dir, made from inputs, into
 // dir/evidence.tar.gz.
-func writeBundle(r *report.Report, inputs []string, dir, keyPath string, minFraction float64) error {
+func writeBundle(r *report.Report, inputs []string, dir, keyPath string, opt evidence.Options) error {
 	s, err := evidence.LoadSigner(keyPath)
 	if err != nil {
 		return err
@@ -167,7 +168,8 @@ func writeBundle(r *report.Report, inputs []string, dir, keyPath string, minFrac
 		bins = append(bins, self)
 	}
 	out := filepath.Join(dir, evidence.BundleFile)
-	if err := evidence.CreateFrom(r, inputs, dir, out, s, evidence.Options{Binaries: bins, MinFraction: minFraction}); err != nil {
+	opt.Binaries = bins
+	if err := evidence.CreateFrom(r, inputs, dir, out, s, opt); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "gdrreport: signed evidence bundle %s (%s=%s)\n", out, evidence.KeyEnv, keyPath)

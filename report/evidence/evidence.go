@@ -67,7 +67,10 @@ type Predicate struct {
 	SuiteVersions []string          `json:"suite_versions"`
 	Binaries      map[string]string `json:"binaries,omitempty"` // file name -> sha256 of what ran
 	MinFraction   float64           `json:"pair_min_fraction,omitempty"`
-	Created       string            `json:"created"`
+	// Run is the run taken from a cluster folder that holds several ("" for
+	// its only one), so verify takes the same.
+	Run     string `json:"run,omitempty"`
+	Created string `json:"created"`
 }
 
 // Host is one host's line of the predicate.
@@ -91,6 +94,7 @@ type Threshold struct {
 type Options struct {
 	Binaries    []string // files whose SHA-256 the predicate records (the test binaries, gdrreport)
 	MinFraction float64  // the cluster analysis' GDR_PAIR_MIN_FRACTION, when a cluster folder is in the report
+	Run         string   // the run of a cluster folder the report took (gdrreport -run)
 	Now         time.Time
 }
 
@@ -100,7 +104,7 @@ type Options struct {
 // under runs/ as well, so that the verdict re-derives from them. Existing
 // bundles are left out.
 func Create(inputs []string, dir, out string, s dsse.SignerVerifier, opt Options) error {
-	r, err := report.FromDirs(inputs, isolate.Options{MinFraction: opt.MinFraction})
+	r, err := report.FromDirs(inputs, isolate.Options{MinFraction: opt.MinFraction}, opt.Run)
 	if err != nil {
 		return fmt.Errorf("evidence: %s: %w", strings.Join(inputs, " "), err)
 	}
@@ -197,7 +201,7 @@ func predicateOf(r *report.Report, opt Options) Predicate {
 		now = time.Now()
 	}
 	p := Predicate{Verdict: r.Verdict.Line, ExitCode: r.ExitCode(), Renderer: r.Suite, SuiteVersions: r.Versions,
-		MinFraction: opt.MinFraction, Created: now.UTC().Format(time.RFC3339)}
+		MinFraction: opt.MinFraction, Run: opt.Run, Created: now.UTC().Format(time.RFC3339)}
 	for _, h := range r.Hosts {
 		x := Host{Host: h.Identity.Host, Verdict: h.Verdict.Line, MachineID: h.Identity.MachineID}
 		if inv := h.Identity.Inventory; inv != nil && inv.DMI != nil {
@@ -499,7 +503,7 @@ func Verify(p string, pub crypto.PublicKey) (*Result, error) {
 		}
 		sort.Slice(dirs, func(i, j int) bool { return inputOrder(dirs[i]) < inputOrder(dirs[j]) })
 	}
-	r, err := report.FromDirs(dirs, isolate.Options{MinFraction: res.Predicate.MinFraction})
+	r, err := report.FromDirs(dirs, isolate.Options{MinFraction: res.Predicate.MinFraction}, res.Predicate.Run)
 	if err != nil {
 		return res, fmt.Errorf("%s: the raw streams do not load: %w", p, err)
 	}

@@ -30,7 +30,7 @@ func reportDir(t *testing.T) string {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
 	}
-	r, err := report.FromDirs([]string{dir}, isolate.Options{})
+	r, err := report.FromDirs([]string{dir}, isolate.Options{}, "")
 	require.NoError(t, err)
 	require.NoError(t, r.WriteAll(dir))
 	return dir
@@ -207,7 +207,7 @@ func TestBundleOfMerge(t *testing.T) {
 	raw, _ = json.Marshal(id)
 	require.NoError(t, os.WriteFile(hj, raw, 0o644))
 	out := t.TempDir()
-	r, err := report.FromDirs([]string{a, b}, isolate.Options{})
+	r, err := report.FromDirs([]string{a, b}, isolate.Options{}, "")
 	require.NoError(t, err)
 	require.NoError(t, r.WriteAll(out))
 	priv, pub := keys(t)
