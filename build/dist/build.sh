@@ -22,8 +22,10 @@ for pkg in $($go list ./conformance/...); do
 	# go test -c writes nothing for a package with no tests under these tags.
 	[[ -f "$out/bin/$name.test" ]] && echo "$pkg" >"$out/bin/$name.pkg"
 done
-$go build "${ld[@]}" -o "$out/bin/test2json" cmd/test2json
-$go build "${ld[@]}" -o "$out/bin/gotestsum" gotest.tools/gotestsum
+# Static: only the test binaries need the host's glibc (cgo), and that
+# floor is the build host's (docs/developing.md, "Which glibc the dist needs").
+CGO_ENABLED=0 $go build "${ld[@]}" -o "$out/bin/test2json" cmd/test2json
+CGO_ENABLED=0 $go build "${ld[@]}" -o "$out/bin/gotestsum" gotest.tools/gotestsum
 # Static, so it runs on any Linux of the same architecture; the version is
 # linked in for builds whose build info has no VCS revision (worktrees).
 CGO_ENABLED=0 $go build -buildvcs=auto -ldflags "-s -w ${REPORT_LDFLAGS:-}" -o "$out/bin/gdrreport" ./cmd/gdrreport
