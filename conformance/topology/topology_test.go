@@ -234,7 +234,10 @@ func through(c topo.Class) string {
 // ports goes through the root complex whatever their ACS says. Ports the path
 // only passes through (a DPU's internal switch in front of its NIC
 // functions, a second switch in front of a GPU) route by address and cannot
-// redirect it; they are listed as gdr.acs_passed_through.
+// redirect it; they are listed as gdr.acs_passed_through. A port with ACS
+// Direct Translated P2P lets the NIC's translated requests past its
+// redirect when the NIC has ATS enabled (topo.JudgeACS); the bypass is
+// recorded as gdr.acs_direct_translated.
 func TestTOPO03ACS(t *testing.T) {
 	testenv.Req(t, "TOPO-03")
 	h := loadHost(t)
@@ -248,7 +251,15 @@ func TestTOPO03ACS(t *testing.T) {
 			if !ok {
 				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
-			var unreadable, checked, acsCtl []string
+			var unreadable, checked, acsCtl, bypass []string
+			nicEnd := topo.Endpoint{BDF: nic.PCI}
+			if nd := h.ix.Device(nic.PCI); nd != nil {
+				nicEnd.Config = nd.Config
+			}
+			gpuEnd := topo.Endpoint{BDF: r.GPU.PCI}
+			if r.GPU.Dev != nil {
+				gpuEnd.Config = r.GPU.Dev.Config
+			}
 			turn, through := h.ix.TurnPorts(path)
 			if len(through) > 0 {
 				testenv.Attr(t, "acs_passed_through", strings.Join(through, " "))
@@ -274,7 +285,11 @@ func TestTOPO03ACS(t *testing.T) {
 				}
 				acs := d.Config.ACS
 				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
-				if bl := acs.Blocking(); bl != 0 {
+				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd})
+				if v.Bypass != "" {
+					bypass = append(bypass, v.Bypass)
+				}
+				if bl := v.Redirect; bl != 0 {
 					remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b)
 					if h.guest.VM {
 						// Switch ports a guest sees are the hypervisor's
@@ -282,13 +297,23 @@ func TestTOPO03ACS(t *testing.T) {
 						// physical switch.
 						remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", h.guest, b)
 					}
+					why := ""
+					if v.NoBypass != "" {
+						// DT is set: the documented IOMMU set-up lacks one
+						// piece, which comes first in the remedy.
+						why, remedy = "; "+v.NoBypass, v.Remedy+"; or turn ACS redirect off instead: "+remedy
+					}
 					testenv.Errorf(t, remedy,
-						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex",
-						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl))
+						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex%s",
+						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl), why)
 				}
 			}
 			testenv.Attr(t, "acs_checked", strings.Join(checked, " "))
 			testenv.Attr(t, "acs", strings.Join(acsCtl, "; "))
+			if len(bypass) > 0 {
+				testenv.Attr(t, "acs_direct_translated", strings.Join(bypass, " | "))
+				t.Logf("ACS Direct Translated P2P: %s", strings.Join(bypass, " | "))
+			}
 			if len(unreadable) > 0 {
 				testenv.Absent(t, "ACS of %s not checked: %s: %s is readable only as root (run the suite as root)",
 					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config")

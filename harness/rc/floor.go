@@ -8,7 +8,54 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/floors"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
+
+// WireFacts is this end's framing at the path MTU (floors.Wire) and what
+// a RoCE path MTU below 4096 is diagnosed with: the netdev under its GID
+// and that netdev's MTU.
+type WireFacts struct {
+	floors.Wire
+	Netdev    string
+	NetdevMTU int    // 0: not read
+	Note      string // what could not be read, "" when all was
+}
+
+// WireFacts reads this end's framing after Connect: the link layer and
+// the path MTU agreed with the peer, the port's speed name from sysfs,
+// and on RoCE the GID's type and address family and its netdev's VLAN
+// type and MTU (internal/rdmadev, the one reader of RDMA devices and
+// their netdevs).
+func (e *End) WireFacts() WireFacts {
+	w := WireFacts{Wire: floors.Wire{LinkLayer: e.Port.LinkLayer, PathMTU: e.PathMTU}}
+	if e.sysDev == nil {
+		w.Note = "the NIC is not in sysfs: line code and netdev not read"
+		return w
+	}
+	if p := e.sysDev.Port(e.Cfg.IBPort); p != nil {
+		w.Speed = p.Speed
+	}
+	if e.Port.LinkLayer != floors.Ethernet {
+		return w
+	}
+	w.GIDType = e.GID.Type
+	w.IPv6 = e.GID.Addr != nil && !e.GID.IPv4()
+	w.Netdev = e.GID.Ndev
+	if w.Netdev == "" && len(e.sysDev.Netdevs) > 0 {
+		w.Netdev = e.sysDev.Netdevs[0]
+	}
+	if w.Netdev == "" {
+		w.Note = "no netdev under the GID: a VLAN tag is not counted and the netdev MTU is not known"
+		return w
+	}
+	n, err := rdmadev.ReadNetdev(e.Root, w.Netdev)
+	if err != nil {
+		w.Note = fmt.Sprintf("netdev %s: %v (a VLAN tag is not counted and the netdev MTU is not known)", w.Netdev, err)
+		return w
+	}
+	w.VLAN, w.NetdevMTU = n.VLAN, n.MTU
+	return w
+}
 
 // PathLimit is the slowest PCIe link this end's data crosses between its
 // NIC and its buffer (internal/floors): for GPU memory the rail's GPU, the
@@ -75,6 +122,11 @@ type BWPoint struct {
 	// Read is the outstanding-read bound of an RDMA READ point with its
 	// measured round trip; nil for WRITE or when no round trip is known.
 	Read *floors.ReadBound
+	// ReadOp: the point is RDMA READ (its responses carry AETH, not RETH).
+	ReadOp bool
+	// Wire is the port's framing at the path MTU: the port counts only
+	// its payload share (floors.Wire.Share); nil counts the rate in full.
+	Wire *floors.Wire
 }
 
 // BWFloor is a point's floor and the bottleneck it came from (zero when
@@ -107,11 +159,34 @@ func (e *End) BWFloor(p BWPoint, l floors.Layout) BWFloor {
 		return none("no threshold: the port rate is unknown")
 	}
 	l.Loopback, l.Bidir, l.Read = e.loopback, p.Bidir, p.Read
+	var unshared string
+	if p.Wire != nil {
+		sh, err := p.Wire.Share(p.Size, p.ReadOp)
+		if err != nil {
+			unshared = "; the port's rate counted in full: " + err.Error()
+		} else {
+			l.PortShare = &sh
+		}
+	}
 	b, err := floors.FindLayout(l)
 	if err != nil {
 		return none("no threshold: " + err.Error())
 	}
-	return BWFloor{Floor: floors.Floors(b, floors.DefaultFractions, []int{p.Size})[0], Limit: b}
+	f := BWFloor{Floor: floors.Floors(b, floors.DefaultFractions, []int{p.Size})[0], Limit: b}
+	if f.Gbps > 0 {
+		f.Why += unshared
+	}
+	return f
+}
+
+// FloorSource is a derived floor in one line, for gdr.floor_source: "0.9
+// x port 400 Gb/s x wire efficiency 0.9259 at path MTU 1024 B (RoCE v2,
+// 82 B a packet)"; "" when the floor is not a fraction of a bottleneck.
+func (f BWFloor) FloorSource() string {
+	if f.Gbps <= 0 || f.Fraction.Fraction <= 0 || f.Limit.Source == "" {
+		return ""
+	}
+	return fmt.Sprintf("%g x %s", f.Fraction.Fraction, f.Limit.Source)
 }
 
 // LatCeiling is the p50 ceiling of a latency run: US (0: none) with the

@@ -3,13 +3,20 @@
 package rc
 
 import (
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/floors"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // 400G ConnectX-7 behind gen5 x16 (MPS 256): 457.6 Gb/s per direction;
@@ -103,4 +110,71 @@ func TestLatCeiling(t *testing.T) {
 	c = (&End{Cfg: config.Defaults(), Software: true, SoftWhy: "rxe0"}).LatCeiling(true)
 	assert.Zero(t, c.US)
 	assert.Contains(t, c.Why, "software device (rxe0)")
+}
+
+// PP-08's floor on a 400G RoCE v2 port at path MTU 1024: the port carries
+// 0.9258 of its rate in payload (82 B of framing and headers a packet),
+// so the floor is 0.9 x 370.3 = 333.3 Gb/s, not 360 (2.6 % under what the
+// wire can carry); at 4096, 352.9. The source travels in one line.
+func TestBWFloorWire(t *testing.T) {
+	e := &End{Cfg: config.Defaults(), loopback: true}
+	roce := floors.Wire{LinkLayer: floors.Ethernet, GIDType: "RoCE v2", Speed: "NDR", PathMTU: 1024}
+	f := e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Wire: &roce}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
+	assert.InDelta(t, 333.30, f.Gbps, 0.01)
+	assert.Equal(t, "0.9 x port 400 Gb/s x wire efficiency 0.9258 at path MTU 1024 B (RoCE v2, 82 B a packet)", f.FloorSource())
+	assert.Contains(t, f.Why, "RoCE v2: preamble+SFD 8, Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4, FCS 4, IFG 12 = 82 B a packet")
+	assert.InDelta(t, 0.925846, f.Limit.PortShare, 1e-6)
+	roce.PathMTU = 4096
+	f = e.BWFloor(BWPoint{Size: 1 << 20, Largest: true, Wire: &roce}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
+	assert.InDelta(t, 352.93, f.Gbps, 0.01)
+	// READ responses carry AETH, not RETH: a hair more payload.
+	r := e.BWFloor(BWPoint{Size: 1 << 20, ReadOp: true, Wire: &roce}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
+	assert.Greater(t, r.Gbps, f.Gbps)
+
+	// A path MTU that is not an InfiniBand MTU: the rate counts in full,
+	// and the floor says why.
+	roce.PathMTU = 0
+	f = e.BWFloor(BWPoint{Size: 1 << 20, Wire: &roce}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
+	assert.InDelta(t, 360, f.Gbps, 1e-6)
+	assert.Contains(t, f.Why, "the port's rate counted in full: path MTU 0 B")
+	// GDR_MIN_BW_GBPS has no derivation to show.
+	cfg := config.Defaults()
+	cfg.MinBWGbps = 300
+	f = (&End{Cfg: cfg, loopback: true}).BWFloor(BWPoint{Size: 1 << 20, Largest: true, Wire: &roce}, floors.Layout{PortGbps: 400, Paths: []floors.Path{gen5}, ReadReq: rr4096})
+	assert.Equal(t, 300.0, f.Gbps)
+	assert.Empty(t, f.FloorSource())
+}
+
+// An end's framing from sysfs: the port's speed name, the GID's type and
+// family, and its netdev's MTU and VLAN type (rdmadev); InfiniBand reads
+// no netdev; a netdev that cannot be read is a note, not a failure.
+func TestWireFacts(t *testing.T) {
+	r := hostfstest.Tree(t, map[string]string{
+		"sys/devices/virtual/infiniband/roce0/parent":             "eth2\n",
+		"sys/devices/virtual/infiniband/roce0/ports/1/state":      "4: ACTIVE\n",
+		"sys/devices/virtual/infiniband/roce0/ports/1/rate":       "400 Gb/sec (4X NDR)\n",
+		"sys/devices/virtual/infiniband/roce0/ports/1/link_layer": "Ethernet\n",
+		"sys/class/net/eth2.100/mtu":                              "1500\n",
+		"sys/class/net/eth2.100/uevent":                           "DEVTYPE=vlan\n",
+	})
+	require.NoError(t, os.MkdirAll(filepath.Join(r.Dir(), "sys/class/infiniband"), 0o755))
+	require.NoError(t, os.Symlink("../../devices/virtual/infiniband/roce0", filepath.Join(r.Dir(), "sys/class/infiniband/roce0")))
+	d, err := rdmadev.Load(r, "roce0")
+	require.NoError(t, err)
+	e := &End{Cfg: config.Defaults(), Root: r, sysDev: d, PathMTU: 1024,
+		Port: verbs.PortAttr{LinkLayer: "Ethernet", ActiveMTU: 1024},
+		GID:  rdmadev.GID{Index: 3, Addr: net.ParseIP("::ffff:198.18.0.1"), Type: "RoCE v2", Ndev: "eth2.100"}}
+	w := e.WireFacts()
+	assert.Equal(t, WireFacts{Wire: floors.Wire{LinkLayer: "Ethernet", GIDType: "RoCE v2", VLAN: true, Speed: "NDR", PathMTU: 1024}, Netdev: "eth2.100", NetdevMTU: 1500}, w)
+	assert.Equal(t, 86, w.Overhead())
+
+	e.GID.Ndev = "eth9"
+	w = e.WireFacts()
+	assert.Contains(t, w.Note, "netdev eth9:")
+	assert.False(t, w.VLAN)
+	assert.Zero(t, w.NetdevMTU)
+
+	e.Port.LinkLayer = "InfiniBand"
+	w = e.WireFacts()
+	assert.Equal(t, WireFacts{Wire: floors.Wire{LinkLayer: "InfiniBand", Speed: "NDR", PathMTU: 1024}}, w)
 }

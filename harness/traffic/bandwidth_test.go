@@ -177,3 +177,59 @@ func TestJudgeBW(t *testing.T) {
 		Measured: "gdr.bw_gbit_s", Threshold: "gdr.min_bw_gbit_s"}, v[2])
 	assert.Equal(t, "WRITE 1048576 B: 200.000 Gb/s (derived)", BWResult{Gbps: 200, Floor: 360, Why: "derived"}.Log(sp))
 }
+
+// A RoCE point below its floor at path MTU 1024 whose netdev MTU is the
+// cause: the failure says so and its remedy names the MTU first, before
+// PCIe and firmware; without a cause the remedy is BWRemedy alone.
+func TestJudgeBWMTUCause(t *testing.T) {
+	sp := BWSpec{Name: "WRITE", Size: 1 << 20}
+	cause := "the RoCE path MTU is 1024 B: this host's netdev ens1f0np0 has MTU 1500"
+	v := JudgeBW(sp, BWResult{Gbps: 320, Floor: 333.3, Why: "derived", MTUCause: cause})
+	require.True(t, v.Failed())
+	e := v[2]
+	assert.Equal(t, "WRITE bandwidth at 1048576 B is 320.00 Gb/s, below the 333.30 Gb/s floor (derived); "+cause, e.Fail)
+	assert.True(t, strings.HasPrefix(e.Remedy, "raise the netdev MTU to 4200 or more"), e.Remedy)
+	assert.Less(t, strings.Index(e.Remedy, "MTU"), strings.Index(e.Remedy, "PCIe"), "the MTU before PCIe and firmware")
+	assert.Contains(t, e.Remedy, BWRemedy)
+	// A pass records no cause and no failure.
+	v = JudgeBW(sp, BWResult{Gbps: 350, Floor: 333.3, Why: "derived", MTUCause: cause})
+	assert.False(t, v.Failed())
+}
+
+// A point's framing: this host's, a VLAN tag when the peer's link has
+// one, the facts recorded, and the netdev MTU that holds the RoCE path
+// MTU at 1024, on this host or the peer.
+func TestPointWire(t *testing.T) {
+	own := rc.WireFacts{Wire: floors.Wire{LinkLayer: floors.Ethernet, GIDType: "RoCE v2", Speed: "NDR", PathMTU: 1024}, Netdev: "ens1f0np0", NetdevMTU: 1500}
+	w, cause, facts := pointWire(own, oob.Result{Values: map[string]float64{}}, 1024, 0, "server", "")
+	assert.False(t, w.VLAN)
+	assert.Contains(t, cause, "this host's netdev ens1f0np0 has MTU 1500")
+	keys := map[string]any{}
+	for _, f := range facts {
+		keys[f.Key] = f.Value
+	}
+	assert.Equal(t, 82, keys["wire_overhead_bytes"])
+	assert.Equal(t, 1500, keys["netdev_mtu_bytes"])
+	assert.Equal(t, cause, keys["wire_mtu_note"])
+	assert.Contains(t, keys["wire_overhead_note"], "= 82 B a packet")
+
+	// Two hosts: this one at 9000 (4096), the peer's netdev at 1500 and
+	// tagged.
+	own.NetdevMTU = 9000
+	w, cause, _ = pointWire(own, oob.Result{Values: map[string]float64{"wire_vlan": 1, "netdev_mtu": 1500}}, 4096, 1024, "client", "10.0.0.2:18515")
+	assert.True(t, w.VLAN, "the peer's link is tagged")
+	assert.Equal(t, 86, w.Overhead())
+	assert.Contains(t, cause, "the peer (10.0.0.2:18515)'s netdev has MTU 1500")
+	assert.NotContains(t, cause, "this host")
+
+	// At 4096 nothing to blame; InfiniBand has no netdev MTU to blame.
+	own.PathMTU = 4096
+	_, cause, facts = pointWire(own, oob.Result{Values: map[string]float64{}}, 4096, 4096, "client", "10.0.0.2:18515")
+	assert.Empty(t, cause)
+	for _, f := range facts {
+		assert.NotEqual(t, "wire_mtu_note", f.Key)
+	}
+	ib := rc.WireFacts{Wire: floors.Wire{LinkLayer: floors.InfiniBand, Speed: "NDR", PathMTU: 2048}}
+	_, cause, _ = pointWire(ib, oob.Result{Values: map[string]float64{}}, 2048, 2048, "client", "10.0.0.2:18515")
+	assert.Empty(t, cause)
+}

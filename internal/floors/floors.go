@@ -165,6 +165,12 @@ type Bottleneck struct {
 	PCIeGb  float64 // slowest link's payload rate; 0 when no link was given
 	PCIeBy  string  // the slowest link
 	Derived string  // one line: how Gbps was found
+	// Source is the limit in short ("port 400 Gb/s x wire efficiency ...
+	// at path MTU 1024 B (RoCE v2, 82 B a packet)"), for gdr.floor_source;
+	// PortShare the payload share of the port's rate that was counted,
+	// whatever limits (0: none). Set by FindLayout.
+	Source    string
+	PortShare float64
 }
 
 // ErrSoftware is returned for software RDMA devices: their port rate is

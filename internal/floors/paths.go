@@ -58,8 +58,12 @@ type Path []Limit
 // Layout is what a bandwidth point moves and where.
 type Layout struct {
 	PortGbps float64
-	Loopback bool // both ends on one NIC (GDR_ROLE unset)
-	Bidir    bool // both ends send at once (WRITE-BIDIR)
+	// PortShare is the share of PortGbps that carries payload at this
+	// point's size (Wire.Share: headers and framing at the path MTU, and
+	// the line code); nil counts the rate in full (no wire known).
+	PortShare *Share
+	Loopback  bool // both ends on one NIC (GDR_ROLE unset)
+	Bidir     bool // both ends send at once (WRITE-BIDIR)
 	// Paths: one in loopback (both buffers are on the rail's GPU or in
 	// host memory of one host: rc.Connect allocates both ends' buffers
 	// with the same Alloc on the same rail); two hosts: the source's first
@@ -95,6 +99,14 @@ type Layout struct {
 func (l Layout) Streams() ([]Stream, error) {
 	if !(l.PortGbps > 0) || math.IsInf(l.PortGbps, 0) {
 		return nil, fmt.Errorf("port rate %v Gb/s: want a positive rate", l.PortGbps)
+	}
+	port, portName := l.PortGbps, "port"
+	if sh := l.PortShare; sh != nil {
+		if !(sh.Fraction > 0 && sh.Fraction <= 1) {
+			return nil, fmt.Errorf("port payload share %v: want a fraction above 0 and at most 1", sh.Fraction)
+		}
+		port = l.PortGbps * sh.Fraction
+		portName = fmt.Sprintf("port (%g Gb/s x %.4f: %s)", l.PortGbps, sh.Fraction, sh.Note)
 	}
 	want := 2
 	if l.Loopback {
@@ -136,9 +148,9 @@ func (l Layout) Streams() ([]Stream, error) {
 			// the port as they share the links (conservative: what the
 			// NIC's internal loopback carries is not published, and
 			// assuming more would fail healthy hosts).
-			s.Hops = append(s.Hops, Hop{Name: "port (NIC-internal loopback)", Dir: "send and receive side, shared by every stream", Gbps: l.PortGbps})
+			s.Hops = append(s.Hops, Hop{Name: portName + " (NIC-internal loopback)", Dir: "send and receive side, shared by every stream", Gbps: port})
 		} else {
-			s.Hops = append(s.Hops, Hop{Name: "port", Dir: wire, Gbps: l.PortGbps})
+			s.Hops = append(s.Hops, Hop{Name: portName, Dir: wire, Gbps: port})
 		}
 		s.Hops = append(s.Hops, links(to, ToMem, 0)...)
 		if l.Read != nil {
@@ -241,13 +253,31 @@ func Derive(portGbps float64, streams []Stream) (Bottleneck, error) {
 	return b, nil
 }
 
-// FindLayout is the bottleneck of l (Streams, then Derive).
+// FindLayout is the bottleneck of l (Streams, then Derive), with Source
+// saying in one line what the floor is a fraction of.
 func FindLayout(l Layout) (Bottleneck, error) {
 	ss, err := l.Streams()
 	if err != nil {
 		return Bottleneck{}, err
 	}
-	return Derive(l.PortGbps, ss)
+	b, err := Derive(l.PortGbps, ss)
+	if err != nil {
+		return b, err
+	}
+	if l.PortShare != nil {
+		b.PortShare = l.PortShare.Fraction
+	}
+	b.Source = fmt.Sprintf("%s (%.1f Gb/s)", b.Limit, b.Gbps)
+	if b.Limit == "port" {
+		b.Source = fmt.Sprintf("port %g Gb/s", l.PortGbps)
+		if l.PortShare != nil {
+			b.Source += " x " + l.PortShare.Short
+		}
+		if n := len(ss); n > 1 && !l.Loopback {
+			b.Source = fmt.Sprintf("%d x %s", n, b.Source)
+		}
+	}
+	return b, nil
 }
 
 // PathOf is links reduced to their payload rates, for a Layout.

@@ -12,6 +12,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/floors"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // The floors of a recorded 8-GPU host's rail, built the way pingpong builds
@@ -190,4 +191,81 @@ func recordedRail(t *testing.T) (*rails.Selection, *rails.Rail) {
 	s, err := rails.Discover(r).Select(cfg)
 	require.NoError(t, err)
 	return s, s.All[5]
+}
+
+// The recorded DGX's rail 5 port (200 Gb/sec, 4X HDR, InfiniBand) at the
+// 4096 B path MTU an InfiniBand fabric runs: HDR's rate file is its data
+// rate (no line code), every packet adds LRH, BTH, ICRC and VCRC (26 B),
+// so the port carries 0.9937 of its rate in payload and the loopback
+// floor, port-limited, is 0.9 x 198.7 = 178.9 Gb/s (it was 180).
+func TestWireOnRecordedDGX(t *testing.T) {
+	_, rail := recordedRail(t)
+	p := rail.NIC.Dev.Port(rail.NIC.Port)
+	require.NotNil(t, p)
+	assert.Equal(t, "HDR", p.Speed)
+	w := floors.Wire{LinkLayer: p.LinkLayer, Speed: p.Speed, PathMTU: 4096}
+	assert.Equal(t, 26, w.Overhead())
+	c, _ := w.LineCode()
+	assert.Equal(t, 1.0, c)
+	sh, err := w.Share(1<<20, false)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.993677, sh.Fraction, 1e-6)
+	_, gpu, _ := recordedLinks(t)
+	path := pathOf(t, gpu)
+	mrrs := nicReadReq(t, gpu)
+	b, err := floors.FindLayout(floors.Layout{PortGbps: rail.NIC.RateGbps, Loopback: true, Paths: []floors.Path{path}, ReadReq: []int{mrrs}, PortShare: &sh})
+	require.NoError(t, err)
+	assert.Equal(t, "port", b.Limit)
+	f := floors.Floors(b, floors.DefaultFractions, []int{1 << 20})[0]
+	t.Logf("%s: %s", rail, f.Why)
+	assert.InDelta(t, 178.86, f.Gbps, 0.01)
+	assert.Contains(t, f.Why, "InfiniBand: LRH 8, BTH 12, ICRC 4, VCRC 2 = 26 B a packet")
+	assert.Equal(t, "port 200 Gb/s x wire efficiency 0.9937 at path MTU 4096 B (InfiniBand, 26 B a packet)", b.Source)
+	_, ok := w.MTUCause([]floors.MTUEnd{{Who: "this host", ActiveMTU: 4096}})
+	assert.False(t, ok)
+}
+
+// The dual-port RoCE tree: mlx5_0's netdev has the Ethernet default MTU
+// 1500, which Linux turns into a RoCE MTU of 1024 B; mlx5_1's has 9000
+// (4096 B). Both 200 GbE ports, RoCE v2 over IPv4, no VLAN: at 1024 B the
+// floor is 0.9 x 200 x 0.9258 = 166.7 Gb/s, at 4096 B 176.5, and only the
+// first has a netdev MTU to blame.
+func TestWireOnRecordedRoCE(t *testing.T) {
+	r, err := hostfs.New(filepath.Join("..", "..", "fixtures", "hosts", "dual-port"))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		dev     string
+		netdev  string
+		mtu, ib int
+		floor   float64
+	}{{"mlx5_0", "ens5f0np0", 1500, 1024, 166.65}, {"mlx5_1", "ens5f1np1", 9000, 4096, 176.46}} {
+		t.Run(c.dev, func(t *testing.T) {
+			d, err := rdmadev.Load(r, c.dev)
+			require.NoError(t, err)
+			p := d.Port(1)
+			require.NotNil(t, p)
+			g, err := rdmadev.PickGID(d, 1, -1, "")
+			require.NoError(t, err)
+			require.Equal(t, c.netdev, g.Ndev)
+			nd, err := rdmadev.ReadNetdev(r, g.Ndev)
+			require.NoError(t, err)
+			assert.Equal(t, c.mtu, nd.MTU)
+			assert.False(t, nd.VLAN)
+			w := floors.Wire{LinkLayer: p.LinkLayer, GIDType: g.Type, IPv6: !g.IPv4(), VLAN: nd.VLAN, Speed: p.Speed, PathMTU: floors.RoCEMTU(nd.MTU)}
+			assert.Equal(t, c.ib, w.PathMTU)
+			assert.Equal(t, 82, w.Overhead())
+			sh, err := w.Share(1<<20, false)
+			require.NoError(t, err)
+			b, err := floors.FindLayout(floors.Layout{PortGbps: p.RateGbps, Loopback: true, Paths: []floors.Path{{{Gbps: 457.6, By: "NIC " + d.PCI}}}, PortShare: &sh})
+			require.NoError(t, err)
+			f := floors.Floors(b, floors.DefaultFractions, []int{1 << 20})[0]
+			t.Logf("%s: %s", c.dev, f.Why)
+			assert.InDelta(t, c.floor, f.Gbps, 0.01)
+			cause, ok := w.MTUCause([]floors.MTUEnd{{Who: "this host", ActiveMTU: w.PathMTU, Netdev: nd.Name, NetdevMTU: nd.MTU}})
+			assert.Equal(t, c.ib < 4096, ok)
+			if ok {
+				assert.Contains(t, cause, "this host's netdev ens5f0np0 has MTU 1500")
+			}
+		})
+	}
 }

@@ -91,6 +91,10 @@ type Port struct {
 	RateGbps     float64
 	LinkLayer    string // InfiniBand or Ethernet
 	LID          uint32
+	// Speed is the rate file's lane speed name ("EDR", "HDR"; "" when the
+	// file names none): on InfiniBand it says which line code the rate is
+	// counted before (internal/floors.Wire.LineCode).
+	Speed string
 }
 
 // Active reports a port in state ACTIVE.
@@ -162,6 +166,22 @@ func ParseRate(s string) (float64, error) {
 		return 0, fmt.Errorf("port rate %q: bad number %q", s, f[0])
 	}
 	return v / div, nil
+}
+
+// ParseSpeed is the lane speed name of a port rate ("HDR" of "200 Gb/sec
+// (4X HDR)", as the kernel's rate_show in drivers/infiniband/core/sysfs.c
+// writes it), "" when the rate names none.
+func ParseSpeed(s string) string {
+	_, paren, ok := strings.Cut(s, "(")
+	if !ok {
+		return ""
+	}
+	inner, _, _ := strings.Cut(paren, ")")
+	f := strings.Fields(inner)
+	if len(f) != 2 || !strings.HasSuffix(f[0], "X") {
+		return ""
+	}
+	return f[1]
 }
 
 // ParseGID reads a GID table entry ("fe80:0000:0000:0000:0248:...").
@@ -416,6 +436,7 @@ func loadPort(r *hostfs.Root, dir string, n int) (Port, error) {
 		if p.RateGbps, err = ParseRate(s); err != nil {
 			errs = append(errs, fmt.Errorf("%s/rate: %w", dir, err))
 		}
+		p.Speed = ParseSpeed(s)
 	}
 	p.LinkLayer = read("link_layer")
 	if s, err := r.ReadString(dir + "/lid"); err == nil {
@@ -745,6 +766,47 @@ func orUnknown(s string) string {
 
 // NetClassDir lists the netdevs.
 const NetClassDir = "/sys/class/net"
+
+// Netdev is what the floors need of a network interface under a RoCE GID:
+// its MTU (the kernel derives the RoCE path MTU from it) and whether it is
+// an 802.1Q VLAN device (every frame then carries a 4-byte tag).
+type Netdev struct {
+	Name string
+	MTU  int // bytes, from /sys/class/net/<name>/mtu
+	// VLAN: the netdev's uevent says DEVTYPE=vlan (net/8021q/vlan_dev.c
+	// names its device type "vlan"), or /proc/net/vlan lists it (the
+	// 8021q module's proc file per VLAN device).
+	VLAN bool
+}
+
+// ReadNetdev reads netdev name's MTU and VLAN type. An mtu file that is
+// not a positive number is an error naming the file and its content; a
+// missing uevent is no VLAN.
+func ReadNetdev(r *hostfs.Root, name string) (Netdev, error) {
+	if !pathSafe(name) {
+		return Netdev{}, fmt.Errorf("netdev name %q is not valid", name)
+	}
+	n := Netdev{Name: name}
+	p := NetClassDir + "/" + name + "/mtu"
+	s, err := r.ReadString(p)
+	if err != nil {
+		return n, err
+	}
+	if n.MTU, err = strconv.Atoi(s); err != nil || n.MTU <= 0 || n.MTU > 1<<20 {
+		return Netdev{Name: name}, fmt.Errorf("%s: %q is not an MTU in bytes", p, s)
+	}
+	if ue, err := r.ReadString(NetClassDir + "/" + name + "/uevent"); err == nil {
+		for _, l := range strings.Split(ue, "\n") {
+			if strings.TrimSpace(l) == "DEVTYPE=vlan" {
+				n.VLAN = true
+			}
+		}
+	}
+	if !n.VLAN && r.Exists("/proc/net/vlan/"+name) {
+		n.VLAN = true
+	}
+	return n, nil
+}
 
 // Bond is the bonding master over a device's netdev.
 type Bond struct {

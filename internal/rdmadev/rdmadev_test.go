@@ -426,3 +426,55 @@ func TestPortState(t *testing.T) {
 	_, err = OperState(r, "../eth0")
 	assert.ErrorContains(t, err, `netdev name "../eth0" is not valid`)
 }
+
+// The lane speed name of a rate file, as rate_show writes it; and the
+// port keeps it.
+func TestParseSpeed(t *testing.T) {
+	for in, want := range map[string]string{"200 Gb/sec (4X HDR)": "HDR", "2.5 Gb/sec (1X SDR)": "SDR", "400 Gb/sec (8X HDR)": "HDR",
+		"40 Gb/sec (4X FDR10)": "FDR10", "100 Gb/sec": "", "": "", "100 Gb/sec (EDR)": "", "100 Gb/sec (4X EDR": "EDR", "x (a b c)": ""} {
+		assert.Equal(t, want, ParseSpeed(in), in)
+	}
+	devs, err := Scan(fixture(t, "pix"))
+	require.NoError(t, err)
+	assert.Equal(t, "HDR", devs[0].Ports[0].Speed)
+}
+
+// A netdev's MTU and VLAN type: DEVTYPE=vlan in its uevent or an entry in
+// /proc/net/vlan; content that is not an MTU is an error naming the file
+// and the value; a missing netdev is fs.ErrNotExist.
+func TestReadNetdev(t *testing.T) {
+	r := hostfstest.Tree(t, map[string]string{
+		"sys/class/net/eth2/mtu":        "1500\n",
+		"sys/class/net/eth2/uevent":     "INTERFACE=eth2\nIFINDEX=4\n",
+		"sys/class/net/eth2.100/mtu":    "9000\n",
+		"sys/class/net/eth2.100/uevent": "DEVTYPE=vlan\nINTERFACE=eth2.100\nIFINDEX=7\n",
+		"sys/class/net/eth3.7/mtu":      "1500\n",
+		"proc/net/vlan/eth3.7":          "eth3.7  VID: 7\n",
+		"sys/class/net/bad/mtu":         "jumbo\n",
+		"sys/class/net/zero/mtu":        "0\n",
+	})
+	n, err := ReadNetdev(r, "eth2")
+	require.NoError(t, err)
+	assert.Equal(t, Netdev{Name: "eth2", MTU: 1500}, n)
+	n, err = ReadNetdev(r, "eth2.100")
+	require.NoError(t, err)
+	assert.Equal(t, Netdev{Name: "eth2.100", MTU: 9000, VLAN: true}, n)
+	n, err = ReadNetdev(r, "eth3.7")
+	require.NoError(t, err)
+	assert.True(t, n.VLAN, "no uevent: /proc/net/vlan says so")
+	_, err = ReadNetdev(r, "bad")
+	assert.EqualError(t, err, `/sys/class/net/bad/mtu: "jumbo" is not an MTU in bytes`)
+	_, err = ReadNetdev(r, "zero")
+	assert.ErrorContains(t, err, `"0" is not an MTU`)
+	_, err = ReadNetdev(r, "eth9")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = ReadNetdev(r, "../eth2")
+	assert.ErrorContains(t, err, `netdev name "../eth2" is not valid`)
+
+	// The dual-port tree's RoCE netdevs (fixtures/gen: 1500 and 9000).
+	for nd, mtu := range map[string]int{"ens5f0np0": 1500, "ens5f1np1": 9000} {
+		n, err := ReadNetdev(fixture(t, "dual-port"), nd)
+		require.NoError(t, err)
+		assert.Equal(t, mtu, n.MTU, nd)
+	}
+}
