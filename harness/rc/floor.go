@@ -27,7 +27,8 @@ type WireFacts struct {
 // type and MTU (internal/rdmadev, the one reader of RDMA devices and
 // their netdevs).
 func (e *End) WireFacts() WireFacts {
-	w := WireFacts{Wire: floors.Wire{LinkLayer: e.Port.LinkLayer, PathMTU: e.PathMTU}}
+	w := WireFacts{Wire: floors.Wire{LinkLayer: e.Port.LinkLayer, PathMTU: e.PathMTU,
+		GRH: e.Port.LinkLayer != floors.Ethernet && e.GRH.Use}}
 	if e.sysDev == nil {
 		w.Note = "the NIC is not in sysfs: line code and netdev not read"
 		return w

@@ -177,4 +177,12 @@ func TestWireFacts(t *testing.T) {
 	e.Port.LinkLayer = "InfiniBand"
 	w = e.WireFacts()
 	assert.Equal(t, WireFacts{Wire: floors.Wire{LinkLayer: "InfiniBand", Speed: "NDR", PathMTU: 1024}}, w)
+	assert.Equal(t, 26, w.Overhead())
+
+	// A GRH the connection sends (a port that requires one) is 40 bytes
+	// more of every packet.
+	e.GRH = verbs.GRH{Use: true, Why: verbs.GRHPortFlags, LinkLayer: "InfiniBand"}
+	w = e.WireFacts()
+	assert.True(t, w.GRH)
+	assert.Equal(t, 66, w.Overhead())
 }

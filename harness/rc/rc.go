@@ -137,6 +137,9 @@ type End struct {
 	PeerAgree oob.Agree
 	Seed      uint64 // the pattern seed agreed for this test
 	PathMTU   int
+	// GRH is whether (and why) the address vectors carry a GRH: the
+	// wire's framing counts its 40 bytes on InfiniBand (WireFacts).
+	GRH verbs.GRH
 
 	// budget bounds every wait of the test (its binary's deadline).
 	budget budget.Budget
@@ -599,6 +602,7 @@ func (e *End) setup() error {
 	if err != nil {
 		return fmt.Errorf("peer %s: %w", e.Sess.Peer(), err)
 	}
+	e.GRH = grh
 	e.PeerMRs = e.Peer.MRs
 	if len(e.PeerMRs) == 0 { // a peer that sends one MR the old way
 		e.PeerMRs = []oob.RemoteMR{{Path: e.Peer.Mem, RKey: e.Peer.RKey, Addr: e.Peer.Addr, Len: e.Peer.Len}}

@@ -94,7 +94,7 @@ type Wire struct {
 	GIDType string
 	IPv6    bool // RoCE v2: the GID is not IPv4-mapped, so packets carry IPv6
 	VLAN    bool // RoCE: the GID's netdev is an 802.1Q VLAN device
-	GRH     bool // InfiniBand: packets carry a GRH (the suite connects without one)
+	GRH     bool // InfiniBand: packets carry a GRH (a port that requires one, or subnets that differ)
 	// Speed is the port's lane speed name from its rate file ("HDR"):
 	// on InfiniBand it decides the line code (LineCode).
 	Speed   string
