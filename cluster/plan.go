@@ -68,7 +68,8 @@ func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isola
 
 // Shell renders the step as POSIX shell for eval: the suite's own variables
 // (GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN) and the run's (GDR_PLAN run,
-// idle or done; GDR_ROUND; GDR_HOST_NAME and GDR_PEER_NAME, the host names
+// idle or done; GDR_ROUND; GDR_RUN, the run's identity (jobenv.Task.Run);
+// GDR_HOST_INDEX, this task's position in the job's host list; GDR_HOST_NAME and GDR_PEER_NAME, the host names
 // as in the job's host list; GDR_ROUND_REPORTS, where the round's reports
 // go). Variables that do not apply are unset, so a previous round's values
 // never leak into this one.
@@ -79,6 +80,8 @@ func (s Step) Shell() string {
 	p := s.Plan
 	set("GDR_ROUND", strconv.Itoa(p.Round))
 	set("GDR_HOST_NAME", p.Host)
+	set("GDR_HOST_INDEX", strconv.Itoa(p.Index))
+	set("GDR_RUN", p.Run)
 	switch {
 	case s.Done:
 		set("GDR_PLAN", "done")

@@ -4,12 +4,18 @@
 # dist/run.sh, which comes here under such an srun), or it is the container
 # command of the Indexed Job (deploy/k8s). It starts no other host.
 # Arguments go to the suite (e.g. -test.run X). Test failures land in the
-# reports; the exit status is non-zero only when the harness itself broke.
+# reports. The exit status is non-zero when the harness itself broke, and,
+# in the task that merges (GDR_MERGE), the merged verdict's.
 #   GDR_REPORTS        the shared folder (required)
 #   GDR_SUITE          the suite command (default: run.sh beside this script (make dist
 #                      copies it there), else dist/run.sh beside it or in its parent)
 #   GDRCLUSTER         the gdrcluster binary (default: beside this script, else on PATH)
 #   GDR_ROUND_TIMEOUT  how long to wait for the other hosts after a round (default 30m)
+#   GDR_MERGE          first: the task first in the job's host list (Kubernetes: index
+#                      0) merges every host's rounds after the last one into
+#                      GDR_REPORTS/report and exits with the verdict's code (0
+#                      QUALIFIED, 1 NOT QUALIFIED, 3 INCOMPLETE under GDR_STRICT=1,
+#                      2 no report); unset: no task merges (the Slurm batch script does)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 gdrcluster="${GDRCLUSTER:-$here/gdrcluster}"
@@ -19,6 +25,10 @@ if [ -z "$suite" ]; then # an image's /opt/gdrconf/dist, or a checkout's dist/ a
 	for s in "$here/run.sh" "$here/dist/run.sh" "$here/../dist/run.sh"; do [ -x "$s" ] && suite="$s" && break; done
 	[ -n "$suite" ] || { echo "rounds.sh: no run.sh or dist/run.sh beside or above $here (make dist, or set GDR_SUITE)" >&2; exit 1; }
 fi
+case "${GDR_MERGE:-}" in
+'' | first) ;;
+*) echo "rounds.sh: GDR_MERGE=$GDR_MERGE is not valid: want first, or unset" >&2; exit 1 ;;
+esac
 root="${GDR_REPORTS:?rounds.sh: GDR_REPORTS must name the shared reports folder}"
 k=0
 while :; do
@@ -36,3 +46,14 @@ while :; do
 		echo "rounds.sh: round $k: going on without the hosts above (their pairs count as failed)" >&2
 	k=$((k + 1))
 done
+[ "${GDR_MERGE:-}" = first ] && [ "$GDR_HOST_INDEX" = 0 ] || exit 0
+# The merge: every task passed (or waited out) the last round's barrier, so
+# every host's results are in. gdrreport sits in the suite's bin/.
+report="${GDR_REPORT_BIN:-$(dirname "$suite")/bin/gdrreport}"
+[ -x "$report" ] || report="$(command -v gdrreport)" || { echo "rounds.sh: no gdrreport beside $suite or on PATH (set GDR_REPORT_BIN)" >&2; exit 2; }
+GDR_REPORTS="$root" "$gdrcluster" isolate -reports "$root" | tee "$root/isolate.txt"
+GDR_REPORTS="$root" "$gdrcluster" isolate -json -reports "$root" >"$root/isolate.json"
+"$report" -q -run "$GDR_RUN" -out "$root/report" "$root"
+rc=$?
+echo "rounds.sh: cluster verdict in $root/report/summary.txt (exit $rc)"
+exit "$rc"

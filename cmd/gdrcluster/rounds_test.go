@@ -192,3 +192,39 @@ func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
 		assert.NotEqual(t, "n4", r.Host, "n4's results are the first attempt's: not read")
 	}
 }
+
+// With GDR_MERGE=first the task first in the host list merges after the
+// last round and exits with the verdict's code, so the job's own status
+// (the Kubernetes Job's condition) is the fleet's verdict; the other tasks
+// exit 0.
+func TestRoundsMergeTask(t *testing.T) {
+	script, err := filepath.Abs("../../deploy/rounds.sh")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	stand := filepath.Join(dir, "gdrreport")
+	require.NoError(t, os.WriteFile(stand, []byte("#!/bin/sh\necho \"$@\" >"+filepath.Join(dir, "report.args")+"\nexit 1\n"), 0o755))
+	root := filepath.Join(dir, "reports")
+	outs, errs := startTasks(t, script, root, []string{"GDR_MERGE=first", "GDR_REPORT_BIN=" + stand}, []int{0, 1, 2, 3})
+	for j := range outs {
+		if j == 0 {
+			var ee *exec.ExitError
+			require.ErrorAs(t, errs[j], &ee, outs[j])
+			assert.Equal(t, 1, ee.ExitCode(), "the merging task exits with the verdict's code")
+			assert.Contains(t, outs[j], "cluster verdict in "+root+"/report/summary.txt (exit 1)")
+			continue
+		}
+		assert.NoError(t, errs[j], "task %d: %s", j, outs[j])
+		assert.NotContains(t, outs[j], "cluster verdict")
+	}
+	args, err := os.ReadFile(filepath.Join(dir, "report.args"))
+	require.NoError(t, err)
+	assert.Equal(t, "-q -run slurm//31337 -out "+root+"/report "+root+"\n", string(args), "the merge takes its own run")
+	for _, f := range []string{"isolate.txt", "isolate.json"} {
+		_, err := os.Stat(filepath.Join(root, f))
+		assert.NoError(t, err, f)
+	}
+
+	out, err := exec.Command("bash", "-c", "GDR_MERGE=last GDR_REPORTS=/x GDRCLUSTER=/bin/true GDR_SUITE=/bin/true bash "+script).CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "GDR_MERGE=last is not valid: want first, or unset")
+}
