@@ -112,6 +112,8 @@ func note(s string) string {
 // portRemedy is what to do about a NIC that is not a rail candidate.
 func portRemedy(n *rails.NIC) string {
 	switch {
+	case n.Remedy != "":
+		return n.Remedy
 	case strings.Contains(n.Why, "no port"):
 		return "set GDR_IB_PORT to a port the NIC has"
 	case strings.Contains(n.Why, "verbs node"):

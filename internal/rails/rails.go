@@ -13,9 +13,10 @@
 // the sysfs ones, by address.
 //
 // A NIC is a candidate for a rail when its port GDR_IB_PORT exists and is
-// ACTIVE, user space can open it (a uverbs node names it), its node type is a
-// channel adapter (CA or RNIC) and, for hardware, its PCI function is in
-// /sys/bus/pci/devices. NICs that are not candidates keep the reason
+// ACTIVE, user space can open it (a uverbs node names it in sysfs and its
+// /dev/infiniband/uverbsN exists where this process opens device nodes:
+// rdmadev.NodeState), its node type is a channel adapter (CA or RNIC) and,
+// for hardware, its PCI function is in /sys/bus/pci/devices. NICs that are not candidates keep the reason
 // (NIC.Why), so a check can say "mlx5_3 is nearer but its port 1 is DOWN".
 //
 // An SR-IOV virtual function (its PCI function has a physfn link) is no
@@ -108,9 +109,11 @@ type NIC struct {
 	// LocalCPUs is the PCI function's local_cpulist (where to poll its
 	// completion queue); empty for software devices.
 	LocalCPUs cpulist.Set
-	// Candidate: the NIC can serve a rail. Why says why not when it cannot.
+	// Candidate: the NIC can serve a rail. Why says why not when it cannot,
+	// and Remedy, where the suite knows one, what makes it a candidate.
 	Candidate bool
 	Why       string
+	Remedy    string
 	Dev       *rdmadev.Device
 	// VF: the NIC's PCI function is an SR-IOV virtual function; PhysFn is
 	// its PF where sysfs links it ("" in a VM); see markVFs.
@@ -353,6 +356,9 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 		n.Why = fmt.Sprintf("its port %d is %s", s.Port, orRaw(p))
 	case d.Uverbs == "":
 		n.Why = fmt.Sprintf("no user-space verbs node names it (%s/uverbs*/ibdev): libibverbs cannot open it (ib_uverbs not loaded?)", rdmadev.VerbsClassDir)
+	case d.NodeState == rdmadev.NodeMissing:
+		n.Remedy = nodeRemedy(d)
+		n.Why = fmt.Sprintf("its verbs device node %s does not exist where this process opens it, so libibverbs leaves it out of its device list and cannot open it (rdma-core libibverbs/init.c try_access_device); %s", d.Node, n.Remedy)
 	case nt != "" && nt != "CA" && nt != "RNIC":
 		n.Why = fmt.Sprintf("its node type %q is not a channel adapter (CA or RNIC)", d.NodeType)
 	case !d.Software && s.Index.Device(d.PCI) == nil:
@@ -361,6 +367,14 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 		n.Candidate = true
 	}
 	return n
+}
+
+// nodeRemedy is how a process gets the verbs node of d: in a container the
+// node is passed in (a device plugin or --device), on a host ib_uverbs and
+// udev make it.
+func nodeRemedy(d *rdmadev.Device) string {
+	node := rdmadev.DevDir + "/" + d.Uverbs
+	return fmt.Sprintf("in a container, request this NIC: the pod's resource request for the RDMA device plugin that hands it out (resources.limits: the shared-device plugin's rdma/<resource>, or the SR-IOV device plugin's VF resource), or --device %s for docker/podman; on a host, ib_uverbs creates the node and udev names it (rdma-core's udev rules; udevadm trigger)", node)
 }
 
 func orRaw(p *rdmadev.Port) string {

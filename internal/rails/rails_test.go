@@ -359,6 +359,8 @@ func TestTwoSoftwareRails(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(virt, "infiniband_verbs", "uverbs1", "ibdev"), []byte("rxe1\n"), 0o644))
 	require.NoError(t, os.Symlink("../../devices/virtual/infiniband/rxe1", filepath.Join(dir, "sys", "class", "infiniband", "rxe1")))
 	require.NoError(t, os.Symlink("../../devices/virtual/infiniband_verbs/uverbs1", filepath.Join(dir, "sys", "class", "infiniband_verbs", "uverbs1")))
+	// ...and its device node, without which libibverbs would not list rxe1.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dev", "infiniband", "uverbs1"), nil, 0o644))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "bus", "pci", "devices", "0000:00:06.0")))
 	r, err := hostfs.New(dir)
 	require.NoError(t, err)

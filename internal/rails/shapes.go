@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // Deployment shapes the rail rule must survive: SR-IOV virtual functions,
@@ -27,6 +28,9 @@ func (s *Selection) markVFs() {
 		case d == nil:
 		case d.IsVF():
 			n.VF, n.PhysFn = true, d.PhysFn
+		case n.Dev.NodeState == rdmadev.NodeMissing:
+			// This process cannot open the PF (a pod given only a VF):
+			// the VF is what it has.
 		default:
 			pfs = append(pfs, n)
 		}

@@ -66,7 +66,12 @@ type Device struct {
 	// "" when /sys/class/infiniband_verbs names none: libibverbs cannot
 	// open such a device (ib_uverbs not loaded).
 	Uverbs string
-	Ports  []Port
+	// Node is the character device libibverbs opens for Uverbs
+	// (/dev/infiniband/uverbs0), as a path on this machine, and NodeState
+	// whether it exists there (see NodeState); "" without Uverbs.
+	Node      string
+	NodeState NodeState
+	Ports     []Port
 	// Bond is set when a netdev of the device's PCI function is enslaved
 	// to a bonding master. With RoCE LAG, mlx5 shows both ports of a
 	// dual-port card as one RDMA device (mlx5_bond_N) whose device link is
@@ -79,6 +84,37 @@ type Device struct {
 	mu   sync.Mutex
 	gids map[int]*gidTable // port -> table, filled as read
 }
+
+// DevDir is where libibverbs looks for the verbs nodes (rdma-core
+// buildlib/config.h.in RDMA_CDEV_DIR).
+const DevDir = "/dev/infiniband"
+
+// NodeState says whether a device's verbs node exists where libibverbs looks
+// for it. libibverbs lists a device only if stat() of DevDir/<uverbsN>
+// succeeds (rdma-core libibverbs/init.c try_access_device, called for every
+// device since rdma-core 32, netlink discovery included: commit "verbs: Try
+// access device before adding it to device list"): a device whose node is
+// missing is in sysfs but not in ibv_get_device_list, and cannot be opened.
+//
+// Where the node is looked for (hostfs.Root.Devices): on the running host,
+// this process's own /dev, also when GDR_HOST_ROOT mounts the node's "/"
+// elsewhere (a pod sees every node of its node under /host/dev, but opens
+// only what its own /dev holds); in a recorded tree, the tree's
+// /dev/infiniband. A recorded tree without a /dev/infiniband folder was
+// recorded without device nodes (or made by hand): its nodes are Unchecked,
+// not Missing. The recorder (fixtures/record) always writes the folder, so
+// an empty one means the recorded host had no nodes.
+type NodeState int
+
+const (
+	// NodeUnchecked: not looked at (no Uverbs, or a recorded tree without
+	// /dev/infiniband).
+	NodeUnchecked NodeState = iota
+	// NodePresent: the node exists where libibverbs looks.
+	NodePresent
+	// NodeMissing: it does not; libibverbs leaves the device out.
+	NodeMissing
+)
 
 // Port is one port of a device (1-based Num).
 type Port struct {
@@ -196,6 +232,7 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 		return nil, err
 	}
 	uv := uverbsNodes(r)
+	nodes := nodeLookup(r)
 	var devs []*Device
 	var errs []error
 	for _, n := range names {
@@ -207,6 +244,7 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 			errs = append(errs, err)
 			continue
 		}
+		d.Node, d.NodeState = nodes(d.Uverbs)
 		devs = append(devs, d)
 	}
 	return devs, errors.Join(errs...)
@@ -214,7 +252,32 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 
 // Load reads one device by name.
 func Load(r *hostfs.Root, name string) (*Device, error) {
-	return load(r, name, uverbsNodes(r))
+	d, err := load(r, name, uverbsNodes(r))
+	if err != nil {
+		return nil, err
+	}
+	d.Node, d.NodeState = nodeLookup(r)(d.Uverbs)
+	return d, nil
+}
+
+// nodeLookup returns where libibverbs would find the node of uverbsN and
+// whether it exists there (NodeState).
+func nodeLookup(r *hostfs.Root) func(uverbs string) (string, NodeState) {
+	dr := r.Devices()
+	checked := r.IsLive() || dr.Exists(DevDir)
+	return func(uv string) (string, NodeState) {
+		if uv == "" {
+			return "", NodeUnchecked
+		}
+		p := DevDir + "/" + uv
+		switch {
+		case !checked:
+			return dr.Host(p), NodeUnchecked
+		case dr.Exists(p):
+			return dr.Host(p), NodePresent
+		}
+		return dr.Host(p), NodeMissing
+	}
 }
 
 // uverbsNodes maps RDMA device name to its uverbsN node.
