@@ -19,11 +19,13 @@
 // for hardware, its PCI function is in /sys/bus/pci/devices. NICs that are not candidates keep the reason
 // (NIC.Why), so a check can say "mlx5_3 is nearer but its port 1 is DOWN".
 //
-// An SR-IOV virtual function (its PCI function has a physfn link) is no
-// candidate while any physical function with an RDMA device is visible: VFs
-// serve VMs and containers, and with SR-IOV on a PF's VFs have lower PCI
-// addresses than the next PF on the same switch, so rule 4 would hand them
-// rails while that PF idles. Inside a VM that sees only VFs, VFs are rails.
+// An SR-IOV virtual function is no candidate while its own PF (physfn) has
+// an RDMA device this process can open: VFs serve VMs and containers, and
+// with SR-IOV on a PF's VFs have lower PCI addresses than the next PF on the
+// same switch, so rule 4 would hand them rails while that PF idles. On bare
+// metal a VF whose PF is not visible is also no candidate while an ACTIVE
+// PF of its vendor and link layer is; in a VM (internal/virt) VFs are rails
+// (markVFs).
 // A bonded device (RoCE LAG, mlx5_bond_N) is one RDMA device over both PFs
 // of a card: one NIC, one rail (its device link is the first PF).
 //
@@ -76,6 +78,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
 // GPU is one GPU.
@@ -119,6 +122,8 @@ type NIC struct {
 	// its PF where sysfs links it ("" in a VM); see markVFs.
 	VF     bool
 	PhysFn string
+	// vfLeftOut: markVFs took this VF out of the candidates.
+	vfLeftOut bool
 }
 
 func (n *NIC) String() string {
@@ -195,6 +200,10 @@ type Host struct {
 	PCIDir, NICDir bool
 	// SourceErr is what GPU sources (the CUDA driver) reported, if anything.
 	SourceErr error
+	// Guest says whether the host is a VM (internal/virt), GuestErr what
+	// of its signs could not be read. In a VM, VFs are rails (markVFs).
+	Guest    virt.Guest
+	GuestErr error
 	// NCCL is the NCCL topology file in use (nccltopo.go), nil without one;
 	// NCCLErr says why a named one cannot be used.
 	NCCL      *nccltopo.File
@@ -220,6 +229,7 @@ func Discover(r *hostfs.Root) *Host {
 		h.NICErr = nil
 	}
 	sort.Slice(h.Devices, func(i, j int) bool { return h.Devices[i].Name < h.Devices[j].Name })
+	h.Guest, h.GuestErr = virt.Detect(r)
 	return h
 }
 
