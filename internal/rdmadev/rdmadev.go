@@ -8,8 +8,9 @@
 // entries per port, and reading them all through sysfs takes seconds under
 // qemu's TCG, so Scan and Load read none.
 //
-// GID rule (PickGID): an explicit index (GDR_GID_INDEX) is used as given and
-// must be populated. Automatic: on an ACTIVE Ethernet (RoCE) port the lowest
+// GID rule (PickGID): an explicit index (GDR_GID_INDEX, or on RoCE ports
+// NCCL_IB_GID_INDEX: internal/config GIDIndexFor) is used as given and must
+// be populated. Automatic: on an ACTIVE Ethernet (RoCE) port the lowest
 // RoCE v2 GID with an IPv4-mapped address, else the lowest RoCE v2 GID, else
 // index 0; InfiniBand, and ports that are not ACTIVE, use index 0.
 package rdmadev
@@ -618,13 +619,20 @@ func (d *Device) GID(n, index int) (g GID, ok bool, err error) {
 // entries in index order and stops at the first RoCE v2 IPv4 one, so an rxe
 // port costs a few reads, not 1024.
 func PickGID(d *Device, n, index int, netdev string) (GID, error) {
+	return PickGIDAs(d, n, index, "GDR_GID_INDEX", netdev)
+}
+
+// PickGIDAs is PickGID with the explicit index set by from (the variable
+// that set it, "NCCL_IB_GID_INDEX in /etc/nccl.conf"), which its errors
+// name.
+func PickGIDAs(d *Device, n, index int, from, netdev string) (GID, error) {
 	p := d.Port(n)
 	if p == nil {
 		return GID{}, fmt.Errorf("%s has no port %d (ports: %s)", d.Name, n, d.portList())
 	}
 	if netdev != "" {
 		if index >= 0 {
-			return GID{}, fmt.Errorf("GDR_GID_NETDEV=%s and GDR_GID_INDEX=%d both choose the GID of %s port %d: set one of them", netdev, index, d.Name, n)
+			return GID{}, fmt.Errorf("GDR_GID_NETDEV=%s and %s=%d both choose the GID of %s port %d: set one of them", netdev, from, index, d.Name, n)
 		}
 		return d.gidOfNetdev(n, p, netdev)
 	}
@@ -638,7 +646,7 @@ func PickGID(d *Device, n, index int, netdev string) (GID, error) {
 			d.mu.Lock()
 			set := len(d.gids[n].indices)
 			d.mu.Unlock()
-			why := "GDR_GID_INDEX"
+			why := from
 			if index < 0 {
 				why = "automatic choice (" + autoWhy(p) + ")"
 			}

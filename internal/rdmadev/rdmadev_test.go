@@ -491,3 +491,17 @@ func TestNodeStateLiveRootLooksInOwnDev(t *testing.T) {
 	assert.Equal(t, NodeMissing, devs[0].NodeState)
 	assert.Equal(t, "/dev/infiniband/uverbs0", devs[0].Node, "the path looked at is this process's own")
 }
+
+// An index NCCL_IB_GID_INDEX set (inherited where GDR_GID_INDEX is unset)
+// is used as given, and a miss names the variable and its file.
+func TestPickGIDAsNames(t *testing.T) {
+	devs, err := Scan(fixture(t, "dual-port"))
+	require.NoError(t, err)
+	g, err := PickGIDAs(devs[0], 1, 1, "NCCL_IB_GID_INDEX in /etc/nccl.conf", "")
+	require.NoError(t, err)
+	assert.Equal(t, 1, g.Index)
+	_, err = PickGIDAs(devs[0], 1, 9, "NCCL_IB_GID_INDEX in /etc/nccl.conf", "")
+	assert.ErrorContains(t, err, "GID index 9 (NCCL_IB_GID_INDEX in /etc/nccl.conf) is empty or absent")
+	_, err = PickGID(devs[0], 1, 9, "")
+	assert.ErrorContains(t, err, "GID index 9 (GDR_GID_INDEX) is empty or absent")
+}
