@@ -42,6 +42,11 @@ func TestTOPO01Inventory(t *testing.T) {
 	if vf := h.sel.LeftOutVFs(); vf != "" {
 		testenv.Attr(t, "vfs_left_out", vf)
 	}
+	if h.sel.HCA.Set() {
+		// The site's NCCL device filter the candidates obey, and where it is set.
+		testenv.Attr(t, "nccl_ib_hca", h.sel.HCA.String())
+		testenv.Attr(t, "nccl_ib_hca_excluded", strings.Join(h.sel.HCAExcludedNICs(), " "))
+	}
 	t.Logf("rails (GDR_IB_PORT=%d):\n%s", h.sel.Port, h.sel.Summary())
 	for _, g := range gpus {
 		rail := h.sel.All[g.Index]

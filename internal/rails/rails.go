@@ -16,8 +16,13 @@
 // ACTIVE, user space can open it (a uverbs node names it in sysfs and its
 // /dev/infiniband/uverbsN exists where this process opens device nodes:
 // rdmadev.NodeState), its node type is a channel adapter (CA or RNIC) and,
-// for hardware, its PCI function is in /sys/bus/pci/devices. NICs that are not candidates keep the reason
-// (NIC.Why), so a check can say "mlx5_3 is nearer but its port 1 is DOWN".
+// for hardware, its PCI function is in /sys/bus/pci/devices. With
+// GDR_RDMA_DEVICE unset, a NIC that NCCL_IB_HCA keeps NCCL off (at port
+// GDR_IB_PORT; environment or nccl.conf, read as NCCL reads it:
+// internal/config HCAFilter) is no candidate either, so the rails are among
+// the NICs NCCL uses; a setting that excludes every NIC is an error. NICs
+// that are not candidates keep the reason (NIC.Why), so a check can say
+// "mlx5_3 is nearer but its port 1 is DOWN".
 //
 // An SR-IOV virtual function is no candidate while its own PF (physfn) has
 // an RDMA device this process can open: VFs serve VMs and containers, and
@@ -124,6 +129,8 @@ type NIC struct {
 	PhysFn string
 	// vfLeftOut: markVFs took this VF out of the candidates.
 	vfLeftOut bool
+	// HCAExcluded: NCCL_IB_HCA keeps NCCL off this device at Port.
+	HCAExcluded bool
 }
 
 func (n *NIC) String() string {
@@ -311,13 +318,16 @@ type Selection struct {
 	PrimaryWhy string
 	// Forced is the NIC GDR_RDMA_DEVICE names, nil when unset.
 	Forced *NIC
+	// HCA is NCCL_IB_HCA as the candidates obey it (unset while
+	// GDR_RDMA_DEVICE is set: config reads it only then).
+	HCA config.HCAFilter
 }
 
 // Select applies the rail rule and the selectors of cfg (GDR_GPU,
 // GDR_RDMA_DEVICE, GDR_RAILS, GDR_IB_PORT).
 func (h *Host) Select(cfg config.Config) (*Selection, error) {
 	h.loadNCCL(cfg)
-	s := &Selection{Host: h, Port: cfg.IBPort}
+	s := &Selection{Host: h, Port: cfg.IBPort, HCA: cfg.IBHCA}
 	if s.Port < 1 {
 		s.Port = 1
 	}
@@ -326,6 +336,9 @@ func (h *Host) Select(cfg config.Config) (*Selection, error) {
 	}
 	s.markVFs()
 	var errs []error
+	if err := s.hcaLeavesNone(); err != nil {
+		errs = append(errs, err)
+	}
 	if cfg.RDMADevice != "" {
 		if s.Forced = s.NIC(cfg.RDMADevice); s.Forced == nil {
 			errs = append(errs, fmt.Errorf("GDR_RDMA_DEVICE=%s: %s", cfg.RDMADevice, s.nicsThere()))
@@ -359,7 +372,11 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 		n.PortState, n.RawPortState, n.LinkLayer, n.RateGbps = p.State, p.RawState, p.LinkLayer, p.RateGbps
 	}
 	nt := d.NodeTypeName()
+	n.HCAExcluded = !s.HCA.Allows(d.Name, s.Port)
 	switch {
+	case n.HCAExcluded:
+		n.Remedy = fmt.Sprintf("set GDR_RDMA_DEVICE=%s to test it anyway, or change NCCL_IB_HCA where it is set (%s)", d.Name, s.HCA.From)
+		n.Why = fmt.Sprintf("excluded by %s: %s; %s", s.HCA, s.hcaWhy(d.Name), n.Remedy)
 	case p == nil:
 		n.Why = fmt.Sprintf("it has no port %d (GDR_IB_PORT; ports: %s)", s.Port, portList(d))
 	case !p.Active():
@@ -377,6 +394,46 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 		n.Candidate = true
 	}
 	return n
+}
+
+// hcaWhy says why NCCL_IB_HCA keeps NCCL off device dev at the port.
+func (s *Selection) hcaWhy(dev string) string {
+	match := "by name prefix"
+	if s.HCA.Exact {
+		match = "by exact name"
+	}
+	if s.HCA.Exclude {
+		return fmt.Sprintf("NCCL leaves out the devices it lists (matched %s), and it lists %s port %d", match, dev, s.Port)
+	}
+	return fmt.Sprintf("NCCL uses only the devices and ports it lists (matched %s), and %s port %d (GDR_IB_PORT) is not among them", match, dev, s.Port)
+}
+
+// hcaLeavesNone is an error when NCCL_IB_HCA excludes every RDMA device
+// there is: NCCL would find no InfiniBand or RoCE device (and fall back to
+// sockets), so the setting, not the hardware, is what to fix.
+func (s *Selection) hcaLeavesNone() error {
+	if !s.HCA.Set() || len(s.NICs) == 0 {
+		return nil
+	}
+	var names []string
+	for _, n := range s.NICs {
+		if !n.HCAExcluded {
+			return nil
+		}
+		names = append(names, n.Name)
+	}
+	return fmt.Errorf("%s excludes every RDMA device here at port %d (GDR_IB_PORT): %s; NCCL would find no InfiniBand or RoCE device and fall back to sockets: fix NCCL_IB_HCA, or set GDR_RDMA_DEVICE to choose a NIC", s.HCA, s.Port, strings.Join(names, ", "))
+}
+
+// HCAExcludedNICs lists the NICs NCCL_IB_HCA excludes (none when unset).
+func (s *Selection) HCAExcludedNICs() []string {
+	var out []string
+	for _, n := range s.NICs {
+		if n.HCAExcluded {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 // nodeRemedy is how a process gets the verbs node of d: in a container the
@@ -807,6 +864,9 @@ func (s *Selection) Summary() string {
 	if vf := s.LeftOutVFs(); vf != "" {
 		out = append(out, vf)
 	}
+	if s.HCA.Set() {
+		out = append(out, fmt.Sprintf("%s: excluded %s", s.HCA, orNone(s.HCAExcludedNICs())))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -871,4 +931,11 @@ func (h *Host) UpstreamDevices(role, bdf string) (out []PathDevice, missing []st
 		}
 	}
 	return out, missing
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }

@@ -17,11 +17,11 @@ import (
 // virtual function, and takes out of the candidates the VFs that are no
 // rails:
 //   - anywhere, a VF whose own PF (its physfn link) has an RDMA device this
-//     process can open: VFs serve VMs and containers, and with SR-IOV on a
-//     PF's VFs sort before the next PF of the switch, so rule 4 would hand
-//     them rails while that PF idles. The PF need not be ACTIVE: it is the
-//     VF's own port, so a PF that is down is a PF to fix, not a reason to
-//     test a VF instead;
+//     process can open and NCCL_IB_HCA does not exclude: VFs serve VMs and
+//     containers, and with SR-IOV on a PF's VFs sort before the next PF of
+//     the switch, so rule 4 would hand them rails while that PF idles. The
+//     PF need not be ACTIVE: it is the VF's own port, so a PF that is down
+//     is a PF to fix, not a reason to test a VF instead;
 //   - on bare metal, a VF whose PF is not here (no physfn link, or a PF
 //     without an RDMA device) while a candidate PF of the same PCI vendor
 //     and link layer is: one of those may be its PF. A device of another
@@ -45,7 +45,7 @@ func (s *Selection) markVFs() {
 		if !n.VF || !n.Candidate {
 			continue
 		}
-		if pf := s.nicByPCI(n.PhysFn); pf != nil && n.PhysFn != "" && opens(pf) {
+		if pf := s.nicByPCI(n.PhysFn); pf != nil && n.PhysFn != "" && opens(pf) && !pf.HCAExcluded {
 			s.leaveOut(n, "its PF "+n.PhysFn+" is "+pf.Name, "a VF is not a rail while its own PF, which this process can open, is")
 			continue
 		}
