@@ -30,7 +30,7 @@ func loadHost(t *testing.T) *host {
 	t.Helper()
 	sel := testenv.Selection(t)
 	h := &host{root: sel.Root, sel: sel, ix: sel.Index}
-	h.guest, h.guestErr = virt.Detect(sel.Root)
+	h.guest, h.guestErr = sel.Guest, sel.GuestErr // the selection's, which decides VFs' rails too
 	for _, g := range sel.GPUs {
 		if g.Dev != nil {
 			h.gpus = append(h.gpus, g)

@@ -42,6 +42,11 @@ func TestTOPO01Inventory(t *testing.T) {
 	if vf := h.sel.LeftOutVFs(); vf != "" {
 		testenv.Attr(t, "vfs_left_out", vf)
 	}
+	if h.sel.HCA.Set() {
+		// The site's NCCL device filter the candidates obey, and where it is set.
+		testenv.Attr(t, "nccl_ib_hca", h.sel.HCA.String())
+		testenv.Attr(t, "nccl_ib_hca_excluded", strings.Join(h.sel.HCAExcludedNICs(), " "))
+	}
 	t.Logf("rails (GDR_IB_PORT=%d):\n%s", h.sel.Port, h.sel.Summary())
 	for _, g := range gpus {
 		rail := h.sel.All[g.Index]
@@ -112,6 +117,8 @@ func note(s string) string {
 // portRemedy is what to do about a NIC that is not a rail candidate.
 func portRemedy(n *rails.NIC) string {
 	switch {
+	case n.Remedy != "":
+		return n.Remedy
 	case strings.Contains(n.Why, "no port"):
 		return "set GDR_IB_PORT to a port the NIC has"
 	case strings.Contains(n.Why, "verbs node"):

@@ -742,10 +742,19 @@ func (e *End) sysfsDevice() error {
 }
 
 // pickGID applies the suite's GID rule (rdmadev.PickGID: GDR_GID_INDEX, or
-// GDR_GID_NETDEV's RoCE v2 GID, else RoCE v2 with an IPv4 address on an
-// ACTIVE Ethernet port, else RoCE v2, else index 0).
+// GDR_GID_NETDEV's RoCE v2 GID, else NCCL_IB_GID_INDEX on a RoCE port,
+// else RoCE v2 with an IPv4 address on an ACTIVE Ethernet port, else RoCE
+// v2, else index 0).
 func (e *End) pickGID() error {
-	g, err := rdmadev.PickGID(e.sysDev, e.Cfg.IBPort, e.Cfg.GIDIndex, e.Cfg.GIDNetdev)
+	ll := ""
+	if p := e.sysDev.Port(e.Cfg.IBPort); p != nil {
+		ll = p.LinkLayer
+	}
+	index, note := e.Cfg.GIDIndexFor(ll)
+	if note != "" {
+		e.Attr("gid_index_note", note)
+	}
+	g, err := rdmadev.PickGIDAs(e.sysDev, e.Cfg.IBPort, index, e.Cfg.GIDIndexFrom, e.Cfg.GIDNetdev)
 	if err != nil {
 		return err
 	}
@@ -766,8 +775,10 @@ func (e *End) pickGID() error {
 	switch {
 	case e.Cfg.GIDNetdev != "":
 		e.Attr("gid_choice", "GDR_GID_NETDEV="+e.Cfg.GIDNetdev)
-	case e.Cfg.GIDIndex >= 0:
-		e.Attr("gid_choice", fmt.Sprintf("GDR_GID_INDEX=%d", e.Cfg.GIDIndex))
+	case index >= 0:
+		// "GDR_GID_INDEX=3", "NCCL_IB_GID_INDEX=3 in /etc/nccl.conf"
+		name, where, _ := strings.Cut(e.Cfg.GIDIndexFrom, " ")
+		e.Attr("gid_choice", strings.TrimSpace(fmt.Sprintf("%s=%d %s", name, index, where)))
 	default:
 		e.Attr("gid_choice", "automatic")
 	}

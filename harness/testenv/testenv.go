@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
@@ -22,10 +24,25 @@ var (
 )
 
 // Config returns the run configuration; a bad GDR_* value fails the test with
-// the variable's name, its value and what is accepted.
+// the variable's name, its value and what is accepted. NCCL's settings the
+// suite inherits (NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_TC, NCCL_IB_SL)
+// are read from the environment and, as NCCL does, from its configuration
+// files under the host root (internal/nccltopo.Setting).
 func Config(t testing.TB) config.Config {
 	t.Helper()
-	loadOnce.Do(func() { loaded, loadErr = config.Load() })
+	loadOnce.Do(func() {
+		if loaded, loadErr = config.Load(); loadErr != nil {
+			return
+		}
+		r, err := hostfs.New(loaded.HostRoot)
+		if err != nil {
+			return // Root reports it
+		}
+		env := nccltopo.Env{ConfFile: loaded.NCCLConfFile, Home: loaded.Home}
+		loaded, loadErr = config.ParseConf(os.LookupEnv, func(name string) (string, string, bool, error) {
+			return nccltopo.Setting(r, env, name)
+		})
+	})
 	if loadErr != nil {
 		NotJudgedf(t, "", "configuration: %v", loadErr)
 	}

@@ -59,7 +59,7 @@ type Config struct {
 	RDMADevice string        // GDR_RDMA_DEVICE: e.g. mlx5_0; "" = nearest to the GPU
 	Rails      []int         // GDR_RAILS: rail indices to run; nil = all
 	IBPort     int           // GDR_IB_PORT: 1-based port number
-	GIDIndex   int           // GDR_GID_INDEX: -1 = automatic
+	GIDIndex   int           // GDR_GID_INDEX, else NCCL_IB_GID_INDEX: -1 = automatic
 	Role       Role          // GDR_ROLE
 	Peer       string        // GDR_PEER: host:port of the server, for the client
 	PeerName   string        // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
@@ -128,6 +128,15 @@ type Config struct {
 	// them (no validation here; internal/nccltopo reads them as NCCL does
 	// and says what is wrong where the file is judged).
 	NCCLTopoFile, NCCLConfFile, Home, NCCLNetGDRLevel string
+	// GIDIndexFrom names where GIDIndex came from: "GDR_GID_INDEX",
+	// "NCCL_IB_GID_INDEX" (the environment), "NCCL_IB_GID_INDEX in
+	// <file>", or FromDefault. An NCCL value applies on RoCE ports only
+	// (GIDIndexFor).
+	GIDIndexFrom string
+	// IBHCA is NCCL_IB_HCA (environment or NCCL configuration file), read
+	// only while GDR_RDMA_DEVICE is unset: the rails' candidates are the
+	// devices and ports it lets NCCL use (nccl.go).
+	IBHCA HCAFilter
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -161,10 +170,11 @@ func Defaults() Config {
 		SuiteLock:          suitelock.Path,
 		IBTCFrom:           FromDefault,
 		IBSLFrom:           FromDefault,
+		GIDIndexFrom:       FromDefault,
 	}
 }
 
-// FromDefault is IBTCFrom/IBSLFrom when no variable set the value.
+// FromDefault is IBTCFrom, IBSLFrom, GIDIndexFrom when no variable set the value.
 const FromDefault = "default"
 
 // Vars lists every variable Load reads, for documentation and tests.
@@ -182,8 +192,16 @@ var Vars = []string{
 func Load() (Config, error) { return Parse(os.LookupEnv) }
 
 // Parse reads variables through lookup (os.LookupEnv in production). All bad
-// values are reported together.
+// values are reported together. NCCL's variables are read from lookup only;
+// ParseConf reads NCCL's configuration files too.
 func Parse(lookup func(string) (string, bool)) (Config, error) {
+	return ParseConf(lookup, nil)
+}
+
+// ParseConf is Parse with NCCL's configuration files: an NCCL variable the
+// suite inherits (nccl.go) that lookup does not set is looked up through
+// conf, as NCCL's initEnv does. A nil conf reads none.
+func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error) {
 	c := Defaults()
 	var errs []error
 	get := func(name string) (string, bool) {
@@ -240,6 +258,27 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 			c.RDMADevice = v
 		}
 	}
+	// c.NCCLConfFile is read above: the conf lookup names long files by it.
+	nccl := func(name string) ncclSetting {
+		st, err := c.ncclLookup(lookup, conf, name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return st
+	}
+	if v, _ := get("GDR_RDMA_DEVICE"); v == "" {
+		if st := nccl("NCCL_IB_HCA"); st.ok && st.value != "" {
+			from := "the environment"
+			if st.file != "" {
+				from = st.file
+			}
+			if f, err := ParseHCA(st.value, from); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %v", badNCCL(st, "NCCL_IB_HCA", hcaAccepted, "GDR_RDMA_DEVICE"), err))
+			} else {
+				c.IBHCA = f
+			}
+		}
+	}
 	if v, ok := get("GDR_RAILS"); ok && v != "" && !strings.EqualFold(v, "all") {
 		rails, err := parseRails(v)
 		if err != nil {
@@ -258,11 +297,21 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get("GDR_GID_INDEX"); ok && v != "" {
 		if strings.EqualFold(v, "auto") {
-			c.GIDIndex = -1
+			c.GIDIndex, c.GIDIndexFrom = -1, "GDR_GID_INDEX"
 		} else if n, err := strconv.Atoi(v); err != nil || n < 0 || n > 65535 {
 			bad("GDR_GID_INDEX", v, "a GID table index from 0 to 65535, or auto")
 		} else {
-			c.GIDIndex = n
+			c.GIDIndex, c.GIDIndexFrom = n, "GDR_GID_INDEX"
+		}
+	} else if v, _ := get("GDR_GID_NETDEV"); v == "" {
+		// NCCL's -1 (its default) is automatic too; NCCL reads the value
+		// with strtoll, the suite only whole numbers.
+		if st := nccl("NCCL_IB_GID_INDEX"); st.ok && strings.TrimSpace(st.value) != "" && strings.TrimSpace(st.value) != "-1" {
+			if n, err := strconv.Atoi(strings.TrimSpace(st.value)); err != nil || n < 0 || n > 65535 {
+				errs = append(errs, badNCCL(st, "NCCL_IB_GID_INDEX", "a GID table index from 0 to 65535, or -1 for NCCL's automatic choice", "GDR_GID_INDEX"))
+			} else {
+				c.GIDIndex, c.GIDIndexFrom = n, st.from
+			}
 		}
 	}
 	if v, ok := get("GDR_ROLE"); ok {
@@ -411,8 +460,8 @@ func Parse(lookup func(string) (string, bool)) (Config, error) {
 	c.MinP2PNVLinkFraction = ParseFloat(get, "GDR_MIN_P2P_NVLINK_FRACTION", 0, 1, "a fraction of the links' rate: 0.74, not 333 GB/s", c.MinP2PNVLinkFraction, bad)
 	c.MinP2PPCIeFraction = ParseFloat(get, "GDR_MIN_P2P_PCIE_FRACTION", 0, 1, "a fraction of the PCIe link's rate: 0.6, not 60%", c.MinP2PPCIeFraction, bad)
 
-	c.IBTC, c.IBTCFrom = parseClass(get, "GDR_IB_TC", "NCCL_IB_TC", 255, "traffic class", bad)
-	c.IBSL, c.IBSLFrom = parseClass(get, "GDR_IB_SL", "NCCL_IB_SL", 15, "service level", bad)
+	c.IBTC, c.IBTCFrom = parseClass(get, nccl, "GDR_IB_TC", "NCCL_IB_TC", 255, "traffic class", bad, &errs)
+	c.IBSL, c.IBSLFrom = parseClass(get, nccl, "GDR_IB_SL", "NCCL_IB_SL", 15, "service level", bad, &errs)
 	if v, ok := get("GDR_GID_NETDEV"); ok && v != "" {
 		if !validNetdev(v) {
 			bad("GDR_GID_NETDEV", v, "a network interface name as in /sys/class/net (e.g. eth2 or eth2.100): 1 to 15 characters, no '/', ':' or spaces")
@@ -457,10 +506,11 @@ func ParseFloat(get func(string) (string, bool), name string, lo, hi float64, un
 }
 
 // parseClass reads a fabric class value (GDR_IB_TC 0..255, GDR_IB_SL
-// 0..15): the suite's variable, else NCCL's (whose own default, -1, means
-// unset: src/transport/net_ib/connect.cc, NCCL_PARAM(IbTc, "IB_TC", -1)),
-// else 0. from names the variable the value came from.
-func parseClass(get func(string) (string, bool), name, nccl string, hi int, what string, bad func(string, string, string)) (val int, from string) {
+// 0..15): the suite's variable, else NCCL's from the environment or NCCL's
+// configuration files (whose own default, -1, means unset:
+// src/transport/net_ib/connect.cc, NCCL_PARAM(IbTc, "IB_TC", -1)), else 0.
+// from names where the value came from.
+func parseClass(get func(string) (string, bool), lookup func(string) ncclSetting, name, nccl string, hi int, what string, bad func(string, string, string), errs *[]error) (val int, from string) {
 	accepted := fmt.Sprintf("a %s from 0 to %d", what, hi)
 	if v, ok := get(name); ok && v != "" {
 		n, err := strconv.Atoi(v)
@@ -470,13 +520,14 @@ func parseClass(get func(string) (string, bool), name, nccl string, hi int, what
 		}
 		return n, name
 	}
-	if v, ok := get(nccl); ok && v != "" && v != "-1" {
+	st := lookup(nccl)
+	if v := strings.TrimSpace(st.value); st.ok && v != "" && v != "-1" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > hi {
-			bad(nccl, v, accepted+" (read because "+name+" is unset; set "+name+" to override it)")
+			*errs = append(*errs, badNCCL(st, nccl, accepted, name))
 			return 0, FromDefault
 		}
-		return n, nccl
+		return n, st.from
 	}
 	return 0, FromDefault
 }

@@ -79,6 +79,21 @@ func (r *Root) Dir() string { return r.dir }
 // the same machine the files do.
 func (r *Root) IsLive() bool { return r.dir == "/" || r.live }
 
+// Devices is the root under which this process opens device nodes
+// (/dev/infiniband/uverbsN, /dev/nvidia*): the process's own "/" when r is
+// the running host, mounted elsewhere or not, because open(2) and stat(2)
+// resolve in the process's mount namespace. A pod that sees its node's "/"
+// at /host (GDR_HOST_ROOT=/host) finds every node the node has under
+// /host/dev, yet libibverbs and the CUDA driver open only what the pod's
+// own /dev holds. For a recorded tree it is r: the tree's /dev stands for
+// the recording process's.
+func (r *Root) Devices() *Root {
+	if r.live && r.dir != "/" {
+		return &Root{dir: "/"}
+	}
+	return r
+}
+
 // Host maps a host path ("/sys/bus/pci") to the path on this machine, without
 // resolving links. Use it only for messages and for handing paths to tools.
 func (r *Root) Host(p string) string {

@@ -209,6 +209,10 @@ func TestIsLiveMountedElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.IsLive(), "proc is this kernel's procfs")
 	assert.Equal(t, "/sys/x (under "+mounted+")", r.describe("/sys/x"), "messages still name where the files are")
+	// Device nodes are opened in this process's own /dev, not the mounted
+	// host's: a pod sees all of its node's nodes at /host/dev.
+	assert.Equal(t, "/", r.Devices().Dir())
+	assert.Equal(t, "/", live.Devices().Dir())
 
 	recorded := t.TempDir()
 	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -218,4 +222,5 @@ func TestIsLiveMountedElsewhere(t *testing.T) {
 	r, err = New(recorded)
 	require.NoError(t, err)
 	assert.False(t, r.IsLive(), "a recorded tree with this boot's ID is still a recorded tree: its proc is no procfs")
+	assert.Same(t, r, r.Devices(), "a recorded tree's /dev is the recorded process's")
 }

@@ -22,7 +22,7 @@ var ProviderFor = map[string]string{
 	"mlx5_core": "mlx5", "mlx5_ib": "mlx5", "mlx4_core": "mlx4", "mlx4_ib": "mlx4",
 	"bnxt_en": "bnxt_re", "bnxt_re": "bnxt_re", "irdma": "irdma", "ice": "irdma", "i40e": "irdma",
 	"efa": "efa", "qede": "qedr", "qedr": "qedr", "hfi1": "hfi1verbs", "vmw_pvrdma": "vmw_pvrdma",
-	"hns_roce_hw_v2": "hns", "erdma": "erdma", "mana_ib": "mana", "ionic_rdma": "ionic",
+	"hns_roce_hw_v2": "hns", "erdma": "erdma", "mana": "mana", "mana_ib": "mana", "ionic_rdma": "ionic",
 	"rdma_rxe": "rxe", "siw": "siw",
 }
 

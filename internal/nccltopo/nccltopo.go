@@ -43,6 +43,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
@@ -103,6 +104,15 @@ func Locate(r *hostfs.Root, env Env) (src Source, ok bool, err error) {
 	return Source{}, false, nil
 }
 
+// Setting finds NCCL variable name in NCCL's configuration files through r,
+// as NCCL's initEnv reads them (see confLookup): the value, the file that
+// sets it, and whether one does. It is internal/config's NCCLConf: the
+// variables the suite inherits from NCCL (NCCL_IB_HCA, NCCL_IB_GID_INDEX,
+// NCCL_IB_TC, NCCL_IB_SL) are looked up where NCCL_TOPO_FILE is.
+func Setting(r *hostfs.Root, env Env, name string) (value, file string, ok bool, err error) {
+	return confLookup(r, env, name)
+}
+
 // confLookup finds name in the NCCL configuration files, in NCCL's order
 // (NCCL_CONF_FILE or $HOME/.nccl.conf, then /etc/nccl.conf; the first that
 // sets it wins); from is the file.
@@ -116,6 +126,13 @@ func confLookup(r *hostfs.Root, env Env, name string) (v, from string, ok bool, 
 	}
 	confs = append(confs, EtcConf)
 	for _, c := range confs {
+		if !path.IsAbs(c) && r.Dir() == "/" {
+			// The process's own root: NCCL opens a relative name from
+			// the working directory, and so can the suite.
+			if abs, err := filepath.Abs(c); err == nil {
+				c = abs
+			}
+		}
 		if !path.IsAbs(c) {
 			return "", "", false, fmt.Errorf("NCCL configuration file %s is not an absolute path; the suite reads host files through GDR_HOST_ROOT and cannot resolve it", clip.Quote(c))
 		}

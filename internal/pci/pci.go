@@ -76,22 +76,41 @@ type Device struct {
 
 // IsVF reports an SR-IOV virtual function: one with a physfn link, or (in a
 // VM, where a passed-through VF has no physfn link) one whose device ID its
-// driver lists as a VF. A VF's Link Status reads 0 and its Max_Payload_Size,
-// Relaxed Ordering, Extended Tag and No Snoop enables are reserved: the
-// PF's govern (PCIe SR-IOV specification, PCI Express Capability changes
-// for VFs; lspci shows such a VF as "Width x0", 128 B).
+// driver lists as a VF (vfIDs). A VF's Link Status reads 0 and its
+// Max_Payload_Size, Relaxed Ordering, Extended Tag and No Snoop enables are
+// reserved: the PF's govern (PCIe SR-IOV specification, PCI Express
+// Capability changes for VFs; lspci shows such a VF as "Width x0", 128 B).
+// The ID table cannot know every vendor's VFs: a guest's VF it does not
+// list reads as a PF here, which is why the rails decide "in a VM, VFs are
+// rails" from internal/virt, not from this alone.
 func (d *Device) IsVF() bool {
-	return d.PhysFn != "" || (d.Vendor == vendorMellanox && mlx5VFIDs[d.Device])
+	return d.PhysFn != "" || vfIDs[[2]uint16{d.Vendor, d.Device}]
 }
 
-const vendorMellanox = 0x15b3
+const (
+	vendorMellanox  = 0x15b3
+	vendorMicrosoft = 0x1414
+)
 
-// mlx5VFIDs are the device IDs mlx5_core's PCI table marks
-// MLX5_PCI_DEV_IS_VF (drivers/net/ethernet/mellanox/mlx5/core/main.c,
-// mlx5_core_pci_table): Connect-IB, ConnectX-4, -4 Lx, -5, -5 Ex, -6 VFs,
-// the ConnectX mlx5Gen VF (ConnectX-6 Dx and later, ConnectX-7 included) and
-// the BlueField ConnectX-5 VF.
-var mlx5VFIDs = map[uint16]bool{0x1012: true, 0x1014: true, 0x1016: true, 0x1018: true, 0x101a: true, 0x101c: true, 0x101e: true, 0xa2d3: true}
+// vfIDs are the vendor and device IDs their drivers' PCI tables mark as
+// virtual functions:
+//   - mlx5_core_pci_table (drivers/net/ethernet/mellanox/mlx5/core/main.c,
+//     MLX5_PCI_DEV_IS_VF): Connect-IB, ConnectX-4, -4 Lx, -5, -5 Ex, -6 VFs,
+//     the ConnectX mlx5Gen VF (ConnectX-6 Dx and later, ConnectX-7
+//     included) and the BlueField ConnectX-5 VF;
+//   - mlx4_pci_table (drivers/net/ethernet/mellanox/mlx4/main.c,
+//     MLX4_PCI_DEV_IS_VF): the ConnectX-2 and ConnectX-3 VFs (Azure's older
+//     accelerated networking hands guests a ConnectX-3 VF);
+//   - mana_id_table (drivers/net/ethernet/microsoft/mana/gdma_main.c;
+//     include/net/mana/gdma.h MANA_VF_DEVICE_ID): the Microsoft Azure
+//     Network Adapter's VF, which a guest's mana_ib makes an RDMA device.
+var vfIDs = map[[2]uint16]bool{
+	{vendorMellanox, 0x1012}: true, {vendorMellanox, 0x1014}: true, {vendorMellanox, 0x1016}: true,
+	{vendorMellanox, 0x1018}: true, {vendorMellanox, 0x101a}: true, {vendorMellanox, 0x101c}: true,
+	{vendorMellanox, 0x101e}: true, {vendorMellanox, 0xa2d3}: true,
+	{vendorMellanox, 0x1002}: true, {vendorMellanox, 0x1004}: true,
+	{vendorMicrosoft, 0x00ba}: true,
+}
 
 // IsBridge reports whether the function is a PCI-to-PCI bridge (root port or switch port).
 func (d *Device) IsBridge() bool { return d.Class>>8 == ClassBridgePCI }

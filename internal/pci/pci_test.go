@@ -433,8 +433,9 @@ func TestSRIOVLinks(t *testing.T) {
 	}
 }
 
-// In a VM a passed-through VF has no physfn link: mlx5_core's VF device
-// IDs tell it apart; the PF IDs and other vendors' do not.
+// In a VM a passed-through VF has no physfn link: its driver's VF device
+// IDs (mlx5_core, mlx4_core, mana) tell it apart; the PF IDs and other
+// vendors' do not.
 func TestVFByDeviceID(t *testing.T) {
 	for _, tc := range []struct {
 		vendor, device uint16
@@ -444,6 +445,10 @@ func TestVFByDeviceID(t *testing.T) {
 		{0x15b3, 0x101c, true},  // ConnectX-6 VF
 		{0x15b3, 0x1021, false}, // ConnectX-7 PF
 		{0x15b3, 0x101b, false}, // ConnectX-6 PF
+		{0x15b3, 0x1004, true},  // ConnectX-3 VF (mlx4_core)
+		{0x15b3, 0x1003, false}, // ConnectX-3 PF
+		{0x1414, 0x00ba, true},  // MANA VF
+		{0x1414, 0x00b9, false}, // MANA PF
 		{0x10de, 0x101e, false}, // another vendor's ID
 	} {
 		d := &Device{Vendor: tc.vendor, Device: tc.device}

@@ -13,16 +13,24 @@
 // the sysfs ones, by address.
 //
 // A NIC is a candidate for a rail when its port GDR_IB_PORT exists and is
-// ACTIVE, user space can open it (a uverbs node names it), its node type is a
-// channel adapter (CA or RNIC) and, for hardware, its PCI function is in
-// /sys/bus/pci/devices. NICs that are not candidates keep the reason
-// (NIC.Why), so a check can say "mlx5_3 is nearer but its port 1 is DOWN".
+// ACTIVE, user space can open it (a uverbs node names it in sysfs and its
+// /dev/infiniband/uverbsN exists where this process opens device nodes:
+// rdmadev.NodeState), its node type is a channel adapter (CA or RNIC) and,
+// for hardware, its PCI function is in /sys/bus/pci/devices. With
+// GDR_RDMA_DEVICE unset, a NIC that NCCL_IB_HCA keeps NCCL off (at port
+// GDR_IB_PORT; environment or nccl.conf, read as NCCL reads it:
+// internal/config HCAFilter) is no candidate either, so the rails are among
+// the NICs NCCL uses; a setting that excludes every NIC is an error. NICs
+// that are not candidates keep the reason (NIC.Why), so a check can say
+// "mlx5_3 is nearer but its port 1 is DOWN".
 //
-// An SR-IOV virtual function (its PCI function has a physfn link) is no
-// candidate while any physical function with an RDMA device is visible: VFs
-// serve VMs and containers, and with SR-IOV on a PF's VFs have lower PCI
-// addresses than the next PF on the same switch, so rule 4 would hand them
-// rails while that PF idles. Inside a VM that sees only VFs, VFs are rails.
+// An SR-IOV virtual function is no candidate while its own PF (physfn) has
+// an RDMA device this process can open: VFs serve VMs and containers, and
+// with SR-IOV on a PF's VFs have lower PCI addresses than the next PF on the
+// same switch, so rule 4 would hand them rails while that PF idles. On bare
+// metal a VF whose PF is not visible is also no candidate while an ACTIVE
+// PF of its vendor and link layer is; in a VM (internal/virt) VFs are rails
+// (markVFs).
 // A bonded device (RoCE LAG, mlx5_bond_N) is one RDMA device over both PFs
 // of a card: one NIC, one rail (its device link is the first PF).
 //
@@ -75,6 +83,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
 // GPU is one GPU.
@@ -108,14 +117,20 @@ type NIC struct {
 	// LocalCPUs is the PCI function's local_cpulist (where to poll its
 	// completion queue); empty for software devices.
 	LocalCPUs cpulist.Set
-	// Candidate: the NIC can serve a rail. Why says why not when it cannot.
+	// Candidate: the NIC can serve a rail. Why says why not when it cannot,
+	// and Remedy, where the suite knows one, what makes it a candidate.
 	Candidate bool
 	Why       string
+	Remedy    string
 	Dev       *rdmadev.Device
 	// VF: the NIC's PCI function is an SR-IOV virtual function; PhysFn is
 	// its PF where sysfs links it ("" in a VM); see markVFs.
 	VF     bool
 	PhysFn string
+	// vfLeftOut: markVFs took this VF out of the candidates.
+	vfLeftOut bool
+	// HCAExcluded: NCCL_IB_HCA keeps NCCL off this device at Port.
+	HCAExcluded bool
 }
 
 func (n *NIC) String() string {
@@ -192,6 +207,10 @@ type Host struct {
 	PCIDir, NICDir bool
 	// SourceErr is what GPU sources (the CUDA driver) reported, if anything.
 	SourceErr error
+	// Guest says whether the host is a VM (internal/virt), GuestErr what
+	// of its signs could not be read. In a VM, VFs are rails (markVFs).
+	Guest    virt.Guest
+	GuestErr error
 	// NCCL is the NCCL topology file in use (nccltopo.go), nil without one;
 	// NCCLErr says why a named one cannot be used.
 	NCCL      *nccltopo.File
@@ -217,6 +236,7 @@ func Discover(r *hostfs.Root) *Host {
 		h.NICErr = nil
 	}
 	sort.Slice(h.Devices, func(i, j int) bool { return h.Devices[i].Name < h.Devices[j].Name })
+	h.Guest, h.GuestErr = virt.Detect(r)
 	return h
 }
 
@@ -298,13 +318,16 @@ type Selection struct {
 	PrimaryWhy string
 	// Forced is the NIC GDR_RDMA_DEVICE names, nil when unset.
 	Forced *NIC
+	// HCA is NCCL_IB_HCA as the candidates obey it (unset while
+	// GDR_RDMA_DEVICE is set: config reads it only then).
+	HCA config.HCAFilter
 }
 
 // Select applies the rail rule and the selectors of cfg (GDR_GPU,
 // GDR_RDMA_DEVICE, GDR_RAILS, GDR_IB_PORT).
 func (h *Host) Select(cfg config.Config) (*Selection, error) {
 	h.loadNCCL(cfg)
-	s := &Selection{Host: h, Port: cfg.IBPort}
+	s := &Selection{Host: h, Port: cfg.IBPort, HCA: cfg.IBHCA}
 	if s.Port < 1 {
 		s.Port = 1
 	}
@@ -313,6 +336,9 @@ func (h *Host) Select(cfg config.Config) (*Selection, error) {
 	}
 	s.markVFs()
 	var errs []error
+	if err := s.hcaLeavesNone(); err != nil {
+		errs = append(errs, err)
+	}
 	if cfg.RDMADevice != "" {
 		if s.Forced = s.NIC(cfg.RDMADevice); s.Forced == nil {
 			errs = append(errs, fmt.Errorf("GDR_RDMA_DEVICE=%s: %s", cfg.RDMADevice, s.nicsThere()))
@@ -346,13 +372,20 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 		n.PortState, n.RawPortState, n.LinkLayer, n.RateGbps = p.State, p.RawState, p.LinkLayer, p.RateGbps
 	}
 	nt := d.NodeTypeName()
+	n.HCAExcluded = !s.HCA.Allows(d.Name, s.Port)
 	switch {
+	case n.HCAExcluded:
+		n.Remedy = fmt.Sprintf("set GDR_RDMA_DEVICE=%s to test it anyway, or change NCCL_IB_HCA where it is set (%s)", d.Name, s.HCA.From)
+		n.Why = fmt.Sprintf("excluded by %s: %s; %s", s.HCA, s.hcaWhy(d.Name), n.Remedy)
 	case p == nil:
 		n.Why = fmt.Sprintf("it has no port %d (GDR_IB_PORT; ports: %s)", s.Port, portList(d))
 	case !p.Active():
 		n.Why = fmt.Sprintf("its port %d is %s", s.Port, orRaw(p))
 	case d.Uverbs == "":
 		n.Why = fmt.Sprintf("no user-space verbs node names it (%s/uverbs*/ibdev): libibverbs cannot open it (ib_uverbs not loaded?)", rdmadev.VerbsClassDir)
+	case d.NodeState == rdmadev.NodeMissing:
+		n.Remedy = nodeRemedy(d)
+		n.Why = fmt.Sprintf("its verbs device node %s does not exist where this process opens it, so libibverbs leaves it out of its device list and cannot open it (rdma-core libibverbs/init.c try_access_device); %s", d.Node, n.Remedy)
 	case nt != "" && nt != "CA" && nt != "RNIC":
 		n.Why = fmt.Sprintf("its node type %q is not a channel adapter (CA or RNIC)", d.NodeType)
 	case !d.Software && s.Index.Device(d.PCI) == nil:
@@ -361,6 +394,54 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 		n.Candidate = true
 	}
 	return n
+}
+
+// hcaWhy says why NCCL_IB_HCA keeps NCCL off device dev at the port.
+func (s *Selection) hcaWhy(dev string) string {
+	match := "by name prefix"
+	if s.HCA.Exact {
+		match = "by exact name"
+	}
+	if s.HCA.Exclude {
+		return fmt.Sprintf("NCCL leaves out the devices it lists (matched %s), and it lists %s port %d", match, dev, s.Port)
+	}
+	return fmt.Sprintf("NCCL uses only the devices and ports it lists (matched %s), and %s port %d (GDR_IB_PORT) is not among them", match, dev, s.Port)
+}
+
+// hcaLeavesNone is an error when NCCL_IB_HCA excludes every RDMA device
+// there is: NCCL would find no InfiniBand or RoCE device (and fall back to
+// sockets), so the setting, not the hardware, is what to fix.
+func (s *Selection) hcaLeavesNone() error {
+	if !s.HCA.Set() || len(s.NICs) == 0 {
+		return nil
+	}
+	var names []string
+	for _, n := range s.NICs {
+		if !n.HCAExcluded {
+			return nil
+		}
+		names = append(names, n.Name)
+	}
+	return fmt.Errorf("%s excludes every RDMA device here at port %d (GDR_IB_PORT): %s; NCCL would find no InfiniBand or RoCE device and fall back to sockets: fix NCCL_IB_HCA, or set GDR_RDMA_DEVICE to choose a NIC", s.HCA, s.Port, strings.Join(names, ", "))
+}
+
+// HCAExcludedNICs lists the NICs NCCL_IB_HCA excludes (none when unset).
+func (s *Selection) HCAExcludedNICs() []string {
+	var out []string
+	for _, n := range s.NICs {
+		if n.HCAExcluded {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// nodeRemedy is how a process gets the verbs node of d: in a container the
+// node is passed in (a device plugin or --device), on a host ib_uverbs and
+// udev make it.
+func nodeRemedy(d *rdmadev.Device) string {
+	node := rdmadev.DevDir + "/" + d.Uverbs
+	return fmt.Sprintf("in a container, request this NIC: the pod's resource request for the RDMA device plugin that hands it out (resources.limits: the shared-device plugin's rdma/<resource>, or the SR-IOV device plugin's VF resource), or --device %s for docker/podman; on a host, ib_uverbs creates the node and udev names it (rdma-core's udev rules; udevadm trigger)", node)
 }
 
 func orRaw(p *rdmadev.Port) string {
@@ -783,6 +864,9 @@ func (s *Selection) Summary() string {
 	if vf := s.LeftOutVFs(); vf != "" {
 		out = append(out, vf)
 	}
+	if s.HCA.Set() {
+		out = append(out, fmt.Sprintf("%s: excluded %s", s.HCA, orNone(s.HCAExcludedNICs())))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -847,4 +931,11 @@ func (h *Host) UpstreamDevices(role, bdf string) (out []PathDevice, missing []st
 		}
 	}
 	return out, missing
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }

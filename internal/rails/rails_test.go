@@ -359,6 +359,8 @@ func TestTwoSoftwareRails(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(virt, "infiniband_verbs", "uverbs1", "ibdev"), []byte("rxe1\n"), 0o644))
 	require.NoError(t, os.Symlink("../../devices/virtual/infiniband/rxe1", filepath.Join(dir, "sys", "class", "infiniband", "rxe1")))
 	require.NoError(t, os.Symlink("../../devices/virtual/infiniband_verbs/uverbs1", filepath.Join(dir, "sys", "class", "infiniband_verbs", "uverbs1")))
+	// ...and its device node, without which libibverbs would not list rxe1.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dev", "infiniband", "uverbs1"), nil, 0o644))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sys", "bus", "pci", "devices", "0000:00:06.0")))
 	r, err := hostfs.New(dir)
 	require.NoError(t, err)
@@ -374,4 +376,50 @@ func TestTwoSoftwareRails(t *testing.T) {
 	s = sel(t, h, "GDR_RAILS", "1")
 	require.Len(t, s.Rails, 1)
 	assert.Equal(t, "rxe1", s.Rails[0].NIC.Name)
+}
+
+// NCCL_IB_HCA filters the candidates as NCCL filters its devices: an
+// excluded NIC says by what and from where, the rails move to the NICs NCCL
+// uses, GDR_RDMA_DEVICE switches the filter off, and a filter that leaves
+// no NIC is an error naming it.
+func TestNCCLIBHCAFilters(t *testing.T) {
+	h := discover(t, "dgx")
+	s := sel(t, h, "NCCL_IB_HCA", "^mlx5_3")
+	n := s.NIC("mlx5_3")
+	require.NotNil(t, n)
+	assert.False(t, n.Candidate)
+	assert.True(t, n.HCAExcluded)
+	assert.Contains(t, n.Why, "excluded by NCCL_IB_HCA=^mlx5_3 (from the environment): NCCL leaves out the devices it lists (matched by name prefix), and it lists mlx5_3 port 1")
+	assert.Contains(t, n.Remedy, "set GDR_RDMA_DEVICE=mlx5_3 to test it anyway")
+	assert.NotEqual(t, "mlx5_3", s.All[5].NIC.Name, "GPU 5's nearest NIC is excluded")
+	assert.Contains(t, s.All[5].Reason, "nearer but not candidates: mlx5_3 (PIX, 3 bridges): excluded by NCCL_IB_HCA=^mlx5_3")
+	assert.Contains(t, s.Summary(), "NCCL_IB_HCA=^mlx5_3 (from the environment): excluded mlx5_3")
+	for i, want := range []string{"mlx5_5", "mlx5_2", "mlx5_7", "mlx5_0"} {
+		assert.Equal(t, want, s.All[i].NIC.Name, "rail %d is unchanged", i)
+	}
+
+	// A keep-list with ports: prefix "mlx5_1" keeps mlx5_1 (not mlx5_10:
+	// there is none); port 2 of mlx5_5 is not port 1 (GDR_IB_PORT).
+	s = sel(t, h, "NCCL_IB_HCA", "mlx5_1,mlx5_5:2")
+	assert.True(t, s.NIC("mlx5_1").Candidate)
+	assert.Contains(t, s.NIC("mlx5_5").Why, "NCCL uses only the devices and ports it lists (matched by name prefix), and mlx5_5 port 1 (GDR_IB_PORT) is not among them")
+	for _, r := range s.All {
+		assert.Equal(t, "mlx5_1", r.NIC.Name, "the only NIC NCCL uses")
+	}
+
+	// GDR_RDMA_DEVICE chooses: NCCL_IB_HCA is not read.
+	s = sel(t, h, "NCCL_IB_HCA", "^mlx5_3", "GDR_RDMA_DEVICE", "mlx5_3")
+	assert.True(t, s.NIC("mlx5_3").Candidate)
+	assert.False(t, s.HCA.Set())
+
+	// Nothing left: an error naming the setting and what exists.
+	_, err := h.Select(cfg(t, "NCCL_IB_HCA", "=mlx5_ib"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "NCCL_IB_HCA==mlx5_ib (from the environment) excludes every RDMA device here at port 1 (GDR_IB_PORT): mlx5_0, mlx5_1")
+	assert.Contains(t, err.Error(), "fall back to sockets")
+
+	// An excluded PF does not make its VF leave the rails: NCCL uses the VF.
+	s = sel(t, discover(t, "sriov"), "NCCL_IB_HCA", "=mlx5_4")
+	assert.True(t, s.NIC("mlx5_4").Candidate, s.NIC("mlx5_4").Why)
+	assert.Equal(t, "mlx5_4", s.All[0].NIC.Name)
 }

@@ -6,50 +6,102 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
 )
 
 // Deployment shapes the rail rule must survive: SR-IOV virtual functions,
 // bonded (RoCE LAG) devices, storage NICs beside compute NICs. The rule
 // itself is in the package comment.
 
-// markVFs sets PhysFn on NICs whose PCI function is a virtual function and
-// takes them out of the candidates while a physical function with an RDMA
-// device is visible. The PF need not be ACTIVE: a VF shares its PF's port,
-// so a PF that is down is a PF to fix, not a reason to test a VF instead.
+// markVFs sets VF and PhysFn on NICs whose PCI function is an SR-IOV
+// virtual function, and takes out of the candidates the VFs that are no
+// rails:
+//   - anywhere, a VF whose own PF (its physfn link) has an RDMA device this
+//     process can open and NCCL_IB_HCA does not exclude: VFs serve VMs and
+//     containers, and with SR-IOV on a PF's VFs sort before the next PF of
+//     the switch, so rule 4 would hand them rails while that PF idles. The
+//     PF need not be ACTIVE: it is the VF's own port, so a PF that is down
+//     is a PF to fix, not a reason to test a VF instead;
+//   - on bare metal, a VF whose PF is not here (no physfn link, or a PF
+//     without an RDMA device) while a candidate PF of the same PCI vendor
+//     and link layer is: one of those may be its PF. A device of another
+//     vendor or link layer, or whose port is not ACTIVE, says nothing about
+//     the VFs and never takes them out.
+//
+// In a VM (internal/virt) VFs are otherwise rails: a guest's passed-through
+// VFs have no physfn link, and functions its VF table does not know (a
+// MANA or ConnectX-3 function beside eight ConnectX-7 VFs on Azure, a PF
+// passed through) are no reason to leave them out.
 func (s *Selection) markVFs() {
-	var pfs []*NIC
 	for _, n := range s.NICs {
 		if n.Software {
 			continue
 		}
-		d := s.Index.Device(n.PCI)
-		switch {
-		case d == nil:
-		case d.IsVF():
+		if d := s.Index.Device(n.PCI); d != nil && d.IsVF() {
 			n.VF, n.PhysFn = true, d.PhysFn
-		default:
-			pfs = append(pfs, n)
 		}
-	}
-	if len(pfs) == 0 {
-		return // only VFs (a VM's passthrough NICs): they are the rails
 	}
 	for _, n := range s.NICs {
 		if !n.VF || !n.Candidate {
 			continue
 		}
-		n.Candidate = false
-		of := "its PF " + n.PhysFn + " is not in " + pci.DevicesDir
-		if n.PhysFn == "" {
-			of = "no physfn link; a VF by its device ID"
-		} else if pf := s.nicByPCI(n.PhysFn); pf != nil {
-			of = "its PF " + n.PhysFn + " is " + pf.Name
-		} else if s.Index.Device(n.PhysFn) != nil {
-			of = "its PF " + n.PhysFn + " has no RDMA device"
+		if pf := s.nicByPCI(n.PhysFn); pf != nil && n.PhysFn != "" && opens(pf) && !pf.HCAExcluded {
+			s.leaveOut(n, "its PF "+n.PhysFn+" is "+pf.Name, "a VF is not a rail while its own PF, which this process can open, is")
+			continue
 		}
-		n.Why = fmt.Sprintf("it is an SR-IOV virtual function (%s) and physical functions with RDMA devices are visible (%s): a VF is not a rail while a PF is; set GDR_RDMA_DEVICE=%s to test the VF",
-			of, nicNamesOf(pfs), n.Name)
+		if s.Guest.VM {
+			continue
+		}
+		peers := s.peerPFs(n)
+		if len(peers) == 0 {
+			continue
+		}
+		of := "its PF " + n.PhysFn + " is not in " + pci.DevicesDir
+		switch {
+		case n.PhysFn == "":
+			of = "no physfn link; a VF by its device ID"
+		case s.Index.Device(n.PhysFn) != nil:
+			of = "its PF " + n.PhysFn + " has no RDMA device this process can open"
+		}
+		s.leaveOut(n, of, fmt.Sprintf("physical functions with RDMA devices are visible (%s: ACTIVE, %s, of the VF's vendor) on a host that is not a VM, and a VF is not a rail while a PF is",
+			nicNamesOf(peers), orUnknown(n.LinkLayer)))
 	}
+}
+
+// leaveOut takes VF n out of the candidates: of says whose VF it is, why
+// why that makes it no rail.
+func (s *Selection) leaveOut(n *NIC, of, why string) {
+	n.Candidate, n.vfLeftOut = false, true
+	n.Why = fmt.Sprintf("it is an SR-IOV virtual function (%s): %s; set GDR_RDMA_DEVICE=%s to test the VF", of, why, n.Name)
+}
+
+// opens: the NIC's RDMA device is one this process can open (a verbs node
+// in sysfs whose device node is not missing).
+func opens(n *NIC) bool {
+	return n.Dev != nil && n.Dev.Uverbs != "" && n.Dev.NodeState != rdmadev.NodeMissing
+}
+
+// peerPFs are the candidate physical functions that may be VF n's PF where
+// sysfs does not say: hardware, of n's PCI vendor and link layer.
+func (s *Selection) peerPFs(n *NIC) []*NIC {
+	vd := s.Index.Device(n.PCI)
+	var out []*NIC
+	for _, p := range s.NICs {
+		if p.Software || p.VF || !p.Candidate || p.LinkLayer != n.LinkLayer {
+			continue
+		}
+		if pd := s.Index.Device(p.PCI); pd != nil && vd != nil && pd.Vendor == vd.Vendor {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "link layer unknown"
+	}
+	return s
 }
 
 func (s *Selection) nicByPCI(bdf string) *NIC {
@@ -74,7 +126,7 @@ func nicNamesOf(ns []*NIC) string {
 func (s *Selection) LeftOutVFs() string {
 	var vfs []string
 	for _, n := range s.NICs {
-		if n.VF && !n.Candidate && strings.HasPrefix(n.Why, "it is an SR-IOV virtual function") {
+		if n.vfLeftOut {
 			of := ", VF"
 			if n.PhysFn != "" {
 				of += " of " + n.PhysFn
@@ -143,13 +195,16 @@ func (s *Selection) shapeNotes(r *Rail, pool []Choice) []string {
 	if len(over) > 0 {
 		out = append(out, fmt.Sprintf("preferred by port rate and link layer (%s) over the as near %s", portDesc(r.NIC), strings.Join(over, ", ")))
 	}
+	if r.NIC.VF && s.Guest.VM {
+		out = append(out, "an SR-IOV virtual function: in a VM, VFs are rails")
+	}
 	if b := r.NIC.Dev.Bond; b != nil && len(r.NIC.Dev.Functions()) > 1 {
 		out = append(out, fmt.Sprintf("bonded device: one RDMA device over PCI functions %s (bond master %s)", strings.Join(r.NIC.Dev.Functions(), ", "), b.Master))
 	}
 	if r.HasPath && r.GPU != nil {
 		var vfs []string
 		for _, c := range s.Ranked(r.GPU) {
-			if c.NIC.VF && !c.NIC.Candidate && c.HasPath && nearer(c, cur) == 0 {
+			if c.NIC.vfLeftOut && c.HasPath && nearer(c, cur) == 0 {
 				vfs = append(vfs, c.NIC.Name)
 			}
 		}

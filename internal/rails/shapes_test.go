@@ -1,6 +1,7 @@
 package rails
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -160,4 +161,31 @@ func TestPathDevicesVFAddsPF(t *testing.T) {
 	// A PF rail has no extra entry.
 	devs, _ = h.PathDevices(sel(t, h).All[0])
 	assert.Equal(t, "NIC", devs[len(devs)-1].Role)
+}
+
+// A pod that sees two PFs and a VF in its node's sysfs but was given only
+// the VF's device node: libibverbs lists the VF alone (rdma-core
+// try_access_device), so the PFs are no candidates, the VF is not left out
+// for a PF this process cannot open, and the rail is the VF.
+func TestPodWithOneVFNode(t *testing.T) {
+	s := sel(t, discover(t, "pod-vf"))
+	require.Len(t, s.All, 1)
+	require.NotNil(t, s.All[0].NIC, s.Summary())
+	assert.Equal(t, "mlx5_2", s.All[0].NIC.Name, s.Summary())
+	assert.True(t, s.All[0].NIC.VF)
+	for i, pf := range []string{"mlx5_0", "mlx5_1"} {
+		n := s.NIC(pf)
+		require.NotNil(t, n)
+		assert.False(t, n.Candidate, pf)
+		assert.Contains(t, n.Why, fmt.Sprintf("its verbs device node %s does not exist where this process opens it", filepath.Join(s.Root.Dir(), "dev", "infiniband", fmt.Sprintf("uverbs%d", i))))
+		assert.Contains(t, n.Why, "rdma-core libibverbs/init.c try_access_device")
+		assert.Contains(t, n.Why, "resources.limits")
+		assert.Contains(t, n.Why, fmt.Sprintf("--device /dev/infiniband/uverbs%d", i))
+		assert.Equal(t, n.Remedy, nodeRemedy(n.Dev))
+	}
+	assert.Empty(t, s.LeftOutVFs())
+
+	// GDR_RDMA_DEVICE may still name a PF: used, and said.
+	f := sel(t, discover(t, "pod-vf"), "GDR_RDMA_DEVICE", "mlx5_0")
+	assert.Contains(t, f.Primary.Reason, "not a rail candidate: its verbs device node")
 }

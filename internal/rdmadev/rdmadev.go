@@ -8,8 +8,9 @@
 // entries per port, and reading them all through sysfs takes seconds under
 // qemu's TCG, so Scan and Load read none.
 //
-// GID rule (PickGID): an explicit index (GDR_GID_INDEX) is used as given and
-// must be populated. Automatic: on an ACTIVE Ethernet (RoCE) port the lowest
+// GID rule (PickGID): an explicit index (GDR_GID_INDEX, or on RoCE ports
+// NCCL_IB_GID_INDEX: internal/config GIDIndexFor) is used as given and must
+// be populated. Automatic: on an ACTIVE Ethernet (RoCE) port the lowest
 // RoCE v2 GID with an IPv4-mapped address, else the lowest RoCE v2 GID, else
 // index 0; InfiniBand, and ports that are not ACTIVE, use index 0.
 package rdmadev
@@ -66,7 +67,12 @@ type Device struct {
 	// "" when /sys/class/infiniband_verbs names none: libibverbs cannot
 	// open such a device (ib_uverbs not loaded).
 	Uverbs string
-	Ports  []Port
+	// Node is the character device libibverbs opens for Uverbs
+	// (/dev/infiniband/uverbs0), as a path on this machine, and NodeState
+	// whether it exists there (see NodeState); "" without Uverbs.
+	Node      string
+	NodeState NodeState
+	Ports     []Port
 	// Bond is set when a netdev of the device's PCI function is enslaved
 	// to a bonding master. With RoCE LAG, mlx5 shows both ports of a
 	// dual-port card as one RDMA device (mlx5_bond_N) whose device link is
@@ -79,6 +85,37 @@ type Device struct {
 	mu   sync.Mutex
 	gids map[int]*gidTable // port -> table, filled as read
 }
+
+// DevDir is where libibverbs looks for the verbs nodes (rdma-core
+// buildlib/config.h.in RDMA_CDEV_DIR).
+const DevDir = "/dev/infiniband"
+
+// NodeState says whether a device's verbs node exists where libibverbs looks
+// for it. libibverbs lists a device only if stat() of DevDir/<uverbsN>
+// succeeds (rdma-core libibverbs/init.c try_access_device, called for every
+// device since rdma-core 32, netlink discovery included: commit "verbs: Try
+// access device before adding it to device list"): a device whose node is
+// missing is in sysfs but not in ibv_get_device_list, and cannot be opened.
+//
+// Where the node is looked for (hostfs.Root.Devices): on the running host,
+// this process's own /dev, also when GDR_HOST_ROOT mounts the node's "/"
+// elsewhere (a pod sees every node of its node under /host/dev, but opens
+// only what its own /dev holds); in a recorded tree, the tree's
+// /dev/infiniband. A recorded tree without a /dev/infiniband folder was
+// recorded without device nodes (or made by hand): its nodes are Unchecked,
+// not Missing. The recorder (fixtures/record) always writes the folder, so
+// an empty one means the recorded host had no nodes.
+type NodeState int
+
+const (
+	// NodeUnchecked: not looked at (no Uverbs, or a recorded tree without
+	// /dev/infiniband).
+	NodeUnchecked NodeState = iota
+	// NodePresent: the node exists where libibverbs looks.
+	NodePresent
+	// NodeMissing: it does not; libibverbs leaves the device out.
+	NodeMissing
+)
 
 // Port is one port of a device (1-based Num).
 type Port struct {
@@ -216,6 +253,7 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 		return nil, err
 	}
 	uv := uverbsNodes(r)
+	nodes := nodeLookup(r)
 	var devs []*Device
 	var errs []error
 	for _, n := range names {
@@ -227,6 +265,7 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 			errs = append(errs, err)
 			continue
 		}
+		d.Node, d.NodeState = nodes(d.Uverbs)
 		devs = append(devs, d)
 	}
 	return devs, errors.Join(errs...)
@@ -234,7 +273,32 @@ func Scan(r *hostfs.Root) ([]*Device, error) {
 
 // Load reads one device by name.
 func Load(r *hostfs.Root, name string) (*Device, error) {
-	return load(r, name, uverbsNodes(r))
+	d, err := load(r, name, uverbsNodes(r))
+	if err != nil {
+		return nil, err
+	}
+	d.Node, d.NodeState = nodeLookup(r)(d.Uverbs)
+	return d, nil
+}
+
+// nodeLookup returns where libibverbs would find the node of uverbsN and
+// whether it exists there (NodeState).
+func nodeLookup(r *hostfs.Root) func(uverbs string) (string, NodeState) {
+	dr := r.Devices()
+	checked := r.IsLive() || dr.Exists(DevDir)
+	return func(uv string) (string, NodeState) {
+		if uv == "" {
+			return "", NodeUnchecked
+		}
+		p := DevDir + "/" + uv
+		switch {
+		case !checked:
+			return dr.Host(p), NodeUnchecked
+		case dr.Exists(p):
+			return dr.Host(p), NodePresent
+		}
+		return dr.Host(p), NodeMissing
+	}
 }
 
 // uverbsNodes maps RDMA device name to its uverbsN node.
@@ -576,13 +640,20 @@ func (d *Device) GID(n, index int) (g GID, ok bool, err error) {
 // entries in index order and stops at the first RoCE v2 IPv4 one, so an rxe
 // port costs a few reads, not 1024.
 func PickGID(d *Device, n, index int, netdev string) (GID, error) {
+	return PickGIDAs(d, n, index, "GDR_GID_INDEX", netdev)
+}
+
+// PickGIDAs is PickGID with the explicit index set by from (the variable
+// that set it, "NCCL_IB_GID_INDEX in /etc/nccl.conf"), which its errors
+// name.
+func PickGIDAs(d *Device, n, index int, from, netdev string) (GID, error) {
 	p := d.Port(n)
 	if p == nil {
 		return GID{}, fmt.Errorf("%s has no port %d (ports: %s)", d.Name, n, d.portList())
 	}
 	if netdev != "" {
 		if index >= 0 {
-			return GID{}, fmt.Errorf("GDR_GID_NETDEV=%s and GDR_GID_INDEX=%d both choose the GID of %s port %d: set one of them", netdev, index, d.Name, n)
+			return GID{}, fmt.Errorf("GDR_GID_NETDEV=%s and %s=%d both choose the GID of %s port %d: set one of them", netdev, from, index, d.Name, n)
 		}
 		return d.gidOfNetdev(n, p, netdev)
 	}
@@ -596,7 +667,7 @@ func PickGID(d *Device, n, index int, netdev string) (GID, error) {
 			d.mu.Lock()
 			set := len(d.gids[n].indices)
 			d.mu.Unlock()
-			why := "GDR_GID_INDEX"
+			why := from
 			if index < 0 {
 				why = "automatic choice (" + autoWhy(p) + ")"
 			}

@@ -478,3 +478,82 @@ func TestReadNetdev(t *testing.T) {
 		assert.Equal(t, mtu, n.MTU, nd)
 	}
 }
+
+// libibverbs lists a device only if its /dev/infiniband/uverbsN exists
+// (rdma-core libibverbs/init.c try_access_device). In a recorded tree the
+// tree's /dev counts; a tree with no /dev/infiniband at all was recorded
+// without device nodes and is not judged.
+func TestNodeState(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, hostfstest.Copy(filepath.Join("..", "..", "fixtures", "hosts", "pix"), dir))
+	devs, err := Scan(root(t, dir))
+	require.NoError(t, err)
+	require.Len(t, devs, 2)
+	for _, d := range devs {
+		assert.Equal(t, NodePresent, d.NodeState, d.Name)
+		assert.Equal(t, filepath.Join(dir, "dev", "infiniband", d.Uverbs), d.Node)
+	}
+	// A pod given one NIC: only its node is mounted.
+	require.NoError(t, os.Remove(filepath.Join(dir, "dev", "infiniband", "uverbs0")))
+	devs, err = Scan(root(t, dir))
+	require.NoError(t, err)
+	assert.Equal(t, "uverbs0", devs[0].Uverbs)
+	assert.Equal(t, NodeMissing, devs[0].NodeState)
+	assert.Equal(t, NodePresent, devs[1].NodeState)
+	d, err := Load(root(t, dir), "mlx5_0")
+	require.NoError(t, err)
+	assert.Equal(t, NodeMissing, d.NodeState, "Load looks where Scan does")
+
+	// A tree recorded without /dev: nothing to judge by.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "dev")))
+	devs, err = Scan(root(t, dir))
+	require.NoError(t, err)
+	for _, d := range devs {
+		assert.Equal(t, NodeUnchecked, d.NodeState, d.Name)
+	}
+	// An empty /dev/infiniband is a recorded fact: no nodes.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "dev", "infiniband"), 0o755))
+	devs, err = Scan(root(t, dir))
+	require.NoError(t, err)
+	for _, d := range devs {
+		assert.Equal(t, NodeMissing, d.NodeState, d.Name)
+	}
+}
+
+// The running host mounted elsewhere (a pod's /host): the tree's /dev shows
+// the node's nodes, but libibverbs opens this process's own /dev, so that
+// is where the node must be.
+func TestNodeStateLiveRootLooksInOwnDev(t *testing.T) {
+	if _, err := os.Stat("/proc/sys/kernel/random/boot_id"); err != nil {
+		t.Skipf("no /proc/sys/kernel/random/boot_id on this machine: %v", err)
+	}
+	if _, err := os.Stat("/dev/infiniband/uverbs0"); err == nil {
+		t.Skip("this machine has /dev/infiniband/uverbs0: the test needs a process without it")
+	}
+	dir := t.TempDir()
+	require.NoError(t, hostfstest.Copy(filepath.Join("..", "..", "fixtures", "hosts", "pix"), dir))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "proc")))
+	require.NoError(t, os.Symlink("/proc", filepath.Join(dir, "proc")))
+	r := root(t, dir)
+	require.True(t, r.IsLive(), "proc is this kernel's procfs: the running host mounted at %s", dir)
+	require.FileExists(t, filepath.Join(dir, "dev", "infiniband", "uverbs0"), "the mounted host's /dev has the node")
+	devs, err := Scan(r)
+	require.NoError(t, err)
+	require.NotEmpty(t, devs)
+	assert.Equal(t, NodeMissing, devs[0].NodeState)
+	assert.Equal(t, "/dev/infiniband/uverbs0", devs[0].Node, "the path looked at is this process's own")
+}
+
+// An index NCCL_IB_GID_INDEX set (inherited where GDR_GID_INDEX is unset)
+// is used as given, and a miss names the variable and its file.
+func TestPickGIDAsNames(t *testing.T) {
+	devs, err := Scan(fixture(t, "dual-port"))
+	require.NoError(t, err)
+	g, err := PickGIDAs(devs[0], 1, 1, "NCCL_IB_GID_INDEX in /etc/nccl.conf", "")
+	require.NoError(t, err)
+	assert.Equal(t, 1, g.Index)
+	_, err = PickGIDAs(devs[0], 1, 9, "NCCL_IB_GID_INDEX in /etc/nccl.conf", "")
+	assert.ErrorContains(t, err, "GID index 9 (NCCL_IB_GID_INDEX in /etc/nccl.conf) is empty or absent")
+	_, err = PickGID(devs[0], 1, 9, "")
+	assert.ErrorContains(t, err, "GID index 9 (GDR_GID_INDEX) is empty or absent")
+}
