@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/jstemmer/go-junit-report/v2/gtr"
@@ -28,6 +29,12 @@ func emulatedMust(pkg string) []string {
 	return ids
 }
 
+// vmmReqs are the requirements whose data checks run on cuMemCreate memory
+// too (NCCL's allocator: pingpong runVMM, memreg gpumr.EachAlloc). The
+// emulated GPU emulates that memory, so in the lab one of each one's
+// cuMemCreate cases must pass on it.
+var vmmReqs = map[string]bool{"PP-04": true, "PP-05": true, "MREG-03": true, "MREG-05": true}
+
 // EmulatedVerdict checks that the runs with the emulated GPU installed
 // really moved data through emulated GPU memory: every listed requirement
 // passed on every host that ran its package, and pingpong's and memreg's
@@ -36,6 +43,7 @@ func emulatedMust(pkg string) []string {
 // summary (what ran emulated, what the lab cannot prove).
 func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 	ran := map[string]int{}
+	vmmRan := map[string]bool{} // requirement -> a cuMemCreate case passed
 	for _, s := range suites {
 		must := emulatedMust(s.Pkg)
 		if len(must) == 0 || strings.HasSuffix(s.Host, HostMemSuffix) {
@@ -43,8 +51,15 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 		}
 		passed := map[string]bool{}
 		onGPU := map[string]bool{} // top-level test -> it or a subtest ran on gpu-emulated
+		onVMM := map[string]bool{} // top-level test -> a cuMemCreate case of it did
+		// A run of a suite that names no allocator anywhere (recorded
+		// before gdr.gpu_alloc) had no cuMemCreate cases to demand.
+		named := false
 		var top []*report.Case
 		for _, t := range s.Tests() {
+			if t.Own["gdr.gpu_alloc"] != "" {
+				named = true
+			}
 			root, _, sub := strings.Cut(t.Name, "/")
 			req := t.Req // subtests inherit the requirement
 			if !sub {
@@ -58,6 +73,9 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 			case !has || t.Result != gtr.Pass:
 			case mem == "gpu-emulated":
 				onGPU[root] = true
+				if t.Own["gdr.gpu_alloc"] == "cuMemCreate" {
+					onVMM[root] = true
+				}
 			case strings.HasSuffix(t.Name, "/host") || strings.Contains(t.Name, "/host/"):
 				// PP-09's host-memory half, on host memory by design
 			case s.Pkg == PingpongPkg || s.Pkg == "conformance/memreg":
@@ -70,8 +88,13 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 			case t.Result != gtr.Pass, s.Pkg == "conformance/gpu", req == "MREG-01", req == "MREG-02", strings.HasPrefix(req, "HLTH-"): // HLTH moves no data of its own
 			case !onGPU[t.Name]:
 				problems = append(problems, fmt.Sprintf("%s: %s (%s) passed, but neither it nor a subtest ran on gdr.mem=gpu-emulated: the GPU path did not run", s.Name(), t.Name, req))
+			case named && vmmReqs[req] && !onVMM[t.Name]:
+				problems = append(problems, fmt.Sprintf("%s: %s (%s) passed, but none of its cuMemCreate cases passed on gdr.mem=gpu-emulated: NCCL's allocator was not exercised", s.Name(), t.Name, req))
 			default:
 				ran[s.Pkg+" "+req]++
+				if onVMM[t.Name] {
+					vmmRan[req] = true
+				}
 			}
 		}
 		for _, id := range must {
@@ -85,8 +108,17 @@ func EmulatedVerdict(suites []*Suite) (problems, notes []string) {
 			problems = append(problems, fmt.Sprintf("%s: no test passed on host memory", s.Name()))
 		}
 	}
+	vmm := ""
+	if len(vmmRan) > 0 {
+		ids := make([]string, 0, len(vmmRan))
+		for id := range vmmRan {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		vmm = fmt.Sprintf("; %s also on cuMemCreate memory (NCCL's allocator)", strings.Join(ids, ", "))
+	}
 	notes = append(notes,
-		fmt.Sprintf("pingpong PP-01..PP-09 and memreg MREG-03/05 moved data through emulated GPU memory (%d requirements checked for gdr.mem=gpu-emulated on every host that ran them)", len(ran)),
-		"NOT proven by the lab: the dma-buf data path (rxe has no dma-buf MRs, the lab kernel no udmabuf; MREG-04 and GPU-04/05/08 report it absent), and anything about a real GPU's PCIe path or speed")
+		fmt.Sprintf("pingpong PP-01..PP-09 and memreg MREG-03/05 moved data through emulated GPU memory (%d requirements checked for gdr.mem=gpu-emulated on every host that ran them)%s", len(ran), vmm),
+		"NOT proven by the lab: the dma-buf data path (rxe has no dma-buf MRs, the lab kernel no udmabuf; MREG-04 and GPU-04/08 report it absent), and anything about a real GPU's PCIe path or speed")
 	return problems, notes
 }

@@ -10,20 +10,39 @@ import (
 // The emulated-GPU verdict looks at subtests: per-rail tests carry gdr.mem
 // on "rail0", and a silent fallback to host memory is caught there.
 func TestEmulatedVerdict(t *testing.T) {
-	run := func(mem string) []string {
+	runVMM := func(mem string, vmm bool) []string {
 		var evs []Event
 		for _, id := range emulatedMust(PingpongPkg) {
 			name := "TestX" + strings.ReplaceAll(id, "-", "")
 			evs = append(evs,
 				Event{Action: "attr", Test: name, Key: "gdr.req", Value: id},
 				Event{Action: "attr", Test: name + "/rail0", Key: "gdr.mem", Value: mem},
-				Event{Action: "pass", Test: name + "/rail0"},
-				Event{Action: "pass", Test: name})
+				Event{Action: "attr", Test: name + "/rail0", Key: "gdr.gpu_alloc", Value: "cuMemAlloc"},
+				Event{Action: "pass", Test: name + "/rail0"})
+			if vmm && vmmReqs[id] {
+				leaf := name + "/cuMemCreate/rail0"
+				evs = append(evs,
+					Event{Action: "attr", Test: leaf, Key: "gdr.mem", Value: mem},
+					Event{Action: "attr", Test: leaf, Key: "gdr.gpu_alloc", Value: "cuMemCreate"},
+					Event{Action: "pass", Test: leaf}, Event{Action: "pass", Test: name + "/cuMemCreate"})
+			}
+			evs = append(evs, Event{Action: "pass", Test: name})
 		}
-		p, _ := EmulatedVerdict([]*Suite{{Host: "server", Pkg: PingpongPkg, Events: evs}})
+		p, notes := EmulatedVerdict([]*Suite{{Host: "server", Pkg: PingpongPkg, Events: evs}})
+		if vmm && len(p) == 0 {
+			assert.Contains(t, strings.Join(notes, "\n"), "; PP-04, PP-05 also on cuMemCreate memory (NCCL's allocator)")
+		}
 		return p
 	}
+	run := func(mem string) []string { return runVMM(mem, true) }
 	assert.Empty(t, run("gpu-emulated"))
+	_, notes := EmulatedVerdict([]*Suite{{Host: "server", Pkg: PingpongPkg}})
+	assert.NotContains(t, strings.Join(notes, "\n"), "cuMemCreate", "no cuMemCreate case passed: none claimed")
+	// PP-04/PP-05 must also have run on cuMemCreate memory.
+	novmm := strings.Join(runVMM("gpu-emulated", false), "\n")
+	assert.Contains(t, novmm, "TestXPP04 (PP-04) passed, but none of its cuMemCreate cases passed on gdr.mem=gpu-emulated")
+	assert.Contains(t, novmm, "TestXPP05 (PP-05) passed")
+	assert.NotContains(t, novmm, "PP-03", "PP-03 has no cuMemCreate case")
 	// HLTH tests move no data: they pass without gdr.mem.
 	hl := []Event{{Action: "attr", Test: "TestHLTH01TrafficCounters", Key: "gdr.req", Value: "HLTH-01"},
 		{Action: "pass", Test: "TestHLTH01TrafficCounters/rail0"}, {Action: "pass", Test: "TestHLTH01TrafficCounters"}}

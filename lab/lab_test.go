@@ -341,6 +341,25 @@ func TestVerdictGPUOnlySkip(t *testing.T) {
 	assert.Empty(t, GPUSkips([]*Suite{other}, []string{PingpongPkg}))
 	// Outside the mustRun packages nothing is noted.
 	assert.Empty(t, GPUSkips([]*Suite{gpu}, nil))
+
+	// A cuMemCreate case (gdr.gpu_alloc) of any requirement is GPU-only: it
+	// skips without a GPU, and in the host-memory run.
+	vmm := func(why string) *Suite {
+		evs := skip("TestPP04WriteImm/cuMemCreate/rail0", "PP-04", why)
+		evs = slices.Insert(evs, 1, Event{Action: "attr", Test: "TestPP04WriteImm/cuMemCreate/rail0", Key: "gdr.gpu_alloc", Value: "cuMemCreate"})
+		return &Suite{Host: "server-hostmem", Pkg: PingpongPkg, Events: evs}
+	}
+	hostmem := vmm("GDR_MEM=host: the cuMemCreate case moves data through GPU memory")
+	assert.Empty(t, Verdict([]*Suite{hostmem}, []string{PingpongPkg}))
+	notes = GPUSkips([]*Suite{hostmem}, []string{PingpongPkg})
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "TestPP04WriteImm/cuMemCreate/rail0 (PP-04) skipped: this run is on host memory")
+	assert.Empty(t, Verdict([]*Suite{vmm(noCUDA)}, []string{PingpongPkg}))
+	assert.Contains(t, strings.Join(Verdict([]*Suite{vmm("no RDMA device: /sys/class/infiniband is empty")}, []string{PingpongPkg}), "\n"),
+		"was skipped, but the lab must run it", "a cuMemCreate case skipped for want of RDMA is not excused")
+	// GDR_MEM=host excuses only a GPU case.
+	plainHost := &Suite{Host: "server", Pkg: PingpongPkg, Events: skip("TestPP04WriteImm/rail0", "PP-04", "GDR_MEM=host: whatever")}
+	assert.Contains(t, strings.Join(Verdict([]*Suite{plainHost}, []string{PingpongPkg}), "\n"), "was skipped, but the lab must run it")
 }
 
 const perftestBW = `

@@ -196,8 +196,10 @@ func Summary(w io.Writer, suites []*Suite) {
 // requirement's (reqs.Req.GPUOnly) skipped for want of a GPU (the skip names
 // libcuda.so.1 or says no GPU; the lab's VMs have none), or a multi-rail
 // one's (reqs.Req.MultiRail) for want of a second rail (the two-VM lab has
-// one per VM, make lab-cluster has two). Skipped for any other reason (say,
-// no RDMA device) it is not excused.
+// one per VM, make lab-cluster has two). A case on cuMemCreate memory
+// (gdr.gpu_alloc: PP-04/PP-05's, of any requirement) is GPU-only too, and
+// also skips in the host-memory run (GDR_MEM=host). Skipped for any other
+// reason (say, no RDMA device) it is not excused.
 func gpuSkip(t *report.Case) bool {
 	if t.Result != gtr.Skip {
 		return false
@@ -207,10 +209,12 @@ func gpuSkip(t *report.Case) bool {
 	if r.MultiRail {
 		return strings.Contains(why, "needs two or more rails")
 	}
-	if !r.GPUOnly {
+	gpuCase := t.Own["gdr.gpu_alloc"] != ""
+	if !r.GPUOnly && !gpuCase {
 		return false
 	}
-	return strings.Contains(why, "libcuda.so.1") || strings.Contains(why, "no GPU")
+	return strings.Contains(why, "libcuda.so.1") || strings.Contains(why, "no GPU") ||
+		(gpuCase && strings.Contains(why, "GDR_MEM=host"))
 }
 
 // GPUSkips lists, for the lab's NOTE, the GPU-only tests of the mustRun
@@ -230,6 +234,8 @@ func GPUSkips(suites []*Suite, mustRun []string) []string {
 				what := "the VMs have no GPU"
 				if r, _ := reqs.Lookup(t.Own["gdr.req"]); r.MultiRail {
 					what = "each VM has one rail (make lab-cluster has two)"
+				} else if strings.Contains(why, "GDR_MEM=host") {
+					what = "this run is on host memory"
 				}
 				notes = append(notes, fmt.Sprintf("%s: %s (%s) skipped: %s (%s)", s.Name(), t.Name, t.Own["gdr.req"], what, why))
 			}

@@ -70,12 +70,18 @@ func forced(k membuf.Kind) rc.Alloc {
 	}
 }
 
-// gpuBuffer allocates size bytes of device memory (SYNC_MEMOPS set) on rail
-// r's GPU (the primary rail's when r is nil: GDR_GPU, else the GPU of the
-// rail whose NIC the tests use), freed and its context released through
-// t.Cleanup. A host without libcuda or a GPU gets testenv.Absent naming what
-// is missing.
+// gpuBuffer allocates size bytes of device memory (cuMemAlloc, SYNC_MEMOPS
+// set) on rail r's GPU (the primary rail's when r is nil: GDR_GPU, else the
+// GPU of the rail whose NIC the tests use), freed and its context released
+// through t.Cleanup. A host without libcuda or a GPU gets testenv.Absent
+// naming what is missing.
 func gpuBuffer(t testing.TB, size int, r *rails.Rail, why string) membuf.Buffer {
+	t.Helper()
+	return gpuBufferBy(t, size, r, why, cuda.CuMemAlloc)
+}
+
+// gpuBufferBy is gpuBuffer through allocator a.
+func gpuBufferBy(t testing.TB, size int, r *rails.Rail, why string, a cuda.Allocator) membuf.Buffer {
 	t.Helper()
 	d := cuda.Open(t)
 	g := railGPU(t, r)
@@ -85,7 +91,7 @@ func gpuBuffer(t testing.TB, size int, r *rails.Rail, why string) membuf.Buffer 
 	dev := cuda.DeviceOf(t, d, g)
 	memAttrs(t, dev.MemLabel(), why, dev.PCI)
 	c := cuda.Primary(t, dev)
-	return cuda.Alloc(t, c, size)
+	return cuda.AllocBy(t, c, a, size)
 }
 
 // memAttrs records where the test's buffers live, once per test even when

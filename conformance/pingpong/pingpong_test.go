@@ -32,11 +32,20 @@ func TestPP02Connect(t *testing.T) {
 // PP-03: RDMA WRITE delivers the data intact.
 func TestPP03Write(t *testing.T) { runVerify(t, "PP-03", traffic.Write) }
 
-// PP-04: RDMA WRITE_WITH_IMM delivers the data and the immediate value.
-func TestPP04WriteImm(t *testing.T) { runVerify(t, "PP-04", traffic.WriteImm) }
+// PP-04: RDMA WRITE_WITH_IMM delivers the data and the immediate value; in
+// gpu builds again on cuMemCreate memory (runVMM: the NIC writes into
+// memory allocated as NCCL allocates).
+func TestPP04WriteImm(t *testing.T) {
+	runVerify(t, "PP-04", traffic.WriteImm)
+	runVMM(t, "PP-04", traffic.WriteImm)
+}
 
-// PP-05: RDMA READ fetches the peer's data intact.
-func TestPP05Read(t *testing.T) { runVerify(t, "PP-05", traffic.Read) }
+// PP-05: RDMA READ fetches the peer's data intact; in gpu builds again on
+// cuMemCreate memory (runVMM: the NIC reads it).
+func TestPP05Read(t *testing.T) {
+	runVerify(t, "PP-05", traffic.Read)
+	runVMM(t, "PP-05", traffic.Read)
+}
 
 // PP-06: SEND/RECV delivers the message intact with the right length. A
 // small SEND from host memory goes inline (the provider copies it); from GPU

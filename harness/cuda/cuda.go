@@ -16,12 +16,45 @@ package cuda
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr; // 64-bit ABI (the _v2 entry points)
 typedef struct CUstream_st *CUstream;
+
+// The virtual memory management (VMM) types, laid out as cuda.h declares
+// them (CUDA 11+; NVIDIA/cuda-python cuda/bindings/cydriver.pxd, generated
+// from CUDA 13.0's cuda.h: CUmemLocation_st, CUmemAllocationProp_st,
+// CUmemAccessDesc_st). The sizes and offsets were also printed by a C
+// program built against the H200 machine's CUDA 13.0 cuda.h: prop 32 bytes,
+// location at 8, allocFlags at 24, gpuDirectRDMACapable at 25; access
+// descriptor 12 bytes, flags at 8. The asserts pin them on every build.
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct { int type; int id; } gdr_CUmemLocation; // CUmemLocationType, ordinal
+typedef struct {
+	int type;                 // CUmemAllocationType: PINNED = 1
+	int requestedHandleTypes; // CUmemAllocationHandleType: NONE = 0
+	gdr_CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} gdr_CUmemAllocationProp;
+typedef struct {
+	gdr_CUmemLocation location;
+	int flags; // CUmemAccess_flags: PROT_READWRITE = 3
+} gdr_CUmemAccessDesc;
+_Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
+_Static_assert(offsetof(gdr_CUmemAllocationProp, location) == 8, "CUmemAllocationProp.location at 8");
+_Static_assert(offsetof(gdr_CUmemAllocationProp, allocFlags) == 24, "CUmemAllocationProp.allocFlags at 24");
+_Static_assert(offsetof(gdr_CUmemAllocationProp, allocFlags.gpuDirectRDMACapable) == 25, "gpuDirectRDMACapable at 25");
+_Static_assert(sizeof(gdr_CUmemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
+_Static_assert(offsetof(gdr_CUmemAccessDesc, flags) == 8, "CUmemAccessDesc.flags at 8");
 
 // The driver's function table, filled by gdr_cuda_load.
 static struct {
@@ -66,6 +99,17 @@ static struct {
 	CUresult (*StreamCreate)(CUstream *, unsigned int);
 	CUresult (*StreamSynchronize)(CUstream);
 	CUresult (*StreamDestroy)(CUstream);
+	// Virtual memory management (CUDA 10.2+; NCCL's allocator). Optional
+	// like the peer calls: a library without them fails the VMM cases by
+	// name instead of failing to load.
+	CUresult (*MemGetAllocationGranularity)(size_t *, const gdr_CUmemAllocationProp *, int);
+	CUresult (*MemCreate)(CUmemGenericAllocationHandle *, size_t, const gdr_CUmemAllocationProp *, unsigned long long);
+	CUresult (*MemRelease)(CUmemGenericAllocationHandle);
+	CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUresult (*MemAddressFree)(CUdeviceptr, size_t);
+	CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	CUresult (*MemUnmap)(CUdeviceptr, size_t);
+	CUresult (*MemSetAccess)(CUdeviceptr, size_t, const gdr_CUmemAccessDesc *, size_t);
 } gdr_cu;
 
 static void *gdr_cu_lib;
@@ -123,6 +167,14 @@ static int gdr_cuda_load(const char *name, const char **why, const char **missin
 	*(void **)(&gdr_cu.StreamCreate) = dlsym(h, "cuStreamCreate");
 	*(void **)(&gdr_cu.StreamSynchronize) = dlsym(h, "cuStreamSynchronize");
 	*(void **)(&gdr_cu.StreamDestroy) = dlsym(h, "cuStreamDestroy_v2");
+	*(void **)(&gdr_cu.MemGetAllocationGranularity) = dlsym(h, "cuMemGetAllocationGranularity");
+	*(void **)(&gdr_cu.MemCreate) = dlsym(h, "cuMemCreate");
+	*(void **)(&gdr_cu.MemRelease) = dlsym(h, "cuMemRelease");
+	*(void **)(&gdr_cu.MemAddressReserve) = dlsym(h, "cuMemAddressReserve");
+	*(void **)(&gdr_cu.MemAddressFree) = dlsym(h, "cuMemAddressFree");
+	*(void **)(&gdr_cu.MemMap) = dlsym(h, "cuMemMap");
+	*(void **)(&gdr_cu.MemUnmap) = dlsym(h, "cuMemUnmap");
+	*(void **)(&gdr_cu.MemSetAccess) = dlsym(h, "cuMemSetAccess");
 	gdr_cu_lib = h;
 	return 0;
 }
@@ -141,6 +193,14 @@ static void gdr_cuda_unload(void) {
 	*(void **)(&gdr_cu.StreamCreate) = NULL;
 	*(void **)(&gdr_cu.StreamSynchronize) = NULL;
 	*(void **)(&gdr_cu.StreamDestroy) = NULL;
+	*(void **)(&gdr_cu.MemGetAllocationGranularity) = NULL;
+	*(void **)(&gdr_cu.MemCreate) = NULL;
+	*(void **)(&gdr_cu.MemRelease) = NULL;
+	*(void **)(&gdr_cu.MemAddressReserve) = NULL;
+	*(void **)(&gdr_cu.MemAddressFree) = NULL;
+	*(void **)(&gdr_cu.MemMap) = NULL;
+	*(void **)(&gdr_cu.MemUnmap) = NULL;
+	*(void **)(&gdr_cu.MemSetAccess) = NULL;
 }
 
 static int gdr_has_dmabuf_export(void) { return gdr_cu.MemGetHandleForAddressRange != NULL; }
@@ -196,6 +256,54 @@ static CUresult gdr_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s
 static CUresult gdr_cuStreamCreate(CUstream *s) { return gdr_cu.StreamCreate(s, 1); } // CU_STREAM_NON_BLOCKING
 static CUresult gdr_cuStreamSynchronize(CUstream s) { return gdr_cu.StreamSynchronize(s); }
 static CUresult gdr_cuStreamDestroy(CUstream s) { return gdr_cu.StreamDestroy(s); }
+// The VMM calls; gdr_missing_vmm names the first one the library lacks.
+static const char *gdr_missing_vmm(void) {
+	if (!gdr_cu.MemGetAllocationGranularity) return "cuMemGetAllocationGranularity";
+	if (!gdr_cu.MemCreate) return "cuMemCreate";
+	if (!gdr_cu.MemRelease) return "cuMemRelease";
+	if (!gdr_cu.MemAddressReserve) return "cuMemAddressReserve";
+	if (!gdr_cu.MemAddressFree) return "cuMemAddressFree";
+	if (!gdr_cu.MemMap) return "cuMemMap";
+	if (!gdr_cu.MemUnmap) return "cuMemUnmap";
+	if (!gdr_cu.MemSetAccess) return "cuMemSetAccess";
+	return NULL;
+}
+// gdr_vmm_prop describes pinned memory on device dev, as NCCL's
+// ncclCuMemAlloc (src/include/alloc.h) does: type PINNED (1), location
+// DEVICE (1) with the ordinal, no shareable handle type, and
+// gpuDirectRDMACapable when rdma is set.
+static void gdr_vmm_prop(gdr_CUmemAllocationProp *p, int dev, int rdma) {
+	memset(p, 0, sizeof *p);
+	p->type = 1;
+	p->location.type = 1;
+	p->location.id = dev;
+	p->allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
+}
+static CUresult gdr_cuMemGetAllocationGranularity(size_t *g, int dev, int rdma, int option) {
+	gdr_CUmemAllocationProp p;
+	gdr_vmm_prop(&p, dev, rdma);
+	return gdr_cu.MemGetAllocationGranularity(g, &p, option);
+}
+static CUresult gdr_cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, int dev, int rdma) {
+	gdr_CUmemAllocationProp p;
+	gdr_vmm_prop(&p, dev, rdma);
+	return gdr_cu.MemCreate(h, n, &p, 0);
+}
+static CUresult gdr_cuMemRelease(CUmemGenericAllocationHandle h) { return gdr_cu.MemRelease(h); }
+static CUresult gdr_cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align) { return gdr_cu.MemAddressReserve(p, n, align, 0, 0); }
+static CUresult gdr_cuMemAddressFree(CUdeviceptr p, size_t n) { return gdr_cu.MemAddressFree(p, n); }
+static CUresult gdr_cuMemMap(CUdeviceptr p, size_t n, CUmemGenericAllocationHandle h) { return gdr_cu.MemMap(p, n, 0, h, 0); }
+static CUresult gdr_cuMemUnmap(CUdeviceptr p, size_t n) { return gdr_cu.MemUnmap(p, n); }
+// gdr_cuMemSetAccess grants device dev read and write access (location
+// DEVICE, CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3).
+static CUresult gdr_cuMemSetAccess(CUdeviceptr p, size_t n, int dev) {
+	gdr_CUmemAccessDesc d;
+	memset(&d, 0, sizeof d);
+	d.location.type = 1;
+	d.location.id = dev;
+	d.flags = 3;
+	return gdr_cu.MemSetAccess(p, n, &d, 1);
+}
 static const char *gdr_cuGetErrorName(CUresult r) {
 	const char *s = NULL;
 	if (gdr_cu.GetErrorName(r, &s) != 0 || !s) return "";
@@ -293,6 +401,13 @@ const (
 	ptrAttrMemoryType = 2
 	ptrAttrSyncMemops = 6
 	ptrAttrIsManaged  = 8
+	ptrAttrGDRCapable = 15 // IS_GPU_DIRECT_RDMA_CAPABLE (CUDA 11.3+)
+)
+
+// Options of cuMemGetAllocationGranularity (CUmemAllocationGranularity_flags).
+const (
+	granMinimum     = 0
+	granRecommended = 1
 )
 
 // Memory types (CUmemorytype).
@@ -612,9 +727,7 @@ func (c *Context) Do(f func() error) error {
 }
 
 // Synchronize waits for all work in the context.
-func (c *Context) Synchronize() error {
-	return c.Do(func() error { return check("cuCtxSynchronize", C.gdr_cuCtxSynchronize()) })
-}
+func (c *Context) Synchronize() error { return c.Do(ctxSynchronize) }
 
 // Size formats a byte count for call descriptions ("2 MiB").
 func Size(n int) string {
@@ -909,4 +1022,112 @@ func (s stream) memcpyPeerAsync(dst uintptr, dstCtx *Context, src uintptr, srcCt
 	}
 	return check(fmt.Sprintf("cuMemcpyPeerAsync(gpu %d -> gpu %d, %s)", srcCtx.Dev.Ordinal, dstCtx.Dev.Ordinal, Size(n)),
 		C.gdr_cuMemcpyPeerAsync(C.CUdeviceptr(dst), dh, C.CUdeviceptr(src), sh, C.size_t(n), s.s))
+}
+
+// The VMM calls (vmm.go builds on them). Each returns an error naming the
+// entry point when the library lacks one; the context must be current.
+
+func missingVMM(op string) error {
+	if m := C.gdr_missing_vmm(); m != nil {
+		return &Error{Op: op, Code: ErrNotSupported, Name: "symbol missing",
+			Desc: fmt.Sprintf("%s does not export %s; upgrade the NVIDIA driver", Library, C.GoString(m))}
+	}
+	return nil
+}
+
+// HasVMM reports whether the driver exports every VMM call the suite uses.
+func (d *Driver) HasVMM() bool { return C.gdr_missing_vmm() == nil }
+
+func rdmaFlag(rdma bool) C.int {
+	if rdma {
+		return 1
+	}
+	return 0
+}
+
+func memGranularity(dev Device, rdma, recommended bool) (int, error) {
+	opt, name := C.int(granMinimum), "MINIMUM"
+	if recommended {
+		opt, name = granRecommended, "RECOMMENDED"
+	}
+	op := fmt.Sprintf("cuMemGetAllocationGranularity(%s, gpu %d, gpuDirectRDMACapable=%d)", name, dev.Ordinal, rdmaFlag(rdma))
+	if err := missingVMM(op); err != nil {
+		return 0, err
+	}
+	var g C.size_t
+	err := check(op, C.gdr_cuMemGetAllocationGranularity(&g, C.int(dev.h), rdmaFlag(rdma), opt))
+	return int(g), err
+}
+
+func memCreate(dev Device, n int, rdma bool) (uint64, error) {
+	op := fmt.Sprintf("cuMemCreate(%s, gpu %d, gpuDirectRDMACapable=%d)", Size(n), dev.Ordinal, rdmaFlag(rdma))
+	if err := missingVMM(op); err != nil {
+		return 0, err
+	}
+	var h C.CUmemGenericAllocationHandle
+	err := check(op, C.gdr_cuMemCreate(&h, C.size_t(n), C.int(dev.h), rdmaFlag(rdma)))
+	return uint64(h), err
+}
+
+func memRelease(h uint64, n int) error {
+	op := fmt.Sprintf("cuMemRelease(%s)", Size(n))
+	if err := missingVMM(op); err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuMemRelease(C.CUmemGenericAllocationHandle(h)))
+}
+
+func memAddressReserve(n, align int) (uintptr, error) {
+	op := fmt.Sprintf("cuMemAddressReserve(%s, align %s)", Size(n), Size(align))
+	if err := missingVMM(op); err != nil {
+		return 0, err
+	}
+	var p C.CUdeviceptr
+	err := check(op, C.gdr_cuMemAddressReserve(&p, C.size_t(n), C.size_t(align)))
+	return uintptr(p), err
+}
+
+func memAddressFree(p uintptr, n int) error {
+	op := fmt.Sprintf("cuMemAddressFree(%#x, %s)", p, Size(n))
+	if err := missingVMM(op); err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuMemAddressFree(C.CUdeviceptr(p), C.size_t(n)))
+}
+
+func memMap(p uintptr, n int, h uint64) error {
+	op := fmt.Sprintf("cuMemMap(%#x, %s)", p, Size(n))
+	if err := missingVMM(op); err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuMemMap(C.CUdeviceptr(p), C.size_t(n), C.CUmemGenericAllocationHandle(h)))
+}
+
+func memUnmap(p uintptr, n int) error {
+	op := fmt.Sprintf("cuMemUnmap(%#x, %s)", p, Size(n))
+	if err := missingVMM(op); err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuMemUnmap(C.CUdeviceptr(p), C.size_t(n)))
+}
+
+func memSetAccess(p uintptr, n int, dev Device) error {
+	op := fmt.Sprintf("cuMemSetAccess(%#x, %s, READWRITE for gpu %d)", p, Size(n), dev.Ordinal)
+	if err := missingVMM(op); err != nil {
+		return err
+	}
+	return check(op, C.gdr_cuMemSetAccess(C.CUdeviceptr(p), C.size_t(n), C.int(dev.h)))
+}
+
+// ctxSynchronize waits for the current context's work.
+func ctxSynchronize() error { return check("cuCtxSynchronize", C.gdr_cuCtxSynchronize()) }
+
+// gdrCapable reads CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE. The
+// driver writes an int (driver 580 left the upper half of a pre-filled
+// 8-byte word alone); a zeroed 8-byte word takes either width.
+func gdrCapable(p uintptr) (bool, error) {
+	var v C.ulonglong
+	err := check(fmt.Sprintf("cuPointerGetAttribute(IS_GPU_DIRECT_RDMA_CAPABLE, %#x)", p),
+		C.gdr_cuPointerGetAttribute(unsafe.Pointer(&v), ptrAttrGDRCapable, C.CUdeviceptr(p)))
+	return v != 0, err
 }

@@ -13,19 +13,111 @@ import (
 	"github.com/gdrconf/gdrconf/internal/multigpu"
 )
 
+// devMem is what the suite's two kinds of device memory share: a
+// page-aligned device range of one context that data enters and leaves only
+// through copies, exported as a dma-buf, read back only after the NIC's
+// writes are flushed. Mem (cuMemAlloc) and VMM (cuMemCreate) embed it.
+type devMem struct {
+	ctx    *Context
+	addr   uintptr // page-aligned start handed out
+	size   int     // requested length
+	span   int     // length from addr the allocation covers (what DmabufFD exports)
+	mu     sync.Mutex
+	closed bool
+}
+
+// Kind is membuf.GPU.
+func (m *devMem) Kind() membuf.Kind { return membuf.GPU }
+
+// Addr is the CUdeviceptr (page aligned).
+func (m *devMem) Addr() uintptr { return m.addr }
+
+// Len is the requested length.
+func (m *devMem) Len() int { return m.size }
+
+// Span is the length DmabufFD exports: Len rounded up to the host page
+// (cuMemAlloc) or to the allocation granularity (cuMemCreate).
+func (m *devMem) Span() int { return m.span }
+
+// Context is the context the memory belongs to.
+func (m *devMem) Context() *Context { return m.ctx }
+
+// MemLabel is gdr.mem's value for this memory: "gpu" or "gpu-emulated".
+func (m *devMem) MemLabel() string { return m.ctx.Dev.MemLabel() }
+
+func (m *devMem) live(op string, n int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("%s on a freed GPU buffer", op)
+	}
+	if n > m.size {
+		return fmt.Errorf("%s of %d bytes into a %d-byte GPU buffer", op, n, m.size)
+	}
+	return nil
+}
+
+// ReadBack copies the start of the buffer into p (device to host). A NIC
+// may have written the buffer, so its writes are flushed first where the
+// device needs it (cuFlushGPUDirectRDMAWrites; see Context.flushRemoteWrites):
+// every read of GPU memory by the suite goes through here, so none can
+// forget it.
+func (m *devMem) ReadBack(p []byte) error {
+	if err := m.live("ReadBack", len(p)); err != nil || len(p) == 0 {
+		return err
+	}
+	return m.ctx.Do(func() error {
+		if err := m.ctx.flushRemoteWrites(); err != nil {
+			return err
+		}
+		return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p))
+	})
+}
+
+// ReadBackUnflushed is ReadBack without the flush of remote writes. The
+// suite never reads so; the emulated GPU's tests (lab/emugpu) use it to show
+// that the emulator refuses such a read of RDMA-written memory.
+func (m *devMem) ReadBackUnflushed(p []byte) error {
+	if err := m.live("ReadBackUnflushed", len(p)); err != nil || len(p) == 0 {
+		return err
+	}
+	return m.ctx.Do(func() error { return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p)) })
+}
+
+// DmabufFD exports the buffer's span with cuMemGetHandleForAddressRange. The
+// caller owns the fd and closes it after deregistering the MR.
+func (m *devMem) DmabufFD() (int, uint64, bool, error) {
+	if err := m.live("DmabufFD", 0); err != nil {
+		return -1, 0, true, err
+	}
+	fd, err := m.ctx.dmabufFD(m.addr, m.span)
+	if err != nil {
+		return -1, 0, true, err
+	}
+	return fd, 0, true, nil
+}
+
+// DmabufRange exports n bytes at offset off of the buffer's span, both
+// multiples of the host page, as a dma-buf (a sub-range, as NCCL exports
+// pieces of one allocation). The caller owns the fd.
+func (m *devMem) DmabufRange(off, n int) (int, error) {
+	if err := m.live("DmabufRange", 0); err != nil {
+		return -1, err
+	}
+	if off < 0 || n <= 0 || off+n > m.span {
+		return -1, fmt.Errorf("dma-buf of %d bytes at offset %d: outside the %d-byte GPU buffer", n, off, m.span)
+	}
+	return m.ctx.dmabufFD(m.addr+uintptr(off), n)
+}
+
 // Mem is device memory from cuMemAlloc (or cuMemAllocManaged, for negative
 // controls). It implements membuf.Buffer: Addr is host-page aligned and the
 // allocation is rounded up to whole pages, so the same buffer can be exported
 // as a dma-buf.
 type Mem struct {
-	ctx     *Context
+	devMem
 	raw     uintptr // what cuMemAlloc returned; freed on Close
-	addr    uintptr // page-aligned start handed out
-	size    int     // requested length
-	span    int     // page-rounded length from addr (what DmabufFD exports)
 	managed bool
-	mu      sync.Mutex
-	closed  bool
 }
 
 var _ membuf.Buffer = (*Mem)(nil)
@@ -62,88 +154,31 @@ func (c *Context) alloc(size int, managed bool) (*Mem, error) {
 		}
 		addr = (raw + uintptr(page) - 1) &^ uintptr(page-1)
 	}
-	return &Mem{ctx: c, raw: raw, addr: addr, size: size, span: span, managed: managed}, nil
+	return &Mem{devMem: devMem{ctx: c, addr: addr, size: size, span: span}, raw: raw, managed: managed}, nil
 }
-
-// Kind is membuf.GPU.
-func (m *Mem) Kind() membuf.Kind { return membuf.GPU }
-
-// Addr is the CUdeviceptr (page aligned).
-func (m *Mem) Addr() uintptr { return m.addr }
-
-// Len is the requested length.
-func (m *Mem) Len() int { return m.size }
-
-// Span is the page-rounded length DmabufFD exports.
-func (m *Mem) Span() int { return m.span }
-
-// Context is the context the memory belongs to.
-func (m *Mem) Context() *Context { return m.ctx }
 
 // Managed reports whether this is cuMemAllocManaged memory.
 func (m *Mem) Managed() bool { return m.managed }
 
-func (m *Mem) live(op string, n int) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return fmt.Errorf("%s on a freed GPU buffer", op)
+// Allocator is CuMemAlloc (gdr.gpu_alloc).
+func (m *Mem) Allocator() Allocator { return CuMemAlloc }
+
+// GPUAlloc names the allocator for membuf.GPUAlloc.
+func (m *Mem) GPUAlloc() string {
+	if m.managed {
+		return "cuMemAllocManaged"
 	}
-	if n > m.size {
-		return fmt.Errorf("%s of %d bytes into a %d-byte GPU buffer", op, n, m.size)
-	}
-	return nil
+	return string(CuMemAlloc)
 }
 
-// Fill copies p to the start of the buffer (host to device).
+// Fill copies p to the start of the buffer (host to device). SYNC_MEMOPS,
+// set on every buffer RDMA touches (Alloc in testing.go), makes the copy
+// complete before it returns.
 func (m *Mem) Fill(p []byte) error {
 	if err := m.live("Fill", len(p)); err != nil || len(p) == 0 {
 		return err
 	}
 	return m.ctx.HtoD(m.addr, unsafe.Pointer(&p[0]), len(p))
-}
-
-// ReadBack copies the start of the buffer into p (device to host). A NIC
-// may have written the buffer, so its writes are flushed first where the
-// device needs it (cuFlushGPUDirectRDMAWrites; see Context.flushRemoteWrites):
-// every read of GPU memory by the suite goes through here, so none can
-// forget it.
-func (m *Mem) ReadBack(p []byte) error {
-	if err := m.live("ReadBack", len(p)); err != nil || len(p) == 0 {
-		return err
-	}
-	return m.ctx.Do(func() error {
-		if err := m.ctx.flushRemoteWrites(); err != nil {
-			return err
-		}
-		return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p))
-	})
-}
-
-// ReadBackUnflushed is ReadBack without the flush of remote writes. The
-// suite never reads so; the emulated GPU's tests (lab/emugpu) use it to show
-// that the emulator refuses such a read of RDMA-written memory.
-func (m *Mem) ReadBackUnflushed(p []byte) error {
-	if err := m.live("ReadBackUnflushed", len(p)); err != nil || len(p) == 0 {
-		return err
-	}
-	return m.ctx.Do(func() error { return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p)) })
-}
-
-// MemLabel is gdr.mem's value for this memory: "gpu" or "gpu-emulated".
-func (m *Mem) MemLabel() string { return m.ctx.Dev.MemLabel() }
-
-// DmabufFD exports the buffer's pages with cuMemGetHandleForAddressRange. The
-// caller owns the fd and closes it after deregistering the MR.
-func (m *Mem) DmabufFD() (int, uint64, bool, error) {
-	if err := m.live("DmabufFD", 0); err != nil {
-		return -1, 0, true, err
-	}
-	fd, err := m.ctx.dmabufFD(m.addr, m.span)
-	if err != nil {
-		return -1, 0, true, err
-	}
-	return fd, 0, true, nil
 }
 
 // Close frees the memory; safe to call twice.

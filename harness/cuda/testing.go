@@ -68,6 +68,38 @@ func Alloc(t testing.TB, c *Context, size int) *Mem {
 	return m
 }
 
+// AllocVMM allocates size bytes of RDMA-capable VMM device memory for t (the
+// way NCCL allocates; see Allocator), torn down in t.Cleanup. SYNC_MEMOPS is
+// not set: the driver refuses it on VMM memory, and VMM.Fill waits for its
+// copy instead.
+func AllocVMM(t testing.TB, c *Context, size int) *VMM {
+	t.Helper()
+	m, err := c.AllocVMM(size, true)
+	if err != nil {
+		testenv.Failf(t, allocRemedy(err), "GPU %s: %v", c.Dev.PCI, err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
+		}
+	})
+	return m
+}
+
+// AllocBy allocates size bytes of device memory for t through allocator a:
+// Alloc for cuMemAlloc, AllocVMM for cuMemCreate.
+func AllocBy(t testing.TB, c *Context, a Allocator, size int) Buffer {
+	t.Helper()
+	switch a {
+	case CuMemAlloc:
+		return Alloc(t, c, size)
+	case CuMemCreate:
+		return AllocVMM(t, c, size)
+	}
+	testenv.NotJudgedf(t, "", "suite bug: unknown GPU allocator %q", a)
+	return nil
+}
+
 // AllocManaged allocates managed memory for t (freed in t.Cleanup).
 func AllocManaged(t testing.TB, c *Context, size int) *Mem {
 	t.Helper()
@@ -139,8 +171,11 @@ func EnablePeer(t testing.TB, c, peer *Context) bool {
 }
 
 func allocRemedy(err error) string {
-	if Code(err) == ErrOutOfMemory {
+	switch Code(err) {
+	case ErrOutOfMemory:
 		return "free GPU memory (nvidia-smi shows which processes hold it) or pick another GPU with GDR_GPU"
+	case ErrNotSupported:
+		return "upgrade the NVIDIA driver: it lacks part of the virtual memory management API NCCL allocates with (cuMemCreate, cuMemMap, cuMemSetAccess)"
 	}
 	return "check dmesg for NVRM/Xid errors; a driver/library version mismatch also shows here"
 }
@@ -149,5 +184,5 @@ func allocRemedy(err error) string {
 // the emulated GPU's tests (lab/emugpu) hand it to copies to show that a
 // pointer under the wrong context is refused.
 func (m *Mem) Misowned(c *Context) *Mem {
-	return &Mem{ctx: c, addr: m.addr, size: m.size, span: m.span}
+	return &Mem{devMem: devMem{ctx: c, addr: m.addr, size: m.size, span: m.span}}
 }

@@ -23,13 +23,14 @@ const (
 )
 
 // MoveData proves a registration path carries data, not just registers:
-// two RC QPs on the NIC in this process, each on a GPU buffer registered
-// through path; an RDMA WRITE from one GPU buffer into the other (the NIC
-// reads GPU memory, then writes GPU memory) and an RDMA READ back, each
-// checked through a flushed device-to-host copy (gdr.data_moved).
-func MoveData(t *testing.T, g *GPU, n *NIC, path config.MRPath) {
+// two RC QPs on the NIC in this process, each on a GPU buffer from
+// allocator a registered through path; an RDMA WRITE from one GPU buffer
+// into the other (the NIC reads GPU memory, then writes GPU memory) and an
+// RDMA READ back, each checked through a flushed device-to-host copy
+// (gdr.data_moved).
+func MoveData(t *testing.T, g *GPU, n *NIC, path config.MRPath, a cuda.Allocator) {
 	t.Helper()
-	alloc := func(t testing.TB, size int, _ *rails.Rail) membuf.Buffer { return cuda.Alloc(t, g.Ctx, size) }
+	alloc := func(t testing.TB, size int, _ *rails.Rail) membuf.Buffer { return cuda.AllocBy(t, g.Ctx, a, size) }
 	ends := rc.Connect(t, rc.Options{Dev: n.Name, BufSize: moveSize, Alloc: alloc, Loopback: true, MR: path})
 	srv, cli := ends[0], ends[1]
 	err := step(cli, "RDMA WRITE GPU->NIC->GPU", cli, srv, verbs.OpWrite, membuf.IterSeed(cli.Seed, moveSize, 1))
@@ -39,9 +40,9 @@ func MoveData(t *testing.T, g *GPU, n *NIC, path config.MRPath) {
 	rc.Report(t, ends)
 	if err != nil {
 		testenv.Failf(t, "the registration works but data does not arrive intact: check dmesg for the NIC driver and NVRM (Xid) messages, the PCIe path (TOPO-02/03: ACS, IOMMU) and the GPU's writes ordering (GPU-06)",
-			"GPU %s via %s (%s): %v", g.Dev.PCI, n.Name, cli.MR().Path, err)
+			"GPU %s via %s (%s MR on %s memory): %v", g.Dev.PCI, n.Name, cli.MR().Path, a, err)
 	}
-	testenv.Attr(t, "data_moved", fmt.Sprintf("WRITE and READ of %d bytes each way through %s MRs, verified", xfer, cli.MR().Path))
+	testenv.Attr(t, "data_moved", fmt.Sprintf("WRITE and READ of %d bytes each way through %s MRs on %s memory, verified", xfer, cli.MR().Path, a))
 }
 
 // step fills fill's buffer with seed's pattern and poisons target's, posts

@@ -71,9 +71,14 @@ func OpenGPU(t *testing.T) *GPU {
 }
 
 // RequireDevice is the negative control every GPU registration runs first:
-// the buffer must be cuMemAlloc device memory, so a registration that only
-// works on managed or host memory can never pass as GPUDirect RDMA.
-func RequireDevice(t *testing.T, g *GPU, m *cuda.Mem) {
+// the buffer must be device memory (cuMemAlloc or cuMemCreate), so a
+// registration that only works on managed or host memory can never pass as
+// GPUDirect RDMA. It records CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE
+// as gdr.gdr_capable, and for cuMemCreate memory requires it: that memory
+// was created with gpuDirectRDMACapable, and reading 0 means the driver
+// dropped the flag (its dma-buf export still succeeds then, so the export
+// cannot tell).
+func RequireDevice(t *testing.T, g *GPU, m cuda.Buffer) {
 	t.Helper()
 	mt, err := g.Ctx.PointerType(m.Addr())
 	if err != nil {
@@ -81,7 +86,42 @@ func RequireDevice(t *testing.T, g *GPU, m *cuda.Mem) {
 	}
 	testenv.Attr(t, "mem_type", string(mt))
 	if mt != cuda.MemDevice {
-		testenv.Failf(t, "suite bug or broken driver: the buffer must come from cuMemAlloc",
-			"GPU %s: buffer at %#x is %s memory, not device memory", g.Dev.PCI, m.Addr(), mt)
+		testenv.Failf(t, "suite bug or broken driver: the buffer must come from cuMemAlloc or cuMemCreate",
+			"GPU %s: %s buffer at %#x is %s memory, not device memory", g.Dev.PCI, m.Allocator(), m.Addr(), mt)
+	}
+	ok, err := g.Ctx.GPUDirectRDMACapable(m.Addr())
+	switch {
+	case err != nil && m.Allocator() == cuda.CuMemCreate:
+		testenv.Failf(t, "upgrade the NVIDIA driver (IS_GPU_DIRECT_RDMA_CAPABLE needs CUDA 11.3+)", "GPU %s: %v", g.Dev.PCI, err)
+	case err != nil:
+		testenv.Attr(t, "gdr_capable", "unreadable: "+err.Error())
+	default:
+		testenv.Attr(t, "gdr_capable", ok)
+	}
+	if !ok && m.Allocator() == cuda.CuMemCreate {
+		testenv.Failf(t, "upgrade the NVIDIA driver: NCCL creates its buffers this way and they would not register either",
+			"GPU %s: cuMemCreate memory at %#x created with gpuDirectRDMACapable=1 reads IS_GPU_DIRECT_RDMA_CAPABLE=0 although %s is 1",
+			g.Dev.PCI, m.Addr(), cuda.AttrGPUDirectRDMAWithVMM)
+	}
+}
+
+// EachAlloc runs fn in one subtest per GPU allocator, named by it
+// (cuMemAlloc, then cuMemCreate), each with requirement id and
+// gdr.gpu_alloc. The cuMemCreate subtest is absent, naming the attribute,
+// where the GPU cannot register that memory (cuda.VMMAbsence: GPU-05
+// judges the attribute).
+func EachAlloc(t *testing.T, id string, g *GPU, fn func(t *testing.T, a cuda.Allocator)) {
+	t.Helper()
+	for _, a := range cuda.Allocators() {
+		t.Run(string(a), func(t *testing.T) {
+			testenv.Req(t, id)
+			testenv.Attr(t, "gpu_alloc", string(a))
+			if a == cuda.CuMemCreate {
+				if why := cuda.VMMAbsence(g.Drv, g.Dev); why != "" {
+					testenv.Absent(t, "%s", why)
+				}
+			}
+			fn(t, a)
+		})
 	}
 }

@@ -40,13 +40,19 @@ func PeermemState(root *hostfs.Root) (loaded bool, legacy bool, desc string) {
 }
 
 // peermemFailure says why ibv_reg_mr of GPU memory failed with err, given
-// the module state (desc as PeermemState words it).
-func peermemFailure(err error, loaded, legacy bool, desc string) Outcome {
+// the module state (desc as PeermemState words it) and whether the memory
+// came from cuMemCreate (vmm).
+func peermemFailure(err error, loaded, legacy, vmm bool, desc string) Outcome {
 	var errno syscall.Errno
 	errors.As(err, &errno)
 	switch {
 	case legacy:
 		return Outcome{"fail", err, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"}
+	case loaded && vmm:
+		// The driver says VMM memory registers (GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED
+		// is the precondition of this case) and the buffer is RDMA-capable
+		// (RequireDevice), yet the peer-memory path refused it.
+		return Outcome{"fail", err, "nvidia_peermem is loaded but the NIC stack refused cuMemCreate memory created RDMA-capable (gpuDirectRDMACapable=1, IS_GPU_DIRECT_RDMA_CAPABLE=1, GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=1); where the cuMemAlloc case passes, peer memory on this host takes cuMemAlloc memory only, and NCCL, which allocates with cuMemCreate by default, fails to register: update the NVIDIA driver and nvidia_peermem together, use dma-buf (MREG-04), or set NCCL_CUMEM_ENABLE=0 until then; look for nvidia_peermem/ib_umem lines in dmesg (" + desc + ")"}
 	case loaded:
 		return Outcome{"fail", err, "nvidia_peermem is loaded but the NIC stack refused GPU memory: nvidia_peermem was probably built against another OFED/rdma-core kernel stack than the running one (reinstall the NVIDIA driver after MLNX_OFED, or rebuild with DKMS), or the NIC driver lacks peer-memory support; look for nvidia_peermem/ib_umem lines in dmesg (" + desc + ")"}
 	case errno == syscall.EFAULT || errno == syscall.EINVAL:

@@ -34,19 +34,23 @@ func TestPeermemState(t *testing.T) {
 func TestPeermemFailure(t *testing.T) {
 	const desc = "nvidia_peermem not loaded"
 	for _, tc := range []struct {
-		name           string
-		err            error
-		loaded, legacy bool
-		why            string
+		name                string
+		err                 error
+		loaded, legacy, vmm bool
+		why                 string
 	}{
-		{"legacy module first", syscall.EFAULT, true, true, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"},
-		{"loaded but refused", syscall.EFAULT, true, false, "nvidia_peermem is loaded but the NIC stack refused GPU memory"},
-		{"not loaded: EFAULT", syscall.EFAULT, false, false, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"},
-		{"not loaded: EINVAL wrapped", fmt.Errorf("ibv_reg_mr: %w", syscall.EINVAL), false, false, PeermemNotLoaded},
-		{"anything else", syscall.ENOMEM, false, false, "unexpected error registering GPU memory (" + desc + ")"},
+		{"legacy module first", syscall.EFAULT, true, true, false, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"},
+		{"legacy module first, VMM too", syscall.EFAULT, true, true, true, "the legacy nv_peer_mem module is loaded"},
+		{"loaded but refused", syscall.EFAULT, true, false, false, "nvidia_peermem is loaded but the NIC stack refused GPU memory"},
+		{"loaded but refused VMM memory", syscall.EFAULT, true, false, true, "nvidia_peermem is loaded but the NIC stack refused cuMemCreate memory created RDMA-capable"},
+		{"loaded but refused VMM memory: NCCL named", syscall.EINVAL, true, false, true, "set NCCL_CUMEM_ENABLE=0 until then"},
+		{"not loaded: EFAULT", syscall.EFAULT, false, false, false, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"},
+		{"not loaded: VMM memory alike", syscall.EFAULT, false, false, true, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr"},
+		{"not loaded: EINVAL wrapped", fmt.Errorf("ibv_reg_mr: %w", syscall.EINVAL), false, false, false, PeermemNotLoaded},
+		{"anything else", syscall.ENOMEM, false, false, false, "unexpected error registering GPU memory (" + desc + ")"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := peermemFailure(tc.err, tc.loaded, tc.legacy, desc)
+			o := peermemFailure(tc.err, tc.loaded, tc.legacy, tc.vmm, desc)
 			assert.Equal(t, "fail", o.State)
 			assert.Equal(t, tc.err, o.Err)
 			assert.Contains(t, o.Why, tc.why)

@@ -15,34 +15,36 @@ import (
 	"github.com/gdrconf/gdrconf/harness/verbs"
 )
 
-// TryPeermem registers cuMemAlloc memory with plain ibv_reg_mr, the path
-// nvidia_peermem serves, and records the module state (gdr.nvidia_peermem).
-func TryPeermem(t *testing.T, g *GPU, n *NIC) Outcome {
+// TryPeermem registers GPU memory from allocator a with plain ibv_reg_mr,
+// the path nvidia_peermem serves, and records the module state
+// (gdr.nvidia_peermem).
+func TryPeermem(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 	t.Helper()
-	m := cuda.Alloc(t, g.Ctx, BufSize)
+	m := cuda.AllocBy(t, g.Ctx, a, BufSize)
 	RequireDevice(t, g, m)
 	mr, err := n.PD.RegMR(m.Addr(), m.Len(), rc.Access, membuf.GPU)
 	loaded, legacy, desc := PeermemState(testenv.Root(t))
 	testenv.Attr(t, "nvidia_peermem", desc)
 	if err != nil {
-		return peermemFailure(err, loaded, legacy, desc)
+		return peermemFailure(err, loaded, legacy, a == cuda.CuMemCreate, desc)
 	}
 	CloseAtEnd(t, n.Name, mr)
 	return Outcome{State: "ok", Why: desc}
 }
 
-// TryDmabuf probes dma-buf MR support, then registers an exported GPU buffer.
-func TryDmabuf(t *testing.T, g *GPU, n *NIC) Outcome {
+// TryDmabuf probes dma-buf MR support, then registers an exported GPU buffer
+// from allocator a.
+func TryDmabuf(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 	t.Helper()
 	probe, o, ok := dmabufReady(t, g, n)
 	if !ok {
 		return o
 	}
-	m := cuda.Alloc(t, g.Ctx, BufSize)
+	m := cuda.AllocBy(t, g.Ctx, a, BufSize)
 	RequireDevice(t, g, m)
 	fd, off, _, err := m.DmabufFD()
 	if err != nil {
-		return Outcome{"fail", err, "the GPU claims dma-buf support but export failed: check dmesg for NVRM errors (see GPU-08)"}
+		return Outcome{"fail", err, fmt.Sprintf("the GPU claims dma-buf support but export of %s memory failed: check dmesg for NVRM errors (see GPU-08)", a)}
 	}
 	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
 	mr, err := n.PD.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, rc.Access)
@@ -50,7 +52,7 @@ func TryDmabuf(t *testing.T, g *GPU, n *NIC) Outcome {
 		return Outcome{State: "unsupported", Err: err, Why: fmt.Sprintf("the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.Name, err)}
 	}
 	if err != nil {
-		return Outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.Name, g.Dev.PCI)}
+		return Outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration of exported %s memory failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.Name, g.Dev.PCI, a)}
 	}
 	CloseAtEnd(t, n.Name, mr)
 	return Outcome{State: "ok", Why: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}

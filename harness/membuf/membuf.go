@@ -43,3 +43,13 @@ func Label(b Buffer) string {
 	}
 	return string(b.Kind())
 }
+
+// GPUAlloc is what gdr.gpu_alloc reports for b: the driver call that
+// allocated GPU memory ("cuMemAlloc", "cuMemCreate"), or "" for memory
+// that does not say (host memory).
+func GPUAlloc(b Buffer) string {
+	if a, ok := b.(interface{ GPUAlloc() string }); ok {
+		return a.GPUAlloc()
+	}
+	return ""
+}

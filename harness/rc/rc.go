@@ -664,6 +664,9 @@ func (e *End) setup() error {
 	}
 	e.Attr("nic", e.Dev)
 	e.Attr("mem", membuf.Label(e.Buf))
+	if a := membuf.GPUAlloc(e.Buf); a != "" {
+		e.Attr("gpu_alloc", a)
+	}
 	e.Attr("peer_mem", e.Peer.Mem)
 	e.Attr("mr_path", paths(e.MRs))
 	if len(e.MRNotes) > 0 {

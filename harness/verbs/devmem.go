@@ -112,14 +112,26 @@ var DevMemCases = []DevMemCase{
 	{
 		Case:    "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on GPU buffers the NIC touches",
 		Adopted: true,
-		Reason:  "harness/cuda sets it on every allocation of a test buffer",
+		Reason:  "harness/cuda sets it on every cuMemAlloc test buffer; on cuMemCreate memory the driver refuses it (CUDA_ERROR_NOT_SUPPORTED, H200 with driver 580, measured), so a fill of that memory waits for the context (cuCtxSynchronize) before the NIC may read it",
 		Sources: "rdma-core tests/test_cuda_dmabuf.py DmabufCudaRes.dmabuf_cuda_init",
-		Tests:   []string{"lab/emugpu/cuda_test.go:TestFakeDriver"},
+		Tests:   []string{"lab/emugpu/cuda_test.go:TestFakeDriver", "lab/emugpu/vmm_test.go:TestFakeVMM"},
+	},
+	{
+		Case:    "cuMemCreate (VMM) memory, NCCL's default allocation (NCCL_CUMEM_ENABLE): RDMA-capable only when created with gpuDirectRDMACapable, which NCCL sets where GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is 1",
+		Adopted: true,
+		Reason:  "harness/cuda allocates it as NCCL does (cuMemCreate with gpuDirectRDMACapable, cuMemAddressReserve, cuMemMap, cuMemSetAccess READWRITE, rounded to the granularity) and requires IS_GPU_DIRECT_RDMA_CAPABLE=1 before registering; MREG-03/04/05 register it through peermem and dma-buf and PP-04/05 move data through it, beside cuMemAlloc memory (gdr.gpu_alloc); absent where the attribute is 0 (GPU-05 judges it)",
+		Sources: "NCCL src/include/alloc.h ncclCuMemAlloc; src/allocator.cc ncclMemAlloc; src/misc/cudawrap.cc ncclIsCuMemSupported, ncclCuMemEnable; src/transport/net.cc (cuMemGetHandleForAddressRange of those buffers for regMrDmaBuf)",
+		Tests: []string{
+			"lab/emugpu/vmm_test.go:TestFakeVMM",
+			"lab/emugpu/vmm_test.go:TestFakeVMMMisuse",
+			"lab/emugpu/suite_test.go:TestVMMOnEmulatedGPU",
+			"harness/gpumr/outcome_test.go:TestPeermemFailure",
+		},
 	},
 	{
 		Case:    "64 KiB GPU-page rounding of device buffers",
 		Adopted: false,
-		Reason:  "buffers come from cuMemAlloc (2 MiB aligned from 2 MiB, 4 KiB aligned below, measured on H200) and dma-buf export takes 4 KiB-aligned ranges (measured); rounding to GPU pages is left to the driver; unproven for peermem on a GDR host",
+		Reason:  "buffers come from cuMemAlloc (2 MiB aligned from 2 MiB, 4 KiB aligned below, measured on H200) or cuMemCreate (rounded to its granularity, 2 MiB on H200) and dma-buf export takes 4 KiB-aligned ranges (measured); rounding to GPU pages is left to the driver; unproven for peermem on a GDR host",
 		Sources: "perftest src/cuda_memory.c cuda_allocate_device_memory_buffer (ACCEL_PAGE_SIZE); rdma-core tests/test_cuda_dmabuf.py (GPU_PAGE_SIZE)",
 	},
 	{

@@ -132,6 +132,10 @@ func TestEmulatedGPUMemory(t *testing.T) {
 		{"cpu-read", "unexpected fault address", false},
 		{"unflushed", "cuMemcpyDtoH", true},
 		{"flushed", "", true},
+		// cuMemCreate memory (NCCL's allocator) behaves the same.
+		{"vmm-cpu-read", "unexpected fault address", false},
+		{"vmm-unflushed", "cuMemcpyDtoH", true},
+		{"vmm-flushed", "", true},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestEmulatedGPUMemory$", "-test.v")
@@ -144,7 +148,7 @@ func TestEmulatedGPUMemory(t *testing.T) {
 			}
 			assert.Contains(t, string(out), c.want)
 			assert.Contains(t, string(out), "PROT_NONE", "every protection is logged")
-			if c.mode == "unflushed" {
+			if strings.HasSuffix(c.mode, "unflushed") {
 				assert.Contains(t, string(out), "cuFlushGPUDirectRDMAWrites before reading RDMA-written GPU memory")
 			}
 		})
@@ -158,7 +162,15 @@ func emulatedChild(t *testing.T, mode string) {
 	devs, err := d.Devices()
 	require.NoError(t, err)
 	c := cuda.Primary(t, devs[0])
-	m := cuda.Alloc(t, c, 8192)
+	var m interface {
+		cuda.Buffer
+		ReadBackUnflushed([]byte) error
+	}
+	if vmm, ok := strings.CutPrefix(mode, "vmm-"); ok {
+		m, mode = cuda.AllocVMM(t, c, 8192), vmm
+	} else {
+		m = cuda.Alloc(t, c, 8192)
+	}
 	require.NoError(t, m.Fill(bytes.Repeat([]byte{0x5a}, 8192))) // first copy: alias A becomes PROT_NONE
 	switch mode {
 	case "cpu-read":
@@ -185,7 +197,7 @@ func emulatedChild(t *testing.T, mode string) {
 // nicWrite plays the NIC: it changes 16 bytes of m without going through
 // the driver (mprotect the alias back to writable for an instant, as only
 // the test may; the suite never does).
-func nicWrite(t *testing.T, m *cuda.Mem) {
+func nicWrite(t *testing.T, m cuda.Buffer) {
 	t.Helper()
 	require.NoError(t, mprotectRW(m.Addr(), 4096))
 	p := (*[16]byte)(ptrOf(m.Addr()))

@@ -5,7 +5,10 @@
 // memory where the suite could get it wrong: the CPU cannot touch it (an
 // access faults), the NIC can, data enters and leaves only through
 // cuMemcpy*, and data the NIC wrote is refused until
-// cuFlushGPUDirectRDMAWrites. See src/libcuda.c for how.
+// cuFlushGPUDirectRDMAWrites. See src/libcuda.c for how. The virtual
+// memory management calls (cuMemCreate, cuMemAddressReserve, cuMemMap,
+// cuMemSetAccess: NCCL's allocator) give the same memory, with the real
+// driver's answers to misuse.
 //
 // With FAKE_CUDA_DEVICES=<n> it has n devices that reach each other's
 // memory (peer access, cuMemcpyPeer under the same flush rule), so the

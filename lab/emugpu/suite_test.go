@@ -26,6 +26,8 @@ import (
 // What the emulator cannot be (a link, PCIe contention) must come out absent
 // and every result labelled gpu-emulated; what it can (peer access, data
 // through cuMemcpyPeer) must pass, and fail when peer access is taken away.
+// GPU-05, MREG-02 (conformance/memreg, tags gpu,rdma) and harness/cuda's VMM
+// tests run the same way for cuMemCreate memory.
 
 type outcome struct {
 	action string // pass, fail, skip
@@ -71,13 +73,49 @@ func buildSuite(t *testing.T) string {
 	return suiteDir
 }
 
+var (
+	extraMu    sync.Mutex
+	extraBuilt = map[string]error{}
+)
+
+// extraSuite compiles package pkg's tests with tags into name beside the
+// gpu test binary, once per name; without the rdma-core headers (tag rdma)
+// it skips.
+func extraSuite(t *testing.T, name, tags, pkg string) string {
+	t.Helper()
+	dir := buildSuite(t)
+	extraMu.Lock()
+	err, done := extraBuilt[name]
+	if !done {
+		build := exec.Command("go", "test", "-c", "-tags", tags, "-o", filepath.Join(dir, name), pkg)
+		build.Dir = "../.."
+		if out, berr := build.CombinedOutput(); berr != nil {
+			err = fmt.Errorf("go test -c -tags %s %s: %w\n%s", tags, pkg, berr, out)
+		}
+		extraBuilt[name] = err
+	}
+	extraMu.Unlock()
+	if err != nil && strings.Contains(err.Error(), "infiniband/verbs.h") {
+		t.Skipf("no rdma-core headers to build %s: %v", pkg, err)
+	}
+	require.NoError(t, err)
+	return name
+}
+
 // runSuite runs the multi-GPU tests on the emulated GPU with env (GDR_*
 // from the caller's environment dropped) and folds test2json's events.
 func runSuite(t *testing.T, env ...string) map[string]*outcome {
 	t.Helper()
+	return runBinary(t, "gpu.test", "^TestGPU1[2-5]", env...)
+}
+
+// runBinary runs the tests of test binary bin (built by buildSuite or
+// memregSuite) that match run, on the emulated GPU, as runSuite does.
+func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome {
+	t.Helper()
 	dir := buildSuite(t)
-	cmd := exec.Command("go", "tool", "test2json", "-t", filepath.Join(dir, "gpu.test"),
-		"-test.v=test2json", "-test.count=1", "-test.timeout=5m", "-test.run", "^TestGPU1[2-5]")
+	cmd := exec.Command("go", "tool", "test2json", "-t", filepath.Join(dir, bin),
+		"-test.v=test2json", "-test.count=1", "-test.timeout=5m", "-test.run", run)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GDR_") && !strings.HasPrefix(kv, "FAKE_CUDA_") && !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
 			cmd.Env = append(cmd.Env, kv)
@@ -200,4 +238,50 @@ func TestMultiGPUOnOneGPU(t *testing.T) {
 	o := get(t, res, "TestGPU14PeerAccess")
 	assert.Equal(t, "fail", o.action)
 	assert.Contains(t, o.output.String(), "GDR_STRICT=1: GPU-14 needs two or more GPUs")
+}
+
+// cuMemCreate memory (NCCL's allocator) on the emulated GPU through the
+// suite: GPU-05 reads the attribute that lets a NIC register it, and
+// MREG-02's controls find it device memory, RDMA-capable exactly when
+// created so. With the attribute at 0 GPU-05 is absent (the emulator's) and
+// MREG-02 says it left cuMemCreate unchecked, naming the attribute.
+func TestVMMOnEmulatedGPU(t *testing.T) {
+	bin := extraSuite(t, "memreg.test", "gpu,rdma", "./conformance/memreg")
+	res := runBinary(t, "gpu.test", "^TestGPU05")
+	vmm := get(t, res, "TestGPU05VMM/0000:3b:00.0")
+	assert.Equal(t, "pass", vmm.action, "%s", vmm.output.String())
+	assert.Equal(t, "1", vmm.attrs["gdr.gdr_vmm_supported"])
+	assert.Equal(t, "gpu-emulated", vmm.attrs["gdr.mem"])
+
+	res = runBinary(t, bin, "^TestMREG02")
+	ctl := get(t, res, "TestMREG02DeviceMemoryControl")
+	assert.Equal(t, "pass", ctl.action, "%s", ctl.output.String())
+	for _, want := range []string{"cuMemCreate=device", "cuMemCreate gpuDirectRDMACapable=1: IS_GPU_DIRECT_RDMA_CAPABLE=true",
+		"cuMemCreate gpuDirectRDMACapable=0: IS_GPU_DIRECT_RDMA_CAPABLE=false", "cuMemAllocManaged=managed"} {
+		assert.Contains(t, ctl.attrs["gdr.controls"], want)
+	}
+	assert.Equal(t, "true", ctl.attrs["gdr.gdr_capable"], "cuMemAlloc memory reads RDMA-capable")
+
+	res = runBinary(t, "gpu.test", "^TestGPU05", "FAKE_CUDA_VMM_RDMA=0")
+	vmm = get(t, res, "TestGPU05VMM/0000:3b:00.0")
+	assert.Equal(t, "skip", vmm.action)
+	assert.Equal(t, "0", vmm.attrs["gdr.gdr_vmm_supported"])
+	res = runBinary(t, bin, "^TestMREG02", "FAKE_CUDA_VMM_RDMA=0")
+	ctl = get(t, res, "TestMREG02DeviceMemoryControl")
+	assert.Equal(t, "pass", ctl.action, "%s", ctl.output.String())
+	assert.Contains(t, ctl.attrs["gdr.controls"], "cuMemCreate not checked: GPU 0000:3b:00.0: GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED is 0")
+}
+
+// harness/cuda's own GPU tests of VMM memory (TestVMMOnGPU, the one for a
+// GPU machine, and the driver's answers to misuse) pass on the emulated GPU
+// too: what they assert holds for the emulator, and the test code runs
+// before it meets a GPU.
+func TestHarnessVMMTestsOnEmulatedGPU(t *testing.T) {
+	bin := extraSuite(t, "cuda.test", "gpu", "./harness/cuda")
+	res := runBinary(t, bin, "^TestVMM")
+	for _, name := range []string{"TestVMMOnGPU", "TestVMMMisuseOnGPU"} {
+		o := get(t, res, name)
+		assert.Equal(t, "pass", o.action, "%s", o.output.String())
+	}
+	assert.Contains(t, get(t, res, "TestVMMOnGPU").output.String(), "minimum 2 MiB, recommended 2 MiB")
 }

@@ -20,22 +20,29 @@
  * refuses it loudly, naming the missing call (the emulated device reports
  * writes ordering NONE with the HOST flush option, so a flush is required).
  *
+ * The virtual memory management calls (cuMemCreate and friends, NCCL's
+ * allocator) give the same kind of memory: see "VMM" below.
+ *
  * Not emulated, and reported so: dma-buf export (the lab kernel has no
- * udmabuf, and rxe has no dma-buf MRs), cuMemCreate (VMM). Everything here is
- * labelled emulated by the suite (gdrEmulatedGPU below) and is never counted
- * as hardware evidence.
+ * udmabuf, and rxe has no dma-buf MRs). Everything here is labelled emulated
+ * by the suite (gdrEmulatedGPU below) and is never counted as hardware
+ * evidence.
  *
  * Environment: FAKE_CUDA_INIT=<CUresult> makes cuInit fail with it;
  * FAKE_CUDA_DEVICES=<1..8> sets the device count (default 1);
- * FAKE_CUDA_PEER=0 makes the devices unable to reach each other (see "peers").
+ * FAKE_CUDA_PEER=0 makes the devices unable to reach each other (see "peers");
+ * FAKE_CUDA_VMM_RDMA=0 makes GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED read 0
+ * (cuMemCreate memory not registrable, see "VMM").
  * Build flags: -DOMIT_MANAGED drops a required symbol (loader tests);
  * -DNO_DMABUF_SYMBOL drops cuMemGetHandleForAddressRange (a pre-11.7 driver);
- * -DNO_PEER_SYMBOL drops cuDeviceCanAccessPeer (a library without the peer calls).
+ * -DNO_PEER_SYMBOL drops cuDeviceCanAccessPeer (a library without the peer calls);
+ * -DNO_VMM_SYMBOL drops cuMemCreate (a library without the VMM calls).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +98,12 @@ static int cur_dev(void) { return current ? (int)((uintptr_t)current - 0x1000) :
 
 /* ---- allocations ---- */
 
-enum kind { K_DEVICE, K_MANAGED, K_HOST };
+/* K_VMM is one cuMemMap mapping of a cuMemCreate allocation (struct phys,
+ * in "VMM" below): alias A is the mapping, alias B and the shadow are the
+ * allocation's, shared by all its mappings. */
+enum kind { K_DEVICE, K_MANAGED, K_HOST, K_VMM };
+
+struct phys;
 
 struct alloc {
 	struct alloc *next;
@@ -106,14 +118,25 @@ struct alloc {
 	int fd;
 	int prot_none;
 	int sync_memops;
+	struct phys *phys;  /* K_VMM: the allocation mapped */
+	int accessible;     /* K_VMM: cuMemSetAccess granted READWRITE */
 };
+
+/* device memory: what the NIC may reach and the CPU may not */
+static int is_dev(const struct alloc *x) { return x->kind == K_DEVICE || x->kind == K_VMM; }
+
+/* usable: device memory a copy may touch (a VMM mapping only after cuMemSetAccess) */
+static int usable(const struct alloc *x) { return x->kind != K_HOST && (x->kind != K_VMM || x->accessible); }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct alloc *allocs;
 
+/* find_locked is the allocation holding [p, p+n); p must lie inside it, so
+ * that the address just past one (the start of a neighbouring VMM mapping or
+ * reservation) is not taken for it. */
 static struct alloc *find_locked(uintptr_t p, size_t n) {
 	for (struct alloc *x = allocs; x; x = x->next)
-		if (p >= x->user && p - x->user <= x->ulen && n <= x->ulen - (p - x->user))
+		if (p >= x->user && p - x->user < x->ulen && n <= x->ulen - (p - x->user))
 			return x;
 	return NULL;
 }
@@ -123,7 +146,9 @@ static struct alloc *find_locked(uintptr_t p, size_t n) {
  * after allocating; a registration after this point gets EFAULT). */
 static void protect_fresh_locked(const char *op) {
 	for (struct alloc *x = allocs; x; x = x->next) {
-		if (x->kind != K_DEVICE || x->prot_none)
+		/* a VMM mapping stays as it is until cuMemSetAccess: the suite
+		 * registers it after that */
+		if (!is_dev(x) || x->prot_none || (x->kind == K_VMM && !x->accessible))
 			continue;
 		if (mprotect((void *)x->a, x->maplen, PROT_NONE) != 0) {
 			say("mprotect(0x%lx, %zu, PROT_NONE) failed: %s", (unsigned long)x->a, x->maplen, strerror(errno));
@@ -218,7 +243,7 @@ static CUresult free_kind(uintptr_t p, int host) {
 	pthread_mutex_lock(&mu);
 	for (struct alloc **pp = &allocs; *pp; pp = &(*pp)->next) {
 		struct alloc *x = *pp;
-		if (x->user == p && ((x->kind == K_HOST) == host)) {
+		if (x->kind != K_VMM && x->user == p && ((x->kind == K_HOST) == host)) {
 			*pp = x->next;
 			pthread_mutex_unlock(&mu);
 			drop(x);
@@ -382,7 +407,7 @@ static CUresult peer_copy(const char *op, CUdeviceptr dst, CUcontext dctx, CUdev
 	pthread_mutex_lock(&mu);
 	protect_fresh_locked(op);
 	struct alloc *x = find_locked((uintptr_t)src, n), *y = find_locked((uintptr_t)dst, n);
-	if (!x || !y || x->kind != K_DEVICE || y->kind != K_DEVICE || x->dev != sd || y->dev != dd) {
+	if (!x || !y || !is_dev(x) || !is_dev(y) || !usable(x) || !usable(y) || x->dev != sd || y->dev != dd) {
 		snprintf(last_msg, sizeof last_msg,
 			 "emulated GPU: %s of %zu bytes from 0x%llx (device %d) to 0x%llx (device %d): both ends must be cuMemAlloc memory of their context's device (managed memory is not emulated here)",
 			 op, n, (unsigned long long)src, sd, (unsigned long long)dst, dd);
@@ -415,6 +440,374 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUc
 	return peer_copy("cuMemcpyPeerAsync", dst, dctx, src, sctx, n);
 }
 
+/* ---- VMM: cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess ----
+ *
+ * NCCL allocates its buffers this way (NCCL_CUMEM_ENABLE, on by default;
+ * NVIDIA/nccl src/include/alloc.h ncclCuMemAlloc), so the suite registers
+ * such memory beside cuMemAlloc memory. The emulation:
+ *
+ *   cuMemCreate          a memfd of the size (a multiple of the 2 MiB
+ *                        granularity) with its private alias B and shadow:
+ *                        the physical allocation. Its handle is the address
+ *                        of its record, as the driver's handles are host
+ *                        addresses; a handle not handed out is refused (the
+ *                        driver itself crashed on one).
+ *   cuMemAddressReserve  a PROT_NONE anonymous mapping, aligned: the address
+ *                        range, whose pages no one can touch.
+ *   cuMemMap             the memfd mapped MAP_FIXED over part of a
+ *                        reservation, still PROT_NONE: alias A.
+ *   cuMemSetAccess       alias A becomes readable and writable, so that the
+ *                        suite can register it; from then on the mapping is
+ *                        cuMemAlloc memory in every way (a struct alloc of
+ *                        kind K_VMM): copies, the flush rule, PROT_NONE at the
+ *                        first use after allocation, NIC access through the
+ *                        registration.
+ *   cuMemUnmap           the reservation's PROT_NONE placeholder back.
+ *   cuMemAddressFree     the reservation gone.
+ *   cuMemRelease         the allocation gone once its last mapping is.
+ *
+ * Misuse gets the answers the driver gave (CUDA 13.0, driver 580.159.04, on
+ * an H200): sizes or addresses off the granularity, a mapping outside a
+ * reservation or over another one, a copy before cuMemSetAccess, freeing a
+ * reservation that is still mapped or not as reserved, a second release:
+ * CUDA_ERROR_INVALID_VALUE; mapping part of an allocation (offset or size):
+ * CUDA_ERROR_NOT_SUPPORTED; an unknown device: CUDA_ERROR_INVALID_DEVICE;
+ * SYNC_MEMOPS on a mapping: CUDA_ERROR_NOT_SUPPORTED. Unmapping a reserved
+ * range that holds no mapping succeeds, as there. Where the driver was
+ * lenient the emulator is strict: it refuses a mapping that runs past its
+ * reservation (the driver mapped one). Access other than READWRITE is not
+ * emulated (CUDA_ERROR_NOT_SUPPORTED). IS_GPU_DIRECT_RDMA_CAPABLE reads the
+ * allocation's gpuDirectRDMACapable flag, as the driver's does.
+ */
+#define GRAN ((size_t)2 << 20)
+
+/* The layouts of cuda.h (CUDA 11+), as the driver reads them: sizes and
+ * offsets printed against CUDA 13.0's header. */
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct { int type; int id; } CUmemLocation;
+typedef struct {
+	int type;                 /* CU_MEM_ALLOCATION_TYPE_PINNED = 1 */
+	int requestedHandleTypes; /* NONE 0, POSIX_FILE_DESCRIPTOR 1, ... */
+	CUmemLocation location;   /* CU_MEM_LOCATION_TYPE_DEVICE = 1, ordinal */
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} CUmemAllocationProp;
+typedef struct {
+	CUmemLocation location;
+	int flags;                /* PROT_NONE 0, PROT_READ 1, PROT_READWRITE 3 */
+} CUmemAccessDesc;
+_Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
+_Static_assert(offsetof(CUmemAllocationProp, allocFlags) == 24, "allocFlags at 24");
+_Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
+
+struct phys {
+	struct phys *next;
+	int dev;
+	size_t size;
+	int fd;
+	char *b;                /* private alias */
+	unsigned char *shadow;
+	int rdma;               /* gpuDirectRDMACapable */
+	int released;
+	int maps;               /* live mappings */
+};
+
+struct resv {
+	struct resv *next;
+	uintptr_t addr;
+	size_t size;
+};
+
+static struct phys *physs;
+static struct resv *resvs;
+
+static int vmm_rdma(const struct alloc *x) { return x->phys && x->phys->rdma; }
+
+static int vmm_rdma_allowed(void) {
+	const char *v = getenv("FAKE_CUDA_VMM_RDMA");
+	return !(v && strcmp(v, "0") == 0);
+}
+
+static int off_gran(uintptr_t p, size_t n) { return p % GRAN != 0 || n == 0 || n % GRAN != 0; }
+
+static struct phys *phys_find_locked(CUmemGenericAllocationHandle h) {
+	for (struct phys *p = physs; p; p = p->next)
+		if ((CUmemGenericAllocationHandle)(uintptr_t)p == h)
+			return p;
+	return NULL;
+}
+
+static void phys_free_locked(struct phys *p) {
+	for (struct phys **pp = &physs; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	munmap(p->b, p->size);
+	close(p->fd);
+	free(p->shadow);
+	free(p);
+}
+
+static struct resv *resv_covering_locked(uintptr_t a, size_t n) {
+	for (struct resv *r = resvs; r; r = r->next)
+		if (a >= r->addr && a - r->addr <= r->size && n <= r->size - (a - r->addr))
+			return r;
+	return NULL;
+}
+
+static int overlaps(uintptr_t a, size_t n, uintptr_t b, size_t m) { return a < b + m && b < a + n; }
+
+CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int option) {
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!g || !prop || (option != 0 && option != 1)) return ERR_INVALID_VALUE; /* MINIMUM 0, RECOMMENDED 1 */
+	*g = GRAN;
+	return OK;
+}
+
+#ifndef NO_VMM_SYMBOL
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags) {
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!h || !prop || flags != 0 || prop->type != 1 || prop->location.type != 1) return ERR_INVALID_VALUE;
+	if (prop->location.id < 0 || prop->location.id >= ndev()) return ERR_INVALID_DEVICE;
+	if (prop->requestedHandleTypes & ~1) {
+		snprintf(last_msg, sizeof last_msg, "the emulated GPU has no shareable handle type but POSIX_FILE_DESCRIPTOR (requested %#x)", prop->requestedHandleTypes);
+		return ERR_NOT_SUPPORTED;
+	}
+	if (size == 0 || size % GRAN != 0) {
+		say("cuMemCreate of %zu bytes: not a multiple of the %zu-byte granularity", size, GRAN);
+		return ERR_INVALID_VALUE;
+	}
+	if (size > MEM_LIMIT) return ERR_OUT_OF_MEMORY;
+	struct phys *p = calloc(1, sizeof *p);
+	if (!p) return ERR_OUT_OF_MEMORY;
+	p->dev = prop->location.id;
+	p->size = size;
+	p->rdma = prop->allocFlags.gpuDirectRDMACapable != 0;
+	p->fd = memfd_create("gdr-emulated-gpu-vmm", MFD_CLOEXEC);
+	if (p->fd < 0 || ftruncate(p->fd, (off_t)size) != 0)
+		goto oom;
+	p->b = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (p->b == MAP_FAILED)
+		goto oom;
+	p->shadow = calloc(1, size);
+	if (!p->shadow) {
+		munmap(p->b, size);
+		goto oom;
+	}
+	pthread_mutex_lock(&mu);
+	p->next = physs;
+	physs = p;
+	pthread_mutex_unlock(&mu);
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)p;
+	return OK;
+oom:
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+	return ERR_OUT_OF_MEMORY;
+}
+#endif
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+	pthread_mutex_lock(&mu);
+	struct phys *p = phys_find_locked(h);
+	if (!p || p->released) {
+		pthread_mutex_unlock(&mu);
+		say("cuMemRelease(0x%llx): not a live allocation handle", h);
+		return ERR_INVALID_VALUE;
+	}
+	p->released = 1;
+	if (p->maps == 0)
+		phys_free_locked(p);
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr, unsigned long long flags) {
+	(void)addr; /* a hint the driver may ignore; the emulator does */
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!ptr || flags != 0 || size == 0 || size % GRAN != 0 || (align & (align - 1)) != 0)
+		return ERR_INVALID_VALUE;
+	size_t al = align > GRAN ? align : GRAN;
+	char *m = mmap(NULL, size + al, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) return ERR_OUT_OF_MEMORY;
+	uintptr_t start = ((uintptr_t)m + al - 1) & ~(uintptr_t)(al - 1);
+	if (start > (uintptr_t)m)
+		munmap(m, start - (uintptr_t)m);
+	size_t tail = (uintptr_t)m + size + al - (start + size);
+	if (tail)
+		munmap((void *)(start + size), tail);
+	struct resv *r = calloc(1, sizeof *r);
+	if (!r) {
+		munmap((void *)start, size);
+		return ERR_OUT_OF_MEMORY;
+	}
+	r->addr = start;
+	r->size = size;
+	pthread_mutex_lock(&mu);
+	r->next = resvs;
+	resvs = r;
+	pthread_mutex_unlock(&mu);
+	*ptr = (CUdeviceptr)start;
+	return OK;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+	pthread_mutex_lock(&mu);
+	for (struct resv **rp = &resvs; *rp; rp = &(*rp)->next) {
+		struct resv *r = *rp;
+		if (r->addr != (uintptr_t)ptr || r->size != size)
+			continue;
+		for (struct alloc *x = allocs; x; x = x->next)
+			if (x->kind == K_VMM && overlaps(x->a, x->maplen, r->addr, r->size)) {
+				pthread_mutex_unlock(&mu);
+				say("cuMemAddressFree(0x%llx, %zu): 0x%lx is still mapped (cuMemUnmap first)", ptr, size, (unsigned long)x->a);
+				return ERR_INVALID_VALUE;
+			}
+		*rp = r->next;
+		munmap((void *)r->addr, r->size);
+		free(r);
+		pthread_mutex_unlock(&mu);
+		return OK;
+	}
+	pthread_mutex_unlock(&mu);
+	say("cuMemAddressFree(0x%llx, %zu): no reservation starts there with that size", ptr, size);
+	return ERR_INVALID_VALUE;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags) {
+	if (flags != 0 || off_gran((uintptr_t)ptr, size)) return ERR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	CUresult r = OK;
+	struct phys *p = NULL;
+	if (!resv_covering_locked((uintptr_t)ptr, size)) {
+		say("cuMemMap(0x%llx, %zu): not inside one reservation (cuMemAddressReserve)", ptr, size);
+		r = ERR_INVALID_VALUE;
+		goto out;
+	}
+	p = phys_find_locked(h);
+	if (!p || p->released) {
+		say("cuMemMap(0x%llx): 0x%llx is not a live allocation handle", ptr, h);
+		r = ERR_INVALID_VALUE;
+		goto out;
+	}
+	if (offset != 0 || size != p->size) {
+		snprintf(last_msg, sizeof last_msg, "operation not supported (the driver maps whole allocations only: offset %zu, %zu of %zu bytes)", offset, size, p->size);
+		r = ERR_NOT_SUPPORTED;
+		goto out;
+	}
+	for (struct alloc *x = allocs; x; x = x->next)
+		if (x->kind == K_VMM && overlaps(x->a, x->maplen, (uintptr_t)ptr, size)) {
+			say("cuMemMap(0x%llx, %zu): 0x%lx is mapped already", ptr, size, (unsigned long)x->a);
+			r = ERR_INVALID_VALUE;
+			goto out;
+		}
+	struct alloc *x = calloc(1, sizeof *x);
+	if (!x) {
+		r = ERR_OUT_OF_MEMORY;
+		goto out;
+	}
+	if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd, 0) == MAP_FAILED) {
+		say("cuMemMap: mmap of the allocation at 0x%llx failed: %s", ptr, strerror(errno));
+		free(x);
+		r = ERR_OUT_OF_MEMORY;
+		goto out;
+	}
+	x->kind = K_VMM;
+	x->dev = p->dev;
+	x->user = x->a = (uintptr_t)ptr;
+	x->ulen = x->maplen = size;
+	x->b = p->b;
+	x->shadow = p->shadow;
+	x->fd = -1;
+	x->phys = p;
+	p->maps++;
+	x->next = allocs;
+	allocs = x;
+out:
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+	if (off_gran((uintptr_t)ptr, size)) return ERR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (!resv_covering_locked((uintptr_t)ptr, size)) {
+		pthread_mutex_unlock(&mu);
+		say("cuMemUnmap(0x%llx, %zu): not inside one reservation", ptr, size);
+		return ERR_INVALID_VALUE;
+	}
+	for (struct alloc *x = allocs; x; x = x->next)
+		if (x->kind == K_VMM && overlaps(x->a, x->maplen, (uintptr_t)ptr, size) &&
+		    (x->a < (uintptr_t)ptr || x->a + x->maplen > (uintptr_t)ptr + size)) {
+			pthread_mutex_unlock(&mu);
+			say("cuMemUnmap(0x%llx, %zu): cuts the mapping at 0x%lx (+%zu); whole mappings only", ptr, size, (unsigned long)x->a, x->maplen);
+			return ERR_INVALID_VALUE;
+		}
+	for (struct alloc **pp = &allocs; *pp;) {
+		struct alloc *x = *pp;
+		if (x->kind != K_VMM || !overlaps(x->a, x->maplen, (uintptr_t)ptr, size)) {
+			pp = &x->next;
+			continue;
+		}
+		*pp = x->next;
+		/* back to the reservation's placeholder */
+		if (mmap((void *)x->a, x->maplen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+			say("cuMemUnmap: restoring the reservation at 0x%lx failed: %s", (unsigned long)x->a, strerror(errno));
+		struct phys *p = x->phys;
+		if (--p->maps == 0 && p->released)
+			phys_free_locked(p);
+		free(x);
+	}
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+	if (!desc || count == 0 || off_gran((uintptr_t)ptr, size)) return ERR_INVALID_VALUE;
+	for (size_t i = 0; i < count; i++) {
+		if (desc[i].location.type != 1 || desc[i].location.id < 0 || desc[i].location.id >= ndev() ||
+		    (desc[i].flags != 0 && desc[i].flags != 1 && desc[i].flags != 3))
+			return ERR_INVALID_VALUE;
+		if (desc[i].flags != 3) {
+			snprintf(last_msg, sizeof last_msg, "the emulated GPU emulates READWRITE access only (flags %d)", desc[i].flags);
+			return ERR_NOT_SUPPORTED;
+		}
+	}
+	pthread_mutex_lock(&mu);
+	/* every byte of the range must be mapped */
+	for (uintptr_t q = (uintptr_t)ptr; q < (uintptr_t)ptr + size;) {
+		struct alloc *m = NULL;
+		for (struct alloc *x = allocs; x; x = x->next)
+			if (x->kind == K_VMM && q >= x->a && q < x->a + x->maplen)
+				m = x;
+		if (!m) {
+			pthread_mutex_unlock(&mu);
+			say("cuMemSetAccess(0x%llx, %zu): 0x%lx is not mapped", ptr, size, (unsigned long)q);
+			return ERR_INVALID_VALUE;
+		}
+		q = m->a + m->maplen;
+	}
+	for (struct alloc *x = allocs; x; x = x->next) {
+		if (x->kind != K_VMM || x->accessible || !overlaps(x->a, x->maplen, (uintptr_t)ptr, size))
+			continue;
+		if (mprotect((void *)x->a, x->maplen, PROT_READ | PROT_WRITE) != 0) {
+			pthread_mutex_unlock(&mu);
+			say("cuMemSetAccess: mprotect of 0x%lx failed: %s", (unsigned long)x->a, strerror(errno));
+			return ERR_UNKNOWN;
+		}
+		x->accessible = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
 /* ---- driver API ---- */
 
 CUresult cuInit(unsigned int f) {
@@ -444,7 +837,8 @@ CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) {
 	case 41: *v = 1; return OK;              /* UNIFIED_ADDRESSING */
 	case 75: *v = 9; return OK;              /* compute capability 9.0 */
 	case 76: *v = 0; return OK;
-	case 110: *v = 0; return OK;             /* GPU_DIRECT_RDMA_WITH_CUDA_VMM: no cuMemCreate here */
+	case 102: *v = 1; return OK;             /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+	case 110: *v = vmm_rdma_allowed(); return OK; /* GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: see "VMM" */
 	case 116: *v = 1; return OK;             /* GPU_DIRECT_RDMA_SUPPORTED */
 	case 117: *v = 1; return OK;             /* FLUSH_WRITES_OPTIONS: HOST */
 	case 118: *v = 0; return OK;             /* WRITES_ORDERING NONE: reads need a flush */
@@ -520,7 +914,9 @@ static CUresult copy_in(const char *op, CUdeviceptr d, const void *src, int v, s
 	pthread_mutex_lock(&mu);
 	protect_fresh_locked(op);
 	struct alloc *x = find_locked((uintptr_t)d, n);
-	if (!x || x->kind == K_HOST) {
+	if (!x || !usable(x)) {
+		if (x)
+			say("%s of %zu bytes at 0x%llx: the mapping has no cuMemSetAccess yet", op, n, (unsigned long long)d);
 		pthread_mutex_unlock(&mu);
 		return ERR_INVALID_VALUE;
 	}
@@ -543,7 +939,9 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr s, size_t n) {
 	pthread_mutex_lock(&mu);
 	protect_fresh_locked("cuMemcpyDtoH");
 	struct alloc *x = find_locked((uintptr_t)s, n);
-	if (!x || x->kind == K_HOST) {
+	if (!x || !usable(x)) {
+		if (x)
+			say("cuMemcpyDtoH of %zu bytes at 0x%llx: the mapping has no cuMemSetAccess yet", n, (unsigned long long)s);
 		pthread_mutex_unlock(&mu);
 		return ERR_INVALID_VALUE;
 	}
@@ -581,7 +979,7 @@ CUresult cuFlushGPUDirectRDMAWrites(int target, int scope) {
 	pthread_mutex_lock(&mu);
 	protect_fresh_locked("cuFlushGPUDirectRDMAWrites");
 	for (struct alloc *x = allocs; x; x = x->next)
-		if (x->kind == K_DEVICE && (scope == 200 || x->dev == cur_dev()))
+		if (is_dev(x) && (scope == 200 || x->dev == cur_dev()))
 			memcpy(x->shadow, x->b, x->maplen);
 	pthread_mutex_unlock(&mu);
 	return OK;
@@ -599,6 +997,8 @@ CUresult cuPointerGetAttribute(void *v, int a, CUdeviceptr p) {
 		*(int *)v = x->kind == K_MANAGED;
 	} else if (a == 6) {       /* SYNC_MEMOPS */
 		*(int *)v = x->sync_memops;
+	} else if (a == 15) {      /* IS_GPU_DIRECT_RDMA_CAPABLE (an int, as driver 580 writes it) */
+		*(int *)v = x->kind == K_DEVICE || (x->kind == K_VMM && vmm_rdma(x));
 	} else {
 		r = ERR_INVALID_VALUE;
 	}
@@ -609,10 +1009,15 @@ CUresult cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) {
 	pthread_mutex_lock(&mu);
 	struct alloc *x = find_locked((uintptr_t)p, 0);
 	CUresult r = OK;
-	if (!x || x->kind == K_HOST || a != 6)
+	if (!x || x->kind == K_HOST || a != 6) {
 		r = ERR_INVALID_VALUE;
-	else
+	} else if (x->kind == K_VMM) {
+		/* driver 580 refuses SYNC_MEMOPS on VMM memory */
+		snprintf(last_msg, sizeof last_msg, "operation not supported");
+		r = ERR_NOT_SUPPORTED;
+	} else {
 		x->sync_memops = *(const unsigned *)v != 0;
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }
