@@ -51,6 +51,13 @@ func TestEmulatedVerdict(t *testing.T) {
 	p = run("host")
 	assert.NotEmpty(t, p)
 	assert.Contains(t, strings.Join(p, "\n"), `TestXPP03/rail0 (PP-03) passed on gdr.mem="host", not on the emulated GPU`)
+	// A parent whose cases all skipped (MREG-04 on rxe: no dma-buf MRs)
+	// skipped: no "passed but not on the GPU", and it counts as no pass.
+	mr := []Event{{Action: "attr", Test: "TestMREG04Dmabuf", Key: "gdr.req", Value: "MREG-04"},
+		{Action: "skip", Test: "TestMREG04Dmabuf/cuMemAlloc"}, {Action: "skip", Test: "TestMREG04Dmabuf/cuMemCreate"},
+		{Action: "pass", Test: "TestMREG04Dmabuf"}}
+	p, _ = EmulatedVerdict([]*Suite{{Host: "server", Pkg: "conformance/memreg", Events: mr}})
+	assert.NotContains(t, strings.Join(p, "\n"), "MREG-04", "all cases skipped: a skip")
 	// A requirement that never passed is named.
 	p, _ = EmulatedVerdict([]*Suite{{Host: "client", Pkg: PingpongPkg}})
 	assert.Contains(t, strings.Join(p, "\n"), "PP-01 did not pass on the emulated GPU")
