@@ -482,8 +482,9 @@ func RunCluster(ctx context.Context, o Options) error {
 	defer stopDrive()
 	if k8s {
 		// The user's part (kubectl), beside the VMs; it writes the end file.
-		overlay := filepath.Join(o.ReportDir, "k8s")
-		if err := r.kubeOverlay(overlay); err != nil {
+		kdir := filepath.Join(o.ReportDir, "k8s")
+		manifests, err := r.kubeManifests(kdir)
+		if err != nil {
 			return err
 		}
 		klog, err := os.Create(filepath.Join(o.ReportDir, "k8s.log"))
@@ -493,7 +494,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		defer klog.Close()
 		go func() {
 			defer close(driven)
-			kres = r.kubeDrive(driveCtx, r.kube, ClusterHosts(c.Hosts), overlay, filepath.Join(shared, "lab", "end"), klog)
+			kres = r.kubeDrive(driveCtx, r.kube, ClusterHosts(c.Hosts), kdir, manifests, filepath.Join(shared, "lab", "end"), klog)
 		}()
 	} else {
 		close(driven)
@@ -528,7 +529,13 @@ func RunCluster(ctx context.Context, o Options) error {
 	}
 
 	t0 = time.Now()
-	sum, rep, err := r.clusterMerge(filepath.Join(shared, "rounds"), found)
+	rounds := filepath.Join(shared, "rounds")
+	if k8s {
+		if rounds, err = runFolder(rounds); err != nil {
+			problems = append(problems, "k8s: "+err.Error())
+		}
+	}
+	sum, rep, err := r.clusterMerge(rounds, found)
 	mark("merge", t0)
 	if err != nil {
 		problems = append(problems, "merging the cluster's reports: "+err.Error())
@@ -536,6 +543,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		problems = append(problems, ClusterVerdict(sum, found, c.Hosts, c.Rails)...)
 		if kres != nil && len(kres.Problems) == 0 {
 			problems = append(problems, podNodes(sum, kres.Pods)...)
+			problems = append(problems, JobVerdict(kres, sum.Exit)...)
 		}
 		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
 		r.printCluster(sum, rep, found)

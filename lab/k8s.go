@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -214,82 +215,218 @@ func (r *runner) kubeImages(im *Image, parts *Parts, k *kubeRun) error {
 	return nil
 }
 
-// kubeOverlay writes the lab's kustomization over deploy/k8s into dir:
-// the image built here, the lab's GPU count, the cluster lab's settings
-// for TCG, and a hostPath volume on the shared folder for the claim.
-func (r *runner) kubeOverlay(dir string) error {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
+// The lab runs deploy/k8s as shipped, with only the edits its README and
+// docs/clusters.md give a user, made to a copy (kubeManifests): the image,
+// the node count (spec.completions), the storage class, the container's
+// resources (a VM has one CPU and 1280 MiB), GDR_* settings in its env and
+// the suite's arguments, and FAKE_CUDA_* for the emulated GPU that stands
+// in for the GPU operator's driver. TestLabEditsOnlyWhatUsersEdit renders
+// both and fails on any other difference. The reports volume is the lab's
+// storage (a PersistentVolume on the VMs' shared folder, as an NFS
+// provisioner would give), applied beside the manifests.
+const (
+	k8sNamespace    = "gdrconf"       // the shipped namespace, kept
+	labStorage      = "gdrlab-shared" // the lab's ReadWriteMany class
+	labPodCPU       = "900m"          // of a VM's one CPU (the node daemons have the rest)
+	labPodMemory    = "768Mi"         // of a VM's 1280 MiB
+	labPVFile       = "reports-pv.yaml"
+	manifestsSubdir = "manifests"
+)
+
+// LabEdits are the user edits the lab makes to deploy/k8s.
+type LabEdits struct {
+	Image, Tag   string
+	Nodes        int
+	GPUs         int
+	StorageClass string
+	CPU, Memory  string
+	Env          [][2]string // name, value: set (or added) in the container's env
+	Args         []string
+}
+
+// EditManifests applies e to the files of deploy/k8s (name -> content) as
+// a user would edit them, and returns the edited files.
+func EditManifests(files map[string][]byte, e LabEdits) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for n, b := range files {
+		out[n] = b
 	}
-	base, err := filepath.Rel(abs, filepath.Join(r.o.RepoDir, "deploy", "k8s"))
-	if err != nil {
-		return err
+	edit := func(name string, f func(doc map[string]any) error) error {
+		var doc map[string]any
+		if err := yaml.Unmarshal(files[name], &doc); err != nil {
+			return fmt.Errorf("deploy/k8s/%s: %w", name, err)
+		}
+		if err := f(doc); err != nil {
+			return fmt.Errorf("deploy/k8s/%s: %w", name, err)
+		}
+		b, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		out[name] = append([]byte("# deploy/k8s/"+name+" with a user's edits (make lab-k8s)\n"), b...)
+		return nil
 	}
+	err := edit("kustomization.yaml", func(k map[string]any) error {
+		imgs, _ := k["images"].([]any)
+		if len(imgs) != 1 {
+			return fmt.Errorf("want one image, have %d", len(imgs))
+		}
+		img := imgs[0].(map[string]any)
+		img["newName"], img["newTag"] = e.Image, e.Tag
+		return nil
+	})
+	if err == nil {
+		err = edit("reports-pvc.yaml", func(p map[string]any) error {
+			spec, ok := p["spec"].(map[string]any)
+			if !ok {
+				return fmt.Errorf("no spec")
+			}
+			spec["storageClassName"] = e.StorageClass
+			return nil
+		})
+	}
+	if err == nil {
+		err = edit("job.yaml", func(j map[string]any) error {
+			spec, ok := j["spec"].(map[string]any)
+			if !ok {
+				return fmt.Errorf("no spec")
+			}
+			spec["completions"] = e.Nodes
+			cs, _ := dig(spec, "template", "spec")["containers"].([]any)
+			if len(cs) != 1 {
+				return fmt.Errorf("want one container, have %d", len(cs))
+			}
+			c := cs[0].(map[string]any)
+			res, _ := c["resources"].(map[string]any)
+			req, _ := res["requests"].(map[string]any)
+			lim, _ := res["limits"].(map[string]any)
+			if req == nil || lim == nil {
+				return fmt.Errorf("no resources.requests and .limits")
+			}
+			req["cpu"], req["memory"], lim["cpu"], lim["memory"] = e.CPU, e.Memory, e.CPU, e.Memory
+			lim["nvidia.com/gpu"] = e.GPUs
+			env, _ := c["env"].([]any)
+		next:
+			for _, kv := range e.Env {
+				for _, x := range env {
+					if m := x.(map[string]any); m["name"] == kv[0] {
+						delete(m, "valueFrom")
+						m["value"] = kv[1]
+						continue next
+					}
+				}
+				env = append(env, map[string]any{"name": kv[0], "value": kv[1]})
+			}
+			c["env"] = env
+			if len(e.Args) > 0 {
+				c["args"] = e.Args
+			}
+			return nil
+		})
+	}
+	return out, err
+}
+
+// dig walks nested maps by key; a missing level is an empty map.
+func dig(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		n, _ := m[k].(map[string]any)
+		if n == nil {
+			return map[string]any{}
+		}
+		m = n
+	}
+	return m
+}
+
+// ReadManifests reads deploy/k8s's files.
+func ReadManifests(repo string) (map[string][]byte, error) {
+	dir := filepath.Join(repo, "deploy", "k8s")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files[e.Name()] = b
+	}
+	return files, nil
+}
+
+// labEdits are this run's edits.
+func (r *runner) labEdits() LabEdits {
 	name, tag, _ := strings.Cut(SuiteImage, ":")
-	kust := map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  []string{base, "reports-pv.yaml"},
-		"images":     []map[string]string{{"name": "gdrconf", "newName": name, "newTag": tag}},
-		"patches":    []map[string]string{{"path": "job-lab.yaml"}},
-	}
+	e := LabEdits{Image: name, Tag: tag, Nodes: r.o.Cluster.Hosts, GPUs: r.o.Cluster.Rails, StorageClass: labStorage,
+		CPU: labPodCPU, Memory: labPodMemory, Args: r.clusterSuiteArgs()}
 	// The cluster lab's environment, less what the manifest sets itself
-	// (GDR_REPORTS is the claim's mount there, GDR_PAIRING ring as here).
-	env := []map[string]string{{"name": "GDR_STRICT", "value": "0"}}
+	// (GDR_REPORTS is the claim's per-run folder there, GDR_PAIRING ring
+	// as here). GDR_STRICT=0: the VMs lack what a node has (a PCI GPU,
+	// the driver's files), which would fail every host (docs/lab.md).
+	env := [][2]string{{"GDR_STRICT", "0"}}
 	at := map[string]int{"GDR_STRICT": 0}
-	for _, e := range r.clusterEnv() {
-		n, v, _ := strings.Cut(e, "=")
+	for _, kv := range r.clusterEnv() {
+		n, v, _ := strings.Cut(kv, "=")
 		if n == "GDR_REPORTS" || n == "GDR_PAIRING" {
 			continue
 		}
 		if i, ok := at[n]; ok { // the last wins, as in a process's environment
-			env[i]["value"] = v
+			env[i][1] = v
 			continue
 		}
 		at[n] = len(env)
-		env = append(env, map[string]string{"name": n, "value": v})
+		env = append(env, [2]string{n, v})
 	}
-	if r.o.Cluster.Hosts != 4 { // the manifest's own count
-		env = append(env, map[string]string{"name": "GDR_K8S_COMPLETIONS", "value": fmt.Sprint(r.o.Cluster.Hosts)})
+	e.Env = env
+	return e
+}
+
+// kubeManifests writes the edited copy of deploy/k8s into dir/manifests
+// and the lab's reports volume beside it; it returns the manifests' folder.
+func (r *runner) kubeManifests(dir string) (string, error) {
+	files, err := ReadManifests(r.o.RepoDir)
+	if err != nil {
+		return "", err
 	}
-	container := map[string]any{"name": k8sJob, "env": env,
-		"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": r.o.Cluster.Rails}}}
-	if args := r.clusterSuiteArgs(); len(args) > 0 {
-		container["args"] = args
+	edited, err := EditManifests(files, r.labEdits())
+	if err != nil {
+		return "", err
 	}
-	job := map[string]any{
-		"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": k8sJob},
-		"spec": map[string]any{
-			"completions": r.o.Cluster.Hosts, "parallelism": r.o.Cluster.Hosts,
-			"template": map[string]any{"spec": map[string]any{"containers": []any{container}}},
-		},
+	mdir := filepath.Join(dir, manifestsSubdir)
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		return "", err
+	}
+	for n, b := range edited {
+		if err := os.WriteFile(filepath.Join(mdir, n), b, 0o644); err != nil {
+			return "", err
+		}
 	}
 	// ReadWriteMany on the VMs' shared folder: every node mounts the same
 	// virtio-9p folder at /shared, as NFS would be on a real cluster.
 	pv := map[string]any{
 		"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "gdrconf-reports-lab"},
 		"spec": map[string]any{
-			"capacity":    map[string]string{"storage": "2Gi"},
-			"accessModes": []string{"ReadWriteMany"},
-			"hostPath":    map[string]string{"path": clusterRounds, "type": "Directory"},
-			"claimRef":    map[string]string{"namespace": "default", "name": "gdrconf-reports"},
+			"storageClassName": labStorage,
+			"capacity":         map[string]string{"storage": "2Gi"},
+			"accessModes":      []string{"ReadWriteMany"},
+			"hostPath":         map[string]string{"path": clusterRounds, "type": "Directory"},
+			"claimRef":         map[string]string{"namespace": k8sNamespace, "name": "gdrconf-reports"},
 		},
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	b, err := yaml.Marshal(pv)
+	if err != nil {
+		return "", err
 	}
-	for n, doc := range map[string]any{"kustomization.yaml": kust, "job-lab.yaml": job, "reports-pv.yaml": pv} {
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		head := "# make lab-k8s's overlay of deploy/k8s (generated per run by lab/k8s.go)\n"
-		if err := os.WriteFile(filepath.Join(dir, n), append([]byte(head), b...), 0o644); err != nil {
-			return err
-		}
+	if err := os.WriteFile(filepath.Join(dir, labPVFile), append([]byte("# make lab-k8s's storage for the reports claim\n"), b...), 0o644); err != nil {
+		return "", err
 	}
-	return nil
+	return mdir, nil
 }
 
 // corednsRBAC lets CoreDNS's token read what its kubernetes plugin
@@ -325,6 +462,10 @@ type kubeResult struct {
 	Pods     map[string]string // pod host name (gdrconf-<i>) -> node
 	Problems []string
 	Times    map[string]time.Duration
+	// Condition is how the Job ended (Complete or Failed), and Pod0Exit
+	// the exit status of pod 0, which merges (-1 when not read).
+	Condition string
+	Pod0Exit  int
 }
 
 // run runs the built kubectl as the admin, stdin from in.
@@ -343,8 +484,8 @@ func (k *kubeRun) run(ctx context.Context, in string, args ...string) (string, e
 // kubeDrive is the user's part, as README tells it: wait for the nodes,
 // create the secret, apply the manifests, watch the Job to its end. It
 // then writes the end file, whatever happened, so that the VMs stop.
-func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, overlay, endFile string, log io.Writer) *kubeResult {
-	res := &kubeResult{Pods: map[string]string{}, Times: map[string]time.Duration{}}
+func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir, manifests, endFile string, log io.Writer) *kubeResult {
+	res := &kubeResult{Pods: map[string]string{}, Times: map[string]time.Duration{}, Pod0Exit: -1}
 	defer func() {
 		_ = os.WriteFile(endFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 	}()
@@ -397,14 +538,17 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 		in   string
 		args []string
 	}{
-		// The command README gives; the secret never touches a file.
-		{"", []string{"create", "secret", "generic", "gdrconf-cluster", "--from-literal=secret=" + base64.StdEncoding.EncodeToString(secret)}},
-		{"", []string{"apply", "-k", overlay}},
+		// The commands docs/clusters.md gives; the secret never touches a
+		// file. The storage is the lab's (a cluster's provisioner).
+		{"", []string{"create", "namespace", k8sNamespace}},
+		{"", []string{"-n", k8sNamespace, "create", "secret", "generic", "gdrconf-cluster", "--from-literal=secret=" + base64.StdEncoding.EncodeToString(secret)}},
+		{"", []string{"apply", "-f", filepath.Join(dir, labPVFile)}},
+		{"", []string{"apply", "-k", manifests}},
 	} {
 		out, err := k.run(ctx, step.in, step.args...)
 		shown := strings.Join(step.args, " ")
 		if strings.Contains(shown, "--from-literal") {
-			shown = "create secret generic gdrconf-cluster --from-literal=secret=<32 random bytes, base64>"
+			shown = "-n " + k8sNamespace + " create secret generic gdrconf-cluster --from-literal=secret=<32 random bytes, base64>"
 		}
 		say("kubectl %s\n%s", shown, strings.TrimSpace(out))
 		if err != nil {
@@ -412,13 +556,14 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 		}
 	}
 	t1 := time.Now()
-	// The Job ends Complete (every pod's rounds.sh exited 0) or Failed (a
-	// pod failed: backoffLimit 0). Its pods are watched as they go.
+	// The Job ends Complete (every pod exited 0: pod 0's merge found the
+	// fleet QUALIFIED) or Failed (an index failed: pod 0's verdict, or a
+	// pod that could not finish). Its pods are watched as they go.
 	jobDeadline := t1.Add(r.o.Cluster.SrunTimeout + 5*time.Minute)
 	last = ""
 	status := ""
 	for {
-		out, _ := k.run(ctx, "", "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob, "-o",
+		out, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob, "-o",
 			`jsonpath={range .items[*]}{.spec.hostname}@{.spec.nodeName}={.status.phase} {end}`)
 		if out != last {
 			say("pods: %s", out)
@@ -430,7 +575,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 				}
 			}
 		}
-		st, _ := k.run(ctx, "", "get", "job", k8sJob, "-o", `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
+		st, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "job", k8sJob, "-o", `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
 		if conds := strings.Fields(st); slices.Contains(conds, "Complete") || slices.Contains(conds, "Failed") {
 			status = strings.Join(conds, " ")
 			break
@@ -442,16 +587,26 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, over
 	}
 	res.Times["job"] = time.Since(t1)
 	say("job %s: %q after %.0fs", k8sJob, status, time.Since(t1).Seconds())
-	for _, a := range [][]string{{"get", "job,pods,service,endpointslices,pv,pvc", "-o", "wide"}, {"get", "events", "--sort-by=.lastTimestamp"}} {
+	if out, err := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob+",batch.kubernetes.io/job-completion-index=0",
+		"-o", "jsonpath={.items[0].status.containerStatuses[0].state.terminated.exitCode}"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(out)); err == nil {
+			res.Pod0Exit = n
+		}
+	}
+	say("pod 0 (the merge) exited %d", res.Pod0Exit)
+	for _, a := range [][]string{{"-n", k8sNamespace, "get", "job,pods,service,endpointslices,pvc", "-o", "wide"}, {"get", "pv"}, {"-n", k8sNamespace, "get", "events", "--sort-by=.lastTimestamp"}} {
 		out, _ := k.run(ctx, "", a...)
 		say("kubectl %s\n%s", strings.Join(a, " "), out)
 	}
+	conds := strings.Fields(status)
 	switch {
-	case slices.Contains(strings.Fields(status), "Complete"):
-	case status == "":
-		return fail("k8s: job %s did not end within %v (pods: %s)", k8sJob, r.o.Cluster.SrunTimeout+5*time.Minute, strings.TrimSpace(last))
+	case slices.Contains(conds, "Complete"):
+		res.Condition = "Complete"
+	case slices.Contains(conds, "Failed"):
+		// The verdict's, or a harness fault: the merge decides (JobVerdict).
+		res.Condition = "Failed"
 	default:
-		return fail("k8s: job %s ended %s (pods: %s); the pods' output is in the report folder's pods/", k8sJob, status, strings.TrimSpace(last))
+		return fail("k8s: job %s did not end within %v (pods: %s)", k8sJob, r.o.Cluster.SrunTimeout+5*time.Minute, strings.TrimSpace(last))
 	}
 	if len(res.Pods) != len(hosts) {
 		return fail("k8s: %d pods placed on nodes, want %d (%v)", len(res.Pods), len(hosts), res.Pods)
@@ -547,4 +702,36 @@ func PipeMain(addr string, in io.Reader, out io.Writer) int {
 	_, _ = io.Copy(out, conn)
 	conn.Close()
 	return 0
+}
+
+// JobVerdict checks that the Job's own status is the merged verdict: pod
+// 0's exit status is the merge's exit status (the report's), and the Job
+// is Complete exactly when that is 0, so that kubectl wait
+// --for=condition=complete tells a pipeline the fleet qualified.
+func JobVerdict(res *kubeResult, mergeExit int) []string {
+	var p []string
+	if res.Pod0Exit != mergeExit {
+		p = append(p, fmt.Sprintf("k8s: pod 0 (the merge) exited %d, the merged report's exit status is %d: the Job's status is not the verdict", res.Pod0Exit, mergeExit))
+	}
+	want := "Complete"
+	if mergeExit != 0 {
+		want = "Failed"
+	}
+	if res.Condition != want {
+		p = append(p, fmt.Sprintf("k8s: the Job ended %s, but the merged verdict's exit status %d wants it %s", res.Condition, mergeExit, want))
+	}
+	return p
+}
+
+// runFolder is the one per-run folder the Job's pods wrote under rounds
+// (deploy/k8s: GDR_REPORTS=/reports/<job>-<uid>).
+func runFolder(rounds string) (string, error) {
+	m, err := filepath.Glob(filepath.Join(rounds, k8sJob+"-*"))
+	if err != nil {
+		return "", err
+	}
+	if len(m) != 1 {
+		return "", fmt.Errorf("want one run folder %s-<uid> under %s, found %d (%v)", k8sJob, rounds, len(m), m)
+	}
+	return m[0], nil
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
@@ -143,66 +145,121 @@ func TestPipeMain(t *testing.T) {
 	assert.Equal(t, 1, PipeMain(net.JoinHostPort("127.0.0.1", strconv.Itoa(free)), strings.NewReader(""), io.Discard), "nothing listens: rc 1, no hang")
 }
 
-// The lab's overlay changes only what the lab must: the image built here,
-// two GPUs, the cluster lab's settings and a volume for the claim; the
-// manifest's own GDR_REPORTS, GDR_PAIRING and capabilities stay.
-func TestKubeOverlay(t *testing.T) {
+// render builds the kustomization in dir with kustomize's library, as
+// kubectl apply -k does, and decodes its Job and claim.
+func render(t *testing.T, dir string) (*batchv1.Job, *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err, dir)
+	var job *batchv1.Job
+	var pvc *corev1.PersistentVolumeClaim
+	for _, res := range m.Resources() {
+		y, err := res.AsYAML()
+		require.NoError(t, err)
+		switch res.GetKind() {
+		case "Job":
+			job = &batchv1.Job{}
+			require.NoError(t, yaml.UnmarshalStrict(y, job))
+		case "PersistentVolumeClaim":
+			pvc = &corev1.PersistentVolumeClaim{}
+			require.NoError(t, yaml.UnmarshalStrict(y, pvc))
+		}
+	}
+	require.NotNil(t, job)
+	require.NotNil(t, pvc)
+	return job, pvc
+}
+
+// The lab runs deploy/k8s as shipped: its copy differs only where a user's
+// edits go (image, node count, storage class, CPU and memory, GDR_* and the
+// emulated GPU's FAKE_CUDA_* in the env, the suite's arguments). Undo those
+// on the rendered Job and claim and they are the shipped ones.
+func TestLabEditsOnlyWhatUsersEdit(t *testing.T) {
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
 	r := &runner{o: Options{RepoDir: repo, Timeout: 45 * time.Second, Iters: 20, EmulatedGPU: true, StepTimeout: 10 * time.Minute,
-		Cluster: ClusterOptions{Hosts: 4, Rails: 2, Suite: SuitePingpong, SrunTimeout: 25 * time.Minute, Pairing: "ring"}}}
+		Cluster: ClusterOptions{Hosts: 3, Rails: 2, Suite: SuitePingpong, SrunTimeout: 25 * time.Minute, Pairing: "ring"}}}
 	dir := t.TempDir()
-	require.NoError(t, r.kubeOverlay(dir))
-	var kust struct {
-		Resources []string            `json:"resources"`
-		Images    []map[string]string `json:"images"`
-		Patches   []map[string]string `json:"patches"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	mdir, err := r.kubeManifests(dir)
 	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &kust))
-	require.Len(t, kust.Resources, 2)
-	st, err := os.Stat(filepath.Join(dir, kust.Resources[0], "kustomization.yaml"))
-	require.NoError(t, err, "the overlay's base is deploy/k8s, by a relative path")
-	assert.True(t, st.Mode().IsRegular())
-	assert.Equal(t, map[string]string{"name": "gdrconf", "newName": "localhost/gdrconf", "newTag": "lab"}, kust.Images[0])
+	shipped, shippedPVC := render(t, filepath.Join(repo, "deploy", "k8s"))
+	lab, labPVC := render(t, mdir)
 
-	var job batchv1.Job
-	b, err = os.ReadFile(filepath.Join(dir, "job-lab.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.UnmarshalStrict(b, &job))
-	c := job.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, "gdrconf", c.Name, "a strategic merge patch matches the container by name")
+	c := lab.Spec.Template.Spec.Containers[0]
 	env := map[string]string{}
 	for _, e := range c.Env {
-		_, dup := env[e.Name]
-		assert.False(t, dup, e.Name)
 		env[e.Name] = e.Value
 	}
-	assert.Equal(t, "0", env["GDR_STRICT"], "the lab's VMs skip what no VM has (no PCI GPU); strict would fail them")
+	assert.Equal(t, "localhost/gdrconf:lab", c.Image)
+	assert.Equal(t, int32(3), *lab.Spec.Completions)
+	assert.Equal(t, int32(3), *lab.Spec.Parallelism, "the manifest's own replacement follows the edited count")
+	assert.Equal(t, "3", env["GDR_K8S_COMPLETIONS"])
+	assert.Equal(t, "0", env["GDR_STRICT"])
 	assert.Equal(t, "2", env["FAKE_CUDA_DEVICES"])
 	assert.Equal(t, "0.25", env["GDR_PAIR_MIN_FRACTION"])
-	assert.NotContains(t, env, "GDR_REPORTS", "the manifest's /reports, the claim's mount")
-	assert.NotContains(t, env, "GDR_PAIRING")
-	assert.NotContains(t, env, "GDR_K8S_COMPLETIONS", "four hosts: the manifest's own")
+	assert.Equal(t, "first", env["GDR_MERGE"], "the shipped merge stays")
+	assert.Equal(t, "/reports/$(GDR_K8S_JOB_NAME)-$(GDR_K8S_JOB_UID)", env["GDR_REPORTS"], "the shipped per-run folder stays")
 	assert.Equal(t, []string{"-test.timeout=9m45s"}, c.Args)
 	q := c.Resources.Limits[corev1.ResourceName("nvidia.com/gpu")]
 	assert.Equal(t, int64(2), q.Value())
-	assert.Equal(t, int32(4), *job.Spec.Completions)
+	assert.Equal(t, labStorage, *labPVC.Spec.StorageClassName)
+
+	// Undo the user's edits: what is left must be the shipped Job.
+	sc := shipped.Spec.Template.Spec.Containers[0]
+	lab.Spec.Completions, lab.Spec.Parallelism = shipped.Spec.Completions, shipped.Spec.Parallelism
+	lc := &lab.Spec.Template.Spec.Containers[0]
+	lc.Image, lc.Args, lc.Resources = sc.Image, sc.Args, sc.Resources
+	var kept []corev1.EnvVar
+	shippedEnv := map[string]corev1.EnvVar{}
+	for _, e := range sc.Env {
+		shippedEnv[e.Name] = e
+	}
+	for _, e := range lc.Env {
+		se, inShipped := shippedEnv[e.Name]
+		switch {
+		case strings.HasPrefix(e.Name, "FAKE_CUDA_"):
+		case e.Name == "GDR_K8S_COMPLETIONS" && inShipped:
+			kept = append(kept, se)
+		case strings.HasPrefix(e.Name, "GDR_") && !inShipped:
+		case strings.HasPrefix(e.Name, "GDR_") && e.ValueFrom == nil && se.ValueFrom == nil:
+			kept = append(kept, se) // a user's value of a shipped setting
+		default:
+			kept = append(kept, e)
+		}
+	}
+	lc.Env = kept
+	assert.Equal(t, shipped, lab, "the lab's Job differs from the shipped one beyond a user's edits")
+	labPVC.Spec.StorageClassName = shippedPVC.Spec.StorageClassName
+	assert.Equal(t, shippedPVC, labPVC)
 
 	var pv corev1.PersistentVolume
-	b, err = os.ReadFile(filepath.Join(dir, "reports-pv.yaml"))
+	b, err := os.ReadFile(filepath.Join(dir, labPVFile))
 	require.NoError(t, err)
 	require.NoError(t, yaml.UnmarshalStrict(b, &pv))
 	assert.Equal(t, clusterRounds, pv.Spec.HostPath.Path)
 	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pv.Spec.AccessModes)
 	assert.Equal(t, "gdrconf-reports", pv.Spec.ClaimRef.Name)
+	assert.Equal(t, k8sNamespace, pv.Spec.ClaimRef.Namespace)
+	assert.Equal(t, labStorage, pv.Spec.StorageClassName, "the claim's class binds it")
+}
 
-	r.o.Cluster.Hosts = 3
-	require.NoError(t, r.kubeOverlay(dir))
-	b, err = os.ReadFile(filepath.Join(dir, "job-lab.yaml"))
+// The Job's own status must be the merged verdict: pod 0's exit status is
+// the merge's, and Complete exactly when that is 0.
+func TestJobVerdict(t *testing.T) {
+	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Failed", Pod0Exit: 1}, 1), "NOT QUALIFIED: Failed")
+	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Complete", Pod0Exit: 0}, 0))
+	p := JobVerdict(&kubeResult{Condition: "Complete", Pod0Exit: 0}, 1)
+	require.Len(t, p, 2, "the old Job: Complete, rounds.sh exited 0, while the fleet was NOT QUALIFIED")
+	assert.Contains(t, p[0], "pod 0 (the merge) exited 0, the merged report's exit status is 1")
+	assert.Contains(t, p[1], "the Job ended Complete, but the merged verdict's exit status 1 wants it Failed")
+
+	rounds := t.TempDir()
+	_, err := runFolder(rounds)
+	assert.ErrorContains(t, err, "found 0")
+	require.NoError(t, os.MkdirAll(filepath.Join(rounds, "gdrconf-5f1c0e52"), 0o755))
+	got, err := runFolder(rounds)
 	require.NoError(t, err)
-	assert.Contains(t, string(b), "GDR_K8S_COMPLETIONS")
+	assert.Equal(t, filepath.Join(rounds, "gdrconf-5f1c0e52"), got)
 }
 
 // The merged report names a Kubernetes job's hosts by their pods: the

@@ -230,7 +230,11 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 		return err
 	}
 	if err := start("kubelet", k.Tools+"/kubelet", "--config="+kubeletConfig, "--kubeconfig="+kubeletConf,
-		"--hostname-override="+c.Host, "--node-ip="+k.NodeIP, "--v=1"); err != nil {
+		"--hostname-override="+c.Host, "--node-ip="+k.NodeIP, "--v=1",
+		// The GPU operator's feature discovery labels GPU nodes so; the
+		// shipped Job's nodeSelector asks for it (deploy/k8s/job.yaml),
+		// and the device plugin here stands in for the operator.
+		"--node-labels=nvidia.com/gpu.present=true"); err != nil {
 		return err
 	}
 	if err := start("deviceplugin", k.Tools+"/gdrlab-deviceplugin", fmt.Sprintf("--gpus=%d", k.GPUs)); err != nil {
