@@ -1,6 +1,8 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -85,4 +87,30 @@ func TestOverlapIsARunError(t *testing.T) {
 	require.Len(t, r.Hosts[0].Errors, 1)
 	assert.Contains(t, r.Hosts[0].Errors[0], "packages pingpong and gpu ran at the same time")
 	assert.Contains(t, r.Hosts[0].Errors[0], "go test needs -p 1")
+}
+
+// Every recorded run whose events carry times ran its packages one at a
+// time: the H200 runs through dist/run.sh (16 CPUs) and the lab's VMs.
+// One that did not would read NOT QUALIFIED now, and this names it.
+func TestRecordedRunsRanOneAtATime(t *testing.T) {
+	ents, err := os.ReadDir(runsDir)
+	require.NoError(t, err)
+	timed := 0
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		runs, err := LoadDir(filepath.Join(runsDir, e.Name()))
+		require.NoError(t, err, e.Name())
+		for _, r := range runs {
+			for _, ev := range r.Events {
+				if ev.Time != nil {
+					timed++
+					break
+				}
+			}
+			assert.Empty(t, Overlaps(r.Events), "%s/%s", e.Name(), r.Host.Host)
+		}
+	}
+	assert.Positive(t, timed, "some recordings carry event times")
 }
