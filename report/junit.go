@@ -90,9 +90,10 @@ func (c cdata) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 // Result types: the contract's outcomes (gdr.outcome), and a report-only
 // requirement that was not met (a skip: it never turns a build unstable).
 const (
-	typeFellShort  = OutcomeFellShort
-	typeNotJudged  = OutcomeNotJudged
-	typeReportOnly = "report_only_not_met"
+	typeFellShort    = OutcomeFellShort
+	typeNotJudged    = OutcomeNotJudged
+	typeDidNotFinish = OutcomeDidNotFinish
+	typeReportOnly   = "report_only_not_met"
 )
 
 // ParseJUnit reads a JUnit file.
@@ -405,6 +406,8 @@ func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]st
 			tc.Skipped = &JUnitResult{Message: clean(m), Type: typeReportOnly, Body: body(m, remedy, attrs, c.Output)}
 		case c.Outcome == OutcomeNotJudged:
 			tc.Error = &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, remedy, attrs, c.Output)}
+		case c.Outcome == OutcomeDidNotFinish:
+			tc.Error = &JUnitResult{Message: clean(m), Type: typeDidNotFinish, Body: body(m, remedy, attrs, c.Output)}
 		default:
 			tc.Failure = &JUnitResult{Message: clean(m), Type: typeFellShort, Body: body(m, remedy, attrs, c.Output)}
 		}

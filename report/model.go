@@ -44,23 +44,33 @@ type Case struct {
 	Req      string            // gdr.req, own or inherited
 	Message  string            // failure: first line of cause and remedy; skip: the reason
 	// Outcome of a failed case: OutcomeFellShort (the hardware or the host's
-	// configuration fell short: JUnit <failure>) or OutcomeNotJudged (the
-	// suite could not judge: JUnit <error>); "" unless it failed. From
-	// gdr.outcome; a failure recorded without it fell short.
+	// configuration fell short: JUnit <failure>), OutcomeNotJudged (the
+	// suite could not judge: JUnit <error>) or OutcomeDidNotFinish (the test
+	// never ended: JUnit <error>); "" unless it failed. From gdr.outcome; a
+	// failure recorded without it fell short.
 	Outcome string
 	Counted bool // a row of its own: carries its own verdict (see count)
 	// Part is the part a failed case points at (attribute); nil when the
 	// rules name none.
 	Part  *Part
 	order int
-	open  bool // its last output line has no newline yet: the next output continues it
+	open  bool   // its last output line has no newline yet: the next output continues it
+	how   string // a test that never ended: how its package ended (stopped)
 }
 
 // Outcomes of a failed case (gdr.outcome, written by harness/testenv).
 const (
 	OutcomeFellShort = "fell_short"
 	OutcomeNotJudged = "not_judged"
+	// OutcomeDidNotFinish: the test started and never ended (the binary
+	// was killed, panicked or ran out of time): a fault of the run, which
+	// names no part.
+	OutcomeDidNotFinish = "did_not_finish"
 )
+
+// Judged says whether a failed outcome is a judgement of the host (it fell
+// short), not a run that could not judge it.
+func Judged(outcome string) bool { return outcome == OutcomeFellShort }
 
 // failureKeys are the attributes harness/testenv writes when a test fails:
 // they belong to the test that failed, never to its subtests.
@@ -131,6 +141,10 @@ type pkgRun struct {
 	// TestMain, exit with no failed test); Failure says how.
 	Failed  bool
 	Failure string
+	// StoppedAt is the test that was running when the package's run ended
+	// (it never finished); tests after it were never reached. "" when every
+	// test that started ended.
+	StoppedAt string
 }
 
 // areaOf is the last element of a package path, less any host label the lab
@@ -212,6 +226,12 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 		}
 		p.Failure = p.failure()
 		p.Failed = p.Failure != ""
+		for _, c := range p.Cases {
+			if c.Result == gtr.Unknown && c.Parent == nil {
+				p.StoppedAt = c.Name
+				break
+			}
+		}
 		for i, c := range p.Cases {
 			t := gtr.NewTest(i, c.Name)
 			t.Result, t.Duration, t.Output, t.Level = c.Result, c.Duration, c.Output, strings.Count(c.Name, "/")
@@ -244,6 +264,7 @@ func (p *pkgRun) failure() string {
 // test of the package: t.Run names may contain "/" themselves), inherits
 // attributes down, and decides which cases are counted.
 func link(p *pkgRun) {
+	how := howStopped(p)
 	by := map[string]*Case{}
 	for _, c := range p.Cases {
 		by[c.Name] = c
@@ -285,8 +306,14 @@ func link(p *pkgRun) {
 	for _, c := range p.Cases {
 		normalizeLegacy(c.Attrs)
 		c.Counted = counted(c)
+		if c.Result == gtr.Unknown {
+			c.how = how
+		}
 		c.Message = message(c)
-		if c.Result == gtr.Fail || c.Result == gtr.Unknown {
+		switch {
+		case c.Result == gtr.Unknown:
+			c.Outcome = OutcomeDidNotFinish
+		case c.Result == gtr.Fail:
 			c.Outcome = OutcomeFellShort
 			if c.Own["gdr.outcome"] == OutcomeNotJudged {
 				c.Outcome = OutcomeNotJudged
@@ -357,6 +384,14 @@ func message(c *Case) string {
 		}
 		return "skipped (no reason given)"
 	}
+	if c.Result == gtr.Unknown {
+		// Whatever it printed, it never ended: that is the fact, and how.
+		m := "did not finish: " + c.how
+		if len(msgs) > 0 && !strings.Contains(c.how, msgs[len(msgs)-1]) {
+			m += "; its last message: " + msgs[len(msgs)-1]
+		}
+		return m
+	}
 	if cause := c.Own["gdr.cause"]; cause != "" && c.Result == gtr.Fail {
 		// Recorded by testenv before the test failed: the line it printed.
 		if r := c.Own["gdr.remedy"]; r != "" {
@@ -379,16 +414,8 @@ func message(c *Case) string {
 			return strings.TrimSpace(l)
 		}
 	}
-	prefix := ""
-	if c.Result == gtr.Unknown {
-		prefix = "did not finish (the test binary crashed, hung or was killed)"
-		if len(msgs) == 0 {
-			return prefix
-		}
-		prefix += "; last message: "
-	}
 	if len(msgs) > 0 {
-		return prefix + msgs[len(msgs)-1]
+		return msgs[len(msgs)-1]
 	}
 	if s := firstUseful(c.Output); s != "" {
 		return s
@@ -471,4 +498,45 @@ func normalizeLegacy(a map[string]string) {
 		sort.Strings(links)
 		a["gdr.links"] = strings.Join(links, "; ")
 	}
+}
+
+// Lines go test and the Go runtime print when a test binary stops early.
+var (
+	timedOut = regexp.MustCompile(`^panic: test timed out after (\S+)`)
+	killedRe = regexp.MustCompile(`^(\*\*\* Test killed.*|signal: (killed|terminated|aborted).*|.*SIGKILL.*)$`)
+)
+
+// howStopped says how a package's run ended while a test of it had not:
+// its deadline (go test -timeout), a panic or fatal runtime error, a kill,
+// or an exit the output does not explain. It reads the package's output
+// and its unfinished tests' (test2json gives the last words to the test
+// that was running).
+func howStopped(p *pkgRun) string {
+	var lines []string
+	for _, c := range p.Cases {
+		if c.Result == gtr.Unknown {
+			lines = append(lines, c.Output...)
+		}
+	}
+	lines = append(lines, p.Output...)
+	var panicLine, killed string
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if m := timedOut.FindStringSubmatch(l); m != nil {
+			return "the test binary's deadline ran out (go test -timeout " + m[1] + ")"
+		}
+		switch {
+		case killed == "" && killedRe.MatchString(l):
+			killed = l
+		case panicLine == "" && (strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ")):
+			panicLine = l
+		}
+	}
+	switch {
+	case panicLine != "":
+		return "the test binary stopped on " + panicLine
+	case killed != "":
+		return "the test binary was killed (" + killed + ")"
+	}
+	return "its package ended while it ran (the test binary exited or was killed without a word)"
 }

@@ -139,7 +139,7 @@ func (e *evidence) partOf(req string, c *Case) *Part {
 	// What is absent under GDR_STRICT=1, and what the suite could not
 	// judge, point at no part: naming one would send a board back for a
 	// missing package or a suite error.
-	if strings.HasPrefix(cause, "GDR_STRICT=1:") || c.Outcome == OutcomeNotJudged {
+	if strings.HasPrefix(cause, "GDR_STRICT=1:") || !Judged(c.Outcome) {
 		return nil
 	}
 	gpuPart := func(kind, why, conf string) *Part {

@@ -122,7 +122,9 @@ func TestVerdicts(t *testing.T) {
 	crash := events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", attrs: []string{"gdr.req", "GPU-02"}, out: []string{"panic: boom"}})
 	r = Build([]Run{{Host: Identity{Host: "a"}, Events: crash}})
 	assert.Equal(t, NotQualified, r.Verdict.Verdict)
-	assert.Equal(t, "panic: boom", r.Hosts[0].Reqs[indexOf(r.Hosts[0], "GPU-02")].Reason)
+	gpu02 := r.Hosts[0].Reqs[indexOf(r.Hosts[0], "GPU-02")]
+	assert.Equal(t, "did not finish: the test binary stopped on panic: boom", gpu02.Reason)
+	assert.Equal(t, OutcomeDidNotFinish, gpu02.Outcome)
 	two := 2
 	r = Build([]Run{{Host: Identity{Host: "a", GoTestExit: &two}, Events: pass}})
 	assert.Equal(t, NotQualified, r.Verdict.Verdict)

@@ -349,6 +349,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			r.Status = Fail
 			r.Reason = "conformance/" + rq.Area + " " + pkg.Failure
 			r.Outcome = OutcomeNotJudged // no test of it ran: a build or run failure of the suite
+		case pkg.StoppedAt != "":
+			r.Reason = "not reached: conformance/" + rq.Area + " stopped at " + pkg.StoppedAt + ", which did not finish"
 		case pkg.NoTests:
 			r.Reason = "not run: conformance/" + rq.Area + " has no tests in this build (build tags?)"
 		default:
