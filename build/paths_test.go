@@ -109,3 +109,36 @@ func cleanEnv(extra ...string) []string {
 	}
 	return append(env, extra...)
 }
+
+// dist/run.sh writes the events to test.json.partial while the suite runs
+// and renames it test.json when the run ends, so a merge on another host
+// never reads half a run as a whole one.
+func TestDistRunRenamesEventsWhenDone(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	for _, s := range []string{"run.sh", "run-json.sh"} {
+		b, err := os.ReadFile("dist/" + s)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, s), b, 0o755))
+	}
+	reports := filepath.Join(dir, "reports")
+	// gotestsum stand-in: write an event to --jsonfile's file, and say
+	// whether test.json existed meanwhile.
+	write(t, filepath.Join(bin, "gotestsum"), "#!/bin/sh\n"+
+		"while [ \"$1\" != --jsonfile ]; do shift; done; f=$2\n"+
+		"echo '{\"Action\":\"pass\",\"Package\":\"p\"}' >\"$f\"\n"+
+		"[ -e "+reports+"/test.json ] && echo seen >"+dir+"/early\n"+
+		"echo \"$f\" >"+dir+"/jsonfile\nexit 0\n")
+	write(t, filepath.Join(bin, "gdrreport"), "#!/bin/sh\nexit 0\n")
+	cmd := exec.Command(filepath.Join(dir, "run.sh"))
+	cmd.Env = cleanEnv("GDR_REPORTS="+reports, "SLURM_STEP_NUM_TASKS=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	b, err := os.ReadFile(filepath.Join(dir, "jsonfile"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(reports, "test.json.partial")+"\n", string(b), "the suite writes the partial file")
+	assert.NoFileExists(t, filepath.Join(dir, "early"), "no test.json while the suite runs")
+	assert.FileExists(t, filepath.Join(reports, "test.json"), "renamed when the run ended")
+	assert.NoFileExists(t, filepath.Join(reports, "test.json.partial"))
+}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // Done marks host's round k of run finished (after the suite has written
@@ -22,7 +23,7 @@ func Done(root, host string, k int, run string) error {
 // doneRun is the run a done file names: its first line ("" for files
 // written before done files named their run).
 func doneRun(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := sharedfile.Open(path)
 	if err != nil {
 		return "", err
 	}

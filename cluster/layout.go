@@ -29,6 +29,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // Plan is one task's part of one round, as plan.json.
@@ -185,7 +187,7 @@ func scanAll(root string) ([]hostRound, error) {
 
 // readPlan reads dir/plan.json; a missing file is (nil, nil).
 func readPlan(dir string) (*Plan, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+	b, err := sharedfile.ReadFile(filepath.Join(dir, "plan.json"), sharedfile.MaxFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

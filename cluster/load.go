@@ -1,19 +1,18 @@
 package cluster
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // event is the part of a go test -json event the loader reads (attr events
@@ -37,24 +36,21 @@ type testRec struct {
 // readTests reads go test -json events into one record per test that ended.
 // The report package owns the full event model; this reads only what pair
 // results need (status, attributes, the first failure line).
+//
+// What a node that stopped mid-write leaves (a cut last line), a line too
+// long to keep or one that does not decode is passed over: the pairs it
+// would have told are then missing, which isolation counts; the report
+// names the file's damage for its host. Only a failed read is an error.
 func readTests(r io.Reader) ([]testRec, error) {
 	byKey := map[string]*testRec{}
 	var order []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
+	_, err := sharedfile.Lines(r, sharedfile.MaxLine, func(b []byte, cut bool) error {
 		if len(b) == 0 || b[0] != '{' {
-			continue // gotestsum may interleave non-JSON lines
+			return nil // gotestsum may interleave non-JSON lines
 		}
 		var e event
-		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		if e.Test == "" {
-			continue
+		if json.Unmarshal(b, &e) != nil || e.Test == "" {
+			return nil
 		}
 		k := e.Package + "\x00" + e.Test
 		t := byKey[k]
@@ -77,8 +73,9 @@ func readTests(r io.Reader) ([]testRec, error) {
 		case "skip":
 			t.status = isolate.Skip
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make([]testRec, 0, len(order))
@@ -128,11 +125,15 @@ func Load(root, run string) ([]isolate.Result, []Plan, error) {
 
 func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 	var recs []testRec
-	f, err := os.Open(filepath.Join(hr.dir, "test.json"))
+	f, err := sharedfile.Open(filepath.Join(hr.dir, "test.json"))
+	if errors.Is(err, fs.ErrNotExist) { // a run that never ended: what it wrote so far
+		f, err = sharedfile.Open(filepath.Join(hr.dir, "test.json.partial"))
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, err
+		// Not a file to read (a FIFO, a device): no results from it, as
+		// from a host that wrote none; the report names the file.
 	default:
 		recs, err = readTests(f)
 		f.Close()

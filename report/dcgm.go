@@ -234,7 +234,17 @@ func (r *Report) writeDCGM(dir string) error {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		return err
 	}
-	// One file per host, written side by side (1024 hosts: 1024 files).
+	// One file per host, written side by side (1024 hosts: 1024 files):
+	// two hosts must never share one (anchor keeps names apart; a merge
+	// refuses two hosts of one name).
+	names := map[string]string{}
+	for _, h := range r.Hosts {
+		n := anchor(h.Identity.Host)
+		if other, ok := names[n]; ok {
+			return fmt.Errorf("hosts %q and %q would share the DCGM file %s: not written", other, h.Identity.Host, n+".json")
+		}
+		names[n] = h.Identity.Host
+	}
 	errs := make([]error, len(r.Hosts))
 	parallel(len(r.Hosts), func(i int) {
 		h := r.Hosts[i]

@@ -1,11 +1,12 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // Event is one `go test -json` (test2json) event, attr events included.
@@ -26,22 +27,34 @@ type Event struct {
 // event (a crash message, a shell's complaint) is kept as package output,
 // so nothing a run printed is lost.
 func ReadEvents(r io.Reader) ([]Event, error) {
+	evs, _, err := readEvents(r, "")
+	return evs, err
+}
+
+// readEvents is ReadEvents that also says what it passed over in name
+// (sharedfile.Stats.Note): lines too long to keep, and a last line cut
+// short that is no event (a node that died mid-write, a straggler still
+// writing), which is dropped rather than kept as output.
+func readEvents(r io.Reader, name string) ([]Event, string, error) {
 	var evs []Event
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+	lost := false
+	st, err := sharedfile.Lines(r, sharedfile.MaxLine, func(line []byte, cut bool) error {
 		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+			return nil
 		}
 		var e Event
 		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
+			if cut && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+				lost = true // half an event
+				return nil
+			}
 			evs = append(evs, Event{Action: "output", Output: string(line) + "\n"})
-			continue
+			return nil
 		}
 		evs = append(evs, e)
-	}
-	return evs, sc.Err()
+		return nil
+	})
+	return evs, st.Note(name, lost), err
 }
 
 // WriteEvents writes events as go test -json lines.

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io"
@@ -95,13 +97,22 @@ type findingView struct {
 	Evidence                       []string
 }
 
+// A name with any other character is mapped and given 8 hex digits of its
+// SHA-256, so that two host names the mapping would join ("gpu.01" and
+// "gpu_01") keep apart: the anchors and the per-host file names (the DCGM
+// files, written side by side) never collide.
 func anchor(s string) string {
-	return strings.Map(func(r rune) rune {
+	mapped := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
 			return r
 		}
 		return '_'
 	}, s)
+	if mapped == s {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return mapped + "-" + hex.EncodeToString(sum[:4])
 }
 
 // maxOutputLines bounds each test's output in the page (the full output is

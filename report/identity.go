@@ -16,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // HostFile is the name of a host's identity file beside its test.json.
@@ -283,7 +284,7 @@ func (id *Identity) fillInventory(c *Case) {
 // ReadIdentity reads a host.json.
 func ReadIdentity(path string) (Identity, error) {
 	var id Identity
-	b, err := os.ReadFile(path)
+	b, err := sharedfile.ReadFile(path, sharedfile.MaxFile)
 	if err != nil {
 		return id, err
 	}

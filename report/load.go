@@ -14,12 +14,17 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // File names in a host's report folder.
 const (
 	EventsFile = "test.json"
 	JUnitFile  = "junit.xml"
+	// PartialEvents is test.json while the run writes it (dist/run.sh
+	// renames it when the run ends), so a reader on another host never
+	// takes half a run for a whole one.
+	PartialEvents = "test.json.partial"
 )
 
 // LoadDir reads the runs under dir:
@@ -122,7 +127,17 @@ func loadHost(dir string) (Run, error) {
 		return run, err
 	}
 	run.Host = id
-	f, err := os.Open(filepath.Join(dir, EventsFile))
+	events := filepath.Join(dir, EventsFile)
+	f, err := sharedfile.Open(events)
+	if errors.Is(err, fs.ErrNotExist) {
+		// dist/run.sh writes PartialEvents and renames it when the run
+		// ends: a run that never ended left only that.
+		partial := filepath.Join(dir, PartialEvents)
+		if f, err = sharedfile.Open(partial); err == nil {
+			events = partial
+			run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, jerr := os.Stat(filepath.Join(dir, JUnitFile)); jerr == nil {
 			r, err := loadJUnitDir(dir)
@@ -133,12 +148,18 @@ func loadHost(dir string) (Run, error) {
 		return run, nil
 	}
 	if err != nil {
-		return run, err
+		// Not a file to read (a FIFO, a device): the run's results are not there.
+		run.Errs = append(run.Errs, err.Error())
+		return run, nil
 	}
 	defer f.Close()
-	run.Events, err = ReadEvents(f)
+	var note string
+	run.Events, note, err = readEvents(f, events)
 	if err != nil {
-		return run, fmt.Errorf("%s: %v", f.Name(), err)
+		return run, fmt.Errorf("%s: %v", events, err)
+	}
+	if note != "" {
+		run.Errs = append(run.Errs, note)
 	}
 	return run, nil
 }
@@ -158,7 +179,7 @@ func hostLabel(dir string) string {
 }
 
 func loadJUnitDir(dir string) (Run, error) {
-	f, err := os.Open(filepath.Join(dir, JUnitFile))
+	f, err := sharedfile.Open(filepath.Join(dir, JUnitFile))
 	if err != nil {
 		return Run{}, err
 	}

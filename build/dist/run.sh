@@ -25,8 +25,16 @@ if [[ -z "${GDR_PLAN:-}" && "$tasks" =~ ^[0-9]+$ ]] && ((10#$tasks > 1)); then
 fi
 reports="${GDR_REPORTS:-$PWD/reports}"
 mkdir -p "$reports"
-rm -f "$reports/test.json" "$reports/host.json"
+rm -f "$reports/test.json" "$reports/test.json.partial" "$reports/host.json"
 rc=0
-"$here/bin/gotestsum" --format testname --jsonfile "$reports/test.json" --raw-command -- "$here/run-json.sh" "$@" || rc=$?
+# The events go to test.json.partial and become test.json when the run
+# ends: a reader on another host (a cluster's merge) never takes half a run
+# for a whole one, and a node that dies leaves the partial file, judged as a
+# run that did not end.
+"$here/bin/gotestsum" --format testname --jsonfile "$reports/test.json.partial" --raw-command -- "$here/run-json.sh" "$@" || rc=$?
+if ! mv -f "$reports/test.json.partial" "$reports/test.json"; then
+	echo "run.sh: no $reports/test.json.partial to keep: gotestsum wrote no events" >&2
+	[ "$rc" -ne 0 ] || rc=1
+fi
 export GDR_EVIDENCE_BINARIES="${GDR_EVIDENCE_BINARIES:-$(printf '%s:' "$here"/bin/*.test)}"
 exec "$here/bin/gdrreport" -collect -go-exit "$rc" ${GDR_REPORT_HOST:+-host "$GDR_REPORT_HOST"} "$reports"
