@@ -439,18 +439,40 @@ func measured(c *Case) string {
 	if pick == nil {
 		return ""
 	}
-	op := "vs"
-	switch {
-	case strings.HasPrefix(pick.Threshold, "floor "):
-		op = "<"
-	case strings.HasPrefix(pick.Threshold, "ceiling "):
-		op = ">"
-	}
-	s := valueWithUnit(pick.Key, pick.Value) + " " + op + " " + pick.Threshold
+	s := valueWithUnit(pick.Key, pick.Value) + " " + compareOp(pick.Value, pick.Threshold) + " " + pick.Threshold
 	if t := thresholdSource(c.Attrs); t != "" && !strings.Contains(pick.Threshold, t) {
 		s += " (" + t + ")"
 	}
 	return s
+}
+
+// compareOp is the operator that holds between a value and its threshold
+// ("floor 75 Gbit/s ...", "ceiling 3.5 us ..."), found by comparing the two
+// numbers: "<" or ">=" for a floor, ">" or "<=" for a ceiling, and "vs"
+// when either is not a number. A case the suite could not judge may well
+// have met its threshold; the message must not say otherwise.
+func compareOp(value, threshold string) string {
+	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	kind, rest, _ := strings.Cut(threshold, " ")
+	f := strings.Fields(rest)
+	if err != nil || len(f) == 0 {
+		return "vs"
+	}
+	t, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return "vs"
+	}
+	switch {
+	case kind == "floor" && v < t:
+		return "<"
+	case kind == "floor":
+		return ">="
+	case kind == "ceiling" && v > t:
+		return ">"
+	case kind == "ceiling":
+		return "<="
+	}
+	return "vs"
 }
 
 // valueWithUnit is "bw 12.1 Gbit/s" for gdr.bw_gbit_s=12.1: the key less

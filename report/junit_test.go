@@ -343,3 +343,22 @@ func regexpReplaceFirst(s, re, repl string) string {
 	}
 	return s[:loc[0]] + string(rx.ExpandString(nil, repl, s, loc)) + s[loc[1]:]
 }
+
+// The operator between a value and its threshold is the one that holds:
+// a case the suite could not judge read "copy_fraction 0.876 < floor
+// 0.600" when 0.876 was above its floor.
+func TestCompareOp(t *testing.T) {
+	for _, c := range []struct{ v, th, want string }{
+		{"12.1", "floor 75 Gbit/s (75% of port rate)", "<"},
+		{"0.876", "floor 0.600", ">="},
+		{"0.600", "floor 0.600", ">="},
+		{"4.2", "ceiling 3.5 us", ">"},
+		{"1.1", "ceiling 3.5 us", "<="},
+		{"n/a", "floor 1", "vs"},
+		{"1", "floor x", "vs"},
+		{"1", "limit 2", "vs"},
+		{"1", "", "vs"},
+	} {
+		assert.Equal(t, c.want, compareOp(c.v, c.th), "%s vs %s", c.v, c.th)
+	}
+}
