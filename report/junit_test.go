@@ -362,3 +362,20 @@ func TestCompareOp(t *testing.T) {
 		assert.Equal(t, c.want, compareOp(c.v, c.th), "%s vs %s", c.v, c.th)
 	}
 }
+
+// gotestsum's suite timestamps carry a zone; Ant's (and ours) do not. Both
+// are the run's own time.
+func TestSuiteTime(t *testing.T) {
+	for in, want := range map[string]string{
+		"2026-12-01T13:28:00":       "2026-12-01T13:28:00Z",
+		"2026-12-01T13:28:00Z":      "2026-12-01T13:28:00Z",
+		"2026-12-01T14:28:00+01:00": "2026-12-01T13:28:00Z",
+		"2026-12-01T13:28:00.5Z":    "2026-12-01T13:28:00.5Z",
+	} {
+		got, ok := suiteTime(in)
+		require.True(t, ok, in)
+		assert.Equal(t, want, got.Format(time.RFC3339Nano), in)
+	}
+	_, ok := suiteTime("yesterday")
+	assert.False(t, ok)
+}

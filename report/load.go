@@ -267,7 +267,7 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 		// gotestsum lists a parent after its subtests; parents start first.
 		sortParentsFirst(items, func(i int) string { return items[i].name })
 		start := Event{Action: "start", Package: pkg}
-		if t, err := time.Parse("2006-01-02T15:04:05", s.Timestamp); err == nil {
+		if t, ok := suiteTime(s.Timestamp); ok {
 			start.Time = &t
 		}
 		evs = append(evs, start)
@@ -472,4 +472,18 @@ func FromDirs(dirs []string, opt isolate.Options, run string) (*Report, error) {
 		r.SetCluster(analysis)
 	}
 	return r, nil
+}
+
+// suiteTime reads a suite's timestamp: Ant's form has no zone (this
+// package writes UTC so), gotestsum writes RFC 3339 with one
+// ("2026-12-01T13:28:00Z", "...+01:00"); a recording re-rendered must keep
+// its own run's time, not the render's.
+func suiteTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
 }
