@@ -117,3 +117,40 @@ func TestHostFileNamesDoNotCollide(t *testing.T) {
 	assert.NotEqual(t, anchor("gpu.01"), anchor("gpu_01"))
 	assert.Regexp(t, `^gpu_01-[0-9a-f]{8}$`, anchor("gpu.01"))
 }
+
+// Control characters a host or its tests wrote (ESC sequences, BEL, NUL,
+// the C1 CSI, a bidi override, U+FFFD itself) reach no format raw: the
+// terminal prints summary.txt, the browser shows report.html, CI parses
+// junit.xml.
+func TestControlCharactersEscapedEverywhere(t *testing.T) {
+	fleet := t.TempDir()
+	evil := "\x1b[2J\x07\x00\u009b1m\u202eevil\ufffd"
+	ev := `{"Action":"run","Package":"x/conformance/gpu","Test":"TestGPU02ComputeCapability"}
+{"Action":"attr","Package":"x/conformance/gpu","Test":"TestGPU02ComputeCapability","Key":"gdr.req","Value":"GPU-02"}
+{"Action":"output","Package":"x/conformance/gpu","Test":"TestGPU02ComputeCapability","Output":"    gpu_test.go:9: ` + jsonEscape(evil) + `; remedy: do ` + jsonEscape(evil) + `\n"}
+{"Action":"fail","Package":"x/conformance/gpu","Test":"TestGPU02ComputeCapability"}
+`
+	d := hostDir(t, fleet, "h1", ev)
+	id := Identity{Host: "h1", Kernel: evil}
+	require.NoError(t, WriteIdentity(d, id))
+	r, err := FromDirs([]string{fleet}, isolate.Options{}, "")
+	require.NoError(t, err)
+	out := t.TempDir()
+	require.NoError(t, r.WriteAll(out))
+	for _, f := range []string{SummaryText, SummaryMD, SummaryJSON, HTMLFile, JUnitFile} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		require.NoError(t, err)
+		s := string(b)
+		for _, bad := range []string{"\x1b", "\x07", "\x00", "\u009b", "\u202e", "\ufffd"} {
+			assert.NotContains(t, s, bad, "%s carries %q raw", f, bad)
+		}
+		if f != SummaryJSON { // JSON escapes the backslash itself
+			assert.Contains(t, s, `\x1b[2J`, "%s shows the escape as text", f)
+		}
+	}
+}
+
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}

@@ -48,9 +48,11 @@ func readEvents(r io.Reader, name string) ([]Event, string, error) {
 				lost = true // half an event
 				return nil
 			}
-			evs = append(evs, Event{Action: "output", Output: string(line) + "\n"})
+			evs = append(evs, Event{Action: "output", Output: visible(string(line)) + "\n"})
 			return nil
 		}
+		// What the tests printed and named reaches every format as text.
+		e.Package, e.Test, e.Output, e.Key, e.Value, e.ImportPath = visible(e.Package), visible(e.Test), visible(e.Output), visible(e.Key), visible(e.Value), visible(e.ImportPath)
 		evs = append(evs, e)
 		return nil
 	})

@@ -291,6 +291,7 @@ func ReadIdentity(path string) (Identity, error) {
 	if err := json.Unmarshal(b, &id); err != nil {
 		return id, fmt.Errorf("%s: %v", path, err)
 	}
+	visibleAll(&id) // a host's own words reach every format as text
 	if id.Host == "" {
 		return id, fmt.Errorf("%s: no \"host\"", path)
 	}

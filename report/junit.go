@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gdrconf/gdrconf/internal/attrkey"
 	"github.com/gdrconf/gdrconf/internal/reqs"
@@ -488,39 +487,9 @@ func valueWithUnit(key, v string) string {
 
 // clean makes s fit XML 1.0: a character it cannot carry (control
 // characters, U+FFFE/FFFF, bytes that are not UTF-8) is written visibly as
-// \xNN or \uNNNN, never as U+FFFD (xunit-viewer crashed on that).
-func clean(s string) string {
-	if plain(s) {
-		return s // the common case: nothing to escape, no copy
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF:
-			b.WriteString(s[i : i+n])
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// plain: s is printable ASCII, tabs and newlines only, which clean keeps
-// as they are (a fleet's junit.xml is tens of MB of such text).
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 || c > 0x7e) && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-	}
-	return true
-}
+// \xNN or \uNNNN, never as U+FFFD (xunit-viewer crashed on that): visible
+// escapes a superset of what XML cannot carry.
+func clean(s string) string { return visible(s) }
 
 // WriteJUnit writes the report as JUnit XML.
 func (r *Report) WriteJUnit(w io.Writer) error {
