@@ -280,7 +280,8 @@ func TestJUnit(t *testing.T) {
 	assert.True(t, strings.HasSuffix(s.Cases[1].Failure.Message, " on server: peer 198.18.0.2 vanished"), s.Cases[1].Failure.Message)
 	assert.Contains(t, s.Cases[1].Failure.Body, "remedy: check the peer")
 	assert.NotNil(t, s.Cases[2].Skipped)
-	require.NotNil(t, s.Cases[3].Failure, "a test that never finished fails")
+	require.NotNil(t, s.Cases[3].Error, "a test that never finished: an error of the run, not the hardware's")
+	assert.Equal(t, "did_not_finish", s.Cases[3].Error.Type)
 	require.Contains(t, byName, "loopback/run")
 	lo := doc.Suites[byName["loopback/run"]]
 	require.Len(t, lo.Cases, 1)

@@ -229,7 +229,7 @@ func (r *Report) JUnit() JUnit {
 					s.add(tc, attrs, out)
 				}
 			}
-			if p.Failure != "" {
+			if p.Failure != "" && !tookDown(h, p.Area) {
 				out := append(append([]string{}, p.BuildError.Output...), p.Output...)
 				m := p.Name + " " + p.Failure
 				s.add(JUnitCase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
@@ -237,6 +237,22 @@ func (r *Report) JUnit() JUnit {
 			}
 		}
 		for _, rq := range h.Reqs {
+			if rq.takenDown() {
+				// Its package failed before any test of it ran (a build
+				// error): one case per requirement, as summary counts it.
+				s := suite(rq.Area, "")
+				var out []string
+				for _, p := range h.pkgs {
+					if p.Area == rq.Area {
+						out = append(append(out, p.BuildError.Output...), p.Output...)
+					}
+				}
+				m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
+				s.add(JUnitCase{Name: CaseName(rq.ID+" (package failed)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
+					Error: &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, "", nil, out)}},
+					map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
+				continue
+			}
 			if rq.Status != NotRun {
 				continue
 			}
@@ -510,4 +526,19 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 func firstOf(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// takenDown: the requirement failed with no test of it run, its package
+// having failed outside its tests (reqResult).
+func (r *ReqResult) takenDown() bool { return r.Status == Fail && r.Cases == 0 }
+
+// tookDown says whether a failure of area's package took a requirement
+// down, which then carries it as its own case.
+func tookDown(h *HostResult, area string) bool {
+	for _, r := range h.Reqs {
+		if r.Area == area && r.takenDown() {
+			return true
+		}
+	}
+	return false
 }

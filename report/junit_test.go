@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/report/junitcheck"
 )
 
@@ -230,10 +231,24 @@ func TestJUnitOutcomes(t *testing.T) {
 	require.NotNil(t, pp09.Skipped, "a report-only requirement never fails a build")
 	assert.Nil(t, pp09.Failure)
 	assert.Equal(t, "report-only, not met: PP-09 on gpu01: GPU memory reaches 0.41 of host memory's bandwidth", pp09.Skipped.Message)
-	pkg := cases["(package) [gpu01]"]
-	require.NotNil(t, pkg.Error, "a package that did not build was not judged")
-	assert.Contains(t, pkg.Error.Message, "did not build")
-	assert.Contains(t, pkg.Error.Body, "undefined: cuda.Foo")
+	// A package that did not build takes its requirements down: one error
+	// case each (the summary counts each as failed), the reason the
+	// compiler's own first error, not go build's "# package" header.
+	_, noPkg := cases["(package) [gpu01]"]
+	assert.False(t, noPkg, "its requirements carry the failure")
+	gpu01 := cases["GPU-01 (package failed) [gpu01]"]
+	require.NotNil(t, gpu01.Error, "a package that did not build was not judged")
+	assert.Equal(t, typeNotJudged, gpu01.Error.Type)
+	assert.Equal(t, "GPU-01 must on gpu01: conformance/gpu did not build: gpu_test.go:3:2: undefined: cuda.Foo", gpu01.Error.Message)
+	assert.Contains(t, gpu01.Error.Body, "undefined: cuda.Foo")
+	gpuReqs := 0
+	for _, rq := range reqs.All() {
+		if rq.Area == "gpu" {
+			gpuReqs++
+			assert.Contains(t, cases, rq.ID+" (package failed) [gpu01]")
+		}
+	}
+	assert.Equal(t, gpuReqs, suites["gpu01/gpu"].Errors)
 	run := cases["(run) [gpu01]"]
 	require.NotNil(t, run.Error)
 	assert.Equal(t, "the VM died", run.Error.Message)
@@ -378,4 +393,37 @@ func TestSuiteTime(t *testing.T) {
 	}
 	_, ok := suiteTime("yesterday")
 	assert.False(t, ok)
+}
+
+// One count of cases everywhere: summary's "(N test cases)" is the number
+// of JUnit testcases of the host, for every recorded run and for a run
+// with a package that did not build, a run error and requirements that did
+// not run (summary said 55 where JUnit had 58).
+func TestCaseCountsAgree(t *testing.T) {
+	check := func(name string, r *Report) {
+		doc := r.JUnit()
+		perHost := map[string]int{}
+		for _, s := range doc.Suites {
+			if s.Hostname != "" && !strings.HasPrefix(s.Name, "cluster/") {
+				perHost[s.Hostname] += len(s.Cases)
+			}
+		}
+		for _, h := range r.Hosts {
+			host := h.Identity.Host
+			if strings.TrimSpace(host) == "" {
+				host = "localhost"
+			}
+			assert.Equal(t, perHost[host], h.Counts().Cases, "%s: host %s", name, host)
+		}
+	}
+	check("verdictHost", Build([]Run{verdictHost("gpu01")}))
+	ents, err := os.ReadDir(runsDir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.IsDir() {
+			runs, err := LoadDir(filepath.Join(runsDir, e.Name()))
+			require.NoError(t, err)
+			check(e.Name(), Build(runs))
+		}
+	}
 }

@@ -247,7 +247,7 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 // failure says how a package failed outside its tests, or "".
 func (p *pkgRun) failure() string {
 	if len(p.BuildError.Output) > 0 {
-		return "did not build: " + firstUseful(p.BuildError.Output)
+		return "did not build: " + compilerError(p.BuildError.Output)
 	}
 	if !p.Failed {
 		return ""
@@ -539,4 +539,20 @@ func howStopped(p *pkgRun) string {
 		return "the test binary was killed (" + killed + ")"
 	}
 	return "its package ended while it ran (the test binary exited or was killed without a word)"
+}
+
+// compilerError is the first line of go build's output that is the
+// compiler's own ("topology_test.go:12:2: undefined: x"), not the "# pkg"
+// header go build prints above it.
+func compilerError(lines []string) string {
+	var rest []string
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "# ") {
+			rest = append(rest, l)
+		}
+	}
+	if s := firstUseful(rest); s != "" {
+		return s
+	}
+	return firstUseful(lines)
 }

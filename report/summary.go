@@ -41,8 +41,10 @@ func (t Tally) String() string {
 }
 
 // Counts of a host's requirements by status: all of them (Pass .. NotRun),
-// and must and report-only apart; Cases are the counted test cases (one per
-// requirement and device, as JUnit counts them).
+// and must and report-only apart; Cases are the host's JUnit test cases:
+// the counted tests (one per requirement and device), a requirement that
+// did not run or that its package's failure took down, a package failure
+// that took none down, and each failure outside any test (junit.go).
 type Counts struct {
 	Pass, Fail, Skip, NotRun, Cases int
 	Must, ReportOnly                Tally
@@ -61,7 +63,17 @@ func (h *HostResult) Counts() Counts {
 		}
 	}
 	c.Pass, c.Fail, c.Skip, c.NotRun = all.Passed, all.Failed, all.Skipped, all.NotRun
-	c.Cases = len(h.Cases())
+	c.Cases = len(h.Cases()) + len(h.runErrs)
+	for _, r := range h.Reqs {
+		if r.Status == NotRun || r.takenDown() {
+			c.Cases++
+		}
+	}
+	for _, p := range h.pkgs {
+		if p.Failure != "" && !tookDown(h, p.Area) {
+			c.Cases++
+		}
+	}
 	return c
 }
 
