@@ -64,3 +64,26 @@ func TestDidNotFinish(t *testing.T) {
 		})
 	}
 }
+
+// A run where no test ran at all is its own INCOMPLETE, with advice that
+// fits it (not "run with GDR_STRICT=1"), and exits 3 whatever GDR_STRICT
+// says: a pipeline must not pass on it.
+func TestEmptyRun(t *testing.T) {
+	r := Build([]Run{{Host: Identity{Host: "gpu01"}}})
+	assert.Equal(t, Incomplete, r.Verdict.Verdict)
+	assert.Equal(t, "INCOMPLETE (no test ran)", r.Verdict.Line)
+	assert.Contains(t, r.Verdict.Advice, "no test ran at all")
+	assert.NotContains(t, r.Verdict.Advice, "GDR_STRICT=1")
+	assert.Equal(t, 3, r.ExitCode())
+
+	// In a fleet, one empty host keeps the exit non-zero.
+	pass := events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", result: "pass", attrs: []string{"gdr.req", "GPU-02"}})
+	r = Build([]Run{{Host: Identity{Host: "gpu01"}, Events: pass}, {Host: Identity{Host: "gpu02"}}})
+	assert.Equal(t, Incomplete, r.Verdict.Verdict)
+	assert.True(t, r.Verdict.NoTests)
+	assert.Equal(t, 3, r.ExitCode())
+	// A run that ran tests and skipped some is the plain INCOMPLETE: 0.
+	r = Build([]Run{{Host: Identity{Host: "gpu01"}, Events: pass}})
+	assert.False(t, r.Verdict.NoTests)
+	assert.Equal(t, 0, r.ExitCode())
+}

@@ -32,6 +32,9 @@ type Verdict struct {
 	// Flags are what a merged verdict's reader must know before trusting
 	// it (hosts that ran different suite versions), one sentence each.
 	Flags []string `json:"flags,omitempty"`
+	// NoTests: no test ran at all (one host), or on some host (many): the
+	// run proves nothing, and exits 3 whatever GDR_STRICT says.
+	NoTests bool `json:"no_tests,omitempty"`
 }
 
 // Number is one measurement or fact with its unit, as a test recorded it.
@@ -628,6 +631,10 @@ func hostVerdict(h *HostResult) Verdict {
 			v.Advice += fmt.Sprintf(", and %s outside any test", plural(errs, "failure", "failures"))
 		}
 		v.Advice += ": fix the causes below, then run again"
+	case len(h.cases) == 0:
+		v.Verdict, v.NoTests = Incomplete, true
+		v.Line = Incomplete + " (no test ran)"
+		v.Advice = "no test ran at all, so nothing about this host is known: look at what the run printed (test.json, the packages' output) for a suite that was not built with its tags (make conformance TAGS=gpu,rdma), a -run pattern that matches nothing (RUN=), or test binaries that never started"
 	case v.NotRun > 0:
 		v.Verdict = Incomplete
 		var why []string
@@ -679,10 +686,13 @@ func overall(hs []*HostResult) Verdict {
 		}
 	}
 	v.Failed, v.NotRun = len(failed), len(notRun)
+	for _, h := range hs {
+		v.NoTests = v.NoTests || h.Verdict.NoTests && !h.Earlier
+	}
 	switch {
 	case len(hs) == 0:
 		v.Verdict, v.Line, v.Advice = Incomplete, Incomplete+" (nothing ran)", "no host's results were found"
-		v.NotRun = 1
+		v.NotRun, v.NoTests = 1, true
 	case v.Failed > 0:
 		v.Verdict, v.Line = NotQualified, fmt.Sprintf("%s (%d of %d hosts: %s)", NotQualified, v.Failed, len(hs), nameHosts(failed))
 		v.Advice = fmt.Sprintf("%d of %d hosts are not qualified (failed must requirements, or failures outside any test)", v.Failed, len(hs))
@@ -718,6 +728,9 @@ func (r *Report) ExitCode() int {
 	case NotQualified:
 		return 1
 	case Incomplete:
+		if r.Verdict.NoTests {
+			return 3 // a run where nothing ran proves nothing, strict or not
+		}
 		for _, h := range r.Hosts {
 			if h.Identity.Strict && !h.Earlier {
 				return 3
