@@ -49,6 +49,8 @@ func (r *Report) WriteAll(dir string) error {
 		SummaryMD:   func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
 		SummaryJSON: func(b *bytes.Buffer) error { return r.WriteJSON(b) },
 		HTMLFile:    func(b *bytes.Buffer) error { return r.WriteHTML(b) },
+		PromFile:    func(b *bytes.Buffer) error { return r.WritePrometheus(b) },
+		ActionsFile: func(b *bytes.Buffer) error { return r.WriteActions(b) },
 		ExitCodeFile: func(b *bytes.Buffer) error {
 			_, err := fmt.Fprintf(b, "%d\n", r.ExitCode())
 			return err
@@ -63,6 +65,14 @@ func (r *Report) WriteAll(dir string) error {
 			var b bytes.Buffer
 			if err := write(&b); err != nil {
 				errs <- fmt.Errorf("%s: %v", name, err)
+				return
+			}
+			if b.Len() == 0 && name == ActionsFile { // nothing to act on: no file, and none left from before
+				if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+					errs <- err
+					return
+				}
+				errs <- nil
 				return
 			}
 			errs <- os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)

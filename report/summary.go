@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gdrconf/gdrconf/cluster/hostlist"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/inventory"
 	"github.com/gdrconf/gdrconf/internal/reqs"
@@ -387,6 +388,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  FLAG: %s\n", f)
 	}
 	many := len(r.Hosts) > 1
+	if bad := r.BadNodes(); many && len(bad) > 0 {
+		var nodes []string
+		for _, n := range bad {
+			nodes = append(nodes, n.Node)
+		}
+		fmt.Fprintf(&b, "  nodes to drain: %s (the scontrol and kubectl lines are in %s)\n", hostlist.Compress(nodes), ActionsFile)
+	}
 	hosts := r.hostsFailuresFirst()
 	if many {
 		fmt.Fprintf(&b, "\n%-24s %-14s %-36s %s\n", "host", "verdict", "must: passed/failed/skipped/not run", "report-only failed")

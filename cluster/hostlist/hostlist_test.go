@@ -120,3 +120,37 @@ func FuzzExpand(f *testing.F) {
 		}
 	})
 }
+
+func TestCompress(t *testing.T) {
+	for in, want := range map[string]string{
+		"gpu01 gpu02 gpu03 gpu07 login": "gpu[01-03,07],login",
+		"gpu1 gpu10 gpu2":               "gpu[1-2,10]",
+		"node0005 node0040":             "node[0005,0040]",
+		"gpu-05 gpu-40":                 "gpu-[05,40]",
+		"n08 n09 n10 n11":               "n[08-11]",
+		"n9 n10 n010":                   "n[9-10,010]",
+		"a1 a01":                        "a[1,01]",
+		"vm3":                           "vm3",
+		"gdrconf-2 gdrconf-0 gdrconf-1": "gdrconf-[0-2]",
+		"x x y":                         "x,y",
+	} {
+		got := Compress(strings.Fields(in))
+		assert.Equal(t, want, got, in)
+		back, err := Expand(got)
+		require.NoError(t, err, got)
+		assert.ElementsMatch(t, uniq(strings.Fields(in)), back, "%s expands back", got)
+	}
+	assert.Equal(t, "", Compress(nil))
+}
+
+func uniq(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/gdrconf/gdrconf/cluster/hostlist"
+)
+
+// ActionsFile holds the commands that take a merge's bad nodes out of
+// service: printed for the operator, never run by the suite.
+const ActionsFile = "actions.txt"
+
+// BadNode is a host the report found not qualified, named by its node (a
+// Kubernetes pod's node, else the host itself), with what to tell the
+// scheduler why.
+type BadNode struct {
+	Node, Host string
+	Part       string // the part at fault of its first failure ("nic", "gpu", ...; "host" when none is named)
+	Cause      string // its first failed must requirement and why, one line
+}
+
+// BadNodes are the latest runs' hosts that are NOT QUALIFIED, in report
+// order.
+func (r *Report) BadNodes() []BadNode {
+	var out []BadNode
+	for _, h := range r.Hosts {
+		if h.Earlier || h.Verdict.Verdict != NotQualified {
+			continue
+		}
+		b := BadNode{Node: h.Identity.Node, Host: h.Identity.Host, Part: "host"}
+		if b.Node == "" {
+			b.Node = h.Identity.Host
+		}
+		for _, c := range h.Cases() {
+			if c.Status() == Fail && c.Part != nil {
+				b.Part = c.Part.Kind
+				break
+			}
+		}
+		for _, rq := range h.Reqs {
+			if rq.Status == Fail && rq.Level != "report-only" {
+				b.Cause = rq.ID + ": " + rq.Reason
+				break
+			}
+		}
+		if b.Cause == "" && len(h.Errors) > 0 {
+			b.Cause = firstOf(h.Errors[0])
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// labelValue is s as a Kubernetes label value: at most 63 characters of
+// letters, digits, '-', '_' and '.', starting and ending alphanumeric.
+func labelValue(s string) string {
+	v := strings.Trim(regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(s, "-"), "-_.")
+	if len(v) > 63 {
+		v = strings.TrimRight(v[:63], "-_.")
+	}
+	if v == "" {
+		v = "unknown"
+	}
+	return v
+}
+
+// shellQuote makes s one word for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// WriteActions writes the bad nodes as a Slurm hostlist, the scontrol
+// lines that drain them with a reason, and the kubectl lines that taint
+// and label them. It writes nothing when there is no bad node.
+func (r *Report) WriteActions(w io.Writer) error {
+	bad := r.BadNodes()
+	if len(bad) == 0 {
+		return nil
+	}
+	var nodes []string
+	for _, b := range bad {
+		nodes = append(nodes, b.Node)
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "# gdrconf: %d node(s) not qualified: %s\n", len(bad), hostlist.Compress(nodes))
+	s.WriteString("# Printed for the operator; nothing here was run. Node names are the machines', not pods'.\n\n# Slurm:\n")
+	for _, b := range bad {
+		reason := "gdrconf: " + b.Part + ": " + b.Cause
+		if len(reason) > 120 { // slurmctld keeps reasons short; the report has the rest
+			reason = reason[:117] + "..."
+		}
+		fmt.Fprintf(&s, "scontrol update nodename=%s state=drain reason=%s\n", b.Node, shellQuote(reason))
+	}
+	s.WriteString("\n# Kubernetes:\n")
+	for _, b := range bad {
+		fmt.Fprintf(&s, "kubectl taint nodes %s gdrconf.io/not-qualified=%s:NoSchedule --overwrite\n", b.Node, labelValue(b.Part))
+		fmt.Fprintf(&s, "kubectl label nodes %s gdrconf.io/verdict=not-qualified --overwrite\n", b.Node)
+	}
+	_, err := io.WriteString(w, s.String())
+	return err
+}
