@@ -26,12 +26,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -319,6 +322,11 @@ func fileSHA256(p string) (string, error) {
 // merged report is a few hundred MiB at most).
 const maxMember = 1 << 30
 
+// maxBundle bounds what all members together may hold: they are read
+// before the signature is checked, so a small archive that expands without
+// end must stop here.
+var maxBundle int64 = 2 << 30
+
 // readArchive reads a bundle's members.
 func readArchive(p string) (map[string][]byte, error) {
 	f, err := os.Open(p)
@@ -332,6 +340,7 @@ func readArchive(p string) (map[string][]byte, error) {
 	}
 	tr := tar.NewReader(gz)
 	out := map[string][]byte{}
+	var total int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -356,6 +365,10 @@ func readArchive(p string) (map[string][]byte, error) {
 		}
 		if len(b) > maxMember {
 			return nil, fmt.Errorf("%s: member %q is over %d bytes", p, h.Name, maxMember)
+		}
+		total += int64(len(b))
+		if total > maxBundle {
+			return nil, fmt.Errorf("%s: the members hold over %d bytes before the signature is checked (a 0.6 MB archive once took 1.2 GB): not read further", p, maxBundle)
 		}
 		out[h.Name] = b
 	}
@@ -515,14 +528,142 @@ func Verify(p string, pub crypto.PublicKey) (*Result, error) {
 		}
 		return res, fmt.Errorf("%s: the raw streams give %q (exit %d), the signed predicate says %q (exit %d)%s", p, r.Verdict.Line, r.ExitCode(), res.Predicate.Verdict, res.Predicate.ExitCode, why)
 	}
-	var sj struct {
-		Verdict string `json:"verdict"`
-		Line    string `json:"line"`
-	}
-	if b, ok := members[ReportDir+report.SummaryJSON]; ok {
-		if err := json.Unmarshal(b, &sj); err == nil && sj.Line != "" && sj.Line != r.Verdict.Line {
-			return res, fmt.Errorf("%s: %s says %q, the raw streams give %q", p, report.SummaryJSON, sj.Line, r.Verdict.Line)
-		}
+	if problems := checkRendered(members, r, r.Suite == res.Predicate.Renderer); len(problems) > 0 {
+		return res, fmt.Errorf("%s: the readable files do not say what the raw streams give: %s", p, strings.Join(problems, "; "))
 	}
 	return res, nil
+}
+
+// checkRendered compares what people and pipelines read in the bundle's
+// report folder with the report re-derived from the raw streams: the
+// verdict line of summary.txt, summary.md and report.html, summary.json's
+// verdict, exit code and per-host verdicts, junit.xml's counts and the
+// exit-code file; and, where the re-deriving suite is the signer's, all of
+// summary.txt and summary.md. A file the bundle lacks is not checked (the
+// signed member list says which there are); one it has must agree.
+func checkRendered(members map[string][]byte, r *report.Report, sameSuite bool) []string {
+	var problems []string
+	bad := func(f, format string, a ...any) {
+		problems = append(problems, f+": "+fmt.Sprintf(format, a...))
+	}
+	render := func(write func(*bytes.Buffer) error) string {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			return "(" + err.Error() + ")"
+		}
+		return b.String()
+	}
+	if b, ok := members[ReportDir+report.SummaryText]; ok {
+		want := render(func(w *bytes.Buffer) error { return r.WriteText(w) })
+		got := string(b)
+		if first(got) != first(want) {
+			bad(report.SummaryText, "headline %q, the raw streams give %q", first(got), first(want))
+		} else if sameSuite && got != want {
+			bad(report.SummaryText, "differs from the report the raw streams give (line %d)", firstDiff(got, want))
+		}
+	}
+	if b, ok := members[ReportDir+report.SummaryMD]; ok {
+		want := render(func(w *bytes.Buffer) error { return r.WriteMarkdown(w) })
+		got := string(b)
+		if first(got) != first(want) {
+			bad(report.SummaryMD, "headline %q, the raw streams give %q", first(got), first(want))
+		} else if sameSuite && got != want {
+			bad(report.SummaryMD, "differs from the report the raw streams give (line %d)", firstDiff(got, want))
+		}
+	}
+	if b, ok := members[ReportDir+report.SummaryJSON]; ok {
+		type hostV struct {
+			Host    string `json:"host"`
+			Verdict string `json:"verdict"`
+		}
+		var sj struct {
+			V        string  `json:"verdict"`
+			Line     string  `json:"line"`
+			ExitCode *int    `json:"exit_code"`
+			Hosts    []hostV `json:"hosts"`
+		}
+		if err := json.Unmarshal(b, &sj); err != nil {
+			bad(report.SummaryJSON, "does not parse: %v", err)
+		} else {
+			if sj.Line != r.Verdict.Line || sj.V != r.Verdict.Verdict {
+				bad(report.SummaryJSON, "verdict %q (%s), the raw streams give %q (%s)", sj.Line, sj.V, r.Verdict.Line, r.Verdict.Verdict)
+			}
+			if sj.ExitCode == nil || *sj.ExitCode != r.ExitCode() {
+				bad(report.SummaryJSON, "exit_code is not %d", r.ExitCode())
+			}
+			want := map[string]string{}
+			for _, h := range r.Hosts {
+				want[h.Identity.Host] = h.Verdict.Verdict
+			}
+			for _, h := range sj.Hosts {
+				if w, ok := want[h.Host]; !ok || w != h.Verdict {
+					bad(report.SummaryJSON, "host %s is %q, the raw streams give %q", h.Host, h.Verdict, w)
+				}
+			}
+			if len(sj.Hosts) > 0 && len(sj.Hosts) != len(want) {
+				bad(report.SummaryJSON, "lists %d hosts, the raw streams %d", len(sj.Hosts), len(want))
+			}
+		}
+	}
+	if b, ok := members[ReportDir+report.HTMLFile]; ok {
+		m := htmlVerdict.FindSubmatch(b)
+		if m == nil {
+			bad(report.HTMLFile, "no verdict line found")
+		} else if got := html.UnescapeString(string(m[1])); got != r.Verdict.Line {
+			bad(report.HTMLFile, "headline %q, the raw streams give %q", got, r.Verdict.Line)
+		}
+	}
+	if b, ok := members[ReportDir+report.JUnitFile]; ok {
+		got, err := report.ParseJUnit(bytes.NewReader(b))
+		if err != nil {
+			bad(report.JUnitFile, "does not parse: %v", err)
+		} else if g, w := junitCounts(got), junitCounts(r.JUnit()); g != w {
+			bad(report.JUnitFile, "tests/failures/errors/skipped %v, the raw streams give %v", g, w)
+		}
+	}
+	if b, ok := members[ReportDir+report.ExitCodeFile]; ok {
+		if got := strings.TrimSpace(string(b)); got != strconv.Itoa(r.ExitCode()) {
+			bad(report.ExitCodeFile, "%q, the raw streams give %d", got, r.ExitCode())
+		}
+	}
+	return problems
+}
+
+// htmlVerdict is report.html's headline (report.html.tmpl: the line in the
+// div of id verdict).
+var htmlVerdict = regexp.MustCompile(`id="verdict"><div class="line">([^<]*)</div>`)
+
+func first(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// firstDiff is the 1-based number of the first line where a and b differ.
+func firstDiff(a, b string) int {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < min(len(la), len(lb)); i++ {
+		if la[i] != lb[i] {
+			return i + 1
+		}
+	}
+	return min(len(la), len(lb)) + 1
+}
+
+// junitCounts sums a document's cases by result.
+func junitCounts(doc report.JUnit) [4]int {
+	var c [4]int
+	for _, s := range doc.Suites {
+		for _, tc := range s.Cases {
+			c[0]++
+			switch {
+			case tc.Failure != nil:
+				c[1]++
+			case tc.Error != nil:
+				c[2]++
+			case tc.Skipped != nil:
+				c[3]++
+			}
+		}
+	}
+	return c
 }

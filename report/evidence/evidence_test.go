@@ -1,14 +1,19 @@
 package evidence
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,4 +227,99 @@ func TestBundleOfMerge(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, m, "runs/1-"+filepath.Base(a)+"/test.json")
 	assert.Contains(t, m, "report/summary.json")
+}
+
+// A key is never overwritten: an existing file (whatever its mode) or a
+// link in its place is refused, and the private key is 0600 whatever the
+// umask.
+func TestGenerateKeyRefusesToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	priv, pub := filepath.Join(dir, "k.pem"), filepath.Join(dir, "k.pub.pem")
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	require.NoError(t, GenerateKey(priv, pub))
+	fi, err := os.Stat(priv)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	before, err := os.ReadFile(priv)
+	require.NoError(t, err)
+	assert.ErrorContains(t, GenerateKey(priv, pub), "exists: a key is never overwritten")
+	after, _ := os.ReadFile(priv)
+	assert.Equal(t, before, after)
+
+	// A link where the key would go (pointing at a file of another owner's
+	// choosing) is refused, not followed.
+	target := filepath.Join(dir, "elsewhere")
+	require.NoError(t, os.WriteFile(target, []byte("x"), 0o644))
+	link := filepath.Join(dir, "l.pem")
+	require.NoError(t, os.Symlink(target, link))
+	assert.Error(t, GenerateKey(link, filepath.Join(dir, "l.pub.pem")))
+	b, _ := os.ReadFile(target)
+	assert.Equal(t, "x", string(b))
+	dangling := filepath.Join(dir, "d.pem")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "nothing"), dangling))
+	assert.Error(t, GenerateKey(dangling, filepath.Join(dir, "d.pub.pem")))
+	assert.NoFileExists(t, filepath.Join(dir, "nothing"))
+}
+
+// The members are read before the signature is checked: their total is
+// bounded, so an archive that expands without end stops with its name.
+func TestBundleSizeBound(t *testing.T) {
+	defer func(m int64) { maxBundle = m }(maxBundle)
+	maxBundle = 1 << 20
+	p := filepath.Join(t.TempDir(), "bomb.tar.gz")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for i := range 3 {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("m%d", i), Mode: 0o644, Size: 1 << 19, Typeflag: tar.TypeReg}))
+		_, err := tw.Write(make([]byte, 1<<19))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	require.NoError(t, f.Close())
+	_, err = readArchive(p)
+	assert.ErrorContains(t, err, "the members hold over 1048576 bytes before the signature is checked")
+}
+
+// A bundle signed over readable files that lie does not verify: each file
+// people or pipelines read is compared with the report the raw streams
+// give (before, only the predicate and summary.json's line were).
+func TestReadableFilesMustMatchTheStreams(t *testing.T) {
+	for _, c := range []struct {
+		file, from, to, want string
+	}{
+		{report.SummaryText, "NOT QUALIFIED (22 must requirements failed)", "QUALIFIED", "summary.txt: headline"},
+		{report.SummaryMD, "NOT QUALIFIED (22 must requirements failed)", "QUALIFIED", "summary.md: headline"},
+		{report.HTMLFile, "NOT QUALIFIED (22 must requirements failed)", "QUALIFIED", "report.html: headline"},
+		{report.ExitCodeFile, "1", "0", "exit-code: \"0\", the raw streams give 1"},
+		{report.JUnitFile, "<failure ", "<skipped ", "junit.xml: tests/failures/errors/skipped"},
+		{report.SummaryText, "INST-05  PASS", "INST-05  SKIP", "summary.txt: differs from the report the raw streams give"},
+	} {
+		t.Run(c.file+" "+c.to, func(t *testing.T) {
+			dir := reportDir(t)
+			p := filepath.Join(dir, c.file)
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.Contains(t, string(b), c.from)
+			lie := strings.Replace(string(b), c.from, c.to, 1)
+			if c.file == report.HTMLFile { // the title says it too
+				lie = strings.ReplaceAll(string(b), c.from, c.to)
+			}
+			if c.file == report.JUnitFile {
+				lie = strings.ReplaceAll(strings.ReplaceAll(string(b), "<failure ", "<skipped "), "</failure>", "</skipped>")
+			}
+			require.NoError(t, os.WriteFile(p, []byte(lie), 0o644))
+			priv, pub := keys(t)
+			s, err := LoadSigner(priv)
+			require.NoError(t, err)
+			path := filepath.Join(dir, BundleFile)
+			require.NoError(t, Create([]string{dir}, dir, path, s, Options{}))
+			_, err = verifyWith(t, path, pub)
+			require.Error(t, err, "the signature holds, the files lie")
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
@@ -131,8 +132,15 @@ func LoadPublicKey(path string) (crypto.PublicKey, error) {
 func NewVerifier(pub crypto.PublicKey) (dsse.Verifier, error) { return newKey(nil, pub) }
 
 // GenerateKey writes a new Ed25519 key pair as PEM: priv (PKCS#8, mode
-// 0600) and pub (PKIX).
+// 0600) and pub (PKIX). Neither file may exist: a key is never overwritten
+// (an existing file keeps its mode, a link would be followed), so each is
+// created with O_EXCL, which also refuses a symbolic link in its place.
 func GenerateKey(priv, pub string) error {
+	for _, p := range []string{priv, pub} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s exists: a key is never overwritten; remove it or choose another name", p)
+		}
+	}
 	pk, sk, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return err
@@ -145,8 +153,32 @@ func GenerateKey(priv, pub string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := createNew(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644)
+	if err := createNew(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644); err != nil {
+		os.Remove(priv) // no half pair
+		return err
+	}
+	return nil
+}
+
+// createNew writes b to a file that must not exist yet, with exactly mode
+// (not the umask's: the private key must be 0600 whatever the shell's is).
+func createNew(p string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		os.Remove(p)
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(p)
+		return err
+	}
+	return f.Close()
 }
