@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gdrconf/gdrconf/cluster/isolate"
 )
 
 // hostDir writes a host folder with host.json and test.json as given.
@@ -53,7 +51,7 @@ func TestBadFilesStopNoFleet(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		r, err = FromDirs([]string{fleet}, isolate.Options{}, "")
+		r, err = FromDirs([]string{fleet}, Options{})
 	}()
 	select {
 	case <-done:
@@ -99,7 +97,7 @@ func TestHostFileNamesDoNotCollide(t *testing.T) {
 	hostDir(t, fleet, "gpu.01", oneTest)
 	hostDir(t, fleet, "gpu_01", oneTest)
 	hostDir(t, fleet, "gpu-02", oneTest)
-	r, err := FromDirs([]string{fleet}, isolate.Options{}, "")
+	r, err := FromDirs([]string{fleet}, Options{})
 	require.NoError(t, err)
 	out := t.TempDir()
 	require.NoError(t, r.WriteAll(out))
@@ -133,7 +131,7 @@ func TestControlCharactersEscapedEverywhere(t *testing.T) {
 	d := hostDir(t, fleet, "h1", ev)
 	id := Identity{Host: "h1", Kernel: evil}
 	require.NoError(t, WriteIdentity(d, id))
-	r, err := FromDirs([]string{fleet}, isolate.Options{}, "")
+	r, err := FromDirs([]string{fleet}, Options{})
 	require.NoError(t, err)
 	out := t.TempDir()
 	require.NoError(t, r.WriteAll(out))

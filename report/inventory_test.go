@@ -67,7 +67,7 @@ func TestInventoryInReports(t *testing.T) {
 // A merge flags the host whose NIC firmware differs from the majority's,
 // in the verdict's flags and summary.json's inventory_drift.
 func TestInventoryDriftFlagged(t *testing.T) {
-	runs, err := MergeRuns([]Run{invHost("gpu01", "28.43.1014"), invHost("gpu02", "28.43.1014"), invHost("gpu03", "28.39.1002")})
+	runs, err := MergeRuns([]Run{invHost("gpu01", "28.43.1014"), invHost("gpu02", "28.43.1014"), invHost("gpu03", "28.39.1002")}, false)
 	require.NoError(t, err)
 	r := Build(runs)
 	require.Len(t, r.Drift, 1)

@@ -358,8 +358,10 @@ func (r Run) Span() (start, end time.Time) {
 // times), else it is an error naming both folders, since their
 // rows, HTML ids and JUnit cases would collide. Of one host's runs the
 // latest is kept as is and the earlier ones are marked Earlier and renamed
-// with their start time, so both are shown and only the latest judges.
-func MergeRuns(runs []Run) ([]Run, error) {
+// with their start time, so both are shown and only the latest judges;
+// that only with latest (the operator's word): else a host run twice is an
+// error naming both folders.
+func MergeRuns(runs []Run, latest bool) ([]Run, error) {
 	out := append([]Run(nil), runs...)
 	byName := map[string][]int{}
 	var names []string
@@ -388,6 +390,14 @@ func MergeRuns(runs []Run) ([]Run, error) {
 			sj, _ := out[idx[j]].Span()
 			return si.Before(sj)
 		})
+		if !latest {
+			first, last := out[idx[0]], out[idx[len(idx)-1]]
+			s0, _ := first.Span()
+			s1, _ := last.Span()
+			return nil, fmt.Errorf("host %q has %d runs in this merge, among them %s (started %s) and %s (started %s): one folder never replaces another's run unless told: "+
+				"pass -latest to judge each host by its latest run (the earlier is shown apart), or merge the runs apart",
+				name, len(idx), source(first), s0.UTC().Format(time.RFC3339), source(last), s1.UTC().Format(time.RFC3339))
+		}
 		out[idx[len(idx)-1]].Latest = true
 		for _, i := range idx[:len(idx)-1] {
 			start, _ := out[i].Span()
@@ -438,11 +448,24 @@ func source(r Run) string {
 	return r.Source
 }
 
+// Options are how FromDirs reads and merges.
+type Options struct {
+	Isolate isolate.Options // a cluster folder's pair analysis
+	// Run is the run to take from a cluster folder that holds several ("":
+	// its only one).
+	Run string
+	// Latest: a host found twice (one machine run twice) is judged by its
+	// latest run, the earlier shown apart (gdrreport -latest). Without it
+	// such a merge is refused: a folder with a copied host.json must never
+	// replace a host's real run unless the operator says so.
+	Latest bool
+}
+
 // FromDirs builds the report of report folders as gdrreport does: each a
 // host's folder, a folder of hosts' folders, or a cluster run's shared
-// folder (its rounds of run, "" for its only one, analysed with opt); runs
-// of one host merged.
-func FromDirs(dirs []string, opt isolate.Options, run string) (*Report, error) {
+// folder (its rounds of opt.Run, analysed with opt.Isolate); runs of one
+// host merged as opt says.
+func FromDirs(dirs []string, opt Options) (*Report, error) {
 	var runs []Run
 	var analysis *isolate.Analysis
 	for _, d := range dirs {
@@ -450,7 +473,7 @@ func FromDirs(dirs []string, opt isolate.Options, run string) (*Report, error) {
 			if analysis != nil {
 				return nil, fmt.Errorf("more than one cluster folder: merge one cluster run at a time")
 			}
-			rs, a, err := LoadCluster(d, opt, run)
+			rs, a, err := LoadCluster(d, opt.Isolate, opt.Run)
 			if err != nil {
 				return nil, err
 			}
@@ -463,7 +486,7 @@ func FromDirs(dirs []string, opt isolate.Options, run string) (*Report, error) {
 		}
 		runs = append(runs, rs...)
 	}
-	runs, err := MergeRuns(runs)
+	runs, err := MergeRuns(runs, opt.Latest)
 	if err != nil {
 		return nil, err
 	}

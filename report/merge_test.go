@@ -33,7 +33,7 @@ func TestMergeRefusesHostsOfOneName(t *testing.T) {
 		r.Source = filepath.Join("all", "node"+string(rune('0'+i)))
 		runs = append(runs, r)
 	}
-	_, err := MergeRuns(runs)
+	_, err := MergeRuns(runs, true)
 	require.Error(t, err)
 	for _, want := range []string{`8 runs are named "localhost"`, "all/node0", "all/node1", "GDR_REPORT_HOST=<name>"} {
 		assert.Contains(t, err.Error(), want)
@@ -42,14 +42,14 @@ func TestMergeRefusesHostsOfOneName(t *testing.T) {
 	// Two machines of one name (machine-ids differ) are refused as well.
 	a, b := gpuHost("gpu01"), gpuHost("gpu01")
 	a.Host.MachineID, b.Host.MachineID, a.Source, b.Source = "aaaa", "bbbb", "x/gpu01", "y/gpu01"
-	_, err = MergeRuns([]Run{a, b})
+	_, err = MergeRuns([]Run{a, b}, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "machine-id aaaa and bbbb")
 
 	// A cloned machine-id: both ran at once, so they are not one host.
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	a.Host.MachineID, b.Host.MachineID = "cccc", "cccc"
-	_, err = MergeRuns([]Run{at(a, t0), at(b, t0.Add(time.Millisecond))})
+	_, err = MergeRuns([]Run{at(a, t0), at(b, t0.Add(time.Millisecond))}, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "same time")
 }
@@ -70,7 +70,7 @@ func TestMergeKeepsTwoRunsOfOneHost(t *testing.T) {
 	}
 	early.Host.MachineID, late.Host.MachineID = "m1", "m1"
 	other := gpuHost("gpu02")
-	runs, err := MergeRuns([]Run{late, early, other})
+	runs, err := MergeRuns([]Run{late, early, other}, true)
 	require.NoError(t, err)
 	r := Build(runs)
 	require.Len(t, r.Hosts, 3)
@@ -93,10 +93,10 @@ func TestMergeKeepsTwoRunsOfOneHost(t *testing.T) {
 	for _, x := range []*Run{&early, &late} {
 		x.Host.Addrs, x.Host.GPUs = []string{"192.0.2.2"}, []string{"0000:00:06.0"}
 	}
-	_, err = MergeRuns([]Run{early, late})
+	_, err = MergeRuns([]Run{early, late}, true)
 	require.NoError(t, err)
 	late.Host.Addrs = []string{"192.0.2.3"}
-	_, err = MergeRuns([]Run{early, late})
+	_, err = MergeRuns([]Run{early, late}, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no machine_id")
 
@@ -194,4 +194,22 @@ func TestCollectReportHost(t *testing.T) {
 	assert.Equal(t, "localhost", id.Node, "a pod named gdrconf-<i> keeps its node's host name")
 	t.Setenv(ReportHostEnv, "localhost")
 	assert.Empty(t, Collect().Node, "the same name: nothing to keep")
+}
+
+// A folder with a copy of a host's host.json and edited results does not
+// replace the host's real run in a merge unless the operator names the
+// rule (-latest): it is refused, naming both folders.
+func TestForgedRunDoesNotReplaceTheReal(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	real := at(gpuHost("gpu01"), t0)
+	real.Host.MachineID, real.Source = "m1", "fleet/gpu01"
+	forged := at(Run{Host: real.Host, Events: events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", result: "pass", attrs: []string{"gdr.req", "GPU-02"}})}, t0.Add(time.Hour))
+	forged.Source = "planted/gpu01"
+	_, err := MergeRuns([]Run{real, forged}, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `host "gpu01" has 2 runs in this merge, among them fleet/gpu01 (started 2026-12-01T10:00:00Z) and planted/gpu01 (started 2026-12-01T11:00:00Z)`)
+	assert.Contains(t, err.Error(), "pass -latest")
+	runs, err := MergeRuns([]Run{real, forged}, true)
+	require.NoError(t, err)
+	assert.Len(t, runs, 2, "with -latest both are kept, the latest judges")
 }

@@ -181,9 +181,9 @@ func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 0, run([]string{"isolate", "-json", "-run", "slurm//31337#1"}, lookup(map[string]string{"GDR_REPORTS": root}), &out, &errb), errb.String())
 	// The merged report refuses the same way, and takes the run it is told.
-	_, err = report.FromDirs([]string{root}, isolate.Options{}, "")
+	_, err = report.FromDirs([]string{root}, report.Options{})
 	assert.ErrorContains(t, err, "holds 2 runs")
-	r, err := report.FromDirs([]string{root}, isolate.Options{}, "slurm//31337#1")
+	r, err := report.FromDirs([]string{root}, report.Options{Run: "slurm//31337#1"})
 	require.NoError(t, err)
 	assert.Len(t, r.Hosts, 3, "n1..n3: n4 has no round of the second attempt")
 

@@ -57,10 +57,11 @@ func run(args []string) int {
 	collect := fs.Bool("collect", false, "the input is this host's fresh run: write its host.json (hostname, kernel, driver, GPUs, NICs, suite version, GDR_STRICT) first")
 	goExit := fs.Int("go-exit", -1, "with -collect: go test's exit status, recorded in host.json (non-zero with no failed test fails the host)")
 	quiet := fs.Bool("q", false, "do not print summary.txt")
+	latest := fs.Bool("latest", false, "a host found twice (one machine run twice, e.g. a rerun of the failed nodes) is judged by its latest run, the earlier shown apart; without it such a merge is refused")
 	runID := fs.String("run", "", "a cluster folder that holds several runs (a requeued job, a rerun on the same claim): the run to take, as its plan.json files name it")
 	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one, and a merge refuses two hosts of one name); GDR_REPORT_HOST does the same")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] [-run ID] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
+		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] [-run ID] [-latest] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -112,7 +113,7 @@ func run(args []string) int {
 			opt.MinFraction = cfg.MinFraction
 		}
 	}
-	r, err := report.FromDirs(dirs, opt, *runID)
+	r, err := report.FromDirs(dirs, report.Options{Isolate: opt, Run: *runID, Latest: *latest})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2
@@ -122,7 +123,7 @@ func run(args []string) int {
 		return 2
 	}
 	if kp := os.Getenv(evidence.KeyEnv); kp != "" {
-		if err := writeBundle(r, dirs, *out, kp, evidence.Options{MinFraction: opt.MinFraction, Run: *runID}); err != nil {
+		if err := writeBundle(r, dirs, *out, kp, evidence.Options{MinFraction: opt.MinFraction, Run: *runID, Latest: *latest}); err != nil {
 			fmt.Fprintf(os.Stderr, "gdrreport: evidence bundle: %v\n", err)
 			return 2
 		}

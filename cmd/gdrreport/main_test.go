@@ -96,10 +96,14 @@ func TestDuplicateHostsRefused(t *testing.T) {
 	out := t.TempDir()
 	assert.Equal(t, 2, run([]string{"-q", "-out", out, a, b}))
 	assert.NoFileExists(t, filepath.Join(out, "summary.json"))
-	// One host's two runs merge, the code lands in the report folder.
+	// One host's two runs merge only when the operator says the latest
+	// judges (a folder with a copied host.json must not replace a real
+	// run unseen); then the code lands in the report folder.
 	c := hostDir(t, report.Identity{Host: "gpu01", MachineID: "m", Time: "2026-12-01T10:00:00Z"}, "fail")
 	d := hostDir(t, report.Identity{Host: "gpu01", MachineID: "m", Time: "2026-12-01T11:00:00Z"}, "pass")
-	assert.Equal(t, 0, run([]string{"-q", "-out", out, c, d}), "the later run passes and judges")
+	assert.Equal(t, 2, run([]string{"-q", "-out", out, c, d}), "refused without -latest")
+	assert.NoFileExists(t, filepath.Join(out, "summary.json"))
+	assert.Equal(t, 0, run([]string{"-q", "-latest", "-out", out, c, d}), "the later run passes and judges")
 	b2, err := os.ReadFile(filepath.Join(out, "exit-code"))
 	require.NoError(t, err)
 	assert.Equal(t, "0\n", string(b2))

@@ -72,7 +72,10 @@ type Predicate struct {
 	MinFraction   float64           `json:"pair_min_fraction,omitempty"`
 	// Run is the run taken from a cluster folder that holds several ("" for
 	// its only one), so verify takes the same.
-	Run     string `json:"run,omitempty"`
+	Run string `json:"run,omitempty"`
+	// Latest: the signer had hosts run twice judged by their latest run;
+	// both runs are in the bundle, so verify merges them the same way.
+	Latest  bool   `json:"latest,omitempty"`
 	Created string `json:"created"`
 }
 
@@ -98,6 +101,7 @@ type Options struct {
 	Binaries    []string // files whose SHA-256 the predicate records (the test binaries, gdrreport)
 	MinFraction float64  // the cluster analysis' GDR_PAIR_MIN_FRACTION, when a cluster folder is in the report
 	Run         string   // the run of a cluster folder the report took (gdrreport -run)
+	Latest      bool     // hosts run twice judged by their latest run (gdrreport -latest)
 	Now         time.Time
 }
 
@@ -107,7 +111,7 @@ type Options struct {
 // under runs/ as well, so that the verdict re-derives from them. Existing
 // bundles are left out.
 func Create(inputs []string, dir, out string, s dsse.SignerVerifier, opt Options) error {
-	r, err := report.FromDirs(inputs, isolate.Options{MinFraction: opt.MinFraction}, opt.Run)
+	r, err := report.FromDirs(inputs, report.Options{Isolate: isolate.Options{MinFraction: opt.MinFraction}, Run: opt.Run, Latest: opt.Latest})
 	if err != nil {
 		return fmt.Errorf("evidence: %s: %w", strings.Join(inputs, " "), err)
 	}
@@ -204,7 +208,7 @@ func predicateOf(r *report.Report, opt Options) Predicate {
 		now = time.Now()
 	}
 	p := Predicate{Verdict: r.Verdict.Line, ExitCode: r.ExitCode(), Renderer: r.Suite, SuiteVersions: r.Versions,
-		MinFraction: opt.MinFraction, Run: opt.Run, Created: now.UTC().Format(time.RFC3339)}
+		MinFraction: opt.MinFraction, Run: opt.Run, Latest: opt.Latest, Created: now.UTC().Format(time.RFC3339)}
 	for _, h := range r.Hosts {
 		x := Host{Host: h.Identity.Host, Verdict: h.Verdict.Line, MachineID: h.Identity.MachineID}
 		if inv := h.Identity.Inventory; inv != nil && inv.DMI != nil {
@@ -516,7 +520,7 @@ func Verify(p string, pub crypto.PublicKey) (*Result, error) {
 		}
 		sort.Slice(dirs, func(i, j int) bool { return inputOrder(dirs[i]) < inputOrder(dirs[j]) })
 	}
-	r, err := report.FromDirs(dirs, isolate.Options{MinFraction: res.Predicate.MinFraction}, res.Predicate.Run)
+	r, err := report.FromDirs(dirs, report.Options{Isolate: isolate.Options{MinFraction: res.Predicate.MinFraction}, Run: res.Predicate.Run, Latest: res.Predicate.Latest})
 	if err != nil {
 		return res, fmt.Errorf("%s: the raw streams do not load: %w", p, err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -35,7 +34,7 @@ func reportDir(t *testing.T) string {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
 	}
-	r, err := report.FromDirs([]string{dir}, isolate.Options{}, "")
+	r, err := report.FromDirs([]string{dir}, report.Options{})
 	require.NoError(t, err)
 	require.NoError(t, r.WriteAll(dir))
 	return dir
@@ -212,7 +211,7 @@ func TestBundleOfMerge(t *testing.T) {
 	raw, _ = json.Marshal(id)
 	require.NoError(t, os.WriteFile(hj, raw, 0o644))
 	out := t.TempDir()
-	r, err := report.FromDirs([]string{a, b}, isolate.Options{}, "")
+	r, err := report.FromDirs([]string{a, b}, report.Options{})
 	require.NoError(t, err)
 	require.NoError(t, r.WriteAll(out))
 	priv, pub := keys(t)
