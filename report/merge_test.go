@@ -213,3 +213,25 @@ func TestForgedRunDoesNotReplaceTheReal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, runs, 2, "with -latest both are kept, the latest judges")
 }
+
+// Two-host tests that ran without GDR_TOKEN are flagged under the verdict
+// in every format (gdr.oob_auth was read by nothing).
+func TestUnauthenticatedPeerFlagged(t *testing.T) {
+	pp := "github.com/gdrconf/gdrconf/conformance/pingpong"
+	run := func(auth string) Run {
+		return Run{Host: Identity{Host: "gpu01"}, Events: events(pp,
+			tc{name: "TestPP03Write", result: "pass", attrs: []string{"gdr.req", "PP-03"}},
+			tc{name: "TestPP03Write/rail0", result: "pass", attrs: []string{"gdr.oob_auth", auth, "gdr.role", "client"}})}
+	}
+	r := Build([]Run{run("none (GDR_TOKEN unset)")})
+	require.Len(t, r.Verdict.Flags, 1)
+	assert.Contains(t, r.Verdict.Flags[0], "peers not authenticated: gpu01 ran two-host tests without GDR_TOKEN")
+	var txt, md, js bytes.Buffer
+	require.NoError(t, r.WriteText(&txt))
+	require.NoError(t, r.WriteMarkdown(&md))
+	require.NoError(t, r.WriteJSON(&js))
+	for name, s := range map[string]string{"summary.txt": txt.String(), "summary.md": md.String(), "summary.json": js.String()} {
+		assert.Contains(t, s, "peers not authenticated", name)
+	}
+	assert.Empty(t, Build([]Run{run("hmac-sha256")}).Verdict.Flags, "an authenticated peer is no flag")
+}

@@ -183,7 +183,30 @@ func Build(runs []Run) *Report {
 	for _, d := range r.Drift {
 		r.Verdict.Flags = append(r.Verdict.Flags, "versions differ from the majority: "+d.String())
 	}
+	if f := unauthenticated(judged); f != "" {
+		r.Verdict.Flags = append(r.Verdict.Flags, f)
+	}
 	return r
+}
+
+// unauthenticated flags two-host tests that ran without GDR_TOKEN: any
+// host that reached the out-of-band port could have been the peer whose
+// half of the data check the test took (gdr.oob_auth, harness/rc). "" when
+// every two-host test authenticated its peer, or none ran.
+func unauthenticated(hs []*HostResult) string {
+	var hosts []string
+	for _, h := range hs {
+		for _, c := range h.AllCases() {
+			if a := c.Own["gdr.oob_auth"]; a != "" && strings.HasPrefix(a, "none") {
+				hosts = append(hosts, h.Identity.Host)
+				break
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("peers not authenticated: %s ran two-host tests without GDR_TOKEN, so any host that reached the out-of-band port could have been the peer; set GDR_TOKEN on both hosts (a cluster run derives one per round)", nameHosts(hosts))
 }
 
 // drift compares the firmware and software versions of the judged hosts'

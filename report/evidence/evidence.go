@@ -63,10 +63,13 @@ const (
 
 // Predicate is what the run claims.
 type Predicate struct {
-	Verdict       string            `json:"verdict"`   // "NOT QUALIFIED (1 of 4 hosts: vm3)"
-	ExitCode      int               `json:"exit_code"` // gdrreport's
-	Hosts         []Host            `json:"hosts"`     // each host's verdict and identity
-	Renderer      string            `json:"renderer"`  // gdrreport's suite version
+	Verdict  string `json:"verdict"`   // "NOT QUALIFIED (1 of 4 hosts: vm3)"
+	ExitCode int    `json:"exit_code"` // gdrreport's
+	// Flags are the verdict's flags, what a reader must know before trusting
+	// it (mixed suite versions, peers that were not authenticated).
+	Flags         []string          `json:"flags,omitempty"`
+	Hosts         []Host            `json:"hosts"`    // each host's verdict and identity
+	Renderer      string            `json:"renderer"` // gdrreport's suite version
 	SuiteVersions []string          `json:"suite_versions"`
 	Binaries      map[string]string `json:"binaries,omitempty"` // file name -> sha256 of what ran
 	MinFraction   float64           `json:"pair_min_fraction,omitempty"`
@@ -207,7 +210,7 @@ func predicateOf(r *report.Report, opt Options) Predicate {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	p := Predicate{Verdict: r.Verdict.Line, ExitCode: r.ExitCode(), Renderer: r.Suite, SuiteVersions: r.Versions,
+	p := Predicate{Verdict: r.Verdict.Line, ExitCode: r.ExitCode(), Flags: r.Verdict.Flags, Renderer: r.Suite, SuiteVersions: r.Versions,
 		MinFraction: opt.MinFraction, Run: opt.Run, Latest: opt.Latest, Created: now.UTC().Format(time.RFC3339)}
 	for _, h := range r.Hosts {
 		x := Host{Host: h.Identity.Host, Verdict: h.Verdict.Line, MachineID: h.Identity.MachineID}
