@@ -101,7 +101,7 @@ var containerRules = map[string]ContainerRule{
 	"HLTH-02": {From: FromNode, How: "AER and port counters in the node's sysfs around the copies; kernel log lines where /dev/kmsg is readable (reported, not judged)", Needs: []string{NeedHostRoot}},
 	"MREG-01": verbs, "MREG-02": gpuPod, "MREG-03": gpuMR, "MREG-04": gpuMR, "MREG-05": gpuMR,
 	"HLTH-01": {From: FromNode, How: "the rail NICs' port and hw counters and the path's AER counters in the node's sysfs around the traffic", Needs: []string{NeedHostRoot}},
-	"PP-01": verbs, "PP-02": verbs, "PP-03": verbs, "PP-04": verbs, "PP-05": verbs, "PP-06": verbs,
+	"PP-01":   verbs, "PP-02": verbs, "PP-03": verbs, "PP-04": verbs, "PP-05": verbs, "PP-06": verbs,
 	"PP-07": verbs, "PP-08": verbs, "PP-09": verbs, "PP-10": verbs,
 }
 
