@@ -73,6 +73,7 @@ const (
 	SelfCgroup       = "/proc/self/cgroup"
 	SelfStatus       = "/proc/self/status"
 	SelfUIDMap       = "/proc/self/uid_map"
+	SelfMountInfo    = "/proc/self/mountinfo"
 )
 
 // cgroupEngines are the words a container engine puts in its cgroup paths,
@@ -213,6 +214,10 @@ type Process struct {
 	// initial namespace (PCI config space: file_ns_capable(...,
 	// &init_user_ns, CAP_SYS_ADMIN)).
 	UserNS bool
+	// SysKnown: SelfMountInfo was read; SysReadOnly: /sys is mounted
+	// read-only for this process, as a non-privileged container's is
+	// (runc mounts sysfs ro unless privileged).
+	SysKnown, SysReadOnly bool
 }
 
 // Inspect reads the container signs and this process's capabilities.
@@ -234,7 +239,57 @@ func Inspect(r *hostfs.Root, lookupEnv func(string) (string, bool)) (Process, er
 	if b, rerr := own.ReadFile(SelfUIDMap); rerr == nil {
 		p.UserNS = !identityMap(string(b))
 	}
+	// mountinfo grows with the mounts (a node's pod: a few hundred lines).
+	if b, rerr := own.ReadFileMax(SelfMountInfo, 4<<20); rerr == nil {
+		p.SysReadOnly, p.SysKnown = MountReadOnly(string(b), "/sys")
+	}
 	return p, errors.Join(errs...)
+}
+
+// MountReadOnly reports whether the mount at mountPoint is read-only, from
+// /proc/<pid>/mountinfo (proc(5): field 5 the mount point, field 6 its
+// per-mount options); found is false when nothing is mounted there. The
+// last mount at a point is the one in effect.
+func MountReadOnly(mountinfo, mountPoint string) (ro, found bool) {
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[4] != mountPoint {
+			continue
+		}
+		found = true
+		ro = false
+		for _, o := range strings.Split(f[5], ",") {
+			if o == "ro" {
+				ro = true
+			}
+		}
+	}
+	return ro, found
+}
+
+// RegisterAccess says why mstflint's tools (mstconfig, mstlink) cannot
+// reach the NIC's registers from here, or "" when nothing known stops
+// them: they refuse a non-zero effective UID (mstflint
+// mtcr_ul/mtcr_ul_com.c mopen_ul_int) and open the NIC's sysfs config or
+// resource0 read-write (mtcr_mmap), which a read-only /sys refuses; the
+// /proc/bus/pci route maps BARs only with CAP_SYS_RAWIO (drivers/pci/proc.c
+// proc_bus_pci_mmap), and container runtimes mount /proc/bus read-only.
+func (p Process) RegisterAccess() string {
+	var why []string
+	if p.CapsKnown && p.EUID != 0 {
+		why = append(why, fmt.Sprintf("this process's effective UID is %d, and mstflint opens devices only as root (mtcr_ul_com.c mopen_ul_int)", p.EUID))
+	}
+	if p.SysKnown && p.SysReadOnly {
+		why = append(why, "/sys is mounted read-only here, and mstflint opens the NIC's sysfs config and resource0 read-write (mtcr_ul_com.c mtcr_mmap)")
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	grant := "run the suite as root on the host"
+	if p.Container.In {
+		grant = "run the container privileged (securityContext.privileged: true; the shipped deploy/k8s Job does not), or run the suite on the host as root"
+	}
+	return strings.Join(why, "; ") + ": " + grant
 }
 
 // ParseStatus reads CapEff (hex) and the effective UID (the second field

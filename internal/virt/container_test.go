@@ -149,3 +149,30 @@ func TestInspectReadsOwnStatus(t *testing.T) {
 	_, err = Inspect(r, noEnv)
 	assert.ErrorContains(t, err, "no CapEff or Uid line")
 }
+
+// A non-privileged container's /sys is read-only (runc mounts sysfs ro):
+// mstflint cannot open the NIC's registers; a privileged one's is not.
+func TestRegisterAccess(t *testing.T) {
+	const podMounts = "1529 1510 0:372 / / rw,relatime master:620 - overlay overlay rw\n" +
+		"1533 1529 0:376 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n" +
+		"1540 1529 0:23 / /host ro,relatime - ext4 /dev/sda1 rw\n"
+	ro, found := MountReadOnly(podMounts, "/sys")
+	assert.True(t, found)
+	assert.True(t, ro)
+	_, found = MountReadOnly(podMounts, "/proc")
+	assert.False(t, found)
+	ro, _ = MountReadOnly("22 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n", "/sys")
+	assert.False(t, ro)
+
+	r := root(t, map[string]string{DockerEnv: "", SelfStatus: "Uid:\t0\t0\t0\t0\nCapEff:\t00000000a82425fb\n", SelfMountInfo: podMounts})
+	p, err := Inspect(r, noEnv)
+	require.NoError(t, err)
+	assert.True(t, p.SysReadOnly)
+	assert.Contains(t, p.RegisterAccess(), "/sys is mounted read-only here")
+	assert.Contains(t, p.RegisterAccess(), "privileged: true")
+	p.SysReadOnly = false
+	assert.Empty(t, p.RegisterAccess())
+	p.EUID = 1000
+	assert.Contains(t, p.RegisterAccess(), "effective UID is 1000")
+	assert.Empty(t, Process{}.RegisterAccess(), "nothing known stops it")
+}
