@@ -295,3 +295,33 @@ func TestDocsContainerProfile(t *testing.T) {
 	}
 	assert.Equal(t, want, s, "docs/checks.md's container table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
 }
+
+func TestLabVMAbsentKnown(t *testing.T) {
+	for id := range LabVMAbsent {
+		_, ok := Lookup(id)
+		assert.True(t, ok, "LabVMAbsent names unknown requirement %s", id)
+		c, _ := Container(id)
+		assert.Empty(t, c.HostOnly, "%s is host only in the lab's pods, never absent", id)
+	}
+}
+
+const (
+	labBegin = "<!-- lab-vm-absent:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
+	labEnd   = "<!-- lab-vm-absent:end -->"
+)
+
+// docs/lab.md's list of what is absent in the lab's VMs is LabVMAbsent.
+func TestDocsLabVMAbsent(t *testing.T) {
+	const doc = "../../docs/lab.md"
+	b, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	s := string(b)
+	i, j := strings.Index(s, labBegin), strings.Index(s, labEnd)
+	require.True(t, i >= 0 && j > i, "docs/lab.md lacks the lab-vm-absent markers")
+	want := s[:i+len(labBegin)] + "\n" + LabMarkdown() + s[j:]
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
+		return
+	}
+	assert.Equal(t, want, s, "docs/lab.md's lab-vm-absent table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
+}
