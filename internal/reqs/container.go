@@ -37,8 +37,8 @@ type ContainerRule struct {
 	From string // FromNode, FromPod or FromBoth
 	How  string // what is read, and how
 	// Needs are the grants the container must have (a capability, a
-	// device resource, the node's root); without one the check says so,
-	// and GDR_STRICT=1 fails it.
+	// device resource, the node's root); without one the check says
+	// which, and GDR_STRICT=1 fails it.
 	Needs []string
 	// HostOnly says why the requirement is not judgeable from a container
 	// at all (the rule above); "" for every other.
@@ -73,9 +73,9 @@ var containerRules = map[string]ContainerRule{
 	"INST-05": {From: FromNode, How: "the node's CUDA toolkit read under GDR_HOST_ROOT (/usr/local/cuda*/version.json; nvcc is not run) against the driver's CUDA version; host only where the node has none",
 		HostOnly: "nvcc is a developer's tool on the host; GPUDirect RDMA traffic does not use it and containerised workloads bring their own CUDA toolkit"},
 	"INST-06": gpuPod,
-	"INST-07": {From: FromBoth, How: "the node's libibverbs.so.1 and librdmacm.so.1 found under GDR_HOST_ROOT (its library directories and ld.so.conf.d) and their version; this image's loaded with dlopen (the suite's verbs calls use them); the two versions compared", Needs: []string{NeedHostRoot}},
-	"INST-08": {From: FromBoth, How: "providers of the node (/etc/libibverbs.d, lib*-rdmav*.so under GDR_HOST_ROOT) and of this image, for each NIC's driver: libibverbs loads only the providers of its own build (rdma-core Documentation/versioning.md, private symbols), so the image needs its own", Needs: []string{NeedHostRoot}},
-	"INST-09": {From: FromBoth, How: "the node's stack: ofed_info under GDR_HOST_ROOT read as a file (not run), rdma-core's version from the node's package database or library name; this image's beside it, a DOCA-OFED/MLNX_OFED node under an inbox image warned; systemd's service state is not reachable from a container (reported)", Needs: []string{NeedHostRoot}},
+	"INST-07": {From: FromBoth, How: "this image's libibverbs.so.1 and librdmacm.so.1 loaded with dlopen (the suite's verbs calls use them); the node's found as files under GDR_HOST_ROOT (its library directories and ld.so.conf.d) with their version, and the two compared; a node with no RDMA user space of its own, or one not mounted (GDR_HOST_ROOT=/), is reported, not failed"},
+	"INST-08": {From: FromBoth, How: "providers of this image and of the node (/etc/libibverbs.d, lib*-rdmav*.so under GDR_HOST_ROOT), for each NIC's driver: libibverbs loads only the providers of its own build (rdma-core Documentation/versioning.md, private symbols), so the image needs its own; the node's are judged where the node has a user space and is mounted"},
+	"INST-09": {From: FromBoth, How: "the node's stack: ofed_info under GDR_HOST_ROOT read as a file (not run), rdma-core's version from the node's package database or library name; this image's beside it, a DOCA-OFED/MLNX_OFED node under an inbox image warned; systemd's service state is not reachable from a container (reported); without the node mounted, the image's stack, labelled so"},
 	"INST-10": {From: FromNode, How: "/proc/modules and /sys/module through GDR_HOST_ROOT", Needs: []string{NeedHostRoot}},
 	"INST-11": {From: FromPod, How: "the pod's own /dev/infiniband for the NICs it was given (the rails); the node's other NICs are reported as not given to this container", Needs: []string{NeedNICs}},
 	"INST-12": sysfs,
