@@ -229,9 +229,10 @@ func TestJobAsShipped(t *testing.T) {
 	assert.Contains(t, c.Resources.Limits, corev1.ResourceName("rdma/rdma_shared_device_a"), "an RDMA resource from the network operator")
 	require.NotNil(t, c.SecurityContext)
 	require.NotNil(t, c.SecurityContext.Capabilities)
-	for _, cp := range []corev1.Capability{"IPC_LOCK", "SYS_ADMIN"} {
-		assert.Contains(t, c.SecurityContext.Capabilities.Add, cp)
-	}
+	// What the judged requirements need (reqs.ContainerRule.Needs), and no
+	// more: not privileged.
+	assert.ElementsMatch(t, []corev1.Capability{"IPC_LOCK", "SYS_ADMIN", "NET_ADMIN"}, c.SecurityContext.Capabilities.Add)
+	assert.True(t, c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged, "not privileged")
 
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {

@@ -103,7 +103,7 @@ func dcgmStatus(s Status, level string) string {
 	switch s {
 	case Pass:
 		return dcgmPass
-	case Skip, NotRun:
+	case Skip, NotRun, HostOnly:
 		return dcgmSkip
 	}
 	if level != "must" {

@@ -143,7 +143,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			c := matrixCell{Class: "notrun", Mark: "–", Tip: id + ": not run"}
 			if rq != nil {
 				c.Class = strings.ReplaceAll(string(rq.Status), " ", "")
-				c.Mark = map[Status]string{Pass: "P", Fail: "F", Skip: "S", NotRun: "–"}[rq.Status]
+				c.Mark = map[Status]string{Pass: "P", Fail: "F", Skip: "S", NotRun: "–", HostOnly: "H"}[rq.Status]
 				if rq.Level == string(reqs.ReportOnly) {
 					c.Mark = strings.ToLower(c.Mark)
 				}

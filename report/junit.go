@@ -93,6 +93,9 @@ const (
 	typeNotJudged    = OutcomeNotJudged
 	typeDidNotFinish = OutcomeDidNotFinish
 	typeReportOnly   = "report_only_not_met"
+	// typeHostOnly: a skip of a requirement not judgeable from a
+	// container (gdr.host_only), apart from skips for absent hardware.
+	typeHostOnly = "host_only"
 )
 
 // ParseJUnit reads a JUnit file.
@@ -405,6 +408,9 @@ func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]st
 			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the suite's case block
 		}
 		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", ev, out)}
+		if c.Own["gdr.host_only"] != "" {
+			tc.Skipped.Type = typeHostOnly
+		}
 	default:
 		cause, remedy := c.CauseAndRemedy()
 		if c.Part != nil {

@@ -115,6 +115,12 @@ const (
 	Fail   Status = "fail"
 	Skip   Status = "skip"
 	NotRun Status = "not run"
+	// HostOnly: a requirement not judgeable from a container (its cases
+	// skipped through testenv.HostOnly, gdr.host_only, and the catalogue
+	// gives it a host-only rule: reqs.ContainerRule.HostOnly). It is shown
+	// apart and does not hold back QUALIFIED; a case's own status stays
+	// Skip (JUnit <skipped>).
+	HostOnly Status = "host only"
 )
 
 func statusOf(r gtr.Result) Status {

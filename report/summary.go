@@ -21,6 +21,9 @@ type Tally struct {
 	Failed  int `json:"failed"`
 	Skipped int `json:"skipped"`
 	NotRun  int `json:"not_run"`
+	// HostOnly are requirements not judgeable from a container (Status
+	// HostOnly): neither skipped nor failed, and no part of the verdict.
+	HostOnly int `json:"host_only,omitempty"`
 }
 
 func (t *Tally) add(s Status) {
@@ -31,6 +34,8 @@ func (t *Tally) add(s Status) {
 		t.Failed++
 	case Skip:
 		t.Skipped++
+	case HostOnly:
+		t.HostOnly++
 	default:
 		t.NotRun++
 	}
@@ -38,7 +43,11 @@ func (t *Tally) add(s Status) {
 
 // String is "40 passed, 1 failed, 3 skipped, 2 not run".
 func (t Tally) String() string {
-	return fmt.Sprintf("%d passed, %d failed, %d skipped, %d not run", t.Passed, t.Failed, t.Skipped, t.NotRun)
+	s := fmt.Sprintf("%d passed, %d failed, %d skipped, %d not run", t.Passed, t.Failed, t.Skipped, t.NotRun)
+	if t.HostOnly > 0 {
+		s += fmt.Sprintf(", %d host only", t.HostOnly)
+	}
+	return s
 }
 
 // Counts of a host's requirements by status: all of them (Pass .. NotRun),
@@ -239,7 +248,7 @@ func headline(nums []Number, n int) (shown []string, more int) {
 }
 
 // statusRank orders rows failures first: failed, skipped, not run, passed.
-var statusRank = map[Status]int{Fail: 0, Skip: 1, NotRun: 2, Pass: 3}
+var statusRank = map[Status]int{Fail: 0, Skip: 1, NotRun: 2, HostOnly: 3, Pass: 4}
 
 // verdictRank orders hosts failures first.
 var verdictRank = map[string]int{NotQualified: 0, Incomplete: 1, Qualified: 2}
@@ -355,6 +364,7 @@ func (r *Report) fleetTally() fleetTally {
 			p[0].Failed += p[1].Failed
 			p[0].Skipped += p[1].Skipped
 			p[0].NotRun += p[1].NotRun
+			p[0].HostOnly += p[1].HostOnly
 		}
 		t.Cases += c.Cases
 	}
@@ -490,7 +500,7 @@ func mdEscape(s string) string {
 	return strings.ReplaceAll(s, "\n", " ")
 }
 
-var statusMark = map[Status]string{Pass: "✅ pass", Fail: "❌ FAIL", Skip: "⏭️ skip", NotRun: "⬜ not run"}
+var statusMark = map[Status]string{Pass: "✅ pass", Fail: "❌ FAIL", Skip: "⏭️ skip", NotRun: "⬜ not run", HostOnly: "🖥️ host only"}
 
 // Budgets of summary.md: a GitHub or GitLab comment takes 65,536
 // characters, a GitHub job's step summary 1 MiB. Past its budget summary.md

@@ -333,6 +333,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	r := &ReqResult{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: string(rq.Level), cases: cases, Cases: len(cases)}
 	var firstFail, firstSkip string
 	var failed *Case // the first failed case
+	hostOnly := 0    // skipped cases that said the requirement is host only
+	rule, _ := reqs.Container(rq.ID)
 	for _, c := range cases {
 		r.Tests = append(r.Tests, c.Name)
 		switch c.Status() {
@@ -342,6 +344,9 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			r.Skip++
 			if firstSkip == "" {
 				firstSkip = c.Message
+			}
+			if c.Own["gdr.host_only"] != "" && rule.HostOnly != "" {
+				hostOnly++
 			}
 		default:
 			r.Failed++
@@ -363,6 +368,11 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 		if r.Skip > 0 {
 			r.Reason = fmt.Sprintf("%d of %d skipped: %s", r.Skip, len(cases), firstSkip)
 		}
+	case r.Skip > 0 && hostOnly == r.Skip:
+		// Only a requirement the catalogue calls host only, and only when
+		// every case said so: a test cannot excuse itself.
+		r.Status = HostOnly
+		r.Reason = firstSkip
 	case r.Skip > 0:
 		r.Status = Skip
 		r.Reason = firstSkip
@@ -622,7 +632,7 @@ func groupCauses(rs []*ReqResult) []*Cause {
 			}
 		}
 	}
-	rank := map[Status]int{Fail: 0, Skip: 1, NotRun: 2}
+	rank := map[Status]int{Fail: 0, Skip: 1, NotRun: 2, HostOnly: 3}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Status != out[j].Status {
 			return rank[out[i].Status] < rank[out[j].Status]
@@ -635,7 +645,7 @@ func groupCauses(rs []*ReqResult) []*Cause {
 func hostVerdict(h *HostResult) Verdict {
 	var v Verdict
 	c := h.Counts().Must
-	must := c.Passed + c.Failed + c.Skipped + c.NotRun
+	must := c.Passed + c.Failed + c.Skipped + c.NotRun // host-only requirements are not counted
 	v.Failed, v.NotRun = c.Failed, c.Skipped+c.NotRun
 	errs := len(h.Errors)
 	switch {
@@ -682,6 +692,9 @@ func hostVerdict(h *HostResult) Verdict {
 		v.Verdict = Qualified
 		v.Line = Qualified
 		v.Advice = fmt.Sprintf("all %d must requirements passed", must)
+		if c.HostOnly > 0 {
+			v.Advice += fmt.Sprintf("; %s not judgeable from a container (host only: the host's developer environment), judged by a run on the host", plural(c.HostOnly, "requirement is", "requirements are"))
+		}
 	}
 	return v
 }

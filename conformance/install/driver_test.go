@@ -9,8 +9,10 @@ import (
 	"github.com/gdrconf/gdrconf/harness/dl"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
 const installDriver = "install the NVIDIA data-center driver, preferably the open kernel module (Ubuntu: apt install nvidia-driver-<ver>-server-open or nvidia-open; RHEL: dnf module install nvidia-driver:<ver>-open), then modprobe nvidia; check dmesg for NVRM errors"
@@ -56,8 +58,10 @@ func TestINST01DriverLoaded(t *testing.T) {
 // NVIDIA GPU on the PCI bus.
 func TestINST02NVMLAgrees(t *testing.T) {
 	testenv.Req(t, "INST-02")
+	// The driver's absence is read from files, so it is said first, also
+	// on a recorded tree; only then does NVML need the running host.
+	info := needDriver(t, testenv.Root(t), "NVML")
 	root := needLive(t, "loading NVML")
-	info := needDriver(t, root, "NVML")
 	// Driver loaded but no NVML is a broken install, not absent software.
 	if err := dl.Probe(nvml.Library); err != nil {
 		testenv.Failf(t, "install "+nvml.Package, "NVIDIA driver %s is loaded but %s does not load: %v", info.Version, nvml.Library, err)
@@ -131,11 +135,17 @@ func TestINST03NouveauNotBound(t *testing.T) {
 // INST-04: nvidia-smi runs and agrees with the kernel driver.
 func TestINST04NvidiaSMI(t *testing.T) {
 	testenv.Req(t, "INST-04")
-	root := needLive(t, "running nvidia-smi")
-	info := needDriver(t, root, "nvidia-smi")
+	info := needDriver(t, testenv.Root(t), "nvidia-smi")
+	needLive(t, "running nvidia-smi")
 	smi, looked := lookTool("nvidia-smi", "/usr/bin", "/usr/local/nvidia/bin", "/opt/nvidia/bin")
 	if smi == "" {
-		testenv.Failf(t, "install the driver's utilities (Ubuntu: nvidia-utils-<ver>-server; RHEL: nvidia-driver-cuda)",
+		remedy := "install the driver's utilities (Ubuntu: nvidia-utils-<ver>-server; RHEL: nvidia-driver-cuda)"
+		if proc(t).Container.In {
+			// The NVIDIA container toolkit mounts nvidia-smi into a
+			// container only for the utility capability.
+			remedy = "in a container the NVIDIA container toolkit mounts nvidia-smi when NVIDIA_DRIVER_CAPABILITIES includes utility (set it to compute,utility, or all); on the host, " + remedy
+		}
+		testenv.Failf(t, remedy,
 			"NVIDIA driver %s is loaded but nvidia-smi is not installed (looked in %s)", info.Version, strings.Join(looked, ", "))
 	}
 	out, err := runTool(t, "", nil, smi, "--query-gpu=pci.bus_id,name,driver_version", "--format=csv,noheader")
@@ -179,9 +189,15 @@ func TestINST04NvidiaSMI(t *testing.T) {
 var cudaBinDirs = []string{"/usr/local/cuda/bin", "/usr/local/cuda-*/bin", "/opt/cuda/bin", "/usr/lib/nvidia-cuda-toolkit/bin"}
 
 // INST-05: the CUDA toolkit's nvcc runs and targets a CUDA version the
-// driver supports.
+// driver supports. In a container (reqs: host only where the node has no
+// toolkit) the node's toolkit is read as files under GDR_HOST_ROOT
+// (version.json; the node's nvcc is not run in the pod).
 func TestINST05CUDAToolkit(t *testing.T) {
 	testenv.Req(t, "INST-05")
+	if p := proc(t); p.Container.In {
+		nodeToolkit(t, testenv.Root(t), p)
+		return
+	}
 	needLive(t, "running nvcc")
 	nvcc, looked := lookTool("nvcc", cudaBinDirs...)
 	if nvcc == "" {
@@ -196,6 +212,36 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	if err != nil {
 		testenv.Failf(t, "reinstall the CUDA toolkit (nvcc at "+nvcc+")", "%v", err)
 	}
+	judgeToolkit(t, tk, nvcc)
+}
+
+// nodeToolkit is INST-05 in a container: the node's toolkit, read.
+func nodeToolkit(t *testing.T, root *hostfs.Root, p virt.Process) {
+	t.Helper()
+	const why = "nvcc is a developer's tool on the host: GPUDirect RDMA traffic does not use it, and containerised workloads bring their own CUDA toolkit"
+	if root.Dir() == "/" {
+		testenv.HostOnly(t, "INST-05", "%s, and the node's toolkit cannot be seen (GDR_HOST_ROOT is unset; this image has none); run the suite on the host to check it (%s)", why, p.Container)
+	}
+	tk, ok, looked, err := nvdriver.FindToolkit(root)
+	if err != nil {
+		testenv.NotJudgedf(t, "check the file named, or run nvcc -V on the host", "the node's CUDA toolkit: %v", err)
+	}
+	if !ok {
+		testenv.HostOnly(t, "INST-05", "%s, and the node has none under %s (looked in %s; a GPU-operator node carries the driver only); run the suite on the host to check a developer's toolkit there",
+			why, root.Dir(), strings.Join(looked, ", "))
+	}
+	testenv.Attr(t, "cuda_toolkit_source", "the node's toolkit under "+root.Dir()+" ("+tk.From+", read; nvcc not run)")
+	if !root.IsLive() {
+		testenv.Attr(t, "cuda_toolkit", tk.Version.Full())
+		testenv.Absent(t, "the node's CUDA toolkit %s (%s) is compared with the driver's CUDA version through NVML, which needs the running host; GDR_HOST_ROOT=%s is a recorded tree", tk.Version.Full(), tk.From, root.Dir())
+	}
+	judgeToolkit(t, tk.Version, tk.Dir+"/bin/nvcc")
+}
+
+// judgeToolkit compares a toolkit's version with the CUDA version the
+// driver supports (NVML).
+func judgeToolkit(t *testing.T, tk nvdriver.CUDAVersion, nvcc string) {
+	t.Helper()
 	testenv.Attr(t, "cuda_toolkit", tk.Full())
 	h := nvml.Open(t)
 	n, err := h.CUDADriverVersion()
@@ -223,8 +269,8 @@ func TestINST05CUDAToolkit(t *testing.T) {
 // oldest generation GPUDirect RDMA with current drivers supports.
 func TestINST06ComputeCapability(t *testing.T) {
 	testenv.Req(t, "INST-06")
-	root := needLive(t, "asking NVML for compute capabilities")
-	info := needDriver(t, root, "GPU compute capability")
+	info := needDriver(t, testenv.Root(t), "GPU compute capability")
+	needLive(t, "asking NVML for compute capabilities")
 	h := nvml.Open(t)
 	devs, err := h.Devices()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
 // needLive ends a check that must run host tools or load host libraries
@@ -189,4 +190,94 @@ func firstLines(s string, n int) string {
 		lines = append(lines[:n], fmt.Sprintf("... (%d more lines)", len(lines)-n))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// proc is where this process runs (a container or not, its signs, the
+// node's root) and the capabilities it holds: the selection's
+// (internal/virt through internal/rails), read once per run.
+func proc(t *testing.T) virt.Process {
+	t.Helper()
+	return testenv.Selection(t).Process
+}
+
+// nodeNotVisible says, in a container whose host root is its own "/"
+// (GDR_HOST_ROOT=/, as deploy/k8s-pod-network sets it for a VF's netdev in
+// the pod's namespace), that the node's files of what cannot be seen: the
+// image's were judged, and in a container those are what the workloads'
+// images stand in for. A fact (gdr.node_files), not an absence: the node's
+// user space serves only the node's own processes.
+func nodeNotVisible(t *testing.T, root *hostfs.Root, what string) {
+	t.Helper()
+	p := proc(t)
+	if !p.Container.In || root.Dir() != "/" {
+		return
+	}
+	msg := fmt.Sprintf("%s of the node not seen: GDR_HOST_ROOT is / and / is this image's (%s); this image's was judged. To see the node's too, mount the node's / read-only and set GDR_HOST_ROOT to it (deploy/k8s/job.yaml: a hostPath volume at /host and GDR_HOST_ROOT=/host)", what, p.Container)
+	testenv.Attr(t, "node_files", "not visible from this container (GDR_HOST_ROOT=/)")
+	t.Logf("%s", msg)
+}
+
+// stackSource names whose rdma-core a result judged.
+func stackSource(root *hostfs.Root, p virt.Process) string {
+	switch {
+	case root.NodeMounted():
+		return "node's rdma-core under " + root.Dir()
+	case !root.IsLive() && p.Container.In:
+		return "node's rdma-core under " + root.Dir() + " (a recorded pod's tree)"
+	case !root.IsLive():
+		return "rdma-core under GDR_HOST_ROOT=" + root.Dir() + " (a recorded tree)"
+	case p.Container.In:
+		return "this image's"
+	}
+	return "this host's"
+}
+
+// nodeStack reads the rdma-core under the host root as files (kmod.ReadStack):
+// the node's in a pod, a recorded tree's. A tree without /usr and /etc (a
+// recorded /sys, /proc, /dev tree) says nothing about it: absent.
+func nodeStack(t *testing.T, root *hostfs.Root, devs []*rdmadev.Device) kmod.Stack {
+	t.Helper()
+	if !root.Exists("/etc") && !root.Exists("/usr") {
+		testenv.Absent(t, "GDR_HOST_ROOT=%s has no /etc or /usr (a recorded /sys, /proc, /dev tree), so its rdma-core cannot be seen; RDMA devices: [%s]", root.Dir(), devNames(devs))
+	}
+	s, err := kmod.ReadStack(root)
+	if err != nil {
+		testenv.NotJudgedf(t, "check the file named, or run ofed_info -s on the host", "rdma-core under %s: %v", root.Dir(), err)
+	}
+	return s
+}
+
+// imageStack is this process's own rdma-core when the host root is the
+// node's mounted elsewhere (a pod): the image's, whose libibverbs the
+// suite's verbs calls load. It records the versions side by side and warns
+// when they disagree in kind (kmod.Compare). ok is false elsewhere.
+func imageStack(t *testing.T, root *hostfs.Root, node kmod.Stack) (img kmod.Stack, ok bool) {
+	t.Helper()
+	if !root.NodeMounted() {
+		return kmod.Stack{}, false
+	}
+	img, err := kmod.ReadStack(root.Own())
+	if err != nil {
+		t.Logf("this image's rdma-core: %v", err)
+	}
+	if img.Version != "" {
+		testenv.Attr(t, "image_rdma_core_version", img.Version)
+	}
+	fact, warn := kmod.Compare(node, img)
+	if fact != "" {
+		testenv.Attr(t, "rdma_core_versions", fact)
+		t.Logf("%s", fact)
+	}
+	if warn != "" {
+		testenv.Attr(t, "rdma_core_warning", warn)
+		t.Logf("warning: %s", warn)
+	}
+	return img, true
+}
+
+// noNodeUserSpace is the fact (not a failure) a pod reports when its node
+// has RDMA devices but no rdma-core user space of its own.
+func noNodeUserSpace(root *hostfs.Root, s kmod.Stack) string {
+	return fmt.Sprintf("the node has no rdma-core user space under %s (looked in %s): its RDMA user space lives in its containers' images (as on a node whose NIC driver the network operator's driver container loads); not a failure in a container",
+		root.Dir(), strings.Join(s.Looked, ", "))
 }

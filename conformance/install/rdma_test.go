@@ -24,28 +24,84 @@ var rdmaLibs = []struct{ soname, pkg string }{
 	{"librdmacm.so.1", "librdmacm1 (Debian/Ubuntu), librdmacm (RHEL/SUSE), or MLNX_OFED"},
 }
 
-// INST-07: the rdma-core libraries load.
+// INST-07: the rdma-core libraries load. On the running host the loader
+// says so (dlopen). With the node's root mounted elsewhere (a pod's
+// GDR_HOST_ROOT=/host) the node's libraries are found as files (loading
+// them would load the image's), and the image's, which the suite's verbs
+// calls use, are loaded; a recorded tree is read as files.
 func TestINST07RDMACoreLibraries(t *testing.T) {
 	testenv.Req(t, "INST-07")
-	root := needLive(t, "loading libibverbs and librdmacm")
+	root := testenv.Root(t)
 	devs, _ := rdmaDevices(t)
-	var errs []string
-	var missing int
+	p := proc(t)
+	testenv.Attr(t, "rdma_core_source", stackSource(root, p))
+	if root.Dir() == "/" {
+		errs, missing := probeLibs(t, "")
+		if missing == len(rdmaLibs) && len(devs) == 0 {
+			testenv.Absent(t, "rdma-core is not installed and there is no RDMA device (%s empty or missing): %s", root.Host("/sys/class/infiniband"), strings.Join(errs, "; "))
+		}
+		for _, e := range errs {
+			testenv.Errorf(t, "install the package named above (rdma-core user space)", "%s", e)
+		}
+		nodeNotVisible(t, root, "rdma-core")
+		return
+	}
+	node := nodeStack(t, root, devs)
+	src := stackSource(root, p)
+	var missing []string
+	for _, l := range []struct{ soname, at string }{{"libibverbs.so.1", node.Verbs}, {"librdmacm.so.1", node.RDMACM}} {
+		if l.at == "" {
+			missing = append(missing, l.soname)
+			continue
+		}
+		t.Logf("%s: %s at %s", src, l.soname, root.Host(l.at))
+	}
+	if node.Version != "" {
+		testenv.Attr(t, "rdma_core_version", node.Version)
+		t.Logf("%s: rdma-core %s (from %s)", src, node.Version, node.VersionFrom)
+	}
+	switch {
+	case len(missing) == len(rdmaLibs) && len(devs) == 0:
+		testenv.Absent(t, "rdma-core is not installed under %s (looked in %s) and there is no RDMA device (%s empty or missing)",
+			root.Dir(), strings.Join(node.Looked, ", "), root.Host("/sys/class/infiniband"))
+	case len(missing) == len(rdmaLibs) && p.Container.In:
+		testenv.Attr(t, "node_rdma_core", "none")
+		t.Logf("%s", noNodeUserSpace(root, node))
+	default:
+		for _, m := range missing {
+			for _, l := range rdmaLibs {
+				if l.soname == m {
+					testenv.Errorf(t, "install the package named (rdma-core user space)", "%s: %s not found (looked in %s); install %s", src, m, strings.Join(node.Looked, ", "), l.pkg)
+				}
+			}
+		}
+	}
+	if !root.IsLive() {
+		t.Logf("this process's own rdma-core not probed: GDR_HOST_ROOT=%s is a recorded tree", root.Dir())
+		return
+	}
+	// The image's: what the suite's verbs calls load.
+	errs, _ := probeLibs(t, "this image's ")
+	for _, e := range errs {
+		testenv.Errorf(t, "rebuild the suite's image from deploy/Dockerfile (it installs libibverbs1 and librdmacm1): the suite's verbs tests cannot run without them", "%s", e)
+	}
+	imageStack(t, root, node)
+}
+
+// probeLibs loads each rdma-core library with this process's loader and
+// returns the failures with the package to install, and how many failed.
+func probeLibs(t *testing.T, whose string) (errs []string, missing int) {
+	t.Helper()
 	for _, lib := range rdmaLibs {
 		err := dl.Probe(lib.soname)
 		if err == nil {
-			t.Logf("%s loads", lib.soname)
+			t.Logf("%s%s loads", whose, lib.soname)
 			continue
 		}
 		missing++
-		errs = append(errs, fmt.Sprintf("%v; install %s", err, lib.pkg))
+		errs = append(errs, fmt.Sprintf("%s%v; install %s", whose, err, lib.pkg))
 	}
-	if missing == len(rdmaLibs) && len(devs) == 0 {
-		testenv.Absent(t, "rdma-core is not installed and there is no RDMA device (%s empty or missing): %s", root.Host("/sys/class/infiniband"), strings.Join(errs, "; "))
-	}
-	for _, e := range errs {
-		testenv.Errorf(t, "install the package named above (rdma-core user space)", "%s", e)
-	}
+	return errs, missing
 }
 
 // installedProviders returns the installed libibverbs providers
@@ -60,41 +116,75 @@ func installedProviders(t *testing.T, root *hostfs.Root) (names map[string]strin
 }
 
 // INST-08: a libibverbs provider is installed, and one for every RDMA
-// device's driver.
+// device's driver: the host's (the node's under GDR_HOST_ROOT in a pod)
+// and, in a pod, this image's too: libibverbs loads only providers of its
+// own build (rdma-core Documentation/versioning.md, private symbols), so
+// the node's cannot serve the image's libibverbs.
 func TestINST08VerbsProviders(t *testing.T) {
 	testenv.Req(t, "INST-08")
 	root := testenv.Root(t)
 	devs, _ := rdmaDevices(t)
+	p := proc(t)
 	// Recorded trees hold /sys, /proc and /dev only; providers live in /etc
 	// and /usr, so such a tree says nothing about them.
 	if !root.Exists("/etc") && !root.Exists("/usr") {
 		testenv.Absent(t, "GDR_HOST_ROOT=%s has no /etc or /usr (a recorded /sys, /proc, /dev tree), so installed libibverbs providers cannot be seen; RDMA devices: [%s]", root.Dir(), devNames(devs))
 	}
+	src := stackSource(root, p)
+	testenv.Attr(t, "rdma_core_source", src)
 	provs, looked := installedProviders(t, root)
 	const remedy = "install the libibverbs providers (Debian/Ubuntu: ibverbs-providers; RHEL/SUSE: rdma-core (libibverbs); or MLNX_OFED)"
-	if len(provs) == 0 {
-		libibverbs := false
+	userSpace := len(provs) > 0
+	if !userSpace {
 		for _, g := range []string{"/usr/lib/*/libibverbs.so.1", "/usr/lib64/libibverbs.so.1", "/usr/lib/libibverbs.so.1"} {
 			if m, _ := root.Glob(g); len(m) > 0 {
-				libibverbs = true
+				userSpace = true
 			}
 		}
-		if len(devs) == 0 && !libibverbs {
-			testenv.Absent(t, "no libibverbs provider and no RDMA device: nothing in %s; %s empty or missing", strings.Join(looked, ", "), root.Host("/sys/class/infiniband"))
-		}
-		testenv.Failf(t, remedy, "no libibverbs provider installed (looked in %s); RDMA devices: [%s]; ibv_get_device_list will return no device", strings.Join(looked, ", "), devNames(devs))
 	}
-	testenv.Attr(t, "verbs_providers", strings.Join(sortedKeys(provs), ","))
+	switch {
+	case len(provs) == 0 && len(devs) == 0 && !userSpace:
+		testenv.Absent(t, "no libibverbs provider and no RDMA device: nothing in %s; %s empty or missing", strings.Join(looked, ", "), root.Host("/sys/class/infiniband"))
+	case !userSpace && p.Container.In && root.Dir() != "/":
+		// The node's RDMA user space lives in its images: the image's
+		// providers below are what serves this pod.
+		t.Logf("%s", noNodeUserSpace(root, kmod.Stack{Looked: looked}))
+	case len(provs) == 0:
+		testenv.Failf(t, remedy, "%s: no libibverbs provider installed (looked in %s); RDMA devices: [%s]; ibv_get_device_list will return no device", src, strings.Join(looked, ", "), devNames(devs))
+	default:
+		testenv.Attr(t, "verbs_providers", strings.Join(sortedKeys(provs), ","))
+		providerPerDevice(t, src, remedy, provs, devs)
+	}
+	if root.NodeMounted() {
+		own, ownLooked, err := kmod.Providers(root.Own())
+		if err != nil {
+			testenv.NotJudgedf(t, "", "this image's libibverbs provider config: %v", err)
+		}
+		testenv.Attr(t, "image_verbs_providers", strings.Join(sortedKeys(own), ","))
+		if len(own) == 0 {
+			testenv.Errorf(t, "rebuild the suite's image from deploy/Dockerfile (it installs ibverbs-providers)", "this image has no libibverbs provider (looked in %s): the suite's verbs calls will find no device", strings.Join(ownLooked, ", "))
+			return
+		}
+		providerPerDevice(t, "this image's", "rebuild the suite's image from deploy/Dockerfile (ibverbs-providers carries every upstream provider)", own, devs)
+		return
+	}
+	nodeNotVisible(t, root, "the libibverbs providers")
+}
+
+// providerPerDevice checks that provs (whose says whose they are) hold a
+// provider for every RDMA device's driver.
+func providerPerDevice(t *testing.T, whose, remedy string, provs map[string]string, devs []*rdmadev.Device) {
+	t.Helper()
 	for _, d := range devs {
 		drv := d.Driver // software devices: inferred from the name (rdmadev)
 		want, known := kmod.ProviderFor[drv]
 		switch {
 		case !known:
-			t.Logf("RDMA device %s: driver %q has no known provider mapping; providers installed: %s", d.Name, drv, strings.Join(sortedKeys(provs), ","))
+			t.Logf("RDMA device %s: driver %q has no known provider mapping; %s providers: %s", d.Name, drv, whose, strings.Join(sortedKeys(provs), ","))
 		case provs[want] == "":
-			testenv.Errorf(t, remedy, "RDMA device %s (driver %s) needs the libibverbs provider %q, which is not installed (have: %s)", d.Name, drv, want, strings.Join(sortedKeys(provs), ","))
+			testenv.Errorf(t, remedy, "RDMA device %s (driver %s) needs the libibverbs provider %q, which %s providers lack (have: %s)", d.Name, drv, want, whose, strings.Join(sortedKeys(provs), ","))
 		default:
-			t.Logf("RDMA device %s (driver %s): provider %s at %s", d.Name, drv, want, provs[want])
+			t.Logf("RDMA device %s (driver %s): %s provider %s at %s", d.Name, drv, whose, want, provs[want])
 		}
 	}
 }
@@ -109,12 +199,21 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // INST-09: which RDMA stack is installed (MLNX_OFED or inbox rdma-core),
-// and its service is not in a failed state.
+// and its service is not in a failed state. On the running host ofed_info,
+// dpkg/rpm and systemctl are run. With the node's root mounted elsewhere
+// (a pod) or a recorded tree, the node's stack is read as files: ofed_info
+// is read, not run (kmod.ReadStack), and in a pod the image's stack is set
+// beside it (kmod.Compare); systemd's state is not reachable from there.
 func TestINST09RDMAStack(t *testing.T) {
 	testenv.Req(t, "INST-09")
-	root := needLive(t, "running ofed_info and systemctl")
+	root := testenv.Root(t)
+	if root.Dir() != "/" {
+		rdmaStackFromFiles(t, root)
+		return
+	}
 	ofedInfo, looked := lookTool("ofed_info", "/usr/bin", "/usr/sbin")
 	ofedInstalled := ofedInfo != ""
+	testenv.Attr(t, "rdma_stack_source", stackSource(root, proc(t)))
 	if ofedInstalled {
 		out, err := runTool(t, "", nil, ofedInfo, "-s")
 		if err != nil {
@@ -144,6 +243,7 @@ func TestINST09RDMAStack(t *testing.T) {
 		}
 		t.Logf("inbox rdma-core (no MLNX_OFED: ofed_info not in %s); package version %q", strings.Join(looked, ", "), ver)
 	}
+	nodeNotVisible(t, root, "the RDMA stack")
 	systemctl, _ := lookTool("systemctl", "/usr/bin", "/bin")
 	if systemctl == "" {
 		t.Logf("no systemctl: service state not checked")
@@ -170,6 +270,46 @@ func TestINST09RDMAStack(t *testing.T) {
 			testenv.Attr(t, "openibd", state)
 		}
 	}
+}
+
+// rdmaStackFromFiles is INST-09 on the node's files (a pod's
+// GDR_HOST_ROOT) or a recorded tree's: the stack the node's ofed_info and
+// rdma-core name, and in a pod the image's beside it.
+func rdmaStackFromFiles(t *testing.T, root *hostfs.Root) {
+	t.Helper()
+	devs, _ := rdmaDevices(t)
+	p := proc(t)
+	node := nodeStack(t, root, devs)
+	src := stackSource(root, p)
+	testenv.Attr(t, "rdma_stack_source", src)
+	switch {
+	case node.OFED != nil:
+		testenv.Attr(t, "ofed_version", node.OFED.String())
+		testenv.Attr(t, "rdma_stack", "ofed")
+		t.Logf("%s: %s (%s, read, not run)", src, node.Kind(), node.OFEDFrom)
+	case node.Verbs != "":
+		testenv.Attr(t, "rdma_stack", "inbox")
+		t.Logf("%s: %s (no ofed_info in %s)", src, node.Kind(), strings.Join(kmod.OFEDInfoPaths, ", "))
+	case len(devs) == 0:
+		testenv.Absent(t, "no RDMA stack under %s: no ofed_info (%s), no libibverbs.so.1 (looked in %s); no RDMA device",
+			root.Dir(), strings.Join(kmod.OFEDInfoPaths, ", "), strings.Join(node.Looked, ", "))
+	case p.Container.In:
+		testenv.Attr(t, "rdma_stack", "none on the node")
+		t.Logf("%s", noNodeUserSpace(root, node))
+	default:
+		testenv.Failf(t, "install rdma-core (Debian/Ubuntu: rdma-core ibverbs-providers libibverbs1 librdmacm1; RHEL: rdma-core libibverbs librdmacm) or MLNX_OFED",
+			"RDMA device(s) %s present but no RDMA user space under %s: no ofed_info (%s), no libibverbs.so.1 (looked in %s)",
+			devNames(devs), root.Dir(), strings.Join(kmod.OFEDInfoPaths, ", "), strings.Join(node.Looked, ", "))
+	}
+	if node.Version != "" {
+		testenv.Attr(t, "rdma_core_version", node.Version)
+		t.Logf("%s: rdma-core %s (from %s)", src, node.Version, node.VersionFrom)
+	}
+	if _, ok := imageStack(t, root, node); ok || p.Container.In {
+		t.Logf("service state (openibd, rdma) not checked: systemd's state is reached over its socket on the node, not from a container")
+		return
+	}
+	t.Logf("service state (openibd, rdma) not checked: GDR_HOST_ROOT=%s is a recorded tree", root.Dir())
 }
 
 // packageVersion asks dpkg or rpm for the first of pkgs that is installed.
@@ -310,7 +450,10 @@ func slot(addr string) string {
 }
 
 // INST-11: one /dev/infiniband/uverbsN per RDMA device and rdma_cm exist,
-// and this user can open them read-write.
+// and this user can open them read-write. In a container (internal/virt)
+// the pod's /dev holds the nodes of the NICs it was given: those are
+// judged, and the node's other NICs are reported as not given to this
+// container, a fact; none given at all fails.
 func TestINST11RDMADeviceNodes(t *testing.T) {
 	testenv.Req(t, "INST-11")
 	root := testenv.Root(t)
@@ -343,6 +486,9 @@ func TestINST11RDMADeviceNodes(t *testing.T) {
 		testenv.Errorf(t, "modprobe ib_uverbs (reload the NIC's RDMA driver if ib_uverbs is loaded; check dmesg)",
 			"RDMA device(s) %s but no %s: user space cannot reach them (ib_uverbs %s)", devNames(devs), root.Host("/sys/class/infiniband_verbs")+"/uverbs*", state)
 	}
+	// In a container the device plugin gives the pod the nodes of the NICs
+	// it may use; the node's other NICs have none here by design.
+	inPod := proc(t).Container.In
 	check := func(node, what string) {
 		if !dr.Exists(node) {
 			testenv.Errorf(t, "on a host: check udev (rdma-core installs 90-rdma-umad/rdma-ucm rules; udevadm trigger) or create it with mknod; in a container: request the NIC (the pod's resource request for its RDMA device plugin, or --device "+node+"); a container given only some NICs lacks the others' nodes by design, and the rails leave those NICs out",
@@ -370,8 +516,26 @@ func TestINST11RDMADeviceNodes(t *testing.T) {
 		f.Close()
 		t.Logf("%s opens read-write (%s)", node, what)
 	}
+	var given, notGiven []string
 	for _, v := range sortedKeys(want) {
+		if inPod && !dr.Exists(v) {
+			notGiven = append(notGiven, want[v]+" ("+v+")")
+			continue
+		}
+		given = append(given, want[v])
 		check(v, "verbs of "+want[v])
+	}
+	if inPod {
+		if len(notGiven) > 0 {
+			testenv.Attr(t, "nics_not_given", strings.Join(notGiven, " "))
+			t.Logf("not given to this container (the device plugin gave the pod other NICs; not a failure): %s", strings.Join(notGiven, ", "))
+		}
+		if len(given) > 0 {
+			testenv.Attr(t, "nics_given", strings.Join(given, " "))
+		} else if len(want) > 0 {
+			testenv.Errorf(t, "request the node's RDMA NICs in the pod's resources (deploy/k8s/job.yaml: rdma/rdma_shared_device_a, the RDMA shared device plugin's resource; with SR-IOV, the VF resource), or --device /dev/infiniband/uverbsN for docker/podman",
+				"no RDMA device was given to this container: none of %s exists in %s (the node has %s)", strings.Join(sortedKeys(want), ", "), dr.Host("/dev/infiniband"), devNames(devs))
+		}
 	}
 	if len(devs) > 0 || dr.Exists("/dev/infiniband/rdma_cm") {
 		check("/dev/infiniband/rdma_cm", "RDMA connection manager")

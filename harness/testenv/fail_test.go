@@ -16,8 +16,9 @@ import (
 // read: attributes in the order written, so a key written twice shows.
 type recTB struct {
 	fakeTB
-	order []string // "key=value" and "fatal: msg" / "error: msg", as they came
-	fatal bool
+	order   []string // "key=value" and "fatal: msg" / "error: msg", as they came
+	fatal   bool
+	skipped bool
 }
 
 func newRec(t *testing.T) *recTB {
@@ -37,6 +38,11 @@ func (r *recTB) Fatalf(format string, a ...any) {
 	runtime.Goexit()
 }
 func (r *recTB) Helper() {}
+func (r *recTB) Skip(a ...any) {
+	r.order = append(r.order, "skip: "+fmt.Sprint(a...))
+	r.skipped = true
+	runtime.Goexit()
+}
 
 // run calls fn as a test body: a Fatalf ends fn only; then the cleanups run.
 func (r *recTB) run(fn func(t testing.TB)) {
@@ -153,4 +159,23 @@ func TestAbsentUnderStrictFellShort(t *testing.T) {
 	assert.Equal(t, FellShort, r.attrs["gdr.outcome"])
 	assert.Equal(t, "GDR_STRICT=1: no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver", r.attrs["gdr.cause"])
 	assert.Equal(t, "fatal: GDR_STRICT=1: no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver", r.order[len(r.order)-1])
+}
+
+// A host-only requirement's skip stays a skip under GDR_STRICT=1 and
+// carries gdr.host_only; any other requirement cannot end that way.
+func TestHostOnlyINST14(t *testing.T) {
+	loadOnce = sync.Once{}
+	t.Cleanup(func() { loadOnce = sync.Once{} })
+	t.Setenv("GDR_STRICT", "1")
+	r := newRec(t)
+	r.run(func(tb testing.TB) { HostOnly(tb, "INST-14", "run on the host") })
+	assert.False(t, r.fatal, "not a failure under strict")
+	assert.Contains(t, r.attrs["gdr.skip"], "not judgeable from a container: run on the host")
+	assert.NotEmpty(t, r.attrs["gdr.host_only"])
+	assert.True(t, r.skipped)
+
+	r = newRec(t)
+	r.run(func(tb testing.TB) { HostOnly(tb, "TOPO-03", "x") })
+	assert.True(t, r.fatal)
+	assert.Contains(t, r.attrs["gdr.cause"], "suite bug: TOPO-03 has no host-only rule")
 }

@@ -127,3 +127,22 @@ func Errorf(t testing.TB, remedy, format string, args ...any) {
 	t.Helper()
 	Error(t, Failure{Cause: fmt.Sprintf(format, args...), Remedy: remedy})
 }
+
+// HostOnly ends a test of requirement id that is not judgeable from a
+// container (reqs.ContainerRule.HostOnly: the host's developer
+// environment). The skip says "not judgeable from a container: <why>;
+// <what to do>" and carries gdr.host_only; GDR_STRICT=1 does not turn it
+// into a failure and the report shows the requirement as "host only",
+// which does not hold back QUALIFIED. A requirement without a host-only
+// rule cannot end this way: that is a suite bug, and fails.
+func HostOnly(t testing.TB, id, format string, args ...any) {
+	t.Helper()
+	rule, ok := reqs.Container(id)
+	if !ok || rule.HostOnly == "" {
+		NotJudgedf(t, "", "suite bug: %s has no host-only rule in internal/reqs (container.go), so it must be judged from a container or be absent", id)
+	}
+	msg := "not judgeable from a container: " + fmt.Sprintf(format, args...)
+	Attr(t, "gdr.host_only", rule.HostOnly)
+	Attr(t, "gdr.skip", msg)
+	t.Skip(msg)
+}

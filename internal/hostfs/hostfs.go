@@ -79,20 +79,30 @@ func (r *Root) Dir() string { return r.dir }
 // the same machine the files do.
 func (r *Root) IsLive() bool { return r.dir == "/" || r.live }
 
-// Devices is the root under which this process opens device nodes
-// (/dev/infiniband/uverbsN, /dev/nvidia*): the process's own "/" when r is
-// the running host, mounted elsewhere or not, because open(2) and stat(2)
-// resolve in the process's mount namespace. A pod that sees its node's "/"
-// at /host (GDR_HOST_ROOT=/host) finds every node the node has under
-// /host/dev, yet libibverbs and the CUDA driver open only what the pod's
-// own /dev holds. For a recorded tree it is r: the tree's /dev stands for
-// the recording process's.
-func (r *Root) Devices() *Root {
+// Own is the root of this process's own files: its mount namespace's "/"
+// when r is the running host, mounted elsewhere or not, because open(2)
+// and stat(2) resolve there. A pod that sees its node's "/" at /host
+// (GDR_HOST_ROOT=/host) has the node's files under r, and its image's
+// files (its /dev, /.dockerenv, /proc/self, the libraries it loads) under
+// Own. For a recorded tree it is r: the tree stands for the recording
+// process's view as well as the host's.
+func (r *Root) Own() *Root {
 	if r.live && r.dir != "/" {
 		return &Root{dir: "/"}
 	}
 	return r
 }
+
+// Devices is the root under which this process opens device nodes
+// (/dev/infiniband/uverbsN, /dev/nvidia*): Own. A pod finds every node
+// its node has under /host/dev, yet libibverbs and the CUDA driver open
+// only what the pod's own /dev holds.
+func (r *Root) Devices() *Root { return r.Own() }
+
+// NodeMounted reports whether r is the running host's root mounted
+// somewhere other than "/" (a pod's GDR_HOST_ROOT=/host): the node's files
+// are under r and this process's own are not.
+func (r *Root) NodeMounted() bool { return r.live && r.dir != "/" }
 
 // Host maps a host path ("/sys/bus/pci") to the path on this machine, without
 // resolving links. Use it only for messages and for handing paths to tools.

@@ -213,6 +213,9 @@ func TestIsLiveMountedElsewhere(t *testing.T) {
 	// host's: a pod sees all of its node's nodes at /host/dev.
 	assert.Equal(t, "/", r.Devices().Dir())
 	assert.Equal(t, "/", live.Devices().Dir())
+	assert.Equal(t, "/", r.Own().Dir(), "the pod's own files are its image's")
+	assert.True(t, r.NodeMounted())
+	assert.False(t, live.NodeMounted(), "/ is not mounted elsewhere")
 
 	recorded := t.TempDir()
 	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -223,4 +226,6 @@ func TestIsLiveMountedElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, r.IsLive(), "a recorded tree with this boot's ID is still a recorded tree: its proc is no procfs")
 	assert.Same(t, r, r.Devices(), "a recorded tree's /dev is the recorded process's")
+	assert.Same(t, r, r.Own())
+	assert.False(t, r.NodeMounted())
 }

@@ -102,8 +102,15 @@ func number(v string) (float64, bool) {
 	return f, err == nil
 }
 
-// ErrUnsupported means the driver cannot read the module's EEPROM.
-type ErrUnsupported struct{ Msg string }
+// ErrUnsupported means the module's EEPROM could not be read: the driver
+// cannot, or (Denied) the kernel refused this process ("Operation not
+// permitted": without CAP_NET_ADMIN, net/ethtool/netlink.c answers
+// ETHTOOL_MSG_MODULE_EEPROM_GET, GENL_UNS_ADMIN_PERM, with EPERM, and so
+// does the ioctl, net/ethtool/ioctl.c).
+type ErrUnsupported struct {
+	Msg    string
+	Denied bool
+}
 
 func (e *ErrUnsupported) Error() string { return e.Msg }
 
@@ -115,7 +122,7 @@ func ParseEthtool(out string) (*Module, error) {
 		line := strings.TrimRight(raw, " \r")
 		if strings.Contains(line, "Operation not supported") || strings.HasPrefix(line, "Cannot get module EEPROM") ||
 			strings.HasPrefix(line, "Cannot get Module EEPROM") || strings.HasPrefix(line, "netlink error:") {
-			return nil, &ErrUnsupported{Msg: strings.TrimSpace(line)}
+			return nil, &ErrUnsupported{Msg: strings.TrimSpace(line), Denied: strings.Contains(line, "Operation not permitted")}
 		}
 		g := lineRE.FindStringSubmatch(line)
 		if g == nil {

@@ -83,6 +83,10 @@ type Finding struct {
 	Verdict Verdict
 	Message string
 	Remedy  string
+	// HeaderOnly: a RuleReadable finding whose config file gave only its
+	// 64-byte header (pci.ErrNeedRoot): a capability, not the device, is
+	// what is missing.
+	HeaderOnly bool
 }
 
 func (f Finding) String() string {
@@ -141,10 +145,11 @@ func Check(p Path) Result {
 			if m.Dev.ConfigErr != nil {
 				why = m.Dev.ConfigErr.Error()
 			}
-			if errors.Is(m.Dev.ConfigErr, pci.ErrNeedRoot) {
-				why = "only the 64-byte header is readable (run as root)"
+			header := errors.Is(m.Dev.ConfigErr, pci.ErrNeedRoot)
+			if header {
+				why = "only the 64-byte header is readable (the kernel returns more only to CAP_SYS_ADMIN)"
 			}
-			add(Finding{Rule: RuleReadable, Device: m.Dev.BDF, Verdict: Unknown, Message: fmt.Sprintf("%s: settings not checked: %s", name(m), why)})
+			add(Finding{Rule: RuleReadable, Device: m.Dev.BDF, Verdict: Unknown, HeaderOnly: header, Message: fmt.Sprintf("%s: settings not checked: %s", name(m), why)})
 			continue
 		}
 		res.Settings[m.Dev.BDF] = s

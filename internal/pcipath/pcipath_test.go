@@ -154,7 +154,8 @@ func TestUnreadable(t *testing.T) {
 	r := Check(path(t, fs))
 	assert.Equal(t, Unknown, r.Worst())
 	assert.Len(t, r.Of(Unknown), 5)
-	assert.Contains(t, r.Findings[0].Message, "run as root")
+	assert.Contains(t, r.Findings[0].Message, "the kernel returns more only to CAP_SYS_ADMIN")
+	assert.True(t, r.Findings[0].HeaderOnly)
 	assert.Empty(t, r.Settings)
 
 	// A device with no config at all.

@@ -71,6 +71,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -211,6 +212,11 @@ type Host struct {
 	// of its signs could not be read. In a VM, VFs are rails (markVFs).
 	Guest    virt.Guest
 	GuestErr error
+	// Process says whether this process runs in a container (its signs,
+	// where the node's root is) and which capabilities it holds
+	// (internal/virt); ProcessErr what of that could not be read.
+	Process    virt.Process
+	ProcessErr error
 	// NCCL is the NCCL topology file in use (nccltopo.go), nil without one;
 	// NCCLErr says why a named one cannot be used.
 	NCCL      *nccltopo.File
@@ -237,6 +243,7 @@ func Discover(r *hostfs.Root) *Host {
 	}
 	sort.Slice(h.Devices, func(i, j int) bool { return h.Devices[i].Name < h.Devices[j].Name })
 	h.Guest, h.GuestErr = virt.Detect(r)
+	h.Process, h.ProcessErr = virt.Inspect(r, os.LookupEnv)
 	return h
 }
 

@@ -92,7 +92,9 @@ func TestFixtureRails(t *testing.T) {
 				got = append(got, asExpect(r))
 				assert.NotEmpty(t, r.Reason, "%s rail %d", tree, r.Index)
 			}
-			assert.Equal(t, want.Rails, got, "%s: rails\n%s", tree, s.Summary())
+			if len(want.Rails) > 0 || len(got) > 0 { // a host without a GPU has none: [] and nil alike
+				assert.Equal(t, want.Rails, got, "%s: rails\n%s", tree, s.Summary())
+			}
 			assert.Equal(t, s.All, s.Rails, "no selector: every rail")
 			if want.Primary == nil {
 				assert.Nil(t, s.Primary)

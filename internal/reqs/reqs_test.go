@@ -250,3 +250,78 @@ func TestLabTraits(t *testing.T) {
 		"PP-01", "PP-02", "PP-03", "PP-04", "PP-05", "PP-06", "PP-07", "PP-08", "PP-09"},
 		with(func(r Req) bool { return r.EmulatedMust }))
 }
+
+// Every requirement says how it is judged in a container, and only
+// requirements do.
+func TestContainerProfileComplete(t *testing.T) {
+	for _, r := range All() {
+		c, ok := Container(r.ID)
+		if assert.True(t, ok, "%s has no container rule (internal/reqs/container.go)", r.ID) {
+			assert.Contains(t, []string{FromNode, FromPod, FromBoth}, c.From, r.ID)
+			assert.NotEmpty(t, c.How, r.ID)
+		}
+	}
+	for id := range containerRules {
+		_, ok := Lookup(id)
+		assert.True(t, ok, "container rule for unknown requirement %s", id)
+	}
+	// The host-only rule is narrow: only the host's developer environment.
+	var host []string
+	for _, r := range All() {
+		if c, _ := Container(r.ID); c.HostOnly != "" {
+			host = append(host, r.ID)
+		}
+	}
+	assert.Equal(t, []string{"INST-05", "INST-14"}, host)
+}
+
+const (
+	containerBegin = "<!-- container:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
+	containerEnd   = "<!-- container:end -->"
+)
+
+// docs/checks.md's "In a container" table is the profile.
+func TestDocsContainerProfile(t *testing.T) {
+	const doc = "../../docs/checks.md"
+	b, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	s := string(b)
+	i, j := strings.Index(s, containerBegin), strings.Index(s, containerEnd)
+	require.True(t, i >= 0 && j > i, "docs/checks.md lacks the container table markers")
+	want := s[:i+len(containerBegin)] + "\n" + ContainerMarkdown() + s[j:]
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
+		return
+	}
+	assert.Equal(t, want, s, "docs/checks.md's container table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
+}
+
+func TestLabVMAbsentKnown(t *testing.T) {
+	for id := range LabVMAbsent {
+		_, ok := Lookup(id)
+		assert.True(t, ok, "LabVMAbsent names unknown requirement %s", id)
+		c, _ := Container(id)
+		assert.Empty(t, c.HostOnly, "%s is host only in the lab's pods, never absent", id)
+	}
+}
+
+const (
+	labBegin = "<!-- lab-vm-absent:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
+	labEnd   = "<!-- lab-vm-absent:end -->"
+)
+
+// docs/lab.md's list of what is absent in the lab's VMs is LabVMAbsent.
+func TestDocsLabVMAbsent(t *testing.T) {
+	const doc = "../../docs/lab.md"
+	b, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	s := string(b)
+	i, j := strings.Index(s, labBegin), strings.Index(s, labEnd)
+	require.True(t, i >= 0 && j > i, "docs/lab.md lacks the lab-vm-absent markers")
+	want := s[:i+len(labBegin)] + "\n" + LabMarkdown() + s[j:]
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
+		return
+	}
+	assert.Equal(t, want, s, "docs/lab.md's lab-vm-absent table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
+}
