@@ -18,6 +18,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
 	"github.com/gdrconf/gdrconf/report"
 )
@@ -544,6 +545,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		if kres != nil && len(kres.Problems) == 0 {
 			problems = append(problems, podNodes(sum, kres.Pods)...)
 			problems = append(problems, JobVerdict(kres, sum.Exit)...)
+			problems = append(problems, StrictAbsences(sum)...)
 		}
 		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
 		r.printCluster(sum, rep, found)
@@ -787,6 +789,33 @@ type ClusterHost struct {
 	Identity struct {
 		Node string `json:"node"` // the machine's own name where the report names a pod
 	} `json:"identity"`
+	Requirements []struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	} `json:"requirements"`
+}
+
+// strictAbsent is the prefix of a requirement that failed only because
+// GDR_STRICT=1 turned its absence into a failure.
+const strictAbsent = "GDR_STRICT=1: "
+
+// onlyLabAbsences says whether every failed requirement of h is an absence
+// GDR_STRICT=1 failed that the lab's VMs have for their own reasons
+// (reqs.LabVMAbsent): under strict such a host is NOT QUALIFIED without a
+// planted fault, and that is expected.
+func (h ClusterHost) onlyLabAbsences() bool {
+	failed := 0
+	for _, r := range h.Requirements {
+		if r.Status != "fail" {
+			continue
+		}
+		failed++
+		if _, ok := reqs.LabVMAbsent[r.ID]; !ok || !strings.HasPrefix(r.Reason, strictAbsent) {
+			return false
+		}
+	}
+	return failed > 0
 }
 
 // clusterConfig is the cluster configuration the guests ran with (their
@@ -960,9 +989,35 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 		problems = append(problems, "the merge exited 1 (NOT QUALIFIED) with nothing degraded")
 	}
 	for _, h := range s.Hosts {
-		if strings.HasPrefix(h.Verdict, "NOT QUALIFIED") && !touched[h.Host] {
+		if strings.HasPrefix(h.Verdict, "NOT QUALIFIED") && !touched[h.Host] && !h.onlyLabAbsences() {
 			problems = append(problems, fmt.Sprintf("host %s is %s, and no fault was planted in it", h.Host, h.Verdict))
 		}
+	}
+	return problems
+}
+
+// StrictAbsences checks a run made with GDR_STRICT=1 (make lab-k8s runs
+// the Job as shipped): every requirement strict failed as absent must be
+// one the VMs lack for their own reasons (reqs.LabVMAbsent: no PCI GPU, no
+// NVIDIA kernel driver or NVML, no dma-buf on rxe); one absent for any
+// other reason (the image, a capability, the manifest) is a problem naming
+// it. A run that shows no strict absence at all did not run strict.
+func StrictAbsences(s *ClusterSummary) []string {
+	var problems []string
+	seen := 0
+	for _, h := range s.Hosts {
+		for _, r := range h.Requirements {
+			if r.Status != "fail" || !strings.HasPrefix(r.Reason, strictAbsent) {
+				continue
+			}
+			seen++
+			if _, ok := reqs.LabVMAbsent[r.ID]; !ok {
+				problems = append(problems, fmt.Sprintf("%s: %s is absent for a reason the lab's VMs do not explain (the image, a capability or the manifest?): %s", h.Host, r.ID, r.Reason))
+			}
+		}
+	}
+	if seen == 0 {
+		problems = append(problems, "no requirement failed as absent under GDR_STRICT=1: the Job did not run strict, or the VMs gained what they lack (update reqs.LabVMAbsent)")
 	}
 	return problems
 }

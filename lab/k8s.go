@@ -367,10 +367,11 @@ func (r *runner) labEdits() LabEdits {
 		CPU: labPodCPU, Memory: labPodMemory, Args: r.clusterSuiteArgs()}
 	// The cluster lab's environment, less what the manifest sets itself
 	// (GDR_REPORTS is the claim's per-run folder there, GDR_PAIRING ring
-	// as here). GDR_STRICT=0: the VMs lack what a node has (a PCI GPU,
-	// the driver's files), which would fail every host (docs/lab.md).
-	env := [][2]string{{"GDR_STRICT", "0"}}
-	at := map[string]int{"GDR_STRICT": 0}
+	// as here, GDR_STRICT=1 as shipped: what the VMs lack for their own
+	// reasons is reqs.LabVMAbsent, and StrictAbsences checks that nothing
+	// else is absent).
+	var env [][2]string
+	at := map[string]int{}
 	for _, kv := range r.clusterEnv() {
 		n, v, _ := strings.Cut(kv, "=")
 		if n == "GDR_REPORTS" || n == "GDR_PAIRING" {

@@ -194,7 +194,7 @@ func TestLabEditsOnlyWhatUsersEdit(t *testing.T) {
 	assert.Equal(t, int32(3), *lab.Spec.Completions)
 	assert.Equal(t, int32(3), *lab.Spec.Parallelism, "the manifest's own replacement follows the edited count")
 	assert.Equal(t, "3", env["GDR_K8S_COMPLETIONS"])
-	assert.Equal(t, "0", env["GDR_STRICT"])
+	assert.Equal(t, "1", env["GDR_STRICT"], "strict as shipped")
 	assert.Equal(t, "2", env["FAKE_CUDA_DEVICES"])
 	assert.Equal(t, "0.25", env["GDR_PAIR_MIN_FRACTION"])
 	assert.Equal(t, "first", env["GDR_MERGE"], "the shipped merge stays")
@@ -355,4 +355,33 @@ func TestSystemGroup(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(root, systemGroup, "cgroup.procs")))
 	require.NoError(t, os.Mkdir(filepath.Join(root, systemGroup, "cgroup.procs"), 0o755))
 	assert.ErrorContains(t, joinSystemGroup(&out, root), "moving the agent (pid ")
+}
+
+// Under GDR_STRICT=1 only the absences the lab's VMs have for their own
+// reasons may fail, and a host failing only those is no planted fault.
+func TestStrictAbsences(t *testing.T) {
+	host := func(name string, failed ...[2]string) ClusterHost {
+		h := ClusterHost{Host: name, Verdict: "NOT QUALIFIED (2 must requirements failed)"}
+		for _, f := range failed {
+			h.Requirements = append(h.Requirements, struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			}{f[0], "fail", f[1]})
+		}
+		return h
+	}
+	ok := host("gdrconf-0", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU: ..."}, [2]string{"GPU-07", "GDR_STRICT=1: libnvidia-ml.so.1 does not load"})
+	assert.True(t, ok.onlyLabAbsences())
+	assert.Empty(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{ok}}))
+
+	image := host("gdrconf-1", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU"}, [2]string{"INST-07", "GDR_STRICT=1: librdmacm.so.1 does not load"})
+	assert.False(t, image.onlyLabAbsences())
+	p := StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{ok, image}})
+	require.Len(t, p, 1)
+	assert.Contains(t, p[0], "gdrconf-1: INST-07 is absent for a reason the lab's VMs do not explain")
+
+	real := host("gdrconf-2", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU"}, [2]string{"PP-08", "RDMA WRITE reaches 0.01 Gbit/s"})
+	assert.False(t, real.onlyLabAbsences(), "a failure that is no absence is a finding")
+	assert.Contains(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{{Host: "x", Verdict: "INCOMPLETE"}}})[0], "did not run strict")
 }
