@@ -101,7 +101,11 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 			cj.Srun = &Step{ID: "srun", Host: h, Pkg: "slurm", Kind: "tool", Timeout: c.SrunTimeout + time.Minute,
 				Argv: append(argv, r.clusterSuiteArgs()...), Env: r.clusterEnv()}
 		}
-		jobs = append(jobs, Job{Role: h, Addr: fmt.Sprintf("%s.%d", mgmtNet, i+1), Setup: 3 * time.Minute, Cluster: cj})
+		j := Job{Role: h, Addr: fmt.Sprintf("%s.%d", mgmtNet, i+1), Setup: 3 * time.Minute, Cluster: cj}
+		if r.o.EmulatedGPU {
+			j.GPUs = emulatedGPUCount(r.clusterEnv())
+		}
+		jobs = append(jobs, j)
 	}
 	return jobs
 }

@@ -178,6 +178,10 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 		}
 	}
 	fmt.Fprintf(w, "loaded %d modules\n", len(g.job.Modules))
+	// Before slurmd starts: gres.conf's File= nodes are read at its start.
+	if err := makeGPUNodes(w, "/dev", g.job.GPUs); err != nil {
+		return err
+	}
 	if err := unix.Sethostname([]byte(c.Host)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", c.Host, err)
 	}

@@ -130,6 +130,7 @@ func TestClusterPlan(t *testing.T) {
 		assert.Empty(t, c.NICs[2].RXE)
 		assert.Equal(t, i == 2 || i == 0, len(c.Degrade) == 1, j.Role)
 		assert.Equal(t, i == 0, c.Srun != nil, j.Role)
+		assert.Equal(t, 2, j.GPUs, "%s: one emulated GPU per rail, each with its device file", j.Role)
 	}
 	srun := jobs[0].Cluster.Srun
 	assert.Equal(t, []string{"/usr/bin/srun", "--nodes=4", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label", "--time=25",

@@ -121,7 +121,7 @@ func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+dir)
+	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+dir, "FAKE_CUDA_DEV_DIR="+os.Getenv("FAKE_CUDA_DEV_DIR"))
 	// A lock of its own: a make conformance running beside the unit tests
 	// holds the host's, and would make these not judged.
 	cmd.Env = append(cmd.Env, "GDR_SUITE_LOCK="+filepath.Join(t.TempDir(), "suite.lock"))
