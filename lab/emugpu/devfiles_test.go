@@ -192,3 +192,41 @@ func devCgroupChild(t *testing.T, cg string) {
 	fmt.Printf("%s%s\n", devChildMark, b)
 }
 
+// slurmStep makes this process a Slurm job step without GPUs of an
+// exclusive job that holds two: what srun gives a step that did not ask
+// (SLURM_JOB_GPUS inherited from the batch script, no SLURM_STEP_GPUS, no
+// CUDA_VISIBLE_DEVICES).
+func slurmStep(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES"} {
+		t.Setenv(k, "") // restores the caller's value after the test
+		require.NoError(t, os.Unsetenv(k))
+	}
+	t.Setenv("SLURM_JOB_ID", "4242")
+	t.Setenv("SLURM_STEP_ID", "0")
+	t.Setenv("SLURM_JOB_GPUS", "0,1")
+}
+
+// When a Slurm step's devices are hidden (ConstrainDevices, no GPU
+// requested), cuInit's CUDA_ERROR_NO_DEVICE names the missing request.
+func TestSlurmStepWithoutGPUs(t *testing.T) {
+	slurmStep(t)
+	dir := t.TempDir()
+	require.NoError(t, plantDevices(dir, 2))
+	for _, n := range []string{"nvidia0", "nvidia1"} {
+		require.NoError(t, os.Remove(filepath.Join(dir, n)))
+	}
+	_, err := loadWithDevices(t, dir)
+	require.Error(t, err)
+	assert.Equal(t, cuda.ErrNoDevice, cuda.Code(err))
+	assert.Contains(t, err.Error(), "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES unset): "+
+		"an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does")
+	assert.Contains(t, cuda.InitRemedy(err), "srun --gres=gpu:N")
+
+	// The step asked: its GPUs are hidden by something else, which
+	// Slurm's variables cannot name.
+	t.Setenv("SLURM_STEP_GPUS", "0,1")
+	_, err = loadWithDevices(t, dir)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "Slurm")
+}
