@@ -186,10 +186,13 @@ lab-kill: deps $(LAB_BIN)
 #   make lab-faults LAB_REPEAT=3   (each case three times: a flaky one shows as 2 of 3)
 lab-faults: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode faults
-# Four VMs with two rails each under real Slurm (munge, slurmctld, slurmd from
-# Debian): srun -N4 runs deploy/rounds.sh, one rail of one VM is degraded on
-# purpose (LAB_DEGRADE), and the merged reports/lab-cluster report must find
-# exactly that rail bad: a failed cluster/isolation case, merge exit 1 (docs/lab.md).
+# Four VMs with two rails and two emulated GPUs each under real Slurm (munge,
+# slurmctld, slurmd from Debian; the GPUs as GRES, ConstrainDevices=yes):
+# sbatch --wait -N4 runs the shipped deploy/slurm/gdrconf.sbatch, a rail and a
+# path are degraded on purpose (LAB_DEGRADE), and the merged reports/lab-cluster
+# report must find exactly those bad: a failed cluster/isolation case each,
+# merge exit 1, and the job's own exit status the same (docs/lab.md).
+#   make lab-cluster LAB_SBATCH=old   (the script without its GPU request: must fail naming it)
 lab-cluster: deps $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode cluster
 # The cluster lab with a whole host degraded (every rail of vm2): the merged

@@ -43,6 +43,10 @@ type ClusterOptions struct {
 	MemMiB      int           // LAB_VM_MEM
 	SrunTimeout time.Duration // LAB_SRUN_TIMEOUT: srun's limit (Slurm's --time and the agent's deadline)
 	Pairing     string        // GDR_PAIRING inside the lab
+	// Sbatch is LAB_SBATCH: the batch script submitted, SbatchShipped
+	// (deploy/slurm/gdrconf.sbatch as it ships) or SbatchOld (without its
+	// GPU request: the lab must fail naming it).
+	Sbatch string
 }
 
 // Guest paths and networks of the cluster lab.
@@ -94,17 +98,22 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 			}
 		}
 		if i == 0 {
-			// The command docs/clusters.md gives a cluster: srun -N<n>
-			// --ntasks-per-node=1 dist/run.sh, which runs rounds.sh
-			// beside it; the arguments reach each round's suite.
-			argv := []string{"/usr/bin/srun", fmt.Sprintf("--nodes=%d", c.Hosts), "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label",
-				fmt.Sprintf("--time=%d", int(c.SrunTimeout.Minutes()+0.999)), "--job-name=gdrconf", clusterDist + "/run.sh"}
-			cj.Srun = &Step{ID: "srun", Host: h, Pkg: "slurm", Kind: "tool", Timeout: c.SrunTimeout + time.Minute,
-				Argv: append(argv, r.clusterSuiteArgs()...), Env: r.clusterEnv()}
+			cj.Probes = r.deviceProbes(h)
+			cj.Sbatch = r.sbatchJob(h)
 		}
-		jobs = append(jobs, Job{Role: h, Addr: fmt.Sprintf("%s.%d", mgmtNet, i+1), Setup: 3 * time.Minute, Cluster: cj})
+		jobs = append(jobs, Job{Role: h, Addr: fmt.Sprintf("%s.%d", mgmtNet, i+1), Setup: 3 * time.Minute, Cluster: cj, GPUs: r.clusterGPUs()})
 	}
 	return jobs
+}
+
+// clusterGPUs is how many emulated GPUs each cluster VM has (0 without
+// the emulated GPU): their device files, Slurm's GRES, the device plugin's
+// nvidia.com/gpu.
+func (r *runner) clusterGPUs() int {
+	if !r.o.EmulatedGPU {
+		return 0
+	}
+	return emulatedGPUCount(r.clusterEnv())
 }
 
 // labPairMinFraction is the cluster lab's GDR_PAIR_MIN_FRACTION (the
@@ -118,11 +127,12 @@ func (r *runner) clusterPlan(degrade []Degrade) []Job {
 // with a margin of about 1.7 either way.
 const labPairMinFraction = "0.25"
 
-// clusterEnv is the environment srun passes to every task.
+// clusterEnv is the suite's environment in every task: the user's GDR_*
+// settings for TCG (sbatch passes its environment to the job, and srun to
+// the tasks) and the emulated GPU's count.
 func (r *runner) clusterEnv() []string {
 	o, c := r.o, r.o.Cluster
 	env := []string{
-		"GDR_REPORTS=" + clusterRounds,
 		"GDR_PAIRING=" + c.Pairing,
 		"GDR_TIMEOUT=" + o.Timeout.String(),
 		fmt.Sprintf("GDR_ITERS=%d", o.Iters),
@@ -222,15 +232,24 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	if err := r.goBuild(ctx, bin+"/", false, "./cmd/gdrcluster", "./cmd/gdrreport"); err != nil {
 		return err
 	}
-	// make dist's layout (build/dist/build.sh): srun starts run.sh, which
-	// under srun goes to rounds.sh beside it, which calls gdrcluster and,
-	// for each round, GDR_SUITE (the stand-in) or run.sh.
+	// make dist's layout (build/dist/build.sh): the batch script's srun
+	// starts rounds.sh (the Kubernetes Job too), which calls gdrcluster
+	// and, for each round, GDR_SUITE (the stand-in) or run.sh.
 	im.Binaries[clusterDist+"/gdrcluster"] = filepath.Join(bin, "gdrcluster")
 	im.Files[clusterDist+"/rounds.sh"] = filepath.Join(o.RepoDir, "deploy", "rounds.sh")
 	for _, f := range []string{"run.sh", "run-json.sh"} {
 		im.Files[clusterDist+"/"+f] = filepath.Join(o.RepoDir, "build", "dist", f)
 	}
 	im.Data[standinSh] = DataFile{0o755, []byte(standinScript)}
+	if o.Mode != ModeK8s {
+		// make dist copies the batch script beside rounds.sh; the lab
+		// submits that copy (LAB_SBATCH=old: without its GPU request).
+		script, err := r.sbatchScript()
+		if err != nil {
+			return err
+		}
+		im.Data[clusterSbatch] = DataFile{0o755, script}
+	}
 	if o.Cluster.Suite == SuitePingpong {
 		// The suite: run.sh runs every test binary in dist/bin and writes
 		// the round's reports.
@@ -280,8 +299,12 @@ func (r *runner) slurmImage(im *Image, parts *Parts, hosts []string) error {
 		im.Binaries[gp] = hp
 	}
 	r.logf("slurm: %d plugins in the image (%d left out: their libraries are not among the parts)", len(plugins), len(skipped))
-	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(SlurmConf(clusterName, hosts, clusterLogs))}
-	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf)}
+	gpus := r.clusterGPUs()
+	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(SlurmConf(clusterName, hosts, clusterLogs, gpus))}
+	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf(gpus))}
+	if gpus > 0 {
+		im.Data["/etc/slurm/gres.conf"] = DataFile{0o644, []byte(GresConf(gpus))}
+	}
 	key := make([]byte, 1024)
 	if _, err := rand.Read(key); err != nil {
 		return err
@@ -348,8 +371,12 @@ func clusterWant(j Job) []string {
 	switch {
 	case j.Cluster.Kube != nil:
 		return []string{"setup-" + j.Role, "node-" + j.Role, "wait-" + j.Role}
-	case j.Cluster.Srun != nil:
-		return []string{"setup-" + j.Role, "daemons-" + j.Role, "nodes", "srun"}
+	case j.Cluster.Sbatch != nil:
+		ids := []string{"setup-" + j.Role, "daemons-" + j.Role, "nodes"}
+		for _, p := range j.Cluster.Probes {
+			ids = append(ids, p.ID)
+		}
+		return append(ids, j.Cluster.Sbatch.Step.ID)
 	default:
 		return []string{"setup-" + j.Role, "daemons-" + j.Role, "wait-" + j.Role}
 	}
@@ -393,13 +420,13 @@ func RunCluster(ctx context.Context, o Options) error {
 	if err := os.RemoveAll(shared); err != nil {
 		return err
 	}
-	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "*.console.log", "srun.log", "lab.json", "k8s.log"} {
+	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
 		}
 	}
-	for _, d := range []string{filepath.Join(shared, "rounds"), filepath.Join(shared, "lab")} {
+	for _, d := range []string{filepath.Join(shared, "rounds"), filepath.Join(shared, "lab"), filepath.Join(shared, "submit")} {
 		if err := os.MkdirAll(d, 0o777); err != nil {
 			return err
 		}
@@ -531,9 +558,21 @@ func RunCluster(ctx context.Context, o Options) error {
 
 	t0 = time.Now()
 	rounds := filepath.Join(shared, "rounds")
+	var job *JobResult
 	if k8s {
 		if rounds, err = runFolder(rounds); err != nil {
 			problems = append(problems, "k8s: "+err.Error())
+		}
+	} else {
+		problems = append(problems, r.clusterDevices(plan, vms)...)
+		// The batch job's folder, as the script named it.
+		if job, err = readJobResult(filepath.Join(shared, "lab", "job.json")); err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			rounds = JobFolder(filepath.Join(shared, "submit"), job.JobID)
+			if b, err := os.ReadFile(filepath.Join(shared, "submit", "slurm-"+job.JobID+".out")); err == nil {
+				_ = os.WriteFile(filepath.Join(o.ReportDir, "sbatch.log"), b, 0o644)
+			}
 		}
 	}
 	sum, rep, err := r.clusterMerge(rounds, found)
@@ -547,8 +586,18 @@ func RunCluster(ctx context.Context, o Options) error {
 			problems = append(problems, JobVerdict(kres, sum.Exit)...)
 			problems = append(problems, StrictAbsences(sum)...)
 		}
+		if job != nil {
+			problems = append(problems, SbatchVerdict(job, sum.Exit, readExitCode(filepath.Join(rounds, "report")))...)
+		}
+		if o.EmulatedGPU && c.Suite == SuitePingpong {
+			problems = append(problems, ClusterGPUVerdict(rep)...)
+		}
 		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
 		r.printCluster(sum, rep, found)
+		if job != nil {
+			fmt.Fprintf(o.Out, "batch job %s (%s): sbatch --wait exited %d; scontrol: JobState=%s ExitCode=%s; the script's report/exit-code %d\n",
+				job.JobID, r.sbatchName(), job.SbatchExit, orNone(job.State), orNone(job.ExitCode), readExitCode(filepath.Join(rounds, "report")))
+		}
 	}
 	times["total"] = time.Since(r.start).Round(100 * time.Millisecond)
 	labJSON := map[string]any{
@@ -556,6 +605,9 @@ func RunCluster(ctx context.Context, o Options) error {
 		"seconds": secondsOf(times), "problems": problems, "parts": parts.Versions}
 	if sum != nil {
 		labJSON["merge_exit"] = sum.Exit // gdrreport's exit status for this merge: 1 when a planted fault was found
+	}
+	if job != nil {
+		labJSON["job"], labJSON["sbatch"] = job, r.sbatchName()
 	}
 	if kres != nil {
 		labJSON["engine"], labJSON["pods"] = "kubernetes", kres.Pods
@@ -565,7 +617,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		fmt.Fprintf(o.Out, "\ntimes: parts %v, tools and control plane %v, build %v, VMs %v (nodes Ready %v, job %v), merge %v, total %v\n",
 			times["parts"], times["tools and control plane"], times["build"], times["vms"], times["nodes"], times["job"], times["merge"], times["total"])
 	} else {
-		fmt.Fprintf(o.Out, "\ntimes: parts %v, build %v, VMs (boot, Slurm, srun) %v, merge %v, total %v\n",
+		fmt.Fprintf(o.Out, "\ntimes: parts %v, build %v, VMs (boot, Slurm, probes, the batch job) %v, merge %v, total %v\n",
 			times["parts"], times["build"], times["vms"], times["merge"], times["total"])
 	}
 	if len(problems) > 0 {
@@ -576,7 +628,11 @@ func RunCluster(ctx context.Context, o Options) error {
 		}
 		return fmt.Errorf("%s failed (%d problems)", labName, len(problems))
 	}
-	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s; the merge exited %d as it must\n", labName, time.Since(r.start).Seconds(), degradeList(found), sum.Exit)
+	exited := fmt.Sprintf("the merge exited %d as it must", sum.Exit)
+	if job != nil {
+		exited = fmt.Sprintf("the merge and batch job %s exited %d as they must", job.JobID, sum.Exit)
+	}
+	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s; %s\n", labName, time.Since(r.start).Seconds(), degradeList(found), exited)
 	return nil
 }
 
@@ -728,8 +784,9 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 	return vms, errs
 }
 
-// clusterSteps checks every VM's setup, daemons and the controller's srun,
-// and keeps srun's output (every task's, labelled) as srun.log.
+// clusterSteps checks every VM's setup, daemons and the controller's
+// probes and batch job, and keeps each probe's output (every task's) as
+// <probe>.log.
 func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 	var problems []string
 	for _, j := range plan {
@@ -748,10 +805,10 @@ func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 			case s.End.RC != 0:
 				problems = append(problems, fmt.Sprintf("%s: step %s failed (rc=%d %s): %s", j.Role, id, s.End.RC, s.End.Err, oneLine(clip.LastLines(string(s.Output), 4))))
 			}
-			if s != nil && id == "srun" {
-				_ = os.WriteFile(filepath.Join(r.o.ReportDir, "srun.log"), s.Output, 0o644)
+			if s != nil && strings.HasPrefix(id, "devices-") {
+				_ = os.WriteFile(filepath.Join(r.o.ReportDir, id+".log"), s.Output, 0o644)
 			}
-			if s != nil && (s.End == nil || s.End.RC != 0) && id != "srun" {
+			if s != nil && (s.End == nil || s.End.RC != 0) {
 				fmt.Fprintf(r.o.Out, "\n--- %s %s output ---\n%s\n", j.Role, id, clip.LastLines(string(s.Output), 30))
 			}
 		}

@@ -2,8 +2,7 @@ package lab
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +20,8 @@ import (
 
 // ClusterJob is what one VM of the cluster lab does besides the two-VM
 // lab's job fields: its NICs, its part in Slurm, the shared folder, and on
-// the controller the srun that runs the suite on every node.
+// the controller the device probes and the batch job that runs the suite
+// on every node.
 type ClusterJob struct {
 	Host       string     `json:"host"`       // vm2: hostname and Slurm node name
 	Controller string     `json:"controller"` // the VM running slurmctld and srun
@@ -31,15 +31,19 @@ type ClusterJob struct {
 	ShareTag   string     `json:"share_tag"`         // virtio-9p mount tag of the shared folder
 	Shared     string     `json:"shared"`            // where it is mounted (/shared)
 	LogDir     string     `json:"log_dir"`           // daemons' logs, on the shared folder
-	EndFile    string     `json:"end_file"`          // the controller writes it when srun is over
+	EndFile    string     `json:"end_file"`          // the controller writes it when the batch job is over
 	// Waits, each a deadline: daemons up, every node idle in Slurm, the end
 	// file (nodes other than the controller).
 	DaemonWait time.Duration `json:"daemon_wait"`
 	NodesWait  time.Duration `json:"nodes_wait"`
 	EndWait    time.Duration `json:"end_wait"`
-	// Srun is the controller's srun step; the agent adds a fresh
-	// GDR_CLUSTER_SECRET to its environment (never written anywhere).
-	Srun *Step `json:"srun,omitempty"`
+	// Probes are the controller's srun steps that show what a step's
+	// tasks may open of the GPUs' device files, without and with a GPU
+	// request (deviceProbes); none without GPUs.
+	Probes []Step `json:"probes,omitempty"`
+	// Sbatch is the controller's submission of the batch script; the
+	// script draws the job's GDR_CLUSTER_SECRET itself.
+	Sbatch *SbatchJob `json:"sbatch,omitempty"`
 	// Kube, when set, makes the VM a Kubernetes node instead (make
 	// lab-k8s, kube_guest.go): no Slurm, no controller VM.
 	Kube *KubeJob `json:"kube,omitempty"`
@@ -91,19 +95,17 @@ func (g *guest) clusterMain() error {
 	}
 	if !controller {
 		return g.recordStep(step("wait-"+host, c.EndWait), waitEnd(c.EndFile,
-			"slurmd serves the job; waiting for "+c.EndFile+" from "+c.Controller, "the controller's srun to end"))
+			"slurmd serves the job; waiting for "+c.EndFile+" from "+c.Controller, "the controller's batch job to end"))
 	}
 	if err := g.recordStep(step("nodes", c.NodesWait), g.waitNodes); err != nil {
 		return err
 	}
-	if c.Srun != nil {
-		st := *c.Srun
-		secret := make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
-			return fmt.Errorf("drawing the cluster secret: %w", err)
-		}
-		st.Env = append(append([]string(nil), st.Env...), "GDR_CLUSTER_SECRET="+base64.StdEncoding.EncodeToString(secret))
+	for _, st := range c.Probes {
 		g.runStep(st)
+	}
+	if c.Sbatch != nil {
+		sb := *c.Sbatch
+		return g.recordStep(sb.Step, func(w io.Writer, deadline time.Time) error { return runSbatch(w, deadline, sb) })
 	}
 	return nil
 }
@@ -163,14 +165,9 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 			return err
 		}
 	} else {
-		// slurmd 22.05 initialises its cgroup plugin even with
-		// proctrack/linuxproc; a tmpfs there is what cgroup/v1 expects, and the
-		// freezer hierarchy what it would use. (Its cgroup/v2 plugin wants
-		// systemd to delegate a cgroup, which the lab's VMs do not have.)
-		_ = os.MkdirAll("/sys/fs/cgroup", 0o755)
-		_ = unix.Mount("tmpfs", "/sys/fs/cgroup", "tmpfs", 0, "")
-		_ = os.MkdirAll("/sys/fs/cgroup/freezer", 0o755)
-		_ = unix.Mount("cgroup", "/sys/fs/cgroup/freezer", "cgroup", 0, "freezer")
+		if err := mountCgroup1(w); err != nil {
+			return err
+		}
 	}
 	for _, m := range g.job.Modules {
 		if err := loadModule(m); err != nil {
@@ -178,6 +175,10 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 		}
 	}
 	fmt.Fprintf(w, "loaded %d modules\n", len(g.job.Modules))
+	// Before slurmd starts: gres.conf's File= nodes are read at its start.
+	if err := makeGPUNodes(w, "/dev", g.job.GPUs); err != nil {
+		return err
+	}
 	if err := unix.Sethostname([]byte(c.Host)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", c.Host, err)
 	}
@@ -248,6 +249,38 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 			fmt.Fprintf(w, "DEGRADED on purpose: %s of %s: netem %s on %s\n", dev, c.Host, strings.Join(d.Netem, " "), what)
 		}
 	}
+	return nil
+}
+
+// cgroup1Controllers are the cgroup v1 hierarchies Slurm's cgroup/v1 plugin
+// uses here: freezer for proctrack/cgroup, devices for task/cgroup's
+// ConstrainDevices (cgroup.conf: CgroupAutomount=no, so they are mounted
+// before slurmd starts).
+var cgroup1Controllers = []string{"freezer", "devices"}
+
+// mountCgroup1 mounts a tmpfs on /sys/fs/cgroup and a cgroup v1 hierarchy
+// of each controller Slurm uses under it, as cgroup/v1 expects them.
+// (Slurm 22.05's cgroup/v2 wants systemd to delegate a cgroup, or
+// IgnoreSystemd=yes, "for development and testing"; the VMs have no
+// systemd.) The Kubernetes nodes mount cgroup2 instead (mountCgroup2).
+func mountCgroup1(w io.Writer) error {
+	root := cgroupRoot
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "mode=0755"); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", root, err)
+	}
+	for _, ctl := range cgroup1Controllers {
+		dir := filepath.Join(root, ctl)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("cgroup", dir, "cgroup", 0, ctl); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mounting the cgroup v1 %s hierarchy on %s: %w", ctl, dir, err)
+		}
+	}
+	fmt.Fprintf(w, "cgroup v1 on %s: %s\n", root, strings.Join(cgroup1Controllers, " "))
 	return nil
 }
 

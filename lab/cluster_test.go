@@ -91,12 +91,25 @@ func TestParseDegrade(t *testing.T) {
 }
 
 func TestSlurmConf(t *testing.T) {
-	c := SlurmConf("gdrlab", ClusterHosts(4), "/shared/lab")
+	// GPUs: GRES, and the cgroup plugins that give each step a device
+	// cgroup of its GPUs (cgroup.conf ConstrainDevices=yes).
+	c := SlurmConf("gdrlab", ClusterHosts(4), "/shared/lab", 2)
 	for _, want := range []string{"ClusterName=gdrlab\n", "SlurmctldHost=vm1\n", "AuthType=auth/munge\n", "SlurmUser=slurm\n",
-		"NodeName=vm1,vm2,vm3,vm4 CPUs=1 State=UNKNOWN\n", "PartitionName=lab Nodes=ALL Default=YES", "SlurmdLogFile=/shared/lab/slurmd-%n.log\n",
-		"ProctrackType=proctrack/linuxproc\n"} {
+		"NodeName=vm1,vm2,vm3,vm4 CPUs=1 Gres=gpu:2 State=UNKNOWN\n", "PartitionName=lab Nodes=ALL Default=YES", "SlurmdLogFile=/shared/lab/slurmd-%n.log\n",
+		"GresTypes=gpu\n", "ProctrackType=proctrack/cgroup\n", "TaskPlugin=task/cgroup\n", "MinJobAge=300\n"} {
 		assert.Contains(t, c, want)
 	}
+	assert.Equal(t, "# gres.conf of the gdrconf cluster lab\nAutoDetect=off\nName=gpu File=/dev/nvidia[0-1]\n", GresConf(2))
+	assert.Contains(t, GresConf(1), "Name=gpu File=/dev/nvidia0\n")
+	assert.Equal(t, "# cgroup.conf of the gdrconf cluster lab\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\nConstrainDevices=yes\n", CgroupConf(2))
+	assert.Equal(t, []string{"freezer", "devices"}, cgroup1Controllers, "proctrack/cgroup's and ConstrainDevices' hierarchies")
+	// No GPUs (LAB_EMULATED_GPU=0): no GRES, nothing constrained.
+	c = SlurmConf("gdrlab", ClusterHosts(2), "/shared/lab", 0)
+	for _, want := range []string{"NodeName=vm1,vm2 CPUs=1 State=UNKNOWN\n", "ProctrackType=proctrack/linuxproc\n", "TaskPlugin=task/none\n"} {
+		assert.Contains(t, c, want)
+	}
+	assert.NotContains(t, c, "Gres")
+	assert.NotContains(t, CgroupConf(0), "ConstrainDevices")
 	etc := clusterEtc([]string{"vm1", "vm2"}, []string{"198.18.0.1", "198.18.0.2"})
 	assert.Equal(t, "127.0.0.1\tlocalhost\n198.18.0.1\tvm1\n198.18.0.2\tvm2\n", string(etc["/etc/hosts"].Bytes))
 	assert.Contains(t, string(etc["/etc/passwd"].Bytes), "slurm:x:64030:64030:")
@@ -129,20 +142,33 @@ func TestClusterPlan(t *testing.T) {
 		assert.Equal(t, -1, c.NICs[2].Rail)
 		assert.Empty(t, c.NICs[2].RXE)
 		assert.Equal(t, i == 2 || i == 0, len(c.Degrade) == 1, j.Role)
-		assert.Equal(t, i == 0, c.Srun != nil, j.Role)
+		assert.Equal(t, i == 0, c.Sbatch != nil, j.Role)
+		assert.Equal(t, i == 0, len(c.Probes) == 2, j.Role)
+		assert.Equal(t, 2, j.GPUs, "%s: one emulated GPU per rail, each with its device file", j.Role)
 	}
-	srun := jobs[0].Cluster.Srun
-	assert.Equal(t, []string{"/usr/bin/srun", "--nodes=4", "--ntasks-per-node=1", "--kill-on-bad-exit=0", "--label", "--time=25",
-		"--job-name=gdrconf", "/lab/dist/run.sh", "-test.timeout=4m45s", "-test.run=TestPP0[38]"}, srun.Argv)
-	env := strings.Join(srun.Env, " ")
-	for _, want := range []string{"GDR_REPORTS=/shared/rounds", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
+	// The shipped batch script as a user submits it: from the submit
+	// folder, waiting for the job, the user's settings in the
+	// environment; the suite's arguments have no way through it.
+	sb := jobs[0].Cluster.Sbatch
+	assert.Equal(t, []string{"/usr/bin/sbatch", "--wait", "--parsable", "--nodes=4", "--time=25", "/lab/dist/gdrconf.sbatch"}, sb.Step.Argv)
+	assert.Equal(t, "/shared/submit", sb.Dir)
+	assert.Equal(t, "/shared/lab/job.json", sb.Result)
+	env := strings.Join(sb.Step.Env, " ")
+	for _, want := range []string{"GDR_DIST=/lab/dist", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
 		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=200", "GDR_PAIR_MIN_FRACTION=0.25", "GDR_STRICT=0"} {
 		assert.Contains(t, env, want)
 	}
+	assert.NotContains(t, env, "GDR_REPORTS", "the script's own folder: reports/cluster-<job id> in the submit folder")
+	probes := jobs[0].Cluster.Probes
+	assert.Equal(t, []string{"/usr/bin/srun", "--nodes=4", "--ntasks-per-node=1", "--exclusive", "--time=5", "--job-name=gdrlab-devices",
+		"/init", "gpu-devices"}, probes[0].Argv, "no GPU request: the old script's step")
+	assert.Equal(t, []string{"/usr/bin/srun", "--nodes=4", "--ntasks-per-node=1", "--exclusive", "--time=5", "--job-name=gdrlab-devices",
+		"--gres=gpu:2", "/init", "gpu-devices"}, probes[1].Argv)
+	assert.Equal(t, []string{"setup-vm1", "daemons-vm1", "nodes", "devices-no-gpu", "devices-gpu", "sbatch"}, clusterWant(jobs[0]))
 	cfg, err := r.clusterConfig()
 	require.NoError(t, err)
 	assert.Equal(t, 0.25, cfg.MinFraction, "the merge analyses the pairs as the guests did")
-	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the controller's agent draws the secret")
+	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the batch script draws the secret")
 	assert.NotContains(t, env, "GDR_RDMA_DEVICE", "every rail, not one NIC")
 	assert.NotContains(t, env, "GDR_SUITE", "the suite is rounds.sh's default, run.sh beside it")
 
@@ -449,11 +475,15 @@ func TestFinishedSteps(t *testing.T) {
 	}
 	assert.False(t, finishedSteps(ctl, nil))
 	assert.False(t, finishedSteps(ctl, &Results{}))
-	assert.False(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes")), "srun still runs")
+	assert.False(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes")), "the batch job still runs")
 	running := ended("setup-vm1", "daemons-vm1", "nodes")
-	running.Steps = append(running.Steps, &StepResult{Step: Step{ID: "srun"}})
-	assert.False(t, finishedSteps(ctl, running), "srun began, not ended")
-	assert.True(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes", "srun")))
+	running.Steps = append(running.Steps, &StepResult{Step: Step{ID: "sbatch"}})
+	assert.False(t, finishedSteps(ctl, running), "sbatch began, not ended")
+	assert.True(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes", "sbatch")), "no emulated GPU: no probes")
+	r.o.EmulatedGPU = true
+	ctl = r.clusterPlan(nil)[0]
+	assert.False(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes", "sbatch")), "the probes did not run")
+	assert.True(t, finishedSteps(ctl, ended("setup-vm1", "daemons-vm1", "nodes", "devices-no-gpu", "devices-gpu", "sbatch")))
 	assert.False(t, finishedSteps(node, ended("setup-vm2", "daemons-vm2")), "still waiting for the end file")
 	assert.True(t, finishedSteps(node, ended("setup-vm2", "daemons-vm2", "wait-vm2")))
 	assert.True(t, finishedSteps(node, &Results{Done: true}), "a failed setup ends the agent early: RecDone says so")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -138,13 +139,16 @@ func mustJSON(v any) []byte {
 }
 
 // setup loads modules, configures eth0 and adds rxe0, all within job.Setup.
-func (g *guest) setup(w interface{ Write([]byte) (int, error) }) error {
+func (g *guest) setup(w io.Writer) error {
 	deadline := time.Now().Add(g.job.Setup)
 	for _, m := range g.job.Modules {
 		if err := loadModule(m); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "loaded %s\n", m)
+	}
+	if err := makeGPUNodes(w, "/dev", g.job.GPUs); err != nil {
+		return err
 	}
 	if err := waitFor(deadline, "eth0 to appear in /sys/class/net", func() bool {
 		_, err := os.Stat("/sys/class/net/eth0")

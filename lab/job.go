@@ -44,7 +44,11 @@ type Job struct {
 	Peer    string        `json:"peer"` // the other VM's address
 	Modules []string      `json:"modules"`
 	Setup   time.Duration `json:"setup"` // deadline for modules, network and rxe0 ACTIVE
-	Steps   []Step        `json:"steps"`
+	// GPUs is how many emulated GPUs the VM has: the agent makes their
+	// device files (/dev/nvidiactl, /dev/nvidia<i>) in its setup, which
+	// the emulated libcuda.so.1 opens as the driver does (gpudev.go).
+	GPUs  int    `json:"gpus,omitempty"`
+	Steps []Step `json:"steps"`
 	// Key names the job in an image that holds several (lab-faults: one
 	// pair per case), chosen by lab.job= on the kernel command line; "" is
 	// Role's job.

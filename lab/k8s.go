@@ -103,7 +103,7 @@ func (r *runner) kubePlan(plan []Job, k *kubeRun) error {
 	ca := k.cp.PKI.CA
 	for i := range plan {
 		cj := plan[i].Cluster
-		cj.Srun = nil
+		cj.Probes, cj.Sbatch = nil, nil
 		cj.Controller = ""
 		cj.NICs = append(cj.NICs, GuestNIC{MAC: clusterMAC(c.Rails+1, i+1), Addr: apiNodeIP, Rail: -1})
 		// Boot, images and the kubelet's start under TCG take minutes; the
@@ -143,6 +143,9 @@ func (r *runner) kubePlan(plan []Job, k *kubeRun) error {
 			kj.Files[corefile] = string(kube.Corefile(dns, corednsConf))
 		}
 		cj.Kube = kj
+		// The device plugin hands the pods the GPUs' device files, as
+		// NVIDIA's does: the node has one per GPU it offers.
+		plan[i].GPUs = kj.GPUs
 	}
 	return nil
 }

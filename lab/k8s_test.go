@@ -295,7 +295,7 @@ func TestPodDegrade(t *testing.T) {
 		podNodes(&sum, pods))
 }
 
-// A node's plan: no srun, a fourth NIC for the API server, the node's own
+// A node's plan: no batch job or probes, a fourth NIC for the API server, the node's own
 // kubeconfig and kubelet configuration, CoreDNS on vm1 only.
 func TestKubePlan(t *testing.T) {
 	r := &runner{o: Options{Timeout: 45 * time.Second, Iters: 20, EmulatedGPU: true, StepTimeout: 10 * time.Minute,
@@ -306,7 +306,9 @@ func TestKubePlan(t *testing.T) {
 	require.NoError(t, r.kubePlan(plan, &kubeRun{cp: cp}))
 	for i, j := range plan {
 		c := j.Cluster
-		assert.Nil(t, c.Srun, j.Role)
+		assert.Nil(t, c.Sbatch, j.Role)
+		assert.Empty(t, c.Probes, j.Role)
+		assert.Equal(t, 2, j.GPUs, "%s: a device file for each GPU the device plugin offers", j.Role)
 		require.NotNil(t, c.Kube, j.Role)
 		require.Len(t, c.NICs, 4)
 		assert.Equal(t, GuestNIC{MAC: clusterMAC(3, i+1), Addr: apiNodeIP, Rail: -1}, c.NICs[3])

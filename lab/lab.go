@@ -352,6 +352,10 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 	}
 	switch o.Mode {
 	case ModeLab:
+		if o.EmulatedGPU {
+			server.GPUs = emulatedGPUCount(r.testEnv(""))
+			client.GPUs = server.GPUs
+		}
 		pair(&server, &client, toolStep("ibv_rc_pingpong", time.Minute), rcPingpong(100), append(rcPingpong(100), ServerIP), nil, nil)
 		for _, p := range pkgs {
 			st := Step{ID: "2h:" + p.Short, Pkg: p.Short, Kind: "gotest", Timeout: o.StepTimeout}

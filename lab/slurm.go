@@ -75,9 +75,20 @@ func slurmPlugins(p *Parts) (map[string]string, []string, error) {
 }
 
 // SlurmConf is the cluster's slurm.conf: hosts[0] runs slurmctld, every host
-// runs slurmd. The plugins are the simplest that work in a VM without
-// cgroups or accounting; the timeouts allow for TCG's slowness.
-func SlurmConf(cluster string, hosts []string, logDir string) string {
+// runs slurmd. With gpus > 0 every node has that many GPUs as GRES
+// (gres.conf: GresConf) and the steps run under task/cgroup and
+// proctrack/cgroup, so that cgroup.conf's ConstrainDevices=yes gives each
+// step's tasks a device cgroup that allows only the step's GPUs, as on a GPU
+// cluster; without GPUs the plugins are the simplest that work in a VM
+// (no cgroups). No accounting; the timeouts allow for TCG's slowness, and
+// MinJobAge keeps a finished job in slurmctld for scontrol show job (the
+// lab reads its state there: no accounting, no sacct).
+func SlurmConf(cluster string, hosts []string, logDir string, gpus int) string {
+	proctrack, task, gres, node := "proctrack/linuxproc", "task/none", "", ""
+	if gpus > 0 {
+		proctrack, task = "proctrack/cgroup", "task/cgroup"
+		gres, node = "GresTypes=gpu\n", fmt.Sprintf(" Gres=gpu:%d", gpus)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `# slurm.conf of the gdrconf cluster lab (lab, generated per run)
 ClusterName=%s
@@ -96,9 +107,9 @@ SlurmctldLogFile=%s/slurmctld.log
 SlurmdLogFile=%s/slurmd-%%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
+ProctrackType=%s
+TaskPlugin=%s
+%sSwitchType=switch/none
 MpiDefault=none
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
@@ -113,16 +124,38 @@ MessageTimeout=60
 BatchStartTimeout=60
 InactiveLimit=0
 KillWait=10
-MinJobAge=60
-NodeName=%s CPUs=1 State=UNKNOWN
+MinJobAge=300
+NodeName=%s CPUs=1%s State=UNKNOWN
 PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-`, cluster, hosts[0], logDir, logDir, strings.Join(hosts, ","))
+`, cluster, hosts[0], logDir, logDir, proctrack, task, gres, strings.Join(hosts, ","), node)
 	return b.String()
 }
 
-// CgroupConf names cgroup/v1 outright: the VMs mount a tmpfs on
-// /sys/fs/cgroup, and no plugin of slurm.conf constrains anything with it.
-const CgroupConf = "# cgroup.conf of the gdrconf cluster lab\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\n"
+// GresConf is gres.conf for gpus GPUs per node: their device files, as the
+// NVIDIA driver names them (gpudev.go), which slurmd reads at its start
+// for the numbers its device cgroup allows or denies. AutoDetect=off:
+// Debian's Slurm has no NVML, and the files are the GPUs here.
+func GresConf(gpus int) string {
+	files := gpuNode("/dev", 0)
+	if gpus > 1 {
+		files = fmt.Sprintf("/dev/%s[0-%d]", nvidiaNodePrefix, gpus-1)
+	}
+	return fmt.Sprintf("# gres.conf of the gdrconf cluster lab\nAutoDetect=off\nName=gpu File=%s\n", files)
+}
+
+// CgroupConf is cgroup.conf: cgroup/v1, on the hierarchies the agent
+// mounts itself (a tmpfs on /sys/fs/cgroup with freezer for
+// proctrack/cgroup and devices for task/cgroup), and with GPUs
+// ConstrainDevices=yes. slurmd 22.05 loads a cgroup plugin whatever
+// slurm.conf says; its cgroup/v2 wants systemd to delegate a cgroup, or
+// IgnoreSystemd=yes, "for development and testing" (cgroup.conf(5)).
+func CgroupConf(gpus int) string {
+	s := "# cgroup.conf of the gdrconf cluster lab\nCgroupPlugin=cgroup/v1\nCgroupAutomount=no\n"
+	if gpus > 0 {
+		s += "ConstrainDevices=yes\n"
+	}
+	return s
+}
 
 // clusterEtc are the small /etc files every cluster VM shares: users,
 // groups, name service and host addresses (the management network).

@@ -27,6 +27,11 @@ func main() {
 		// Inside a cluster lab VM: one round of the stand-in workload.
 		os.Exit(lab.StandinMain(os.LookupEnv, os.Stdout))
 	}
+	if len(os.Args) == 2 && os.Args[1] == "gpu-devices" {
+		// Inside a cluster lab VM, a task of the device probes: what
+		// this step may open of the GPUs' device files.
+		os.Exit(lab.GPUDevicesMain(os.LookupEnv, os.Stdout))
+	}
 	if len(os.Args) == 3 && os.Args[1] == "pipe" {
 		// qemu's guestfwd command in make lab-k8s: one VM connection to
 		// the API server.
@@ -140,6 +145,7 @@ func hostMain() error {
 	fs.StringVar(&o.Cluster.Degrade, "degrade", env("LAB_DEGRADE", degradeDefault), "cluster: the rails degraded on purpose, host:rail:netem (e.g. vm3:1:delay=20ms, vm2:0:loss=10%), or none (LAB_DEGRADE)")
 	fs.StringVar(&o.Cluster.Suite, "cluster-suite", env("LAB_CLUSTER_SUITE", lab.SuitePingpong), "cluster: what each round runs: pingpong (dist/run.sh with the LAB_PKGS test binaries) or standin (ib_write_bw on every rail) (LAB_CLUSTER_SUITE)")
 	fs.StringVar(&o.Cluster.Pairing, "pairing", env("LAB_PAIRING", "ring"), "cluster: GDR_PAIRING inside the lab (LAB_PAIRING)")
+	fs.StringVar(&o.Cluster.Sbatch, "sbatch", env("LAB_SBATCH", lab.SbatchShipped), "cluster: the batch script submitted: shipped (deploy/slurm/gdrconf.sbatch), or old (without its GPU request: the lab must fail naming it) (LAB_SBATCH)")
 	chosts, _ := strconv.Atoi(env("LAB_CLUSTER_HOSTS", "4"))
 	fs.IntVar(&o.Cluster.Hosts, "hosts", chosts, "cluster: number of VMs (LAB_CLUSTER_HOSTS)")
 	o.Cluster.Rails = 2
@@ -211,6 +217,9 @@ func hostMain() error {
 	}
 	if o.Cluster.Suite != lab.SuitePingpong && o.Cluster.Suite != lab.SuiteStandin {
 		return fmt.Errorf("LAB_CLUSTER_SUITE=%q: want %s or %s", o.Cluster.Suite, lab.SuitePingpong, lab.SuiteStandin)
+	}
+	if o.Cluster.Sbatch != lab.SbatchShipped && o.Cluster.Sbatch != lab.SbatchOld {
+		return fmt.Errorf("LAB_SBATCH=%q: want %s or %s", o.Cluster.Sbatch, lab.SbatchShipped, lab.SbatchOld)
 	}
 	o.Loopback = *loop
 	o.EmulatedGPU = *emu

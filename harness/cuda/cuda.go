@@ -325,6 +325,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
@@ -431,6 +432,10 @@ type Error struct {
 	Code int    // CUresult
 	Name string // cuGetErrorName
 	Desc string // cuGetErrorString
+	// Why is what the suite knows lies behind the result, with what to do
+	// ("the Slurm step was given no GPUs (...): ..."), and Remedy that
+	// remedy alone; both "" when it knows nothing more than CUDA says.
+	Why, Remedy string
 }
 
 func (e *Error) Error() string {
@@ -438,11 +443,34 @@ func (e *Error) Error() string {
 	if name == "" {
 		name = fmt.Sprintf("CUresult %d", e.Code)
 	}
-	if e.Desc == "" {
-		return fmt.Sprintf("%s: %s", e.Op, name)
+	s := fmt.Sprintf("%s: %s", e.Op, name)
+	if e.Desc != "" {
+		s = fmt.Sprintf("%s: %s (%s)", e.Op, name, e.Desc)
 	}
-	return fmt.Sprintf("%s: %s (%s)", e.Op, name, e.Desc)
+	if e.Why != "" {
+		s += "; " + e.Why
+	}
+	return s
 }
+
+// explainNoDevice adds to a CUDA_ERROR_NO_DEVICE what hid the GPUs where
+// the suite can tell: a Slurm step given none. A device cgroup denying
+// /dev/nvidia* (Slurm's ConstrainDevices) is what makes cuInit answer so
+// (driver 580.159.04 on an H200 with its nodes denied: cuInit 100).
+func explainNoDevice(err error, s config.Slurm) error {
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Code != ErrNoDevice || !s.StepWithoutGPUs() {
+		return err
+	}
+	e := *ce
+	e.Why, e.Remedy = s.NoGPUs(), config.SlurmNoGPUsRemedy
+	return &e
+}
+
+// slurm is Slurm's word on this process's GPUs, read through
+// internal/config's reader of it: Load runs once per process, outside any
+// test (the selection's GPU source calls it), so not through testenv.Config.
+func slurm() config.Slurm { return config.ParseSlurm(os.LookupEnv) }
 
 // Code returns the CUresult inside err, or -1 when err is not a CUDA error.
 func Code(err error) int {
@@ -530,7 +558,7 @@ func UseDriver(path string) {
 
 func initDriver() (*Driver, error) {
 	if err := check("cuInit(0)", C.gdr_cuInit(0)); err != nil {
-		return nil, err
+		return nil, explainNoDevice(err, slurm())
 	}
 	var v C.int
 	if err := check("cuDriverGetVersion", C.gdr_cuDriverGetVersion(&v)); err != nil {
@@ -545,6 +573,10 @@ func initDriver() (*Driver, error) {
 
 // InitRemedy says what to do about a cuInit failure.
 func InitRemedy(err error) string {
+	var ce *Error
+	if errors.As(err, &ce) && ce.Remedy != "" {
+		return ce.Remedy
+	}
 	switch Code(err) {
 	case ErrNoDevice:
 		return "no CUDA-capable GPU is visible: check nvidia-smi, CUDA_VISIBLE_DEVICES, and the container's GPU runtime"

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 // Tests without a GPU: formatting and selection.
@@ -24,6 +26,29 @@ func TestErrorText(t *testing.T) {
 	assert.Equal(t, ErrOutOfMemory, Code(e))
 	assert.Equal(t, -1, Code(errors.New("x")))
 	assert.Equal(t, "cuInit(0): CUresult 999", (&Error{Op: "cuInit(0)", Code: 999}).Error())
+}
+
+// A CUDA_ERROR_NO_DEVICE in a Slurm step given no GPU names the missing
+// request and its remedy; other errors, and steps with GPUs, stay as CUDA
+// said them.
+func TestExplainNoDevice(t *testing.T) {
+	noDev := &Error{Op: "cuInit(0)", Code: ErrNoDevice, Name: "CUDA_ERROR_NO_DEVICE", Desc: "no CUDA-capable device is detected"}
+	step := config.Slurm{JobID: "4242", StepID: "0", JobGPUs: "0,1"}
+	err := explainNoDevice(noDev, step)
+	assert.Equal(t, "cuInit(0): CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected); the Slurm step was given no GPUs "+
+		"(job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES unset): an --exclusive job's step must ask "+
+		"for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does", err.Error())
+	assert.Equal(t, ErrNoDevice, Code(err))
+	assert.Equal(t, config.SlurmNoGPUsRemedy, InitRemedy(err))
+	assert.Empty(t, noDev.Why, "the driver's own error is not changed")
+
+	withGPUs := step
+	withGPUs.StepGPUs = "0,1"
+	assert.Same(t, noDev, explainNoDevice(noDev, withGPUs), "Slurm gave the step GPUs: something else hides them")
+	assert.Same(t, noDev, explainNoDevice(noDev, config.Slurm{}), "not under Slurm")
+	assert.Contains(t, InitRemedy(noDev), "nvidia-smi")
+	other := &Error{Op: "cuInit(0)", Code: ErrDriverMismatch}
+	assert.Same(t, other, explainNoDevice(other, step), "only a missing device is Slurm's to explain")
 }
 
 func TestFormatting(t *testing.T) {

@@ -54,6 +54,9 @@ func GPUs(t testing.TB, d *Driver) []Device {
 		testenv.Failf(t, InitRemedy(err), "listing GPUs: %v", err)
 	}
 	if len(devs) == 0 {
+		if why := testenv.Config(t).Slurm.NoGPUs(); why != "" {
+			testenv.Absent(t, "no GPU: cuDeviceGetCount is 0; %s", why)
+		}
 		testenv.Absent(t, "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded; check nvidia-smi and CUDA_VISIBLE_DEVICES)")
 	}
 	sel := testenv.Selection(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 // Open loads the CUDA driver for t. No libcuda.so.1, or a driver that sees no
@@ -26,6 +27,8 @@ func Open(t testing.TB) *Driver {
 		testenv.Absent(t, "no CUDA driver: %v", err)
 	case errors.As(err, &le):
 		testenv.Failf(t, "install a complete NVIDIA driver (one version for the kernel module and libcuda)", "%v", err)
+	case Code(err) == ErrNoDevice && InitRemedy(err) == config.SlurmNoGPUsRemedy:
+		testenv.Absent(t, "no GPU: %v", err) // the error names Slurm's part and the remedy
 	case Code(err) == ErrNoDevice:
 		testenv.Absent(t, "no GPU: %v (libcuda.so.1 loaded; the driver sees no CUDA device: check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES)", err)
 	default:

@@ -137,6 +137,10 @@ type Config struct {
 	// only while GDR_RDMA_DEVICE is unset: the rails' candidates are the
 	// devices and ports it lets NCCL use (nccl.go).
 	IBHCA HCAFilter
+	// Slurm is Slurm's word on this process's GPUs (SLURM_JOB_ID,
+	// SLURM_STEP_GPUS, ...: slurm.go), taken as Slurm sets them, for the
+	// message when CUDA sees no GPU.
+	Slurm Slurm
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -224,6 +228,7 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 	c.NCCLConfFile, _ = get("NCCL_CONF_FILE")
 	c.Home, _ = get("HOME")
 	c.NCCLNetGDRLevel, _ = get("NCCL_NET_GDR_LEVEL")
+	c.Slurm = ParseSlurm(lookup)
 	if v, ok := get("GDR_HOST_ROOT"); ok && v != "" {
 		if err := CheckPath(v); err != nil {
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())

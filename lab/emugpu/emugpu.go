@@ -15,6 +15,14 @@
 // suite's multi-GPU checks run on it; no link (NVLink, a PCIe path) is
 // emulated, and the checks that judge one say so.
 //
+// It finds its GPUs through their device files as the NVIDIA driver does
+// (/dev/nvidiactl, /dev/nvidia<N>, or FAKE_CUDA_DEV_DIR's): a device cgroup
+// that denies them (Slurm's ConstrainDevices, a container runtime) or a
+// missing node hides a GPU, and without the control device or any GPU
+// cuInit says CUDA_ERROR_NO_DEVICE, the real driver's answer. The lab's VMs
+// make the nodes (major 195, as the driver numbers them), and an open no
+// cgroup denies fails there with ENXIO, which counts as reachable.
+//
 // Results on it are labelled gdr.mem=gpu-emulated and never count as
 // hardware evidence; the dma-buf path is not emulated (rxe has none).
 package emugpu

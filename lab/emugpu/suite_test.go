@@ -121,7 +121,7 @@ func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+dir)
+	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+dir, "FAKE_CUDA_DEV_DIR="+os.Getenv("FAKE_CUDA_DEV_DIR"))
 	// A lock of its own: a make conformance running beside the unit tests
 	// holds the host's, and would make these not judged.
 	cmd.Env = append(cmd.Env, "GDR_SUITE_LOCK="+filepath.Join(t.TempDir(), "suite.lock"))
@@ -238,6 +238,33 @@ func TestMultiGPUOnOneGPU(t *testing.T) {
 	o := get(t, res, "TestGPU14PeerAccess")
 	assert.Equal(t, "fail", o.action)
 	assert.Contains(t, o.output.String(), "GDR_STRICT=1: GPU-14 needs two or more GPUs")
+}
+
+// The suite under a Slurm step that was given no GPU, its device files
+// hidden (an empty device tree: what ConstrainDevices leaves a step of an
+// exclusive job that did not ask): the GPU tests are absent and say why,
+// naming the missing GPU request; GDR_STRICT=1 fails them with it.
+func TestSlurmStepWithoutGPUsInTheSuite(t *testing.T) {
+	slurm := []string{"FAKE_CUDA_DEV_DIR=" + t.TempDir(), "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
+		"SLURM_JOB_GPUS=0,1", "SLURM_STEP_GPUS=", "CUDA_VISIBLE_DEVICES="}
+	const want = "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES=): " +
+		"an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does"
+	res := runBinary(t, "gpu.test", "^TestGPU01", slurm...)
+	o := get(t, res, "TestGPU01Driver")
+	assert.Equal(t, "skip", o.action, "%s", o.output.String())
+	assert.Contains(t, o.attrs["gdr.skip"], "no GPU: cuInit(0): CUDA_ERROR_NO_DEVICE")
+	assert.Contains(t, o.attrs["gdr.skip"], want)
+
+	res = runBinary(t, "gpu.test", "^TestGPU01", append(slurm, "GDR_STRICT=1")...)
+	o = get(t, res, "TestGPU01Driver")
+	assert.Equal(t, "fail", o.action)
+	assert.Contains(t, o.attrs["gdr.cause"], want)
+
+	// Given its GPUs, the same step runs on them.
+	res = runBinary(t, "gpu.test", "^TestGPU01", "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
+		"SLURM_STEP_GPUS=0,1", "CUDA_VISIBLE_DEVICES=0,1")
+	o = get(t, res, "TestGPU01Driver")
+	assert.Equal(t, "pass", o.action, "%s", o.output.String())
 }
 
 // cuMemCreate memory (NCCL's allocator) on the emulated GPU through the

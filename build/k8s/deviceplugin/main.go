@@ -9,9 +9,15 @@
 //     Allocate): -shared devices, all alike, each allocation mounting every
 //     RDMA character device of the node (/dev/infiniband/uverbsN, umadN,
 //     issmN, ucmN and rdma_cm) with rwm, so the pod needs no privileges.
-//   - nvidia.com/gpu: -gpus devices. The lab's GPUs are emulated (no
-//     device files); an allocation sets NVIDIA_VISIBLE_DEVICES to the
-//     chosen indexes as the GPU operator's plugin does.
+//   - nvidia.com/gpu: -gpus devices, as the GPU operator's plugin with
+//     PASS_DEVICE_SPECS (NVIDIA/k8s-device-plugin, internal/plugin/server.go
+//     getAllocateResponse and apiDeviceSpecs; internal/rm/nvml_manager.go
+//     GetDevicePaths): each allocation hands the container the driver's
+//     control device /dev/nvidiactl (where the node has it) and
+//     /dev/nvidia<i> of each chosen GPU, rw, and sets
+//     NVIDIA_VISIBLE_DEVICES to the chosen indexes. The lab's emulated
+//     libcuda.so.1 opens those files as the driver does, so a pod that
+//     were not given them would see no GPU.
 //
 // It re-registers whenever the kubelet's socket is created again (a
 // restarted kubelet forgets its plugins).
@@ -40,7 +46,7 @@ type plugin struct {
 	resource string
 	socket   string // file name in pluginapi.DevicePluginPath
 	devices  []*pluginapi.Device
-	allocate func(ids []string) *pluginapi.ContainerAllocateResponse
+	allocate func(ids []string) (*pluginapi.ContainerAllocateResponse, error)
 }
 
 func (p *plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
@@ -62,7 +68,12 @@ func (p *plugin) GetPreferredAllocation(context.Context, *pluginapi.PreferredAll
 func (p *plugin) Allocate(_ context.Context, r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	out := &pluginapi.AllocateResponse{}
 	for _, c := range r.ContainerRequests {
-		out.ContainerResponses = append(out.ContainerResponses, p.allocate(c.DevicesIds))
+		resp, err := p.allocate(c.DevicesIds)
+		if err != nil {
+			log.Printf("Allocate %s %v: %v", p.resource, c.DevicesIds, err)
+			return nil, err
+		}
+		out.ContainerResponses = append(out.ContainerResponses, resp)
 	}
 	return out, nil
 }
@@ -116,6 +127,39 @@ func rdmaDevices(dir string) []*pluginapi.DeviceSpec {
 	return specs
 }
 
+// gpuAllocate is the nvidia.com/gpu allocation of GPUs ids (their
+// indexes) with the device files under devDir: nvidiactl when it exists
+// (the NVIDIA plugin's optional nodes), then each GPU's node, which must
+// exist (the kubelet could not start the container without it).
+func gpuAllocate(devDir string, ids []string) (*pluginapi.ContainerAllocateResponse, error) {
+	ids = append([]string(nil), ids...)
+	sort.Slice(ids, func(i, j int) bool {
+		a, _ := strconv.Atoi(ids[i])
+		b, _ := strconv.Atoi(ids[j])
+		return a < b
+	})
+	r := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ",")}}
+	spec := func(p string) *pluginapi.DeviceSpec {
+		return &pluginapi.DeviceSpec{ContainerPath: p, HostPath: p, Permissions: "rw"}
+	}
+	if ctl := filepath.Join(devDir, "nvidiactl"); exists(ctl) {
+		r.Devices = append(r.Devices, spec(ctl))
+	}
+	for _, id := range ids {
+		p := filepath.Join(devDir, "nvidia"+id)
+		if !exists(p) {
+			return nil, fmt.Errorf("nvidia.com/gpu %s: no device file %s", id, p)
+		}
+		r.Devices = append(r.Devices, spec(p))
+	}
+	return r, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 func devices(prefix string, n int) []*pluginapi.Device {
 	var d []*pluginapi.Device
 	for i := range n {
@@ -128,6 +172,7 @@ func main() {
 	shared := flag.Int("shared", 64, "rdma/rdma_shared_device_a: how many pods may share the RDMA devices (the plugin's rdmaHcaMax)")
 	gpus := flag.Int("gpus", 2, "nvidia.com/gpu: the node's (emulated) GPUs")
 	ibDir := flag.String("dev", "/dev/infiniband", "the RDMA character devices")
+	gpuDir := flag.String("gpu-dev", "/dev", "where the GPUs' device files are (nvidiactl, nvidia<i>)")
 	flag.Parse()
 	rdma := rdmaDevices(*ibDir)
 	if len(rdma) == 0 {
@@ -135,13 +180,12 @@ func main() {
 	}
 	plugins := []*plugin{
 		{resource: "rdma/rdma_shared_device_a", socket: "gdrlab-rdma.sock", devices: devices("rdma", *shared),
-			allocate: func([]string) *pluginapi.ContainerAllocateResponse {
-				return &pluginapi.ContainerAllocateResponse{Devices: rdma}
+			allocate: func([]string) (*pluginapi.ContainerAllocateResponse, error) {
+				return &pluginapi.ContainerAllocateResponse{Devices: rdma}, nil
 			}},
 		{resource: "nvidia.com/gpu", socket: "gdrlab-gpu.sock", devices: devices("", *gpus),
-			allocate: func(ids []string) *pluginapi.ContainerAllocateResponse {
-				sort.Strings(ids)
-				return &pluginapi.ContainerAllocateResponse{Envs: map[string]string{"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ",")}}
+			allocate: func(ids []string) (*pluginapi.ContainerAllocateResponse, error) {
+				return gpuAllocate(*gpuDir, ids)
 			}},
 	}
 	var lastSock time.Time

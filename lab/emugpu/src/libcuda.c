@@ -29,7 +29,9 @@
  * evidence.
  *
  * Environment: FAKE_CUDA_INIT=<CUresult> makes cuInit fail with it;
- * FAKE_CUDA_DEVICES=<1..8> sets the device count (default 1);
+ * FAKE_CUDA_DEVICES=<1..8> sets the device count (default 1), each found
+ * through its device file as the driver finds it (FAKE_CUDA_DEV_DIR, see
+ * "device files");
  * FAKE_CUDA_PEER=0 makes the devices unable to reach each other (see "peers");
  * FAKE_CUDA_VMM_RDMA=0 makes GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED read 0
  * (cuMemCreate memory not registrable, see "VMM").
@@ -40,6 +42,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,10 +91,71 @@ static void say(const char *fmt, ...) {
 	va_end(ap);
 }
 
-static int ndev(void) {
+/* ndev_env is how many GPUs the emulated host has (FAKE_CUDA_DEVICES). */
+static int ndev_env(void) {
 	const char *v = getenv("FAKE_CUDA_DEVICES");
 	int n = v ? atoi(v) : 1;
 	return n < 1 ? 1 : (n > MAX_DEV ? MAX_DEV : n);
+}
+
+/* ---- device files ----
+ *
+ * The NVIDIA driver's user-space library reaches the GPUs through character
+ * devices of major 195: /dev/nvidiactl (minor 255) for the driver as a whole
+ * and /dev/nvidia<N> (minor N) for GPU N (NVIDIA/open-gpu-kernel-modules,
+ * kernel-open/common/inc/nv-chardev-numbers.h; nv.c registers "nvidia" for
+ * minors 0..247 and "nvidiactl" for 255). What hides a GPU from a process is
+ * what hides those files: a device cgroup (Slurm's ConstrainDevices, a
+ * container runtime) makes open(2) fail with EPERM, a container not given
+ * the GPU has no node (ENOENT), a node's mode can refuse it (EACCES). cuInit
+ * here opens them (O_RDWR) as the driver does, and the real driver's answers
+ * are the emulation's (driver 580.159.04 on an H200, one GPU, with a BPF
+ * device cgroup denying the node, and as an unprivileged user on a mode 000
+ * node): /dev/nvidiactl or the only /dev/nvidia0 refused makes cuInit return
+ * CUDA_ERROR_NO_DEVICE, and cuDeviceGetCount then CUDA_ERROR_NOT_INITIALIZED.
+ * A refused /dev/nvidia<N> leaves GPU N out; the others keep their ordinals
+ * in order and their PCI addresses.
+ *
+ * Reachable means open(2) succeeded (a driver serves the node; the unit
+ * tests' regular files) or failed with ENXIO: the node exists and nothing
+ * denied it, but no driver serves major 195, which is the lab VMs' case
+ * (Linux fs/char_dev.c chrdev_open: no cdev for the device number, -ENXIO;
+ * the device cgroup is checked before that, in may_open, and gives EPERM).
+ * Any other errno hides the device.
+ *
+ * Not emulated: the real driver, run as root, creates a missing node itself
+ * (seen on the H200: a /dev without nvidiactl or nvidia0 had both again
+ * after cuInit, nvidia-modprobe absent); a device cgroup then still decides.
+ * Here a missing node stays missing. CUDA_VISIBLE_DEVICES is not read.
+ *
+ * FAKE_CUDA_DEV_DIR=<dir> looks for the nodes in dir instead of /dev (the
+ * unit tests plant trees there). */
+static int nvis;              /* devices cuInit found reachable */
+static int visible[MAX_DEV];  /* ordinal -> the emulated host's GPU index */
+
+static int ndev(void) { return nvis; }
+
+/* phys is the host's GPU index of ordinal d: its name and PCI address. */
+static int phys(CUdevice d) { return visible[d]; }
+
+static const char *dev_dir(void) {
+	const char *v = getenv("FAKE_CUDA_DEV_DIR");
+	return v && *v ? v : "/dev";
+}
+
+/* reachable opens dir/name O_RDWR as the driver does and reports whether
+ * the device is there for this process; why gets the errno text when not. */
+static int reachable(const char *name, char *why, size_t n) {
+	char p[4096];
+	snprintf(p, sizeof p, "%s/%s", dev_dir(), name);
+	int fd = open(p, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	int e = errno;
+	snprintf(why, n, "%s: %s", p, strerror(e));
+	return e == ENXIO;
 }
 
 static int cur_dev(void) { return current ? (int)((uintptr_t)current - 0x1000) : -1; }
@@ -810,11 +874,31 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
 
 /* ---- driver API ---- */
 
+/* cuInit finds the devices through their files (see "device files"). */
 CUresult cuInit(unsigned int f) {
 	const char *v = getenv("FAKE_CUDA_INIT");
+	char why[4200];
 	(void)f;
 	if (v && atoi(v) != 0)
 		return atoi(v);
+	if (!reachable("nvidiactl", why, sizeof why)) {
+		say("cuInit: %s: the driver's control device is hidden from this process: CUDA_ERROR_NO_DEVICE, as the NVIDIA driver answers", why);
+		return ERR_NO_DEVICE;
+	}
+	int n = 0;
+	for (int i = 0; i < ndev_env(); i++) {
+		char name[32];
+		snprintf(name, sizeof name, "nvidia%d", i);
+		if (reachable(name, why, sizeof why))
+			visible[n++] = i;
+		else
+			say("cuInit: %s: GPU %d is hidden from this process and left out", why, i);
+	}
+	if (n == 0) {
+		say("cuInit: every GPU's device file is hidden: CUDA_ERROR_NO_DEVICE, as the NVIDIA driver answers");
+		return ERR_NO_DEVICE;
+	}
+	nvis = n;
 	inited = 1;
 	return OK;
 }
@@ -823,7 +907,7 @@ CUresult cuDeviceGetCount(int *n) { if (!inited) return ERR_NOT_INITIALIZED; *n 
 CUresult cuDeviceGet(CUdevice *d, int i) { if (i < 0 || i >= ndev()) return ERR_INVALID_DEVICE; *d = i; return OK; }
 CUresult cuDeviceGetName(char *s, int n, CUdevice d) {
 	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
-	snprintf(s, (size_t)n, "GDR emulated GPU %d", d);
+	snprintf(s, (size_t)n, "GDR emulated GPU %d", phys(d));
 	return OK;
 }
 /* Devices sit at fictional PCI addresses that no VM or test tree has. */
@@ -831,7 +915,7 @@ static int bus_of(CUdevice d) { return 0x3b + 0x10 * d; }
 CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) {
 	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
 	switch (a) {
-	case 33: *v = bus_of(d); return OK;      /* PCI_BUS_ID */
+	case 33: *v = bus_of(phys(d)); return OK; /* PCI_BUS_ID */
 	case 34: *v = 0; return OK;              /* PCI_DEVICE_ID */
 	case 50: *v = 0; return OK;              /* PCI_DOMAIN_ID */
 	case 41: *v = 1; return OK;              /* UNIFIED_ADDRESSING */
@@ -850,7 +934,7 @@ CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) {
 }
 CUresult cuDeviceGetPCIBusId(char *s, int n, CUdevice d) {
 	if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE;
-	snprintf(s, (size_t)n, "0000:%02X:00.0", bus_of(d));
+	snprintf(s, (size_t)n, "0000:%02X:00.0", bus_of(phys(d)));
 	return OK;
 }
 CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { if (d < 0 || d >= ndev()) return ERR_INVALID_DEVICE; *b = MEM_LIMIT; return OK; }
