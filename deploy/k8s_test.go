@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/jobenv"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
 // The kustomizations under deploy/ are rendered with kustomize's own
@@ -266,8 +268,32 @@ func TestJobAsShipped(t *testing.T) {
 	}
 	assert.True(t, inSecret, "GDR_CLUSTER_SECRET_FILE=%s lies in a Secret volume", secretFile)
 	assert.NotContains(t, env, "GDR_CLUSTER_SECRET", "the secret is never a literal in a manifest")
-	assert.Equal(t, mounts["host"].MountPath, env["GDR_HOST_ROOT"].Value)
-	assert.True(t, mounts["host"].ReadOnly)
+	// The node's directories the suite reads (reqs.NodePaths), each at its
+	// own place under GDR_HOST_ROOT, read-only down to every submount; no
+	// other hostPath (the node's / would bring its runtime's socket).
+	root := env["GDR_HOST_ROOT"].Value
+	var hostPaths []string
+	for name, v := range vols {
+		if v.HostPath == nil {
+			continue
+		}
+		hostPaths = append(hostPaths, v.HostPath.Path)
+		m, ok := mounts[name]
+		if !assert.True(t, ok, "hostPath %s is mounted", v.HostPath.Path) {
+			continue
+		}
+		assert.Equal(t, path.Join(root, v.HostPath.Path), m.MountPath, "the node's %s under GDR_HOST_ROOT", v.HostPath.Path)
+		assert.True(t, m.ReadOnly, "%s read-only", m.MountPath)
+		if assert.NotNil(t, m.RecursiveReadOnly, "%s: readOnly alone leaves its submounts writable", m.MountPath) {
+			assert.Equal(t, corev1.RecursiveReadOnlyEnabled, *m.RecursiveReadOnly, m.MountPath)
+		}
+		require.NotNil(t, v.HostPath.Type)
+		assert.Equal(t, corev1.HostPathDirectory, *v.HostPath.Type, "%s: containerd creates a missing source; Directory refuses it", v.HostPath.Path)
+	}
+	assert.ElementsMatch(t, reqs.NodePaths, hostPaths)
+	sc := c.SecurityContext
+	require.NotNil(t, sc.RunAsUser)
+	assert.Zero(t, *sc.RunAsUser, "added capabilities reach only a root process (no ambient set)")
 
 	// Every pod of the Job derives its task from what the manifest gives it.
 	for i := range n {
@@ -326,10 +352,10 @@ func TestPodNetworkOverlay(t *testing.T) {
 	c := container(t, r.job)
 	assert.Equal(t, "/", envOf(c)["GDR_HOST_ROOT"].Value)
 	for _, m := range c.VolumeMounts {
-		assert.NotEqual(t, "/host", m.MountPath, "no host root in the pod-network variant")
+		assert.NotContains(t, m.MountPath, "/host", "none of the node's directories in the pod-network variant")
 	}
 	for _, v := range pod.Volumes {
-		assert.NotEqual(t, "host", v.Name)
+		assert.Nil(t, v.HostPath, "volume %s: no hostPath in the pod-network variant", v.Name)
 	}
 	assert.NotContains(t, c.Resources.Limits, corev1.ResourceName("rdma/rdma_shared_device_a"))
 	one := resource.MustParse("1")

@@ -47,7 +47,7 @@ type ContainerRule struct {
 
 // Grants the profile names.
 const (
-	NeedHostRoot    = "the node's / at GDR_HOST_ROOT (hostPath, read-only)"
+	NeedHostRoot    = "the node's /sys, /proc, /etc, /usr, /lib and /opt under GDR_HOST_ROOT (hostPath, recursively read-only)"
 	NeedGPUs        = "every GPU of the node (nvidia.com/gpu through the GPU operator's device plugin and container toolkit)"
 	NeedNICs        = "the rail NICs' /dev/infiniband nodes (the RDMA device plugin's resource)"
 	NeedSysAdmin    = "CAP_SYS_ADMIN (PCIe config space past 64 bytes: drivers/pci/pci-sysfs.c pci_read_config checks it in the initial user namespace)"
@@ -56,6 +56,19 @@ const (
 	NeedIPCLock     = "CAP_IPC_LOCK (memory registration pins pages beyond RLIMIT_MEMLOCK)"
 	NeedPrivileged  = "privileged: true and UID 0 (mstflint's register access: mtcr_ul_com.c mopen_ul_int refuses a non-zero euid, and opens the NIC's sysfs config or resource0 read-write, which a non-privileged container's read-only /sys refuses; the /proc/bus/pci path needs CAP_SYS_RAWIO, drivers/pci/proc.c proc_bus_pci_mmap, and runtimes mount /proc/bus read-only)"
 )
+
+// NodePaths are the node's directories a pod reads under GDR_HOST_ROOT, and
+// the only ones deploy/k8s mounts (deploy/k8s_test.go holds it to this
+// list): /sys and /proc (devices, drivers, modules, the kernel's command
+// line), /etc (NCCL's and libibverbs' configuration, ld.so.conf.d), /usr and
+// /lib (the node's rdma-core, ofed_info, modules, a CUDA toolkit), /opt (a
+// topology file /etc/nccl.conf names, as Azure's images install). Each
+// exists on every Linux node: containerd creates a missing hostPath source
+// on the node, so an optional one (/var/lib/dpkg, absent on RHEL) is not
+// mounted, and the node's rdma-core version then comes from its library's
+// file name. Nothing under /run, /var or /dev of the node is read: the
+// RDMA device nodes are the pod's own.
+var NodePaths = []string{"/sys", "/proc", "/etc", "/usr", "/lib", "/opt"}
 
 var (
 	gpuPod  = ContainerRule{From: FromPod, How: "through the CUDA driver and NVML the GPU operator's container toolkit mounts into the pod: the node's driver, so the node's GPUs", Needs: []string{NeedGPUs}}
