@@ -34,7 +34,8 @@ them as root where they are missing; present, any user builds.
   unit         unit tests and fixture runs; no browser      rdma-core headers; not root    1-2
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
   race         the race detector, concurrent packages       rdma-core headers              ~1
-  lint         gofmt, go vet, staticcheck (both tag sets)   rdma-core headers              ~1
+  lint         gofmt, go vet, staticcheck (both tag sets),  rdma-core headers              ~1
+               go mod tidy -diff
   lab          Soft-RoCE two-VM lab + loopback              root, qemu, network (first)    ~8
   lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~9
                path degraded
@@ -128,6 +129,9 @@ lint: deps
 	$(GO) vet -tags '$(TAGS)' ./...
 	$(GO) tool staticcheck ./...
 	$(GO) tool staticcheck -tags '$(TAGS)' ./...
+	@# go.mod and go.sum are what go mod tidy makes of the code (the nested
+	@# modules under build/ are the labs' tool builds, checked when built).
+	$(GO) mod tidy -diff || { echo 'go mod tidy: go.mod/go.sum above are not tidy; run go mod tidy'; exit 1; }
 
 # The race detector over the packages that run goroutines or share state
 # behind locks: the out-of-band session (heartbeats beside the test), the lab
