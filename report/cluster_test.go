@@ -518,6 +518,24 @@ func TestClusterInconclusive(t *testing.T) {
 	assert.Contains(t, txt.String(), "SUSPECT  vm3 rail 1 (part: rail)")
 }
 
+// retested is the repair round that pairs every pair that failed in res
+// again, its results st says (each pair's own round, after res's).
+func retested(res []isolate.Result, st func(isolate.Result) isolate.Status) []isolate.Result {
+	last := 0
+	for _, r := range res {
+		last = max(last, r.Round)
+	}
+	var out []isolate.Result
+	for _, r := range res {
+		if r.Status.Failed() {
+			r.Round += last + 1
+			r.Status = st(r)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // allPairs is every pair of hosts once ("all" pairing: 3 rounds for 4
 // hosts), on rails 0 and 1, both ends' results; bad(a, b, rail) says the
 // pair failed there.
@@ -543,17 +561,21 @@ func allPairs(hosts []string, bad func(a, b string, rail int) bool) []isolate.Re
 
 func TestClusterFindingParts(t *testing.T) {
 	hosts := []string{"vm1", "vm2", "vm3", "vm4"}
-	judge := func(bad func(a, b string, rail int) bool) *Report {
+	judge := func(bad func(a, b string, rail int) bool, retest bool) *Report {
 		var runs []Run
 		for _, h := range hosts {
 			runs = append(runs, Run{Host: Identity{Host: h}})
 		}
 		rep := Build(runs)
-		rep.SetCluster(isolate.Analyze(hosts, allPairs(hosts, bad), isolate.Options{}))
+		res := allPairs(hosts, bad)
+		if retest { // the failed pair meets again in a repair round, and fails again: the fault is static
+			res = append(res, retested(res, func(isolate.Result) isolate.Status { return isolate.Fail })...)
+		}
+		rep.SetCluster(isolate.Analyze(hosts, res, isolate.Options{}))
 		return rep
 	}
 	// A bad link: the merge fails, no host does.
-	rep := judge(func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 })
+	rep := judge(func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 }, true)
 	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
 	assert.Contains(t, rep.Verdict.Line, "link vm1 <-> vm2 rail 0 bad")
 	assert.Equal(t, 1, rep.ExitCode())
@@ -566,7 +588,7 @@ func TestClusterFindingParts(t *testing.T) {
 		casesWith(t, suiteNamed(t, clusterJUnit(t, rep), IsolationSuite), func(c JUnitCase) *JUnitResult { return c.Failure }, "failed together on rail 0"))
 
 	// A host bad on every rail is one finding of part host.
-	rep = judge(func(a, b string, rail int) bool { return a == "vm3" || b == "vm3" })
+	rep = judge(func(a, b string, rail int) bool { return a == "vm3" || b == "vm3" }, false)
 	require.Len(t, rep.Findings.Suspects, 1)
 	s := rep.Findings.Suspects[0]
 	assert.Equal(t, []string{PartHost, "vm3"}, []string{s.Part, s.Host})

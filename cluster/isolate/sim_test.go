@@ -132,7 +132,9 @@ func plantings(n, rails int, seed uint64) []planting {
 // Scale on paper: 1024 hosts x 8 rails, ring schedule with re-pairing, with
 // one bad NIC, one bad host and one bad link planted, over several seeds and
 // plantings. Target: every planted bad NIC and host found within 3 rounds,
-// the link found, no false suspects. Run with -v to see the table.
+// the link within 4 (a link is bad only once a re-test failed too: where
+// its end needs a clean partner first, link-next-to-host, the re-test is
+// the fourth round), no false suspects. Run with -v to see the table.
 func TestSimulate1024x8(t *testing.T) {
 	const n, rails = 1024, 8
 	for seed := uint64(1); seed <= 6; seed++ {
@@ -151,8 +153,8 @@ func TestSimulate1024x8(t *testing.T) {
 				msg := fmt.Sprintf("seed %d %s: %+v", seed, p.name, o)
 				assert.True(t, o.nicRound >= 1 && o.nicRound <= 3, "bad NIC within 3 rounds: "+msg)
 				assert.True(t, o.hostRound >= 1 && o.hostRound <= 3, "bad host within 3 rounds: "+msg)
-				assert.True(t, o.linkAt >= 1 && o.linkAt <= 3, "bad link within 3 rounds: "+msg)
-				assert.LessOrEqual(t, o.rounds, 3, msg)
+				assert.True(t, o.linkAt >= 1 && o.linkAt <= 4, "bad link within 4 rounds: "+msg)
+				assert.LessOrEqual(t, o.rounds, 4, msg)
 				assert.Zero(t, o.falseSuspects, msg)
 				assert.Zero(t, o.falseBad, msg)
 				assert.Equal(t, rails+1, o.suspects, "exactly the planted (host, rail)s: "+msg)
@@ -162,15 +164,17 @@ func TestSimulate1024x8(t *testing.T) {
 	}
 }
 
-// The all-pairs schedule on a smaller cluster finds the same faults without
-// re-pairing (every host meets every other).
+// The all-pairs schedule on a smaller cluster finds the host and the NIC
+// without re-pairing (every host meets every other), and the link with one
+// repair round: the two meet once in the schedule, and a link is bad only
+// when its re-test failed too.
 func TestSimulateAllPairs(t *testing.T) {
 	const n, rails = 32, 8
 	for seed := uint64(1); seed <= 3; seed++ {
 		for _, p := range plantings(n, rails, seed) {
 			o := simulate(t, pairing.All, n, rails, p, seed)
 			msg := fmt.Sprintf("seed %d %s: %+v", seed, p.name, o)
-			assert.Equal(t, n-1, o.rounds, msg)
+			assert.Equal(t, n, o.rounds, "the schedule's n-1 rounds and the link's re-test: "+msg)
 			assert.True(t, o.nicRound >= 1 && o.hostRound >= 1 && o.linkAt >= 1, msg)
 			assert.Zero(t, o.falseSuspects, msg)
 			assert.Zero(t, o.falseBad, msg)
