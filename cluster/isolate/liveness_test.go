@@ -146,3 +146,24 @@ func TestStoppedHostsPartnersAreNotBlamed(t *testing.T) {
 	r1, _ := Round(pairing.Ring, f.names, 1, 2, results, o)
 	assert.Equal(t, pairing.Base(pairing.Ring, 16)[1], r1, "the schedule's round: the stopped host's partner idles by its plan")
 }
+
+// The worst place for a one-off loss: gdrconf-2 loses round 0 with
+// gdrconf-3, and its round-1 partner gdrconf-1 dies. gdrconf-2 has passed
+// with nobody: it meets a clean host in round 2, then gdrconf-3 again in
+// round 3; the loss is flaky, nothing is bad, and it fits the two repair
+// rounds.
+func TestTransientBesideADeadPartner(t *testing.T) {
+	f := gdrconfFabric(16, 8)
+	f.transient[transientKey{0, key2("gdrconf-2", "gdrconf-3")}] = AllRails
+	f.stops["gdrconf-1"] = 1
+	o := opt
+	o.Live = Liveness{Stopped: map[string]int{"gdrconf-1": 1}}
+	results, rounds := f.drive(t, pairing.Ring, 2, o)
+	assert.Equal(t, 4, rounds)
+	a := Analyze(f.names, results, o)
+	assert.Empty(t, a.Suspects)
+	assert.Empty(t, a.Links)
+	assert.Empty(t, a.LinkSuspects)
+	assert.Len(t, a.Flaky, 8)
+	assert.Equal(t, Cleared, a.HostState("gdrconf-2"))
+}
