@@ -795,3 +795,47 @@ func ByPair(ps []Pair) ([]PairKey, map[PairKey]map[int]Pair) {
 	}
 	return order, by
 }
+
+// Compact folds results into one per (host, round, peer, rail) as Analyze
+// merges them into a pair's end: the worst status and its detail, the
+// role, the bandwidth it would take (WRITE at the largest size). Analyze
+// judges the compact results exactly as the full ones; a task planning a
+// repair round reads every host's compact file (cluster: pairs.json, a few
+// hundred bytes a rail) instead of every host's test.json.
+func Compact(results []Result) []Result {
+	type key struct {
+		host, peer  string
+		round, rail int
+	}
+	ends := map[key]*end{}
+	var order []key
+	for _, r := range results {
+		k := key{r.Host, r.Peer, r.Round, r.Rail}
+		e := ends[k]
+		if e == nil {
+			e = &end{}
+			ends[k] = e
+			order = append(order, k)
+		}
+		e.add(r)
+	}
+	out := make([]Result, 0, len(order))
+	for _, k := range order {
+		e := ends[k]
+		r := Result{Host: k.host, Round: k.round, Rail: k.rail, Peer: k.peer, Role: e.role, Status: e.status, Detail: e.detail,
+			BWGbitS: e.bw, Size: e.size}
+		if e.bw > 0 && e.write {
+			r.Op = "WRITE"
+		} else if e.bw > 0 {
+			r.Op = "READ"
+		}
+		if e.stopped != "" && !e.status.Failed() && e.status != Pass {
+			r.Status, r.Detail = Stopped, e.stopped
+		}
+		out = append(out, r)
+		if e.stopped != "" && (e.status.Failed() || e.status == Pass) {
+			out = append(out, Result{Host: k.host, Round: k.round, Rail: k.rail, Peer: k.peer, Status: Stopped, Detail: e.stopped})
+		}
+	}
+	return out
+}

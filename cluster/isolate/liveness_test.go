@@ -167,3 +167,43 @@ func TestTransientBesideADeadPartner(t *testing.T) {
 	assert.Len(t, a.Flaky, 8)
 	assert.Equal(t, Cleared, a.HostState("gdrconf-2"))
 }
+
+// Compact results judge as the full ones: several tests per rail (sizes,
+// READ beside WRITE, a skip, a failure's detail), a slow NIC, a dead host,
+// a transient and a host that stopped.
+func TestCompactJudgesAsTheFullResults(t *testing.T) {
+	f := gdrconfFabric(64, 4)
+	f.slowNIC[hostRail{"gdrconf-9", 2}] = true
+	f.deadHost["gdrconf-20"] = true
+	f.badLink[key2("gdrconf-30", "gdrconf-31")] = 1
+	f.transient[transientKey{1, key2("gdrconf-41", "gdrconf-42")}] = AllRails
+	f.stops["gdrconf-50"] = 1
+	o := opt
+	o.Live = Liveness{Stopped: map[string]int{"gdrconf-50": 1}}
+	results, _ := f.drive(t, pairing.Ring, 2, o)
+	var full []Result
+	for _, r := range results {
+		full = append(full, r)
+		if r.Rail == AllRails || r.Status == Stopped {
+			continue
+		}
+		small, read, skip := r, r, r
+		small.Size, small.BWGbitS, small.Test = 4096, r.BWGbitS/3, "TestPP08Bandwidth/WRITE/4096"
+		read.Op, read.BWGbitS = "READ", r.BWGbitS*1.1
+		skip.Status, skip.Test, skip.BWGbitS = Skip, "TestPP09HostVsGPU", 0
+		full = append(full, small, read, skip)
+	}
+	c := Compact(full)
+	assert.Less(t, len(c), len(full)/3)
+	want, got := Analyze(f.names, full, o), Analyze(f.names, c, o)
+	assert.Equal(t, want.Pairs, got.Pairs)
+	assert.Equal(t, want.Suspects, got.Suspects)
+	assert.Equal(t, want.Links, got.Links)
+	assert.Equal(t, want.Flaky, got.Flaky)
+	assert.Equal(t, want.Summary(nil), got.Summary(nil))
+	r, _ := Round(pairing.Ring, f.names, 3, 2, full, o)
+	rc, _ := Round(pairing.Ring, f.names, 3, 2, c, o)
+	assert.Equal(t, r, rc)
+	assert.NotEmpty(t, want.Flaky)
+	assert.NotEmpty(t, want.Links)
+}
