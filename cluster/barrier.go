@@ -30,10 +30,13 @@ import (
 //	<root>/.gdrcluster/run-<run>/alive/<host>@<n>  the host's heartbeat n (Heartbeat)
 //
 // <run> is jobenv.Task.Run, path-escaped. A task waiting at a barrier
-// reads, per look, the closed file (absent until it closes) and one listing
-// of the markers: two requests to the file server whatever the fleet's
-// size, where reading every host's done file was one per host (a fleet of
-// N tasks: N² per look).
+// opens, per look, the closed file (absent until it closes); the first
+// host expected there (the lead) also lists the markers every look, the
+// others every N/64 looks (32 s at 1024 hosts with the default poll),
+// and at their own deadline: so a lead that died delays nobody long. A
+// fleet of N tasks asks the file server about N+N/64+1 times a look and
+// reads about 65 N names, where reading every host's done file was N
+// opens for each task (N² a look).
 //
 // A barrier closes once, for everyone: the first task that sees every
 // expected host there, its own deadline pass, or every missing host's
@@ -131,7 +134,15 @@ type barrier struct {
 	index    map[string]int
 	seen     map[string]beat // the heartbeat counts this task saw, and when they last moved
 	aliveAt  time.Time       // the last listing of alive/
+	lead     bool            // the first host expected: it lists the markers every look
+	every    int             // the others list them every so many looks
+	looks    int
 }
+
+// listEvery is how many looks a task that does not lead a barrier of n
+// hosts takes between two listings of its markers: n/64, so that a fleet
+// lists about 65 times a look however large it is.
+func listEvery(n int) int { return max(1, n/64) }
 
 type beat struct {
 	n  int64
@@ -148,6 +159,8 @@ func newBarrier(o BarrierOptions, name string, now time.Time) *barrier {
 	for i, h := range o.Hosts {
 		b.index[h] = i
 	}
+	b.lead = len(o.Hosts) > 0 && o.Hosts[0] == o.Self
+	b.every = listEvery(len(o.Hosts))
 	return b
 }
 
@@ -187,6 +200,10 @@ func (b *barrier) readClosed(now time.Time) (*Closed, error) {
 func (b *barrier) poll(now time.Time) (*Closed, error) {
 	if c, err := b.readClosed(now); c != nil || err != nil {
 		return c, err
+	}
+	b.looks++
+	if !b.lead && (b.looks-1)%b.every != 0 && now.Before(b.deadline) {
+		return nil, nil // the lead lists; this task only now and then
 	}
 	names, err := b.fs.names(b.dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // none there yet
