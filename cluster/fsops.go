@@ -170,3 +170,5 @@ func (f fsys) writeOnce(path string, b []byte) (created bool, err error) {
 	_, werr = fh.Write(b)
 	return true, errors.Join(werr, fh.Close())
 }
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -54,8 +54,13 @@ type Step struct {
 // whose partner stopped idles. Every task computes the same from the same
 // files.
 func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isolate.Result, live isolate.Liveness) Step {
+	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live.Before(k)})
+	return PlanFrom(task, c, secret, k, r, done, live)
+}
+
+// PlanFrom is PlanRound of a round already computed (RepairPlan's).
+func PlanFrom(task jobenv.Task, c Config, secret []byte, k int, r pairing.Round, done bool, live isolate.Liveness) Step {
 	live = live.Before(k)
-	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live})
 	job := pairing.Job{Key: task.Key(), Secret: secret, Ports: c.Ports}
 	p := Plan{Round: k, Host: task.Self(), Index: task.Index, Hosts: len(task.Names), Repair: r.Repair,
 		Role: Idle, Pairing: string(c.Pairing), Job: task.Key(), Run: task.Run()}

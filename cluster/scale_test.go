@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/cluster/jobenv"
 )
 
 func hostNames(n int) []string {
@@ -194,4 +196,20 @@ func TestPlanningReadsAt1024(t *testing.T) {
 	assert.Less(t, ao.bytes*50, bo.bytes, "at least fifty times fewer bytes")
 	raw, _ := json.Marshal(rs[0])
 	assert.Less(t, len(raw), 400)
+
+	// Only the lead reads them: the others read its plan.
+	c := DefaultConfig()
+	c.Reports = root
+	task := jobenv.Task{Engine: jobenv.Slurm, Scope: "c", JobID: "1", Names: hosts, Addrs: hosts}
+	var lead, other FileOps
+	_, _, err = RepairPlan(context.Background(), RepairOptions{Config: c, Task: task, Wait: time.Minute, Ops: &lead}, 2)
+	require.NoError(t, err)
+	task.Index = 700
+	_, _, err = RepairPlan(context.Background(), RepairOptions{Config: c, Task: task, Wait: time.Minute, Ops: &other}, 2)
+	require.NoError(t, err)
+	lo, oo := snap(&lead), snap(&other)
+	t.Logf("repair plan: the lead %d opens + %d listings, %d bytes; each other task %d opens, %d bytes; fleet %d requests, %.1f MB (was %d requests, %.1f GB)",
+		lo.opens, lo.lists, lo.bytes, oo.opens, oo.bytes, lo.opens+lo.lists+(n-1)*(oo.opens+oo.lists), float64(lo.bytes+(n-1)*oo.bytes)/1e6,
+		n*(bo.opens+bo.lists), float64(bo.bytes)*n/1e9)
+	assert.Equal(t, int64(1), oo.opens+oo.lists)
 }

@@ -239,15 +239,18 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 		return err
 	}
 	started := len(t.Names) - len(live.NotStarted)
-	var results []isolate.Result
+	var s cluster.Step
 	if k >= len(pairing.Base(cfg.Pairing, started)) {
-		// A re-pairing round: judged from every host's earlier rounds, read
-		// from their compact pairs.json.
-		if results, err = cluster.LoadCompact(cfg.Reports, t.Run()); err != nil {
+		// A re-pairing round: judged from every host's earlier rounds by
+		// the lead, whose plan the others read (cluster.RepairPlan).
+		r, done, err := cluster.RepairPlan(context.Background(), cluster.RepairOptions{Config: cfg, Task: t, Live: live, Wait: cluster.RepairWait}, k)
+		if err != nil {
 			return err
 		}
+		s = cluster.PlanFrom(t, cfg, secret, k, r, done, live)
+	} else {
+		s = cluster.PlanRound(t, cfg, secret, k, nil, live)
 	}
-	s := cluster.PlanRound(t, cfg, secret, k, results, live)
 	if !s.Done {
 		if err := cluster.WritePlan(cfg.Reports, s.Plan); err != nil {
 			return fmt.Errorf("writing the plan under GDR_REPORTS=%q: %w", cfg.Reports, err)
