@@ -752,4 +752,11 @@ func TestClusterRunsThatDidNotFinish(t *testing.T) {
 	var txt bytes.Buffer
 	require.NoError(t, rep.WriteText(&txt))
 	assert.Contains(t, txt.String(), "LEFT     vm5 did not start (no part named)")
+	// Every format renders the host that left no folder.
+	dir := t.TempDir()
+	require.NoError(t, rep.WriteAll(dir))
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "Runs that did not finish (no part named)")
+	assert.Contains(t, string(page), "vm5 did not start: it had not reached the start barrier")
 }
