@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,53 +119,6 @@ func TestLoadErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "two jobs in one folder")
 }
 
-func TestBarrier(t *testing.T) {
-	root := t.TempDir()
-	hosts := []string{"a", "b", "c"}
-	require.NoError(t, Done(root, "a", 2, "slurm//7"))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	err := Wait(ctx, root, hosts, 2, 10*time.Millisecond, "slurm//7")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "round 2: 2 of 3 hosts did not finish: b, c")
-
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		_ = Done(root, "b", 2, "slurm//7")
-		_ = Done(root, "c", 2, "slurm//7")
-	}()
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel2()
-	require.NoError(t, Wait(ctx2, root, hosts, 2, 5*time.Millisecond, "slurm//7"))
-	entries, err := os.ReadDir(RoundDir(root, "a", 2))
-	require.NoError(t, err)
-	require.Len(t, entries, 1, "no temporary file left behind")
-}
-
-// A done file of another run (an earlier attempt of a requeued job, or one
-// from before done files named their run) never satisfies the barrier.
-func TestBarrierCountsOnlyItsRun(t *testing.T) {
-	root := t.TempDir()
-	hosts := []string{"a", "b"}
-	require.NoError(t, Done(root, "a", 0, "slurm//7#1"))
-	require.NoError(t, Done(root, "b", 0, "slurm//7"))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	err := Wait(ctx, root, hosts, 0, 10*time.Millisecond, "slurm//7#1")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "round 0: 1 of 2 hosts did not finish: b; a done file of another run, not counted: b (slurm//7)")
-
-	// The old format: only a time.
-	require.NoError(t, os.WriteFile(filepath.Join(RoundDir(root, "b", 0), "done"), []byte("2026-12-01T10:00:00Z\n"), 0o644))
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel2()
-	err = Wait(ctx2, root, hosts, 0, 10*time.Millisecond, "slurm//7#1")
-	assert.ErrorContains(t, err, "b (no run named)")
-
-	require.NoError(t, Done(root, "b", 0, "slurm//7#1"))
-	require.NoError(t, Wait(context.Background(), root, hosts, 0, 10*time.Millisecond, "slurm//7#1"))
-}
-
 func TestSecret(t *testing.T) {
 	_, err := Secret(Config{})
 	assert.ErrorContains(t, err, "GDR_CLUSTER_SECRET (or GDR_CLUSTER_SECRET_FILE) is not set")
@@ -189,7 +140,7 @@ func TestPlanRoundShell(t *testing.T) {
 	secret := []byte("0123456789abcdef")
 
 	task.Index = 1 // round 1 of a ring of 4: (1,2) with 1 serving
-	s := PlanRound(task, c, secret, 1, nil)
+	s := PlanRound(task, c, secret, 1, nil, isolate.Liveness{})
 	require.False(t, s.Done)
 	assert.Equal(t, "server", s.Plan.Role)
 	assert.Equal(t, "n3", s.Plan.Peer)
@@ -201,19 +152,19 @@ func TestPlanRoundShell(t *testing.T) {
 	}
 
 	task.Index = 2
-	c2 := PlanRound(task, c, secret, 1, nil)
+	c2 := PlanRound(task, c, secret, 1, nil, isolate.Liveness{})
 	assert.Equal(t, "client", c2.Plan.Role)
 	assert.Equal(t, s.Token, c2.Token, "both ends derive the same token")
 	assert.Contains(t, c2.Shell(), "export GDR_PEER='n2-ib:"+itoa(s.Plan.Port)+"'\n")
 	assert.Contains(t, c2.Shell(), "unset GDR_LISTEN\n")
 
-	done := PlanRound(task, c, secret, 2, nil)
+	done := PlanRound(task, c, secret, 2, nil, isolate.Liveness{})
 	assert.True(t, done.Done)
 	assert.Contains(t, done.Shell(), "export GDR_PLAN='done'\n")
 	assert.Contains(t, done.Shell(), "unset GDR_ROLE GDR_PEER GDR_LISTEN GDR_TOKEN")
 
 	three := jobenv.Task{Engine: jobenv.Slurm, JobID: "9", Index: 2, Names: []string{"a", "b", "c"}, Addrs: []string{"a", "b", "c"}}
-	idle := PlanRound(three, c, secret, 0, nil)
+	idle := PlanRound(three, c, secret, 0, nil, isolate.Liveness{})
 	assert.Equal(t, Idle, idle.Plan.Role)
 	assert.Contains(t, idle.Shell(), "export GDR_PLAN='idle'\n")
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/internal/clip"
@@ -24,17 +25,27 @@ type Config struct {
 	RepairRounds int           // GDR_REPAIR_ROUNDS: re-pairing rounds after the schedule, at most
 	Reports      string        // GDR_REPORTS: the shared folder, one subfolder per host
 	MinFraction  float64       // GDR_PAIR_MIN_FRACTION: a pair below this fraction of its rail's median bandwidth fails
+	// StartTimeout (GDR_START_TIMEOUT) bounds the start barrier: hosts not
+	// there when the first task's runs out did not start. Long enough for
+	// the slowest image pull of a large fleet.
+	StartTimeout time.Duration
+	// RoundTimeout (GDR_ROUND_TIMEOUT) bounds each round's barrier: hosts
+	// that had not finished the round when the first task's runs out
+	// stopped in it.
+	RoundTimeout time.Duration
 }
 
 // ConfigVars lists every variable ParseConfig reads.
 var ConfigVars = []string{
 	"GDR_PAIRING", "GDR_CLUSTER_SECRET", "GDR_CLUSTER_SECRET_FILE", "GDR_CLUSTER_PORTS",
 	"GDR_PEER_SUFFIX", "GDR_REPAIR_ROUNDS", "GDR_REPORTS", "GDR_PAIR_MIN_FRACTION",
+	"GDR_START_TIMEOUT", "GDR_ROUND_TIMEOUT",
 }
 
 // DefaultConfig is the cluster configuration with every variable unset.
 func DefaultConfig() Config {
-	return Config{Pairing: pairing.Ring, Ports: pairing.DefaultPorts, RepairRounds: 2, Reports: "reports", MinFraction: 0.5}
+	return Config{Pairing: pairing.Ring, Ports: pairing.DefaultPorts, RepairRounds: 2, Reports: "reports", MinFraction: 0.5,
+		StartTimeout: 15 * time.Minute, RoundTimeout: 30 * time.Minute}
 }
 
 // ParseConfig reads the cluster variables through lookup; all bad values
@@ -101,5 +112,18 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	c.MinFraction = config.ParseFloat(get, "GDR_PAIR_MIN_FRACTION", 0, 1, "a fraction: 0.5, not 50%", c.MinFraction, bad)
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"GDR_START_TIMEOUT", &c.StartTimeout}, {"GDR_ROUND_TIMEOUT", &c.RoundTimeout}} {
+		if v, ok := get(d.name); ok && v != "" {
+			t, err := config.ParseDuration(v)
+			if err != nil || t < time.Second || t > 24*time.Hour {
+				bad(d.name, v, "a duration from 1s to 24h: 15m, 900s or 900 (seconds)")
+				continue
+			}
+			*d.to = t
+		}
+	}
 	return c, errors.Join(errs...)
 }

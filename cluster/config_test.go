@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,11 +21,14 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, DefaultConfig(), c)
 	assert.Equal(t, pairing.Ring, c.Pairing)
 	assert.Equal(t, 2, c.RepairRounds)
+	assert.Equal(t, 15*time.Minute, c.StartTimeout, "generous: image pulls skew a large fleet's start")
+	assert.Equal(t, 30*time.Minute, c.RoundTimeout)
 }
 
 func TestConfigValues(t *testing.T) {
 	c, err := ParseConfig(env("GDR_PAIRING", "all", "GDR_CLUSTER_SECRET", " s e ", "GDR_CLUSTER_PORTS", "40000-40999",
-		"GDR_PEER_SUFFIX", "-ib", "GDR_REPAIR_ROUNDS", "0", "GDR_REPORTS", "/shared/gdr", "GDR_PAIR_MIN_FRACTION", "0"))
+		"GDR_PEER_SUFFIX", "-ib", "GDR_REPAIR_ROUNDS", "0", "GDR_REPORTS", "/shared/gdr", "GDR_PAIR_MIN_FRACTION", "0",
+		"GDR_START_TIMEOUT", "20m", "GDR_ROUND_TIMEOUT", "90"))
 	require.NoError(t, err)
 	assert.Equal(t, pairing.All, c.Pairing)
 	assert.Equal(t, " s e ", c.Secret, "a secret is not trimmed")
@@ -33,6 +37,8 @@ func TestConfigValues(t *testing.T) {
 	assert.Equal(t, 0, c.RepairRounds)
 	assert.Equal(t, "/shared/gdr", c.Reports)
 	assert.Zero(t, c.MinFraction)
+	assert.Equal(t, 20*time.Minute, c.StartTimeout)
+	assert.Equal(t, 90*time.Second, c.RoundTimeout, "plain seconds, as GDR_TIMEOUT")
 }
 
 func TestConfigBadValues(t *testing.T) {
@@ -71,6 +77,12 @@ func TestMalformedConfigValues(t *testing.T) {
 		{Name: "GDR_PAIR_MIN_FRACTION", Kind: "wrong unit", Val: "50%", Want: "0.5, not 50%"},
 		{Name: "GDR_PAIR_MIN_FRACTION", Kind: "out of range", Val: "2", Want: "0 to 1"},
 		{Name: "GDR_PAIR_MIN_FRACTION", Kind: "huge", Val: huge, Want: "0 to 1"},
+		{Name: "GDR_START_TIMEOUT", Kind: "garbage", Val: "soon", Want: "a duration from 1s to 24h"},
+		{Name: "GDR_START_TIMEOUT", Kind: "out of range", Val: "0", Want: "a duration from 1s to 24h"},
+		{Name: "GDR_START_TIMEOUT", Kind: "huge", Val: huge, Want: "a duration from 1s to 24h"},
+		{Name: "GDR_ROUND_TIMEOUT", Kind: "garbage", Val: "-5m", Want: "a duration from 1s to 24h"},
+		{Name: "GDR_ROUND_TIMEOUT", Kind: "out of range", Val: "48h", Want: "a duration from 1s to 24h"},
+		{Name: "GDR_ROUND_TIMEOUT", Kind: "huge", Val: huge, Want: "a duration from 1s to 24h"},
 	}
 	for _, tc := range cases {
 		require.True(t, slices.Contains(ConfigVars, tc.Name), "%s is no cluster variable", tc.Name)

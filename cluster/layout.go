@@ -9,7 +9,9 @@
 //	<root>/<host>/round-<k>/plan.json   written by gdrcluster plan before the round
 //	<root>/<host>/round-<k>/test.json   the suite's go test -json events (GDR_ROUND_REPORTS)
 //	<root>/<host>/round-<k>/junit.xml   the suite's JUnit
+//	<root>/<host>/round-<k>/pairs.json  the round's pair results, compact (gdrcluster done)
 //	<root>/<host>/round-<k>/done        written by gdrcluster done after the round
+//	<root>/.gdrcluster/run-<run>/       the run's barriers (barrier.go)
 //
 // Files are written to a temporary name and renamed, so a reader on another
 // host never sees half a file. plan.json and done name the run they belong
@@ -29,6 +31,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
@@ -49,6 +52,11 @@ type Plan struct {
 	// Run is the attempt of the job the plan belongs to (jobenv.Task.Run):
 	// readers take only one run's files from a folder two runs wrote.
 	Run string `json:"run,omitempty"`
+	// PeerStopped is the partner the schedule gave the host this round
+	// when that partner had stopped (in round PeerStoppedIn): the host
+	// idles, and its pair is not judged (isolate.Stopped).
+	PeerStopped   string `json:"peer_stopped,omitempty"`
+	PeerStoppedIn int    `json:"peer_stopped_in,omitempty"`
 }
 
 // Idle is Plan.Role for a host without a peer this round.
@@ -111,7 +119,7 @@ type HostRound struct {
 // is the folder's only run; several are an error naming them), sorted by
 // host then round: what a reader of a cluster folder merges.
 func RoundDirs(root, run string) ([]HostRound, error) {
-	hrs, err := scan(root, run)
+	hrs, err := scan(fsys{}, root, run)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +134,8 @@ func RoundDirs(root, run string) ([]HostRound, error) {
 // host then round, with their plans; anything else under root is ignored.
 // run "" takes the folder's only run, and a folder holding several is an
 // error naming them (PickRun).
-func scan(root, run string) ([]hostRound, error) {
-	all, err := scanAll(root)
+func scan(f fsys, root, run string) ([]hostRound, error) {
+	all, err := scanAll(f, root)
 	if err != nil {
 		return nil, err
 	}
@@ -147,33 +155,41 @@ func scan(root, run string) ([]hostRound, error) {
 	return out, nil
 }
 
-// scanAll is scan of every run, plans read.
-func scanAll(root string) ([]hostRound, error) {
-	hosts, err := os.ReadDir(root)
+// scanAll is scan of every run, plans read: one listing of root, one of
+// each host's folder, and each round's plan.json.
+func scanAll(f fsys, root string) ([]hostRound, error) {
+	hosts, err := f.names(root)
 	if err != nil {
 		return nil, fmt.Errorf("reports folder %s: %w", root, err)
 	}
+	sort.Strings(hosts)
 	var out []hostRound
 	for _, h := range hosts {
-		if !h.IsDir() || h.Name()[0] == '.' {
+		if h[0] == '.' {
 			continue
 		}
-		rounds, err := os.ReadDir(filepath.Join(root, h.Name()))
+		rounds, err := f.names(filepath.Join(root, h))
 		if err != nil {
+			if errors.Is(err, syscall.ENOTDIR) {
+				continue // a file beside the hosts' folders (isolate.txt)
+			}
 			return nil, err
 		}
 		for _, r := range rounds {
-			m := roundName.FindStringSubmatch(r.Name())
-			if !r.IsDir() || m == nil {
+			m := roundName.FindStringSubmatch(r)
+			if m == nil {
 				continue
 			}
 			k, _ := strconv.Atoi(m[1])
-			dir := filepath.Join(root, h.Name(), r.Name())
-			p, err := readPlan(dir)
+			dir := filepath.Join(root, h, r)
+			p, err := readPlan(f, dir)
+			if errors.Is(err, syscall.ENOTDIR) {
+				continue // a file named like a round
+			}
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, hostRound{host: h.Name(), round: k, dir: dir, plan: p})
+			out = append(out, hostRound{host: h, round: k, dir: dir, plan: p})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -186,8 +202,8 @@ func scanAll(root string) ([]hostRound, error) {
 }
 
 // readPlan reads dir/plan.json; a missing file is (nil, nil).
-func readPlan(dir string) (*Plan, error) {
-	b, err := sharedfile.ReadFile(filepath.Join(dir, "plan.json"), sharedfile.MaxFile)
+func readPlan(f fsys, dir string) (*Plan, error) {
+	b, err := f.readFile(filepath.Join(dir, "plan.json"), sharedfile.MaxFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -211,7 +227,7 @@ type RunInfo struct {
 
 // Runs lists the runs whose plans are under root, by name.
 func Runs(root string) ([]RunInfo, error) {
-	all, err := scanAll(root)
+	all, err := scanAll(fsys{}, root)
 	if err != nil {
 		return nil, err
 	}
@@ -294,9 +310,12 @@ func pickRun(root string, hrs []hostRound, want string) (string, error) {
 // under root record it (for isolating after the job, outside it). Hosts
 // whose plans disagree on the host count or position are an error.
 func Hosts(root, run string) ([]string, error) {
-	hrs, err := scan(root, run)
+	hrs, err := scan(fsys{}, root, run)
 	if err != nil {
 		return nil, err
+	}
+	if run == "" {
+		run = runOf(hrs)
 	}
 	n := -1
 	byIndex := map[int]string{}
@@ -317,6 +336,14 @@ func Hosts(root, run string) ([]string, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("reports folder %s holds no <host>/round-<k>/plan.json", root)
 	}
+	// Hosts that did not start left no plan: the start barrier names them.
+	if c, err := readClosedFile(fsys{}, root, run, StartBarrier); err == nil && c != nil && len(c.MissingIndex) == len(c.Missing) {
+		for i, at := range c.MissingIndex {
+			if _, ok := byIndex[at]; !ok && at >= 0 && at < n {
+				byIndex[at] = c.Missing[i]
+			}
+		}
+	}
 	hosts := make([]string, 0, n)
 	for i := range n {
 		h, ok := byIndex[i]
@@ -326,4 +353,15 @@ func Hosts(root, run string) ([]string, error) {
 		hosts = append(hosts, h)
 	}
 	return hosts, nil
+}
+
+// runOf is the run of scanned host rounds (scan keeps one): their first
+// plan's.
+func runOf(hrs []hostRound) string {
+	for _, hr := range hrs {
+		if hr.plan != nil {
+			return hr.plan.Run
+		}
+	}
+	return ""
 }

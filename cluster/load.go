@@ -103,9 +103,26 @@ func failureLine(s string) string {
 // in a round and left no pair result for it gives one Missing result for
 // every rail. It also returns the plans it read.
 func Load(root, run string) ([]isolate.Result, []Plan, error) {
-	hrs, err := scan(root, run)
+	return load(fsys{}, root, run, false)
+}
+
+// LoadCompact is Load for a task planning a repair round: each host
+// round's pairs.json (Done wrote it: one result a rail, isolate.Compact)
+// instead of its test.json, which holds every test of the suite; a round
+// without one (a host that stopped before Done) is read from its
+// test.json as Load does. The results judge the same as Load's.
+func LoadCompact(root, run string) ([]isolate.Result, error) {
+	rs, _, err := load(fsys{}, root, run, true)
+	return rs, err
+}
+
+func load(f fsys, root, run string, compact bool) ([]isolate.Result, []Plan, error) {
+	hrs, err := scan(f, root, run)
 	if err != nil {
 		return nil, nil, err
+	}
+	if run == "" {
+		run = runOf(hrs)
 	}
 	var results []isolate.Result
 	var plans []Plan
@@ -114,7 +131,17 @@ func Load(root, run string) ([]isolate.Result, []Plan, error) {
 		if p != nil {
 			plans = append(plans, *p)
 		}
-		rs, err := loadRound(hr, p)
+		if compact {
+			rs, ok, err := readPairs(f, hr.dir, run, hr.host, hr.round)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				results = append(results, rs...)
+				continue
+			}
+		}
+		rs, err := loadRound(f, hr, p)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -123,11 +150,59 @@ func Load(root, run string) ([]isolate.Result, []Plan, error) {
 	return results, plans, nil
 }
 
-func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
+// pairsFile is a host round's pairs.json: its pair results, compact.
+type pairsFile struct {
+	Run     string           `json:"run"`
+	Host    string           `json:"host"`
+	Round   int              `json:"round"`
+	Results []isolate.Result `json:"results"`
+}
+
+// writePairs stores a host round's pair results in compact form.
+func writePairs(f fsys, dir, run, host string, k int, rs []isolate.Result) error {
+	c := isolate.Compact(rs)
+	if c == nil {
+		c = []isolate.Result{}
+	}
+	b, err := json.Marshal(pairsFile{Run: run, Host: host, Round: k, Results: c})
+	if err != nil {
+		return err
+	}
+	return f.write(filepath.Join(dir, "pairs.json"), append(b, '\n'))
+}
+
+// readPairs reads a host round's pairs.json; ok is false when there is
+// none, or it is another run's or round's (then test.json is read). A file
+// that does not decode is an error naming it.
+func readPairs(f fsys, dir, run, host string, k int) (rs []isolate.Result, ok bool, err error) {
+	path := filepath.Join(dir, "pairs.json")
+	b, err := f.readFile(path, sharedfile.MaxFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var p pairsFile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Run != run || p.Host != host || p.Round != k {
+		return nil, false, nil
+	}
+	for _, r := range p.Results {
+		if r.Host != host || r.Round != k || r.Rail < isolate.AllRails {
+			return nil, false, fmt.Errorf("%s: a result of %s round %d rail %d in the file of %s round %d", path, r.Host, r.Round, r.Rail, host, k)
+		}
+	}
+	return p.Results, true, nil
+}
+
+func loadRound(fsy fsys, hr hostRound, p *Plan) ([]isolate.Result, error) {
 	var recs []testRec
-	f, err := sharedfile.Open(filepath.Join(hr.dir, "test.json"))
+	f, err := fsy.open(filepath.Join(hr.dir, "test.json"))
 	if errors.Is(err, fs.ErrNotExist) { // a run that never ended: what it wrote so far
-		f, err = sharedfile.Open(filepath.Join(hr.dir, "test.json.partial"))
+		f, err = fsy.open(filepath.Join(hr.dir, "test.json.partial"))
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -144,6 +219,11 @@ func loadRound(hr hostRound, p *Plan) ([]isolate.Result, error) {
 	peer, role := "", ""
 	if p != nil {
 		peer, role = p.Peer, p.Role
+		if p.Role == Idle && p.PeerStopped != "" {
+			// Its partner of the schedule had stopped: idle, not judged.
+			return []isolate.Result{{Host: hr.host, Round: hr.round, Rail: isolate.AllRails, Peer: p.PeerStopped, Role: Idle,
+				Status: isolate.Stopped, Detail: fmt.Sprintf("%s stopped in round %d: %s idled", p.PeerStopped, p.PeerStoppedIn, hr.host)}}, nil
+		}
 	}
 	inherit(recs)
 	var out []isolate.Result

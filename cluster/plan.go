@@ -41,22 +41,43 @@ type Step struct {
 	Done  bool   // there is no round k: the run is over
 	Token string // GDR_TOKEN of the round
 	Dir   string // the task's report folder for the round
+	// MergeHost is, once the run is over, the first host of the job's
+	// list that ran to the end: the task that merges (GDR_MERGE=first),
+	// whichever hosts did not start or stopped.
+	MergeHost string
 }
 
 // PlanRound computes task's round k. Rounds past the schedule's own are
-// re-pairing rounds computed from results (Load's, of rounds before k);
-// every task computes the same from the same files.
-func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isolate.Result) Step {
-	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction})
+// re-pairing rounds computed from results (LoadCompact's, of rounds before
+// k); live is what the barriers closed before round k said
+// (LivenessBefore): the schedule pairs the hosts that started, and a host
+// whose partner stopped idles. Every task computes the same from the same
+// files.
+func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isolate.Result, live isolate.Liveness) Step {
+	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live.Before(k)})
+	return PlanFrom(task, c, secret, k, r, done, live)
+}
+
+// PlanFrom is PlanRound of a round already computed (RepairPlan's).
+func PlanFrom(task jobenv.Task, c Config, secret []byte, k int, r pairing.Round, done bool, live isolate.Liveness) Step {
+	live = live.Before(k)
 	job := pairing.Job{Key: task.Key(), Secret: secret, Ports: c.Ports}
 	p := Plan{Round: k, Host: task.Self(), Index: task.Index, Hosts: len(task.Names), Repair: r.Repair,
 		Role: Idle, Pairing: string(c.Pairing), Job: task.Key(), Run: task.Run()}
 	s := Step{Plan: p, Done: done, Dir: RoundDir(c.Reports, task.Self(), k)}
 	if done {
+		for _, h := range task.Names {
+			if !live.Gone(h, k) {
+				s.MergeHost = h
+				break
+			}
+		}
 		return s
 	}
 	s.Token = job.Token(k)
-	if peer, server, ok := r.Peer(task.Index); ok {
+	if peer, server, ok := r.Peer(task.Index); ok && live.Gone(task.Names[peer], k) {
+		s.Plan.PeerStopped, s.Plan.PeerStoppedIn = task.Names[peer], live.Stopped[task.Names[peer]]
+	} else if ok {
 		s.Plan.Peer, s.Plan.PeerAddr, s.Plan.Port = task.Names[peer], task.Addrs[peer], job.Port(k)
 		s.Plan.Role = string(config.Client)
 		if server {
@@ -71,8 +92,9 @@ func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isola
 // idle or done; GDR_ROUND; GDR_RUN, the run's identity (jobenv.Task.Run);
 // GDR_HOST_INDEX, this task's position in the job's host list; GDR_HOST_NAME and GDR_PEER_NAME, the host names
 // as in the job's host list; GDR_ROUND_REPORTS, where the round's reports
-// go). Variables that do not apply are unset, so a previous round's values
-// never leak into this one.
+// go; once done, GDR_MERGE_HOST, the host whose task merges). Variables that
+// do not apply are unset, so a previous round's values never leak into
+// this one.
 func (s Step) Shell() string {
 	var b strings.Builder
 	set := func(k, v string) { fmt.Fprintf(&b, "export %s=%s\n", k, quote(v)) }
@@ -85,6 +107,7 @@ func (s Step) Shell() string {
 	switch {
 	case s.Done:
 		set("GDR_PLAN", "done")
+		set("GDR_MERGE_HOST", s.MergeHost)
 		unset("GDR_ROLE", "GDR_PEER", "GDR_LISTEN", "GDR_TOKEN", "GDR_PEER_NAME", "GDR_ROUND_REPORTS")
 		return b.String()
 	case p.Role == Idle:

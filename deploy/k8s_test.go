@@ -177,16 +177,16 @@ func TestJobAsShipped(t *testing.T) {
 	}
 	assert.True(t, disruption && exit, "a drained node and a non-zero exit each fail their index")
 
-	// The deadline covers every round of the pairing at this count and at
-	// an odd one, each waited out to GDR_ROUND_TIMEOUT, plus the merge.
+	// The deadline covers the start barrier, every round of the pairing at
+	// this count and at an odd one, each waited out to GDR_ROUND_TIMEOUT,
+	// plus the merge.
 	require.NotNil(t, spec.ActiveDeadlineSeconds)
-	roundTimeout := 30 * time.Minute // rounds.sh's GDR_ROUND_TIMEOUT default
-	repair := cluster.DefaultConfig().RepairRounds
+	def := cluster.DefaultConfig()
 	for _, hosts := range []int{n, 5, 1023} {
-		rounds := len(pairing.Base(pairing.Ring, hosts)) + repair
-		need := time.Duration(rounds)*roundTimeout + 30*time.Minute
+		rounds := len(pairing.Base(pairing.Ring, hosts)) + def.RepairRounds
+		need := def.StartTimeout + time.Duration(rounds)*def.RoundTimeout + 30*time.Minute
 		assert.GreaterOrEqual(t, time.Duration(*spec.ActiveDeadlineSeconds)*time.Second, need,
-			"%d hosts: %d rounds of up to %v and the merge", hosts, rounds, roundTimeout)
+			"%d hosts: the start of up to %v, %d rounds of up to %v and the merge", hosts, def.StartTimeout, rounds, def.RoundTimeout)
 	}
 
 	assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP, "headless")

@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# One task of an N-host run: every round of the pairing schedule, then exit.
+# One task of an N-host run: the start barrier, every round of the pairing
+# schedule, then exit.
 # Slurm starts it (srun -N<n> --ntasks-per-node=1 dist/rounds.sh, or
 # dist/run.sh, which comes here under such an srun), or it is the container
 # command of the Indexed Job (deploy/k8s). It starts no other host.
 # Arguments go to the suite (e.g. -test.run X). Test failures land in the
-# reports. The exit status is non-zero when the harness itself broke, and,
-# in the task that merges (GDR_MERGE), the merged verdict's.
+# reports. The exit status is non-zero when the harness itself broke, 4 when
+# this host came too late (a barrier closed without it: the run goes on
+# without it), and, in the task that merges (GDR_MERGE), the merged verdict's.
 #   GDR_REPORTS        the shared folder (required)
 #   GDR_SUITE          the suite command (default: run.sh beside this script (make dist
 #                      copies it there), else dist/run.sh beside it or in its parent)
 #   GDRCLUSTER         the gdrcluster binary (default: beside this script, else on PATH)
-#   GDR_ROUND_TIMEOUT  how long to wait for the other hosts after a round (default 30m)
+#   GDR_START_TIMEOUT  how long to wait for every host before round 0 (default 15m);
+#                      hosts not there then did not start, the others are paired
+#   GDR_ROUND_TIMEOUT  how long to wait for the other hosts after a round (default 30m;
+#                      sooner for hosts whose heartbeat stood still for 3 min)
 #   GDR_MERGE          first: the task first in the job's host list (Kubernetes: index
 #                      0) merges every host's rounds after the last one into
 #                      GDR_REPORTS/report and exits with the verdict's code (0
 #                      QUALIFIED, 1 NOT QUALIFIED, 3 INCOMPLETE under GDR_STRICT=1,
-#                      2 no report); unset: no task merges (the Slurm batch script does)
+#                      2 no report); where that host did not start or stopped, the
+#                      next one in the list that ran to the end does (GDR_MERGE_HOST);
+#                      unset: no task merges (the Slurm batch script does)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 gdrcluster="${GDRCLUSTER:-$here/gdrcluster}"
@@ -30,6 +37,15 @@ case "${GDR_MERGE:-}" in
 *) echo "rounds.sh: GDR_MERGE=$GDR_MERGE is not valid: want first, or unset" >&2; exit 1 ;;
 esac
 root="${GDR_REPORTS:?rounds.sh: GDR_REPORTS must name the shared reports folder}"
+# The start barrier: image pulls and node boots skew a large fleet's start
+# by minutes, and a round-0 partner that is not there yet would fail its
+# pair. 4: this host came after the barrier closed; it stops here.
+GDR_REPORTS="$root" "$gdrcluster" start || exit $?
+# The heartbeat lets a round's barrier stop waiting for a host that died
+# (gdrcluster wait); it ends with this script.
+GDR_REPORTS="$root" "$gdrcluster" heartbeat &
+beat=$!
+trap 'kill "$beat" 2>/dev/null' EXIT
 k=0
 while :; do
 	plan="$(GDR_REPORTS="$root" "$gdrcluster" plan -round "$k")" || exit 1
@@ -42,11 +58,21 @@ while :; do
 		;;
 	esac
 	GDR_REPORTS="$root" "$gdrcluster" done -round "$k" || exit 1
-	GDR_REPORTS="$root" "$gdrcluster" wait -round "$k" -timeout "${GDR_ROUND_TIMEOUT:-30m}" ||
-		echo "rounds.sh: round $k: going on without the hosts above (their pairs count as failed)" >&2
+	# Hosts that had not finished when the barrier closed stopped in this
+	# round (gdrcluster says which); the next plans go around them.
+	GDR_REPORTS="$root" "$gdrcluster" wait -round "$k"
+	rc=$?
+	case $rc in
+	0) ;;
+	4) exit 4 ;; # this host came too late: the others went on without it
+	*)
+		echo "rounds.sh: round $k: the barrier failed (exit $rc)" >&2
+		exit 1
+		;;
+	esac
 	k=$((k + 1))
 done
-[ "${GDR_MERGE:-}" = first ] && [ "$GDR_HOST_INDEX" = 0 ] || exit 0
+[ "${GDR_MERGE:-}" = first ] && [ "$GDR_HOST_NAME" = "${GDR_MERGE_HOST:-}" ] || exit 0
 # The merge: every task passed (or waited out) the last round's barrier, so
 # every host's results are in. gdrreport sits in the suite's bin/.
 report="${GDR_REPORT_BIN:-$(dirname "$suite")/bin/gdrreport}"

@@ -147,6 +147,11 @@ func LoadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.A
 	if err != nil {
 		return nil, nil, err
 	}
+	// Hosts that did not start or stopped, from the run's barrier files
+	// (and its hosts' done files): named, not judged.
+	if opt.Live, err = cluster.Liveness(dir, run); err != nil {
+		return nil, nil, err
+	}
 	a := isolate.Analyze(hosts, results, opt)
 	order := map[string]int{}
 	for i, h := range a.Hosts {
@@ -175,6 +180,7 @@ func (r *Report) SetCluster(a *isolate.Analysis) {
 	for i := range f.Suspects {
 		f.Suspects[i].AtFault = r.clusterPart(f.Suspects[i])
 	}
+	r.addUnstarted(a)
 	for _, h := range r.Hosts {
 		if ex := excusePairs(h, a); len(ex) > 0 {
 			f.Excused = append(f.Excused, ex...)
@@ -184,6 +190,9 @@ func (r *Report) SetCluster(a *isolate.Analysis) {
 	}
 	r.Verdict = overall(r.Hosts)
 	f.applyMerged(&r.Verdict)
+	for _, fl := range f.Flaky {
+		r.Verdict.Flags = append(r.Verdict.Flags, fl.Name()+" flaky: "+fl.Reason)
+	}
 	verdicts := map[string]string{}
 	for _, h := range r.Hosts {
 		verdicts[h.Identity.Host] = h.Verdict.Verdict
@@ -192,6 +201,38 @@ func (r *Report) SetCluster(a *isolate.Analysis) {
 	r.Cluster = &s
 	r.Findings = f
 	r.rails = a.Rails
+}
+
+// addUnstarted gives each host that did not start a place in the report:
+// it left no folder, so no run of it was read; its verdict is set by its
+// finding (apply). Hosts keep the analysis' order.
+func (r *Report) addUnstarted(a *isolate.Analysis) {
+	have := map[string]bool{}
+	for _, h := range r.Hosts {
+		have[h.Identity.Host] = true
+	}
+	added := false
+	for _, h := range a.Hosts {
+		if a.Live.NotStarted[h] && !have[h] {
+			r.Hosts = append(r.Hosts, &HostResult{Identity: Identity{Host: h}, Verdict: Verdict{Verdict: Incomplete, Line: Incomplete + " (no test ran)"}})
+			added = true
+		}
+	}
+	if !added {
+		return
+	}
+	order := map[string]int{}
+	for i, h := range a.Hosts {
+		order[h] = i
+	}
+	sort.SliceStable(r.Hosts, func(i, j int) bool {
+		oi, iok := order[r.Hosts[i].Identity.Host]
+		oj, jok := order[r.Hosts[j].Identity.Host]
+		if iok != jok {
+			return iok
+		}
+		return oi < oj
+	})
 }
 
 // Parts that a cluster finding names.
@@ -240,19 +281,35 @@ type ClusterClearance struct {
 	Line     string        `json:"line"`     // "vm2 cleared: fast with 2 of 2 partners; ..."
 }
 
+// ClusterUnfinished is a host whose run did not finish: it did not start,
+// or it stopped in a round (isolate.Liveness). It names no part: nothing
+// is known against its hardware, and the host is not qualified, as a host
+// whose run did not finish.
+type ClusterUnfinished struct {
+	Host     string `json:"host"`
+	Liveness string `json:"liveness"` // "did not start", "stopped in round <k>"
+	Reason   string `json:"reason"`
+}
+
 // ClusterFindings is isolation's verdict: summary.json's cluster.
 type ClusterFindings struct {
-	Verdict  string             `json:"verdict"` // NOT QUALIFIED (a part found bad), INCOMPLETE (not isolated), QUALIFIED
+	Verdict  string             `json:"verdict"` // NOT QUALIFIED (a part found bad, a host's run did not finish), INCOMPLETE (not isolated), QUALIFIED
 	Line     string             `json:"line"`
 	Suspects []ClusterFinding   `json:"suspects"`
 	Cleared  []ClusterClearance `json:"cleared"`
+	// Flaky: links that failed once and passed when the same two hosts met
+	// again (verdict flaky). No part is found bad and the verdict stands;
+	// each is a flag on the merged verdict.
+	Flaky []ClusterFinding `json:"flaky"`
+	// Unfinished: hosts that did not start or stopped mid-run.
+	Unfinished []ClusterUnfinished `json:"unfinished"`
 	// Excused: hosts' failed pair tests that are not held against the host
 	// (partner or link found bad), "<host>: <test> (round-<k>)".
 	Excused []string `json:"excused,omitempty"`
 }
 
 func findingsOf(a *isolate.Analysis) *ClusterFindings {
-	f := &ClusterFindings{Suspects: []ClusterFinding{}, Cleared: []ClusterClearance{}}
+	f := &ClusterFindings{Suspects: []ClusterFinding{}, Cleared: []ClusterClearance{}, Flaky: []ClusterFinding{}, Unfinished: []ClusterUnfinished{}}
 	type hostRail struct {
 		host string
 		rail int
@@ -300,6 +357,8 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 				}
 			}
 			switch st := a.State(h, rl); {
+			case a.Live.Of(h) != "":
+				// Not settled when its run ended: its liveness says so.
 			case st == isolate.Suspected:
 				s := sus[hostRail{h, rl}]
 				f.Suspects = append(f.Suspects, ClusterFinding{Part: PartRail, Host: h, Rail: rl, Verdict: st, Reason: s.Reason, Evidence: s.Evidence})
@@ -309,7 +368,15 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 						h, rl, strings.Join(with, ", "))})
 			}
 		}
-		switch {
+		switch l := a.Live.Of(h); {
+		case l != "":
+			u := ClusterUnfinished{Host: h, Liveness: l}
+			if l == isolate.DidNotStart {
+				u.Reason = h + " did not start: it had not reached the start barrier when the barrier closed (GDR_START_TIMEOUT), so the schedule paired the other hosts and nothing of it was tested; look at why its task started late or never (an image pull, a node that was down, a pod that was not scheduled), then qualify it on its own or in the next run"
+			} else {
+				u.Reason = h + " " + l + ": it had not finished the round when the round's barrier closed (GDR_ROUND_TIMEOUT, or its heartbeat stood still), so its partners' tests with it were not judged and the run went on without it; look at why its task ended (the node, the job's log, the pod's events), then run it again"
+			}
+			f.Unfinished = append(f.Unfinished, u)
 		case len(f.Suspects) > n:
 		case !paired:
 			f.Suspects = append(f.Suspects, ClusterFinding{Part: PartHost, Host: h, Rail: isolate.AllRails, Verdict: isolate.Untested, Evidence: []isolate.Evidence{},
@@ -321,7 +388,13 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 	for _, l := range a.Links {
 		f.Suspects = append(f.Suspects, ClusterFinding{Part: PartLink, Host: l.A, Peer: l.B, Rail: l.Rail, Verdict: isolate.Bad, Reason: l.Reason, Evidence: l.Evidence})
 	}
-	var bad, open []string
+	for _, l := range a.LinkSuspects {
+		f.Suspects = append(f.Suspects, ClusterFinding{Part: PartLink, Host: l.A, Peer: l.B, Rail: l.Rail, Verdict: isolate.Suspected, Reason: l.Reason, Evidence: l.Evidence})
+	}
+	for _, l := range a.Flaky {
+		f.Flaky = append(f.Flaky, ClusterFinding{Part: PartLink, Host: l.A, Peer: l.B, Rail: l.Rail, Verdict: isolate.Flaky, Reason: l.Reason, Evidence: l.Evidence})
+	}
+	var bad, open, gone []string
 	for _, s := range f.Suspects {
 		if s.Verdict == isolate.Bad {
 			bad = append(bad, s.Name())
@@ -329,9 +402,17 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 			open = append(open, s.Name()+" "+string(s.Verdict))
 		}
 	}
+	for _, u := range f.Unfinished {
+		gone = append(gone, u.Host+" "+u.Liveness)
+	}
 	switch {
 	case len(bad) > 0:
 		f.Verdict, f.Line = NotQualified, "cluster isolation found bad: "+strings.Join(bad, ", ")
+		if len(open) > 0 {
+			f.Line += "; not isolated yet: " + strings.Join(open, ", ")
+		}
+	case len(gone) > 0:
+		f.Verdict, f.Line = NotQualified, "cluster isolation found no part bad, but the run of "+plural(len(gone), "host", "hosts")+" did not finish"
 		if len(open) > 0 {
 			f.Line += "; not isolated yet: " + strings.Join(open, ", ")
 		}
@@ -339,6 +420,12 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 		f.Verdict, f.Line = Incomplete, "cluster isolation inconclusive: not isolated yet: "+strings.Join(open, ", ")
 	default:
 		f.Verdict, f.Line = Qualified, fmt.Sprintf("cluster isolation found no fault: %d hosts on %d rails clear", len(a.Hosts), len(a.Rails))
+	}
+	if len(gone) > 0 {
+		f.Line += "; runs that did not finish (no part named): " + strings.Join(gone, ", ")
+	}
+	if len(f.Flaky) > 0 {
+		f.Line += fmt.Sprintf("; %s failed once and passed on re-test (flaky)", plural(len(f.Flaky), "link", "links"))
 	}
 	return f
 }
@@ -460,8 +547,23 @@ func (h *HostResult) rejudge() {
 }
 
 // apply makes the findings on h's own parts part of its verdict: a bad rail
-// or host fails it; one not isolated yet keeps it from QUALIFIED.
+// or host fails it; one not isolated yet keeps it from QUALIFIED; a run
+// that did not finish (did not start, stopped) fails it naming no part, as
+// a test that did not finish does.
 func (f *ClusterFindings) apply(h *HostResult) {
+	for _, u := range f.Unfinished {
+		if u.Host != h.Identity.Host {
+			continue
+		}
+		v := &h.Verdict
+		what := u.Liveness + ": its run did not finish"
+		if v.Verdict == NotQualified {
+			v.Line += "; " + what
+		} else {
+			v.Verdict, v.Line = NotQualified, NotQualified+" ("+what+")"
+		}
+		v.Advice = u.Reason + "; " + v.Advice
+	}
 	var bad, open []string
 	for _, s := range f.Suspects {
 		if s.Host != h.Identity.Host || s.Part == PartLink {
@@ -565,6 +667,12 @@ func (r *Report) clusterText(b *strings.Builder) {
 		for _, h := range f.Cleared {
 			fmt.Fprintf(b, "  %-8s %s\n", strings.ToUpper(string(h.Fabric)), h.Line)
 		}
+		for _, u := range f.Unfinished {
+			fmt.Fprintf(b, "  %-8s %s %s (no part named): %s\n", "LEFT", u.Host, u.Liveness, u.Reason)
+		}
+		for _, s := range f.Flaky {
+			fmt.Fprintf(b, "  %-8s %s (part: %s): %s\n", "FLAKY", s.Name(), s.Part, s.Reason)
+		}
 	}
 	if r.Findings == nil { // the findings above say the same, with evidence
 		for _, s := range c.Suspects {
@@ -612,6 +720,12 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 		}
 		for _, h := range f.Cleared {
 			fmt.Fprintf(b, "- %s\n", mdEscape(h.Line))
+		}
+		for _, u := range f.Unfinished {
+			fmt.Fprintf(b, "- **%s %s** (no part named): %s\n", mdEscape(u.Host), mdEscape(u.Liveness), mdEscape(u.Reason))
+		}
+		for _, s := range f.Flaky {
+			fmt.Fprintf(b, "- **%s** (flaky): %s\n", mdEscape(s.Name()), mdEscape(s.Reason))
 		}
 	} else {
 		if len(c.Suspects) == 0 {

@@ -518,6 +518,24 @@ func TestClusterInconclusive(t *testing.T) {
 	assert.Contains(t, txt.String(), "SUSPECT  vm3 rail 1 (part: rail)")
 }
 
+// retested is the repair round that pairs every pair that failed in res
+// again, its results st says (each pair's own round, after res's).
+func retested(res []isolate.Result, st func(isolate.Result) isolate.Status) []isolate.Result {
+	last := 0
+	for _, r := range res {
+		last = max(last, r.Round)
+	}
+	var out []isolate.Result
+	for _, r := range res {
+		if r.Status.Failed() {
+			r.Round += last + 1
+			r.Status = st(r)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // allPairs is every pair of hosts once ("all" pairing: 3 rounds for 4
 // hosts), on rails 0 and 1, both ends' results; bad(a, b, rail) says the
 // pair failed there.
@@ -543,17 +561,21 @@ func allPairs(hosts []string, bad func(a, b string, rail int) bool) []isolate.Re
 
 func TestClusterFindingParts(t *testing.T) {
 	hosts := []string{"vm1", "vm2", "vm3", "vm4"}
-	judge := func(bad func(a, b string, rail int) bool) *Report {
+	judge := func(bad func(a, b string, rail int) bool, retest bool) *Report {
 		var runs []Run
 		for _, h := range hosts {
 			runs = append(runs, Run{Host: Identity{Host: h}})
 		}
 		rep := Build(runs)
-		rep.SetCluster(isolate.Analyze(hosts, allPairs(hosts, bad), isolate.Options{}))
+		res := allPairs(hosts, bad)
+		if retest { // the failed pair meets again in a repair round, and fails again: the fault is static
+			res = append(res, retested(res, func(isolate.Result) isolate.Status { return isolate.Fail })...)
+		}
+		rep.SetCluster(isolate.Analyze(hosts, res, isolate.Options{}))
 		return rep
 	}
 	// A bad link: the merge fails, no host does.
-	rep := judge(func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 })
+	rep := judge(func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 }, true)
 	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
 	assert.Contains(t, rep.Verdict.Line, "link vm1 <-> vm2 rail 0 bad")
 	assert.Equal(t, 1, rep.ExitCode())
@@ -566,7 +588,7 @@ func TestClusterFindingParts(t *testing.T) {
 		casesWith(t, suiteNamed(t, clusterJUnit(t, rep), IsolationSuite), func(c JUnitCase) *JUnitResult { return c.Failure }, "failed together on rail 0"))
 
 	// A host bad on every rail is one finding of part host.
-	rep = judge(func(a, b string, rail int) bool { return a == "vm3" || b == "vm3" })
+	rep = judge(func(a, b string, rail int) bool { return a == "vm3" || b == "vm3" }, false)
 	require.Len(t, rep.Findings.Suspects, 1)
 	s := rep.Findings.Suspects[0]
 	assert.Equal(t, []string{PartHost, "vm3"}, []string{s.Part, s.Host})
@@ -619,4 +641,122 @@ func TestClusterFindingsOnThePage(t *testing.T) {
 	assert.Contains(t, list, "round ", "the evidence: each failed pair")
 	assert.Contains(t, page, `id="cleared"`)
 	assert.Contains(t, page, "vm2 cleared")
+}
+
+// A link that failed once and passed when re-tested is flaky: no part is
+// found bad, the merged verdict stands and carries it as a flag, and its
+// JUnit case passes saying what happened. Not re-tested, it stays a
+// suspect: the merge is INCOMPLETE, never NOT QUALIFIED for one round.
+func TestClusterFlakyAndSuspectLinks(t *testing.T) {
+	hosts := []string{"vm1", "vm2", "vm3", "vm4"}
+	var runs []Run
+	for _, h := range hosts {
+		runs = append(runs, Run{Host: Identity{Host: h}})
+	}
+	once := allPairs(hosts, func(a, b string, rail int) bool { return a == "vm1" && b == "vm2" && rail == 0 })
+	passed := append(once, retested(once, func(isolate.Result) isolate.Status { return isolate.Pass })...)
+	rep := Build(runs)
+	rep.SetCluster(isolate.Analyze(hosts, passed, isolate.Options{}))
+	assert.Empty(t, rep.Findings.Suspects)
+	require.Len(t, rep.Findings.Flaky, 1)
+	assert.Equal(t, "link vm1 <-> vm2 rail 0", rep.Findings.Flaky[0].Name())
+	assert.Nil(t, rep.Findings.Flaky[0].AtFault, "no part at fault")
+	assert.Contains(t, rep.Findings.Line, "1 link failed once and passed on re-test (flaky)")
+	require.Len(t, rep.Verdict.Flags, 1)
+	assert.Contains(t, rep.Verdict.Flags[0], "link vm1 <-> vm2 rail 0 flaky: vm1 and vm2 failed together on rail 0 in round 0 (fail) and passed when paired again in round 6")
+	for _, h := range rep.Hosts {
+		assert.NotEqual(t, NotQualified, h.Verdict.Verdict, h.Identity.Host)
+	}
+	iso := suiteNamed(t, clusterJUnit(t, rep), IsolationSuite)
+	var flaky bool
+	for _, c := range iso.Cases {
+		if c.Name == "link vm1 <-> vm2 rail 0 flaky" {
+			flaky = true
+			assert.Nil(t, c.Failure)
+			assert.Nil(t, c.Error)
+		}
+	}
+	assert.True(t, flaky, "a case of its own")
+	var txt bytes.Buffer
+	require.NoError(t, rep.WriteText(&txt))
+	assert.Contains(t, txt.String(), "FLAKY    link vm1 <-> vm2 rail 0 (part: link)")
+
+	rep = Build(runs)
+	rep.SetCluster(isolate.Analyze(hosts, once, isolate.Options{}))
+	require.Len(t, rep.Findings.Suspects, 1)
+	assert.Equal(t, isolate.Suspected, rep.Findings.Suspects[0].Verdict)
+	assert.Equal(t, PartLink, rep.Findings.Suspects[0].Part)
+	assert.Equal(t, Incomplete, rep.Verdict.Verdict, "one round alone is not a bad link")
+	assert.Contains(t, rep.Verdict.Advice, "link vm1 <-> vm2 rail 0 suspect")
+}
+
+// Hosts whose run did not finish: one did not start (it left no folder),
+// one stopped in round 1. Each is NOT QUALIFIED as a run that did not
+// finish, naming no part; its JUnit case is an error of type
+// did_not_finish; the others are judged as usual.
+func TestClusterRunsThatDidNotFinish(t *testing.T) {
+	hosts := []string{"vm1", "vm2", "vm3", "vm4", "vm5"}
+	live := isolate.Liveness{NotStarted: map[string]bool{"vm5": true}, Stopped: map[string]int{"vm4": 1}}
+	var runs []Run
+	for _, h := range hosts[:4] {
+		runs = append(runs, Run{Host: Identity{Host: h}})
+	}
+	var res []isolate.Result
+	add := func(round int, a, b string, st isolate.Status) {
+		for rail := range 2 {
+			res = append(res, isolate.Result{Host: a, Peer: b, Round: round, Rail: rail, Role: "server", Status: st, Test: "TestPP03Write"},
+				isolate.Result{Host: b, Peer: a, Round: round, Rail: rail, Role: "client", Status: st, Test: "TestPP03Write"})
+		}
+	}
+	add(0, "vm1", "vm2", isolate.Pass)
+	add(0, "vm3", "vm4", isolate.Pass)
+	add(1, "vm2", "vm3", isolate.Pass)
+	add(1, "vm4", "vm1", isolate.Fail) // vm4 died: vm1 failed with it
+	rep := Build(runs)
+	rep.SetCluster(isolate.Analyze(hosts, res, isolate.Options{Live: live}))
+
+	require.Len(t, rep.Hosts, 5, "the host that did not start has a place")
+	byName := map[string]*HostResult{}
+	for _, h := range rep.Hosts {
+		byName[h.Identity.Host] = h
+	}
+	assert.Equal(t, "NOT QUALIFIED (did not start: its run did not finish)", byName["vm5"].Verdict.Line)
+	assert.Equal(t, "NOT QUALIFIED (stopped in round 1: its run did not finish)", byName["vm4"].Verdict.Line)
+	assert.Contains(t, byName["vm4"].Verdict.Advice, "vm4 stopped in round 1: it had not finished the round")
+	assert.NotEqual(t, NotQualified, byName["vm1"].Verdict.Verdict, "its failure with vm4 is not its own")
+	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
+	assert.Empty(t, rep.Findings.Suspects, "no part")
+	require.Len(t, rep.Findings.Unfinished, 2)
+	assert.Equal(t, ClusterUnfinished{Host: "vm4", Liveness: "stopped in round 1", Reason: rep.Findings.Unfinished[0].Reason}, rep.Findings.Unfinished[0])
+	assert.Equal(t, "vm5", rep.Findings.Unfinished[1].Host)
+	assert.Contains(t, rep.Findings.Line, "runs that did not finish (no part named): vm4 stopped in round 1, vm5 did not start")
+
+	iso := suiteNamed(t, clusterJUnit(t, rep), IsolationSuite)
+	var errs []string
+	for _, c := range iso.Cases {
+		if c.Error != nil {
+			errs = append(errs, c.Name+": "+c.Error.Type)
+			assert.NotContains(t, c.Error.Body, "at fault")
+		}
+	}
+	assert.Equal(t, []string{"host vm4 stopped in round 1: did_not_finish", "host vm5 did not start: did_not_finish"}, errs)
+	links := suiteNamed(t, clusterJUnit(t, rep), LinkSuite)
+	for _, c := range links.Cases {
+		if strings.Contains(c.Name, "vm4") && strings.Contains(c.Name, "round 1") {
+			require.NotNil(t, c.Skipped, c.Name)
+			assert.Contains(t, c.Skipped.Message, "not judged: vm4 stopped in round 1")
+		}
+	}
+	sum := rep.Cluster
+	assert.Equal(t, "did not start", sum.Hosts[4].Liveness)
+	var txt bytes.Buffer
+	require.NoError(t, rep.WriteText(&txt))
+	assert.Contains(t, txt.String(), "LEFT     vm5 did not start (no part named)")
+	// Every format renders the host that left no folder.
+	dir := t.TempDir()
+	require.NoError(t, rep.WriteAll(dir))
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "Runs that did not finish (no part named)")
+	assert.Contains(t, string(page), "vm5 did not start: it had not reached the start barrier")
 }

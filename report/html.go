@@ -89,6 +89,9 @@ type htmlData struct {
 	Cluster  *isolate.Summary
 	Findings []findingView // isolation's verdict: each part found bad or not isolated, with its evidence
 	Cleared  []string      // hosts isolation cleared, one line each
+	// Unfinished: hosts whose run did not finish; Flaky: links that failed
+	// once and passed on re-test. One line each.
+	Unfinished, Flaky []string
 }
 
 // findingView is one cluster finding as the page shows it.
@@ -177,6 +180,12 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		for _, c := range f.Cleared {
 			d.Cleared = append(d.Cleared, c.Line)
+		}
+		for _, u := range f.Unfinished {
+			d.Unfinished = append(d.Unfinished, u.Reason)
+		}
+		for _, fl := range f.Flaky {
+			d.Flaky = append(d.Flaky, fl.Reason)
 		}
 	}
 	d.BW = template.HTML(BandwidthSVG(r.Hosts))

@@ -27,6 +27,7 @@ type clusterCase struct {
 	Name    string
 	Status  Status
 	Errored bool
+	Type    string // an errored case's type; "" is not_judged
 	Message string
 	Body    string
 }
@@ -79,6 +80,8 @@ func (r *Report) clusterSuites() []clusterSuite {
 			cc.Body = head + ": " + versus(p)
 		case isolate.Skip:
 			cc.Status, cc.Message = Skip, head+": neither end judged the pair (absent hardware)"
+		case isolate.Stopped:
+			cc.Status, cc.Message = Skip, head+": not judged: "+p.Detail
 		default:
 			cc.Status, cc.Errored = Fail, p.Status == isolate.Missing
 			cc.Message = head + ": " + versus(p)
@@ -115,6 +118,21 @@ func (r *Report) clusterSuites() []clusterSuite {
 	}
 	for _, h := range f.Cleared {
 		iso.Cases = append(iso.Cases, clusterCase{Name: h.Line, Status: Pass, Body: h.Line})
+	}
+	// A run that did not finish is an error naming no part, as a test that
+	// did not finish is; a flaky link passed its re-test: a passed case
+	// that says what happened (the merged verdict flags it).
+	for _, u := range f.Unfinished {
+		iso.Cases = append(iso.Cases, clusterCase{Name: "host " + u.Host + " " + u.Liveness, Status: Fail, Errored: true, Type: typeDidNotFinish,
+			Message: u.Host + " " + u.Liveness + ": its run did not finish", Body: u.Reason})
+	}
+	for _, fl := range f.Flaky {
+		var ev []string
+		for _, e := range fl.Evidence {
+			ev = append(ev, evidenceLine(e))
+		}
+		iso.Cases = append(iso.Cases, clusterCase{Name: fl.Name() + " flaky", Status: Pass,
+			Body: firstOf(fl.Reason) + "\nevidence:\n  " + strings.Join(ev, "\n  ")})
 	}
 	return []clusterSuite{links, iso}
 }
@@ -155,6 +173,9 @@ func (r *Report) appendClusterSuites(doc *JUnit) {
 				tc.Skipped = res
 			case c.Errored:
 				res.Type = typeNotJudged
+				if c.Type != "" {
+					res.Type = c.Type
+				}
 				tc.Error = res
 			default:
 				res.Type = typeFellShort

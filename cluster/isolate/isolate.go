@@ -32,7 +32,11 @@
 //
 //   - bad: never passed, and failed with at least two different partners that
 //     passed with someone else;
-//   - bad link: a failed pair whose two ends both passed elsewhere;
+//   - link: a failed pair whose two ends both passed on the rail. One round
+//     alone never makes it bad: it is a suspect link until a repair round
+//     pairs the same two again; failed again it is a bad link (cables,
+//     switch ports, path), passed it is flaky (a one-off loss, reported
+//     apart and not a verdict on any part);
 //   - suspect: never passed and has a failure not yet explained (a partner
 //     that is not bad): re-pair it with a host that passed everywhere;
 //   - cleared: passed, and its failures are explained (a bad partner or a
@@ -42,7 +46,11 @@
 //
 // Requiring two partners that passed elsewhere, not just two partners, keeps
 // a host squeezed between two bad ones from being called bad: it is re-paired
-// instead.
+// instead. Either rule needs two rounds, so no host, rail or link is bad
+// from one round alone.
+//
+// Hosts that did not start or stopped mid-run (Liveness) are planned around
+// and named by their liveness, never by a part.
 package isolate
 
 import (
@@ -63,6 +71,10 @@ const (
 	Slow    Status = "slow"    // passed, but below the pair bandwidth floor: counts as a failure
 	Skip    Status = "skip"    // not judged (absent hardware); ignored
 	Missing Status = "missing" // scheduled, no result: counts as a failure
+	// Stopped: an end of the pair stopped in this round or before it
+	// (Liveness), or the host's plan idled it for that reason: judged
+	// neither way, and the end still running is re-paired.
+	Stopped Status = "stopped"
 )
 
 // Failed reports whether s counts as a failure of the pair.
@@ -80,7 +92,7 @@ type Result struct {
 	Peer    string  // the partner host in this round
 	Role    string  // "server", "client" or ""
 	Test    string  // test name, for evidence
-	Status  Status  // Pass, Fail, Skip or Missing
+	Status  Status  // Pass, Fail, Skip, Missing or Stopped
 	BWGbitS float64 // bandwidth measured, Gbit/s; 0 when none
 	Size    int     // message size of BWGbitS, bytes; 0 when unknown
 	Op      string  // operation of BWGbitS (WRITE, READ); "" when unknown
@@ -96,6 +108,9 @@ type Options struct {
 	MinFraction float64
 	// MinGbitS: an absolute floor; 0 = none.
 	MinGbitS float64
+	// Live says which hosts did not start and which stopped (the run's
+	// barrier files); the zero value: every host ran to the end.
+	Live Liveness
 }
 
 // State is a (host, rail)'s standing.
@@ -107,6 +122,9 @@ const (
 	Untested  State = "untested"
 	Suspected State = "suspect"
 	Bad       State = "bad"
+	// Flaky is a link's verdict (never a host's): the pair failed once on
+	// the rail and passed when the same two hosts were paired again.
+	Flaky State = "flaky"
 )
 
 // rank orders states from best to worst.
@@ -153,12 +171,17 @@ type Suspect struct {
 	Evidence []Evidence `json:"evidence"`
 }
 
-// Link is a pair that failed while both its ends passed with others: the
-// cable, the switch ports or the path between exactly these two hosts.
+// Link is a pair that failed on a rail while both its ends passed with
+// others: the cable, the switch ports or the path between exactly these two
+// hosts, or a one-off loss. Verdict: Bad (it failed in two rounds: the
+// schedule's and the re-test), Suspected (it failed once and has not been
+// re-tested: a repair round pairs the two again) or Flaky (it failed once
+// and passed on the re-test).
 type Link struct {
 	A        string     `json:"a"`
 	B        string     `json:"b"`
 	Rail     int        `json:"rail"`
+	Verdict  State      `json:"verdict"`
 	Reason   string     `json:"reason"`
 	Evidence []Evidence `json:"evidence"`
 }
@@ -172,6 +195,9 @@ type Host struct {
 	Fabric  State  `json:"fabric"`
 	// BadRails lists the rails found bad (all of them for a bad host).
 	BadRails []int `json:"bad_rails,omitempty"`
+	// Liveness: "did not start" or "stopped in round <k>" (Liveness.Of):
+	// its run did not finish, which says nothing about its hardware.
+	Liveness string `json:"liveness,omitempty"`
 }
 
 // Summary holds the merged cluster summary.json fields this package owns;
@@ -180,7 +206,11 @@ type Summary struct {
 	Hosts    []Host    `json:"hosts"`
 	Pairs    []Pair    `json:"pairs"`
 	Suspects []Suspect `json:"suspects"`
-	Links    []Link    `json:"links"`
+	Links    []Link    `json:"links"` // bad links
+	// LinkSuspects failed once and were not re-tested; Flaky failed once
+	// and passed on the re-test.
+	LinkSuspects []Link `json:"link_suspects"`
+	Flaky        []Link `json:"flaky"`
 }
 
 type hostRail struct {
@@ -190,14 +220,18 @@ type hostRail struct {
 
 // Analysis is the outcome of Analyze.
 type Analysis struct {
-	Hosts    []string // every host, schedule order first
-	Rails    []int
-	Pairs    []Pair
-	Suspects []Suspect
-	Links    []Link
+	Hosts        []string // every host, schedule order first
+	Rails        []int
+	Pairs        []Pair
+	Suspects     []Suspect
+	Links        []Link // bad links
+	LinkSuspects []Link // links that failed once, not re-tested yet
+	Flaky        []Link // links that failed once and passed on the re-test
+	Live         Liveness
 
 	state    map[hostRail]State
 	failed   map[hostRail]bool // had a failed pair on that rail
+	lost     map[hostRail]bool // had a pair whose partner stopped
 	anyFail  map[string]bool
 	met      map[[2]string]bool
 	index    map[string]int
@@ -229,9 +263,9 @@ func (a *Analysis) Met(x, y string) bool { return a.met[key2(x, y)] }
 // Summary fills the summary's fields; verdicts maps host to the report's
 // verdict (missing hosts get "").
 func (a *Analysis) Summary(verdicts map[string]string) Summary {
-	s := Summary{Pairs: a.Pairs, Suspects: a.Suspects, Links: a.Links}
+	s := Summary{Pairs: a.Pairs, Suspects: a.Suspects, Links: a.Links, LinkSuspects: a.LinkSuspects, Flaky: a.Flaky}
 	for _, h := range a.Hosts {
-		e := Host{Host: h, Verdict: verdicts[h], Fabric: a.HostState(h)}
+		e := Host{Host: h, Verdict: verdicts[h], Fabric: a.HostState(h), Liveness: a.Live.Of(h)}
 		for _, r := range a.Rails {
 			if a.State(h, r) == Bad {
 				e.BadRails = append(e.BadRails, r)
@@ -247,6 +281,12 @@ func (a *Analysis) Summary(verdicts map[string]string) Summary {
 	}
 	if s.Links == nil {
 		s.Links = []Link{}
+	}
+	if s.LinkSuspects == nil {
+		s.LinkSuspects = []Link{}
+	}
+	if s.Flaky == nil {
+		s.Flaky = []Link{}
 	}
 	return s
 }
@@ -267,6 +307,7 @@ type end struct {
 	write   bool
 	detail  string
 	present bool
+	stopped string // why the end's plan idled it: its partner stopped
 }
 
 func (e *end) add(r Result) {
@@ -275,6 +316,11 @@ func (e *end) add(r Result) {
 		e.role = r.Role
 	}
 	switch {
+	case r.Status == Stopped:
+		e.stopped = r.Detail
+		if e.stopped == "" {
+			e.stopped = "the partner stopped"
+		}
 	case r.Status.Failed():
 		if !e.status.Failed() || e.status == Missing && r.Status != Missing {
 			e.status = r.Status
@@ -306,8 +352,8 @@ type pairKey struct {
 // job's host list (schedule order); hosts only seen in results are added.
 func Analyze(hosts []string, results []Result, opt Options) *Analysis {
 	a := &Analysis{
-		state: map[hostRail]State{}, failed: map[hostRail]bool{}, anyFail: map[string]bool{},
-		met: map[[2]string]bool{}, index: map[string]int{}, idleRail: map[hostRail]bool{},
+		state: map[hostRail]State{}, failed: map[hostRail]bool{}, lost: map[hostRail]bool{}, anyFail: map[string]bool{},
+		met: map[[2]string]bool{}, index: map[string]int{}, idleRail: map[hostRail]bool{}, Live: opt.Live,
 	}
 	for _, h := range hosts {
 		if _, ok := a.index[h]; !ok {
@@ -399,12 +445,34 @@ func Analyze(hosts []string, results []Result, opt Options) *Analysis {
 		if bwEnd != nil {
 			p.BWGbitS = bwEnd.bw
 		}
+		if why := a.stopped(k.round, lo, hi, e); why != "" {
+			p.Status, p.Detail, p.BWGbitS = Stopped, why, 0
+		}
 		a.Pairs = append(a.Pairs, p)
 	}
 
 	applyFloors(a.Pairs, opt)
 	a.judge()
 	return a
+}
+
+// stopped says why a pair of round is not judged because an end stopped
+// (Liveness, or an end's plan that idled it), "" when it is judged.
+func (a *Analysis) stopped(round int, lo, hi string, e *[2]end) string {
+	for _, h := range []string{lo, hi} {
+		if a.Live.NotStarted[h] {
+			return h + " did not start"
+		}
+		if r, ok := a.Live.Stopped[h]; ok && r <= round {
+			return fmt.Sprintf("%s stopped in round %d: the pair is not judged", h, r)
+		}
+	}
+	for i := range e {
+		if e[i].stopped != "" {
+			return e[i].stopped
+		}
+	}
+	return ""
 }
 
 // serverIs reports whether the later end in schedule order (hi) is the
@@ -538,7 +606,14 @@ func (a *Analysis) judge() {
 		good := map[string]bool{}
 		judged := map[string]bool{}
 		for _, p := range pairs {
-			if p.Status == Skip {
+			if p.Status == Stopped {
+				for _, h := range []string{p.A, p.B} {
+					if !a.Live.Gone(h, p.Round) {
+						a.lost[hostRail{h, rail}] = true
+					}
+				}
+			}
+			if p.Status == Skip || p.Status == Stopped {
 				continue
 			}
 			judged[p.A], judged[p.B] = true, true
@@ -547,7 +622,15 @@ func (a *Analysis) judge() {
 			}
 		}
 		goodPartners := map[string]map[string]bool{}
-		var links []*Pair
+		linkFails := map[[2]string][]*Pair{} // failed pairs whose ends both passed on the rail
+		var links [][2]string                // their keys, in order of the first failure
+		passed := map[[2]string][]*Pair{}
+		for _, p := range pairs {
+			if p.Status == Pass {
+				k := key2(p.A, p.B)
+				passed[k] = append(passed[k], p)
+			}
+		}
 		for _, p := range pairs {
 			if !p.Status.Failed() {
 				continue
@@ -555,7 +638,11 @@ func (a *Analysis) judge() {
 			a.failed[hostRail{p.A, rail}], a.failed[hostRail{p.B, rail}] = true, true
 			a.anyFail[p.A], a.anyFail[p.B] = true, true
 			if good[p.A] && good[p.B] {
-				links = append(links, p)
+				k := key2(p.A, p.B)
+				if linkFails[k] == nil {
+					links = append(links, k)
+				}
+				linkFails[k] = append(linkFails[k], p)
 				continue
 			}
 			for _, x := range [][2]string{{p.A, p.B}, {p.B, p.A}} {
@@ -595,19 +682,16 @@ func (a *Analysis) judge() {
 				}
 			}
 		}
-		for _, l := range links {
-			a.Links = append(a.Links, Link{A: l.A, B: l.B, Rail: rail,
-				Reason: fmt.Sprintf("%s and %s failed together on rail %d in round %d (%s) while each passed with other partners: the link between them (cables, switch ports, path)",
-					l.A, l.B, rail, l.Round, l.Status),
-				Evidence: []Evidence{a.Evidence(l, l.A), a.Evidence(l, l.B)}})
+		for _, k := range links {
+			a.judgeLink(rail, linkFails[k], passed[k])
 		}
 	}
 
 	for _, h := range a.Hosts {
 		for _, rail := range a.Rails {
 			st := a.State(h, rail)
-			if st != Bad && st != Suspected {
-				continue
+			if st != Bad && st != Suspected || st == Suspected && a.Live.Of(h) != "" {
+				continue // a host whose run did not finish: its liveness says so
 			}
 			s := Suspect{Host: h, Rail: rail, Verdict: st}
 			var parts []string
@@ -635,6 +719,47 @@ func (a *Analysis) judge() {
 			}
 			a.Suspects = append(a.Suspects, s)
 		}
+	}
+}
+
+// judgeLink judges one link on rail from its failed pairs (both ends
+// passed on the rail, with someone) and the pairs of the same two hosts
+// that passed on it: failed in two rounds is bad; failed once and passed
+// on the re-test is flaky; failed once, not re-tested, is a suspect that
+// the next repair round pairs again. A link with an end whose run did not
+// finish cannot be re-tested: its liveness is the finding, not the link.
+func (a *Analysis) judgeLink(rail int, fails, passes []*Pair) {
+	f := fails[0]
+	l := Link{A: f.A, B: f.B, Rail: rail}
+	var rounds, how []string
+	for _, p := range fails {
+		l.Evidence = append(l.Evidence, a.Evidence(p, p.A), a.Evidence(p, p.B))
+		rounds = append(rounds, fmt.Sprint(p.Round))
+		how = append(how, string(p.Status))
+	}
+	switch {
+	case len(fails) >= 2:
+		l.Verdict = Bad
+		l.Reason = fmt.Sprintf("%s and %s failed together on rail %d in rounds %s (%s) while each passed with other partners: the link between them (cables, switch ports, path)",
+			l.A, l.B, rail, strings.Join(rounds, " and "), strings.Join(how, ", "))
+		if len(passes) > 0 {
+			l.Reason += fmt.Sprintf("; it passed in round %d as well: an intermittent fault", passes[0].Round)
+		}
+		a.Links = append(a.Links, l)
+	case len(passes) > 0:
+		p := passes[0]
+		l.Verdict = Flaky
+		l.Evidence = append(l.Evidence, a.Evidence(p, p.A))
+		l.Reason = fmt.Sprintf("%s and %s failed together on rail %d in round %d (%s) and passed when paired again in round %d: a one-off loss on %s rail %d, %s rail %d or the path between them (flaky), not a static fault; watch their error counters",
+			l.A, l.B, rail, f.Round, f.Status, p.Round, l.A, rail, l.B, rail)
+		a.Flaky = append(a.Flaky, l)
+	case a.Live.Of(l.A) != "" || a.Live.Of(l.B) != "":
+		// Not re-tested and never will be: the stopped host's line covers it.
+	default:
+		l.Verdict = Suspected
+		l.Reason = fmt.Sprintf("%s and %s failed together on rail %d in round %d (%s) while each passed with other partners, and have not been paired again: a re-test tells a bad link (cables, switch ports, path) from a one-off loss",
+			l.A, l.B, rail, f.Round, f.Status)
+		a.LinkSuspects = append(a.LinkSuspects, l)
 	}
 }
 
@@ -669,4 +794,48 @@ func ByPair(ps []Pair) ([]PairKey, map[PairKey]map[int]Pair) {
 		by[k][p.Rail] = p
 	}
 	return order, by
+}
+
+// Compact folds results into one per (host, round, peer, rail) as Analyze
+// merges them into a pair's end: the worst status and its detail, the
+// role, the bandwidth it would take (WRITE at the largest size). Analyze
+// judges the compact results exactly as the full ones; a task planning a
+// repair round reads every host's compact file (cluster: pairs.json, a few
+// hundred bytes a rail) instead of every host's test.json.
+func Compact(results []Result) []Result {
+	type key struct {
+		host, peer  string
+		round, rail int
+	}
+	ends := map[key]*end{}
+	var order []key
+	for _, r := range results {
+		k := key{r.Host, r.Peer, r.Round, r.Rail}
+		e := ends[k]
+		if e == nil {
+			e = &end{}
+			ends[k] = e
+			order = append(order, k)
+		}
+		e.add(r)
+	}
+	out := make([]Result, 0, len(order))
+	for _, k := range order {
+		e := ends[k]
+		r := Result{Host: k.host, Round: k.round, Rail: k.rail, Peer: k.peer, Role: e.role, Status: e.status, Detail: e.detail,
+			BWGbitS: e.bw, Size: e.size}
+		if e.bw > 0 && e.write {
+			r.Op = "WRITE"
+		} else if e.bw > 0 {
+			r.Op = "READ"
+		}
+		if e.stopped != "" && !e.status.Failed() && e.status != Pass {
+			r.Status, r.Detail = Stopped, e.stopped
+		}
+		out = append(out, r)
+		if e.stopped != "" && (e.status.Failed() || e.status == Pass) {
+			out = append(out, Result{Host: k.host, Round: k.round, Rail: k.rail, Peer: k.peer, Status: Stopped, Detail: e.stopped})
+		}
+	}
+	return out
 }

@@ -20,12 +20,22 @@ type fabric struct {
 	deadNIC  map[hostRail]bool // fails with everyone
 	deadHost map[string]bool   // fails on every rail
 	badLink  map[[2]string]int // fails on that rail only between these two
-	noise    func(i int) float64
+	// transient: these two fail in that round only, on one rail or AllRails.
+	transient map[transientKey]int
+	// stops: the host dies in that round: its partner fails (no answer), it
+	// writes nothing; in later rounds its partner's plan idles it (Stopped).
+	stops map[string]int
+	noise func(i int) float64
+}
+
+type transientKey struct {
+	round int
+	pair  [2]string
 }
 
 func newFabric(n, rails int) *fabric {
 	f := &fabric{rails: rails, slowNIC: map[hostRail]bool{}, deadNIC: map[hostRail]bool{}, deadHost: map[string]bool{},
-		badLink: map[[2]string]int{}, noise: func(int) float64 { return 0 }}
+		badLink: map[[2]string]int{}, transient: map[transientKey]int{}, stops: map[string]int{}, noise: func(int) float64 { return 0 }}
 	for i := range n {
 		f.names = append(f.names, fmt.Sprintf("gpu%04d", i+1))
 	}
@@ -37,10 +47,26 @@ func (f *fabric) run(r pairing.Round) []Result {
 	var out []Result
 	for pi, p := range r.Pairs {
 		s, c := f.names[p.Server], f.names[p.Client]
+		gone := func(h string) bool { k, ok := f.stops[h]; return ok && k < r.Index }
+		dies := func(h string) bool { k, ok := f.stops[h]; return ok && k == r.Index }
+		if gone(s) || gone(c) {
+			for _, e := range [][2]string{{s, c}, {c, s}} {
+				if !gone(e[0]) {
+					out = append(out, Result{Host: e[0], Round: r.Index, Rail: AllRails, Peer: e[1], Status: Stopped,
+						Detail: e[1] + " stopped in round " + fmt.Sprint(f.stops[e[1]]) + ": idle"})
+				}
+			}
+			continue
+		}
 		for rail := 0; rail < f.rails; rail++ {
 			st, bw, why := Pass, 390.0*(1+f.noise(pi*f.rails+rail)), ""
 			l, ok := f.badLink[key2(s, c)]
+			tr, blip := f.transient[transientKey{r.Index, key2(s, c)}]
 			switch {
+			case dies(s) || dies(c):
+				st, bw, why = Fail, 0, "oob: peer did not answer within 30s"
+			case blip && (tr == AllRails || tr == rail):
+				st, bw, why = Fail, 0, "RDMA WRITE: retry exceeded (a one-off)"
 			case f.deadHost[s] || f.deadHost[c]:
 				st, bw, why = Fail, 0, "oob: peer did not answer within 30s"
 			case f.deadNIC[hostRail{s, rail}] || f.deadNIC[hostRail{c, rail}]:
@@ -51,6 +77,9 @@ func (f *fabric) run(r pairing.Round) []Result {
 				bw *= 0.3
 			}
 			for _, e := range []struct{ host, peer, role string }{{s, c, "server"}, {c, s, "client"}} {
+				if dies(e.host) {
+					continue
+				}
 				out = append(out, Result{Host: e.host, Round: r.Index, Rail: rail, Peer: e.peer, Role: e.role,
 					Test: "TestPP08Bandwidth/WRITE/1048576", Status: st, BWGbitS: bw, Size: 1 << 20, Op: "WRITE", Detail: why})
 			}
@@ -136,18 +165,38 @@ func TestBadHost(t *testing.T) {
 	assert.Equal(t, Good, a.HostState("gpu0001"))
 }
 
+// A link is bad once it failed in the schedule and again when the same two
+// hosts were paired in a repair round: one round alone could be a one-off.
 func TestBadLinkBlamesNeitherHost(t *testing.T) {
 	f := newFabric(6, 2)
 	f.badLink[key2("gpu0002", "gpu0003")] = 0
 	results, rounds := f.drive(t, pairing.Ring, 2, opt)
-	assert.Equal(t, 2, rounds)
+	assert.Equal(t, 3, rounds, "the schedule's two and the link's re-test")
 	a := Analyze(f.names, results, opt)
 	assert.Empty(t, a.Suspects)
+	assert.Empty(t, a.LinkSuspects)
+	assert.Empty(t, a.Flaky)
 	require.Len(t, a.Links, 1)
 	l := a.Links[0]
 	assert.Equal(t, 0, l.Rail)
+	assert.Equal(t, Bad, l.Verdict)
 	assert.ElementsMatch(t, []string{"gpu0002", "gpu0003"}, []string{l.A, l.B})
-	assert.Contains(t, l.Reason, "while each passed with other partners")
+	assert.Contains(t, l.Reason, "failed together on rail 0 in rounds 1 and 2 (fail, fail) while each passed with other partners")
+	require.Len(t, l.Evidence, 4, "both ends of both rounds")
+	assert.Equal(t, 2, l.Evidence[2].Round)
+
+	// Two rounds only: it failed once and was not re-tested.
+	var schedule []Result
+	for _, r := range results {
+		if r.Round < 2 {
+			schedule = append(schedule, r)
+		}
+	}
+	a = Analyze(f.names, schedule, opt)
+	assert.Empty(t, a.Links)
+	require.Len(t, a.LinkSuspects, 1)
+	assert.Equal(t, Suspected, a.LinkSuspects[0].Verdict)
+	assert.Contains(t, a.LinkSuspects[0].Reason, "have not been paired again")
 	assert.Equal(t, Cleared, a.State("gpu0002", 0))
 	assert.Equal(t, Good, a.State("gpu0002", 1))
 }

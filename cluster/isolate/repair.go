@@ -6,7 +6,7 @@ import (
 
 // needsRepair reports whether host has a rail that the results cannot judge
 // yet although it was tried: Suspect, or Untested after failures that its
-// bad partners explain.
+// bad partners explain, or after a round whose partner stopped.
 func (a *Analysis) needsRepair(host string) bool {
 	for _, r := range a.Rails {
 		hr := hostRail{host, r}
@@ -14,7 +14,7 @@ func (a *Analysis) needsRepair(host string) bool {
 		case Suspected:
 			return true
 		case Untested:
-			if a.failed[hr] && !a.idleRail[hr] {
+			if a.failed[hr] && !a.idleRail[hr] || a.lost[hr] {
 				return true
 			}
 		}
@@ -36,28 +36,42 @@ func (a *Analysis) goodEverywhere(host string, clean bool) bool {
 	return true
 }
 
-// Repair is re-pairing round index: every host that needs judging meets a
-// host it has not met that passed everywhere (failing that, one that passed
-// on every rail), each at most once. ok is false when nobody needs it or no
-// partner is left; the hosts still suspect stay so in the summary.
+// Repair is re-pairing round index. First the two ends of every link that
+// failed once and was not re-tested meet again (once: afterwards the link is
+// bad or flaky), so that a one-off loss never stands as a bad link; then
+// every host that needs judging meets a host it has not met that passed
+// everywhere (failing that, one that passed on every rail). Each host meets
+// at most one. Hosts that did not start or stopped (Analysis.Live) meet
+// nobody. ok is false when nobody needs it or no partner is left; the hosts
+// still suspect stay so in the summary.
 //
 // The choice is deterministic (schedule order, partners taken in turn), so
 // every task computes the same round from the same results.
 func (a *Analysis) Repair(index int) (r pairing.Round, ok bool) {
 	r = pairing.Round{Index: index, Repair: true}
 	var needy, clean, fallback []string
+	isNeedy := map[string]bool{}
 	for _, h := range a.Hosts {
 		switch {
+		case a.Live.Gone(h, index):
 		case a.needsRepair(h):
 			needy = append(needy, h)
+			isNeedy[h] = true
 		case a.goodEverywhere(h, true):
 			clean = append(clean, h)
 		case a.goodEverywhere(h, false):
 			fallback = append(fallback, h)
 		}
 	}
-	pool := append(clean, fallback...)
 	used := map[string]bool{}
+	for _, l := range a.LinkSuspects {
+		if used[l.A] || used[l.B] || isNeedy[l.A] || isNeedy[l.B] || a.Live.Gone(l.A, index) || a.Live.Gone(l.B, index) {
+			continue // a needy end meets a clean host first; the link waits for the next round
+		}
+		used[l.A], used[l.B] = true, true
+		r.Pairs = append(r.Pairs, pairing.Meet(index, a.index[l.A], a.index[l.B]))
+	}
+	pool := append(clean, fallback...)
 	next := 0
 	for _, h := range needy {
 		for tries := 0; tries < len(pool); tries++ {
@@ -79,13 +93,29 @@ func (a *Analysis) Repair(index int) (r pairing.Round, ok bool) {
 // rounds before it (results of round k and later are ignored). done is true
 // when there is no round k: the schedule is over and nothing is left to
 // re-pair.
+//
+// opt.Live takes out the hosts that did not start: the schedule's rounds
+// pair the others (indexes stay those of hosts). Its stops in round k and
+// later are ignored: the planner of round k knows only the rounds before
+// it. A pair of the schedule with a host that stopped before round k stays
+// in the round: its partner's plan idles it (and records why).
 func Round(kind pairing.Kind, hosts []string, k, maxRepair int, results []Result, opt Options) (r pairing.Round, done bool) {
-	base := pairing.Base(kind, len(hosts))
+	opt.Live = opt.Live.Before(k)
+	started, at := opt.Live.started(hosts)
+	base := pairing.Base(kind, len(started))
 	if k < 0 {
 		return pairing.Round{}, true
 	}
 	if k < len(base) {
-		return base[k], false
+		r := base[k]
+		if len(started) < len(hosts) {
+			pairs := make([]pairing.Pair, len(r.Pairs))
+			for i, p := range r.Pairs {
+				pairs[i] = pairing.Pair{Server: at[p.Server], Client: at[p.Client]}
+			}
+			r.Pairs = pairs
+		}
+		return r, false
 	}
 	if k >= len(base)+maxRepair {
 		return pairing.Round{}, true

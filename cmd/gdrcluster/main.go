@@ -2,17 +2,23 @@
 // inside each task that Slurm (srun -N<n> --ntasks-per-node=1) or a
 // Kubernetes Indexed Job started; it starts nothing and reaches no host.
 //
+//	gdrcluster start                     the start barrier: wait for every task (GDR_START_TIMEOUT)
+//	gdrcluster heartbeat                 mark this task alive until it ends (run in the background)
 //	eval "$(gdrcluster plan -round K)"   this task's round K: GDR_PLAN (run, idle, done),
 //	                                     GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN, ...
 //	gdrcluster done -round K             mark this task's round K finished
-//	gdrcluster wait -round K             wait until every task finished round K
+//	gdrcluster wait -round K             wait until every task finished round K (GDR_ROUND_TIMEOUT)
 //	gdrcluster isolate [-json] [-run ID] pairs, suspects and bad links from the shared reports
 //	gdrcluster hosts [-addrs]            the job's hosts in schedule order
 //	gdrcluster gres-gpus GRES            the GPU count of a node's Gres (scontrol show node)
 //
+// start and wait exit 4 when the barrier closed without this host (it came
+// too late: the run goes on without it); a barrier that closed without
+// other hosts is said on stderr and is no error.
+//
 // Configuration: GDR_PAIRING, GDR_CLUSTER_SECRET(_FILE), GDR_CLUSTER_PORTS,
-// GDR_PEER_SUFFIX, GDR_REPAIR_ROUNDS, GDR_REPORTS, GDR_PAIR_MIN_FRACTION
-// (docs/configuration.md).
+// GDR_PEER_SUFFIX, GDR_REPAIR_ROUNDS, GDR_REPORTS, GDR_PAIR_MIN_FRACTION,
+// GDR_START_TIMEOUT, GDR_ROUND_TIMEOUT (docs/configuration.md).
 package main
 
 import (
@@ -23,7 +29,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gdrconf/gdrconf/cluster"
@@ -36,7 +44,11 @@ func main() {
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gdrcluster plan|done|wait -round K | isolate [-json] [-reports DIR] [-run ID] | hosts [-addrs] | gres-gpus GRES`
+const usage = `usage: gdrcluster start | heartbeat | plan|done|wait -round K | isolate [-json] [-reports DIR] [-run ID] | hosts [-addrs] | gres-gpus GRES`
+
+// exitLate is the status of start and wait for a host the barrier closed
+// without.
+const exitLate = 4
 
 func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -62,7 +74,8 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	reports := fs.String("reports", "", "isolate: the shared reports folder (default GDR_REPORTS)")
 	runID := fs.String("run", "", "isolate: the run to judge where the folder holds several (plan.json's run; inside a job, the job's own)")
 	addrs := fs.Bool("addrs", false, "hosts: print the address a peer dials")
-	timeout := fs.Duration("timeout", 30*time.Minute, "wait: give up after this long")
+	timeout := fs.Duration("timeout", 0, "start, wait: close the barrier after this long (default GDR_START_TIMEOUT, GDR_ROUND_TIMEOUT)")
+	quiet := fs.Duration("quiet", -1, "wait: close early when the missing hosts' heartbeats stood still this long (default from GDR_ROUND_TIMEOUT; 0: never)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -77,15 +90,38 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		return nil
 	}
 	switch args[0] {
+	case "start":
+		if *timeout > 0 {
+			cfg.StartTimeout = *timeout
+		}
+		err = withTask(lookup, cfg, func() error { return nil }, func(t jobenv.Task) error {
+			c, err := cluster.Start(context.Background(), cluster.BarrierOptions{Root: cfg.Reports, Run: t.Run(), Self: t.Self(),
+				Hosts: t.Names, Timeout: cfg.StartTimeout})
+			return closed(c, err, cfg.Reports, stderr)
+		})
+	case "heartbeat":
+		err = withTask(lookup, cfg, func() error { return nil }, func(t jobenv.Task) error {
+			return heartbeat(cfg.Reports, t, cluster.HeartbeatFor(cfg.RoundTimeout))
+		})
 	case "plan":
 		err = plan(lookup, cfg, *round, needRound, stdout)
 	case "done":
 		err = withTask(lookup, cfg, needRound, func(t jobenv.Task) error { return cluster.Done(cfg.Reports, t.Self(), *round, t.Run()) })
 	case "wait":
+		if *timeout > 0 {
+			cfg.RoundTimeout = *timeout
+		}
+		if *quiet < 0 {
+			*quiet = cluster.QuietFor(cfg.RoundTimeout)
+		}
 		err = withTask(lookup, cfg, needRound, func(t jobenv.Task) error {
-			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-			defer cancel()
-			return cluster.Wait(ctx, cfg.Reports, t.Names, *round, 2*time.Second, t.Run())
+			live, err := cluster.LivenessBefore(cfg.Reports, t.Run(), *round)
+			if err != nil {
+				return err
+			}
+			c, err := cluster.WaitRound(context.Background(), cluster.BarrierOptions{Root: cfg.Reports, Run: t.Run(), Self: t.Self(),
+				Hosts: cluster.Expected(t.Names, live, *round), Timeout: cfg.RoundTimeout, Quiet: *quiet}, *round)
+			return closed(c, err, cfg.Reports, stderr)
 		})
 	case "hosts":
 		err = withTask(lookup, cfg, func() error { return nil }, func(t jobenv.Task) error {
@@ -106,10 +142,55 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
+	var late *cluster.LateError
+	if errors.As(err, &late) {
+		fmt.Fprintln(stderr, "gdrcluster:", err)
+		return exitLate
+	}
 	if err != nil {
 		return fail(stderr, err)
 	}
 	return 0
+}
+
+// closed says on w which hosts a barrier closed without, and what they
+// left that another run wrote.
+func closed(c cluster.Closed, err error, root string, w io.Writer) error {
+	if err != nil {
+		return err
+	}
+	if line := c.Line(); line != "" {
+		what := "they stopped in it; the run goes on without them"
+		if c.Barrier == cluster.StartBarrier {
+			what = "the schedule pairs the others"
+		}
+		fmt.Fprintf(w, "gdrcluster: %s; %s\n", line, what)
+		if note := c.Note(root); note != "" {
+			fmt.Fprintf(w, "gdrcluster: %s\n", note)
+		}
+	}
+	return nil
+}
+
+// heartbeat beats until this process's parent (rounds.sh) is gone, or a
+// signal ends it: a task killed with its script stops beating, and a
+// round's barrier then stops waiting for it (cluster.QuietFor).
+func heartbeat(root string, t jobenv.Task, interval time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	parent := os.Getppid()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if os.Getppid() != parent {
+				cancel()
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+	return cluster.Heartbeat(ctx, root, t.Run(), t.Self(), interval)
 }
 
 func fail(w io.Writer, err error) int {
@@ -151,14 +232,25 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 	if err != nil {
 		return err
 	}
-	var results []isolate.Result
-	if k >= len(pairing.Base(cfg.Pairing, len(t.Names))) {
-		// A re-pairing round: judged from every host's earlier rounds.
-		if results, _, err = cluster.Load(cfg.Reports, t.Run()); err != nil {
+	// What the barriers before round k closed on: the same files for every
+	// task, so every task plans around the same hosts.
+	live, err := cluster.LivenessBefore(cfg.Reports, t.Run(), k)
+	if err != nil {
+		return err
+	}
+	started := len(t.Names) - len(live.NotStarted)
+	var s cluster.Step
+	if k >= len(pairing.Base(cfg.Pairing, started)) {
+		// A re-pairing round: judged from every host's earlier rounds by
+		// the lead, whose plan the others read (cluster.RepairPlan).
+		r, done, err := cluster.RepairPlan(context.Background(), cluster.RepairOptions{Config: cfg, Task: t, Live: live, Wait: cluster.RepairWait}, k)
+		if err != nil {
 			return err
 		}
+		s = cluster.PlanFrom(t, cfg, secret, k, r, done, live)
+	} else {
+		s = cluster.PlanRound(t, cfg, secret, k, nil, live)
 	}
-	s := cluster.PlanRound(t, cfg, secret, k, results)
 	if !s.Done {
 		if err := cluster.WritePlan(cfg.Reports, s.Plan); err != nil {
 			return fmt.Errorf("writing the plan under GDR_REPORTS=%q: %w", cfg.Reports, err)
@@ -182,7 +274,11 @@ func isolateCmd(lookup func(string) (string, bool), cfg cluster.Config, root, ru
 	if err != nil {
 		return err
 	}
-	a := isolate.Analyze(hosts, results, isolate.Options{MinFraction: cfg.MinFraction})
+	live, err := cluster.Liveness(root, run)
+	if err != nil {
+		return err
+	}
+	a := isolate.Analyze(hosts, results, isolate.Options{MinFraction: cfg.MinFraction, Live: live})
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -192,13 +288,24 @@ func isolateCmd(lookup func(string) (string, bool), cfg cluster.Config, root, ru
 	for _, p := range a.Pairs {
 		rounds[p.Round] = true
 	}
-	fmt.Fprintf(w, "%d hosts, %d rails, %d pair results in %d rounds: %d suspects, %d bad links\n",
-		len(a.Hosts), len(a.Rails), len(a.Pairs), len(rounds), len(a.Suspects), len(a.Links))
+	fmt.Fprintf(w, "%d hosts, %d rails, %d pair results in %d rounds: %d suspects, %d bad links, %d links not re-tested, %d flaky\n",
+		len(a.Hosts), len(a.Rails), len(a.Pairs), len(rounds), len(a.Suspects), len(a.Links), len(a.LinkSuspects), len(a.Flaky))
+	for _, h := range a.Hosts {
+		if l := a.Live.Of(h); l != "" {
+			fmt.Fprintf(w, "%-8s %s %s: its run did not finish (no hardware verdict)\n", "LEFT", h, l)
+		}
+	}
 	for _, s := range a.Suspects {
 		fmt.Fprintf(w, "%-8s %s rail %d: %s\n", strings.ToUpper(string(s.Verdict)), s.Host, s.Rail, s.Reason)
 	}
 	for _, l := range a.Links {
 		fmt.Fprintf(w, "%-8s %s-%s rail %d: %s\n", "LINK", l.A, l.B, l.Rail, l.Reason)
+	}
+	for _, l := range a.LinkSuspects {
+		fmt.Fprintf(w, "%-8s %s-%s rail %d: %s\n", "LINK?", l.A, l.B, l.Rail, l.Reason)
+	}
+	for _, l := range a.Flaky {
+		fmt.Fprintf(w, "%-8s %s-%s rail %d: %s\n", "FLAKY", l.A, l.B, l.Rail, l.Reason)
 	}
 	return nil
 }

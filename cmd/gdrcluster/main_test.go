@@ -80,25 +80,44 @@ func suiteRound(t *testing.T, env map[string]string, rails int, dead map[string]
 }
 
 // Six Slurm tasks run the ring and its re-pairing rounds through the command
-// alone: n3's rail 1 is slow, n5 is dead (plans, never reports). The merged
-// judgement names exactly those.
+// alone: n3's rail 1 is slow, n5 dies in round 0 (plans, never reports,
+// never finishes). Round 0's barrier closes without n5, its partner of
+// round 1 idles, and the merged judgement names n3's rail bad and n5 as
+// stopped in round 0, not as bad hardware.
 func TestSlurmRunEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	base := map[string]string{"SLURM_JOB_ID": "777", "SLURM_JOB_NODELIST": "n[1-6]", "SLURM_NTASKS": "6", "SLURM_STEP_ID": "0",
 		"GDR_REPORTS": root, "GDR_CLUSTER_SECRET": "0123456789abcdef0123456789abcdef", "GDR_PEER_SUFFIX": "-ib"}
 	dead := map[string]bool{"n5": true}
 	rounds := 0
+	task := func(i int) map[string]string {
+		e := map[string]string{"SLURM_PROCID": fmt.Sprint(i), "SLURMD_NODENAME": fmt.Sprintf("n%d", i+1)}
+		for kk, v := range base {
+			e[kk] = v
+		}
+		return e
+	}
+	var idled []string
 	for k := 0; k < 10; k++ {
 		var plans []string
 		for i := range 6 {
-			e := map[string]string{"SLURM_PROCID": fmt.Sprint(i), "SLURMD_NODENAME": fmt.Sprintf("n%d", i+1)}
-			for kk, v := range base {
-				e[kk] = v
+			if dead[fmt.Sprintf("n%d", i+1)] && k > 0 {
+				continue
 			}
+			e := task(i)
 			var out, errb bytes.Buffer
 			require.Equal(t, 0, run([]string{"plan", "-round", fmt.Sprint(k)}, lookup(e), &out, &errb), errb.String())
 			env := evalShell(t, out.String())
 			plans = append(plans, env["GDR_PLAN"])
+			if env["GDR_PLAN"] == "idle" {
+				if k < 2 { // a repair round idles whoever needs no re-pairing
+					idled = append(idled, fmt.Sprintf("round %d %s", k, env["GDR_HOST_NAME"]))
+				}
+				require.Equal(t, 0, run([]string{"done", "-round", fmt.Sprint(k)}, lookup(e), &out, &errb), errb.String())
+			}
+			if env["GDR_PLAN"] == "done" {
+				assert.Equal(t, "n1", env["GDR_MERGE_HOST"])
+			}
 			if env["GDR_PLAN"] != "run" {
 				continue
 			}
@@ -119,18 +138,33 @@ func TestSlurmRunEndToEnd(t *testing.T) {
 			}
 			break
 		}
+		// The barrier: the first task's timeout closes it without n5.
+		for i := range 6 {
+			if dead[fmt.Sprintf("n%d", i+1)] {
+				continue
+			}
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, run([]string{"wait", "-round", fmt.Sprint(k), "-timeout", "20ms"}, lookup(task(i)), &out, &errb), errb.String())
+			if k == 0 && i == 0 {
+				assert.Contains(t, errb.String(), "round 0: 1 of 6 hosts did not finish: n5 (closed by n1 at ")
+				assert.Contains(t, errb.String(), "they stopped in it; the run goes on without them")
+			}
+			if k > 0 {
+				assert.Empty(t, errb.String(), "round %d waits for the five: every one came", k)
+			}
+		}
 		rounds++
 	}
 	assert.Equal(t, 3, rounds, "two ring rounds and one re-pairing round")
+	assert.Equal(t, []string{"round 1 n4"}, idled, "n5's partner of round 1 idles")
+	b, err := os.ReadFile(filepath.Join(cluster.RoundDir(root, "n4", 1), "plan.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"peer_stopped": "n5"`)
 
-	// The barrier names the host that never finished.
-	e := map[string]string{"SLURM_PROCID": "0"}
-	for k, v := range base {
-		e[k] = v
-	}
+	// n5 comes back: it is too late.
 	var out, errb bytes.Buffer
-	assert.Equal(t, 1, run([]string{"wait", "-round", "0", "-timeout", "10ms"}, lookup(e), &out, &errb))
-	assert.Contains(t, errb.String(), "round 0: 1 of 6 hosts did not finish: n5")
+	assert.Equal(t, exitLate, run([]string{"wait", "-round", "0"}, lookup(task(4)), &out, &errb))
+	assert.Contains(t, errb.String(), "n5 finished round 0 after its barrier closed at ")
 
 	// Judged outside the job: hosts come from the plans.
 	out.Reset()
@@ -142,18 +176,21 @@ func TestSlurmRunEndToEnd(t *testing.T) {
 	for _, s := range sum.Suspects {
 		got = append(got, fmt.Sprintf("%s/%d %s", s.Host, s.Rail, s.Verdict))
 	}
-	assert.Equal(t, []string{"n3/1 bad", "n5/0 bad", "n5/1 bad"}, got)
+	assert.Equal(t, []string{"n3/1 bad"}, got)
 	assert.Empty(t, sum.Links)
-	assert.Len(t, sum.Hosts, 6)
+	require.Len(t, sum.Hosts, 6)
+	assert.Equal(t, "stopped in round 0", sum.Hosts[4].Liveness)
+	assert.Empty(t, sum.Hosts[4].BadRails)
 
 	out.Reset()
 	require.Equal(t, 0, run([]string{"isolate"}, outside, &out, &errb), errb.String())
 	assert.Contains(t, out.String(), "6 hosts, 2 rails")
 	assert.Contains(t, out.String(), "BAD      n3 rail 1: n3 rail 1 failed with 3 partners that passed with others")
 	assert.Contains(t, out.String(), "slow 10 < 50 Gbit/s")
+	assert.Contains(t, out.String(), "LEFT     n5 stopped in round 0: its run did not finish (no hardware verdict)")
 
 	// Plans on disk carry no secret.
-	b, err := os.ReadFile(filepath.Join(cluster.RoundDir(root, "n1", 0), "plan.json"))
+	b, err = os.ReadFile(filepath.Join(cluster.RoundDir(root, "n1", 0), "plan.json"))
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "0123456789abcdef")
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,13 +119,20 @@ func runRounds(t *testing.T, script string, env []string, args ...string) string
 // task's output and error.
 func startTasks(t *testing.T, script, root string, env []string, tasks []int, args ...string) ([]string, []error) {
 	t.Helper()
+	return startTasksWith(t, script, root, fakeSuite, env, nil, tasks, args...)
+}
+
+// startTasksWith is startTasks with a suite script of its own, and each
+// task started after its delay (a pod whose image pull took longer).
+func startTasksWith(t *testing.T, script, root, suiteText string, env []string, delay map[int]time.Duration, tasks []int, args ...string) ([]string, []error) {
+	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
 	self, err := os.Executable()
 	require.NoError(t, err)
 	suite := filepath.Join(t.TempDir(), "suite.sh")
-	require.NoError(t, os.WriteFile(suite, []byte(fakeSuite), 0o755))
+	require.NoError(t, os.WriteFile(suite, []byte(suiteText), 0o755))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -134,11 +142,17 @@ func startTasks(t *testing.T, script, root string, env []string, tasks []int, ar
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			time.Sleep(delay[i])
 			cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
 			cmd.Env = append(append(os.Environ(), "GDRCLUSTER_TEST_AS_MAIN=1", "GDRCLUSTER="+self, "GDR_SUITE="+suite, "GDR_REPORTS="+root,
 				"SLURM_JOB_ID=31337", "SLURM_JOB_NODELIST=n[1-4]", "SLURM_NTASKS=4", fmt.Sprintf("SLURM_PROCID=%d", i),
 				"GDR_CLUSTER_SECRET=0123456789abcdef0123456789abcdef", "GDR_ROUND_TIMEOUT=1m"), env...)
 			cmd.Stdout, cmd.Stderr = &outs[j], &outs[j]
+			// A task cut short takes its children with it (a gdrcluster
+			// waiting at a barrier, the heartbeat), as srun would.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			cmd.WaitDelay = 5 * time.Second
 			errs[j] = cmd.Run()
 		}()
 	}
@@ -159,14 +173,16 @@ func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
 	require.NoError(t, err)
 	root := runRounds(t, script, nil) // attempt 0: every host, both rounds
 
-	// n1..n3 may reach a round's barrier seconds apart on a loaded machine:
-	// each names at least n4, whose done file is the first attempt's.
-	outs, errs := startTasks(t, script, root, []string{"SLURM_RESTART_COUNT=1", "GDR_ROUND_TIMEOUT=5s"}, []int{0, 1, 2})
+	// The start barrier closes without n4 (its files are the first
+	// attempt's), and n1..n3 run a ring of three.
+	outs, errs := startTasks(t, script, root, []string{"SLURM_RESTART_COUNT=1", "GDR_START_TIMEOUT=3s", "GDR_ROUND_TIMEOUT=20s"}, []int{0, 1, 2})
+	all := ""
 	for j := range outs {
 		require.NoError(t, errs[j], outs[j])
-		assert.Regexp(t, `round 0: [1-4] of 4 hosts did not finish: [^;]*\bn4\b`, outs[j], "n4's old done file is not this run's")
-		assert.Regexp(t, `a done file of another run, not counted: .*\bn4 \(slurm//31337\)`, outs[j])
+		all += outs[j]
 	}
+	assert.Contains(t, all, "start: 1 of 4 hosts did not start: n4", "n4's old files are not this run's")
+	assert.Contains(t, all, "a done file of another run, not counted: n4 (slurm//31337)")
 	b, err := os.ReadFile(filepath.Join(root, "n1", "round-0", "done"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(b), "slurm//31337#1\n"), "a done file names its run: %q", b)
@@ -175,7 +191,7 @@ func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
 	assert.Equal(t, 1, run([]string{"isolate", "-json"}, lookup(map[string]string{"GDR_REPORTS": root}), &out, &errb))
 	assert.Contains(t, errb.String(), "holds 2 runs, which must not be judged together")
 	assert.Contains(t, errb.String(), "slurm//31337: 1 host, 2 host rounds (n4/round-0 .. n4/round-1)", "what the first attempt left that the second did not overwrite")
-	assert.Contains(t, errb.String(), "slurm//31337#1: 3 hosts, 6 host rounds")
+	assert.Contains(t, errb.String(), "slurm//31337#1: 3 hosts, 9 host rounds", "a ring of three: three rounds")
 
 	out.Reset()
 	errb.Reset()
@@ -185,7 +201,9 @@ func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
 	assert.ErrorContains(t, err, "holds 2 runs")
 	r, err := report.FromDirs([]string{root}, report.Options{Run: "slurm//31337#1"})
 	require.NoError(t, err)
-	assert.Len(t, r.Hosts, 3, "n1..n3: n4 has no round of the second attempt")
+	require.Len(t, r.Hosts, 4, "n1..n3, and n4, which did not start in the second attempt")
+	assert.Equal(t, "NOT QUALIFIED (did not start: its run did not finish)", r.Hosts[3].Verdict.Line)
+	assert.Empty(t, r.Hosts[3].Reqs, "none of the first attempt's results")
 
 	results, _, err := cluster.Load(root, "slurm//31337#1")
 	require.NoError(t, err)

@@ -625,6 +625,10 @@ func parseBool(v string) (bool, error) {
 	return false, fmt.Errorf("not a boolean: %s", clip.Quote(v))
 }
 
+// ParseDuration reads a duration as every GDR_* duration is read: Go
+// durations ("30s", "15m") and plain seconds ("30", "0.5").
+func ParseDuration(v string) (time.Duration, error) { return parseDuration(v) }
+
 // parseDuration takes Go durations ("30s") and plain seconds ("30", "0.5").
 func parseDuration(v string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
