@@ -93,6 +93,41 @@ func TestDistRunsPackagesOneAtATime(t *testing.T) {
 	assert.Equal(t, "start a\nend a\nstart b\nend b\nstart c\nend c\n", string(got), "each binary ends before the next starts")
 }
 
+// A cluster run's later rounds (rounds.sh sets GDR_PAIRED_ONLY=1) run only
+// the binaries that meet a peer, marked .paired by build.sh.
+func TestDistPairedOnly(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	script, err := os.ReadFile("dist/run-json.sh")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run-json.sh"), script, 0o755))
+	log := filepath.Join(dir, "log")
+	write(t, filepath.Join(bin, "test2json"), "#!/bin/sh\nshift 3\nexec \"$@\"\n")
+	for _, name := range []string{"install", "pingpong", "topology"} {
+		write(t, filepath.Join(bin, name+".test"), "#!/bin/sh\necho "+name+" >>"+log+"\n")
+		write(t, filepath.Join(bin, name+".pkg"), "example/"+name+"\n")
+	}
+	write(t, filepath.Join(bin, "pingpong.paired"), "")
+	b, err := os.ReadFile("dist/build.sh")
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `$name == pingpong ]] && : >"$out/bin/$name.paired"`, "build.sh marks pingpong, the package that meets a peer")
+	for _, c := range []struct{ env, want string }{
+		{"GDR_PAIRED_ONLY=1", "pingpong\n"},
+		{"GDR_PAIRED_ONLY=0", "install\npingpong\ntopology\n"},
+		{"", "install\npingpong\ntopology\n"},
+	} {
+		require.NoError(t, os.RemoveAll(log))
+		cmd := exec.Command(filepath.Join(dir, "run-json.sh"))
+		cmd.Env = cleanEnv(c.env)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		got, err := os.ReadFile(log)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, string(got), c.env)
+	}
+}
+
 func write(t *testing.T, p, s string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o755))

@@ -23,6 +23,11 @@
 #                      2 no report); where that host did not start or stopped, the
 #                      next one in the list that ran to the end does (GDR_MERGE_HOST);
 #                      unset: no task merges (the Slurm batch script does)
+# A host runs the whole suite in its first round and only the packages that
+# meet a peer (pingpong) after it (GDR_PAIRED_ONLY, run-json.sh): the
+# single-host checks (install, topology, the GPU copies, memory
+# registration) say the same in every round, and the GPU copies take
+# minutes on an 8-GPU host. The merge reads every round of a host as one run.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 gdrcluster="${GDRCLUSTER:-$here/gdrcluster}"
@@ -47,6 +52,7 @@ GDR_REPORTS="$root" "$gdrcluster" heartbeat &
 beat=$!
 trap 'kill "$beat" 2>/dev/null' EXIT
 k=0
+ran=0
 while :; do
 	plan="$(GDR_REPORTS="$root" "$gdrcluster" plan -round "$k")" || exit 1
 	eval "$plan"
@@ -54,7 +60,8 @@ while :; do
 	done) break ;;
 	run)
 		# dist/run.sh writes junit.xml and test.json into GDR_REPORTS.
-		GDR_REPORTS="$GDR_ROUND_REPORTS" "$suite" "$@" || echo "rounds.sh: round $k: the suite reported failures (see $GDR_ROUND_REPORTS)" >&2
+		GDR_PAIRED_ONLY=$ran GDR_REPORTS="$GDR_ROUND_REPORTS" "$suite" "$@" || echo "rounds.sh: round $k: the suite reported failures (see $GDR_ROUND_REPORTS)" >&2
+		ran=1
 		;;
 	esac
 	GDR_REPORTS="$root" "$gdrcluster" done -round "$k" || exit 1

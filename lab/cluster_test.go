@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -342,15 +344,22 @@ func sortedCopy(s []string) []string {
 	return out
 }
 
-// labRounds writes a 4-VM, 2-rail ring run (rounds 0 and 1) as the cluster
-// lab's rounds leave it with the stand-in suite: gdrcluster's plan.json,
+// labRounds writes a 4-VM, 2-rail ring run as the cluster lab's rounds
+// leave it with the stand-in suite: the ring's rounds 0 and 1, then the
+// repair rounds the planner asks for (GDR_REPAIR_ROUNDS 2: a suspect link
+// is re-tested before it is called bad), each round's gdrcluster plan.json,
 // and test.json (StandinEvents from ib_write_bw tables) with host.json.
 // Pairs that a planted fault slows (Degrade.Slows) crawl.
 func labRounds(t *testing.T, planted []Degrade) string {
 	t.Helper()
 	root := t.TempDir()
 	hosts := ClusterHosts(4)
-	for _, rd := range pairing.Base(pairing.Ring, len(hosts)) {
+	opt := isolate.Options{MinFraction: 0.25}
+	for k := 0; ; k++ {
+		rd, done := isolate.Round(pairing.Ring, hosts, k, 2, loadResults(t, root), opt)
+		if done {
+			break
+		}
 		for i, me := range hosts {
 			j, server, ok := rd.Peer(i)
 			if !ok {
@@ -360,7 +369,7 @@ func labRounds(t *testing.T, planted []Degrade) string {
 			if server {
 				role = "server"
 			}
-			require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: rd.Index, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer,
+			require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: k, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer,
 				PeerAddr: peer, Port: 20016, Pairing: "ring", Job: "slurm/gdrlab/1"}))
 			c := StandinConfig{Role: role, PeerHost: peer, PeerName: peer, Host: me, Port: 20016, Rails: 2, Size: 65536, Iters: 200}
 			evs := []report.Event{{Action: "start", Package: StandinPkg}, {Action: "run", Package: StandinPkg, Test: StandinTest}}
@@ -376,10 +385,21 @@ func labRounds(t *testing.T, planted []Degrade) string {
 			}
 			evs = append(evs, report.Event{Action: "pass", Package: StandinPkg, Test: StandinTest}, report.Event{Action: "pass", Package: StandinPkg})
 			zero := 0
-			require.NoError(t, report.SaveRun(cluster.RoundDir(root, me, rd.Index), report.Run{Host: report.Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
+			require.NoError(t, report.SaveRun(cluster.RoundDir(root, me, k), report.Run{Host: report.Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
 		}
 	}
 	return root
+}
+
+// loadResults reads the pair results written so far, as the planner does.
+func loadResults(t *testing.T, root string) []isolate.Result {
+	t.Helper()
+	res, _, err := cluster.Load(root, "")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	return res
 }
 
 // The lab's own merge and check on constructed rounds: the planted rail

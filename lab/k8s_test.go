@@ -364,6 +364,7 @@ func TestSystemGroup(t *testing.T) {
 func TestStrictAbsences(t *testing.T) {
 	host := func(name string, failed ...[2]string) ClusterHost {
 		h := ClusterHost{Host: name, Verdict: "NOT QUALIFIED (2 must requirements failed)"}
+		h.Identity.Strict = true
 		for _, f := range failed {
 			h.Requirements = append(h.Requirements, struct {
 				ID     string `json:"id"`
@@ -385,5 +386,6 @@ func TestStrictAbsences(t *testing.T) {
 
 	real := host("gdrconf-2", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU"}, [2]string{"PP-08", "RDMA WRITE reaches 0.01 Gbit/s"})
 	assert.False(t, real.onlyLabAbsences(), "a failure that is no absence is a finding")
-	assert.Contains(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{{Host: "x", Verdict: "INCOMPLETE"}}})[0], "did not run strict")
+	assert.Contains(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{{Host: "x", Verdict: "INCOMPLETE"}}})[0], "x did not run with GDR_STRICT=1")
+	assert.Empty(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{host("pingpong-only")}}), "strict, nothing absent: pingpong alone")
 }

@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 const fakeSuite = `#!/usr/bin/env bash
 set -eu
 printf '%s\n' "$*" > "$GDR_REPORTS/args"
+printf '%s\n' "${GDR_PAIRED_ONLY:-unset}" > "$GDR_REPORTS/paired_only"
 for rail in 0 1; do
   bw=100
   if [ "$rail" = 1 ] && { [ "$GDR_HOST_NAME" = n3 ] || [ "$GDR_PEER_NAME" = n3 ]; }; then bw=10; fi
@@ -109,6 +110,11 @@ func runRounds(t *testing.T, script string, env []string, args ...string) string
 		for k := range 2 {
 			_, err := os.Stat(filepath.Join(root, h, fmt.Sprintf("round-%d", k), "done"))
 			assert.NoError(t, err)
+			// The whole suite in a host's first round, the paired packages after.
+			b, err := os.ReadFile(filepath.Join(root, h, fmt.Sprintf("round-%d", k), "paired_only"))
+			if assert.NoError(t, err) {
+				assert.Equal(t, map[int]string{0: "0\n", 1: "1\n"}[k], string(b), "%s round %d", h, k)
+			}
 		}
 	}
 	return root
