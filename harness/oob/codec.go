@@ -1,7 +1,8 @@
 // Package oob is the out-of-band TCP exchange between the two hosts of a
-// pingpong run (or the two ends of a loopback run in one process): hello with
-// protocol version and token proof, RDMA endpoints, the agreement to run or to
-// skip, barriers and results.
+// pingpong run (or the two ends of a loopback run in one process): hellos
+// with the protocol version and a PAKE key share, token proofs, the sealed
+// intros (test, host), RDMA endpoints, the agreement to run or to skip,
+// barriers and results.
 //
 // Wire format: every message is one frame. The 12-byte header is the same in
 // every protocol version:
@@ -36,7 +37,10 @@ import (
 
 // Version is the protocol version this build speaks. v2: the client proves
 // the token first, frames after the handshake are sealed (MAC, sequence).
-const Version = 2
+// v3: the token keys a PAKE (CPace) instead of the proofs themselves, and
+// the test, history, capabilities and host names travel sealed, after both
+// proofs (handshake.go).
+const Version = 3
 
 // MaxPayload bounds a frame's body; anything larger is rejected before it is
 // read, so a wrong peer cannot make us allocate.
@@ -65,11 +69,12 @@ const (
 	TSync     Type = 5
 	TResult   Type = 6
 	TError    Type = 7
+	TIntro    Type = 8 // v3: sealed, right after the proofs
 )
 
 var typeNames = map[Type]string{
 	THello: "hello", TAuth: "auth", TAgree: "agree", TEndpoint: "endpoint",
-	TSync: "sync", TResult: "result", TError: "error",
+	TSync: "sync", TResult: "result", TError: "error", TIntro: "intro",
 }
 
 func (t Type) String() string {
@@ -79,7 +84,10 @@ func (t Type) String() string {
 	return fmt.Sprintf("type 0x%02x", uint8(t))
 }
 
-// Hello opens a session. Fields present in v1 keep their meaning.
+// Hello opens a session. Fields present in v1 keep their meaning. A v3
+// hello names no test (Test is helloSealed, which v1 and v2 decoders still
+// accept, so an older build answers it with its version error), no host,
+// no capabilities and no history: those travel in Intro, sealed.
 type Hello struct {
 	Version  int      `json:"version"`
 	Test     string   `json:"test"`
@@ -91,8 +99,22 @@ type Hello struct {
 	Proof []byte `json:"proof,omitempty"`
 	// Done (v2, client) lists the tests the client began before this one,
 	// oldest first, so the server can tell a client one test behind from one
-	// running a different test list.
+	// running a different test list. v3 sends it in Intro.
 	Done []string `json:"done,omitempty"`
+	// Share (v3) is the sender's CPace key share (cpace.go).
+	Share []byte `json:"share,omitempty"`
+}
+
+// helloSealed is a v3 hello's Test: a placeholder, never a test name.
+const helloSealed = "(sealed)"
+
+// Intro (v3) is what each side says once both proved the token: the client
+// first, the server only when the tests match (else a sealed Error).
+type Intro struct {
+	Test string   `json:"test"`
+	Host string   `json:"host,omitempty"` // the sender's host name (GDR_HOST_NAME, else the kernel's)
+	Caps []string `json:"caps,omitempty"`
+	Done []string `json:"done,omitempty"` // client only: as Hello.Done in v2
 }
 
 // Auth carries one side's proof of the token over the handshake transcript.
@@ -261,6 +283,7 @@ type Message struct {
 	Sync     *Sync
 	Result   *Result
 	Error    *ErrorMsg
+	Intro    *Intro
 }
 
 // FrameError is a frame the decoder rejects; Reason says which rule it broke.
@@ -302,6 +325,8 @@ func body(m Message) (any, error) {
 		v = m.Result
 	case TError:
 		v = m.Error
+	case TIntro:
+		v = m.Intro
 	default:
 		return nil, fmt.Errorf("oob: cannot encode %v", m.Type)
 	}
@@ -361,6 +386,8 @@ func isNilPtr(v any) bool {
 	case *Result:
 		return p == nil
 	case *ErrorMsg:
+		return p == nil
+	case *Intro:
 		return p == nil
 	}
 	return false
@@ -530,6 +557,9 @@ func decodePayload(t Type, p []byte) (Message, error) {
 	case TError:
 		m.Error = new(ErrorMsg)
 		v = m.Error
+	case TIntro:
+		m.Intro = new(Intro)
+		v = m.Intro
 	}
 	d := json.NewDecoder(bytes.NewReader(p))
 	if err := d.Decode(v); err != nil {
@@ -550,6 +580,21 @@ const (
 	maxDone      = 256
 	maxDoneBytes = 16 << 10
 )
+
+// maxHost bounds Intro.Host (a host name, as GDR_PEER_NAME).
+const maxHost = 255
+
+func validDone(done []string) error {
+	if len(done) > maxDone {
+		return fmt.Errorf("%d earlier tests listed (at most %d)", len(done), maxDone)
+	}
+	for _, d := range done {
+		if d == "" || len(d) > maxText {
+			return fmt.Errorf("earlier test name of %d bytes (want 1..%d)", len(d), maxText)
+		}
+	}
+	return nil
+}
 
 // short quotes at most a short prefix of a peer's value in an error.
 func short(s string) string {
@@ -578,13 +623,25 @@ func (m Message) validate() error {
 		if len(h.Proof) != 0 && len(h.Proof) != proofLen {
 			return fmt.Errorf("proof of %d bytes (want %d)", len(h.Proof), proofLen)
 		}
-		if len(h.Done) > maxDone {
-			return fmt.Errorf("%d earlier tests listed (at most %d)", len(h.Done), maxDone)
+		if err := validDone(h.Done); err != nil {
+			return err
 		}
-		for _, d := range h.Done {
-			if d == "" || len(d) > maxText {
-				return fmt.Errorf("earlier test name of %d bytes (want 1..%d)", len(d), maxText)
-			}
+		if len(h.Share) != 0 && len(h.Share) != cpaceShareLen {
+			return fmt.Errorf("key share of %d bytes (want %d)", len(h.Share), cpaceShareLen)
+		}
+	case TIntro:
+		in := m.Intro
+		if in.Test == "" || len(in.Test) > maxText {
+			return fmt.Errorf("test name of %d bytes (want 1..%d)", len(in.Test), maxText)
+		}
+		if len(in.Host) > maxHost || strings.ContainsAny(in.Host, " \t\n/\x00") {
+			return fmt.Errorf("host name %s (want at most %d characters, no blanks or slashes)", clip.Quote(in.Host), maxHost)
+		}
+		if len(in.Caps) > maxDone {
+			return fmt.Errorf("%d capabilities (at most %d)", len(in.Caps), maxDone)
+		}
+		if err := validDone(in.Done); err != nil {
+			return err
 		}
 	case TAuth:
 		if len(m.Auth.Proof) != proofLen {

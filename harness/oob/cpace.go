@@ -104,7 +104,7 @@ func (p *cpaceParty) withScalar(prs, ci, sid []byte) *cpaceParty {
 	return p
 }
 
-var errCPacePeer = errors.New("the peer's key share is not a valid ristretto255 element, or is the identity")
+var errCPacePeer = errors.New("key share is not a valid ristretto255 element, or is the identity")
 
 // scalarMultVfy is G.scalar_mult_vfy: y times the decoded peer share, or an
 // error where the draft returns G.I (a share that does not decode, or

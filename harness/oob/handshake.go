@@ -1,20 +1,63 @@
 package oob
 
-// The handshake (protocol v2), all frames plain:
+// The handshake (protocol v3). Until both proofs, every frame is plain and
+// carries nothing about the run but the protocol version, whether a token
+// is set and random values:
 //
-//	client -> server  Hello{version, test, role "client", caps, nonce Nc, has_token, done}
-//	server -> client  Hello{version, test, role "server", caps, nonce Ns, has_token}
-//	                  (or Error version|token, and the server waits for the next connection)
+//	client -> server  Hello{version, role "client", nonce Nc, has_token, share Ya}
+//	server -> client  Hello{version, role "server", nonce Ns, has_token, share Yb}
+//	                  (or, to a hello of another version only, Error version:
+//	                  older builds act on it; this build ignores it, below)
 //	client -> server  Auth{HMAC(Kc, "client")}
-//	server -> client  Auth{HMAC(Ks, "server")}, only for a valid client proof and the same test
-//	                  (or Error token|test)
+//	server -> client  Auth{HMAC(Ks, "server")}, only for a valid client proof
+//	                  (else an Error token, and the server waits for the next)
 //
-// with transcript T = SHA-256(client hello frame | server hello frame) and
-// Kc | Ks | K(c->s) | K(s->c) = HKDF-SHA256(secret GDR_TOKEN, salt Nc|Ns,
-// info "gdrconf-oob/2 " | T). The server proves nothing to anyone who has not
-// proven the token first, so a stranger gets no material for an offline
-// guess at a human-chosen token. After the handshake every frame is sealed
-// with its direction's key (codec.go).
+// Ya and Yb are the CPace shares (cpace.go: draft-irtf-cfrg-cpace,
+// CPACE-RISTR255-SHA512, initiator the client) under PRS = GDR_TOKEN,
+// CI = "gdrconf-oob/3", sid = Nc; with ISK the CPace key and
+// T = SHA-256(client hello frame | server hello frame),
+// Kc | Ks | K(c->s) | K(s->c) = HKDF-SHA256(ISK, salt Nc|Ns, info "gdrconf-oob/3 " | T).
+// Then, sealed with the direction keys (codec.go), as the first frames:
+//
+//	client -> server  Intro{test, host, caps, tests done}
+//	server -> client  Intro{test, host, caps} when the tests match, else a
+//	                  sealed Error test with which side is behind
+//
+// What each party can learn:
+//   - Nobody learns the test, the history, the capabilities or the host
+//     names before both proofs: the hellos carry none (a v3 hello's test is
+//     the placeholder "(sealed)", which v1 and v2 still decode, so an older
+//     build answers with its version error naming both versions).
+//   - A fake server (or client) that runs the exchange with a guessed token
+//     learns whether that one guess was right, and nothing that tests a
+//     second guess offline: the transcript holds random shares and MACs under
+//     a key that needs the discrete log of a share (CDH on ristretto255) for
+//     any token other than the one it used. v2 let a fake server test every
+//     guess offline against the client's proof (hostile_test.go shows both).
+//     Each connection is one online guess; the server logs every refused
+//     proof with the address.
+//   - Without GDR_TOKEN the key exchange still runs (with an empty token):
+//     frames are sealed against a passive eavesdropper, but nothing is
+//     authenticated: whoever reaches the port completes the exchange. The
+//     server then still tells the client nothing of its own: on a test
+//     mismatch its sealed Error says which side is behind and withholds its
+//     test name (its own log names both). What it leaks, once per
+//     connection and logged: whether the client's claimed test is one it ran,
+//     and whether its current test is among the client's claimed ones, from
+//     which side it says is behind. The client's Intro (its test, history and
+//     host) goes to whoever answers at GDR_PEER, and a stranger that claims
+//     to be ahead makes the server end its test as behind. That is the price
+//     of detecting "the peer runs another test" with no secret to tell a
+//     stranger from the peer, who could as well become the peer outright;
+//     reports flag every tokenless two-host result.
+//   - Frames are authenticated, not encrypted: someone on the path reads
+//     the intros, endpoints and results in both modes.
+//
+// Error frames before the proofs are unproven: the client logs each one as a
+// stray, counts it (Session.Strays), and never acts on it (no skip forward,
+// no message of the sender's adopted as its own); it tries again until its
+// wait ends, and only then says what the ignored frames claimed. A test
+// mismatch arrives sealed, after both proofs, or not at all.
 
 import (
 	"crypto/hkdf"
@@ -29,6 +72,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
 // NonceLen is the length of hello nonces.
@@ -174,12 +219,17 @@ type keys struct {
 	proofC, proofS, c2s, s2c []byte
 }
 
-// deriveKeys binds every key to the token, both nonces and both hellos.
-func deriveKeys(token string, cn, sn, helloC, helloS []byte) (keys, error) {
+// cpaceCI is CPace's channel identifier: the protocol and its version, so a
+// key from another protocol (or version) never matches.
+var cpaceCI = []byte("gdrconf-oob/3")
+
+// deriveKeys binds every key to the CPace key (and so to the token), both
+// nonces and both hello frames as sent.
+func deriveKeys(isk, cn, sn, helloC, helloS []byte) (keys, error) {
 	th := sha256.New()
 	th.Write(helloC)
 	th.Write(helloS)
-	okm, err := hkdf.Key(sha256.New, []byte(token), append(slices.Clone(cn), sn...), "gdrconf-oob/2 "+string(th.Sum(nil)), 4*sha256.Size)
+	okm, err := hkdf.Key(sha256.New, isk, append(slices.Clone(cn), sn...), "gdrconf-oob/3 "+string(th.Sum(nil)), 4*sha256.Size)
 	if err != nil {
 		return keys{}, fmt.Errorf("oob: session key derivation: %w", err)
 	}
@@ -188,7 +238,7 @@ func deriveKeys(token string, cn, sn, helloC, helloS []byte) (keys, error) {
 
 func proofWith(key []byte, who string) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("gdrconf-oob/2 " + who + " proof"))
+	m.Write([]byte("gdrconf-oob/3 " + who + " proof"))
 	return m.Sum(nil)
 }
 
@@ -219,7 +269,7 @@ type Listener struct {
 type Rejection struct {
 	Addr string
 	Why  string
-	Kind error // ErrToken, ErrVersion, ErrTest for a gdrconf peer that disagrees; ErrProtocol otherwise
+	Kind error // ErrToken, ErrVersion, ErrPeerName, ErrTest for a gdrconf peer that disagrees; ErrProtocol otherwise
 }
 
 // Listen opens the server's socket on addr ("host:port"; port 0 picks one).
@@ -385,10 +435,10 @@ func (l *Listener) reject(addr, why string, kind error) {
 func (l *Listener) noPeer(to time.Duration) error {
 	rej := l.Rejected()
 	kind, prefix := ErrVanished, ""
-	for _, k := range []error{ErrToken, ErrVersion, ErrTest} {
+	for _, k := range []error{ErrToken, ErrVersion, ErrPeerName, ErrTest} {
 		if slices.ContainsFunc(rej, func(r Rejection) bool { return r.Kind == k }) {
 			kind = k
-			prefix = map[error]string{ErrToken: "wrong token: ", ErrVersion: "version mismatch: ", ErrTest: "test mismatch: "}[k]
+			prefix = map[error]string{ErrToken: "wrong token: ", ErrVersion: "version mismatch: ", ErrPeerName: "not the planned peer: ", ErrTest: "test mismatch: "}[k]
 			break
 		}
 	}
@@ -455,6 +505,49 @@ func sendPlain(c net.Conn, m Message, deadline time.Time) ([]byte, error) {
 	return b, err
 }
 
+// withheld is the test mismatch as the server tells it to a client that is
+// not authenticated (no GDR_TOKEN): which side is behind, never the
+// server's test or how many tests apart; the server's own log names both.
+func withheld(lag Lag) string {
+	const why = "the server's test is not told without GDR_TOKEN; its log names both"
+	switch lag {
+	case LagPeerBehind:
+		return "the client is behind the server: the server ran the client's test already (" + why + "); an earlier test ended on one host without the other (see both logs); the client skips forward"
+	case LagSelfBehind:
+		return "the server is behind the client: the client ran the server's test already (" + why + "); an earlier test ended on one host without the other (see both logs)"
+	}
+	return "the hosts run different test lists: neither ran the other's test (" + why + "); run the identical command on both hosts (same build, same -run and -skip filters, same GDR_* settings)"
+}
+
+// peerNameMsg is the message for a proven peer that names another host
+// than the plan's; role is the side that checked.
+func peerNameMsg(role, want, got string) string {
+	if got == "" {
+		got = "no host name"
+	} else {
+		got = "host " + clip.Quote(got)
+	}
+	return fmt.Sprintf("the %s expected its peer to be host %s (GDR_PEER_NAME, from the plan), and the proven peer names %s: the two hosts do not run the same round of the same plan (GDR_HOST_NAME and GDR_PEER_NAME disagree)",
+		role, clip.Quote(want), got)
+}
+
+// sendSealed writes one sealed handshake frame within the deadline.
+func (s *Session) sendSealed(m Message, deadline time.Time) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b, err := s.frame(m)
+	if err != nil {
+		return err
+	}
+	wd := time.Now().Add(2 * time.Second)
+	if deadline.Before(wd) {
+		wd = deadline
+	}
+	_ = s.conn.SetWriteDeadline(wd)
+	_, err = s.conn.Write(b)
+	return err
+}
+
 // handshake runs the server side on one connection: a session, or a
 // Rejection, or (this server is behind its client) an error for Accept.
 func (l *Listener) handshake(c net.Conn, deadline time.Time) (*Session, *Rejection, error) {
@@ -466,12 +559,8 @@ func (l *Listener) handshake(c net.Conn, deadline time.Time) (*Session, *Rejecti
 	opt := l.opt
 	v := opt.version()
 	hasTok := opt.Token != ""
-	fail := func(kind, msg string, extra ...string) {
-		e := &ErrorMsg{Kind: kind, Msg: msg}
-		if len(extra) == 2 {
-			e.Test, e.Lag = extra[0], extra[1]
-		}
-		_, _ = sendPlain(c, Message{Type: TError, Error: e}, deadline)
+	fail := func(kind, msg string) {
+		_, _ = sendPlain(c, Message{Type: TError, Error: &ErrorMsg{Kind: kind, Msg: msg}}, deadline)
 	}
 
 	rawC, m, err := readPlain(c)
@@ -486,21 +575,31 @@ func (l *Listener) handshake(c net.Conn, deadline time.Time) (*Session, *Rejecti
 		return rej(fmt.Sprintf("sent a hello with role %s: only clients connect (is GDR_ROLE=server set on both hosts?)", ch.Role), ErrProtocol)
 	}
 	if ch.Version != v {
+		// Plain: an older client acts on it; it says nothing about the run.
 		msg := versionMsg(v, ch.Version)
 		fail("version", msg)
 		return rej(msg, ErrVersion)
 	}
+	if len(ch.Share) != cpaceShareLen {
+		return rej(fmt.Sprintf("sent a v%d hello without its key share", v), ErrProtocol)
+	}
+	cp := newCPace([]byte(opt.Token), cpaceCI, ch.Nonce)
+	sn := newNonce()
+	rawS, err := sendPlain(c, Message{Type: THello, Hello: &Hello{Version: v, Test: helloSealed, Role: "server", Nonce: sn, HasToken: hasTok, Share: cp.share}}, deadline)
+	if err != nil {
+		return rej(readWhy(err, "while we sent our hello"))
+	}
 	if ch.HasToken != hasTok {
+		// Our hello told the client the same (its flag against ours).
 		msg := tokenMismatch(hasTok, ch.HasToken)
 		fail("token", msg)
 		return rej(msg, ErrToken)
 	}
-	sn := newNonce()
-	rawS, err := sendPlain(c, Message{Type: THello, Hello: &Hello{Version: v, Test: opt.Test, Role: "server", Caps: opt.Caps, Nonce: sn, HasToken: hasTok}}, deadline)
+	isk, err := cp.isk(ch.Nonce, ch.Share, false, nil, nil)
 	if err != nil {
-		return rej(readWhy(err, "while we sent our hello"))
+		return rej("sent a hello whose "+err.Error(), ErrProtocol)
 	}
-	k, err := deriveKeys(opt.Token, ch.Nonce, sn, rawC, rawS)
+	k, err := deriveKeys(isk, ch.Nonce, sn, rawC, rawS)
 	if err != nil {
 		return rej(err.Error(), ErrProtocol)
 	}
@@ -523,36 +622,74 @@ func (l *Listener) handshake(c net.Conn, deadline time.Time) (*Session, *Rejecti
 		fail("token", msg)
 		return rej(msg, ErrToken)
 	}
-	if ch.Test != opt.Test {
-		lag, msg := mismatch(opt.Test, ch.Test, opt.history(), ch.Done)
+	if _, err := sendPlain(c, Message{Type: TAuth, Auth: &Auth{Proof: proofWith(k.proofS, "server")}}, deadline); err != nil {
+		return rej(readWhy(err, "while we sent our proof"))
+	}
+	s := newSession(c, "server", opt, addr)
+	s.auth = hasTok
+	s.out, s.in = &sealer{key: k.s2c}, &opener{key: k.c2s}
+	in, err := s.read()
+	if err != nil {
+		var se *SealError
+		if errors.As(err, &se) {
+			return rej("its first sealed frame fails the session's checks: "+se.Reason, ErrProtocol)
+		}
+		return rej(readWhy(err, "after the proofs, before its intro"))
+	}
+	if in.Type != TIntro {
+		return rej(fmt.Sprintf("sent a %v frame where its intro belongs", in.Type), ErrProtocol)
+	}
+	ci := in.Intro
+	if opt.PeerHost != "" && ci.Host != opt.PeerHost {
+		msg := peerNameMsg("server", opt.PeerHost, ci.Host)
+		_ = s.sendSealed(Message{Type: TError, Error: &ErrorMsg{Kind: "peer", Msg: msg}}, deadline)
+		return rej(msg, ErrPeerName)
+	}
+	if ci.Test != opt.Test {
+		lag, msg := mismatch(opt.Test, ci.Test, opt.history(), ci.Done)
 		wire := map[Lag]string{LagPeerBehind: lagClientBehind, LagSelfBehind: lagServerBehind, LagLists: lagLists}[lag]
-		fail("test", msg, opt.Test, wire)
+		e := &ErrorMsg{Kind: "test", Msg: msg, Test: opt.Test, Lag: wire}
+		if !hasTok {
+			e.Msg, e.Test = withheld(lag), ""
+		}
+		_ = s.sendSealed(Message{Type: TError, Error: e}, deadline)
 		if lag == LagSelfBehind {
-			return nil, nil, &Error{Kind: ErrTest, Lag: LagSelfBehind, PeerTest: ch.Test,
+			return nil, nil, &Error{Kind: ErrTest, Lag: LagSelfBehind, PeerTest: ci.Test,
 				Msg: fmt.Sprintf("oob: test mismatch with %s: %s", addr, msg)}
 		}
 		return rej(msg, ErrTest)
 	}
-	if _, err := sendPlain(c, Message{Type: TAuth, Auth: &Auth{Proof: proofWith(k.proofS, "server")}}, deadline); err != nil {
-		return rej(readWhy(err, "while we sent our proof"))
+	if err := s.sendSealed(Message{Type: TIntro, Intro: &Intro{Test: opt.Test, Host: opt.Host, Caps: opt.Caps}}, deadline); err != nil {
+		return rej(readWhy(err, "while we sent our intro"))
 	}
 	_ = c.SetDeadline(time.Time{})
-	s := newSession(c, "server", opt, addr)
-	s.PeerCaps = ch.Caps
-	s.auth = hasTok
-	s.out, s.in = &sealer{key: k.s2c}, &opener{key: k.c2s}
+	s.PeerCaps, s.PeerHost = ci.Caps, ci.Host
 	return s, nil, nil
 }
+
+// unproven is what one connection to the server ended with before the
+// server proved the token: the client ignores it and tries again, and says
+// it only when its wait ends.
+type unproven struct {
+	kind error // ErrVersion, ErrToken or ErrVanished: what the last one suggests
+	what string
+}
+
+func (u *unproven) Error() string { return u.what }
 
 // Dial connects to the server at addr and runs the client side of the
 // handshake. Until Timeout it retries what a server between two tests (or
 // still finishing the previous one) gives: a refused or dropped connection,
-// and a server that says it is behind us.
+// a server that says (sealed) it is behind us, and whatever a server that
+// has not proven the token sends or does.
 func Dial(addr string, opt Options) (*Session, error) {
 	opt.history().Begin(opt.Test)
 	to := opt.timeout()
 	deadline, cut := opt.until(time.Now().Add(to))
 	var last error
+	var pre *unproven // the last unproven outcome
+	strays, refusals := 0, 0
+	pause := 100 * time.Millisecond
 	for {
 		left := time.Until(deadline)
 		if left <= 0 && cut {
@@ -565,9 +702,18 @@ func Dial(addr string, opt Options) (*Session, error) {
 		if left <= 0 {
 			var e *Error
 			if errors.As(last, &e) && e.Kind == ErrTest {
+				at := "an earlier test (not told without GDR_TOKEN)"
+				if e.PeerTest != "" {
+					at = "test " + e.PeerTest
+				}
 				return nil, &Error{Kind: ErrTest, Lag: LagPeerBehind, PeerTest: e.PeerTest, Msg: fmt.Sprintf(
-					"oob: test mismatch: the server %s stayed behind: it was still at test %s when our wait for test %s ended after %v (%s)",
-					addr, e.PeerTest, opt.Test, to, e.Msg)}
+					"oob: test mismatch: the server %s stayed behind: it was still at %s when our wait for test %s ended after %v (%s)",
+					addr, at, opt.Test, to, e.Msg)}
+			}
+			if pre != nil {
+				return nil, &Error{Kind: pre.kind, Msg: fmt.Sprintf(
+					"oob: %sno proven session with the server %s within %v for test %s: %d connection(s) ended before the server proved the token, the last: %s; nothing it sent before its proof was acted on (%d error frame(s) ignored)",
+					unprovenPrefix(pre.kind), addr, to, opt.Test, refusals, pre.what, strays)}
 			}
 			return nil, &Error{Kind: ErrVanished, Msg: fmt.Sprintf(
 				"oob: could not reach the server %s within %v for test %s (last error: %v): start the same command there with GDR_ROLE=server, check GDR_PEER and the firewall, or raise GDR_TIMEOUT",
@@ -577,20 +723,46 @@ func Dial(addr string, opt Options) (*Session, error) {
 		if err == nil {
 			s := newSession(c, "client", opt, addr)
 			err = s.clientHandshake(deadline)
+			strays += s.strays
 			if err == nil {
+				s.strays = strays
 				return s, nil
 			}
 			s.Close()
-			if !retryable(err) {
+			var u *unproven
+			if errors.As(err, &u) {
+				pre, refusals = u, refusals+1
+				// Back off: a server that refuses us will not change its
+				// mind ten times a second, and each try is a log line there.
+				pause = min(2*pause, time.Second)
+			} else if !retryable(err) {
 				if cut && !time.Now().Before(deadline) {
 					return nil, opt.budgetError(addr, "the handshake with the server")
 				}
-				return nil, err
+				var e *Error
+				behind := errors.As(last, &e) && e.Kind == ErrTest
+				if time.Now().Before(deadline) || pre == nil && !behind {
+					return nil, err
+				}
+				// The wait ended in the middle of a handshake after earlier
+				// outcomes (a server behind us, unproven refusals) that say
+				// more than this last timeout.
+				continue
 			}
 		}
 		last = err
-		time.Sleep(min(100*time.Millisecond, max(time.Until(deadline), 0)))
+		time.Sleep(min(pause, max(time.Until(deadline), 0)))
 	}
+}
+
+func unprovenPrefix(kind error) string {
+	switch kind {
+	case ErrVersion:
+		return "version mismatch: "
+	case ErrToken:
+		return "wrong token: "
+	}
+	return ""
 }
 
 // errRetry marks a handshake failure a later connection may not have.
@@ -604,14 +776,32 @@ func retryable(err error) bool {
 	return errors.As(err, &r)
 }
 
+// stray logs and counts an error frame from a server that has not proven
+// the token, and returns what it claimed, for the message when the wait
+// ends. Its text is quoted as the sender's, never adopted.
+func (s *Session) stray(e *ErrorMsg, when string) *unproven {
+	s.strays++
+	s.opt.logf("oob: test %s: ignored an error frame from %s %s (unproven, not acted on): %s: %s",
+		s.opt.Test, s.peer, when, clip.QuoteN(e.Kind, 32), clip.QuoteN(e.Msg, 512))
+	kind := ErrVanished
+	switch e.Kind {
+	case "version":
+		kind = ErrVersion
+	case "token":
+		kind = ErrToken
+	}
+	return &unproven{kind: kind, what: fmt.Sprintf("it sent an error frame %s, which says (unproven) %s: %s", when, clip.QuoteN(e.Kind, 32), clip.QuoteN(e.Msg, 512))}
+}
+
 func (s *Session) clientHandshake(deadline time.Time) error {
 	c, opt := s.conn, s.opt
 	_ = c.SetDeadline(deadline)
 	v := opt.version()
 	hasTok := opt.Token != ""
 	cn := newNonce()
-	rawC, err := sendPlain(c, Message{Type: THello, Hello: &Hello{Version: v, Test: opt.Test, Role: "client", Caps: opt.Caps,
-		Nonce: cn, HasToken: hasTok, Done: opt.history().recent()}}, deadline)
+	cp := newCPace([]byte(opt.Token), cpaceCI, cn)
+	rawC, err := sendPlain(c, Message{Type: THello, Hello: &Hello{Version: v, Test: helloSealed, Role: "client",
+		Nonce: cn, HasToken: hasTok, Share: cp.share}}, deadline)
 	if err != nil {
 		return s.hsError(err, "sending our hello")
 	}
@@ -621,7 +811,7 @@ func (s *Session) clientHandshake(deadline time.Time) error {
 	}
 	switch m.Type {
 	case TError:
-		return s.peerError(m.Error)
+		return s.stray(m.Error, "instead of its hello")
 	case THello:
 	default:
 		return s.hsProtocol(fmt.Sprintf("sent %v where its hello belongs", m.Type))
@@ -632,51 +822,79 @@ func (s *Session) clientHandshake(deadline time.Time) error {
 	}
 	if sh.Version != v {
 		msg := versionMsg(sh.Version, v)
-		s.Abort("version", msg)
-		return &Error{Kind: ErrVersion, Msg: fmt.Sprintf("oob: version mismatch with %s (test %s): %s", s.peer, opt.Test, msg)}
+		_, _ = sendPlain(c, Message{Type: TError, Error: &ErrorMsg{Kind: "version", Msg: msg}}, deadline)
+		return &unproven{kind: ErrVersion, what: "its hello says (unproven): " + msg}
 	}
 	if sh.HasToken != hasTok {
 		msg := tokenMismatch(sh.HasToken, hasTok)
-		s.Abort("token", msg)
-		return &Error{Kind: ErrToken, Msg: fmt.Sprintf("oob: wrong token: %s (test %s): %s", s.peer, opt.Test, msg)}
+		return &unproven{kind: ErrToken, what: "its hello says (unproven): " + msg}
 	}
-	k, err := deriveKeys(opt.Token, cn, sh.Nonce, rawC, rawS)
+	isk, err := cp.isk(cn, sh.Share, true, nil, nil)
+	if err != nil {
+		return s.hsProtocol("sent a hello whose " + err.Error())
+	}
+	k, err := deriveKeys(isk, cn, sh.Nonce, rawC, rawS)
 	if err != nil {
 		return err
 	}
-	// We prove first, also when the test names differ: the server decides
-	// who is behind, and only from a peer that knows the token.
 	if _, err := sendPlain(c, Message{Type: TAuth, Auth: &Auth{Proof: proofWith(k.proofC, "client")}}, deadline); err != nil {
 		return s.hsError(err, "sending our token proof")
 	}
 	_, a, err := readPlain(c)
 	if err != nil {
+		if isClosed(err) {
+			return &unproven{kind: ErrToken, what: "it closed the connection after our token proof without its own"}
+		}
 		return s.hsError(err, "waiting for the server's token proof")
 	}
 	switch a.Type {
 	case TError:
-		err := s.peerError(a.Error)
-		var e *Error
-		if errors.As(err, &e) && e.Kind == ErrTest && e.Lag == LagPeerBehind {
-			return &errRetry{err} // the server gets to our test soon
-		}
-		return err
+		return s.stray(a.Error, "after our token proof, without its own")
 	case TAuth:
 	default:
 		return s.hsProtocol(fmt.Sprintf("sent %v where its token proof belongs", a.Type))
 	}
 	if !hmac.Equal(a.Auth.Proof, proofWith(k.proofS, "server")) {
-		msg := "the server's token proof does not match ours: it is not the gdrconf server of this run, or the hello was changed on the way"
-		s.Abort("token", msg)
-		return &Error{Kind: ErrToken, Msg: fmt.Sprintf("oob: wrong token: %s (test %s): %s", s.peer, opt.Test, msg)}
+		msg := "the server's token proof does not match ours: it is not the gdrconf server of this run (another GDR_TOKEN, or something else answers at this address), or the hello was changed on the way"
+		return &unproven{kind: ErrToken, what: msg}
 	}
-	if sh.Test != opt.Test {
-		return s.hsProtocol(fmt.Sprintf("accepted us for test %s while it runs %s", opt.Test, sh.Test))
-	}
-	_ = c.SetDeadline(time.Time{})
-	s.PeerCaps = sh.Caps
+	// Proven (with a token): what follows is sealed and acted on.
 	s.auth = hasTok
 	s.out, s.in = &sealer{key: k.c2s}, &opener{key: k.s2c}
+	if err := s.sendSealed(Message{Type: TIntro, Intro: &Intro{Test: opt.Test, Host: opt.Host, Caps: opt.Caps, Done: opt.history().recent()}}, deadline); err != nil {
+		return s.hsError(err, "sending our intro")
+	}
+	in, err := s.read()
+	if err != nil {
+		var se *SealError
+		if errors.As(err, &se) {
+			return &Error{Kind: ErrIntegrity, Msg: fmt.Sprintf("oob: the server %s (test %s): its first sealed frame: %v", s.peer, opt.Test, err)}
+		}
+		return s.hsError(err, "waiting for the server's intro")
+	}
+	switch in.Type {
+	case TError:
+		err := s.peerError(in.Error)
+		var e *Error
+		if errors.As(err, &e) && e.Kind == ErrTest && e.Lag == LagPeerBehind {
+			return &errRetry{err} // the server gets to our test soon
+		}
+		return err
+	case TIntro:
+	default:
+		return s.hsProtocol(fmt.Sprintf("sent %v where its intro belongs", in.Type))
+	}
+	si := in.Intro
+	if si.Test != opt.Test {
+		return s.hsProtocol(fmt.Sprintf("accepted us for test %s while it runs %s", opt.Test, si.Test))
+	}
+	if opt.PeerHost != "" && si.Host != opt.PeerHost {
+		msg := peerNameMsg("client", opt.PeerHost, si.Host)
+		_ = s.sendSealed(Message{Type: TError, Error: &ErrorMsg{Kind: "peer", Msg: msg}}, deadline)
+		return &Error{Kind: ErrPeerName, Msg: fmt.Sprintf("oob: not the planned peer: the server %s (test %s): %s", s.peer, opt.Test, msg)}
+	}
+	_ = c.SetDeadline(time.Time{})
+	s.PeerCaps, s.PeerHost = si.Caps, si.Host
 	return nil
 }
 

@@ -90,13 +90,14 @@ func TestStrayConnections(t *testing.T) {
 	silent := dial() // never speaks: pending while the real client arrives
 	c = dial()       // speaks the protocol, then goes away before its proof
 	addrs = append(addrs, c.LocalAddr().String())
-	b, err := Encode(Message{Type: THello, Hello: &Hello{Version: Version, Test: "TestStray", Role: "client", Nonce: newNonce(), HasToken: true}})
+	b, err := Encode(Message{Type: THello, Hello: v3Hello("client", true, "")})
 	require.NoError(t, err)
 	_, _ = c.Write(b)
 	_, m, err := readPlain(c)
 	require.NoError(t, err)
 	require.Equal(t, THello, m.Type)
 	assert.Empty(t, m.Hello.Proof, "the server's hello carries no proof")
+	assert.Equal(t, helloSealed, m.Hello.Test, "nor the test")
 	c.Close()
 	waitFor(t, "four rejections", func() bool { return len(ln.Rejected()) >= 4 })
 
@@ -162,7 +163,7 @@ func TestServerProvesOnlyAfterClient(t *testing.T) {
 	c, err := net.Dial("tcp", ln.Addr())
 	require.NoError(t, err)
 	defer c.Close()
-	b, _ := Encode(Message{Type: THello, Hello: &Hello{Version: Version, Test: "TestProof", Role: "client", Nonce: newNonce(), HasToken: true}})
+	b, _ := Encode(Message{Type: THello, Hello: v3Hello("client", true, "")})
 	_, _ = c.Write(b)
 	_, m, err := readPlain(c)
 	require.NoError(t, err)
@@ -248,7 +249,7 @@ func TestHeartbeatOnlyPeer(t *testing.T) {
 
 // mitm sits between client and server on 127.0.0.1: server-to-client bytes
 // pass as they are; client-to-server frames pass through edit once the
-// handshake is done (sealed frames only).
+// handshake is done (sealed frames after the intro).
 func mitm(t *testing.T, target string, edit func(i int, raw []byte) [][]byte) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -268,13 +269,13 @@ func mitm(t *testing.T, target string, edit func(i int, raw []byte) [][]byte) st
 		go func() { _, _ = io.Copy(c, s) }()
 		i := 0
 		for {
-			raw, _, fl, err := readFrame(c)
+			raw, typ, fl, err := readFrame(c)
 			if err != nil {
 				s.Close()
 				return
 			}
 			out := [][]byte{raw}
-			if fl == flagSealed {
+			if fl == flagSealed && typ != TIntro {
 				out = edit(i, raw)
 				i++
 			}
@@ -320,7 +321,7 @@ func TestFrameIntegrity(t *testing.T) {
 				return [][]byte{raw, raw}
 			}
 			return [][]byte{raw}
-		}, "replayed: frames up to 0 were already received"},
+		}, "replayed: frames up to 1 were already received"},
 		{"changed verdict", func(i int, raw []byte) [][]byte {
 			// The client's result says ok:false; make it say ok:true.
 			if j := bytes.Index(raw, []byte(`"ok":false`)); j >= 0 {
@@ -334,7 +335,7 @@ func TestFrameIntegrity(t *testing.T) {
 				return nil
 			}
 			return [][]byte{raw}
-		}, "sequence 1 where 0 was next: frames were dropped or reordered"},
+		}, "sequence 2 where 1 was next: frames were dropped or reordered"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -367,8 +368,8 @@ func TestFrameIntegrity(t *testing.T) {
 	}
 }
 
-// Without a token frames are still sealed with sequence numbers (a key from
-// the nonces alone), and the session says it is unauthenticated.
+// Without a token frames are still sealed with sequence numbers (keys from
+// an ephemeral key exchange), and the session says it is unauthenticated.
 func TestUnauthenticatedSession(t *testing.T) {
 	srv, cli := pairVia(t, "", func(i int, raw []byte) [][]byte {
 		if i == 0 {
@@ -388,7 +389,13 @@ func TestUnauthenticatedSession(t *testing.T) {
 	require.NoError(t, serr)
 	require.NoError(t, cerr)
 	assert.True(t, s2.Authenticated())
-	assert.Equal(t, "hmac-sha256", c2.Security())
+	assert.Equal(t, "cpace-ristretto255+hmac-sha256", c2.Security())
+}
+
+// v3Hello is a well-formed v3 hello with a fresh key share under token.
+func v3Hello(role string, hasTok bool, token string) *Hello {
+	n := newNonce()
+	return &Hello{Version: Version, Test: helloSealed, Role: role, Nonce: n, HasToken: hasTok, Share: newCPace([]byte(token), cpaceCI, n).share}
 }
 
 // v1 frames, as the previous build wrote them, for talking to an old peer.
@@ -435,10 +442,10 @@ func TestVersionMismatchWithV1(t *testing.T) {
 		typ, m := v1ReadFrame(t, c)
 		require.Equal(t, TError, typ, "v1 reads a plain error frame")
 		assert.Equal(t, "version", m["kind"])
-		assert.Equal(t, "the server speaks oob protocol v2, the client v1: run the same gdrconf build on both hosts", m["msg"])
+		assert.Equal(t, "the server speaks oob protocol v3, the client v1: run the same gdrconf build on both hosts", m["msg"])
 		err = <-errc
 		assert.ErrorIs(t, err, ErrVersion)
-		assert.Contains(t, err.Error(), "the server speaks oob protocol v2, the client v1")
+		assert.Contains(t, err.Error(), "the server speaks oob protocol v3, the client v1")
 	})
 	t.Run("this client, v1 server", func(t *testing.T) {
 		raw, err := net.Listen("tcp", "127.0.0.1:0")
@@ -452,20 +459,23 @@ func TestVersionMismatchWithV1(t *testing.T) {
 			defer c.Close()
 			// What v1's server did with a hello of another version.
 			typ, m := v1ReadFrame(t, c)
-			if typ != THello || m["version"] != float64(2) {
+			if typ != THello || m["version"] != float64(3) {
 				return
 			}
-			b, _ := Encode(Message{Type: TError, Error: &ErrorMsg{Kind: "version", Msg: "the server speaks oob protocol v1, the client v2: run the same gdrconf build on both hosts"}})
+			b, _ := Encode(Message{Type: TError, Error: &ErrorMsg{Kind: "version", Msg: "the server speaks oob protocol v1, the client v3: run the same gdrconf build on both hosts"}})
 			_, _ = c.Write(b)
 			time.Sleep(200 * time.Millisecond)
 		}()
+		// Unproven, the error is not acted on at once: the client tries
+		// again until its wait ends, then names what the server said.
 		o := opts("T", "")
-		o.History = new(History)
+		o.History, o.Timeout, o.Logf = new(History), 500*time.Millisecond, t.Logf
 		_, err = Dial(raw.Addr().String(), o)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrVersion)
 		assert.Contains(t, err.Error(), "version mismatch")
-		assert.Contains(t, err.Error(), "the server speaks oob protocol v1, the client v2")
+		assert.Contains(t, err.Error(), "the server speaks oob protocol v1, the client v3")
+		assert.Contains(t, err.Error(), "(unproven)")
 	})
 }
 
@@ -559,7 +569,7 @@ func TestServerBehindResync(t *testing.T) {
 func TestServerStaysBehind(t *testing.T) {
 	ch := new(History)
 	ch.Begin("TestA")
-	so := opts("TestA", "")
+	so := opts("TestA", "tok")
 	so.History, so.Logf = new(History), t.Logf
 	ln, err := Listen("127.0.0.1:0", so)
 	require.NoError(t, err)
@@ -576,7 +586,7 @@ func TestServerStaysBehind(t *testing.T) {
 			}
 		}
 	}()
-	co := opts("TestB", "")
+	co := opts("TestB", "tok")
 	// Long enough that a loaded 2-core machine still answers each hello
 	// within it (500 ms once timed out with "peer vanished" under make unit).
 	co.History, co.Timeout = ch, 2*time.Second

@@ -197,9 +197,9 @@ func TestSessionHappyPath(t *testing.T) {
 	assert.Equal(t, "mismatch", o.res.Msg)
 }
 
-// A wrong token fails both sides: the client at once (the server answers
-// its proof with an error), the server when its wait ends, naming what it
-// turned away.
+// A wrong token fails both sides when their waits end: the server naming
+// what it turned away, the client what the unproven server said and did
+// (it acts on none of it before then).
 func TestWrongToken(t *testing.T) {
 	for _, c := range []struct{ name, st, ct, want string }{
 		{"different", "a", "b", "GDR_TOKEN differs"},
@@ -209,7 +209,7 @@ func TestWrongToken(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			so, co := opts("T", c.st), opts("T", c.ct)
-			so.Timeout = 400 * time.Millisecond
+			so.Timeout, co.Timeout, co.Logf = 400*time.Millisecond, 400*time.Millisecond, t.Logf
 			start := time.Now()
 			_, _, serr, cerr := pair(t, so, co)
 			assert.Less(t, time.Since(start), 2*time.Second)
@@ -232,7 +232,7 @@ func TestVersionMismatch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			so, co := opts("T", ""), opts("T", "")
-			so.Timeout = 400 * time.Millisecond
+			so.Timeout, co.Timeout, co.Logf = 400*time.Millisecond, 400*time.Millisecond, t.Logf
 			so.Version, co.Version = c.sv, c.cv
 			_, _, serr, cerr := pair(t, so, co)
 			for side, err := range map[string]error{"server": serr, "client": cerr} {
@@ -246,23 +246,36 @@ func TestVersionMismatch(t *testing.T) {
 }
 
 // Different test lists: neither host ran the other's test. The client fails
-// at once saying so; the server keeps waiting, then says the same.
+// at once saying so; the server keeps waiting, then says the same. Without
+// a token the server's test name stays in the server's log: the client
+// hears only that the lists differ.
 func TestTestMismatch(t *testing.T) {
-	so, co := opts("TestA", ""), opts("TestB", "")
-	so.Timeout = 400 * time.Millisecond
-	_, _, serr, cerr := pair(t, so, co)
-	for side, err := range map[string]error{"server": serr, "client": cerr} {
-		require.Error(t, err, side)
-		assert.ErrorIs(t, err, ErrTest, side)
-		assert.Contains(t, err.Error(), "the server runs test TestA, the client test TestB", side)
-		assert.Contains(t, err.Error(), "different test lists", side)
-		var e *Error
-		require.ErrorAs(t, err, &e)
-		assert.Equal(t, LagLists, e.Lag, side)
+	for _, tok := range []string{"tok", ""} {
+		t.Run("token="+tok, func(t *testing.T) {
+			so, co := opts("TestA", tok), opts("TestB", tok)
+			so.Timeout = 400 * time.Millisecond
+			_, _, serr, cerr := pair(t, so, co)
+			for side, err := range map[string]error{"server": serr, "client": cerr} {
+				require.Error(t, err, side)
+				assert.ErrorIs(t, err, ErrTest, side)
+				assert.Contains(t, err.Error(), "different test lists", side)
+				var e *Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, LagLists, e.Lag, side)
+			}
+			assert.Contains(t, serr.Error(), "the server runs test TestA, the client test TestB")
+			var e *Error
+			require.ErrorAs(t, cerr, &e)
+			if tok != "" {
+				assert.Contains(t, cerr.Error(), "the server runs test TestA, the client test TestB")
+				assert.Equal(t, "TestA", e.PeerTest)
+			} else {
+				assert.NotContains(t, cerr.Error(), "TestA", "not told to an unauthenticated client")
+				assert.Empty(t, e.PeerTest)
+				assert.Contains(t, cerr.Error(), "the server's test is not told without GDR_TOKEN")
+			}
+		})
 	}
-	var e *Error
-	require.ErrorAs(t, cerr, &e)
-	assert.Equal(t, "TestA", e.PeerTest)
 }
 
 // A silent peer during the hello (accepts TCP, never speaks) fails both ways.

@@ -33,6 +33,13 @@ type Options struct {
 	History *History
 	// Version overrides the protocol version (tests of version mismatch only).
 	Version int
+	// Host is this side's host name, told to the peer once both sides
+	// proved the token (GDR_HOST_NAME; a cluster round sets it).
+	Host string
+	// PeerHost, when set, is the host name the peer must tell (the plan's
+	// peer, GDR_PEER_NAME): a peer that names another host is refused with
+	// an error naming both (ErrPeerName).
+	PeerHost string
 	// Deadline, when set, is a moment no wait, accept or dial goes past:
 	// the test binary's deadline less a reserve (harness/rc, internal/budget).
 	// A wait it ends fails with ErrBudget, so a slow fabric ends in one
@@ -97,6 +104,8 @@ var (
 	ErrPeer      = errors.New("peer reported a failure")
 	ErrProtocol  = errors.New("protocol violation")
 	ErrIntegrity = errors.New("frame failed the session's integrity check")
+	// ErrPeerName: the proven peer names another host than the plan's.
+	ErrPeerName = errors.New("peer is not the planned host")
 	// ErrBudget: Options.Deadline ended the wait (the test binary's
 	// deadline is near); errors.Is(err, budget.ErrExhausted) holds too.
 	ErrBudget = budget.ErrExhausted
@@ -142,7 +151,12 @@ type Session struct {
 	opt      Options
 	peer     string
 	PeerCaps []string
+	// PeerHost is the host name the peer told once proven ("" if it told
+	// none). With a token it is the authenticated peer's word; without one,
+	// anyone's.
+	PeerHost string
 	auth     bool // the session keys depend on a token
+	strays   int  // error frames ignored before the peer was proven (client)
 
 	bound  atomic.Int64 // current wait bound in ns (Within changes it)
 	closed atomic.Bool
@@ -167,18 +181,25 @@ func (s *Session) Peer() string { return s.peer }
 func (s *Session) Role() string { return s.role }
 
 // Authenticated reports whether GDR_TOKEN keys the session: without a token
-// frames are still sequence-checked and MACed, but anyone on the path could
-// forge them.
+// frames are still sealed under keys from an ephemeral key exchange (a
+// passive eavesdropper cannot forge them), but whoever reaches the port, or
+// sits on the path, can be the peer.
 func (s *Session) Authenticated() bool { return s.auth }
 
-// Security names the session's protection for reports: "hmac-sha256" with a
-// token, "none (GDR_TOKEN unset)" without.
+// Security names the session's protection for reports: the PAKE and the
+// frame MAC with a token, "none (GDR_TOKEN unset)" without (reports test
+// for the "none" prefix).
 func (s *Session) Security() string {
 	if s.auth {
-		return "hmac-sha256"
+		return "cpace-ristretto255+hmac-sha256"
 	}
 	return "none (GDR_TOKEN unset)"
 }
+
+// Strays is how many error frames the client ignored, while dialing,
+// from servers that had not proven the token: each was logged, none acted
+// on.
+func (s *Session) Strays() int { return s.strays }
 
 // Close ends the session; safe to call twice and concurrently.
 func (s *Session) Close() error {
@@ -469,8 +490,11 @@ func (s *Session) peerError(e *ErrorMsg) error {
 		kind = ErrToken
 	case "test":
 		kind = ErrTest
+	case "peer":
+		kind = ErrPeerName
 	}
-	prefix := map[error]string{ErrVersion: "version mismatch", ErrToken: "wrong token", ErrTest: "test mismatch", ErrPeer: "peer failed"}[kind]
+	prefix := map[error]string{ErrVersion: "version mismatch", ErrToken: "wrong token", ErrTest: "test mismatch", ErrPeer: "peer failed",
+		ErrPeerName: "not the planned peer"}[kind]
 	out := &Error{Kind: kind, Msg: fmt.Sprintf("oob: %s: peer %s (test %s) says: %s", prefix, s.peer, s.opt.Test, clipText(e.Msg))}
 	if kind == ErrTest {
 		out.PeerTest = e.Test
