@@ -5,11 +5,13 @@ package rc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/oob"
+	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 // portDownWait bounds the out-of-band connect of a host whose port is not
@@ -45,6 +47,16 @@ func earlierRejections() string {
 	return strings.Join(turnedAway.list, "; ")
 }
 
+// HostName is this host's name as its peer checks it: GDR_HOST_NAME (a
+// cluster round sets it to the job's name for the host), else the kernel's.
+func HostName(cfg config.Config) string {
+	if cfg.HostName != "" {
+		return cfg.HostName
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
 // connectError explains a failed out-of-band connect: a local port that is
 // DOWN is the cause (the peer could not even be told), a host one test
 // behind its peer skips forward, and a peer that never came may have been
@@ -59,8 +71,12 @@ func connectError(err error, fail string) error {
 	}
 	switch {
 	case e.Kind == oob.ErrTest && e.Lag == oob.LagSelfBehind:
-		return fmt.Errorf("skipped forward: this host is behind its peer, which ran this test already and is at %s (an earlier test ended on one host without the other: see both logs); this test is not run here, the next one meets the peer: %w",
-			e.PeerTest, err)
+		at := "is at " + e.PeerTest
+		if e.PeerTest == "" {
+			at = "is further on (which test, a peer without GDR_TOKEN does not tell)"
+		}
+		return fmt.Errorf("skipped forward: this host is behind its peer, which ran this test already and %s (an earlier test ended on one host without the other: see both logs); this test is not run here, the next one meets the peer: %w",
+			at, err)
 	case e.Kind == oob.ErrVanished:
 		if away := earlierRejections(); away != "" {
 			return fmt.Errorf("%w; earlier in this run this server turned away: %s", err, away)

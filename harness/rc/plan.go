@@ -76,7 +76,8 @@ func PlanRails(t *testing.T, rs []*rails.Rail) (run []*rails.Rail, missing strin
 	if len(down) > 0 && len(down) == len(rs) {
 		wait = min(wait, portDownWait)
 	}
-	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: wait, Caps: []string{"rails/1"}, Logf: t.Logf, Deadline: bud.End()}
+	opt := oob.Options{Test: t.Name(), Token: cfg.Token, Timeout: wait, Caps: []string{"rails/1"}, Logf: t.Logf, Deadline: bud.End(),
+		Host: HostName(cfg), PeerHost: cfg.PeerName}
 	var s *oob.Session
 	var err error
 	if cfg.Role == config.Server {

@@ -234,6 +234,11 @@ func Connect(t *testing.T, o Options) []*End {
 	}
 	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: wait, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf,
 		Deadline: bud.End()}
+	if role := cfg.Role; role == config.Server || role == config.Client {
+		// Who we are, and who the plan says the peer is: the handshake
+		// refuses a proven peer that names another host.
+		opt.Host, opt.PeerHost = HostName(cfg), cfg.PeerName
+	}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
@@ -688,15 +693,23 @@ func (e *End) setup() error {
 	}
 	if !e.loopback {
 		e.Attr("role", e.Role)
-		// The peer's host name when a cluster round names it (the
-		// isolation of bad nodes pairs results by host), else its address.
+		// The peer's host name as the proven peer told it, which the
+		// handshake held to the plan's (GDR_PEER_NAME) when a cluster
+		// round names one (the isolation of bad nodes pairs results by
+		// host); else its address, and the name it told beside it.
 		if e.Cfg.PeerName != "" {
-			e.Attr("peer", e.Cfg.PeerName)
+			e.Attr("peer", e.Sess.PeerHost)
 			e.Attr("peer_addr", e.Sess.Peer())
 		} else {
 			e.Attr("peer", e.Sess.Peer())
+			if h := e.Sess.PeerHost; h != "" {
+				e.Attr("peer_host", h)
+			}
 		}
 		e.Attr("oob_auth", e.Sess.Security())
+		if n := e.Sess.Strays(); n > 0 {
+			e.Attr("oob_strays", n)
+		}
 	} else {
 		e.Attr("role", "loopback")
 	}

@@ -172,34 +172,43 @@ func TestSharedCheckpoint(t *testing.T) {
 
 // A client one test behind its server (the server ran this test without
 // it) skips forward at once with a message saying so, and its next test
-// meets the server.
+// meets the server. Without a token the server does not tell its test.
 func TestSkipForward(t *testing.T) {
-	sh, ch := new(oob.History), new(oob.History)
-	sh.Begin("TestPP03Write/rail0") // the server ran PP-03 alone: the client's PP-03 ended early
-	so := oob.Options{Test: "TestPP04WriteImm/rail0", Timeout: 5 * time.Second, History: sh, Logf: t.Logf}
-	ln, err := oob.Listen("127.0.0.1:0", so)
-	require.NoError(t, err)
-	accepted := make(chan error, 1)
-	go func() {
-		s, err := ln.Accept()
-		if s != nil {
-			defer s.Close()
-		}
-		accepted <- err
-	}()
-	co := oob.Options{Test: "TestPP03Write/rail0", Timeout: 5 * time.Second, History: ch}
-	start := time.Now()
-	_, err = oob.Dial(ln.Addr(), co)
-	require.Error(t, err)
-	msg := connectError(err, "").Error()
-	assert.Less(t, time.Since(start), 2*time.Second, "no wait for GDR_TIMEOUT")
-	assert.True(t, strings.HasPrefix(msg, "skipped forward: this host is behind its peer, which ran this test already and is at TestPP04WriteImm/rail0"), msg)
+	for _, tok := range []string{"tok", ""} {
+		t.Run("token="+tok, func(t *testing.T) {
+			sh, ch := new(oob.History), new(oob.History)
+			sh.Begin("TestPP03Write/rail0") // the server ran PP-03 alone: the client's PP-03 ended early
+			so := oob.Options{Test: "TestPP04WriteImm/rail0", Token: tok, Timeout: 5 * time.Second, History: sh, Logf: t.Logf}
+			ln, err := oob.Listen("127.0.0.1:0", so)
+			require.NoError(t, err)
+			accepted := make(chan error, 1)
+			go func() {
+				s, err := ln.Accept()
+				if s != nil {
+					defer s.Close()
+				}
+				accepted <- err
+			}()
+			co := oob.Options{Test: "TestPP03Write/rail0", Token: tok, Timeout: 5 * time.Second, History: ch}
+			start := time.Now()
+			_, err = oob.Dial(ln.Addr(), co)
+			require.Error(t, err)
+			msg := connectError(err, "").Error()
+			assert.Less(t, time.Since(start), 2*time.Second, "no wait for GDR_TIMEOUT")
+			want := "skipped forward: this host is behind its peer, which ran this test already and is at TestPP04WriteImm/rail0"
+			if tok == "" {
+				want = "skipped forward: this host is behind its peer, which ran this test already and is further on (which test, a peer without GDR_TOKEN does not tell)"
+				assert.NotContains(t, msg, "TestPP04WriteImm")
+			}
+			assert.True(t, strings.HasPrefix(msg, want), msg)
 
-	co.Test = "TestPP04WriteImm/rail0"
-	s, err := oob.Dial(ln.Addr(), co)
-	require.NoError(t, err, "the next test meets the server")
-	s.Close()
-	require.NoError(t, <-accepted)
+			co.Test = "TestPP04WriteImm/rail0"
+			s, err := oob.Dial(ln.Addr(), co)
+			require.NoError(t, err, "the next test meets the server")
+			s.Close()
+			require.NoError(t, <-accepted)
+		})
+	}
 }
 
 // Every completion error carries the same evidence as a stall, and names a

@@ -63,6 +63,7 @@ type Config struct {
 	Role       Role          // GDR_ROLE
 	Peer       string        // GDR_PEER: host:port of the server, for the client
 	PeerName   string        // GDR_PEER_NAME: the peer's host name in reports (a cluster round sets it)
+	HostName   string        // GDR_HOST_NAME: this host's name as its peer checks it (a cluster round sets it); "" = the kernel's
 	Listen     string        // GDR_LISTEN: host:port the server listens on
 	Token      string        // GDR_TOKEN: shared secret for the out-of-band session
 	Timeout    time.Duration // GDR_TIMEOUT: deadline for any wait on the peer or NIC
@@ -184,7 +185,7 @@ const FromDefault = "default"
 // Vars lists every variable Load reads, for documentation and tests.
 var Vars = []string{
 	"GDR_HOST_ROOT", "GDR_STRICT", "GDR_GPU", "GDR_RDMA_DEVICE", "GDR_RAILS", "GDR_IB_PORT",
-	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_PEER_NAME", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
+	"GDR_GID_INDEX", "GDR_ROLE", "GDR_PEER", "GDR_PEER_NAME", "GDR_HOST_NAME", "GDR_LISTEN", "GDR_TOKEN", "GDR_TIMEOUT",
 	"GDR_MAX_PATH", "GDR_ALLOW_IOMMU", "GDR_MEM", "GDR_MR", "GDR_ITERS", "GDR_MIN_BW_GBPS",
 	"GDR_MAX_LAT_US", "GDR_MAX_LAT_P99_US", "GDR_MAX_LAT_P999_US", "GDR_MIN_COPY_FRACTION", "GDR_BW_SIZES",
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
@@ -338,11 +339,16 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 			c.Peer = hp
 		}
 	}
-	if v, ok := get("GDR_PEER_NAME"); ok && v != "" {
-		if len(v) > 255 || strings.ContainsAny(v, " /\x00\t\n") {
-			bad("GDR_PEER_NAME", v, "a host name (at most 255 characters, no blanks or slashes)")
-		} else {
-			c.PeerName = v
+	for _, hv := range []struct {
+		name string
+		dst  *string
+	}{{"GDR_PEER_NAME", &c.PeerName}, {"GDR_HOST_NAME", &c.HostName}} {
+		if v, ok := get(hv.name); ok && v != "" {
+			if len(v) > 255 || strings.ContainsAny(v, " /\x00\t\n") {
+				bad(hv.name, v, "a host name (at most 255 characters, no blanks or slashes)")
+			} else {
+				*hv.dst = v
+			}
 		}
 	}
 	if v, ok := get("GDR_LISTEN"); ok && v != "" {

@@ -37,7 +37,7 @@ func TestValidValues(t *testing.T) {
 		"GDR_ITERS", "50", "GDR_MIN_BW_GBPS", "90.5", "GDR_MAX_LAT_US", "5",
 		"GDR_MIN_COPY_FRACTION", "0.8", "GDR_TOKEN", "s3cret", "GDR_LISTEN", "127.0.0.1:9999",
 		"GDR_MIN_CONCURRENT_FRACTION", "0.5", "GDR_MIN_P2P_NVLINK_FRACTION", "0.9", "GDR_MIN_P2P_PCIE_FRACTION", "0.25",
-		"GDR_SUITE_LOCK", "/run/gdr.lock",
+		"GDR_SUITE_LOCK", "/run/gdr.lock", "GDR_HOST_NAME", "n2", "GDR_PEER_NAME", "n1",
 	))
 	require.NoError(t, err)
 	assert.True(t, c.Strict)
@@ -58,6 +58,8 @@ func TestValidValues(t *testing.T) {
 	assert.InDelta(t, 0.9, c.MinP2PNVLinkFraction, 1e-9)
 	assert.InDelta(t, 0.25, c.MinP2PPCIeFraction, 1e-9)
 	assert.Equal(t, "/run/gdr.lock", c.SuiteLock)
+	assert.Equal(t, "n2", c.HostName)
+	assert.Equal(t, "n1", c.PeerName)
 
 	c, err = Parse(env("GDR_TIMEOUT", "1.5", "GDR_GPU", "1", "GDR_PEER", "[fd00::1]:7000", "GDR_ROLE", "client", "GDR_GID_INDEX", "auto"))
 	require.NoError(t, err)
@@ -306,6 +308,8 @@ func TestMalformedValues(t *testing.T) {
 		{Name: "GDR_QPS", Kind: "huge", Val: huge, Want: "whole number"},
 		{Name: "GDR_PEER_NAME", Kind: "garbage", Val: "a b", Want: "a host name"},
 		{Name: "GDR_PEER_NAME", Kind: "huge", Val: hugeText, Want: "a host name"},
+		{Name: "GDR_HOST_NAME", Kind: "garbage", Val: "n1/x", Want: "a host name"},
+		{Name: "GDR_HOST_NAME", Kind: "huge", Val: hugeText, Want: "a host name"},
 		{Name: "GDR_MAX_LAT_P99_US", Kind: "wrong unit", Val: "5us", Want: "microseconds, no unit"},
 		{Name: "GDR_MAX_LAT_P99_US", Kind: "huge", Val: huge, Want: "microseconds"},
 		{Name: "GDR_MAX_LAT_P999_US", Kind: "out of range", Val: "-1", Want: "microseconds"},
