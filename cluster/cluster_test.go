@@ -155,6 +155,11 @@ func TestPlanRoundShell(t *testing.T) {
 	c2 := PlanRound(task, c, secret, 1, nil, isolate.Liveness{})
 	assert.Equal(t, "client", c2.Plan.Role)
 	assert.Equal(t, s.Token, c2.Token, "both ends derive the same token")
+	// The other pair of the round has its own: n1 cannot pass for n2 with n3.
+	task.Index = 0
+	other := PlanRound(task, c, secret, 1, nil, isolate.Liveness{})
+	assert.Equal(t, "n4", other.Plan.Peer)
+	assert.NotEqual(t, s.Token, other.Token, "each pair of a round has its own token")
 	assert.Contains(t, c2.Shell(), "export GDR_PEER='n2-ib:"+itoa(s.Plan.Port)+"'\n")
 	assert.Contains(t, c2.Shell(), "unset GDR_LISTEN\n")
 
@@ -167,6 +172,7 @@ func TestPlanRoundShell(t *testing.T) {
 	idle := PlanRound(three, c, secret, 0, nil, isolate.Liveness{})
 	assert.Equal(t, Idle, idle.Plan.Role)
 	assert.Contains(t, idle.Shell(), "export GDR_PLAN='idle'\n")
+	assert.Empty(t, idle.Token, "an idle host has no pair to hold a token for")
 
 	assert.Equal(t, `'it'\''s'`, quote("it's"))
 	assert.Equal(t, "[fd00::1]:20000", joinHostPort("fd00::1", 20000))

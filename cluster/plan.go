@@ -39,7 +39,7 @@ func Secret(c Config) ([]byte, error) {
 type Step struct {
 	Plan  Plan
 	Done  bool   // there is no round k: the run is over
-	Token string // GDR_TOKEN of the round
+	Token string // GDR_TOKEN of the round's pair; "" for an idle host
 	Dir   string // the task's report folder for the round
 	// MergeHost is, once the run is over, the first host of the job's
 	// list that ran to the end: the task that merges (GDR_MERGE=first),
@@ -74,11 +74,13 @@ func PlanFrom(task jobenv.Task, c Config, secret []byte, k int, r pairing.Round,
 		}
 		return s
 	}
-	s.Token = job.Token(k)
 	if peer, server, ok := r.Peer(task.Index); ok && live.Gone(task.Names[peer], k) {
 		s.Plan.PeerStopped, s.Plan.PeerStoppedIn = task.Names[peer], live.Stopped[task.Names[peer]]
 	} else if ok {
 		s.Plan.Peer, s.Plan.PeerAddr, s.Plan.Port = task.Names[peer], task.Addrs[peer], job.Port(k)
+		// Bound to this pair: a host reached by mistake (or one that
+		// claims another's place) fails the proof.
+		s.Token = job.Token(k, task.Self(), s.Plan.Peer)
 		s.Plan.Role = string(config.Client)
 		if server {
 			s.Plan.Role = string(config.Server)

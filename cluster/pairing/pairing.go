@@ -198,11 +198,26 @@ func (j Job) mac(label string, round int) []byte {
 	return m.Sum(nil)
 }
 
-// Token is GDR_TOKEN for a round: 128 bits of HMAC-SHA256(secret, job key,
-// round) in hex. Another job, or another round of this job, has a different
-// token, so a session that reaches the wrong peer fails authentication
-// instead of measuring the wrong pair.
-func (j Job) Token(round int) string { return hex.EncodeToString(j.mac("token", round)[:16]) }
+// Token is GDR_TOKEN for the pair of hosts a and b (names as in the job's
+// host list, either order) in a round: 128 bits of HMAC-SHA256(secret, job
+// key, round, both names sorted, each length-prefixed) in hex. Another job,
+// another round or another pair of this round has a different token, so a
+// session that reaches the wrong peer fails its proof instead of measuring
+// the wrong pair, and a host that knows only its own round's token cannot
+// pass for a third host. Every task holds the job secret, so this keeps
+// honest hosts apart; it does not stop a host that is not honest, which can
+// derive any pair's token (isolation reads pairs from the plans for that).
+func (j Job) Token(round int, a, b string) string {
+	lo, hi := min(a, b), max(a, b)
+	m := hmac.New(sha256.New, j.mac("pair-token", round))
+	for _, n := range []string{lo, hi} {
+		var l [4]byte
+		binary.BigEndian.PutUint32(l[:], uint32(len(n)))
+		m.Write(l[:])
+		m.Write([]byte(n))
+	}
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
 
 // Port is the first out-of-band port of a round. The job picks a starting
 // block from its key (not from the secret: ports are public anyway) and each

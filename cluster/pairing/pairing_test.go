@@ -141,11 +141,17 @@ func TestPortsAndTokens(t *testing.T) {
 	other := Job{Key: "slurm/c1/4243", Secret: []byte("s3cret"), Ports: DefaultPorts}
 	otherSecret := Job{Key: "slurm/c1/4242", Secret: []byte("another"), Ports: DefaultPorts}
 
-	assert.Equal(t, j.Token(0), j.Token(0), "deterministic: every task derives the same")
-	assert.Len(t, j.Token(0), 32)
-	assert.NotEqual(t, j.Token(0), j.Token(1), "rounds never share a token")
-	assert.NotEqual(t, j.Token(0), other.Token(0), "jobs never share a token")
-	assert.NotEqual(t, j.Token(0), otherSecret.Token(0), "the token depends on the secret")
+	assert.Equal(t, j.Token(0, "n1", "n2"), j.Token(0, "n1", "n2"), "deterministic: every task derives the same")
+	assert.Equal(t, j.Token(0, "n1", "n2"), j.Token(0, "n2", "n1"), "both ends of a pair derive the same")
+	assert.Len(t, j.Token(0, "n1", "n2"), 32)
+	assert.NotEqual(t, j.Token(0, "n1", "n2"), j.Token(1, "n1", "n2"), "rounds never share a token")
+	assert.NotEqual(t, j.Token(0, "n1", "n2"), other.Token(0, "n1", "n2"), "jobs never share a token")
+	assert.NotEqual(t, j.Token(0, "n1", "n2"), otherSecret.Token(0, "n1", "n2"), "the token depends on the secret")
+	// Pairs of one round never share a token: n1's token with n2 lets
+	// nobody pass for n3, and names cannot be shifted across the boundary.
+	assert.NotEqual(t, j.Token(0, "n1", "n2"), j.Token(0, "n1", "n3"))
+	assert.NotEqual(t, j.Token(0, "n1", "n2"), j.Token(0, "n3", "n2"))
+	assert.NotEqual(t, j.Token(0, "ab", "c"), j.Token(0, "a", "bc"))
 	assert.Equal(t, j.Port(3), otherSecret.Port(3), "ports depend on the job, not the secret")
 
 	blocks := (DefaultPorts.Hi - DefaultPorts.Lo + 1) / PortsPerRound
