@@ -66,7 +66,10 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, []isolate.Result{
 		{Host: "gpu1", Round: 0, Rail: 1, Peer: "gpu2", Role: "client", Test: "TestPP08Bandwidth/rail1/WRITE/1048576", Status: isolate.Fail,
 			BWGbitS: 12.5, Size: 1048576, Op: "WRITE", Detail: "WRITE bandwidth at 1048576 B is 12.50 Gb/s, below the 75.00 Gb/s floor"},
-		{Host: "gpu1", Round: 0, Rail: 0, Peer: "gpu9", Role: "server", Test: "TestPP03Write/rail0", Status: isolate.Pass},
+		// A host name in gdr.peer that is not the plan's peer: the host's
+		// word against its plan, a failure of the planned pair.
+		{Host: "gpu1", Round: 0, Rail: 0, Peer: "gpu2", Role: "server", Test: "TestPP03Write/rail0", Status: isolate.Fail,
+			Detail: "test TestPP03Write/rail0 records gdr.peer gpu9, and plan.json names gpu2 as the peer of round 0: the record is not of the planned pair (counted as its failure)"},
 		// An address in gdr.peer (what the suite records) leaves the plan's
 		// peer; the keys from before the unit-in-key rename still read.
 		{Host: "gpu1", Round: 0, Rail: 0, Peer: "gpu2", Role: "client", Test: "TestPP08Bandwidth/rail0/WRITE/65536", Status: isolate.Pass, BWGbitS: 2.5, Size: 65536},

@@ -102,6 +102,15 @@ func failureLine(s string) string {
 // carry; run "" is the folder's only run, see scan). A host that had a peer
 // in a round and left no pair result for it gives one Missing result for
 // every rail. It also returns the plans it read.
+//
+// A result's peer is its host's plan.json peer, never the host's own word
+// alone (its gdr.peer): a test whose gdr.peer names another host than the
+// plan (loadRound), or a round whose plan names a peer whose own plan
+// names someone else (crossCheck), counts as a failure of the planned pair
+// with a detail naming both, so hosts that claim a third one can never
+// shift their failures onto it. A folder without a plan takes its
+// gdr.peer only where that peer's plan, or its own records of the round,
+// name this host back.
 func Load(root, run string) ([]isolate.Result, []Plan, error) {
 	return load(fsys{}, root, run, false)
 }
@@ -147,7 +156,68 @@ func load(f fsys, root, run string, compact bool) ([]isolate.Result, []Plan, err
 		}
 		results = append(results, rs...)
 	}
-	return results, plans, nil
+	return crossCheck(results, hrs), plans, nil
+}
+
+type hostRoundKey struct {
+	host  string
+	round int
+}
+
+// crossCheck holds each host round's results to its peer's word: a plan
+// whose peer's plan names someone else makes the round a failure of the
+// pair it names (both plans named), and a result without a plan stays
+// only where its peer's plan or records name its host back.
+func crossCheck(results []isolate.Result, hrs []hostRound) []isolate.Result {
+	plans := map[hostRoundKey]*Plan{}
+	for _, hr := range hrs {
+		if hr.plan != nil {
+			plans[hostRoundKey{hr.host, hr.round}] = hr.plan
+		}
+	}
+	said := map[[2]hostRoundKey]bool{} // (host, round) -> peer its results name
+	for _, r := range results {
+		said[[2]hostRoundKey{{r.Host, r.Round}, {r.Peer, r.Round}}] = true
+	}
+	out := results[:0]
+	for _, r := range results {
+		p := plans[hostRoundKey{r.Host, r.Round}]
+		switch {
+		case p == nil:
+			q := plans[hostRoundKey{r.Peer, r.Round}]
+			if q != nil && q.Peer != r.Host || q == nil && !said[[2]hostRoundKey{{r.Peer, r.Round}, {r.Host, r.Round}}] {
+				continue // nobody but this host says who its peer was
+			}
+		case r.Status != isolate.Stopped:
+			if why := planConflict(plans, r.Host, r.Round, p); why != "" {
+				if r.Status != isolate.Missing {
+					r.Status = isolate.Fail
+				}
+				r.Detail = why
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// planConflict says why host's plan for round cannot be taken as it
+// stands: its peer's plan names another peer. "" when the plans agree or
+// the peer wrote none (it may have died before the round).
+func planConflict(plans map[hostRoundKey]*Plan, host string, round int, p *Plan) string {
+	if p.Peer == "" || p.Role == Idle {
+		return ""
+	}
+	q := plans[hostRoundKey{p.Peer, round}]
+	if q == nil || q.Peer == host {
+		return ""
+	}
+	theirs := "no peer (idle)"
+	if q.Peer != "" && q.Role != Idle {
+		theirs = q.Peer
+	}
+	return fmt.Sprintf("plan.json of %s names %s as its peer in round %d, and %s's plan.json names %s: the plans disagree, so this round's records are not a result of the pair (counted as its failure)",
+		host, p.Peer, round, p.Peer, theirs)
 }
 
 // pairsFile is a host round's pairs.json: its pair results, compact.
@@ -237,8 +307,14 @@ func loadRound(fsy fsys, hr hostRound, p *Plan) ([]isolate.Result, error) {
 			return nil, fmt.Errorf("%s: test %s: gdr.rail=%q is not a rail index", hr.dir, t.name, rail)
 		}
 		r := isolate.Result{Host: hr.host, Round: hr.round, Rail: n, Peer: peer, Role: role, Test: t.name, Status: t.status, Detail: t.detail}
-		if v := t.attrs["gdr.peer"]; isHostName(v) {
-			r.Peer = v
+		switch claimed := t.attrs["gdr.peer"]; {
+		case !isHostName(claimed):
+		case p == nil:
+			r.Peer = claimed // only if the peer names this host back (crossCheck)
+		case claimed != peer:
+			r.Status, r.Detail = isolate.Fail, fmt.Sprintf(
+				"test %s records gdr.peer %s, and plan.json names %s as the peer of round %d: the record is not of the planned pair (counted as its failure)",
+				t.name, claimed, peer, hr.round)
 		}
 		if v := t.attrs["gdr.role"]; v != "" {
 			r.Role = v
@@ -304,8 +380,8 @@ func inherit(recs []testRec) {
 
 // isHostName says whether a gdr.peer value names a host. Runs without
 // GDR_PEER_NAME record the out-of-band session's remote address
-// (198.18.0.2:41388, [fd00::2]:7), which names no host of the job's list:
-// then plan.json's peer stands.
+// (198.18.0.2:41388, [fd00::2]:7), which names no host of the job's list
+// and so contradicts no plan.
 func isHostName(v string) bool {
 	if v == "" || strings.ContainsAny(v, ":[] /") {
 		return false

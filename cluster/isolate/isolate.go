@@ -12,10 +12,12 @@
 //	<GDR_REPORTS>/<host>/round-<k>/plan.json   role, peer, round (gdrcluster plan)
 //	<GDR_REPORTS>/<host>/round-<k>/test.json   go test -json events, attr events included
 //
-// A test of test.json is a pair result when it carries the attributes
-// gdr.rail (the rail index, 0-based in the host's rail order) and, where the
-// suite knows it, gdr.peer (the peer's host name as in the job's host list;
-// plan.json's peer stands in when absent or an address) and gdr.role (server or client).
+// A test of test.json is a pair result when it carries the attribute
+// gdr.rail (the rail index, 0-based in the host's rail order); its pair is
+// the host's plan.json peer, never the host's word alone: a gdr.peer (the
+// peer's host name as the proven peer told it) that names another host
+// makes the record a failure of the planned pair (cluster.Load), and
+// gdr.role (server or client) orients it.
 // Its status is the test's pass, fail or skip. Bandwidth comes from gdr.bw_gbit_s
 // (Gbit/s) with gdr.size_bytes and gdr.op (WRITE, READ), inherited from parent tests: the pair's
 // bandwidth is the WRITE figure at the largest size either end reported.
