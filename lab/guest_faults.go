@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os/exec"
@@ -108,6 +109,11 @@ func errOr(err error) string {
 	return err.Error()
 }
 
+// replayedShare is a v3 hello's key share that never changes: the
+// ristretto255 generator's encoding (RFC 9496), a valid element, so the
+// server takes the hello and turns the connection away at its proof.
+var replayedShare, _ = hex.DecodeString("e2f2ae0a6abc4e71a884a961c500515f58e30b6aa582dd8db6a65945e08d2d76")
+
 // hostileConn makes the i-th hostile connection to target and returns what
 // it sent ("" when nothing listened). Each is a way a confused or hostile
 // peer can talk to the out-of-band port; the server must turn each away,
@@ -122,7 +128,7 @@ func hostileConn(target string, i int) string {
 	hello := func(role string) []byte {
 		nonce := bytes.Repeat([]byte{0x5a}, oob.NonceLen) // the same nonce every time: a replay
 		b, _ := oob.Encode(oob.Message{Type: oob.THello, Hello: &oob.Hello{Version: oob.Version, Test: "TestPP01Device",
-			Role: role, Nonce: nonce}})
+			Role: role, Nonce: nonce, Share: replayedShare}})
 		return b
 	}
 	switch i % 4 {
