@@ -234,11 +234,6 @@ func Connect(t *testing.T, o Options) []*End {
 	}
 	opt := oob.Options{Test: name, Token: cfg.Token, Timeout: wait, Caps: append([]string{"pingpong/1"}, o.Caps...), Logf: t.Logf,
 		Deadline: bud.End()}
-	if role := cfg.Role; role == config.Server || role == config.Client {
-		// Who we are, and who the plan says the peer is: the handshake
-		// refuses a proven peer that names another host.
-		opt.Host, opt.PeerHost = HostName(cfg), cfg.PeerName
-	}
 	var ends []*End
 	mrPolicy := cfg.MR
 	if o.MR != "" {
@@ -251,6 +246,11 @@ func Connect(t *testing.T, o Options) []*End {
 	role := cfg.Role
 	if o.Loopback {
 		role = config.Loopback
+	}
+	if role != config.Loopback {
+		// Who we are, and who the plan says the peer is: the handshake
+		// refuses a proven peer that names another host.
+		opt.Host, opt.PeerHost = HostName(cfg), cfg.PeerName
 	}
 	switch role {
 	case config.Loopback:
