@@ -110,11 +110,15 @@ func runSuite(t *testing.T, env ...string) map[string]*outcome {
 }
 
 // runBinary runs the tests of test binary bin (built by buildSuite or
-// memregSuite) that match run, on the emulated GPU, as runSuite does.
+// extraSuite; an absolute path is taken as is) that match run, on the
+// emulated GPU, as runSuite does.
 func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome {
 	t.Helper()
 	dir := buildSuite(t)
-	cmd := exec.Command("go", "tool", "test2json", "-t", filepath.Join(dir, bin),
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(dir, bin)
+	}
+	cmd := exec.Command("go", "tool", "test2json", "-t", bin,
 		"-test.v=test2json", "-test.count=1", "-test.timeout=5m", "-test.run", run)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GDR_") && !strings.HasPrefix(kv, "FAKE_CUDA_") && !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
