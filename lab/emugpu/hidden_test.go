@@ -3,6 +3,7 @@
 package emugpu_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 // gpuHost plants a host root whose PCI bus lists n NVIDIA GPUs (display
@@ -108,14 +110,15 @@ func TestHiddenGPUsInTheSuite(t *testing.T) {
 }
 
 // A Slurm step without a GPU request on a host whose PCI bus lists GPUs:
-// not judged, with Slurm's cause and remedy; never absent, so
-// GDR_STRICT=1 is not needed to stop the run passing.
+// not judged, with Slurm's cause and remedy; never absent, so the report
+// is NOT QUALIFIED and GDR_STRICT=1 is not needed to stop the run passing.
 func TestHiddenGPUsSlurmStep(t *testing.T) {
 	slurm := []string{"FAKE_CUDA_DEV_DIR=" + t.TempDir(), "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
 		"SLURM_JOB_GPUS=0,1", "SLURM_STEP_GPUS=", "CUDA_VISIBLE_DEVICES=", "GDR_HOST_ROOT=" + gpuHost(t, "nvidia", 2)}
 	const cause = "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES=)"
 	for _, strict := range []string{"GDR_STRICT=0", "GDR_STRICT=1"} {
-		res := runBinary(t, "gpu.test", "^TestGPU01", append(slurm, strict)...)
+		evs := runEvents(t, "gpu.test", "^TestGPU01", append(slurm, strict)...)
+		res := fold(t, evs)
 		o := get(t, res, "TestGPU01Driver")
 		assert.Equal(t, "fail", o.action, "%s: %s", strict, o.output.String())
 		assert.Equal(t, "not_judged", o.attrs["gdr.outcome"], strict)
@@ -124,6 +127,22 @@ func TestHiddenGPUsSlurmStep(t *testing.T) {
 		assert.Contains(t, o.attrs["gdr.cause"], hiddenHeadline, strict)
 		assert.Contains(t, o.attrs["gdr.cause"], cause, strict)
 		assert.Equal(t, config.SlurmNoGPUsRemedy, o.attrs["gdr.remedy"], strict)
+
+		// The report: NOT QUALIFIED (exit status 1), never INCOMPLETE,
+		// which exits 0 without GDR_STRICT=1.
+		parsed, err := report.ReadEvents(bytes.NewReader(evs))
+		require.NoError(t, err)
+		for i := range parsed {
+			parsed[i].Package = "github.com/gdrconf/gdrconf/conformance/gpu"
+		}
+		rep := report.Build([]report.Run{{Host: report.Identity{Host: "gpu01"}, Events: parsed}})
+		assert.Equal(t, report.NotQualified, rep.Verdict.Verdict, "%s: %s", strict, rep.Verdict.Line)
+		assert.Equal(t, 1, rep.ExitCode(), strict)
+		for _, r := range rep.Hosts[0].Reqs {
+			if r.ID == "GPU-01" {
+				assert.Equal(t, report.OutcomeNotJudged, r.Outcome, strict)
+			}
+		}
 	}
 }
 

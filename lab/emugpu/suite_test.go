@@ -114,6 +114,12 @@ func runSuite(t *testing.T, env ...string) map[string]*outcome {
 // emulated GPU, as runSuite does.
 func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome {
 	t.Helper()
+	return fold(t, runEvents(t, bin, run, env...))
+}
+
+// runEvents is runBinary's run: test2json's events as they came.
+func runEvents(t *testing.T, bin, run string, env ...string) []byte {
+	t.Helper()
 	dir := buildSuite(t)
 	if !filepath.IsAbs(bin) {
 		bin = filepath.Join(dir, bin)
@@ -134,6 +140,13 @@ func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.Output() // a failing test exits non-zero; the events say which
+	require.NotEmpty(t, out, "no test events; stderr:\n%s", stderr.String())
+	return out
+}
+
+// fold gathers test2json's events by test.
+func fold(t *testing.T, out []byte) map[string]*outcome {
+	t.Helper()
 	res := map[string]*outcome{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -157,7 +170,7 @@ func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome
 			o.attrs[ev.Key] = ev.Value
 		}
 	}
-	require.NotEmpty(t, res, "no test events; stderr:\n%s", stderr.String())
+	require.NotEmpty(t, res, "no test events in:\n%s", out)
 	return res
 }
 
