@@ -110,8 +110,11 @@ func (h *Hidden) Err() error {
 // a deliberate subset (Hidden.Subset) when this process was handed some
 // GPUs: CUDA_VISIBLE_DEVICES set to a list, a Slurm step given GPUs
 // (SLURM_STEP_GPUS), or a container (a Kubernetes pod given nvidia.com/gpu:
-// 4 of a node's 8). Elsewhere a GPU CUDA leaves out is judged like a host
-// whose GPUs CUDA cannot see at all.
+// 4 of a node's 8). Not when CUDA shows fewer devices than
+// CUDA_VISIBLE_DEVICES names (at most the bus's count), nor for a GPU whose
+// device file this step or container opens: those were given to it.
+// Elsewhere a GPU CUDA leaves out is judged like a host whose GPUs CUDA
+// cannot see at all.
 func Judge(v Visibility) *Hidden {
 	want := v.GPUs
 	if v.Want != nil {
@@ -131,9 +134,22 @@ func Judge(v Visibility) *Hidden {
 	if len(h.Missing) == 0 {
 		return nil
 	}
+	infos := procGPUs(v.Root)
 	if len(v.Seen) > 0 {
-		if h.Subset = subset(v); h.Subset != "" {
-			return h
+		if why := subset(v); why != "" {
+			// A subset, unless CUDA shows fewer than it names, or a GPU
+			// this process was given (its device file opens) is missing.
+			if c := cvdShort(v); c != "" {
+				h.Cause = headline(v, h.Missing) + "; " + c
+				h.Remedy = "check each GPU it names (nvidia-smi; dmesg for NVRM and Xid errors), and that it names only devices this host has"
+				return h
+			}
+			given := givenAnyway(v, h.Missing, infos)
+			if len(given) == 0 {
+				h.Subset = why
+				return h
+			}
+			h.Missing = given
 		}
 	}
 	var causes, remedies []string
@@ -148,7 +164,6 @@ func Judge(v Visibility) *Hidden {
 	// The GPUs the nvidia driver does not hold: nothing in this process
 	// can make CUDA see them.
 	var rest []*pci.Device
-	infos := procGPUs(v.Root)
 	byDriver := map[string][]string{}
 	var drivers []string
 	var excluded []string
@@ -186,7 +201,7 @@ func Judge(v Visibility) *Hidden {
 		cause, remedy, run := processCause(v, rest, infos)
 		add(cause, remedy, run)
 	}
-	h.Cause = headline(v, want, h.Missing) + "; " + strings.Join(causes, "; ")
+	h.Cause = headline(v, h.Missing) + "; " + strings.Join(causes, "; ")
 	h.Remedy = strings.Join(remedies, "; ")
 	h.NotJudged = judged
 	return h
@@ -194,7 +209,7 @@ func Judge(v Visibility) *Hidden {
 
 // headline names both counts and the addresses: "the PCI bus lists 2
 // NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none (...)".
-func headline(v Visibility, want, missing []*pci.Device) string {
+func headline(v Visibility, missing []*pci.Device) string {
 	var bus []string
 	for _, d := range v.GPUs {
 		bus = append(bus, d.BDF)
@@ -227,6 +242,41 @@ func subset(v Visibility) string {
 		return "the GPUs given to this " + v.Container.String()
 	}
 	return ""
+}
+
+// cvdShort says how CUDA shows fewer devices than CUDA_VISIBLE_DEVICES
+// names (its entries, at most the GPUs on the bus), "" when it does not or
+// the variable is unset. Which of them is missing cannot be told: its
+// entries are CUDA's own indexes or UUIDs, not PCI addresses.
+func cvdShort(v Visibility) string {
+	s := v.Slurm
+	if !s.CUDAVisibleSet || noDevice(s.CUDAVisible) {
+		return ""
+	}
+	named := min(len(strings.Split(s.CUDAVisible, ",")), len(v.GPUs))
+	if len(v.Seen) >= named {
+		return ""
+	}
+	return fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s names %d device(s) but CUDA sees %d", s.CUDAVisible, named, len(v.Seen))
+}
+
+// givenAnyway are the missing GPUs whose device file this process opens
+// although it was handed a subset by a Slurm step or a container: those
+// were given to it (a device cgroup or a runtime leaves out only the files
+// of the GPUs it does not give), so CUDA leaving them out is no subset. A
+// GPU whose Device Minor is unknown cannot be told and counts as not given.
+func givenAnyway(v Visibility, missing []*pci.Device, infos map[string]GPUInfo) []*pci.Device {
+	if v.Root == nil || (v.Slurm.CUDAVisibleSet && v.Slurm.CUDAVisible != "") {
+		return nil // CUDA_VISIBLE_DEVICES picks among GPUs whose files all open
+	}
+	dev := v.Root.Devices()
+	var out []*pci.Device
+	for _, d := range missing {
+		if m := infos[d.BDF].Minor; m != "" && dev.OpenProbe(GPUNode(m)) == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // processCause says why CUDA does not show this process GPUs the nvidia

@@ -175,8 +175,34 @@ func TestJudgeSubset(t *testing.T) {
 			assert.Equal(t, "0000:4b:00.0", h.Missing[0].BDF)
 		})
 	}
+	// Fewer than CUDA_VISIBLE_DEVICES names: no subset, and which one is
+	// missing cannot be told from its indexes.
+	h := Judge(Visibility{Root: root, GPUs: twoGPUs(), Seen: seen, Slurm: config.Slurm{CUDAVisible: "0,1", CUDAVisibleSet: true}})
+	require.NotNil(t, h)
+	assert.Empty(t, h.Subset)
+	assert.Contains(t, h.Cause, "but CUDA sees 1 (0000:3b:00.0), not 0000:4b:00.0; CUDA_VISIBLE_DEVICES=0,1 names 2 device(s) but CUDA sees 1")
+	assert.False(t, h.NotJudged)
+	assert.Contains(t, h.Remedy, "nvidia-smi")
+	// A container (or a Slurm step) whose GPU's device file opens was
+	// given that GPU: CUDA leaving it out is no subset.
+	for _, c := range []struct {
+		slurm     config.Slurm
+		container virt.Container
+	}{
+		{config.Slurm{}, virt.Container{In: true, Runtime: "kubernetes", Signs: []string{"kubepods"}}},
+		{config.Slurm{JobID: "7", StepGPUs: "0,1"}, virt.Container{}},
+	} {
+		h = Judge(Visibility{Root: hostWith(t, allNodes...), GPUs: twoGPUs(), Seen: seen, Slurm: c.slurm, Container: c.container})
+		require.NotNil(t, h)
+		assert.Empty(t, h.Subset)
+		require.Len(t, h.Missing, 1)
+		assert.Equal(t, "0000:4b:00.0", h.Missing[0].BDF)
+		assert.Contains(t, h.Cause, "not 0000:4b:00.0; the nvidia driver holds them and their device files open, yet CUDA does not list them")
+		assert.False(t, h.NotJudged)
+	}
+
 	// None seen is never a subset, whatever was handed over.
-	h := Judge(Visibility{Root: hostWith(t, allNodes...), GPUs: twoGPUs(), CUDA: cuInitNoDevice, Slurm: config.Slurm{CUDAVisible: "0", CUDAVisibleSet: true}})
+	h = Judge(Visibility{Root: hostWith(t, allNodes...), GPUs: twoGPUs(), CUDA: cuInitNoDevice, Slurm: config.Slurm{CUDAVisible: "0", CUDAVisibleSet: true}})
 	require.NotNil(t, h)
 	assert.Empty(t, h.Subset)
 	assert.Contains(t, h.Cause, "CUDA_VISIBLE_DEVICES=0 names no GPU CUDA finds")
