@@ -207,8 +207,10 @@ func Judge(v Visibility) *Hidden {
 	return h
 }
 
-// headline names both counts and the addresses: "the PCI bus lists 2
-// NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none (...)".
+// headline names both counts and the addresses, then what CUDA answered:
+// "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA
+// sees none; cuInit(0): ...". Its first clause is the same for every test
+// of one host, so the report lists the requirements under one cause.
 func headline(v Visibility, missing []*pci.Device) string {
 	var bus []string
 	for _, d := range v.GPUs {
@@ -218,7 +220,7 @@ func headline(v Visibility, missing []*pci.Device) string {
 	if len(v.Seen) == 0 {
 		s += " but CUDA sees none"
 		if v.CUDA != "" {
-			s += " (" + v.CUDA + ")"
+			s += "; " + v.CUDA
 		}
 		return s
 	}

@@ -60,7 +60,7 @@ func TestJudgeNothingHidden(t *testing.T) {
 func TestJudgeNoneSeen(t *testing.T) {
 	h := Judge(Visibility{Root: hostWith(t, allNodes...), GPUs: twoGPUs(), CUDA: cuInitNoDevice})
 	require.NotNil(t, h)
-	assert.Equal(t, "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none ("+cuInitNoDevice+"); "+
+	assert.Equal(t, "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none; "+cuInitNoDevice+"; "+
 		"the nvidia driver holds them and their device files open, yet CUDA does not list them", h.Cause)
 	assert.Contains(t, h.Remedy, "dmesg for NVRM errors")
 	assert.False(t, h.NotJudged)

@@ -65,7 +65,7 @@ func gpuHost(t *testing.T, driver string, n int) string {
 // gpuAddr is the PCI address of emulated GPU i (src/libcuda.c bus_of).
 func gpuAddr(i int) string { return "0000:" + []string{"3b", "4b", "5b", "6b"}[i] + ":00.0" }
 
-const hiddenHeadline = "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none (cuInit(0): CUDA_ERROR_NO_DEVICE"
+const hiddenHeadline = "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none; cuInit(0): CUDA_ERROR_NO_DEVICE"
 
 // GPU-01 on a host whose PCI bus lists two NVIDIA GPUs that CUDA does not
 // show this process (the emulated driver's device files hidden: an empty
