@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -255,7 +256,7 @@ func cvdShort(v Visibility) string {
 	if !s.CUDAVisibleSet || noDevice(s.CUDAVisible) {
 		return ""
 	}
-	named := min(len(strings.Split(s.CUDAVisible, ",")), len(v.GPUs))
+	named := min(cvdNamed(s.CUDAVisible), len(v.GPUs))
 	if len(v.Seen) >= named {
 		return ""
 	}
@@ -327,17 +328,31 @@ func processCause(v Visibility, gpus []*pci.Device, infos map[string]GPUInfo) (c
 // containerRemedy is what a container not given GPUs needs.
 const containerRemedy = "give the container its GPUs: in Kubernetes resources.limits nvidia.com/gpu (deploy/k8s's Job asks for them) with the NVIDIA device plugin and runtime; with docker or podman --gpus all (or --device nvidia.com/gpu=all through CDI)"
 
-// noDevice reports a CUDA_VISIBLE_DEVICES value that names no device: ""
-// or an entry CUDA stops at first ("-1", "NoDevFiles", "none", "void").
-func noDevice(v string) bool {
-	first, _, _ := strings.Cut(strings.TrimSpace(v), ",")
-	first = strings.TrimSpace(first)
-	switch strings.ToLower(first) {
-	case "", "nodevfiles", "none", "void":
-		return true
+// cvdNamed counts the devices a CUDA_VISIBLE_DEVICES value names: its
+// entries up to the first that is neither an index nor a GPU or MIG UUID,
+// where CUDA stops reading (CUDA Programming Guide, "CUDA Environment
+// Variables": empty makes no device visible; "If an invalid index is
+// encountered, only devices with indices that appear before the invalid
+// index in the list are visible"). "-1" and Slurm's old "NoDevFiles" name
+// none.
+func cvdNamed(v string) int {
+	if strings.TrimSpace(v) == "" {
+		return 0
 	}
-	return strings.HasPrefix(first, "-")
+	n := 0
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		_, err := strconv.ParseUint(e, 10, 31)
+		if err != nil && !strings.HasPrefix(e, "GPU-") && !strings.HasPrefix(e, "MIG-") {
+			break
+		}
+		n++
+	}
+	return n
 }
+
+// noDevice reports a CUDA_VISIBLE_DEVICES value that names no device.
+func noDevice(v string) bool { return cvdNamed(v) == 0 }
 
 // nodes opens the control device and each GPU's node (by its Device Minor;
 // a GPU without one is not probed) where this process opens device files,

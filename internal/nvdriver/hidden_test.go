@@ -138,6 +138,15 @@ func TestJudgeCauses(t *testing.T) {
 	}
 }
 
+// CUDA_VISIBLE_DEVICES as CUDA reads it: entries up to the first that is
+// neither an index nor a UUID.
+func TestCVDNamed(t *testing.T) {
+	for v, want := range map[string]int{"": 0, " ": 0, "-1": 0, "NoDevFiles": 0, "none": 0, "0": 1, "0,1": 2, "0,2,-1,1": 2,
+		"GPU-8932f937,1": 2, "MIG-GPU-8932f937/1/0": 1, "1,x,2": 1} {
+		assert.Equal(t, want, cvdNamed(v), "%q", v)
+	}
+}
+
 // A GPU the driver excluded (GPU Excluded: Yes) is named as such.
 func TestJudgeExcluded(t *testing.T) {
 	root := hostfstest.Tree(t, map[string]string{
