@@ -88,7 +88,7 @@ func GPUs(t testing.TB, d *Driver) []Device {
 		h := hidden(t, hiddenAddrs, seen, "", false)
 		testenv.Stop(t, h.Err())
 		if h != nil {
-			subset = " (this process was given " + h.Subset + ")"
+			subset = " (a subset handed to this process on purpose: " + h.Subset + ")"
 		}
 	}
 	remedy := "unset CUDA_VISIBLE_DEVICES (or make it include the GPU), or pick a GPU CUDA sees with GDR_GPU"
@@ -159,7 +159,7 @@ func DeviceOf(t testing.TB, d *Driver, g *rails.GPU) Device {
 		testenv.Failf(t, "unset CUDA_VISIBLE_DEVICES (or make it include the GPU), or pick a GPU CUDA sees with GDR_GPU", "GDR_GPU=%s: %s", testenv.Config(t).GPU, msg)
 	}
 	if h != nil {
-		testenv.Absent(t, "%s: this process was given %s", msg, h.Subset)
+		testenv.Absent(t, "%s: a subset handed to this process on purpose: %s", msg, h.Subset)
 	}
 	testenv.Absent(t, "%s: CUDA_VISIBLE_DEVICES or the container's GPU runtime hides it", msg)
 	return Device{}
