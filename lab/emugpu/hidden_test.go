@@ -70,7 +70,8 @@ const hiddenHeadline = "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b
 // GPU-01 on a host whose PCI bus lists two NVIDIA GPUs that CUDA does not
 // show this process (the emulated driver's device files hidden: an empty
 // FAKE_CUDA_DEV_DIR) fails naming both counts and the addresses; it is no
-// skip. The same GPUs visible pass; a host without them skips as before.
+// skip. The same GPUs visible pass, one of them hidden in a container is
+// a subset left out, and a host without them skips as before.
 func TestHiddenGPUsInTheSuite(t *testing.T) {
 	hidden := []string{"FAKE_CUDA_DEVICES=2", "FAKE_CUDA_DEV_DIR=" + t.TempDir()}
 
@@ -96,6 +97,18 @@ func TestHiddenGPUsInTheSuite(t *testing.T) {
 	o = get(t, res, "TestGPU01Driver")
 	assert.Equal(t, "pass", o.action, "%s", o.output.String())
 	assert.Equal(t, "0=0000:3b:00.0 GDR emulated GPU 0, 1=0000:4b:00.0 GDR emulated GPU 1", o.attrs["gdr.gpus"])
+
+	// One of the two hidden (its device file missing) in what reads as a
+	// container (the planted root is this host mounted elsewhere): a
+	// subset handed over on purpose, left out as before.
+	one := t.TempDir()
+	require.NoError(t, plantDevices(one, 2))
+	require.NoError(t, os.Remove(filepath.Join(one, "nvidia1")))
+	res = runBinary(t, "gpu.test", "^TestGPU01", "FAKE_CUDA_DEVICES=2", "FAKE_CUDA_DEV_DIR="+one, "GDR_HOST_ROOT="+gpuHost(t, "nvidia", 2))
+	o = get(t, res, "TestGPU01Driver")
+	assert.Equal(t, "pass", o.action, "%s", o.output.String())
+	assert.Equal(t, "GPU 1 (0000:4b:00.0)", o.attrs["gdr.gpus_not_visible"])
+	assert.Contains(t, o.output.String(), "left out, not visible to CUDA (a subset handed to this process on purpose: the GPUs given to this container")
 
 	// No NVIDIA GPU on the PCI bus: absent, as on the lab's VMs, with the
 	// emulated driver hiding its GPUs and without any driver.
