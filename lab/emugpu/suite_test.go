@@ -259,8 +259,10 @@ func TestMultiGPUOnOneGPU(t *testing.T) {
 
 // The suite under a Slurm step that was given no GPU, its device files
 // hidden (an empty device tree: what ConstrainDevices leaves a step of an
-// exclusive job that did not ask): the GPU tests are absent and say why,
-// naming the missing GPU request; GDR_STRICT=1 fails them with it.
+// exclusive job that did not ask), on a host whose PCI bus lists no NVIDIA
+// GPU (this machine, the lab's VMs): the GPU tests are absent and say why,
+// naming the missing GPU request; GDR_STRICT=1 fails them with it. With
+// GPUs on the bus they are not judged (TestHiddenGPUsSlurmStep).
 func TestSlurmStepWithoutGPUsInTheSuite(t *testing.T) {
 	slurm := []string{"FAKE_CUDA_DEV_DIR=" + t.TempDir(), "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
 		"SLURM_JOB_GPUS=0,1", "SLURM_STEP_GPUS=", "CUDA_VISIBLE_DEVICES="}
