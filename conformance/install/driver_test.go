@@ -117,7 +117,7 @@ func TestINST03NouveauNotBound(t *testing.T) {
 	if len(gpus) == 0 {
 		testenv.Absent(t, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host(pci.DevicesDir), nv)
 	}
-	const remedy = "blacklist nouveau: printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > /etc/modprobe.d/blacklist-nouveau.conf; update-initramfs -u (dracut -f on RHEL); reboot"
+	const remedy = nvdriver.NouveauRemedy
 	bound := 0
 	for _, g := range gpus {
 		if g.Driver == "nouveau" {

@@ -34,9 +34,11 @@ func memLabel(ends []*rc.End) string { return membuf.Label(ends[len(ends)-1].Buf
 // Both hosts of a two-host run need a GPU. A host without one still opens
 // the host half's session and offers its reason in the agreement, so both
 // hosts skip with the same reason instead of one waiting for GDR_TIMEOUT.
+// A host whose PCI bus lists NVIDIA GPUs that CUDA cannot give this process
+// is not without one: its GPU half, and the test, are not judged.
 func TestPP09HostVsGPU(t *testing.T) {
 	testenv.Req(t, "PP-09")
-	absent := gpuAbsence()
+	absent := gpuAbsence(t)
 	size := traffic.MaxSize(testenv.Config(t).BWSizes)
 	h, g := halves(t, membuf.Host, membuf.GPU, size, absent)
 	if h.Skipped || g.Skipped {
@@ -44,6 +46,9 @@ func TestPP09HostVsGPU(t *testing.T) {
 		// RDMA device here or at the peer): the subtest says which.
 		_, why, _ := rc.Probe(t)
 		testenv.Absent(t, "%s", traffic.HalfSkipped(h, g, why, absent))
+	}
+	if u := cuda.Unusable(t); !g.Done && u != nil {
+		testenv.NotJudgedf(t, u.Remedy, "CUDA unusable: %s; the host-memory half ran (passed: %v), the GPU-memory half could not", u.Cause, h.Done)
 	}
 	if !h.Done || !g.Done {
 		// The failing subtest carries the cause; this keeps the parent honest.
@@ -56,8 +61,14 @@ func TestPP09HostVsGPU(t *testing.T) {
 
 // gpuAbsence says why the GPU half cannot run here ("" when it can),
 // naming libcuda.so.1 or the missing GPU. A driver that is present but
-// broken is not absence: the GPU half fails on it with CUDA's error.
-func gpuAbsence() string {
+// broken is not absence: the GPU half fails on it with CUDA's error. Nor
+// is a CUDA that cannot see the GPUs on this host's PCI bus
+// (cuda.Unusable): the GPU half is not judged, naming why.
+func gpuAbsence(t testing.TB) string {
+	t.Helper()
+	if cuda.Unusable(t) != nil {
+		return ""
+	}
 	d, err := cuda.Load()
 	var le *cuda.LoadError
 	switch {

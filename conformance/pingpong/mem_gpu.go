@@ -18,7 +18,11 @@ import (
 // newBuffer, gpu builds: GDR_MEM=gpu gives GPU memory, GDR_MEM=host host
 // memory, and unset gives GPU memory when libcuda.so.1 loads and sees the
 // rail's GPU, else host memory. The GPU is rail r's (the primary rail's when
-// r is nil). Call it from the test goroutine (it may end the test).
+// r is nil). Unset on a host whose PCI bus lists NVIDIA GPUs that CUDA
+// cannot give this process, the test still runs on host memory and reports
+// it, but is not judged (cuda.HostFallback), so that a host-memory pass
+// never stands for the GPU path. Call it from the test goroutine (it may
+// end the test).
 func newBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	t.Helper()
 	cfg := testenv.Config(t)
@@ -28,6 +32,10 @@ func newBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 		return rc.HostBuffer(t, size, r)
 	case config.MemGPU:
 		return gpuBuffer(t, size, r, "GDR_MEM=gpu")
+	}
+	if why, ok := cuda.HostFallback(t); ok {
+		memAttrs(t, "host", why, "")
+		return rc.HostBuffer(t, size, r)
 	}
 	d, err := cuda.Load()
 	if err != nil {
@@ -74,7 +82,8 @@ func forced(k membuf.Kind) rc.Alloc {
 // set) on rail r's GPU (the primary rail's when r is nil: GDR_GPU, else the
 // GPU of the rail whose NIC the tests use), freed and its context released
 // through t.Cleanup. A host without libcuda or a GPU gets testenv.Absent
-// naming what is missing.
+// naming what is missing; one whose PCI bus lists NVIDIA GPUs that CUDA
+// cannot give this process is not judged (cuda.OpenForMemory).
 func gpuBuffer(t testing.TB, size int, r *rails.Rail, why string) membuf.Buffer {
 	t.Helper()
 	return gpuBufferBy(t, size, r, why, cuda.CuMemAlloc)
@@ -83,7 +92,7 @@ func gpuBuffer(t testing.TB, size int, r *rails.Rail, why string) membuf.Buffer 
 // gpuBufferBy is gpuBuffer through allocator a.
 func gpuBufferBy(t testing.TB, size int, r *rails.Rail, why string, a cuda.Allocator) membuf.Buffer {
 	t.Helper()
-	d := cuda.Open(t)
+	d := cuda.OpenForMemory(t)
 	g := railGPU(t, r)
 	if g == nil {
 		testenv.Absent(t, "no GPU on this rail: %s", testenv.Selection(t).PrimaryWhy)

@@ -19,7 +19,8 @@ import (
 // whose NIC registers cuMemAlloc memory but not NCCL's fails PP-04/PP-05.
 // Where this host cannot give that memory (GDR_MEM=host, no GPU, or
 // GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED not 1) the reason is offered in the
-// agreement, so both hosts skip alike.
+// agreement, so both hosts skip alike; where its PCI bus lists NVIDIA GPUs
+// that CUDA cannot give this process, the case is not judged (gpuBufferBy).
 func runVMM(t *testing.T, id string, fn traffic.Transfer) {
 	t.Run(string(cuda.CuMemCreate), func(t *testing.T) {
 		perRail(t, id, func(t *testing.T, r *rails.Rail) {
@@ -41,7 +42,7 @@ func vmmAbsence(t testing.TB, r *rails.Rail) string {
 	if testenv.Config(t).Mem == config.MemHost {
 		return "GDR_MEM=host: the cuMemCreate case moves data through GPU memory"
 	}
-	if why := gpuAbsence(); why != "" {
+	if why := gpuAbsence(t); why != "" {
 		return why
 	}
 	g := railGPU(t, r)

@@ -44,9 +44,11 @@ func driverGPUs() ([]string, error) {
 
 // GPUs returns the CUDA devices of the GPUs under test: the selected rails'
 // GPUs (GDR_GPU, GDR_RAILS), in PCI bus order, that the driver sees. No GPU
-// is testenv.Absent. A GPU GDR_GPU names that CUDA does not see fails; other
-// selected GPUs CUDA does not see (a container given some of the host's
-// GPUs) are left out and listed in gdr.gpus_not_visible.
+// is testenv.Absent. A selected GPU CUDA does not see fails as Open's
+// hidden GPUs do, unless this process was handed a subset of the host's
+// GPUs on purpose (CUDA_VISIBLE_DEVICES, a Slurm step's GPUs, a container:
+// nvdriver.Judge); then a GPU GDR_GPU names fails, and other selected GPUs
+// are left out and listed in gdr.gpus_not_visible.
 func GPUs(t testing.TB, d *Driver) []Device {
 	t.Helper()
 	devs, err := d.Devices()
@@ -67,7 +69,7 @@ func GPUs(t testing.TB, d *Driver) []Device {
 		seen = append(seen, dev.PCI)
 	}
 	var out []Device
-	var hidden []string
+	var notSeen, hiddenAddrs []string
 	for _, r := range sel.Rails {
 		if r.GPU == nil {
 			continue
@@ -75,20 +77,31 @@ func GPUs(t testing.TB, d *Driver) []Device {
 		if dev, ok := byPCI[r.GPU.PCI]; ok {
 			out = append(out, dev)
 		} else {
-			hidden = append(hidden, r.GPU.String())
+			notSeen = append(notSeen, r.GPU.String())
+			hiddenAddrs = append(hiddenAddrs, r.GPU.PCI)
+		}
+	}
+	// A selected GPU CUDA does not list is a fault unless this process
+	// was handed a subset of the host's GPUs on purpose.
+	var subset string
+	if len(hiddenAddrs) > 0 {
+		h := hidden(t, hiddenAddrs, seen, "", false)
+		testenv.Stop(t, h.Err())
+		if h != nil {
+			subset = " (a subset handed to this process on purpose: " + h.Subset + ")"
 		}
 	}
 	remedy := "unset CUDA_VISIBLE_DEVICES (or make it include the GPU), or pick a GPU CUDA sees with GDR_GPU"
 	switch {
-	case testenv.Config(t).GPU != "" && len(hidden) > 0:
-		testenv.Failf(t, remedy, "GDR_GPU=%s selects %s, which the CUDA driver does not see (it sees %s)",
-			testenv.Config(t).GPU, strings.Join(hidden, ", "), strings.Join(seen, ", "))
+	case testenv.Config(t).GPU != "" && len(notSeen) > 0:
+		testenv.Failf(t, remedy, "GDR_GPU=%s selects %s, which the CUDA driver does not see (it sees %s)%s",
+			testenv.Config(t).GPU, strings.Join(notSeen, ", "), strings.Join(seen, ", "), subset)
 	case len(out) == 0:
-		testenv.Failf(t, remedy, "none of the selected GPUs (%s) is visible to the CUDA driver (it sees %s)",
-			strings.Join(hidden, ", "), strings.Join(seen, ", "))
-	case len(hidden) > 0:
-		testenv.Attr(t, "gpus_not_visible", strings.Join(hidden, ", "))
-		t.Logf("left out, not visible to CUDA: %s", strings.Join(hidden, ", "))
+		testenv.Failf(t, remedy, "none of the selected GPUs (%s) is visible to the CUDA driver (it sees %s)%s",
+			strings.Join(notSeen, ", "), strings.Join(seen, ", "), subset)
+	case len(notSeen) > 0:
+		testenv.Attr(t, "gpus_not_visible", strings.Join(notSeen, ", "))
+		t.Logf("left out, not visible to CUDA%s: %s", subset, strings.Join(notSeen, ", "))
 	}
 	return out
 }
@@ -115,14 +128,17 @@ func Rail(t testing.TB, d *Driver) (*rails.Rail, Device) {
 		}
 		seen = append(seen, dev.PCI)
 	}
+	testenv.Stop(t, hidden(t, []string{r.GPU.PCI}, seen, "", false).Err())
 	testenv.Failf(t, "unset CUDA_VISIBLE_DEVICES (or make it include the GPU), or pick a GPU CUDA sees with GDR_GPU",
 		"%s (%s) is not visible to the CUDA driver (it sees %s)", r.GPU, sel.PrimaryWhy, strings.Join(seen, ", "))
 	return nil, Device{}
 }
 
 // DeviceOf returns the CUDA device of selected GPU g. A GPU the driver does
-// not see fails when GDR_GPU names it, and is absent otherwise (a container
-// given some of the host's GPUs sees all of them in sysfs).
+// not see fails as Open's hidden GPUs do, unless this process was handed a
+// subset of the host's GPUs on purpose (a container given some of the
+// host's GPUs sees all of them in sysfs); then it fails when GDR_GPU names
+// it, and is absent otherwise.
 func DeviceOf(t testing.TB, d *Driver, g *rails.GPU) Device {
 	t.Helper()
 	devs, err := d.Devices()
@@ -136,9 +152,14 @@ func DeviceOf(t testing.TB, d *Driver, g *rails.GPU) Device {
 		}
 		seen = append(seen, dev.PCI)
 	}
+	h := hidden(t, []string{g.PCI}, seen, "", false)
+	testenv.Stop(t, h.Err())
 	msg := fmt.Sprintf("%s is not visible to the CUDA driver (it sees %s)", g, strings.Join(seen, ", "))
 	if testenv.Config(t).GPU != "" {
 		testenv.Failf(t, "unset CUDA_VISIBLE_DEVICES (or make it include the GPU), or pick a GPU CUDA sees with GDR_GPU", "GDR_GPU=%s: %s", testenv.Config(t).GPU, msg)
+	}
+	if h != nil {
+		testenv.Absent(t, "%s: a subset handed to this process on purpose: %s", msg, h.Subset)
 	}
 	testenv.Absent(t, "%s: CUDA_VISIBLE_DEVICES or the container's GPU runtime hides it", msg)
 	return Device{}

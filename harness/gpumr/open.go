@@ -62,10 +62,13 @@ func CloseAtEnd(t *testing.T, nic string, c interface{ Close() error }) {
 	})
 }
 
-// OpenGPU opens the primary rail's GPU with its primary context.
+// OpenGPU opens the primary rail's GPU with its primary context. Where the
+// host's PCI bus lists NVIDIA GPUs that CUDA cannot give this process, the
+// registration is not judged, "CUDA unusable: <why>" (cuda.OpenForMemory):
+// never absent, and GPU-01 judges why.
 func OpenGPU(t *testing.T) *GPU {
 	t.Helper()
-	d := cuda.Open(t)
+	d := cuda.OpenForMemory(t)
 	_, dev := cuda.Rail(t, d)
 	return &GPU{Drv: d, Dev: dev, Ctx: cuda.Primary(t, dev)}
 }

@@ -259,6 +259,27 @@ func (r *Root) Exists(p string) bool {
 	return err == nil
 }
 
+// OpenProbe opens host path p for reading and writing and closes it at
+// once, returning open(2)'s error: fs.ErrNotExist when it is missing,
+// EPERM when a device cgroup denies the node (Linux fs/namei.c
+// inode_permission calls include/linux/device_cgroup.h
+// devcgroup_inode_permission, whose check answers -EPERM), EACCES when
+// its mode does not let this process in, ENXIO when no driver serves it.
+// It asks whether this process reaches a device node (/dev/nvidia0) as a
+// driver library would; nothing is read or written. Call it on
+// r.Devices() for the nodes this process opens.
+func (r *Root) OpenProbe(p string) error {
+	real, err := r.Real(p)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(real, os.O_RDWR|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", r.describe(p), unwrapPath(err))
+	}
+	return f.Close()
+}
+
 // Lstat describes host path p itself, without following a final link.
 func (r *Root) Lstat(p string) (fs.FileInfo, error) {
 	dir, base := path.Split(clean(p))

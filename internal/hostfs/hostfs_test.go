@@ -229,3 +229,32 @@ func TestIsLiveMountedElsewhere(t *testing.T) {
 	assert.Same(t, r, r.Own())
 	assert.False(t, r.NodeMounted())
 }
+
+// OpenProbe answers with open(2)'s error, which says why a node is out of
+// reach; it reads and writes nothing. /dev/null is a character device
+// every process may open.
+func TestOpenProbe(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "dev"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dev", "nvidiactl"), []byte("x"), 0o644))
+	require.NoError(t, os.Symlink("/dev/nvidiactl", filepath.Join(dir, "dev", "link")))
+	r, err := New(dir)
+	require.NoError(t, err)
+	assert.NoError(t, r.OpenProbe("/dev/nvidiactl"))
+	assert.NoError(t, r.OpenProbe("/dev/link"), "an absolute link resolves inside the root")
+	b, err := os.ReadFile(filepath.Join(dir, "dev", "nvidiactl"))
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(b), "nothing written")
+	err = r.OpenProbe("/dev/nvidia0")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.ErrorContains(t, err, "open /dev/nvidia0 (under "+dir+")")
+	if os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(filepath.Join(dir, "dev", "nvidiactl"), 0))
+		assert.ErrorIs(t, r.OpenProbe("/dev/nvidiactl"), syscall.EACCES)
+	}
+	live, err := New("/")
+	require.NoError(t, err)
+	if _, err := os.Stat("/dev/null"); err == nil {
+		assert.NoError(t, live.OpenProbe("/dev/null"))
+	}
+}

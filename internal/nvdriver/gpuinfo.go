@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
@@ -26,6 +27,8 @@ type GPUInfo struct {
 	VBIOS    string `json:"vbios,omitempty"`
 	Firmware string `json:"gsp_firmware,omitempty"` // "GPU Firmware": GSP firmware, when GSP runs
 	Excluded bool   `json:"excluded,omitempty"`     // "GPU Excluded: Yes": the driver refused the GPU (NVreg_ExcludedGpus or a fault)
+	// Minor is "Device Minor": N of the GPU's node /dev/nvidiaN; "" unread.
+	Minor string `json:"-"`
 }
 
 // ParseGPUInformation parses one information file. Lines are "Key: \t value";
@@ -53,6 +56,10 @@ func ParseGPUInformation(b []byte) (GPUInfo, error) {
 			g.BDF, n = strings.ToLower(v), n+1
 		case "GPU Firmware":
 			g.Firmware = v
+		case "Device Minor":
+			if _, err := strconv.ParseUint(v, 10, 8); err == nil {
+				g.Minor = v
+			}
 		case "GPU Excluded":
 			g.Excluded = strings.EqualFold(v, "yes")
 		}

@@ -18,7 +18,7 @@ func TestParseGPUInformation(t *testing.T) {
 	g, err := ParseGPUInformation([]byte(h200Information))
 	require.NoError(t, err)
 	assert.Equal(t, GPUInfo{BDF: "0000:19:00.0", Model: "NVIDIA H200", UUID: "GPU-5e2b1a7c-0d3f-4c1e-9a8b-7f6e5d4c3b2a",
-		VBIOS: "96.00.A5.00.1A", Firmware: "580.159.04"}, g)
+		VBIOS: "96.00.A5.00.1A", Firmware: "580.159.04", Minor: "0"}, g)
 
 	g, err = ParseGPUInformation([]byte("Model: \t\t NVIDIA A100\nVideo BIOS: \t ??.??.??.??.??\nGPU Excluded:\t Yes\n"))
 	require.NoError(t, err)

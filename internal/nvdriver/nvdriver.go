@@ -8,7 +8,10 @@
 //     the toolkit compiler's `nvcc -V` text (cuda.go);
 //   - the matrix `nvidia-smi topo -m` prints: GPU and NIC labels, the link
 //     between every pair (X, NV#, PIX, PXB, PHB, NODE, SYS), the CPU/NUMA
-//     affinity columns and the NIC legend (NIC0: mlx5_0) (nvsmi.go).
+//     affinity columns and the NIC legend (NIC0: mlx5_0) (nvsmi.go);
+//   - why CUDA does not show this process NVIDIA GPUs the PCI bus lists:
+//     the driver's binding, its per-GPU information files, its device
+//     files, Slurm's and CUDA's variables (hidden.go).
 //
 // The version file comes in two flavours:
 //

@@ -110,11 +110,21 @@ func runSuite(t *testing.T, env ...string) map[string]*outcome {
 }
 
 // runBinary runs the tests of test binary bin (built by buildSuite or
-// memregSuite) that match run, on the emulated GPU, as runSuite does.
+// extraSuite; an absolute path is taken as is) that match run, on the
+// emulated GPU, as runSuite does.
 func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome {
 	t.Helper()
+	return fold(t, runEvents(t, bin, run, env...))
+}
+
+// runEvents is runBinary's run: test2json's events as they came.
+func runEvents(t *testing.T, bin, run string, env ...string) []byte {
+	t.Helper()
 	dir := buildSuite(t)
-	cmd := exec.Command("go", "tool", "test2json", "-t", filepath.Join(dir, bin),
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(dir, bin)
+	}
+	cmd := exec.Command("go", "tool", "test2json", "-t", bin,
 		"-test.v=test2json", "-test.count=1", "-test.timeout=5m", "-test.run", run)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GDR_") && !strings.HasPrefix(kv, "FAKE_CUDA_") && !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
@@ -130,6 +140,13 @@ func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.Output() // a failing test exits non-zero; the events say which
+	require.NotEmpty(t, out, "no test events; stderr:\n%s", stderr.String())
+	return out
+}
+
+// fold gathers test2json's events by test.
+func fold(t *testing.T, out []byte) map[string]*outcome {
+	t.Helper()
 	res := map[string]*outcome{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -153,7 +170,7 @@ func runBinary(t *testing.T, bin, run string, env ...string) map[string]*outcome
 			o.attrs[ev.Key] = ev.Value
 		}
 	}
-	require.NotEmpty(t, res, "no test events; stderr:\n%s", stderr.String())
+	require.NotEmpty(t, res, "no test events in:\n%s", out)
 	return res
 }
 
@@ -242,8 +259,10 @@ func TestMultiGPUOnOneGPU(t *testing.T) {
 
 // The suite under a Slurm step that was given no GPU, its device files
 // hidden (an empty device tree: what ConstrainDevices leaves a step of an
-// exclusive job that did not ask): the GPU tests are absent and say why,
-// naming the missing GPU request; GDR_STRICT=1 fails them with it.
+// exclusive job that did not ask), on a host whose PCI bus lists no NVIDIA
+// GPU (this machine, the lab's VMs): the GPU tests are absent and say why,
+// naming the missing GPU request; GDR_STRICT=1 fails them with it. With
+// GPUs on the bus they are not judged (TestHiddenGPUsSlurmStep).
 func TestSlurmStepWithoutGPUsInTheSuite(t *testing.T) {
 	slurm := []string{"FAKE_CUDA_DEV_DIR=" + t.TempDir(), "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
 		"SLURM_JOB_GPUS=0,1", "SLURM_STEP_GPUS=", "CUDA_VISIBLE_DEVICES="}
