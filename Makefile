@@ -42,6 +42,9 @@ them as root where they are missing; present, any user builds.
   lab-cluster-host
                the same, every rail of one VM degraded      root, qemu, network (first)    ~15
                (.ci/run runs it after make test)
+  lab-cluster-live
+               lab-cluster-host with a node 90 s late and  root, qemu, network (first)    ~20
+               one killed in round 1 (not in CI)
   lab-k8s      the four VMs as Kubernetes nodes of a real   root, qemu, network (first)    ~10
                control plane; deploy/k8s's Job, a rail      (+6 the first time: builds
                degraded (.ci/run runs it last)              Kubernetes)
@@ -206,6 +209,14 @@ lab-cluster: deps $(LAB_BIN)
 # it after make test.
 lab-cluster-host: deps $(LAB_BIN)
 	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_REPORTS=reports/lab-cluster-host $(LAB_BIN) -mode cluster
+# The cluster lab with a late and a dead node besides the whole-host fault:
+# vm3's task held 90 s by a Slurm TaskProlog (it must join within the lab's
+# GDR_START_TIMEOUT of 5m), vm4 killed 30 s into round 1 (it must be named
+# "stopped in round 1", its pairs stopped, drained with that reason), host
+# vm2 still found bad, and nothing found against vm3 or vm4 (docs/lab.md).
+# Not in CI: the late task and the dead node's quiet heartbeat add minutes.
+lab-cluster-live: deps $(LAB_BIN)
+	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_LATE=vm3:90s LAB_KILL=vm4:round1 LAB_REPORTS=reports/lab-cluster-live $(LAB_BIN) -mode cluster
 # The cluster lab's VMs as Kubernetes nodes: a control plane built from the
 # published Kubernetes modules (cached in .cache/lab/k8s-<key>) on this
 # machine, containerd, kubelet and a device plugin in every VM, CoreDNS;
@@ -215,7 +226,7 @@ lab-cluster-host: deps $(LAB_BIN)
 lab-k8s: deps $(LAB_BIN)
 	tools="$$(GO=$(GO) $(LAB_BIN) k8s-tools)" && GDR_LAB_K8S_TOOLS="$$tools" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/
 	GO=$(GO) $(LAB_BIN) -mode k8s
-.PHONY: lab-kill lab-faults lab-cluster lab-cluster-host lab-k8s FORCE
+.PHONY: lab-kill lab-faults lab-cluster lab-cluster-host lab-cluster-live lab-k8s FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

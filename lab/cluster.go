@@ -47,6 +47,9 @@ type ClusterOptions struct {
 	// (deploy/slurm/gdrconf.sbatch as it ships) or SbatchOld (without its
 	// GPU request: the lab must fail naming it).
 	Sbatch string
+	// Late and Kill are LAB_LATE and LAB_KILL: VMs whose task or pod
+	// starts late, and VMs killed during a round (liveness.go).
+	Late, Kill string
 }
 
 // Guest paths and networks of the cluster lab.
@@ -160,6 +163,12 @@ func (r *runner) clusterEnv() []string {
 	}
 	if !hasEnv(o.Env, "GDR_PAIR_MIN_FRACTION") {
 		env = append(env, "GDR_PAIR_MIN_FRACTION="+labPairMinFraction)
+	}
+	if len(r.live.Late) > 0 && !hasEnv(o.Env, "GDR_START_TIMEOUT") {
+		// A late VM joins within it or is named as not started after it
+		// (LivePlan.Expect); the default 15 min would make the second
+		// cost the run 15.
+		env = append(env, "GDR_START_TIMEOUT="+LabStartTimeout.String())
 	}
 	if !hasEnv(o.Env, "GDR_BW_ITERS") {
 		// 200 WRs of 64 KiB (13 MB, about 2 s under TCG) per bandwidth
@@ -306,7 +315,14 @@ func (r *runner) slurmImage(im *Image, parts *Parts, hosts []string) error {
 	}
 	r.logf("slurm: %d plugins in the image (%d left out: their libraries are not among the parts)", len(plugins), len(skipped))
 	gpus := r.clusterGPUs()
-	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(SlurmConf(clusterName, hosts, clusterLogs, gpus))}
+	conf := SlurmConf(clusterName, hosts, clusterLogs, gpus)
+	if len(r.live.Late) > 0 {
+		// LAB_LATE: a TaskProlog holds the late nodes' tasks; slurm.conf
+		// is the site's to write, the batch script stays as shipped.
+		conf = withTaskProlog(conf, lateProlog)
+		im.Data[lateProlog] = DataFile{0o755, []byte(LateTaskProlog(r.live.Late))}
+	}
+	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(conf)}
 	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf(gpus))}
 	if gpus > 0 {
 		im.Data["/etc/slurm/gres.conf"] = DataFile{0o644, []byte(GresConf(gpus))}
@@ -375,6 +391,8 @@ func finishedSteps(j Job, res *Results) bool {
 // clusterWant is the steps a cluster VM's agent runs, in order.
 func clusterWant(j Job) []string {
 	switch {
+	case j.Cluster.Kube != nil && j.Cluster.Kube.Late > 0:
+		return []string{"setup-" + j.Role, "node-" + j.Role, "late-" + j.Role, "wait-" + j.Role}
 	case j.Cluster.Kube != nil:
 		return []string{"setup-" + j.Role, "node-" + j.Role, "wait-" + j.Role}
 	case j.Cluster.Sbatch != nil:
@@ -405,6 +423,20 @@ func RunCluster(ctx context.Context, o Options) error {
 	if c.Hosts < 2 || c.Hosts > 16 || c.Rails < 1 || c.Rails > 4 {
 		return fmt.Errorf("cluster lab: %d hosts x %d rails: want 2..16 hosts and 1..4 rails", c.Hosts, c.Rails)
 	}
+	if r.live.Late, err = ParseLate(c.Late, c.Hosts); err != nil {
+		return err
+	}
+	if r.live.Kill, err = ParseKill(c.Kill, c.Hosts); err != nil {
+		return err
+	}
+	cfg, err := r.clusterConfig() // with GDR_START_TIMEOUT as the VMs get it
+	if err != nil {
+		return err
+	}
+	expect, err := r.live.Expect(cfg.StartTimeout, k8s, degrade)
+	if err != nil {
+		return err
+	}
 	unlock, err := r.lock(ctx)
 	if err != nil {
 		return err
@@ -426,7 +458,7 @@ func RunCluster(ctx context.Context, o Options) error {
 	if err := os.RemoveAll(shared); err != nil {
 		return err
 	}
-	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
+	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "actions.txt", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -503,7 +535,7 @@ func RunCluster(ctx context.Context, o Options) error {
 	}
 	st, _ := os.Stat(initrd)
 	mark("build", t0)
-	r.logf("initramfs %s (%.1f MiB); suite %s; degraded: %s", initrd, float64(st.Size())/(1<<20), c.Suite, degradeList(degrade))
+	r.logf("initramfs %s (%.1f MiB); suite %s; degraded: %s; liveness: %s", initrd, float64(st.Size())/(1<<20), c.Suite, degradeList(degrade), r.live.describe(expect))
 
 	if o.Load > 0 { // as in make lab: a loaded CI machine, beside the VMs
 		stop := startLoad(o.Load, r.logf)
@@ -583,23 +615,36 @@ func RunCluster(ctx context.Context, o Options) error {
 	}
 	sum, rep, err := r.clusterMerge(rounds, found)
 	mark("merge", t0)
+	var pods map[string]string // pod -> node, under Kubernetes
+	if kres != nil {
+		pods = kres.Pods
+	}
+	lc, gone, lerr := r.liveCheck(expect, rounds, pods)
+	if lerr != nil {
+		problems = append(problems, lerr.Error())
+	}
 	if err != nil {
 		problems = append(problems, "merging the cluster's reports: "+err.Error())
 	} else {
-		problems = append(problems, ClusterVerdict(sum, found, c.Hosts, c.Rails)...)
+		problems = append(problems, ClusterVerdictLive(sum, found, gone, c.Hosts, c.Rails)...)
+		if !r.live.Empty() {
+			problems = append(problems, LiveVerdict(sum, lc)...)
+		}
+		problems = append(problems, ActionsVerdict(r.o.ReportDir, sum, gone, pods)...)
 		if kres != nil && len(kres.Problems) == 0 {
-			problems = append(problems, podNodes(sum, kres.Pods)...)
-			problems = append(problems, JobVerdict(kres, sum.Exit)...)
-			problems = append(problems, StrictAbsences(sum)...)
+			problems = append(problems, podNodes(sum, kres.Pods, gone)...)
+			problems = append(problems, JobVerdict(kres, sum, gone)...)
+			problems = append(problems, StrictAbsences(sum, gone)...)
 		}
 		if job != nil {
 			problems = append(problems, SbatchVerdict(job, sum.Exit, readExitCode(filepath.Join(rounds, "report")))...)
 		}
 		if o.EmulatedGPU && c.Suite == SuitePingpong {
-			problems = append(problems, ClusterGPUVerdict(rep)...)
+			problems = append(problems, ClusterGPUVerdict(rep, gone)...)
 		}
 		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
 		r.printCluster(sum, rep, found)
+		r.printLive(sum, lc)
 		if job != nil {
 			fmt.Fprintf(o.Out, "batch job %s (%s): sbatch --wait exited %d; scontrol: JobState=%s ExitCode=%s; the script's report/exit-code %d\n",
 				job.JobID, r.sbatchName(), job.SbatchExit, orNone(job.State), orNone(job.ExitCode), readExitCode(filepath.Join(rounds, "report")))
@@ -609,6 +654,9 @@ func RunCluster(ctx context.Context, o Options) error {
 	labJSON := map[string]any{
 		"degraded": degradeJSON(degrade), "suite": c.Suite, "hosts": ClusterHosts(c.Hosts), "rails": c.Rails,
 		"seconds": secondsOf(times), "problems": problems, "parts": parts.Versions}
+	if !r.live.Empty() {
+		labJSON["liveness"] = map[string]any{"planted": r.live, "expected": expect, "start_timeout": cfg.StartTimeout.String()}
+	}
 	if sum != nil {
 		labJSON["merge_exit"] = sum.Exit // gdrreport's exit status for this merge: 1 when a planted fault was found
 	}
@@ -638,7 +686,11 @@ func RunCluster(ctx context.Context, o Options) error {
 	if job != nil {
 		exited = fmt.Sprintf("the merge and batch job %s exited %d as they must", job.JobID, sum.Exit)
 	}
-	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s; %s\n", labName, time.Since(r.start).Seconds(), degradeList(found), exited)
+	live := ""
+	if !r.live.Empty() {
+		live = "; liveness as planted: " + r.live.describe(expect)
+	}
+	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s%s; %s\n", labName, time.Since(r.start).Seconds(), degradeList(found), live, exited)
 	return nil
 }
 
@@ -723,10 +775,12 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 	}
 	controller := plan[0].Role
 	seen := map[string]bool{}
+	began := map[string]time.Time{} // LAB_KILL: when each VM's round began
 	var ctlEnd time.Time
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
+		r.killPlanted(vms, shared, began)
 		all := true
 		for role, v := range vms {
 			v.res = readResults(v.vm.Result)
@@ -745,7 +799,11 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 			if v.vm.Exited() {
 				if !seen[role+" off"] {
 					seen[role+" off"] = true
-					r.logf("VM %s powered off", role)
+					if r.wasKilled(role) {
+						r.logf("VM %s is gone: it %s", role, v.killed)
+					} else {
+						r.logf("VM %s powered off", role)
+					}
 					if role == controller {
 						ctlEnd = time.Now()
 					}
@@ -790,6 +848,35 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 	return vms, errs
 }
 
+// killPlanted kills each LAB_KILL VM once its round has run the entry's
+// After, as make lab-kill kills its client (VM.Kill: qemu gets SIGKILL, the
+// machine is gone at once, its heartbeat stops). began keeps when each
+// VM's round began (roundBegan).
+func (r *runner) killPlanted(vms map[string]*clusterVM, shared string, began map[string]time.Time) {
+	for _, k := range r.live.Kill {
+		v := vms[k.Host]
+		if v == nil || v.vm.Exited() || r.wasKilled(k.Host) {
+			continue
+		}
+		t, ok := began[k.Host]
+		if !ok {
+			if t = roundBegan(shared, k.Host, k.Round); t.IsZero() {
+				continue
+			}
+			began[k.Host] = t
+			r.logf("LAB_KILL %s: round %d began on %s; killing the VM %v into it", k.Spec, k.Round, k.Host, k.After)
+		}
+		if time.Since(t) < k.After {
+			continue
+		}
+		v.killed = fmt.Sprintf("was killed by the lab %v into round %d (LAB_KILL %s)", k.After, k.Round, k.Spec)
+		pid := v.vm.Pid()
+		v.vm.Kill(v.killed)
+		r.markKilled(k.Host)
+		r.logf("LAB_KILL: VM %s (qemu pid %d) killed in round %d", k.Host, pid, k.Round)
+	}
+}
+
 // clusterSteps checks every VM's setup, daemons and the controller's
 // probes and batch job, and keeps each probe's output (every task's) as
 // <probe>.log.
@@ -801,7 +888,11 @@ func (r *runner) clusterSteps(plan []Job, vms map[string]*clusterVM) []string {
 			problems = append(problems, fmt.Sprintf("%s: its VM did not start", j.Role))
 			continue
 		}
-		for _, id := range clusterWant(j) {
+		want := clusterWant(j)
+		if r.wasKilled(j.Role) {
+			want = want[:len(want)-1] // killed (LAB_KILL) while its last step waited for the end
+		}
+		for _, id := range want {
 			s := v.res.Step(id)
 			switch {
 			case s == nil:
@@ -853,6 +944,7 @@ type ClusterHost struct {
 		Node   string `json:"node"`   // the machine's own name where the report names a pod
 		Strict bool   `json:"strict"` // the host ran with GDR_STRICT=1
 	} `json:"identity"`
+	Earlier      bool `json:"earlier_run"` // superseded by a later run of the host: not in the verdict
 	Requirements []struct {
 		ID     string `json:"id"`
 		Status string `json:"status"`
@@ -981,6 +1073,16 @@ func MergeCluster(rounds, dir string, opt isolate.Options, degrade []Degrade) (*
 // otherwise without one, and no host outside them is NOT QUALIFIED (a VM
 // without a PCI GPU may be INCOMPLETE).
 func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []string {
+	return ClusterVerdictLive(s, degrade, nil, hosts, rails)
+}
+
+// ClusterVerdictLive is ClusterVerdict with hosts planted not to finish
+// (gone: host -> "did not start" or "stopped in round k", LAB_LATE and
+// LAB_KILL): each is an errored cluster/isolation case "host <h>
+// <liveness>" (and nothing else), may be NOT QUALIFIED, and fails the
+// merge (exit 1) as a planted fault does; a finding of any part of it is
+// not planted, so it fails the lab.
+func ClusterVerdictLive(s *ClusterSummary, degrade []Degrade, gone map[string]string, hosts, rails int) []string {
 	var problems []string
 	if len(s.Hosts) != hosts {
 		problems = append(problems, fmt.Sprintf("summary.json has %d hosts, want %d", len(s.Hosts), hosts))
@@ -1033,6 +1135,10 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 		}
 	}
 	var wantCases []string
+	for h, l := range gone {
+		touched[h] = true
+		wantCases = append(wantCases, "host "+h+" "+l)
+	}
 	for k, p := range want {
 		if !got[k] && s.Cluster != nil {
 			problems = append(problems, fmt.Sprintf("%s was degraded (%s) but isolation did not find it bad", p.f.Name(), p.d.Spec))
@@ -1049,7 +1155,9 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 	switch {
 	case len(degrade) > 0 && s.Exit != 1:
 		problems = append(problems, fmt.Sprintf("the merge exited %d, want 1: the planted fault must fail the pipeline", s.Exit))
-	case len(degrade) == 0 && s.Exit == 1:
+	case len(gone) > 0 && s.Exit != 1:
+		problems = append(problems, fmt.Sprintf("the merge exited %d, want 1: a host whose run did not finish is not qualified", s.Exit))
+	case len(degrade) == 0 && len(gone) == 0 && s.Exit == 1:
 		problems = append(problems, "the merge exited 1 (NOT QUALIFIED) with nothing degraded")
 	}
 	for _, h := range s.Hosts {
@@ -1067,9 +1175,14 @@ func ClusterVerdict(s *ClusterSummary, degrade []Degrade, hosts, rails int) []st
 // other reason (the image, a capability, the manifest) is a problem naming
 // it. Every host must have run strict (its identity says so): a run of
 // pingpong alone may show no absence at all.
-func StrictAbsences(s *ClusterSummary) []string {
+//
+// A host in gone that did not start ran nothing and has no identity.
+func StrictAbsences(s *ClusterSummary, gone map[string]string) []string {
 	var problems []string
 	for _, h := range s.Hosts {
+		if gone[h.Host] == isolate.DidNotStart {
+			continue
+		}
 		if !h.Identity.Strict {
 			problems = append(problems, fmt.Sprintf("%s did not run with GDR_STRICT=1 (its host.json says strict false): the Job as shipped sets it", h.Host))
 		}

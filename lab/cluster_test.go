@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -351,16 +353,61 @@ func sortedCopy(s []string) []string {
 // and test.json (StandinEvents from ib_write_bw tables) with host.json.
 // Pairs that a planted fault slows (Degrade.Slows) crawl.
 func labRounds(t *testing.T, planted []Degrade) string {
+	return labRoundsLive(t, planted, isolate.Liveness{})
+}
+
+// labRun is the run identity of labRoundsLive's plans and barriers.
+const labRun = "slurm/gdrlab/1"
+
+// labRoundsLive is labRounds with hosts that did not start (no folder at
+// all; the schedule pairs the others) and hosts that stopped in a round
+// (LAB_KILL: a plan of that round and no results; its partner's test with
+// it fails, "peer vanished"; later partners idle with peer_stopped; never
+// planned again), with the closed barrier files that say so, as the
+// planner and the barriers of gdrcluster leave them.
+func labRoundsLive(t *testing.T, planted []Degrade, live isolate.Liveness) string {
 	t.Helper()
 	root := t.TempDir()
 	hosts := ClusterHosts(4)
+	closeBarrier := func(name string, expected []string, missing []string) {
+		c := cluster.Closed{Run: labRun, Barrier: name, Expected: len(expected), Missing: missing, Why: "labRoundsLive", By: expected[0], At: "2026-12-04T18:00:00Z"}
+		if c.Missing == nil {
+			c.Missing = []string{}
+		}
+		for _, h := range missing {
+			if name == cluster.StartBarrier {
+				c.MissingIndex = append(c.MissingIndex, slices.Index(hosts, h))
+			}
+		}
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(cluster.RunDir(root, labRun), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(cluster.RunDir(root, labRun), name+".json"), b, 0o644))
+	}
+	var notStarted []string
+	for _, h := range hosts {
+		if live.NotStarted[h] {
+			notStarted = append(notStarted, h)
+		}
+	}
+	closeBarrier(cluster.StartBarrier, hosts, notStarted)
 	opt := isolate.Options{MinFraction: 0.25}
 	for k := 0; ; k++ {
-		rd, done := isolate.Round(pairing.Ring, hosts, k, 2, loadResults(t, root), opt)
+		o := opt
+		o.Live = live.Before(k)
+		rd, done := isolate.Round(pairing.Ring, hosts, k, 2, loadResults(t, root), o)
 		if done {
 			break
 		}
+		var expected, missing []string
 		for i, me := range hosts {
+			if live.Gone(me, k-1) {
+				continue // did not start, or stopped before round k
+			}
+			expected = append(expected, me)
+			if s, ok := live.Stopped[me]; ok && s == k {
+				missing = append(missing, me)
+			}
 			j, server, ok := rd.Peer(i)
 			if !ok {
 				continue
@@ -369,11 +416,27 @@ func labRounds(t *testing.T, planted []Degrade) string {
 			if server {
 				role = "server"
 			}
-			require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: k, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer,
-				PeerAddr: peer, Port: 20016, Pairing: "ring", Job: "slurm/gdrlab/1"}))
+			plan := cluster.Plan{Round: k, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer,
+				PeerAddr: peer, Port: 20016, Pairing: "ring", Job: labRun, Run: labRun}
+			if live.Gone(peer, k-1) { // its partner stopped before: it idles
+				plan = cluster.Plan{Round: k, Host: me, Index: i, Hosts: len(hosts), Role: cluster.Idle, Pairing: "ring", Job: labRun, Run: labRun,
+					PeerStopped: peer, PeerStoppedIn: live.Stopped[peer]}
+				require.NoError(t, cluster.WritePlan(root, plan))
+				continue
+			}
+			require.NoError(t, cluster.WritePlan(root, plan))
+			if s, ok := live.Stopped[me]; ok && s == k {
+				continue // killed during the round: no results
+			}
 			c := StandinConfig{Role: role, PeerHost: peer, PeerName: peer, Host: me, Port: 20016, Rails: 2, Size: 65536, Iters: 200}
 			evs := []report.Event{{Action: "start", Package: StandinPkg}, {Action: "run", Package: StandinPkg, Test: StandinTest}}
+			result := "pass"
 			for rail := 0; rail < 2; rail++ {
+				if s, ok := live.Stopped[peer]; ok && s == k {
+					evs = append(evs, c.StandinEvents(rail, "Couldn't connect to "+peer+"\n", errors.New("peer vanished"), time.Second)...)
+					result = "fail"
+					continue
+				}
 				mbs := 30.0 + float64(i) // healthy TCG pairs differ a little
 				for _, d := range planted {
 					if d.Slows(me, peer, rail) {
@@ -383,10 +446,11 @@ func labRounds(t *testing.T, planted []Degrade) string {
 				out := fmt.Sprintf("#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      200             %.2f              %.2f                0.000480\n", mbs, mbs)
 				evs = append(evs, c.StandinEvents(rail, out, nil, time.Second)...)
 			}
-			evs = append(evs, report.Event{Action: "pass", Package: StandinPkg, Test: StandinTest}, report.Event{Action: "pass", Package: StandinPkg})
+			evs = append(evs, report.Event{Action: result, Package: StandinPkg, Test: StandinTest}, report.Event{Action: result, Package: StandinPkg})
 			zero := 0
 			require.NoError(t, report.SaveRun(cluster.RoundDir(root, me, k), report.Run{Host: report.Identity{Host: me, Role: role, Peer: peer, GoTestExit: &zero}, Events: evs}))
 		}
+		closeBarrier(cluster.RoundBarrier(k), expected, missing)
 	}
 	return root
 }

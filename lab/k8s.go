@@ -18,6 +18,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gdrconf/gdrconf/cluster"
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/lab/kube"
 )
@@ -129,6 +131,12 @@ func (r *runner) kubePlan(plan []Job, k *kubeRun) error {
 				kubeletConfig:     string(kl),
 				"/etc/machine-id": fmt.Sprintf("%x\n", id),
 			}}
+		if l, ok := r.live.late(cj.Host); ok {
+			// LAB_LATE: the node joins Late after the first pod's mark at
+			// the start barrier, on the claim's per-run folder.
+			kj.Late = l.Delay
+			kj.LateMarks = filepath.Join(clusterRounds, k8sJob+"-*", ".gdrcluster", "run-*", cluster.StartBarrier, "*")
+		}
 		if i == 0 {
 			cd, ok := k.cp.PKI.Tokens[kube.ClientCoreDNS]
 			if !ok {
@@ -466,10 +474,11 @@ type kubeResult struct {
 	Pods     map[string]string // pod host name (gdrconf-<i>) -> node
 	Problems []string
 	Times    map[string]time.Duration
-	// Condition is how the Job ended (Complete or Failed), and Pod0Exit
-	// the exit status of pod 0, which merges (-1 when not read).
+	// Condition is how the Job ended (Complete or Failed), and Exits the
+	// exit status of each pod (by host name) whose container ended; a pod
+	// that was deleted (its node gone) has none.
 	Condition string
-	Pod0Exit  int
+	Exits     map[string]int
 }
 
 // run runs the built kubectl as the admin, stdin from in.
@@ -489,7 +498,7 @@ func (k *kubeRun) run(ctx context.Context, in string, args ...string) (string, e
 // create the secret, apply the manifests, watch the Job to its end. It
 // then writes the end file, whatever happened, so that the VMs stop.
 func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir, manifests, endFile string, log io.Writer) *kubeResult {
-	res := &kubeResult{Pods: map[string]string{}, Times: map[string]time.Duration{}, Pod0Exit: -1}
+	res := &kubeResult{Pods: map[string]string{}, Times: map[string]time.Duration{}, Exits: map[string]int{}}
 	defer func() {
 		_ = os.WriteFile(endFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 	}()
@@ -519,9 +528,11 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 			say("nodes: %s", out)
 			last = out
 		}
-		ready := 0
-		for _, f := range strings.Fields(out) {
-			if strings.Contains(f, "=True,") && !strings.Contains(f, "gpu=,") && !strings.HasSuffix(f, "rdma=") {
+		// A LAB_LATE node joins only after the Job's first pod is at the
+		// start barrier (lateNode): the Job starts without it.
+		ok, ready := readyNodes(out), 0
+		for _, h := range hosts {
+			if ok[h] || r.lateNode(h) {
 				ready++
 			}
 		}
@@ -529,7 +540,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fail("k8s: %d of %d nodes Ready with their GPUs and RDMA devices after %v (kubectl get nodes: %s); see the kubelet logs in the shared folder's lab/",
+			return fail("k8s: %d of %d nodes Ready (or planted late) with their GPUs and RDMA devices after %v (kubectl get nodes: %s); see the kubelet logs in the shared folder's lab/",
 				ready, len(hosts), time.Since(t0).Round(time.Second), strings.TrimSpace(out))
 		}
 		time.Sleep(3 * time.Second)
@@ -566,6 +577,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	jobDeadline := t1.Add(r.o.Cluster.SrunTimeout + 5*time.Minute)
 	last = ""
 	status := ""
+	tainted := map[string]bool{} // LAB_KILL nodes taken out of service
 	for {
 		out, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob, "-o",
 			`jsonpath={range .items[*]}{.spec.hostname}@{.spec.nodeName}={.status.phase} {end}`)
@@ -579,6 +591,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 				}
 			}
 		}
+		r.outOfService(ctx, k, tainted, say)
 		st, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "job", k8sJob, "-o", `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
 		if conds := strings.Fields(st); slices.Contains(conds, "Complete") || slices.Contains(conds, "Failed") {
 			status = strings.Join(conds, " ")
@@ -591,13 +604,11 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	}
 	res.Times["job"] = time.Since(t1)
 	say("job %s: %q after %.0fs", k8sJob, status, time.Since(t1).Seconds())
-	if out, err := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob+",batch.kubernetes.io/job-completion-index=0",
-		"-o", "jsonpath={.items[0].status.containerStatuses[0].state.terminated.exitCode}"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(out)); err == nil {
-			res.Pod0Exit = n
-		}
+	if out, err := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob,
+		"-o", "jsonpath={range .items[*]}{.spec.hostname}={.status.containerStatuses[0].state.terminated.exitCode} {end}"); err == nil {
+		res.Exits = podExits(out)
 	}
-	say("pod 0 (the merge) exited %d", res.Pod0Exit)
+	say("the pods' exit statuses (the first that ran to the end merged): %v", res.Exits)
 	for _, a := range [][]string{{"-n", k8sNamespace, "get", "job,pods,service,endpointslices,pvc", "-o", "wide"}, {"get", "pv"}, {"-n", k8sNamespace, "get", "events", "--sort-by=.lastTimestamp"}} {
 		out, _ := k.run(ctx, "", a...)
 		say("kubectl %s\n%s", strings.Join(a, " "), out)
@@ -623,6 +634,35 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 		return fail("k8s: the Job's pods shared nodes (%v): the manifest's anti-affinity wants one per node", res.Pods)
 	}
 	return res
+}
+
+// lateNode reports whether vm is planted late (LAB_LATE).
+func (r *runner) lateNode(vm string) bool {
+	_, ok := r.live.late(vm)
+	return ok
+}
+
+// outOfService does the operator's part for each node the lab killed
+// (LAB_KILL), once the API sees it not Ready: the out-of-service taint, so
+// that its pod is failed and the Job's index on it ends (without it the
+// pod stays Terminating, the Job never ends, and kubectl wait runs into
+// the Job's deadline). Nodes done are kept in tainted.
+func (r *runner) outOfService(ctx context.Context, k *kubeRun, tainted map[string]bool, say func(string, ...any)) {
+	for _, kl := range r.live.Kill {
+		if tainted[kl.Host] || !r.wasKilled(kl.Host) {
+			continue
+		}
+		st, _ := k.run(ctx, "", "get", "node", kl.Host, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if strings.TrimSpace(st) == "True" || strings.TrimSpace(st) == "" {
+			continue // the node controller has not seen it gone yet
+		}
+		out, err := k.run(ctx, "", "taint", "nodes", kl.Host, outOfService, "--overwrite")
+		say("LAB_KILL %s: node %s is Ready=%s; the operator's step for a node that is gone: kubectl taint nodes %s %s\n%s",
+			kl.Spec, kl.Host, strings.TrimSpace(st), kl.Host, outOfService, strings.TrimSpace(out))
+		if err == nil {
+			tainted[kl.Host] = true
+		}
+	}
 }
 
 // podDegrade names the planted faults by the pods that ran on their VMs:
@@ -653,9 +693,15 @@ func podDegrade(ds []Degrade, pods map[string]string) ([]Degrade, error) {
 // placed it (host.json's node: the kernel's host name on the host network),
 // so that a user finds the machine from the report alone; the part at
 // fault of each finding names the node too.
-func podNodes(s *ClusterSummary, pods map[string]string) []string {
+//
+// A host in gone that did not start left no host.json: its node is unknown
+// to the report.
+func podNodes(s *ClusterSummary, pods map[string]string, gone map[string]string) []string {
 	var problems []string
 	for _, h := range s.Hosts {
+		if gone[h.Host] == isolate.DidNotStart {
+			continue
+		}
 		if want := pods[h.Host]; h.Identity.Node != want {
 			problems = append(problems, fmt.Sprintf("k8s: the report names %s's node %q, and the API placed it on %q", h.Host, h.Identity.Node, want))
 		}
@@ -708,14 +754,40 @@ func PipeMain(addr string, in io.Reader, out io.Writer) int {
 	return 0
 }
 
-// JobVerdict checks that the Job's own status is the merged verdict: pod
-// 0's exit status is the merge's exit status (the report's), and the Job
-// is Complete exactly when that is 0, so that kubectl wait
-// --for=condition=complete tells a pipeline the fleet qualified.
-func JobVerdict(res *kubeResult, mergeExit int) []string {
+// JobVerdict checks that the Job's own status is the merged verdict: the
+// pod that merged (GDR_MERGE=first: the first of the job's list that ran to
+// the end, pod 0 unless it did not start or stopped) exited with the
+// merge's exit status (the report's), a pod planted past the start barrier
+// exited 4 (too late: rounds.sh), and the Job is Complete exactly when the
+// verdict's status is 0, so that kubectl wait --for=condition=complete
+// tells a pipeline the fleet qualified. gone: the hosts planted not to
+// finish (LAB_LATE, LAB_KILL), whose indexes fail.
+func JobVerdict(res *kubeResult, s *ClusterSummary, gone map[string]string) []string {
 	var p []string
-	if res.Pod0Exit != mergeExit {
-		p = append(p, fmt.Sprintf("k8s: pod 0 (the merge) exited %d, the merged report's exit status is %d: the Job's status is not the verdict", res.Pod0Exit, mergeExit))
+	mergeExit := s.Exit
+	merger := ""
+	for _, h := range s.Hosts {
+		if s.liveness(h.Host) == "" {
+			merger = h.Host
+			break
+		}
+	}
+	got, ok := res.Exits[merger]
+	switch {
+	case merger == "":
+		p = append(p, "k8s: no pod ran to the end, so none merged")
+	case !ok:
+		p = append(p, fmt.Sprintf("k8s: %s, the first pod that ran to the end (the merge), has no exit status (pods: %v)", merger, res.Exits))
+	case got != mergeExit:
+		p = append(p, fmt.Sprintf("k8s: %s (the merge) exited %d, the merged report's exit status is %d: the Job's status is not the verdict", merger, got, mergeExit))
+	}
+	for _, h := range sortedKeys(gone) {
+		if gone[h] != isolate.DidNotStart {
+			continue
+		}
+		if e, ok := res.Exits[h]; !ok || e != exitTooLate {
+			p = append(p, fmt.Sprintf("k8s: %s did not start, and its pod exited %s, want %d (too late: rounds.sh)", h, exitOf(res.Exits, h), exitTooLate))
+		}
 	}
 	want := "Complete"
 	if mergeExit != 0 {
@@ -726,6 +798,51 @@ func JobVerdict(res *kubeResult, mergeExit int) []string {
 	}
 	return p
 }
+
+// exitTooLate is rounds.sh's exit status for a host that reached a barrier
+// after it closed (gdrcluster's exitLate).
+const exitTooLate = 4
+
+func exitOf(exits map[string]int, h string) string {
+	if e, ok := exits[h]; ok {
+		return strconv.Itoa(e)
+	}
+	return "(none)"
+}
+
+// podExits reads "<pod>=<exit> ..." (kubectl's jsonpath of each pod's
+// terminated container); a pod whose container has not ended has none.
+func podExits(out string) map[string]int {
+	exits := map[string]int{}
+	for _, f := range strings.Fields(out) {
+		pod, v, _ := strings.Cut(f, "=")
+		if n, err := strconv.Atoi(v); err == nil && pod != "" {
+			exits[pod] = n
+		}
+	}
+	return exits
+}
+
+// readyNodes reads "<node>=<Ready>,gpu=<n>,rdma=<n> ..." (kubectl's
+// jsonpath of the nodes): the nodes Ready with their GPUs and RDMA devices
+// offered.
+func readyNodes(out string) map[string]bool {
+	ready := map[string]bool{}
+	for _, f := range strings.Fields(out) {
+		name, rest, _ := strings.Cut(f, "=")
+		ready[name] = strings.HasPrefix(rest, "True,") && !strings.Contains(rest, "gpu=,") && !strings.HasSuffix(rest, "rdma=")
+	}
+	return ready
+}
+
+// outOfService is the taint Kubernetes documents for a node that is shut
+// down for good ("non-graceful node shutdown"): the taint eviction
+// controller evicts its pods, and the pod garbage collector marks each
+// Failed and deletes it (kubernetes pkg/controller/podgc/gc_controller.go,
+// gcTerminating: not Ready and this taint), so that a Job's index on it
+// ends. A cloud's node controller deletes a gone machine's Node instead,
+// with the same end (gcOrphaned).
+const outOfService = "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
 
 // runFolder is the one per-run folder the Job's pods wrote under rounds
 // (deploy/k8s: GDR_REPORTS=/reports/<job>-<uid>).

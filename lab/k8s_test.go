@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -243,15 +245,54 @@ func TestLabEditsOnlyWhatUsersEdit(t *testing.T) {
 	assert.Equal(t, labStorage, pv.Spec.StorageClassName, "the claim's class binds it")
 }
 
-// The Job's own status must be the merged verdict: pod 0's exit status is
-// the merge's, and Complete exactly when that is 0.
+// The Job's own status must be the merged verdict: the merging pod's exit
+// status (pod 0's, or where it did not finish the next one's) is the
+// merge's, a pod too late for the start exited 4, and the Job is Complete
+// exactly when the verdict's status is 0.
 func TestJobVerdict(t *testing.T) {
-	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Failed", Pod0Exit: 1}, 1), "NOT QUALIFIED: Failed")
-	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Complete", Pod0Exit: 0}, 0))
-	p := JobVerdict(&kubeResult{Condition: "Complete", Pod0Exit: 0}, 1)
+	sum := func(exit int, unfinished ...report.ClusterUnfinished) *ClusterSummary {
+		s := &ClusterSummary{Exit: exit, Cluster: &report.ClusterFindings{Unfinished: unfinished}}
+		for i := 0; i < 4; i++ {
+			s.Hosts = append(s.Hosts, ClusterHost{Host: fmt.Sprintf("gdrconf-%d", i)})
+		}
+		return s
+	}
+	ran := map[string]int{"gdrconf-0": 0, "gdrconf-1": 0, "gdrconf-2": 0, "gdrconf-3": 0}
+	with := func(m map[string]int, kv ...any) map[string]int {
+		out := maps.Clone(m)
+		for i := 0; i+1 < len(kv); i += 2 {
+			if v, ok := kv[i+1].(int); ok {
+				out[kv[i].(string)] = v
+			} else {
+				delete(out, kv[i].(string))
+			}
+		}
+		return out
+	}
+	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Failed", Exits: with(ran, "gdrconf-0", 1)}, sum(1), nil), "NOT QUALIFIED: Failed")
+	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Complete", Exits: ran}, sum(0), nil))
+	p := JobVerdict(&kubeResult{Condition: "Complete", Exits: ran}, sum(1), nil)
 	require.Len(t, p, 2, "the old Job: Complete, rounds.sh exited 0, while the fleet was NOT QUALIFIED")
-	assert.Contains(t, p[0], "pod 0 (the merge) exited 0, the merged report's exit status is 1")
+	assert.Contains(t, p[0], "gdrconf-0 (the merge) exited 0, the merged report's exit status is 1")
 	assert.Contains(t, p[1], "the Job ended Complete, but the merged verdict's exit status 1 wants it Failed")
+
+	// Pod 0 killed in round 1: its pod was deleted with its node, pod 1
+	// merged. Pod 2 came after the start barrier closed and said so.
+	stopped := report.ClusterUnfinished{Host: "gdrconf-0", Liveness: "stopped in round 1"}
+	late := report.ClusterUnfinished{Host: "gdrconf-2", Liveness: isolate.DidNotStart}
+	gone := map[string]string{"gdrconf-0": "stopped in round 1", "gdrconf-2": isolate.DidNotStart}
+	exits := with(ran, "gdrconf-0", nil, "gdrconf-1", 1, "gdrconf-2", 4)
+	assert.Empty(t, JobVerdict(&kubeResult{Condition: "Failed", Exits: exits}, sum(1, stopped, late), gone))
+	assert.Equal(t, []string{"k8s: gdrconf-1 (the merge) exited 0, the merged report's exit status is 1: the Job's status is not the verdict"},
+		JobVerdict(&kubeResult{Condition: "Failed", Exits: with(exits, "gdrconf-1", 0)}, sum(1, stopped, late), gone))
+	assert.Equal(t, []string{"k8s: gdrconf-2 did not start, and its pod exited 0, want 4 (too late: rounds.sh)"},
+		JobVerdict(&kubeResult{Condition: "Failed", Exits: with(exits, "gdrconf-2", 0)}, sum(1, stopped, late), gone))
+	assert.Equal(t, []string{"k8s: gdrconf-1, the first pod that ran to the end (the merge), has no exit status (pods: map[gdrconf-2:4 gdrconf-3:0])"},
+		JobVerdict(&kubeResult{Condition: "Failed", Exits: with(exits, "gdrconf-1", nil)}, sum(1, stopped, late), gone))
+
+	assert.Equal(t, map[string]int{"gdrconf-0": 1, "gdrconf-2": 4}, podExits("gdrconf-0=1 gdrconf-1= gdrconf-2=4 =3 "))
+	assert.Equal(t, map[string]bool{"vm1": true, "vm2": false, "vm3": false, "vm4": false},
+		readyNodes("vm1=True,gpu=2,rdma=1 vm2=True,gpu=,rdma=1 vm3=False,gpu=2,rdma=1 vm4=True,gpu=2,rdma= "))
 
 	rounds := t.TempDir()
 	_, err := runFolder(rounds)
@@ -283,7 +324,7 @@ func TestPodDegrade(t *testing.T) {
 
 	var sum ClusterSummary
 	require.NoError(t, json.Unmarshal([]byte(`{"hosts":[{"host":"gdrconf-0","identity":{"node":"vm4"}},{"host":"gdrconf-1","identity":{}}]}`), &sum))
-	assert.Equal(t, []string{`k8s: the report names gdrconf-1's node "", and the API placed it on "vm2"`}, podNodes(&sum, pods))
+	assert.Equal(t, []string{`k8s: the report names gdrconf-1's node "", and the API placed it on "vm2"`}, podNodes(&sum, pods, nil))
 
 	sum = ClusterSummary{Cluster: &report.ClusterFindings{Suspects: []report.ClusterFinding{
 		{Host: "gdrconf-0", Rail: 1, Part: report.PartRail, Verdict: isolate.Bad,
@@ -292,7 +333,7 @@ func TestPodDegrade(t *testing.T) {
 			AtFault: &report.Part{Kind: "network path", Name: "the path between gdrconf-3 (node vm1) and gdrconf-1 on rail 0"}},
 	}}}
 	assert.Equal(t, []string{`k8s: link gdrconf-3 <-> gdrconf-1 rail 0's part at fault "the path between gdrconf-3 (node vm1) and gdrconf-1 on rail 0" does not name gdrconf-1's node (node vm2)`},
-		podNodes(&sum, pods))
+		podNodes(&sum, pods, nil))
 }
 
 // A node's plan: no batch job or probes, a fourth NIC for the API server, the node's own
@@ -376,16 +417,16 @@ func TestStrictAbsences(t *testing.T) {
 	}
 	ok := host("gdrconf-0", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU: ..."}, [2]string{"GPU-07", "GDR_STRICT=1: libnvidia-ml.so.1 does not load"})
 	assert.True(t, ok.onlyLabAbsences())
-	assert.Empty(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{ok}}))
+	assert.Empty(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{ok}}, nil))
 
 	image := host("gdrconf-1", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU"}, [2]string{"INST-07", "GDR_STRICT=1: librdmacm.so.1 does not load"})
 	assert.False(t, image.onlyLabAbsences())
-	p := StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{ok, image}})
+	p := StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{ok, image}}, nil)
 	require.Len(t, p, 1)
 	assert.Contains(t, p[0], "gdrconf-1: INST-07 is absent for a reason the lab's VMs do not explain")
 
 	real := host("gdrconf-2", [2]string{"TOPO-01", "GDR_STRICT=1: no NVIDIA GPU"}, [2]string{"PP-08", "RDMA WRITE reaches 0.01 Gbit/s"})
 	assert.False(t, real.onlyLabAbsences(), "a failure that is no absence is a finding")
-	assert.Contains(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{{Host: "x", Verdict: "INCOMPLETE"}}})[0], "x did not run with GDR_STRICT=1")
-	assert.Empty(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{host("pingpong-only")}}), "strict, nothing absent: pingpong alone")
+	assert.Contains(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{{Host: "x", Verdict: "INCOMPLETE"}}}, nil)[0], "x did not run with GDR_STRICT=1")
+	assert.Empty(t, StrictAbsences(&ClusterSummary{Hosts: []ClusterHost{host("pingpong-only")}}, nil), "strict, nothing absent: pingpong alone")
 }

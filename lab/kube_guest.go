@@ -27,6 +27,13 @@ type KubeJob struct {
 	Files     map[string]string `json:"files"`      // guest path -> content: kubeconfigs, configs
 	DNS       bool              `json:"dns"`        // this VM serves the cluster DNS (CoreDNS)
 	GPUs      int               `json:"gpus"`       // nvidia.com/gpu the device plugin offers
+	// Late (LAB_LATE) holds this node's kubelet and device plugin until
+	// Late after the first pod's mark at the start barrier (LateMarks, a
+	// glob of the shared folder): the node joins late, as one that was
+	// rebooting or being added, and the Job's pod for it is scheduled
+	// and starts only then. The manifests stay as shipped.
+	Late      time.Duration `json:"late,omitempty"`
+	LateMarks string        `json:"late_marks,omitempty"`
 }
 
 // Guest paths of a Kubernetes node.
@@ -59,6 +66,11 @@ func (g *guest) kubeMain() error {
 	}
 	if err := g.recordStep(step("node-"+host, c.DaemonWait), g.startNode); err != nil {
 		return err
+	}
+	if c.Kube.Late > 0 {
+		if err := g.recordStep(step("late-"+host, c.EndWait), g.lateNode); err != nil {
+			return err
+		}
 	}
 	err := g.recordStep(step("wait-"+host, c.EndWait), waitEnd(c.EndFile,
 		"the kubelet runs the Job's pod; waiting for "+c.EndFile+" from the host", "the host: the Job ended"))
@@ -193,21 +205,13 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 		}
 	}
 	fmt.Fprintf(w, "node files: %s\n", strings.Join(names, " "))
-	env := []string{"PATH=" + k.Tools + ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
-	var ds []started
-	start := func(name string, argv ...string) error {
-		log := filepath.Join(c.LogDir, name+"-"+c.Host+".log")
-		cmd, err := daemonEnv(w, log, env, argv...)
-		if err != nil {
-			return err
-		}
-		ds = append(ds, started{name, log, cmd})
-		return nil
-	}
+	env := k.daemonEnv()
+	n := &nodeDaemons{w: w, env: env, logDir: c.LogDir, host: c.Host}
+	start := n.start
 	if err := start("containerd", k.Tools+"/containerd", "--config", containerdConfig); err != nil {
 		return err
 	}
-	ctd := ds[0]
+	ctd := n.ds[0]
 	if err := waitFor(deadline, containerdSock+" (containerd)", func() bool {
 		_, err := os.Stat(containerdSock)
 		time.Sleep(200 * time.Millisecond)
@@ -229,7 +233,48 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 	if err := commandEnv(w, deadline, env, k.Tools+"/ctr", "--address", containerdSock, "-n", "k8s.io", "images", "ls", "-q"); err != nil {
 		return err
 	}
-	if err := start("kubelet", k.Tools+"/kubelet", "--config="+kubeletConfig, "--kubeconfig="+kubeletConf,
+	if k.DNS {
+		if err := start("coredns", k.Tools+"/coredns", "-conf", corefile); err != nil {
+			return err
+		}
+	}
+	if k.Late > 0 {
+		fmt.Fprintf(w, "LAB_LATE: the kubelet and the device plugin start %v after the first pod reaches the start barrier (step late-%s)\n", k.Late, c.Host)
+	} else if err := g.startKubelet(n); err != nil {
+		return err
+	}
+	return stillRunning(w, n.ds, 5*time.Second, func(d started) string { return tail(d.log, 8) })
+}
+
+// daemonEnv is the environment of the node's daemons: the tools first.
+func (k *KubeJob) daemonEnv() []string {
+	return []string{"PATH=" + k.Tools + ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/root"}
+}
+
+// nodeDaemons starts a node's daemons, each logging to the shared folder.
+type nodeDaemons struct {
+	w            io.Writer
+	env          []string
+	logDir, host string
+	ds           []started
+}
+
+func (n *nodeDaemons) start(name string, argv ...string) error {
+	log := filepath.Join(n.logDir, name+"-"+n.host+".log")
+	cmd, err := daemonEnv(n.w, log, n.env, argv...)
+	if err != nil {
+		return err
+	}
+	n.ds = append(n.ds, started{name, log, cmd})
+	return nil
+}
+
+// startKubelet starts the kubelet, which registers the node, and the
+// device plugin, which offers it the GPUs.
+func (g *guest) startKubelet(n *nodeDaemons) error {
+	c := g.job.Cluster
+	k := c.Kube
+	if err := n.start("kubelet", k.Tools+"/kubelet", "--config="+kubeletConfig, "--kubeconfig="+kubeletConf,
 		"--hostname-override="+c.Host, "--node-ip="+k.NodeIP, "--v=1",
 		// The GPU operator's feature discovery labels GPU nodes so; the
 		// shipped Job's nodeSelector asks for it (deploy/k8s/job.yaml),
@@ -237,15 +282,34 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 		"--node-labels=nvidia.com/gpu.present=true"); err != nil {
 		return err
 	}
-	if err := start("deviceplugin", k.Tools+"/gdrlab-deviceplugin", fmt.Sprintf("--gpus=%d", k.GPUs)); err != nil {
+	return n.start("deviceplugin", k.Tools+"/gdrlab-deviceplugin", fmt.Sprintf("--gpus=%d", k.GPUs))
+}
+
+// lateNode is a LAB_LATE node's join: it waits for the first pod's mark
+// at the start barrier in the shared folder, then Late, then starts the
+// kubelet and the device plugin. The node registers and turns Ready, and
+// the scheduler places the Job's last pod on it: that pod reaches the
+// start barrier Late and the node's start after the others.
+func (g *guest) lateNode(w io.Writer, deadline time.Time) error {
+	c := g.job.Cluster
+	k := c.Kube
+	var first []string
+	if err := waitFor(deadline, "a pod's mark at the start barrier ("+k.LateMarks+")", func() bool {
+		first, _ = filepath.Glob(k.LateMarks)
+		if len(first) == 0 {
+			time.Sleep(time.Second)
+		}
+		return len(first) > 0
+	}); err != nil {
 		return err
 	}
-	if k.DNS {
-		if err := start("coredns", k.Tools+"/coredns", "-conf", corefile); err != nil {
-			return err
-		}
+	fmt.Fprintf(w, "LAB_LATE: %s reached the start barrier; this node's kubelet starts in %v\n", first[0], k.Late)
+	time.Sleep(k.Late)
+	n := &nodeDaemons{w: w, env: k.daemonEnv(), logDir: c.LogDir, host: c.Host}
+	if err := g.startKubelet(n); err != nil {
+		return err
 	}
-	return stillRunning(w, ds, 5*time.Second, func(d started) string { return tail(d.log, 8) })
+	return stillRunning(w, n.ds, 5*time.Second, func(d started) string { return tail(d.log, 8) })
 }
 
 // copyTree copies the regular files under src to dst.

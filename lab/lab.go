@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,6 +82,29 @@ type runner struct {
 	kernel string   // the VMs' kernel, for the report's host identity
 	kill   bool     // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
 	kube   *kubeRun // make lab-k8s: the control plane the VMs join
+	live   LivePlan // the cluster labs' LAB_LATE and LAB_KILL (liveness.go)
+	// killedAt: the VMs the cluster lab killed for LAB_KILL, and when; the
+	// Kubernetes driver reads it beside the VMs' loop.
+	killMu   sync.Mutex
+	killedAt map[string]time.Time
+}
+
+// markKilled records that the lab killed vm for LAB_KILL.
+func (r *runner) markKilled(vm string) {
+	r.killMu.Lock()
+	defer r.killMu.Unlock()
+	if r.killedAt == nil {
+		r.killedAt = map[string]time.Time{}
+	}
+	r.killedAt[vm] = time.Now()
+}
+
+// wasKilled reports whether the lab killed vm for LAB_KILL.
+func (r *runner) wasKilled(vm string) bool {
+	r.killMu.Lock()
+	defer r.killMu.Unlock()
+	_, ok := r.killedAt[vm]
+	return ok
 }
 
 func (r *runner) logf(format string, args ...any) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jstemmer/go-junit-report/v2/gtr"
 
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -401,10 +402,14 @@ func strOrUnset(s *string) string {
 // gpu-emulated, and none passed on other memory (PP-09's host half aside,
 // as in EmulatedVerdict). A host whose step could not see its GPUs falls
 // back to host memory, and gdr.mem_choice says why: quoted here, it names
-// the missing GPU request when Slurm gave the step none.
-func ClusterGPUVerdict(rep *report.Report) []string {
+// the missing GPU request when Slurm gave the step none. A host in gone
+// that did not start (LAB_LATE) ran nothing.
+func ClusterGPUVerdict(rep *report.Report, gone map[string]string) []string {
 	var p []string
 	for _, h := range rep.Hosts {
+		if gone[h.Identity.Host] == isolate.DidNotStart {
+			continue
+		}
 		gpu, other := 0, 0
 		why, first := "", ""
 		for _, c := range h.AllCases() {

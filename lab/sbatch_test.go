@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -170,14 +171,15 @@ func TestClusterGPUVerdict(t *testing.T) {
 		}}
 	}
 	rep := report.Build([]report.Run{run("vm1", "gpu-emulated", "GDR_MEM unset, GPU present"), run("vm2", "gpu-emulated", "")})
-	assert.Empty(t, ClusterGPUVerdict(rep), "PP-09's host half is host memory by design")
+	assert.Empty(t, ClusterGPUVerdict(rep, nil), "PP-09's host half is host memory by design")
 
 	why := "GDR_MEM unset and no usable CUDA driver (cuInit(0): CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected); " +
 		"the Slurm step was given no GPUs (job 2 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS unset, CUDA_VISIBLE_DEVICES unset): " +
 		"an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does)"
 	rep = report.Build([]report.Run{run("vm1", "gpu-emulated", ""), run("vm2", "host", why)})
-	assert.Equal(t, []string{"vm2: 1 pingpong tests passed on memory other than the emulated GPU's (TestPP03Write: " + why + ")"}, ClusterGPUVerdict(rep))
+	assert.Equal(t, []string{"vm2: 1 pingpong tests passed on memory other than the emulated GPU's (TestPP03Write: " + why + ")"}, ClusterGPUVerdict(rep, nil))
 
 	empty := report.Build([]report.Run{{Host: report.Identity{Host: "vm4"}, Events: []report.Event{{Action: "start", Package: pkg, Time: &time.Time{}}}}})
-	assert.Equal(t, []string{"vm4: no pingpong test passed on the emulated GPU's memory"}, ClusterGPUVerdict(empty))
+	assert.Equal(t, []string{"vm4: no pingpong test passed on the emulated GPU's memory"}, ClusterGPUVerdict(empty, nil))
+	assert.Empty(t, ClusterGPUVerdict(empty, map[string]string{"vm4": isolate.DidNotStart}), "a host that did not start ran nothing")
 }

@@ -18,8 +18,11 @@ const ActionsFile = "actions.txt"
 // scheduler why.
 type BadNode struct {
 	Node, Host string
-	Part       string // the part at fault of its first failure ("nic", "gpu", ...; "host" when none is named)
-	Cause      string // its first failed must requirement and why, one line
+	// Part is the part at fault of its first failure ("nic", "gpu", ...;
+	// "host" when none is named; did_not_finish for a cluster host whose
+	// run did not finish and that failed nothing before).
+	Part  string
+	Cause string // its first failed must requirement and why, one line; first its liveness where its run did not finish
 }
 
 // BadNodes are the latest runs' hosts that are NOT QUALIFIED, in report
@@ -49,9 +52,37 @@ func (r *Report) BadNodes() []BadNode {
 		if b.Cause == "" && len(h.Errors) > 0 {
 			b.Cause = firstOf(h.Errors[0])
 		}
+		if l := r.unfinished(h.Identity.Host); l != "" {
+			// A node that did not start or stopped mid-run is not
+			// qualified and names no part: drained, the reason says why
+			// first (a node whose task died keeps taking jobs otherwise),
+			// then what it failed before, if anything.
+			cause := l + ": its run did not finish"
+			if b.Cause != "" {
+				cause += "; " + b.Cause
+			}
+			b.Cause = cause
+			if b.Part == "host" {
+				b.Part = OutcomeDidNotFinish
+			}
+		}
 		out = append(out, b)
 	}
 	return out
+}
+
+// unfinished is a cluster host's liveness where its run did not finish
+// ("did not start", "stopped in round <k>"), else "".
+func (r *Report) unfinished(host string) string {
+	if r.Findings == nil {
+		return ""
+	}
+	for _, u := range r.Findings.Unfinished {
+		if u.Host == host {
+			return u.Liveness
+		}
+	}
+	return ""
 }
 
 // labelValue is s as a Kubernetes label value: at most 63 characters of

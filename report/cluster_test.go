@@ -759,4 +759,25 @@ func TestClusterRunsThatDidNotFinish(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(page), "Runs that did not finish (no part named)")
 	assert.Contains(t, string(page), "vm5 did not start: it had not reached the start barrier")
+	// summary.json names each host's liveness (docs/clusters.md), and
+	// actions.txt drains both nodes saying why, naming no part.
+	raw, err := os.ReadFile(filepath.Join(dir, SummaryJSON))
+	require.NoError(t, err)
+	var sj struct {
+		Hosts []struct {
+			Host, Liveness string
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &sj))
+	got := map[string]string{}
+	for _, h := range sj.Hosts {
+		got[h.Host] = h.Liveness
+	}
+	assert.Equal(t, map[string]string{"vm1": "", "vm2": "", "vm3": "", "vm4": "stopped in round 1", "vm5": "did not start"}, got)
+	act, err := os.ReadFile(filepath.Join(dir, ActionsFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(act), "scontrol update nodename=vm4 state=drain reason='gdrconf: did_not_finish: stopped in round 1: its run did not finish'\n")
+	assert.Contains(t, string(act), "scontrol update nodename=vm5 state=drain reason='gdrconf: did_not_finish: did not start: its run did not finish'\n")
+	assert.Contains(t, string(act), "kubectl taint nodes vm4 gdrconf.io/not-qualified=did_not_finish:NoSchedule --overwrite\n")
+	assert.NotContains(t, string(act), "nodename=vm1 ", "vm1's failure with vm4 is not its own")
 }

@@ -668,10 +668,12 @@ type hostJSON struct {
 	Errors   []string     `json:"errors,omitempty"`
 	Other    []OtherCase  `json:"other_tests,omitempty"`
 	Earlier  bool         `json:"earlier_run,omitempty"` // superseded by a later run of the host: not in the verdict
-	// A cluster run's: the host's fabric state (cluster/isolate) and the
-	// rails found bad on it.
+	// A cluster run's: the host's fabric state (cluster/isolate), the
+	// rails found bad on it, and its liveness where its run did not
+	// finish ("did not start", "stopped in round <k>"; docs/clusters.md).
 	Fabric   isolate.State `json:"fabric,omitempty"`
 	BadRails []int         `json:"bad_rails,omitempty"`
+	Liveness string        `json:"liveness,omitempty"`
 	Counts   countsJSON    `json:"counts"`
 }
 
@@ -705,7 +707,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		c := h.Counts()
 		hj.Counts = countsJSON{Must: c.Must, ReportOnly: c.ReportOnly, Cases: c.Cases}
 		if f := r.fabric(h.Identity.Host); f != nil {
-			hj.Fabric, hj.BadRails = f.Fabric, f.BadRails
+			hj.Fabric, hj.BadRails, hj.Liveness = f.Fabric, f.BadRails, f.Liveness
 		}
 		hosts = append(hosts, hj)
 	}

@@ -150,6 +150,8 @@ func hostMain() error {
 		degradeDefault = lab.K8sDegrade
 	}
 	fs.StringVar(&o.Cluster.Degrade, "degrade", env("LAB_DEGRADE", degradeDefault), "cluster: the rails degraded on purpose, host:rail:netem (e.g. vm3:1:delay=20ms, vm2:0:loss=10%), or none (LAB_DEGRADE)")
+	fs.StringVar(&o.Cluster.Late, "late", env("LAB_LATE", "none"), "cluster: VMs whose task (Slurm: a TaskProlog) or pod (Kubernetes: the node joins late) starts late, vmN:duration, space separated (e.g. vm4:90s), or none (LAB_LATE)")
+	fs.StringVar(&o.Cluster.Kill, "kill", env("LAB_KILL", "none"), "cluster: VMs killed during a round, vmN:roundK[+duration into it] (e.g. vm4:round1), or none (LAB_KILL)")
 	fs.StringVar(&o.Cluster.Suite, "cluster-suite", env("LAB_CLUSTER_SUITE", lab.SuitePingpong), "cluster: what each round runs: pingpong (dist/run.sh with the LAB_PKGS test binaries) or standin (ib_write_bw on every rail) (LAB_CLUSTER_SUITE)")
 	fs.StringVar(&o.Cluster.Pairing, "pairing", env("LAB_PAIRING", "ring"), "cluster: GDR_PAIRING inside the lab (LAB_PAIRING)")
 	fs.StringVar(&o.Cluster.Sbatch, "sbatch", env("LAB_SBATCH", lab.SbatchShipped), "cluster: the batch script submitted: shipped (deploy/slurm/gdrconf.sbatch), or old (without its GPU request: the lab must fail naming it) (LAB_SBATCH)")
