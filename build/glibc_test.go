@@ -3,6 +3,7 @@ package build
 import (
 	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,11 +67,18 @@ func TestDistGlibc(t *testing.T) {
 // symbols need ("" for none: static, or no libc); isELF is false for
 // scripts and other files.
 func glibcNeeded(path string) (v string, isELF bool, err error) {
+	head := make([]byte, 4)
+	if r, err := os.Open(path); err != nil {
+		return "", false, err
+	} else {
+		n, _ := io.ReadFull(r, head)
+		r.Close()
+		if n < 4 || string(head) != elf.ELFMAG {
+			return "", false, nil // a script, a marker (.pkg, .paired)
+		}
+	}
 	f, err := elf.Open(path)
 	if err != nil {
-		if _, ok := err.(*elf.FormatError); ok {
-			return "", false, nil
-		}
 		return "", false, err
 	}
 	defer f.Close()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -111,7 +112,7 @@ func TestDistPairedOnly(t *testing.T) {
 	write(t, filepath.Join(bin, "pingpong.paired"), "")
 	b, err := os.ReadFile("dist/build.sh")
 	require.NoError(t, err)
-	assert.Contains(t, string(b), `$name == pingpong ]] && : >"$out/bin/$name.paired"`, "build.sh marks pingpong, the package that meets a peer")
+	assert.Contains(t, string(b), `$name == `+reqs.PairedArea+` ]] && : >"$out/bin/$name.paired"`, "build.sh marks reqs.PairedArea, the package that meets a peer")
 	for _, c := range []struct{ env, want string }{
 		{"GDR_PAIRED_ONLY=1", "pingpong\n"},
 		{"GDR_PAIRED_ONLY=0", "install\npingpong\ntopology\n"},

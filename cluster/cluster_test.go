@@ -45,11 +45,22 @@ not json: gotestsum may print this
 {"Action":"attr","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536","Key":"gdr.size_bytes","Value":"65536"}
 {"Action":"pass","Package":"p","Test":"TestPP09HostVsGPU/gpu/WRITE-bw/65536"}
 {"Action":"pass","Package":"p","Test":"TestPP09HostVsGPU"}
+{"Action":"run","Package":"g","Test":"TestGPU08DmaBuf/0000:3b:00.0"}
+{"Action":"attr","Package":"g","Test":"TestGPU08DmaBuf/0000:3b:00.0","Key":"gdr.req","Value":"GPU-08"}
+{"Action":"attr","Package":"g","Test":"TestGPU08DmaBuf/0000:3b:00.0","Key":"gdr.rail","Value":"0"}
+{"Action":"fail","Package":"g","Test":"TestGPU08DmaBuf/0000:3b:00.0"}
+{"Action":"run","Package":"m","Test":"TestMREG03Peermem/rail1"}
+{"Action":"attr","Package":"m","Test":"TestMREG03Peermem/rail1","Key":"gdr.req","Value":"MREG-03"}
+{"Action":"attr","Package":"m","Test":"TestMREG03Peermem/rail1","Key":"gdr.rail","Value":"1"}
+{"Action":"fail","Package":"m","Test":"TestMREG03Peermem/rail1"}
 {"Action":"run","Package":"p","Test":"TestTOPO01Inventory"}
 {"Action":"pass","Package":"p","Test":"TestTOPO01Inventory"}
 {"Action":"fail","Package":"p","Test":"TestPP08Bandwidth"}
 `
 
+// TestLoad reads pair results: from the two-host tests only (a failed
+// single-host test on a rail, GPU-08 or MREG-03 above, is the host's own
+// and no pair's: the whole suite runs in a host's first round).
 func TestLoad(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, WritePlan(root, Plan{Round: 0, Host: "gpu1", Index: 0, Hosts: 3, Role: "client", Peer: "gpu2", Pairing: "ring", Job: "slurm//1"}))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
@@ -301,6 +302,14 @@ func loadRound(fsy fsys, hr hostRound, p *Plan) ([]isolate.Result, error) {
 		rail, ok := t.attrs["gdr.rail"]
 		if !ok {
 			continue
+		}
+		if id := t.attrs["gdr.req"]; id != "" {
+			if q, ok := reqs.Lookup(id); ok && q.Area != reqs.PairedArea {
+				// A single-host check on a rail (GPU-08's dma-buf, GPU-09's
+				// copies, memreg's loopback): the host's own finding, never
+				// a pair's, although it names a rail.
+				continue
+			}
 		}
 		n, err := strconv.Atoi(rail)
 		if err != nil || n < 0 || n > 1024 {

@@ -45,6 +45,13 @@ type Req struct {
 	EmulatedMust bool
 }
 
+// PairedArea is the one conformance package whose tests meet a peer (the
+// two-host RC traffic): a cluster's pair results come only from its tests
+// (cluster/load.go), and a host's later rounds run only it
+// (build/dist/build.sh marks its binary .paired; build/paths_test.go holds
+// the script to this name).
+const PairedArea = "pingpong"
+
 var catalogue = map[string]Req{}
 
 // register adds requirements; a duplicate ID is a programming error.
