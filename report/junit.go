@@ -261,7 +261,7 @@ func (r *Report) JUnit() JUnit {
 			}
 			s := suite(rq.Area, "")
 			m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
-			if !strings.HasPrefix(rq.Reason, "not run") {
+			if !strings.HasPrefix(rq.Reason, "not run") && !strings.HasPrefix(rq.Reason, notInSuite) {
 				m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
 			}
 			s.add(JUnitCase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
