@@ -363,7 +363,7 @@ func TestClusterSlowRailIsAVerdict(t *testing.T) {
 			assert.Nil(t, c.Error)
 			assert.Nil(t, c.Skipped)
 			// A passed case's evidence is its block in the suite's system-out.
-			assert.Regexp(t, regexp.QuoteMeta(caseMark+c.Name)+"\n.*"+`pass: 0\.2\d+ Gbit/s >= floor 0\.\d+ Gbit/s \(GDR_PAIR_MIN_FRACTION 0\.5 x the median`, string(links.Out), c.Name)
+			assert.Regexp(t, regexp.QuoteMeta(caseMark+c.Name)+"\n"+resultMark+"pass\n.*"+`pass: 0\.2\d+ Gbit/s >= floor 0\.\d+ Gbit/s \(GDR_PAIR_MIN_FRACTION 0\.5 x the median`, string(links.Out), c.Name)
 		}
 	}
 	assert.ElementsMatch(t, []string{"vm3 rail1 <-> vm4 rail1 [round 0]", "vm2 rail1 <-> vm3 rail1 [round 1]"}, failed)

@@ -92,10 +92,10 @@ const (
 	typeFellShort    = OutcomeFellShort
 	typeNotJudged    = OutcomeNotJudged
 	typeDidNotFinish = OutcomeDidNotFinish
-	typeReportOnly   = "report_only_not_met"
-	// typeHostOnly: a skip of a requirement not judgeable from a
-	// container (gdr.host_only), apart from skips for absent hardware.
-	typeHostOnly = "host_only"
+	// typeReportOnly was the type of a report-only requirement's skip in
+	// files written before the case blocks said "=== RESULT fail": the Ant
+	// schema allows no type on <skipped>, so it is only read.
+	typeReportOnly = "report_only_not_met"
 )
 
 // ParseJUnit reads a JUnit file.
@@ -128,10 +128,13 @@ func CaseName(test, host string) string { return test + " [" + host + "]" }
 
 // Case blocks: a case's properties and output in its suite's system-out,
 // where both schemas allow them. A block opens with caseMark and the
-// case's name; each property is a propMark line.
+// case's name, then resultMark and the go test result it records (pass,
+// fail or skip: a report-only requirement's failure is a JUnit skip); each
+// property is a propMark line.
 const (
-	caseMark = "=== CASE "
-	propMark = "[[PROPERTY|"
+	caseMark   = "=== CASE "
+	resultMark = "=== RESULT "
+	propMark   = "[[PROPERTY|"
 )
 
 func propLine(k, v string) string { return propMark + k + "=" + v + "]]" }
@@ -229,14 +232,14 @@ func (r *Report) JUnit() JUnit {
 					if fleet && c.Status() == Pass {
 						out = nil // a fleet's passed cases keep their facts, not their log
 					}
-					s.add(tc, attrs, out)
+					s.add(tc, string(c.Status()), attrs, out)
 				}
 			}
 			if p.Failure != "" && !tookDown(h, p.Area) {
 				out := append(append([]string{}, p.BuildError.Output...), p.Output...)
 				m := p.Name + " " + p.Failure
 				s.add(JUnitCase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
-					Error: &JUnitResult{Message: m, Type: typeNotJudged, Body: body(m, "", nil, out)}}, nil, nil)
+					Error: &JUnitResult{Message: m, Type: typeNotJudged, Body: body(m, "", nil, out)}}, string(Fail), nil, nil)
 			}
 		}
 		for _, rq := range h.Reqs {
@@ -252,7 +255,7 @@ func (r *Report) JUnit() JUnit {
 				}
 				m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
 				s.add(JUnitCase{Name: CaseName(rq.ID+" (package failed)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
-					Error: &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, "", nil, out)}},
+					Error: &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, "", nil, out)}}, string(Fail),
 					map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
 				continue
 			}
@@ -265,7 +268,7 @@ func (r *Report) JUnit() JUnit {
 				m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
 			}
 			s.add(JUnitCase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
-				Skipped: &JUnitResult{Message: m, Body: body(m, "", nil, nil)}},
+				Skipped: &JUnitResult{Message: m, Body: body(m, "", nil, nil)}}, string(Skip),
 				map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
 		}
 		for i, e := range h.runErrs {
@@ -275,7 +278,7 @@ func (r *Report) JUnit() JUnit {
 				name = fmt.Sprintf("(run %d)", i+1)
 			}
 			s.add(JUnitCase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
-				Error: &JUnitResult{Message: firstOf(e), Type: typeNotJudged, Body: body(firstOf(e), "", nil, splitLines(e))}}, nil, nil)
+				Error: &JUnitResult{Message: firstOf(e), Type: typeNotJudged, Body: body(firstOf(e), "", nil, splitLines(e))}}, string(Fail), nil, nil)
 		}
 		for _, a := range order {
 			s := areas[a]
@@ -296,7 +299,8 @@ func (r *Report) JUnit() JUnit {
 
 // supersede makes an earlier run's failures and errors skips: a later run
 // of the host judges (MergeRuns), and CI must not turn red for a run that
-// was repeated.
+// was repeated. The skip's message says so (the Ant schema allows no type
+// on <skipped>).
 func supersede(s *junitSuite) {
 	for i := range s.Cases {
 		c := &s.Cases[i]
@@ -308,7 +312,7 @@ func supersede(s *junitSuite) {
 			continue
 		}
 		c.Failure, c.Error = nil, nil
-		c.Skipped = &JUnitResult{Message: "superseded by a later run of this host: " + r.Message, Type: "superseded", Body: r.Body}
+		c.Skipped = &JUnitResult{Message: "superseded by a later run of this host: " + r.Message, Body: r.Body}
 	}
 	s.Failures, s.Errors, s.Skipped = 0, 0, len(s.Cases)-passed(s.Cases)
 }
@@ -329,9 +333,9 @@ type junitSuite struct {
 	out []string
 }
 
-// add counts the case and writes its block (properties and output) into
-// the suite's system-out.
-func (s *junitSuite) add(tc JUnitCase, attrs map[string]string, output []string) {
+// add counts the case and writes its block (result, properties and
+// output) into the suite's system-out.
+func (s *junitSuite) add(tc JUnitCase, result string, attrs map[string]string, output []string) {
 	s.Cases = append(s.Cases, tc)
 	s.Tests++
 	switch {
@@ -342,10 +346,7 @@ func (s *junitSuite) add(tc JUnitCase, attrs map[string]string, output []string)
 	case tc.Skipped != nil:
 		s.Skipped++
 	}
-	if len(attrs) == 0 && len(output) == 0 {
-		return
-	}
-	s.out = append(s.out, caseMark+tc.Name)
+	s.out = append(s.out, caseMark+tc.Name, resultMark+result)
 	s.out = append(s.out, propLines(attrs)...)
 	s.out = append(s.out, output...)
 }
@@ -408,9 +409,6 @@ func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]st
 			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the suite's case block
 		}
 		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", ev, out)}
-		if c.Own["gdr.host_only"] != "" {
-			tc.Skipped.Type = typeHostOnly
-		}
 	default:
 		cause, remedy := c.CauseAndRemedy()
 		if c.Part != nil {
@@ -424,7 +422,7 @@ func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]st
 		switch {
 		case level == string(reqs.ReportOnly):
 			m = "report-only, not met: " + c.Req + " on " + host + ": " + what
-			tc.Skipped = &JUnitResult{Message: clean(m), Type: typeReportOnly, Body: body(m, remedy, attrs, c.Output)}
+			tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, remedy, attrs, c.Output)} // its block says it failed
 		case c.Outcome == OutcomeNotJudged:
 			tc.Error = &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, remedy, attrs, c.Output)}
 		case c.Outcome == OutcomeDidNotFinish:

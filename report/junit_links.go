@@ -160,7 +160,7 @@ func (r *Report) appendClusterSuites(doc *JUnit) {
 				res.Type = typeFellShort
 				tc.Failure = res
 			}
-			s.add(tc, nil, out)
+			s.add(tc, string(c.Status), nil, out)
 		}
 		s.Out = cdata(clean(strings.Join(s.out, "\n")))
 		doc.Suites = append(doc.Suites, s.JUnitSuite)

@@ -95,6 +95,7 @@ func TestJUnitSchemas(t *testing.T) {
 	for name, b := range files {
 		assert.Empty(t, junitcheck.JUnit10(b), "%s against junit-10.xsd", name)
 		assert.Empty(t, junitcheck.Ant(b), "%s against the Ant schema", name)
+		assert.NotContains(t, string(b), "<skipped type=", "%s: the Ant schema allows no type on <skipped>", name)
 	}
 }
 

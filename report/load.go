@@ -251,6 +251,9 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			lines := splitLines(body)
 			if b, ok := blocks[c.Name]; ok {
 				props, lines = b.props, b.out
+				if b.result != "" {
+					action = b.result // a report-only failure is a JUnit skip; its block says it failed
+				}
 			}
 			for _, p := range props {
 				e = append(e, Event{Action: "attr", Package: pkg, Test: name, Key: p.Name, Value: p.Value})
@@ -278,10 +281,13 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 	return evs, nil
 }
 
-// caseBlock is one case's properties and output from its suite's system-out.
+// caseBlock is one case's properties and output from its suite's
+// system-out, and the go test result its resultMark line records ("" in
+// files written before it).
 type caseBlock struct {
-	props []JUnitProperty
-	out   []string
+	props  []JUnitProperty
+	out    []string
+	result string
 }
 
 // caseBlocks reads the blocks of a suite's system-out by case name; the
@@ -298,6 +304,14 @@ func caseBlocks(out string) map[string]*caseBlock {
 		}
 		if cur == nil {
 			continue
+		}
+		if r, ok := strings.CutPrefix(l, resultMark); ok && cur.result == "" && len(cur.props) == 0 && len(cur.out) == 0 {
+			word, _, _ := strings.Cut(r, ":")
+			switch Status(word) {
+			case Pass, Fail, Skip:
+				cur.result = word
+				continue
+			}
 		}
 		if kv, ok := strings.CutPrefix(l, propMark); ok && strings.HasSuffix(kv, "]]") {
 			if k, v, ok := strings.Cut(strings.TrimSuffix(kv, "]]"), "="); ok {
