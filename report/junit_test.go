@@ -58,20 +58,42 @@ func verdictHost(name string) Run {
 	return Run{Host: Identity{Host: name, Suite: "v1.4.0-3-gabc"}, Events: evs, Errs: []string{"the VM died\nlast console line"}}
 }
 
-// constructedReports are reports the tests build, beside the recordings.
-func constructedReports() map[string]*Report {
+// constructedReports are reports the tests build, beside the recordings:
+// every kind of result the writer has (failures, errors, report-only
+// misses, a package that did not build, a run error, a test that did not
+// finish, host-only skips, a strict run, an earlier run superseded, a
+// fleet).
+func constructedReports(t testing.TB) map[string]*Report {
+	two := 2
+	const install = "github.com/gdrconf/gdrconf/conformance/install"
+	dnf := events(install,
+		tc{name: "TestINST01DriverLoaded", result: "pass", attrs: []string{"gdr.req", "INST-01"}},
+		tc{name: "TestINST05CUDAToolkit", attrs: []string{"gdr.req", "INST-05"}, out: []string{"    driver_test.go:180: running nvcc -V"}})
+	dnf = append(dnf, Event{Action: "output", Package: install, Output: "panic: test timed out after 10m0s\n"},
+		Event{Action: "output", Package: install, Output: "FAIL\t" + install + "\t600.1s\n"}, Event{Action: "fail", Package: install, Elapsed: 600.1})
+	host := []string{"gdr.host_only", "the host's developer environment", "gdr.skip", "not judgeable from a container: the host's developer environment"}
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	early, late := at(gpuHost("gpu01"), t0), at(gpuHost("gpu01"), t0.Add(time.Hour))
+	early.Host.MachineID, late.Host.MachineID = "m1", "m1"
+	merged, err := MergeRuns([]Run{late, early}, true)
+	require.NoError(t, err)
 	return map[string]*Report{
 		"gpu hosts": Build([]Run{gpuHost("gpu-01.example.com"), gpuHost("gpu-02.example.com")}),
 		"verdicts":  Build([]Run{verdictHost("gpu01")}),
 		"unnamed":   Build([]Run{{Host: Identity{Host: ""}, Events: events("x/conformance/gpu", tc{name: "TestGPU02ComputeCapability", result: "pass", attrs: []string{"gdr.req", "GPU-02"}})}}),
 		"control": Build([]Run{{Host: Identity{Host: "ctl"}, Events: events("x/conformance/gpu",
 			tc{name: "TestGPU02ComputeCapability", result: "fail", attrs: []string{"gdr.req", "GPU-02", "gdr.note", "bell\x07"}, out: []string{"    x.go:1: nvidia-smi printed \x01\x1b[0m; remedy: none"}})}}),
+		"did not finish":    Build([]Run{{Host: Identity{Host: "dgx-1", GoTestExit: &two}, Events: dnf}}),
+		"strict, host only": Build([]Run{allPass(map[string][]string{"INST-14": host, "TOPO-03": {"gdr.skip", "no switch"}})}),
+		"earlier run":       Build(merged),
+		"fleet":             Build(fleetRuns(t, 12, 3)),
 	}
 }
 
-// Every recorded run and every constructed report is valid against both
-// schemas.
-func TestJUnitSchemas(t *testing.T) {
+// testedFiles are the junit.xml of every recorded run and of every report
+// the tests construct (constructedReports, and a cluster with a slow rail),
+// by name.
+func testedFiles(t *testing.T) map[string][]byte {
 	ents, err := os.ReadDir(runsDir)
 	require.NoError(t, err)
 	files := map[string][]byte{}
@@ -83,7 +105,7 @@ func TestJUnitSchemas(t *testing.T) {
 		require.NoError(t, err)
 		files["fixtures/runs/"+e.Name()] = junitOf(t, Build(runs))
 	}
-	for name, r := range constructedReports() {
+	for name, r := range constructedReports(t) {
 		files[name] = junitOf(t, r)
 	}
 	runs, a, err := LoadCluster(clusterFolder(t, map[string]int{"vm3": 1}), isolate.Options{MinFraction: 0.5}, "")
@@ -91,53 +113,90 @@ func TestJUnitSchemas(t *testing.T) {
 	cl := Build(runs)
 	cl.SetCluster(a)
 	files["cluster with a slow rail"] = junitOf(t, cl)
-	require.Greater(t, len(files), 8)
+	return files
+}
+
+// Every recorded run and every constructed report is valid against both
+// XSDs themselves (xmllint) and what they cannot express
+// (junitcheck.Beyond).
+func TestJUnitSchemas(t *testing.T) {
+	junitcheck.Need(t)
+	files := testedFiles(t)
+	require.Greater(t, len(files), 15)
 	for name, b := range files {
-		assert.Empty(t, junitcheck.JUnit10(b), "%s against junit-10.xsd", name)
-		assert.Empty(t, junitcheck.Ant(b), "%s against the Ant schema", name)
+		problems, err := junitcheck.Check(b)
+		require.NoError(t, err)
+		assert.Empty(t, problems, "%s", name)
 		assert.NotContains(t, string(b), "<skipped type=", "%s: the Ant schema allows no type on <skipped>", name)
 	}
 }
 
-// The checker fails what the schemas reject: the recordings' own
-// gotestsum files (properties inside a case, no timestamp), and
-// violations planted into a file this package wrote.
+// The validator fails what the schemas reject: the recordings' own
+// gotestsum files (properties inside a case), violations planted into a
+// file this package wrote, each by the schema that forbids it, and what
+// only junitcheck.Beyond sees.
 func TestJUnitSchemaCheckerCatches(t *testing.T) {
+	junitcheck.Need(t)
+	against := func(s junitcheck.Schema, b []byte) []string {
+		t.Helper()
+		p, err := junitcheck.Against(s, b)
+		require.NoError(t, err)
+		return p
+	}
 	old, err := os.ReadFile(filepath.Join(runsDir, "h200-dist", "junit.xml"))
 	require.NoError(t, err)
-	assert.NotEmpty(t, junitcheck.JUnit10(old), "gotestsum's file has properties inside cases")
-	assert.NotEmpty(t, junitcheck.Ant(old))
+	assert.NotEmpty(t, grep(against(junitcheck.JUnit10, old), "'properties': This element is not expected"), "gotestsum's file has properties inside cases")
+	assert.NotEmpty(t, against(junitcheck.Ant, old))
 
-	good := string(junitOf(t, Build([]Run{gpuHost("gpu01")})))
-	require.Empty(t, junitcheck.JUnit10([]byte(good)))
-	require.Empty(t, junitcheck.Ant([]byte(good)))
+	good := string(junitOf(t, Build([]Run{verdictHost("gpu01")})))
+	for _, s := range junitcheck.Schemas {
+		require.Empty(t, against(s, []byte(good)), s.Name)
+	}
+	require.Empty(t, junitcheck.Beyond([]byte(good)))
 	plant := func(old, new string) []byte {
 		t.Helper()
 		require.Contains(t, good, old)
 		return []byte(strings.Replace(good, old, new, 1))
 	}
-	caseProps := plant(`time="0.010">`, `time="0.010"><properties><property name="gdr.req" value="GPU-02"></property></properties>`)
-	assert.NotEmpty(t, grep(junitcheck.JUnit10(caseProps), `<properties> is not allowed in <testcase>`))
-	assert.NotEmpty(t, grep(junitcheck.Ant(caseProps), `<properties> is not allowed in <testcase>`))
+	caseOpen := regexp.MustCompile(`<testcase [^>]*>`).FindString(good)
+	caseProps := plant(caseOpen, caseOpen+`<properties><property name="gdr.req" value="PP-08"></property></properties>`)
+	assert.NotEmpty(t, grep(against(junitcheck.JUnit10, caseProps), "'properties': This element is not expected"))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, caseProps), "'properties': This element is not expected"))
 
 	noStamp := []byte(regexpReplaceFirst(good, ` timestamp="[^"]*"`, ""))
-	assert.Empty(t, junitcheck.JUnit10(noStamp), "junit-10 leaves timestamp optional")
-	assert.NotEmpty(t, grep(junitcheck.Ant(noStamp), `lacks the required attribute "timestamp"`))
+	assert.Empty(t, against(junitcheck.JUnit10, noStamp), "junit-10 leaves timestamp optional")
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, noStamp), "The attribute 'timestamp' is required"))
 
 	skippedTop := plant(`<testsuites>`, `<testsuites skipped="3">`)
-	assert.NotEmpty(t, grep(junitcheck.JUnit10(skippedTop), `attribute "skipped" is not allowed on <testsuites>`))
+	assert.NotEmpty(t, grep(against(junitcheck.JUnit10, skippedTop), "The attribute 'skipped' is not allowed"))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, skippedTop), "The attribute 'skipped' is not allowed"))
 
 	zoned := []byte(regexpReplaceFirst(good, ` timestamp="([^"]*)"`, ` timestamp="${1}Z"`))
-	assert.NotEmpty(t, grep(junitcheck.Ant(zoned), `timestamp=`))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, zoned), "'timestamp'"))
 	badTime := plant(`time="0.010"`, `time="10ms"`)
-	assert.NotEmpty(t, junitcheck.Ant(badTime))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, badTime), "'time'"))
 	noType := []byte(regexpReplaceFirst(good, ` type="fell_short"`, ""))
-	assert.NotEmpty(t, grep(junitcheck.Ant(noType), `lacks the required attribute "type"`))
-	outInCase := plant(`time="0.010">`, `time="0.010"><system-out>x</system-out>`)
-	assert.Empty(t, junitcheck.JUnit10(outInCase), "junit-10 takes output in a case")
-	assert.NotEmpty(t, junitcheck.Ant(outInCase), "Ant does not")
-	noErr := []byte(regexpReplaceFirst(good, `<system-err></system-err>`, ""))
-	assert.NotEmpty(t, grep(junitcheck.Ant(noErr), `are not: properties, testcase*, system-out, system-err`))
+	assert.Empty(t, against(junitcheck.JUnit10, noType))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, noType), "The attribute 'type' is required"))
+	outInCase := plant(caseOpen, caseOpen+`<system-out>x</system-out>`)
+	assert.Empty(t, against(junitcheck.JUnit10, outInCase), "junit-10 takes output in a case")
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, outInCase), "'system-out': This element is not expected"), "Ant does not")
+	noErr := []byte(strings.Replace(good, `<system-err></system-err>`, "", 1))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, noErr), "Missing child element(s)"))
+	// What this package wrote for a report-only requirement's miss until
+	// the Ant schema was checked by the schema itself.
+	reportOnly := plant(`<skipped message="report-only, not met:`, `<skipped type="report_only_not_met" message="report-only, not met:`)
+	assert.Empty(t, against(junitcheck.JUnit10, reportOnly))
+	assert.NotEmpty(t, grep(against(junitcheck.Ant, reportOnly), "The attribute 'type' is not allowed"))
+
+	// Beyond the schemas.
+	caseLine := regexp.MustCompile(`(?s)<testcase [^>]*>.*?</testcase>`).FindString(good)
+	require.NotEmpty(t, caseLine)
+	dup := plant(caseLine, caseLine+"\n"+caseLine)
+	assert.NotEmpty(t, grep(junitcheck.Beyond(dup), "GitLab keeps one case"))
+	assert.NotEmpty(t, grep(junitcheck.Beyond(dup), "but it holds"), "tests= counts one case fewer")
+	ids := []byte(regexpReplaceFirst(good, ` id="1"`, ` id="7"`))
+	assert.NotEmpty(t, grep(junitcheck.Beyond(ids), `id="7"`))
 }
 
 func grep(errs []string, s string) []string {
@@ -286,7 +345,7 @@ func TestJUnitTimestampFallbacks(t *testing.T) {
 func TestCleanEscapesVisibly(t *testing.T) {
 	assert.Equal(t, `a\x01b\x1b[0m \xff \ufffe`+"\tok\n", clean("a\x01b\x1b[0m \xff \uFFFE\tok\n"))
 	assert.Equal(t, "µs ✓", clean("µs ✓"))
-	b := junitOf(t, constructedReports()["control"])
+	b := junitOf(t, constructedReports(t)["control"])
 	assert.NotContains(t, string(b), "\uFFFD", "xunit-viewer crashed on U+FFFD")
 	assert.Contains(t, string(b), `printed \x01\x1b[0m`)
 	assert.Contains(t, string(b), `gdr.note=bell\x07`)
