@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -59,16 +60,16 @@ func TestHostOnlyINST05INST14DoNotHoldBackQualified(t *testing.T) {
 
 	// JUnit keeps the case a skip, told apart from absent hardware by its
 	// gdr.host_only in its block (the Ant schema allows no type on a skip).
-	doc := Build([]Run{allPass(map[string][]string{"INST-14": host})}).JUnit()
+	doc := parseJUnit(t, junitOf(t, Build([]Run{allPass(map[string][]string{"INST-14": host})})))
 	var found bool
 	for _, s := range doc.Suites {
 		for _, k := range s.Cases {
 			if k.Skipped != nil && strings.Contains(k.Name, "INST14") {
 				found = true
 				assert.Empty(t, k.Skipped.Type)
-				b := caseBlocks(string(s.Out))[k.Name]
+				b := caseBlocks(s.SystemOut.Data)[k.Name]
 				require.NotNil(t, b)
-				assert.Contains(t, b.props, JUnitProperty{Name: "gdr.host_only", Value: "the host's developer environment"})
+				assert.Contains(t, b.props, junit.Property{Name: "gdr.host_only", Value: "the host's developer environment"})
 			}
 		}
 	}

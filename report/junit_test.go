@@ -2,13 +2,17 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -88,6 +92,39 @@ func constructedReports(t testing.TB) map[string]*Report {
 		"earlier run":       Build(merged),
 		"fleet":             Build(fleetRuns(t, 12, 3)),
 	}
+}
+
+// suitesByName merges the suites of each name (the writer makes one per
+// case) into one view: cases in file order, counts summed, the first
+// properties written, system-out joined.
+func suitesByName(doc JUnit) map[string]JUnitSuite {
+	out := map[string]JUnitSuite{}
+	for _, s := range doc.Suites {
+		m, ok := out[s.Name]
+		if !ok {
+			m = s
+			m.Cases = append([]JUnitCase(nil), s.Cases...)
+			m.SystemOut = &junit.Output{}
+			if s.SystemOut != nil {
+				m.SystemOut.Data = s.SystemOut.Data
+			}
+			out[s.Name] = m
+			continue
+		}
+		m.Cases = append(m.Cases, s.Cases...)
+		m.Tests += s.Tests
+		m.Failures += s.Failures
+		m.Errors += s.Errors
+		m.Skipped += s.Skipped
+		if (m.Properties == nil || len(*m.Properties) == 0) && s.Properties != nil {
+			m.Properties = s.Properties
+		}
+		if s.SystemOut != nil {
+			m.SystemOut.Data += "\n" + s.SystemOut.Data
+		}
+		out[s.Name] = m
+	}
+	return out
 }
 
 // testedFiles are the junit.xml of every recorded run and of every report
@@ -212,24 +249,180 @@ func grep(errs []string, s string) []string {
 // gitlabShown is what GitLab shows for a case, reimplemented from
 // gitlabhq/gitlabhq lib/gitlab/ci/parsers/test/junit.rb: the first of
 // failure, error, skipped becomes the status, and that element, as
-// ActiveSupport's Hash.from_xml converts it, the shown text. from_xml makes
-// an element with non-blank text that text (its attributes, the message
-// among them, are dropped); one with attributes and blank text stays a
-// hash (GitLab printed it as such): isText is false then.
+// ActiveSupport's Hash.from_xml converts it, the shown text (a passed case
+// shows none: system_output is nil); the case's and the suite's
+// system-out are not shown. from_xml makes an element with non-blank text
+// that text (its attributes, the message among them, are dropped); one
+// with attributes and blank text stays a hash (GitLab printed it as such):
+// isText is false then.
 func gitlabShown(c JUnitCase) (status, shown string, isText bool) {
 	for _, r := range []struct {
 		status string
-		res    *JUnitResult
+		res    *junit.Result
 	}{{"failed", c.Failure}, {"error", c.Error}, {"skipped", c.Skipped}} {
 		if r.res == nil {
 			continue
 		}
-		if strings.TrimSpace(r.res.Body) != "" {
-			return r.status, r.res.Body, true
+		if strings.TrimSpace(r.res.Data) != "" {
+			return r.status, r.res.Data, true
 		}
 		return r.status, "", r.res.Message == "" && r.res.Type == ""
 	}
 	return "success", "", true
+}
+
+// jenkinsCase is what Jenkins' junit plugin keeps of a case and shows on
+// its page.
+type jenkinsCase struct {
+	ErrorDetails, StackTrace, SkippedMessage, Stdout string
+}
+
+func (j jenkinsCase) shown() string {
+	return j.ErrorDetails + "\n" + j.StackTrace + "\n" + j.SkippedMessage + "\n" + j.Stdout
+}
+
+// jenkinsView is each case of doc as Jenkins' junit plugin keeps it with
+// its defaults (no keepLongStdio: stdioRetention NONE), reimplemented from
+// jenkinsci/junit-plugin src/main/java/hudson/tasks/junit: CaseResult's
+// constructor (errorDetails: the message of <error>, else of <failure>;
+// errorStackTrace: their text; skippedMessage: <skipped>'s message, else
+// its text; stdout: the case's own system-out) and getStdout (without its
+// own, its suite's: SuiteResult, one per <testsuite> with a case, merged
+// with another only when name and id are equal: TestResult.add), and
+// possiblyTrimStdio (the first and last 500 characters when no case of the
+// collection has an error or failure, 50000 when one has).
+func jenkinsView(doc JUnit) map[string]jenkinsCase {
+	trim := func(failing bool, s string) string {
+		half := 500
+		if failing {
+			half = 50000
+		}
+		u := utf16.Encode([]rune(s)) // Java counts UTF-16 code units
+		middle := len(u) - 2*half
+		if middle <= 0 {
+			return s
+		}
+		return string(utf16.Decode(u[:half])) + "\n...[truncated " + strconv.Itoa(middle) + " chars]...\n" + string(utf16.Decode(u[len(u)-half:]))
+	}
+	out := map[string]jenkinsCase{}
+	for _, s := range doc.Suites {
+		failing := false
+		for _, c := range s.Cases {
+			failing = failing || c.Failure != nil || c.Error != nil
+		}
+		var suiteOut string
+		if s.SystemOut != nil {
+			suiteOut = trim(failing, s.SystemOut.Data)
+		}
+		for _, c := range s.Cases {
+			var j jenkinsCase
+			if r := c.Error; r != nil {
+				j.ErrorDetails, j.StackTrace = r.Message, r.Data
+			} else if r := c.Failure; r != nil {
+				j.ErrorDetails, j.StackTrace = r.Message, r.Data
+			}
+			if r := c.Skipped; r != nil {
+				j.SkippedMessage = r.Message
+				if j.SkippedMessage == "" {
+					j.SkippedMessage = r.Data
+				}
+			}
+			j.Stdout = suiteOut
+			if c.SystemOut != nil {
+				j.Stdout = trim(c.Failure != nil || c.Error != nil, c.SystemOut.Data)
+			}
+			out[c.Name] = j
+		}
+	}
+	return out
+}
+
+// caseFacts are the facts of a counted case a CI view must show: the
+// judged value against its threshold and the threshold's source (as the
+// message words them), and for a failure its cause, remedy and part.
+func caseFacts(c *Case) []string {
+	var f []string
+	if m := measured(c); m != "" {
+		f = append(f, m)
+	}
+	if c.Status() == Fail {
+		cause, remedy := c.CauseAndRemedy()
+		f = append(f, cause)
+		if remedy != "" {
+			f = append(f, remedy)
+		}
+		if c.Part != nil {
+			f = append(f, c.Part.String())
+		}
+	}
+	return f
+}
+
+// passingHost's pingpong cases all passed, each with a value, a threshold
+// and its source and a long log: Jenkins trimmed such an area's one suite
+// to its first and last 500 characters, and the facts of the cases between
+// with it.
+func passingHost(name string) Run {
+	var log []string
+	for i := 0; i < 40; i++ {
+		log = append(log, fmt.Sprintf("    pingpong_test.go:%d: iteration %d of the bandwidth loop", 300+i, i))
+	}
+	tests := []tc{{name: "TestPP08Bandwidth", result: "pass", attrs: []string{"gdr.req", "PP-08"}}}
+	for i, bw := range []string{"92.3", "88.8", "90.1"} {
+		tests = append(tests, tc{name: fmt.Sprintf("TestPP08Bandwidth/READ/%d", 65536<<i), result: "pass",
+			attrs: []string{"gdr.nic", "mlx5_0", "gdr.bw_gbit_s", bw, "gdr.min_bw_gbit_s", "75", "gdr.threshold_source", "75% of port rate"}, out: log})
+	}
+	return Run{Host: Identity{Host: name}, Events: events("github.com/gdrconf/gdrconf/conformance/pingpong", tests...)}
+}
+
+// Each case's facts are in what Jenkins (default settings) shows of it,
+// passed ones included, and in what GitLab shows of a failed one; GitLab
+// shows nothing of a passed case but its name and time.
+func TestJUnitCIViewsShowEachCasesFacts(t *testing.T) {
+	r := Build([]Run{verdictHost("gpu01"), gpuHost("gpu02"), passingHost("gpu03")})
+	doc := parseJUnit(t, junitOf(t, r))
+	jv := jenkinsView(doc)
+	gl := map[string]JUnitCase{}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			gl[c.Name] = c
+		}
+	}
+	checked := map[Status]int{}
+	for _, h := range r.Hosts {
+		for _, c := range h.Cases() {
+			if !c.Counted {
+				continue
+			}
+			name := CaseName(c.Name, h.Identity.Host)
+			j, ok := jv[name]
+			require.True(t, ok, "Jenkins has %s", name)
+			facts := caseFacts(c)
+			for _, f := range facts {
+				assert.Contains(t, j.shown(), f, "Jenkins' view of %s (%s)", name, c.Status())
+			}
+			status, shown, _ := gitlabShown(gl[name])
+			if c.Status() == Pass {
+				assert.Equal(t, "success", status)
+				assert.Empty(t, shown, "GitLab shows no text of a passed case")
+			} else {
+				for _, f := range facts {
+					assert.Contains(t, shown, f, "GitLab's view of %s", name)
+				}
+			}
+			if len(facts) > 0 {
+				checked[c.Status()]++
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, checked[Pass], 3, "passed cases with a value checked")
+	assert.GreaterOrEqual(t, checked[Fail], 4, "failed cases checked")
+	pass := jv["TestPP08Bandwidth/READ/131072 [gpu03]"]
+	assert.Contains(t, pass.Stdout, "...[truncated", "the passed case's log is long enough for Jenkins to trim it")
+	assert.Contains(t, pass.Stdout, "pass: bw 88.8 Gbit/s >= floor 75 Gbit/s (75% of port rate)")
+	fail := jv["TestPP08Bandwidth/WRITE/1048576 [gpu01]"]
+	assert.Equal(t, "PP-08 must on gpu01: bw 12.1 Gbit/s < floor 75 Gbit/s (75% of port rate): RDMA WRITE of 1 MiB from GPU memory reaches 12.1 Gbit/s", fail.ErrorDetails)
+	assert.Contains(t, fail.StackTrace, "remedy: check the NIC's PCIe link (TOPO-04)")
 }
 
 // GitLab's view of a failing case starts with its reason (requirement,
@@ -254,7 +447,7 @@ func TestJUnitGitLabView(t *testing.T) {
 	pp08 := seen["TestPP08Bandwidth/WRITE/1048576 [gpu01]"]
 	require.NotEmpty(t, pp08)
 	assert.True(t, strings.HasPrefix(pp08, "PP-08 must on gpu01: bw 12.1 Gbit/s < floor 75 Gbit/s (75% of port rate): RDMA WRITE of 1 MiB from GPU memory reaches 12.1 Gbit/s\n"+
-		"remedy: check the NIC's PCIe link (TOPO-04)\n\n"), pp08)
+		"remedy: check the NIC's PCIe link (TOPO-04)\npart: nic: mlx5_0; low confidence: "), pp08)
 	assert.Less(t, strings.Index(pp08, "remedy:"), strings.Index(pp08, "[[PROPERTY|gdr.bw_gbit_s=12.1]]"), "evidence after the reason")
 	assert.Contains(t, pp08, "pingpong_test.go:300:", "the output is in the evidence")
 	gpu09 := seen["TestGPU09HtoDBandwidth/0000:00:06.0 [gpu02]"]
@@ -271,9 +464,8 @@ func TestJUnitOutcomes(t *testing.T) {
 	b := junitOf(t, Build([]Run{verdictHost("gpu01")}))
 	doc := parseJUnit(t, b)
 	cases := map[string]JUnitCase{}
-	suites := map[string]JUnitSuite{}
+	suites := suitesByName(doc)
 	for _, s := range doc.Suites {
-		suites[s.Name] = s
 		for _, c := range s.Cases {
 			cases[c.Name] = c
 		}
@@ -300,7 +492,7 @@ func TestJUnitOutcomes(t *testing.T) {
 	require.NotNil(t, gpu01.Error, "a package that did not build was not judged")
 	assert.Equal(t, typeNotJudged, gpu01.Error.Type)
 	assert.Equal(t, "GPU-01 must on gpu01: conformance/gpu did not build: gpu_test.go:3:2: undefined: cuda.Foo", gpu01.Error.Message)
-	assert.Contains(t, gpu01.Error.Body, "undefined: cuda.Foo")
+	assert.Contains(t, gpu01.Error.Data, "undefined: cuda.Foo")
 	gpuReqs := 0
 	for _, rq := range reqs.All() {
 		if rq.Area == "gpu" {
@@ -319,7 +511,7 @@ func TestJUnitOutcomes(t *testing.T) {
 	assert.GreaterOrEqual(t, pp.Skipped, 1, "PP-09, and the requirements that did not run")
 	assert.Equal(t, "2026-12-01T21:30:05", pp.Timestamp, "the run's first event, in UTC")
 	props := map[string]string{}
-	for _, p := range pp.Props {
+	for _, p := range *pp.Properties {
 		props[p.Name] = p.Value
 	}
 	assert.Equal(t, "v1.4.0-3-gabc", props["gdr.suite_version"], "the suite version the host ran")
@@ -334,12 +526,12 @@ func TestJUnitTimestampFallbacks(t *testing.T) {
 	r := Build([]Run{{Host: Identity{Host: "a", Time: "2026-11-30T10:00:00+02:00"}, Events: pass}})
 	s := parseJUnit(t, junitOf(t, r)).Suites[0]
 	assert.Equal(t, "2026-11-30T08:00:00", s.Timestamp)
-	assert.Contains(t, s.Props, JUnitProperty{Name: "gdr.timestamp_source", Value: "host.json"})
+	assert.Contains(t, *s.Properties, junit.Property{Name: "gdr.timestamp_source", Value: "host.json"})
 	r = Build([]Run{{Host: Identity{Host: "a"}, Events: pass}})
 	r.Time = "2026-11-29T01:02:03Z"
 	s = parseJUnit(t, junitOf(t, r)).Suites[0]
 	assert.Equal(t, "2026-11-29T01:02:03", s.Timestamp)
-	assert.Contains(t, s.Props, JUnitProperty{Name: "gdr.timestamp_source", Value: "report build time"})
+	assert.Contains(t, *s.Properties, junit.Property{Name: "gdr.timestamp_source", Value: "report build time"})
 }
 
 func TestCleanEscapesVisibly(t *testing.T) {
@@ -465,7 +657,7 @@ func TestCaseCountsAgree(t *testing.T) {
 		perHost := map[string]int{}
 		for _, s := range doc.Suites {
 			if s.Hostname != "" && !strings.HasPrefix(s.Name, "cluster/") {
-				perHost[s.Hostname] += len(s.Cases)
+				perHost[s.Hostname] += len(s.Testcases)
 			}
 		}
 		for _, h := range r.Hosts {
