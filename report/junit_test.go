@@ -679,3 +679,40 @@ func TestCaseCountsAgree(t *testing.T) {
 		}
 	}
 }
+
+// A file this package wrote before one suite per case (a suite per host
+// and area, every case's block in its system-out, as recorded on the H200
+// machine) still reads back into the cases its test.json gives: names,
+// results and attributes.
+func TestJUnitReadsASuitePerArea(t *testing.T) {
+	for _, name := range []string{"h200-structured-strict", "h200-inventory"} {
+		dir := filepath.Join(runsDir, name)
+		f, err := os.Open(filepath.Join(dir, JUnitFile))
+		require.NoError(t, err)
+		evs, err := ReadJUnit(f)
+		f.Close()
+		require.NoError(t, err)
+		runs, err := LoadDir(dir) // test.json
+		require.NoError(t, err)
+		want := Build(runs).Hosts[0]
+		back := Build([]Run{{Host: want.Identity, Events: evs}}).Hosts[0]
+		got := map[string]*Case{}
+		for _, c := range back.Cases() {
+			got[c.Name] = c
+		}
+		n := 0
+		for _, c := range want.Cases() {
+			if !c.Counted {
+				continue
+			}
+			b := got[c.Name]
+			require.NotNil(t, b, "%s: %s reads back", name, c.Name)
+			n++
+			assert.Equal(t, c.Status(), b.Status(), "%s: %s", name, c.Name)
+			for k, v := range c.Attrs {
+				assert.Equal(t, v, b.Attrs[k], "%s: %s %s", name, c.Name, k)
+			}
+		}
+		assert.Greater(t, n, 40, name)
+	}
+}
