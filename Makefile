@@ -12,7 +12,7 @@ GOTESTSUM := $(GO) tool gotestsum
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all help conformance report test unit browser race lint deps deps-test lab lab-bench bench fuzz clean dist
+.PHONY: all help conformance report test unit browser race lint deps deps-unit deps-test lab lab-bench bench fuzz clean dist
 .DEFAULT_GOAL := help
 
 all: test
@@ -31,7 +31,8 @@ them as root where they are missing; present, any user builds.
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
   test         lint unit browser race lab lab-cluster       root, qemu, network the first  ~20
                (CI: then lab-cluster-host, lab-k8s)         time (packages, lab kernel)
-  unit         unit tests and fixture runs; no browser      rdma-core headers; not root    1-2
+  unit         unit tests and fixture runs; no browser      rdma-core headers, xmllint     1-2
+                                                            (deps-unit as root); not root
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
   race         the race detector, concurrent packages       rdma-core headers              ~1
   lint         gofmt, go vet, staticcheck (both tag sets),  rdma-core headers              ~1
@@ -56,7 +57,8 @@ them as root where they are missing; present, any user builds.
   dist         dist/: the suite for hosts without Go        rdma-core headers              ~2
   gdrcluster   the cluster planner deploy/gdrcluster        -                              <1
   deps         check build prerequisites, install missing   root only for what is missing  -
-  deps-test    deps, plus Chromium and a font               root only for what is missing  -
+  deps-unit    deps, plus xmllint (JUnit schema checks)     root only for what is missing  -
+  deps-test    deps-unit, plus Chromium and a font          root only for what is missing  -
   clean        remove reports/                              -                              -
   help         this list (what make alone prints)           -                              -
 
@@ -69,7 +71,13 @@ help:
 deps:
 	@build/deps.sh '$(TAGS)'
 
-# What the project's own tests need beyond the build (headless Chromium).
+# What the unit tests need beyond the build: xmllint, which validates the
+# JUnit files the report and the labs write against the two XSDs CI systems
+# use (report/junitcheck).
+deps-unit:
+	@build/deps.sh --unit '$(TAGS)'
+
+# What the project's own tests need beyond the build (xmllint, headless Chromium).
 deps-test:
 	@build/deps.sh --test '$(TAGS)'
 
@@ -111,10 +119,10 @@ report: $(REPORT_BIN)
 # build/'s and deploy/'s tests of the run paths (make conformance runs one
 # package at a time, dist/run.sh too; the sbatch script against stand-in
 # Slurm commands).
-# No root and no browser: deps only checks where everything is present, and
-# the report's browser test is make browser's.
+# No root and no browser: deps-unit only checks where everything is present
+# (xmllint too), and the report's browser test is make browser's.
 BROWSER_TEST := ^(TestHTMLInBrowser|TestFleetHTMLInBrowser)$$
-unit: deps
+unit: deps-unit
 	@mkdir -p $(REPORTS)
 	$(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
 	  -tags '$(TAGS)' -count=1 -skip '$(BROWSER_TEST)' ./internal/... ./harness/... ./report/... ./cluster/... ./lab/... ./cmd/... ./fixtures/... ./build/... ./deploy/...
@@ -181,17 +189,17 @@ LAB_BIN := .cache/lab/gdrlab
 $(LAB_BIN): FORCE
 	@mkdir -p $(dir $@)
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(REPORT_LDFLAGS)' -o $@ ./cmd/gdrlab
-lab: deps $(LAB_BIN)
+lab: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode lab
-lab-bench: deps $(LAB_BIN)
+lab-bench: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode bench
-lab-kill: deps $(LAB_BIN)
+lab-kill: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode kill
 # The fault matrix (loss, delay, link down, kill, token, mismatch, stray,
 # hostile, load), fresh VMs per case: reports/lab-faults/faults.json.
 #   make lab-faults LAB_FAULTS=loss-1pct,token
 #   make lab-faults LAB_REPEAT=3   (each case three times: a flaky one shows as 2 of 3)
-lab-faults: deps $(LAB_BIN)
+lab-faults: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode faults
 # Four VMs with two rails and two emulated GPUs each under real Slurm (munge,
 # slurmctld, slurmd from Debian; the GPUs as GRES, ConstrainDevices=yes):
@@ -200,14 +208,14 @@ lab-faults: deps $(LAB_BIN)
 # report must find exactly those bad: a failed cluster/isolation case each,
 # merge exit 1, and the job's own exit status the same (docs/lab.md).
 #   make lab-cluster LAB_SBATCH=old   (the script without its GPU request: must fail naming it)
-lab-cluster: deps $(LAB_BIN)
+lab-cluster: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode cluster
 # The cluster lab with a whole host degraded (every rail of vm2): the merged
 # reports/lab-cluster-host report must name host vm2 and nothing else. Its
 # own VMs: a third bad part beside lab-cluster's rail and path would leave
 # four hosts too few healthy pairs to judge by (docs/lab.md). .ci/run runs
 # it after make test.
-lab-cluster-host: deps $(LAB_BIN)
+lab-cluster-host: deps-unit $(LAB_BIN)
 	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_REPORTS=reports/lab-cluster-host $(LAB_BIN) -mode cluster
 # The cluster lab with a late and a dead node besides the whole-host fault:
 # vm3's task held 90 s by a Slurm TaskProlog (it must join within the lab's
@@ -223,7 +231,7 @@ lab-cluster-live: deps $(LAB_BIN)
 # deploy/k8s applied through a lab overlay with kubectl, one rail degraded
 # on purpose (LAB_DEGRADE), and the merged reports/lab-k8s report must name
 # exactly that rail (docs/lab.md).
-lab-k8s: deps $(LAB_BIN)
+lab-k8s: deps-unit $(LAB_BIN)
 	tools="$$(GO=$(GO) $(LAB_BIN) k8s-tools)" && GDR_LAB_K8S_TOOLS="$$tools" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/
 	GO=$(GO) $(LAB_BIN) -mode k8s
 .PHONY: lab-kill lab-faults lab-cluster lab-cluster-host lab-cluster-live lab-k8s FORCE

@@ -372,7 +372,7 @@ func TestKubePlan(t *testing.T) {
 func TestMakeLabK8s(t *testing.T) {
 	mk, err := os.ReadFile("../Makefile")
 	require.NoError(t, err)
-	assert.Contains(t, string(mk), "lab-k8s: deps $(LAB_BIN)\n\ttools=\"$$(GO=$(GO) $(LAB_BIN) k8s-tools)\" && GDR_LAB_K8S_TOOLS=\"$$tools\" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/\n\tGO=$(GO) $(LAB_BIN) -mode k8s")
+	assert.Contains(t, string(mk), "lab-k8s: deps-unit $(LAB_BIN)\n\ttools=\"$$(GO=$(GO) $(LAB_BIN) k8s-tools)\" && GDR_LAB_K8S_TOOLS=\"$$tools\" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/\n\tGO=$(GO) $(LAB_BIN) -mode k8s")
 	ci, err := os.ReadFile("../.ci/run")
 	require.NoError(t, err)
 	assert.Contains(t, string(ci), "make lab-k8s")

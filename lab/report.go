@@ -297,23 +297,40 @@ func firstFailLine(out string) string {
 	return "(no output)"
 }
 
-// JUnitProblems checks dir's junit.xml against both schemas CI systems
-// validate JUnit with (report/junitcheck): a file Jenkins xUnit or an Ant
-// consumer would reject fails the lab.
+// JUnitProblems checks dir's junit.xml against both XSDs CI systems
+// validate JUnit with, and what they cannot express (report/junitcheck): a
+// file Jenkins xUnit or an Ant consumer would reject fails the lab, and so
+// does a lab that cannot check (xmllint or the schemas missing).
 func JUnitProblems(dir string) []string {
 	f := filepath.Join(dir, report.JUnitFile)
 	b, err := os.ReadFile(f)
 	if err != nil {
 		return []string{err.Error()}
 	}
+	problems, err := junitcheck.Check(b)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: not checked against the JUnit schemas: %v", f, err)}
+	}
 	var out []string
-	for _, c := range []struct {
-		schema string
-		check  func([]byte) []string
-	}{{"junit-10.xsd", junitcheck.JUnit10}, {"the Ant JUnit schema", junitcheck.Ant}} {
-		if errs := c.check(b); len(errs) > 0 {
-			out = append(out, fmt.Sprintf("%s breaks %s in %d places, first: %s", f, c.schema, len(errs), errs[0]))
+	for _, s := range junitcheck.Schemas {
+		var mine []string
+		for _, p := range problems {
+			if strings.HasPrefix(p, s.Name+": ") {
+				mine = append(mine, p)
+			}
 		}
+		if len(mine) > 0 {
+			out = append(out, fmt.Sprintf("%s breaks %s in %d places, first: %s", f, s.Name, len(mine), mine[0]))
+		}
+	}
+	var beyond []string
+	for _, p := range problems {
+		if !strings.HasPrefix(p, junitcheck.JUnit10.Name+": ") && !strings.HasPrefix(p, junitcheck.Ant.Name+": ") {
+			beyond = append(beyond, p)
+		}
+	}
+	if len(beyond) > 0 {
+		out = append(out, fmt.Sprintf("%s breaks what CI systems rely on beyond the schemas in %d places, first: %s", f, len(beyond), beyond[0]))
 	}
 	return out
 }

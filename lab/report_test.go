@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/report"
+	"github.com/gdrconf/gdrconf/report/junitcheck"
 )
 
 // The lab checks the junit.xml it wrote against both schemas: the lab's
 // own hosts (a peer that vanished, a skip, a test that never finished, a VM
 // that died) give a valid file, and a file CI would reject fails the lab.
 func TestJUnitProblems(t *testing.T) {
+	junitcheck.Need(t)
 	dir := t.TempDir()
 	require.NoError(t, report.Build(Runs(sampleSuites(), "6.1.0-57-amd64", nil)).WriteAll(dir))
 	assert.Empty(t, JUnitProblems(dir))
@@ -23,12 +25,19 @@ func TestJUnitProblems(t *testing.T) {
 	f := filepath.Join(dir, report.JUnitFile)
 	b, err := os.ReadFile(f)
 	require.NoError(t, err)
-	bad := strings.Replace(string(b), "<testsuite ", `<testsuite skipped="1" bogus="x" `, 1)
+	bad := strings.Replace(string(b), "<testsuite ", `<testsuite bogus="x" `, 1)
 	require.NoError(t, os.WriteFile(f, []byte(bad), 0o644))
 	p := JUnitProblems(dir)
 	require.Len(t, p, 2, "both schemas reject it")
 	assert.Contains(t, p[0], "junit-10.xsd")
 	assert.Contains(t, p[1], "Ant JUnit schema")
+
+	b = []byte(strings.Replace(string(b), `<testsuite name="server/pingpong" tests="`, `<testsuite name="server/pingpong" tests="9`, 1))
+	require.NoError(t, os.WriteFile(f, b, 0o644))
+	p = JUnitProblems(dir)
+	require.Len(t, p, 1, "valid, but its counts lie")
+	assert.Contains(t, p[0], "beyond the schemas")
+	assert.Contains(t, p[0], `tests="9`)
 
 	require.NoError(t, os.Remove(f))
 	assert.Len(t, JUnitProblems(dir), 1, "no junit.xml is a problem")

@@ -49,14 +49,14 @@ func TestDidNotFinish(t *testing.T) {
 
 			var found bool
 			for _, s := range r.JUnit().Suites {
-				for _, jc := range s.Cases {
+				for _, jc := range s.Testcases {
 					if strings.HasPrefix(jc.Name, "TestINST05CUDAToolkit") {
 						found = true
 						require.NotNil(t, jc.Error, "an error, not a failure")
 						assert.Nil(t, jc.Failure)
 						assert.Equal(t, OutcomeDidNotFinish, jc.Error.Type)
 						assert.Contains(t, jc.Error.Message, "did not finish")
-						assert.NotContains(t, jc.Error.Body, "gdr.part")
+						assert.NotContains(t, jc.Error.Data, "gdr.part")
 					}
 				}
 			}

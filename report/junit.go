@@ -4,98 +4,64 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
+
 	"github.com/gdrconf/gdrconf/internal/attrkey"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
-// JUnit is a JUnit file: what JUnit() writes and ParseJUnit reads (this
-// package's files, older or newer, and gotestsum's). It is written in the
-// shape that both Jenkins xUnit's junit-10.xsd and the Ant JUnit schema
-// accept (junitschema_test.go checks both): no attributes on <testsuites>
-// (Ant declares none), every suite with timestamp, hostname, id and
-// package and its properties, system-out and system-err in that order, and
-// a case holding at most one result and nothing else (Ant allows neither
-// properties nor output inside a case, junit-10 no properties). A case's
-// facts and output therefore live in its suite's system-out (caseMark),
-// and the evidence of a failure or skip in the result's body as well.
+// JUnit is a JUnit file as ParseJUnit reads it: this package's files,
+// older or newer, and gotestsum's. It is go-junit-report's junit types
+// (what JUnit() writes), with the one thing they lack for reading: a case's
+// <properties>, which gotestsum writes and junit.Testcase has no field for
+// (go-junit-report v2.1.0 junit/junit.go). Suites and Cases hold the read
+// forms; the embedded Testsuites.Suites and Testsuite.Testcases stay empty.
 type JUnit struct {
-	XMLName  xml.Name     // testsuites
-	Tests    int          `xml:"tests,attr,omitempty"`    // read from older files; else the sum over suites
-	Failures int          `xml:"failures,attr,omitempty"` // likewise
-	Suites   []JUnitSuite `xml:"testsuite"`
+	junit.Testsuites
+	Suites []JUnitSuite `xml:"testsuite"`
 }
 
-// JUnitSuite is one testsuite.
+// JUnitSuite is one testsuite as read.
 type JUnitSuite struct {
-	Name      string          `xml:"name,attr"`
-	Tests     int             `xml:"tests,attr"`
-	Failures  int             `xml:"failures,attr"`
-	Errors    int             `xml:"errors,attr"`
-	Skipped   int             `xml:"skipped,attr"`
-	Time      string          `xml:"time,attr"`
-	Timestamp string          `xml:"timestamp,attr"` // UTC, no zone: Ant's pattern forbids one
-	Hostname  string          `xml:"hostname,attr"`
-	ID        int             `xml:"id,attr"`
-	Package   string          `xml:"package,attr"`
-	Props     []JUnitProperty `xml:"properties>property"`
-	Cases     []JUnitCase     `xml:"testcase"`
-	Out       cdata           `xml:"system-out"`
-	Err       cdata           `xml:"system-err"`
+	junit.Testsuite
+	Cases []JUnitCase `xml:"testcase"`
 }
 
-// JUnitCase is one testcase; at most one of Failure, Error and Skipped is
-// set (none: it passed). Props and Out are only read, from files written
-// before the case blocks (gotestsum's, and this package's older ones).
+// JUnitCase is one testcase as read; Props only from files with properties
+// inside cases (gotestsum's; this package's before the case blocks).
 type JUnitCase struct {
-	Name      string           `xml:"name,attr"`
-	Classname string           `xml:"classname,attr"`
-	Time      string           `xml:"time,attr"`
-	Props     *[]JUnitProperty `xml:"properties>property,omitempty"` // a pointer: nil writes no <properties>
-	Failure   *JUnitResult     `xml:"failure,omitempty"`
-	Error     *JUnitResult     `xml:"error,omitempty"`
-	Skipped   *JUnitResult     `xml:"skipped,omitempty"`
-	Out       cdata            `xml:"system-out,omitempty"`
+	junit.Testcase
+	Props []junit.Property `xml:"properties>property"`
 }
 
-// JUnitProperty is a suite's property (or, in older files, a case's).
-type JUnitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
+// Cases are the cases of every suite named suite, in file order: this
+// package writes one suite per case (see JUnit()), so a name repeats.
+func (d JUnit) Cases(suite string) []JUnitCase {
+	var out []JUnitCase
+	for _, s := range d.Suites {
+		if s.Name == suite {
+			out = append(out, s.Cases...)
+		}
+	}
+	return out
 }
 
-// JUnitResult is a failure, error or skip: its one-line message and its
-// body. Ant requires type on failure and error; GitLab shows the body when
-// it is not blank, the message otherwise.
-type JUnitResult struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr,omitempty"`
-	Body    string `xml:",cdata"` // CDATA keeps the lines readable in the file
-}
-
-// cdata is element text written as CDATA.
-type cdata string
-
-func (c cdata) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	return e.EncodeElement(struct {
-		S string `xml:",cdata"`
-	}{string(c)}, start)
-}
-
-// Result types: the contract's outcomes (gdr.outcome), and a report-only
-// requirement that was not met (a skip: it never turns a build unstable).
+// Result types of <failure> and <error> (the Ant schema requires one):
+// the contract's outcomes (gdr.outcome).
 const (
 	typeFellShort    = OutcomeFellShort
 	typeNotJudged    = OutcomeNotJudged
 	typeDidNotFinish = OutcomeDidNotFinish
-	typeReportOnly   = "report_only_not_met"
-	// typeHostOnly: a skip of a requirement not judgeable from a
-	// container (gdr.host_only), apart from skips for absent hardware.
-	typeHostOnly = "host_only"
+	// typeReportOnly was the type of a report-only requirement's skip in
+	// files written before the case blocks said "=== RESULT fail": the Ant
+	// schema allows no type on <skipped>, so it is only read.
+	typeReportOnly = "report_only_not_met"
 )
 
 // ParseJUnit reads a JUnit file.
@@ -126,23 +92,31 @@ func ClassName(host, area string) string { return strings.ReplaceAll(host, ".", 
 // the lab's three hosts) would keep one host's result of each test.
 func CaseName(test, host string) string { return test + " [" + host + "]" }
 
-// Case blocks: a case's properties and output in its suite's system-out,
-// where both schemas allow them. A block opens with caseMark and the
-// case's name; each property is a propMark line.
+// Case blocks: a case's facts and output in the system-out of the suite
+// that holds it, one suite per case (JUnit()). A block opens with caseMark
+// and the case's name, then resultMark and the go test result it records
+// (pass, fail or skip, which a report-only failure's JUnit skip is not),
+// with the judged value against its threshold when there is one; then its
+// properties, one propMark line each, the facts first (factKeys); then its
+// output. The first suite of a host's area holds the package's own output
+// after its block, under pkgMark. Files written before the one suite per
+// case hold many blocks in one suite; ReadJUnit reads both.
 const (
-	caseMark = "=== CASE "
-	propMark = "[[PROPERTY|"
+	caseMark   = "=== CASE "
+	resultMark = "=== RESULT "
+	pkgMark    = "=== PACKAGE "
+	propMark   = "[[PROPERTY|"
 )
 
 func propLine(k, v string) string { return propMark + k + "=" + v + "]]" }
 
 // hostProperties are the host's identity as suite properties.
-func hostProperties(h *HostResult) []JUnitProperty {
+func hostProperties(h *HostResult) []junit.Property {
 	id := h.Identity
-	p := []JUnitProperty{{Name: "gdr.host", Value: id.Host}}
+	p := []junit.Property{{Name: "gdr.host", Value: id.Host}}
 	add := func(k, v string) {
 		if v != "" {
-			p = append(p, JUnitProperty{Name: k, Value: v})
+			p = append(p, junit.Property{Name: k, Value: v})
 		}
 	}
 	add("gdr.kind", id.Kind)
@@ -186,120 +160,191 @@ func hostStart(h *HostResult, built string) (string, string) {
 	return time.Now().UTC().Format(junitTime), "report build time"
 }
 
-// JUnit builds the JUnit document: one suite per host and area, one case per
-// counted test (one per requirement and device), requirements that did not
-// run at all as skipped cases, failures outside any test as error cases.
-func (r *Report) JUnit() JUnit {
-	doc := JUnit{XMLName: xml.Name{Local: "testsuites"}}
+// JUnit builds the JUnit document, in go-junit-report's junit types: one
+// case per counted test (one per requirement and device), requirements that
+// did not run at all as skipped cases, failures outside any test as error
+// cases; each case in a suite of its own, named <host>/<area> like every
+// case of its area, whose system-out is the case's block (caseMark).
+//
+// Why a suite per case: the Ant schema allows nothing inside a passed case
+// (no system-out, no properties), and Jenkins shows a case without output
+// of its own its suite's system-out (jenkinsci/junit-plugin CaseResult
+// getStdout), trimmed to its first and last 500 characters when no case of
+// the suite failed unless the job keeps long output (possiblyTrimStdio):
+// with one suite per area a passed case's facts were cut from view. Jenkins
+// merges suites of one name only when their ids are equal too
+// (TestResult.add), so each keeps its own output; GitLab keys cases by
+// suite name, classname and name (lib/gitlab/ci/reports/test_case.rb), all
+// unchanged. The first suite of each host's area carries the host's
+// identity as properties, the area's time and the package's output.
+func (r *Report) JUnit() junit.Testsuites {
+	w := &junitWriter{}
 	fleet := r.Fleet()
-	id := 0
 	for _, h := range r.Hosts {
-		host := h.Identity.Host
-		if strings.TrimSpace(host) == "" {
-			host = "localhost" // what Ant's schema asks for when the name is unknown
+		w.host(h, fleet, r.Time)
+	}
+	r.appendClusterSuites(w)
+	return w.doc
+}
+
+// junitWriter builds the document a suite at a time. Suites are appended
+// directly, never with Testsuites.AddSuite, which would total them into
+// attributes of <testsuites>: the Ant schema declares none there and
+// junit-10 no skipped.
+type junitWriter struct {
+	doc junit.Testsuites
+}
+
+// add appends a suite holding tc (none when tc is nil) with block as its
+// system-out, and returns its index. Properties, system-out and system-err
+// are always written: the Ant schema requires all three.
+func (w *junitWriter) add(name, host, pkg, stamp string, tc *junit.Testcase, block []string) int {
+	props := []junit.Property{}
+	s := junit.Testsuite{Name: clean(name), ID: len(w.doc.Suites), Hostname: clean(host), Package: clean(pkg), Time: "0.000", Timestamp: stamp,
+		Properties: &props, SystemOut: &junit.Output{Data: clean(strings.Join(block, "\n"))}, SystemErr: &junit.Output{}}
+	if tc != nil {
+		s.AddTestcase(*tc)
+	}
+	w.doc.Suites = append(w.doc.Suites, s)
+	return len(w.doc.Suites) - 1
+}
+
+// junitArea is what a host's area gathers while its cases are written.
+type junitArea struct {
+	first int    // index of its first suite, -1 before it has one
+	pkg   string // the Go package, else the area
+	total time.Duration
+	out   []string // the package's own output
+}
+
+func (w *junitWriter) host(h *HostResult, fleet bool, built string) {
+	host := h.Identity.Host
+	if strings.TrimSpace(host) == "" {
+		host = "localhost" // what Ant's schema asks for when the name is unknown
+	}
+	stamp, stampSrc := hostStart(h, built)
+	from := len(w.doc.Suites)
+	areas := map[string]*junitArea{}
+	var order []string
+	area := func(name, pkg string) *junitArea {
+		a := areas[name]
+		if a == nil {
+			a = &junitArea{first: -1, pkg: name}
+			areas[name] = a
+			order = append(order, name)
 		}
-		stamp, stampSrc := hostStart(h, r.Time)
-		areas := map[string]*junitSuite{}
-		var order []string
-		suite := func(area, pkg string) *junitSuite {
-			s := areas[area]
-			if s == nil {
-				if pkg == "" {
-					pkg = area
-				}
-				s = &junitSuite{JUnitSuite: JUnitSuite{Name: SuiteName(host, area), Hostname: host, ID: id, Package: pkg, Timestamp: stamp}}
-				id++
-				s.Props = append(hostProperties(h), JUnitProperty{Name: "gdr.timestamp_source", Value: stampSrc}, JUnitProperty{Name: "gdr.package", Value: pkg})
-				areas[area] = s
-				order = append(order, area)
-			}
-			return s
+		if pkg != "" && a.pkg == name {
+			a.pkg = pkg
 		}
-		total := map[string]time.Duration{}
-		for _, p := range h.pkgs {
-			s := suite(p.Area, p.Name)
-			s.out = append(s.out, p.Output...)
-			for _, c := range p.Cases {
-				if c.Parent == nil {
-					total[p.Area] += c.Duration
-				}
-				if c.Counted {
-					tc, attrs := caseOf(c, host, fleet)
-					out := c.Output
-					if fleet && c.Status() == Pass {
-						out = nil // a fleet's passed cases keep their facts, not their log
-					}
-					s.add(tc, attrs, out)
-				}
-			}
-			if p.Failure != "" && !tookDown(h, p.Area) {
-				out := append(append([]string{}, p.BuildError.Output...), p.Output...)
-				m := p.Name + " " + p.Failure
-				s.add(JUnitCase{Name: CaseName("(package)", host), Classname: ClassName(host, p.Area), Time: "0.000",
-					Error: &JUnitResult{Message: m, Type: typeNotJudged, Body: body(m, "", nil, out)}}, nil, nil)
-			}
-		}
-		for _, rq := range h.Reqs {
-			if rq.takenDown() {
-				// Its package failed before any test of it ran (a build
-				// error): one case per requirement, as summary counts it.
-				s := suite(rq.Area, "")
-				var out []string
-				for _, p := range h.pkgs {
-					if p.Area == rq.Area {
-						out = append(append(out, p.BuildError.Output...), p.Output...)
-					}
-				}
-				m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
-				s.add(JUnitCase{Name: CaseName(rq.ID+" (package failed)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
-					Error: &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, "", nil, out)}},
-					map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
-				continue
-			}
-			if rq.Status != NotRun {
-				continue
-			}
-			s := suite(rq.Area, "")
-			m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
-			if !strings.HasPrefix(rq.Reason, "not run") {
-				m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
-			}
-			s.add(JUnitCase{Name: CaseName(rq.ID+" (not run)", host), Classname: ClassName(host, rq.Area), Time: "0.000",
-				Skipped: &JUnitResult{Message: m, Body: body(m, "", nil, nil)}},
-				map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}, nil)
-		}
-		for i, e := range h.runErrs {
-			s := suite("run", "")
-			name := "(run)"
-			if i > 0 {
-				name = fmt.Sprintf("(run %d)", i+1)
-			}
-			s.add(JUnitCase{Name: CaseName(name, host), Classname: ClassName(host, "run"), Time: "0.000",
-				Error: &JUnitResult{Message: firstOf(e), Type: typeNotJudged, Body: body(firstOf(e), "", nil, splitLines(e))}}, nil, nil)
-		}
-		for _, a := range order {
-			s := areas[a]
-			if h.Earlier {
-				supersede(s)
-			}
-			s.Time = duration(total[a])
-			for i := range s.Props {
-				s.Props[i].Value = clean(s.Props[i].Value)
-			}
-			s.Out = cdata(clean(strings.Join(s.out, "\n")))
-			doc.Suites = append(doc.Suites, s.JUnitSuite)
+		return a
+	}
+	add := func(areaName string, tc junit.Testcase, block []string) {
+		a := area(areaName, "")
+		i := w.add(SuiteName(host, areaName), host, a.pkg, stamp, &tc, block)
+		if a.first < 0 {
+			a.first = i
 		}
 	}
-	r.appendClusterSuites(&doc)
-	return doc
+	for _, p := range h.pkgs {
+		a := area(p.Area, p.Name)
+		a.out = append(a.out, p.Output...)
+		for _, c := range p.Cases {
+			if c.Parent == nil {
+				a.total += c.Duration
+			}
+			if !c.Counted {
+				continue
+			}
+			tc, attrs, result := caseOf(c, host, fleet)
+			out := c.Output
+			if fleet && c.Status() == Pass {
+				out = nil // a fleet's passed cases keep their facts, not their log
+			}
+			add(p.Area, tc, caseBlock(tc.Name, result, attrs, out))
+		}
+		if p.Failure != "" && !tookDown(h, p.Area) {
+			out := append(append([]string{}, p.BuildError.Output...), p.Output...)
+			m := p.Name + " " + p.Failure
+			tc := junit.Testcase{Name: clean(CaseName("(package)", host)), Classname: clean(ClassName(host, p.Area)), Time: "0.000",
+				Error: &junit.Result{Message: clean(m), Type: typeNotJudged, Data: body(m, "", "", nil, out)}}
+			add(p.Area, tc, caseBlock(tc.Name, string(Fail), nil, nil))
+		}
+	}
+	for _, rq := range h.Reqs {
+		level := map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}
+		if rq.takenDown() {
+			// Its package failed before any test of it ran (a build
+			// error): one case per requirement, as summary counts it.
+			var out []string
+			for _, p := range h.pkgs {
+				if p.Area == rq.Area {
+					out = append(append(out, p.BuildError.Output...), p.Output...)
+				}
+			}
+			m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
+			tc := junit.Testcase{Name: clean(CaseName(rq.ID+" (package failed)", host)), Classname: clean(ClassName(host, rq.Area)), Time: "0.000",
+				Error: &junit.Result{Message: clean(m), Type: typeNotJudged, Data: body(m, "", "", nil, out)}}
+			add(rq.Area, tc, caseBlock(tc.Name, string(Fail), level, nil))
+			continue
+		}
+		if rq.Status != NotRun {
+			continue
+		}
+		m := rq.ID + " " + rq.Level + " on " + host + ": " + rq.Reason
+		if !strings.HasPrefix(rq.Reason, "not run") && !strings.HasPrefix(rq.Reason, notInSuite) {
+			m = rq.ID + " " + rq.Level + " on " + host + ": not run: " + rq.Reason
+		}
+		tc := junit.Testcase{Name: clean(CaseName(rq.ID+" (not run)", host)), Classname: clean(ClassName(host, rq.Area)), Time: "0.000",
+			Skipped: &junit.Result{Message: clean(m), Data: body(m, "", "", nil, nil)}}
+		add(rq.Area, tc, caseBlock(tc.Name, string(Skip), level, nil))
+	}
+	for i, e := range h.runErrs {
+		name := "(run)"
+		if i > 0 {
+			name = fmt.Sprintf("(run %d)", i+1)
+		}
+		tc := junit.Testcase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, "run")), Time: "0.000",
+			Error: &junit.Result{Message: clean(firstOf(e)), Type: typeNotJudged, Data: body(firstOf(e), "", "", nil, splitLines(e))}}
+		add("run", tc, caseBlock(tc.Name, string(Fail), nil, nil))
+	}
+	props := hostProperties(h)
+	for _, name := range order {
+		a := areas[name]
+		if a.first < 0 {
+			if len(a.out) == 0 {
+				continue
+			}
+			a.first = w.add(SuiteName(host, name), host, a.pkg, stamp, nil, nil) // output with no case: kept, as before
+		}
+		s := &w.doc.Suites[a.first]
+		p := append(append([]junit.Property{}, props...), junit.Property{Name: "gdr.timestamp_source", Value: stampSrc}, junit.Property{Name: "gdr.package", Value: a.pkg})
+		for i := range p {
+			p[i].Value = clean(p[i].Value)
+		}
+		s.Properties = &p
+		s.Time = duration(a.total)
+		if len(a.out) > 0 {
+			lines := append([]string{pkgMark + a.pkg}, a.out...)
+			if s.SystemOut.Data != "" {
+				lines = append([]string{s.SystemOut.Data}, lines...)
+			}
+			s.SystemOut.Data = clean(strings.Join(lines, "\n"))
+		}
+	}
+	if h.Earlier {
+		for i := from; i < len(w.doc.Suites); i++ {
+			supersede(&w.doc.Suites[i])
+		}
+	}
 }
 
 // supersede makes an earlier run's failures and errors skips: a later run
 // of the host judges (MergeRuns), and CI must not turn red for a run that
-// was repeated.
-func supersede(s *junitSuite) {
-	for i := range s.Cases {
-		c := &s.Cases[i]
+// was repeated. The skip's message says so (the Ant schema allows no type
+// on <skipped>).
+func supersede(s *junit.Testsuite) {
+	for i := range s.Testcases {
+		c := &s.Testcases[i]
 		r := c.Failure
 		if r == nil {
 			r = c.Error
@@ -308,68 +353,67 @@ func supersede(s *junitSuite) {
 			continue
 		}
 		c.Failure, c.Error = nil, nil
-		c.Skipped = &JUnitResult{Message: "superseded by a later run of this host: " + r.Message, Type: "superseded", Body: r.Body}
+		c.Skipped = &junit.Result{Message: "superseded by a later run of this host: " + r.Message, Data: r.Data}
 	}
-	s.Failures, s.Errors, s.Skipped = 0, 0, len(s.Cases)-passed(s.Cases)
-}
-
-func passed(cs []JUnitCase) int {
-	n := 0
-	for _, c := range cs {
-		if c.Failure == nil && c.Error == nil && c.Skipped == nil {
-			n++
+	s.Failures, s.Errors, s.Skipped = 0, 0, 0
+	for _, c := range s.Testcases {
+		if c.Skipped != nil {
+			s.Skipped++
 		}
 	}
-	return n
 }
 
-// junitSuite is a suite being built: its system-out's lines so far.
-type junitSuite struct {
-	JUnitSuite
-	out []string
+// caseBlock is a case's block (caseMark): its name, its result, its
+// properties (the facts first) and its output.
+func caseBlock(name, result string, attrs map[string]string, output []string) []string {
+	lines := append([]string{caseMark + name, resultMark + result}, propLines(attrs)...)
+	return append(lines, output...)
 }
 
-// add counts the case and writes its block (properties and output) into
-// the suite's system-out.
-func (s *junitSuite) add(tc JUnitCase, attrs map[string]string, output []string) {
-	s.Cases = append(s.Cases, tc)
-	s.Tests++
-	switch {
-	case tc.Failure != nil:
-		s.Failures++
-	case tc.Error != nil:
-		s.Errors++
-	case tc.Skipped != nil:
-		s.Skipped++
-	}
-	if len(attrs) == 0 && len(output) == 0 {
-		return
-	}
-	s.out = append(s.out, caseMark+tc.Name)
-	s.out = append(s.out, propLines(attrs)...)
-	s.out = append(s.out, output...)
-}
+// factKeys are the attributes a reader looks for first, in this order,
+// after the judged value and its bound (gdr.measured and gdr.threshold
+// name their keys): where Jenkins trims a passed suite's output to its
+// first 500 characters, these are what stays.
+var factKeys = []string{"gdr.threshold_source", "gdr.part", "gdr.remedy", "gdr.cause", "gdr.outcome", "gdr.req", "gdr.level"}
 
+// propLines are attrs as propMark lines: the judged value and its bound,
+// the facts (factKeys), then the rest by key.
 func propLines(attrs map[string]string) []string {
-	keys := make([]string, 0, len(attrs))
-	for k := range attrs {
-		keys = append(keys, k)
+	var first []string
+	for _, k := range []string{attrs["gdr.measured"], attrs["gdr.threshold"]} {
+		if strings.HasPrefix(k, attrkey.Prefix) && attrs[k] != "" {
+			first = append(first, k)
+		}
 	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
+	for _, k := range factKeys {
+		if _, ok := attrs[k]; ok && !slices.Contains(first, k) {
+			first = append(first, k)
+		}
+	}
+	rest := make([]string, 0, len(attrs))
+	for k := range attrs {
+		if !slices.Contains(first, k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	out := make([]string, 0, len(attrs))
+	for _, k := range append(first, rest...) {
 		out = append(out, propLine(k, attrs[k]))
 	}
 	return out
 }
 
-// body is a result's text: the message, then the remedy, first, because
-// GitLab shows the body and drops the message; a blank line; then the
-// evidence: the case's properties and its output.
-func body(msg, remedy string, attrs map[string]string, output []string) string {
+// body is a result's text: the message, then the remedy and the part at
+// fault, first, because GitLab shows the body and drops the message; a
+// blank line; then the evidence: the case's properties and its output.
+func body(msg, remedy, part string, attrs map[string]string, output []string) string {
 	lines := []string{msg}
 	if remedy != "" {
 		lines = append(lines, "remedy: "+remedy)
+	}
+	if part != "" {
+		lines = append(lines, "part: "+part)
 	}
 	ev := append(propLines(attrs), output...)
 	if len(ev) > 0 {
@@ -378,17 +422,18 @@ func body(msg, remedy string, attrs map[string]string, output []string) string {
 	return clean(strings.Join(lines, "\n")) + "\n"
 }
 
-// caseOf is a counted case's JUnit case. Its message names requirement,
-// level, host, the measured value against its threshold, and the cause; a
-// report-only requirement's failure is a skip; a failure the suite could
-// not judge (gdr.outcome=not_judged) an error. attrs are the case's with
-// its level added.
-func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]string) {
+// caseOf is a counted case's JUnit case, its attributes with its level
+// (and part) added, and its block's result (resultMark). Its message names
+// requirement, level, host, the measured value against its threshold, and
+// the cause; a report-only requirement's failure is a skip; a failure the
+// suite could not judge (gdr.outcome=not_judged) or that did not finish an
+// error.
+func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[string]string, result string) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
 	}
-	tc = JUnitCase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
+	tc = junit.Testcase{Name: clean(CaseName(name, host)), Classname: clean(ClassName(host, c.Area)), Time: duration(c.Duration)}
 	subject := name + " on " + host
 	level := ""
 	if rq, ok := reqs.Lookup(c.Req); ok {
@@ -399,41 +444,49 @@ func caseOf(c *Case, host string, fleet bool) (tc JUnitCase, attrs map[string]st
 	if level != "" && attrs["gdr.level"] == "" {
 		attrs = withAttr(attrs, "gdr.level", level)
 	}
+	value := measured(c)
+	result = string(c.Status())
+	if value != "" {
+		result += ": " + value
+	}
 	switch c.Status() {
 	case Pass:
 	case Skip:
 		m := subject + ": " + c.Message
 		ev, out := attrs, c.Output
 		if fleet {
-			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the suite's case block
+			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the case's block
 		}
-		tc.Skipped = &JUnitResult{Message: clean(m), Body: body(m, "", ev, out)}
-		if c.Own["gdr.host_only"] != "" {
-			tc.Skipped.Type = typeHostOnly
-		}
+		tc.Skipped = &junit.Result{Message: clean(m), Data: body(m, "", "", ev, out)}
 	default:
 		cause, remedy := c.CauseAndRemedy()
+		part := ""
 		if c.Part != nil {
-			attrs = withAttr(attrs, "gdr.part", c.Part.String())
+			part = c.Part.String()
+			attrs = withAttr(attrs, "gdr.part", part)
 		}
 		what := cause
-		if m := measured(c); m != "" {
-			what = m + ": " + cause
+		if value != "" {
+			what = value + ": " + cause
 		}
 		m := subject + ": " + what
+		res := &junit.Result{Message: clean(m), Data: body(m, remedy, part, attrs, c.Output)}
 		switch {
 		case level == string(reqs.ReportOnly):
-			m = "report-only, not met: " + c.Req + " on " + host + ": " + what
-			tc.Skipped = &JUnitResult{Message: clean(m), Type: typeReportOnly, Body: body(m, remedy, attrs, c.Output)}
+			// A skip, so that it never turns a build unstable; its block
+			// says it failed.
+			res.Message = clean("report-only, not met: " + c.Req + " on " + host + ": " + what)
+			res.Data = body(res.Message, remedy, part, attrs, c.Output)
+			tc.Skipped = res
 		case c.Outcome == OutcomeNotJudged:
-			tc.Error = &JUnitResult{Message: clean(m), Type: typeNotJudged, Body: body(m, remedy, attrs, c.Output)}
+			res.Type, tc.Error = typeNotJudged, res
 		case c.Outcome == OutcomeDidNotFinish:
-			tc.Error = &JUnitResult{Message: clean(m), Type: typeDidNotFinish, Body: body(m, remedy, attrs, c.Output)}
+			res.Type, tc.Error = typeDidNotFinish, res
 		default:
-			tc.Failure = &JUnitResult{Message: clean(m), Type: typeFellShort, Body: body(m, remedy, attrs, c.Output)}
+			res.Type, tc.Failure = typeFellShort, res
 		}
 	}
-	return tc, attrs
+	return tc, attrs, result
 }
 
 func withAttr(a map[string]string, k, v string) map[string]string {
@@ -519,13 +572,7 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "\t")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return doc.WriteXML(w)
 }
 
 // firstOf is the first line of s.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
+
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 )
 
@@ -150,25 +152,24 @@ func evidenceLine(e isolate.Evidence) string {
 	return s
 }
 
-// appendClusterSuites adds the cluster suites to doc (JUnit's hook), in the
-// same schema-valid shape as the hosts' suites: a passed link's "value >=
-// floor" goes into the suite's system-out as its case block.
-func (r *Report) appendClusterSuites(doc *JUnit) {
+// appendClusterSuites adds the cluster suites to the document (JUnit's
+// hook), in the same schema-valid shape as the hosts' suites: a suite per
+// case, a passed link's "value >= floor" in its block.
+func (r *Report) appendClusterSuites(w *junitWriter) {
 	stamp := time.Now().UTC().Format(junitTime)
 	if t, err := time.Parse(time.RFC3339, r.Time); err == nil {
 		stamp = t.UTC().Format(junitTime)
 	}
 	for _, cs := range r.clusterSuites() {
 		class := strings.ReplaceAll(cs.Name, "/", ".")
-		s := &junitSuite{JUnitSuite: JUnitSuite{Name: cs.Name, Hostname: "cluster", ID: len(doc.Suites), Package: class,
-			Time: "0.000", Timestamp: stamp, Props: []JUnitProperty{{Name: "gdr.timestamp_source", Value: "report build time"}}}}
+		first := -1
 		for _, c := range cs.Cases {
-			tc := JUnitCase{Name: clean(c.Name), Classname: class, Time: "0.000"}
-			res := &JUnitResult{Message: clean(c.Message), Body: body(c.Message, "", nil, splitLines(c.Body))}
-			var out []string
+			tc := junit.Testcase{Name: clean(c.Name), Classname: class, Time: "0.000"}
+			res := &junit.Result{Message: clean(c.Message), Data: body(c.Message, "", "", nil, splitLines(c.Body))}
+			block := caseBlock(tc.Name, string(c.Status), nil, nil)
 			switch {
 			case c.Status == Pass:
-				out = splitLines(c.Body)
+				block = append(block, splitLines(c.Body)...)
 			case c.Status == Skip:
 				tc.Skipped = res
 			case c.Errored:
@@ -181,9 +182,11 @@ func (r *Report) appendClusterSuites(doc *JUnit) {
 				res.Type = typeFellShort
 				tc.Failure = res
 			}
-			s.add(tc, nil, out)
+			i := w.add(cs.Name, "cluster", class, stamp, &tc, block)
+			if first < 0 {
+				first = i
+				*w.doc.Suites[i].Properties = []junit.Property{{Name: "gdr.timestamp_source", Value: "report build time"}}
+			}
 		}
-		s.Out = cdata(clean(strings.Join(s.out, "\n")))
-		doc.Suites = append(doc.Suites, s.JUnitSuite)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
+
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
@@ -208,24 +210,43 @@ func loadJUnitDir(dir string) (Run, error) {
 // ReadJUnit turns a JUnit file written by gotestsum (or by this package) back
 // into go test -json events: each case's properties become attr events, its
 // output output events, its result the final event. A file this package
-// writes now keeps a case's properties and output in a block of its suite's
-// system-out (see caseMark); older files, and gotestsum's, keep them in the
-// case (properties, system-out, the result's body). Subtest structure comes
-// back from the names. Host suffixes " [host]" are dropped.
+// writes now keeps a case's properties and output in the block (caseMark)
+// of the suite that holds it, one suite per case; files written before
+// that hold every case block of an area in one suite; older files still,
+// and gotestsum's, keep them in the case (properties, system-out, the
+// result's body). Suites of one name are one package. Subtest structure
+// comes back from the names. Host suffixes " [host]" are dropped.
 func ReadJUnit(r io.Reader) ([]Event, error) {
 	doc, err := ParseJUnit(r)
 	if err != nil {
 		return nil, err
 	}
-	var evs []Event
+	type item struct {
+		name string
+		evs  []Event
+	}
+	type pkgItems struct {
+		start Event
+		items []item
+	}
+	byName := map[string]*pkgItems{}
+	var order []string
 	for _, s := range doc.Suites {
 		pkg := s.Name // a package path, or our own <host>/<area>: the area is its last element either way
-		blocks := caseBlocks(string(s.Out))
-		type item struct {
-			name string
-			evs  []Event
+		p := byName[pkg]
+		if p == nil {
+			p = &pkgItems{start: Event{Action: "start", Package: pkg}}
+			if t, ok := suiteTime(s.Timestamp); ok {
+				p.start.Time = &t
+			}
+			byName[pkg] = p
+			order = append(order, pkg)
 		}
-		var items []item
+		var out string
+		if s.SystemOut != nil {
+			out = s.SystemOut.Data
+		}
+		blocks := caseBlocks(out)
 		for _, c := range s.Cases {
 			name := c.Name
 			if i := strings.LastIndex(name, " ["); i > 0 && strings.HasSuffix(name, "]") {
@@ -233,24 +254,27 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			}
 			el, _ := strconv.ParseFloat(c.Time, 64)
 			e := []Event{{Action: "run", Package: pkg, Test: name}}
-			body, action := string(c.Out), "pass"
+			body, action := "", "pass"
+			if c.SystemOut != nil {
+				body = c.SystemOut.Data
+			}
 			switch {
 			case c.Failure != nil:
-				body, action = longer(c.Failure.Body, c.Failure.Message), "fail"
+				body, action = longer(c.Failure.Data, c.Failure.Message), "fail"
 			case c.Error != nil:
-				body, action = longer(c.Error.Body, c.Error.Message), "fail"
+				body, action = longer(c.Error.Data, c.Error.Message), "fail"
 			case c.Skipped != nil && c.Skipped.Type == typeReportOnly:
-				body, action = longer(c.Skipped.Body, c.Skipped.Message), "fail" // the test failed; JUnit skips it so no build turns unstable
+				body, action = longer(c.Skipped.Data, c.Skipped.Message), "fail" // the test failed; JUnit skips it so no build turns unstable
 			case c.Skipped != nil:
-				body, action = longer(c.Skipped.Body, c.Skipped.Message), "skip"
+				body, action = longer(c.Skipped.Data, c.Skipped.Message), "skip"
 			}
-			var props []JUnitProperty
-			if c.Props != nil {
-				props = *c.Props
-			}
+			props := c.Props
 			lines := splitLines(body)
 			if b, ok := blocks[c.Name]; ok {
 				props, lines = b.props, b.out
+				if b.result != "" {
+					action = b.result // a report-only failure is a JUnit skip; its block says it failed
+				}
 			}
 			for _, p := range props {
 				e = append(e, Event{Action: "attr", Package: pkg, Test: name, Key: p.Name, Value: p.Value})
@@ -262,46 +286,60 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 				e = append(e, Event{Action: "output", Package: pkg, Test: name, Output: l + "\n"})
 			}
 			e = append(e, Event{Action: action, Package: pkg, Test: name, Elapsed: el})
-			items = append(items, item{name, e})
+			p.items = append(p.items, item{name, e})
 		}
+	}
+	var evs []Event
+	for _, pkg := range order {
+		p := byName[pkg]
 		// gotestsum lists a parent after its subtests; parents start first.
-		sortParentsFirst(items, func(i int) string { return items[i].name })
-		start := Event{Action: "start", Package: pkg}
-		if t, ok := suiteTime(s.Timestamp); ok {
-			start.Time = &t
-		}
-		evs = append(evs, start)
-		for _, it := range items {
+		sortParentsFirst(p.items, func(i int) string { return p.items[i].name })
+		evs = append(evs, p.start)
+		for _, it := range p.items {
 			evs = append(evs, it.evs...)
 		}
 	}
 	return evs, nil
 }
 
-// caseBlock is one case's properties and output from its suite's system-out.
-type caseBlock struct {
-	props []JUnitProperty
-	out   []string
+// readBlock is one case's properties and output from its suite's system-out,
+// and the go test result its resultMark line records ("" in files written
+// before it).
+type readBlock struct {
+	props  []junit.Property
+	out    []string
+	result string
 }
 
 // caseBlocks reads the blocks of a suite's system-out by case name; the
-// package's own output before the first block is left out, as it is for
-// older files.
-func caseBlocks(out string) map[string]*caseBlock {
-	blocks := map[string]*caseBlock{}
-	var cur *caseBlock
+// package's own output (before the first block in older files, after
+// pkgMark in newer ones) is left out.
+func caseBlocks(out string) map[string]*readBlock {
+	blocks := map[string]*readBlock{}
+	var cur *readBlock
 	for _, l := range splitLines(out) {
 		if name, ok := strings.CutPrefix(l, caseMark); ok {
-			cur = &caseBlock{}
+			cur = &readBlock{}
 			blocks[name] = cur
 			continue
+		}
+		if strings.HasPrefix(l, pkgMark) {
+			cur = nil
 		}
 		if cur == nil {
 			continue
 		}
+		if r, ok := strings.CutPrefix(l, resultMark); ok && cur.result == "" && len(cur.props) == 0 && len(cur.out) == 0 {
+			word, _, _ := strings.Cut(r, ":")
+			switch Status(word) {
+			case Pass, Fail, Skip:
+				cur.result = word
+				continue
+			}
+		}
 		if kv, ok := strings.CutPrefix(l, propMark); ok && strings.HasSuffix(kv, "]]") {
 			if k, v, ok := strings.Cut(strings.TrimSuffix(kv, "]]"), "="); ok {
-				cur.props = append(cur.props, JUnitProperty{Name: k, Value: v})
+				cur.props = append(cur.props, junit.Property{Name: k, Value: v})
 				continue
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jstemmer/go-junit-report/v2/junit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -195,14 +196,16 @@ func parseJUnit(t *testing.T, b []byte) JUnit {
 func checkJUnitRules(t *testing.T, doc JUnit) {
 	t.Helper()
 	names := map[string]bool{}
-	for _, s := range doc.Suites {
+	for _, s := range suitesByName(doc) {
 		host, area, ok := strings.Cut(s.Name, "/")
 		require.True(t, ok, "suite %q is <host>/<area>", s.Name)
 		assert.Equal(t, host, s.Hostname, "suite %s sets hostname", s.Name)
 		assert.NotEmpty(t, area)
 		props := map[string]string{}
-		for _, p := range s.Props {
-			props[p.Name] = p.Value
+		if s.Properties != nil {
+			for _, p := range *s.Properties {
+				props[p.Name] = p.Value
+			}
 		}
 		assert.Equal(t, host, props["gdr.host"], "suite %s carries the host's facts", s.Name)
 		assert.Contains(t, props, "gdr.verdict")
@@ -212,11 +215,8 @@ func checkJUnitRules(t *testing.T, doc JUnit) {
 			assert.True(t, strings.HasSuffix(c.Name, " ["+host+"]"), "case %q names its host", c.Name)
 			assert.Equal(t, 1, strings.Count(c.Classname, "."), "classname %q has one dot", c.Classname)
 			cp := map[string]string{}
-			var props []JUnitProperty
-			if c.Props != nil {
-				props = *c.Props
-			}
-			if b, ok := caseBlocks(string(s.Out))[c.Name]; ok {
+			props := c.Props
+			if b, ok := caseBlocks(s.SystemOut.Data)[c.Name]; ok {
 				props = b.props
 			}
 			for _, p := range props {
@@ -235,7 +235,7 @@ func checkJUnitRules(t *testing.T, doc JUnit) {
 				assert.NotEqual(t, "Failed", m)
 			}
 			if c.Failure != nil && !strings.Contains(c.Name, "(") {
-				assert.Contains(t, c.Failure.Body, "--- FAIL", "case %q: the full output is in the body", c.Name)
+				assert.Contains(t, c.Failure.Data, "--- FAIL", "case %q: the full output is in the body", c.Name)
 			}
 			if c.Skipped != nil && cp["gdr.skip"] != "" {
 				assert.True(t, strings.HasSuffix(c.Skipped.Message, ": "+cp["gdr.skip"]), "case %q: the skip message ends with the reason: %q", c.Name, c.Skipped.Message)
@@ -246,7 +246,7 @@ func checkJUnitRules(t *testing.T, doc JUnit) {
 
 var reqNamed = regexp.MustCompile(`^Test[A-Z]+\d{2}[A-Z]`)
 
-func msg(r *JUnitResult) string {
+func msg(r *junit.Result) string {
 	if r == nil {
 		return ""
 	}

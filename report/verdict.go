@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/attrkey"
@@ -322,6 +323,7 @@ func buildHost(run Run) *HostResult {
 		// A recording from another version of the suite: shown, judged as must.
 		h.Reqs = append(h.Reqs, reqResult(reqs.Req{ID: id, Area: byReq[id][0].Area, Title: "(not in this suite's catalogue)", Level: reqs.Must}, byReq[id], nil))
 	}
+	olderSuite(h.Reqs, suiteBuilt(run))
 	notJudgedFor(h.Reqs)
 	h.attribute()
 	h.Causes = groupCauses(h.Reqs)
@@ -408,6 +410,51 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	}
 	return r
 }
+
+// notInSuite starts the reason of a requirement newer than the suite a
+// host ran (olderSuite).
+const notInSuite = "not in this suite version"
+
+// olderSuite gives each requirement that did not run and entered the
+// catalogue after built (reqs.Added) its true reason: the suite the host ran
+// did not have it, which a -run filter or a missing package would not
+// explain (recordings made before the requirement existed).
+func olderSuite(rs []*ReqResult, built time.Time) {
+	if built.IsZero() {
+		return
+	}
+	for _, r := range rs {
+		at, ok := reqs.Added(r.ID)
+		if r.Status != NotRun || !ok || !at.After(built) {
+			continue
+		}
+		r.Reason = fmt.Sprintf("%s: the suite this host ran was built by %s, before the requirement was added", notInSuite, built.UTC().Format(time.RFC3339))
+		r.Remedy = "run the current suite on this host to judge it"
+	}
+}
+
+// suiteBuilt is the latest time the suite a run ran can have been built:
+// the commit time its version names ("v0.0.0-2026... (2026-12-01T13:28:04Z)",
+// SuiteVersion) or when the run started, whichever is earlier; zero when
+// neither is known, or when the suite was built from uncommitted changes
+// (a requirement there may be older than its commit).
+func suiteBuilt(run Run) time.Time {
+	v := run.Host.Suite
+	if strings.Contains(v, "+modified") || strings.Contains(v, "dirty") {
+		return time.Time{}
+	}
+	var t time.Time
+	if m := vcsTime.FindStringSubmatch(v); m != nil {
+		t, _ = time.Parse(time.RFC3339, m[1])
+	}
+	if start, _ := run.Span(); !start.IsZero() && (t.IsZero() || start.Before(t)) {
+		t = start
+	}
+	return t
+}
+
+// vcsTime is the commit time SuiteVersion appends in brackets.
+var vcsTime = regexp.MustCompile(`\((\d{4}-\d\d-\d\dT[^)]*)\)\s*$`)
 
 // judgesOthers is the health tests' skip when none of the traffic tests
 // they judge ran (harness/health), which blames a -run filter.

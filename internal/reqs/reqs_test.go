@@ -325,3 +325,22 @@ func TestDocsLabVMAbsent(t *testing.T) {
 	}
 	assert.Equal(t, want, s, "docs/lab.md's lab-vm-absent table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
 }
+
+// Every requirement has the time it entered the catalogue (added.go), and
+// the table names no other: the report tells a recording older than a
+// requirement from a -run filter by it.
+func TestEveryRequirementAdded(t *testing.T) {
+	ids := map[string]bool{}
+	for _, r := range All() {
+		ids[r.ID] = true
+		at, ok := Added(r.ID)
+		if assert.True(t, ok, "%s has no time in internal/reqs/added.go: add `%q: %q,` (now, UTC)", r.ID, r.ID, "YYYY-MM-DDTHH:MM:SSZ") {
+			assert.False(t, at.IsZero(), r.ID)
+		}
+	}
+	for id := range added {
+		assert.True(t, ids[id], "added.go names %s, which the catalogue lacks", id)
+	}
+	_, ok := Added("XX-99")
+	assert.False(t, ok)
+}

@@ -1,0 +1,86 @@
+package junitcheck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A schema folder counts only with both files as pinned: an edited or
+// other version is named with its digest, a missing one as missing.
+func TestPinned(t *testing.T) {
+	dir := t.TempDir()
+	assert.ErrorIs(t, pinned(dir), os.ErrNotExist)
+	for _, s := range Schemas {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, s.File), []byte("<xs:schema/>"), 0o644))
+	}
+	err := pinned(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not the pinned "+JUnit10.SHA256)
+	assert.Contains(t, err.Error(), JUnit10.Source)
+}
+
+// fakeTB records how Need ended a test.
+type fakeTB struct{ fatal, skip string }
+
+func (f *fakeTB) Helper()           {}
+func (f *fakeTB) Fatal(args ...any) { f.fatal = fmt.Sprint(args...) }
+func (f *fakeTB) Skip(args ...any)  { f.skip = fmt.Sprint(args...) }
+
+// Without xmllint a test that validates skips naming it, and fails under
+// CI; so does one without the schemas, naming where it looked.
+func TestNeedSkipsLocallyFailsInCI(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv(DirEnv, t.TempDir())
+	t.Setenv("CI", "")
+	var local fakeTB
+	Need(&local)
+	assert.Empty(t, local.fatal)
+	assert.Contains(t, local.skip, "xmllint is not in PATH")
+	assert.Contains(t, local.skip, "make deps-unit")
+	assert.Contains(t, local.skip, os.Getenv(DirEnv), "where the schemas were looked for")
+	assert.Contains(t, local.skip, "junit-xsd")
+
+	t.Setenv("CI", "true")
+	var ci fakeTB
+	Need(&ci)
+	assert.Empty(t, ci.skip)
+	assert.Contains(t, ci.fatal, "xmllint is not in PATH")
+
+	_, err := Check([]byte("<testsuites/>"))
+	assert.Error(t, err, "a file not checked is never read as valid")
+}
+
+// What no schema expresses: keys GitLab would collapse, counts that do not
+// match the cases, suite ids out of order.
+func TestBeyond(t *testing.T) {
+	good := `<testsuites>
+<testsuite name="h/a" tests="2" failures="1" errors="0" skipped="0" id="0"><testcase name="x" classname="h.a"/><testcase name="y" classname="h.a"><failure type="t"/></testcase></testsuite>
+<testsuite name="h/a" tests="1" failures="0" errors="0" skipped="1" id="1"><testcase name="z" classname="h.a"><skipped/></testcase></testsuite>
+</testsuites>`
+	assert.Empty(t, Beyond([]byte(good)))
+	bad := `<testsuites>
+<testsuite name="h/a" tests="3" failures="0" errors="0" id="0"><testcase name="x" classname="h.a"/><testcase name="x" classname="h.a"><failure type="t"/></testcase></testsuite>
+<testsuite name="h/a" tests="1" failures="0" errors="0" id="2"><testcase name="x" classname="h.b"><skipped/></testcase></testsuite>
+</testsuites>`
+	got := Beyond([]byte(bad))
+	assert.Len(t, got, 5, "%q", got)
+	for _, want := range []string{
+		`a second case classname="h.a" name="x"`,
+		`tests="3" but it holds 2`,
+		`failures="0" but it holds 1`,
+		`skipped="" but it holds 1`,
+		`id="2" where the Ant schema numbers suites 0, 1, ... in order (1)`,
+	} {
+		found := false
+		for _, g := range got {
+			found = found || strings.Contains(g, want)
+		}
+		assert.True(t, found, "%s in %q", want, got)
+	}
+}
