@@ -299,8 +299,9 @@ func firstFailLine(out string) string {
 
 // JUnitProblems checks dir's junit.xml against both XSDs CI systems
 // validate JUnit with, and what they cannot express (report/junitcheck): a
-// file Jenkins xUnit or an Ant consumer would reject fails the lab, and so
-// does a lab that cannot check (xmllint or the schemas missing).
+// file Jenkins xUnit or an Ant consumer would reject fails the lab (by the
+// XSDs through xmllint where they are at hand, else by the schemas' rules
+// as junitcheck re-states them), and so does a lab that cannot check.
 func JUnitProblems(dir string) []string {
 	f := filepath.Join(dir, report.JUnitFile)
 	b, err := os.ReadFile(f)

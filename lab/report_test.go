@@ -17,7 +17,7 @@ import (
 // own hosts (a peer that vanished, a skip, a test that never finished, a VM
 // that died) give a valid file, and a file CI would reject fails the lab.
 func TestJUnitProblems(t *testing.T) {
-	junitcheck.Need(t)
+	t.Log("checked by", junitcheck.Method())
 	dir := t.TempDir()
 	require.NoError(t, report.Build(Runs(sampleSuites(), "6.1.0-57-amd64", nil)).WriteAll(dir))
 	assert.Empty(t, JUnitProblems(dir))

@@ -739,7 +739,7 @@ func TestClusterRunsThatDidNotFinish(t *testing.T) {
 	for _, c := range iso.Cases {
 		if c.Error != nil {
 			errs = append(errs, c.Name+": "+c.Error.Type)
-			assert.NotContains(t, c.Error.Body, "at fault")
+			assert.NotContains(t, c.Error.Data, "at fault")
 		}
 	}
 	assert.Equal(t, []string{"host vm4 stopped in round 1: did_not_finish", "host vm5 did not start: did_not_finish"}, errs)

@@ -157,7 +157,7 @@ func testedFiles(t *testing.T) map[string][]byte {
 // XSDs themselves (xmllint) and what they cannot express
 // (junitcheck.Beyond).
 func TestJUnitSchemas(t *testing.T) {
-	junitcheck.Need(t)
+	t.Log("checked by", junitcheck.Method())
 	files := testedFiles(t)
 	require.Greater(t, len(files), 15)
 	for name, b := range files {
