@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/reqs"
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // A cluster run's shared folder (GDR_REPORTS of deploy/rounds.sh, see
@@ -91,7 +92,7 @@ func loadHostRounds(rounds []cluster.HostRound) (Run, error) {
 	haveID := false
 	for _, r := range rounds {
 		sub, name := r.Dir, filepath.Base(r.Dir)
-		if !exists(filepath.Join(sub, EventsFile)) && !exists(filepath.Join(sub, HostFile)) {
+		if !sharedfile.HasEvents(sub) && !exists(filepath.Join(sub, HostFile)) {
 			// An idle round, or one whose suite never ran: the pair analysis
 			// counts a scheduled pair without results as failed.
 			continue

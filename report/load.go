@@ -19,17 +19,20 @@ import (
 
 // File names in a host's report folder.
 const (
-	EventsFile = "test.json"
-	JUnitFile  = "junit.xml"
+	EventsFile = sharedfile.EventsFile
+	// EventsGzFile is a cluster round's events, compressed and bounded
+	// (gdrreport -collect -compact); every reader reads it as test.json.
+	EventsGzFile = sharedfile.EventsGzFile
+	JUnitFile    = "junit.xml"
 	// PartialEvents is test.json while the run writes it (dist/run.sh
 	// renames it when the run ends), so a reader on another host never
 	// takes half a run for a whole one.
-	PartialEvents = "test.json.partial"
+	PartialEvents = sharedfile.EventsPartial
 )
 
 // LoadDir reads the runs under dir:
-//   - a folder with host.json is one host (test.json's events, host.json's
-//     identity);
+//   - a folder with host.json is one host (test.json's events, or
+//     test.json.gz's, host.json's identity);
 //   - else a folder whose subfolders hold hosts is many hosts (the lab's
 //     reports/lab/{server,client,loopback}, or a cluster's copies); a
 //     combined test.json beside them is not read again;
@@ -81,7 +84,7 @@ func LoadDir(dir string) ([]Run, error) {
 	switch {
 	case len(runs) > 0:
 		return runs, nil
-	case has(EventsFile):
+	case sharedfile.HasEvents(dir):
 		r, err := loadHost(dir)
 		if err != nil {
 			return nil, err
@@ -102,7 +105,7 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 // isHostDir says whether dir holds a host's results, or folders that do.
 func isHostDir(dir string, depth int) bool {
 	in := func(n string) bool { return exists(filepath.Join(dir, n)) }
-	if in(HostFile) || in(EventsFile) || in(JUnitFile) && !in(SummaryJSON) {
+	if in(HostFile) || sharedfile.HasEvents(dir) || in(JUnitFile) && !in(SummaryJSON) {
 		return true
 	}
 	if depth > 3 {
@@ -127,17 +130,7 @@ func loadHost(dir string) (Run, error) {
 		return run, err
 	}
 	run.Host = id
-	events := filepath.Join(dir, EventsFile)
-	f, err := sharedfile.Open(events)
-	if errors.Is(err, fs.ErrNotExist) {
-		// dist/run.sh writes PartialEvents and renames it when the run
-		// ends: a run that never ended left only that.
-		partial := filepath.Join(dir, PartialEvents)
-		if f, err = sharedfile.Open(partial); err == nil {
-			events = partial
-			run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
-		}
-	}
+	f, err := sharedfile.OpenEvents(dir, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, jerr := os.Stat(filepath.Join(dir, JUnitFile)); jerr == nil {
 			r, err := loadJUnitDir(dir)
@@ -148,18 +141,27 @@ func loadHost(dir string) (Run, error) {
 		return run, nil
 	}
 	if err != nil {
-		// Not a file to read (a FIFO, a device): the run's results are not there.
+		// Not a file to read (a FIFO, a device, a .gz that is no gzip):
+		// the run's results are not there.
 		run.Errs = append(run.Errs, err.Error())
 		return run, nil
 	}
 	defer f.Close()
+	if f.Partial {
+		// dist/run.sh writes PartialEvents and renames it when the run
+		// ends: a run that never ended left only that.
+		run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
+	}
 	var note string
-	run.Events, note, err = readEvents(f, events)
+	run.Events, note, err = readEvents(f, f.Path)
 	if err != nil {
-		return run, fmt.Errorf("%s: %v", events, err)
+		return run, fmt.Errorf("%s: %v", f.Path, err)
 	}
 	if note != "" {
 		run.Errs = append(run.Errs, note)
+	}
+	if d := f.Damage(); d != "" {
+		run.Errs = append(run.Errs, d)
 	}
 	return run, nil
 }
