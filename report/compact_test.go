@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
@@ -231,3 +233,64 @@ func TestCompressedEventsReadAsPlain(t *testing.T) {
 	assert.Equal(t, NotQualified, by["foreign"].Verdict.Verdict)
 }
 
+// The claim a 1024-node, 8-rail run needs (deploy/k8s/reports-pvc.yaml,
+// docs/reports.md): every host's rounds, compacted (its first round and at
+// most four after it: an odd ring's three rounds and two repair rounds),
+// and the merged report over them, whose size per host is measured on a
+// 12-host ring of constructed 8-rail rounds (above 10 hosts the merge
+// writes a fleet's lean formats, as it does for 1024).
+func TestClaimFor1024Nodes(t *testing.T) {
+	root := t.TempDir()
+	first, later := eightRails(t, false), eightRails(t, true)
+	var hosts []string
+	for i := range 12 {
+		hosts = append(hosts, fmt.Sprintf("n%02d", i+1))
+	}
+	id, err := os.ReadFile("../fixtures/runs/lab-emulated/client/host.json")
+	require.NoError(t, err)
+	var rounds int64
+	for k := range 2 {
+		for i, me := range hosts {
+			peer, role := hosts[(i+1)%len(hosts)], "server"
+			if (i+k)%2 == 1 {
+				peer, role = hosts[(i+len(hosts)-1)%len(hosts)], "client"
+			}
+			require.NoError(t, cluster.WritePlan(root, cluster.Plan{Round: k, Host: me, Index: i, Hosts: len(hosts), Role: role, Peer: peer, Pairing: "ring", Job: "slurm/c/1", Run: "slurm/c/1"}))
+			dir := cluster.RoundDir(root, me, k)
+			ev := first
+			if k > 0 {
+				ev = later
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, EventsFile), ev, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, HostFile), bytes.Replace(id, []byte(`"client"`), []byte(`"`+me+`"`), 1), 0o644))
+			_, err := CompactDir(dir)
+			require.NoError(t, err)
+			rounds += folderBytes(t, dir)
+		}
+	}
+	r, err := FromDirs([]string{root}, Options{})
+	require.NoError(t, err)
+	out := filepath.Join(root, "report")
+	require.NoError(t, r.WriteAll(out))
+	var merged int64
+	require.NoError(t, filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			fi, err := d.Info()
+			if err == nil {
+				merged += fi.Size()
+			}
+		}
+		return err
+	}))
+	perHost := merged / int64(len(hosts))
+	need := int64(1024) * (roundBoundFirst + 4*roundBoundPaired + perHost*5/2) // merged over 5 rounds: the first and 4 of 2.5x the pingpong share
+	t.Logf("%d hosts x 2 rounds: rounds %d B (%d B a host round); merged report %d B (%d B a host); 1024 nodes need %.2f GiB", len(hosts), rounds, rounds/int64(2*len(hosts)), merged, perHost, float64(need)/(1<<30))
+
+	pvc, err := os.ReadFile("../deploy/k8s/reports-pvc.yaml")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\s+storage:\s+(\d+)Gi\s*$`).FindSubmatch(pvc)
+	require.NotNil(t, m, "reports-pvc.yaml requests storage in Gi")
+	var gi int64
+	fmt.Sscan(string(m[1]), &gi)
+	assert.GreaterOrEqual(t, gi<<30, need, "the claim holds a 1024-node run and its merged report")
+}
