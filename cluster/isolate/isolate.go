@@ -60,6 +60,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/cluster/pairing"
 )
 
 // Status of a test, one end's view of a pair, or a pair.
@@ -111,6 +113,10 @@ type Options struct {
 	// Live says which hosts did not start and which stopped (the run's
 	// barrier files); the zero value: every host ran to the end.
 	Live Liveness
+	// Groups are the fabric's groups (GDR_TOPOLOGY_FILE): the schedule's
+	// rounds pair hosts in pairing.Order's order, across groups. nil: the
+	// job's order. Analysis does not depend on them.
+	Groups pairing.Groups
 }
 
 // State is a (host, rail)'s standing.
