@@ -466,20 +466,31 @@ type Options struct {
 // FromDirs builds the report of report folders as gdrreport does: each a
 // host's folder, a folder of hosts' folders, or a cluster run's shared
 // folder (its rounds of opt.Run, analysed with opt.Isolate); runs of one
-// host merged as opt says.
+// host merged as opt says. Several cluster folders merge only with
+// opt.Latest (a first run and the reruns of its failed nodes): each host
+// is judged by its latest run, and by the isolation of the run that is
+// from (setClusters).
 func FromDirs(dirs []string, opt Options) (*Report, error) {
 	var runs []Run
-	var analysis *isolate.Analysis
+	var parts []clusterSource
+	from := map[int]int{} // a run's index -> its cluster part
 	for _, d := range dirs {
 		if IsCluster(d) {
-			if analysis != nil {
-				return nil, fmt.Errorf("more than one cluster folder: merge one cluster run at a time")
+			if len(parts) > 0 && !opt.Latest {
+				return nil, fmt.Errorf("more than one cluster folder (%s, %s): merge one cluster run at a time, or pass -latest to judge each node by its latest run (a rerun of the failed nodes beside the first run)", parts[0].Dir, d)
 			}
-			rs, a, err := LoadCluster(d, opt.Isolate, opt.Run)
+			if len(parts) > 0 && opt.Run != "" {
+				return nil, fmt.Errorf("-run %s names the run of one cluster folder, and %s and %s are two: give each run a folder of its own", opt.Run, parts[0].Dir, d)
+			}
+			rs, a, run, err := loadCluster(d, opt.Isolate, opt.Run)
 			if err != nil {
 				return nil, err
 			}
-			runs, analysis = append(runs, rs...), a
+			for i := range rs {
+				from[len(runs)+i] = len(parts)
+			}
+			runs = append(runs, rs...)
+			parts = append(parts, clusterSource{Dir: d, Run: run, a: a})
 			continue
 		}
 		rs, err := LoadDir(d)
@@ -492,9 +503,39 @@ func FromDirs(dirs []string, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Cluster runs oldest first (by their hosts' earliest start; as given
+	// where that is not recorded), and each host owned by the run its
+	// judging run is from.
+	start := make([]time.Time, len(parts))
+	for i, r := range runs {
+		if p, ok := from[i]; ok {
+			if s, _ := r.Span(); !s.IsZero() && (start[p].IsZero() || s.Before(start[p])) {
+				start[p] = s
+			}
+		}
+	}
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		si, sj := start[order[i]], start[order[j]]
+		return !si.IsZero() && !sj.IsZero() && si.Before(sj)
+	})
+	rank := make([]int, len(parts))
+	sorted := make([]clusterSource, len(parts))
+	for k, p := range order {
+		rank[p], sorted[k] = k, parts[p]
+	}
+	owner := map[string]int{}
+	for i, r := range runs {
+		if p, ok := from[i]; ok && !r.Earlier {
+			owner[r.Host.Host] = rank[p]
+		}
+	}
 	r := Build(runs)
-	if analysis != nil {
-		r.SetCluster(analysis)
+	if len(sorted) > 0 {
+		r.setClusters(sorted, owner)
 	}
 	return r, nil
 }

@@ -141,6 +141,9 @@ func (s State) rank() int {
 // Pair is one pair on one rail in one round: the summary's pairs entry.
 // A is the server and B the client where the roles are known.
 type Pair struct {
+	// Run names the cluster run of the pair where a report merges several
+	// (a rerun of the failed nodes beside the first run); "" otherwise.
+	Run        string  `json:"run,omitempty"`
 	Round      int     `json:"round"`
 	A          string  `json:"a"`
 	B          string  `json:"b"`
@@ -782,6 +785,7 @@ func (a *Analysis) Evidence(p *Pair, from string) Evidence {
 
 // PairKey names one pair of hosts in one round (A the server, B the client).
 type PairKey struct {
+	Run   string
 	Round int
 	A, B  string
 }
@@ -792,7 +796,7 @@ func ByPair(ps []Pair) ([]PairKey, map[PairKey]map[int]Pair) {
 	by := map[PairKey]map[int]Pair{}
 	var order []PairKey
 	for _, p := range ps {
-		k := PairKey{p.Round, p.A, p.B}
+		k := PairKey{p.Run, p.Round, p.A, p.B}
 		if by[k] == nil {
 			by[k] = map[int]Pair{}
 			order = append(order, k)
