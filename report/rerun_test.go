@@ -77,8 +77,9 @@ func byHost(r *Report) map[string]*HostResult {
 	return m
 }
 
-// A first run finds n3's rail 1 bad; n3 is rerun with two known-good
-// nodes of that run, n1 and n5. Merged with the rerun, n3
+// A first run finds n3's rail 1 bad; its actions.txt prints the rerun of
+// n3 alone with two known-good nodes of that run, the topology file that
+// puts n3 between them, and the -latest merge. Merged with the rerun, n3
 // is judged by its latest run (repaired: passed; not repaired: bad again,
 // with the rerun's evidence), its earlier run shown apart, and every node
 // the rerun did not touch keeps the first run's verdict.
@@ -95,6 +96,21 @@ func TestRerunOnlyTheFailedNodes(t *testing.T) {
 	for _, h := range []string{"n1", "n2", "n4", "n5", "n6"} {
 		require.NotEqual(t, NotQualified, before[h].Verdict.Verdict, "%s: %s", h, before[h].Verdict.Line)
 	}
+
+	rr := r1.Rerun()
+	require.NotNil(t, rr)
+	assert.Equal(t, "slurm", rr.Engine)
+	assert.Equal(t, []string{"n3"}, rr.Nodes)
+	assert.Equal(t, []string{"n1", "n5"}, rr.Good, "two nodes that passed every pair, in the job's order (n2 and n4 failed theirs with n3)")
+	var b bytes.Buffer
+	require.NoError(t, r1.WriteActions(&b))
+	acts := b.String()
+	assert.Contains(t, acts, "scontrol update nodename=n3 state=drain reason='gdrconf: nic: n3 rail 1 bad: ", "the drain lines stay, naming the finding")
+	assert.Contains(t, acts, "scontrol update nodename=n3 state=resume\n")
+	assert.Contains(t, acts, "printf '%s\\n' 'rerun n3' 'known-good n[1,5]' >'"+first+"-rerun1.topology'\n")
+	assert.Contains(t, acts, "sbatch -N3 -w n[1,3,5] --export=ALL,GDR_REPORTS="+first+"-rerun1,GDR_TOPOLOGY_FILE="+first+"-rerun1.topology dist/gdrconf.sbatch\n")
+	assert.Contains(t, acts, "dist/bin/gdrreport -latest -out '"+first+"-merged' '"+first+"' '"+first+"-rerun1'\n")
+	assert.NotContains(t, acts, "kubectl apply", "a Slurm run gets Slurm's commands")
 
 	// The rerun as Slurm runs it: -w n[1,3,5] lists n1 n3 n5, and the
 	// topology file's groups order the ring so that n3 meets n1 and n5.
@@ -132,6 +148,7 @@ func TestRerunOnlyTheFailedNodes(t *testing.T) {
 				assert.NotEqual(t, "n3", s.Host, "the first run's finding on n3 is superseded: %s", s.Name())
 			}
 			assert.NotEqual(t, NotQualified, m.Verdict.Verdict, m.Verdict.Line)
+			assert.Nil(t, m.Rerun(), "nothing left to rerun")
 		} else {
 			assert.Equal(t, NotQualified, n3.Verdict.Verdict)
 			require.NotEmpty(t, m.Findings.Suspects)
@@ -172,3 +189,30 @@ func TestRerunOnlyTheFailedNodes(t *testing.T) {
 	}
 }
 
+// Under Kubernetes the rerun is the Job's edit: its completions and a node
+// affinity on the machines' names (never the pods'), the failed one's and
+// the known-good ones'.
+func TestRerunKubernetes(t *testing.T) {
+	pods := []string{"gdrconf-0", "gdrconf-1", "gdrconf-2", "gdrconf-3", "gdrconf-4", "gdrconf-5"}
+	node := map[string]string{}
+	for i, p := range pods {
+		node[p] = fmt.Sprintf("gpu-%02d", 10+i)
+	}
+	first := filepath.Join(t.TempDir(), "gdrconf-uid1")
+	clusterRun(t, first, "kubernetes/gdrconf/uid1", pods, nil, map[string]int{"gdrconf-2": 0}, time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC), node)
+	r, err := FromDirs([]string{first}, Options{Isolate: isolate.Options{MinFraction: 0.5}})
+	require.NoError(t, err)
+	rr := r.Rerun()
+	require.NotNil(t, rr)
+	assert.Equal(t, "kubernetes", rr.Engine)
+	assert.Equal(t, []string{"gpu-12"}, rr.Nodes)
+	assert.Equal(t, []string{"gpu-10", "gpu-14"}, rr.Good)
+	var b bytes.Buffer
+	require.NoError(t, r.WriteActions(&b))
+	acts := b.String()
+	assert.Contains(t, acts, "#   deploy/k8s/job.yaml: spec.completions: 3, and under spec.template.spec.affinity:\n")
+	assert.Contains(t, acts, "- {key: kubernetes.io/hostname, operator: In, values: [gpu-12, gpu-10, gpu-14]}\n")
+	assert.Contains(t, acts, "kubectl -n gdrconf delete job gdrconf --ignore-not-found && kubectl apply -k deploy/k8s\n")
+	assert.NotContains(t, acts, "sbatch", "a Kubernetes run gets Kubernetes' edit")
+	assert.NotContains(t, acts, "values: [gdrconf-", "pods are never named as nodes")
+}
