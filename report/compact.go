@@ -27,7 +27,7 @@ import (
 const (
 	// CompactOutputBytes bounds the plain output one round keeps, before
 	// compression. The suite's own runs print far less (the lab's full
-	// one-rail round: 40 KB; docs/reports.md).
+	// one-rail round: 27 KB; docs/reports.md).
 	CompactOutputBytes = 256 << 10
 	// compactMinShare is the least a test keeps when the round's output
 	// is cut: its first and last lines fit.
