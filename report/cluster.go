@@ -788,9 +788,9 @@ func (r *Report) clusterText(b *strings.Builder) {
 	if c == nil {
 		return
 	}
-	rounds := map[int]bool{}
+	rounds := map[string]bool{}
 	for _, p := range c.Pairs {
-		rounds[p.Round] = true
+		rounds[roundLabel(p)] = true
 	}
 	fmt.Fprintf(b, "\nCluster: %d pair results on %d rails in %d rounds; %d suspects, %d bad links\n", len(c.Pairs), len(r.rails), len(rounds), len(c.Suspects), len(c.Links))
 	if f := r.Findings; f != nil {
@@ -828,12 +828,21 @@ func (r *Report) clusterText(b *strings.Builder) {
 	var bad []string
 	for _, p := range c.Pairs {
 		if p.Status != isolate.Pass {
-			bad = append(bad, fmt.Sprintf("round %d %s-%s rail %d %s %s Gbit/s", p.Round, p.A, p.B, p.Rail, p.Status, fmtNum(p.BWGbitS)))
+			bad = append(bad, fmt.Sprintf("%s %s-%s rail %d %s %s Gbit/s", roundLabel(p), p.A, p.B, p.Rail, p.Status, fmtNum(p.BWGbitS)))
 		}
 	}
 	if len(bad) > 0 {
 		fmt.Fprintf(b, "  pairs not passed: %s\n", strings.Join(bad, "; "))
 	}
+}
+
+// roundLabel is "round <k>", and "run <run> round <k>" where several
+// cluster runs are merged (their rounds share numbers).
+func roundLabel(p isolate.Pair) string {
+	if p.Run != "" {
+		return fmt.Sprintf("run %s round %d", p.Run, p.Round)
+	}
+	return fmt.Sprintf("round %d", p.Round)
 }
 
 // clusterMarkdown is summary.md's cluster part.
@@ -844,7 +853,7 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "\n## Pairs\n\n| round | server | client | rail | status | Gbit/s |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, p := range c.Pairs {
-		fmt.Fprintf(b, "| %d | %s | %s | %d | %s | %s |\n", p.Round, mdEscape(p.A), mdEscape(p.B), p.Rail, p.Status, fmtNum(p.BWGbitS))
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", strings.TrimPrefix(roundLabel(p), "round "), mdEscape(p.A), mdEscape(p.B), p.Rail, p.Status, fmtNum(p.BWGbitS))
 	}
 	fmt.Fprintf(b, "\n## Suspects\n\n")
 	if f := r.Findings; f != nil {
