@@ -166,11 +166,23 @@ func TestDistRunRenamesEventsWhenDone(t *testing.T) {
 		"echo '{\"Action\":\"pass\",\"Package\":\"p\"}' >\"$f\"\n"+
 		"[ -e "+reports+"/test.json ] && echo seen >"+dir+"/early\n"+
 		"echo \"$f\" >"+dir+"/jsonfile\nexit 0\n")
-	write(t, filepath.Join(bin, "gdrreport"), "#!/bin/sh\nexit 0\n")
+	write(t, filepath.Join(bin, "gdrreport"), "#!/bin/sh\necho \"$*\" >"+dir+"/gdrreport-args\nexit 0\n")
 	cmd := exec.Command(filepath.Join(dir, "run.sh"))
 	cmd.Env = cleanEnv("GDR_REPORTS="+reports, "SLURM_STEP_NUM_TASKS=")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	args, err := os.ReadFile(filepath.Join(dir, "gdrreport-args"))
+	require.NoError(t, err)
+	assert.Equal(t, "-collect -go-exit 0 "+reports+"\n", string(args), "a host's own run keeps every report")
+	// A round of a cluster run (rounds.sh exports GDR_PLAN) is compacted:
+	// it lives on the shared folder with thousands of others.
+	cmd = exec.Command(filepath.Join(dir, "run.sh"))
+	cmd.Env = cleanEnv("GDR_REPORTS="+reports, "SLURM_STEP_NUM_TASKS=", "GDR_PLAN=run")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	args, err = os.ReadFile(filepath.Join(dir, "gdrreport-args"))
+	require.NoError(t, err)
+	assert.Equal(t, "-collect -compact -go-exit 0 "+reports+"\n", string(args))
 	b, err := os.ReadFile(filepath.Join(dir, "jsonfile"))
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(reports, "test.json.partial")+"\n", string(b), "the suite writes the partial file")

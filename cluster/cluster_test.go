@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -193,3 +195,34 @@ func TestPlanRoundShell(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A round kept compressed (gdrreport -collect -compact: test.json.gz)
+// gives the pairs its plain test.json gives, to the merge's Load and to
+// the lead's LoadCompact alike (a host that stopped before done left no
+// pairs.json); a .gz that is no gzip gives none, as a missing file does.
+func TestLoadCompressedRound(t *testing.T) {
+	plain, packed := t.TempDir(), t.TempDir()
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, err := zw.Write([]byte(events))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	for _, root := range []string{plain, packed} {
+		require.NoError(t, WritePlan(root, Plan{Round: 0, Host: "gpu1", Index: 0, Hosts: 2, Role: "client", Peer: "gpu2", Pairing: "ring", Job: "slurm//1"}))
+		require.NoError(t, WritePlan(root, Plan{Round: 0, Host: "gpu2", Index: 1, Hosts: 2, Role: "server", Peer: "gpu1", Pairing: "ring", Job: "slurm//1"}))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(RoundDir(plain, "gpu1", 0), "test.json"), []byte(events), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(RoundDir(packed, "gpu1", 0), "test.json.gz"), zb.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(RoundDir(packed, "gpu2", 0), "test.json.gz"), []byte(events), 0o644))
+	want, _, err := Load(plain, "")
+	require.NoError(t, err)
+	got, _, err := Load(packed, "")
+	require.NoError(t, err)
+	require.NotEmpty(t, got)
+	assert.Equal(t, want[:len(want)-1], got[:len(got)-1], "gpu1's pairs, read from test.json.gz")
+	last := got[len(got)-1]
+	assert.Equal(t, isolate.Missing, last.Status, "gpu2's file is no gzip: no results")
+	compact, err := LoadCompact(packed, "")
+	require.NoError(t, err)
+	assert.Equal(t, got, compact)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/cluster/hostlist"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/config"
@@ -33,13 +34,19 @@ type Config struct {
 	// that had not finished the round when the first task's runs out
 	// stopped in it.
 	RoundTimeout time.Duration
+	// Topology (GDR_TOPOLOGY_FILE) names the file of the fabric's groups
+	// (leaf switches): "<group> <hostlist>" lines or Slurm's
+	// topology.conf; Groups is what it says of each host. The schedule's
+	// rounds pair hosts across groups (pairing.Order).
+	Topology string
+	Groups   pairing.Groups
 }
 
 // ConfigVars lists every variable ParseConfig reads.
 var ConfigVars = []string{
 	"GDR_PAIRING", "GDR_CLUSTER_SECRET", "GDR_CLUSTER_SECRET_FILE", "GDR_CLUSTER_PORTS",
 	"GDR_PEER_SUFFIX", "GDR_REPAIR_ROUNDS", "GDR_REPORTS", "GDR_PAIR_MIN_FRACTION",
-	"GDR_START_TIMEOUT", "GDR_ROUND_TIMEOUT",
+	"GDR_START_TIMEOUT", "GDR_ROUND_TIMEOUT", "GDR_TOPOLOGY_FILE",
 }
 
 // DefaultConfig is the cluster configuration with every variable unset.
@@ -123,6 +130,20 @@ func ParseConfig(lookup func(string) (string, bool)) (Config, error) {
 				continue
 			}
 			*d.to = t
+		}
+	}
+	if v, ok := get("GDR_TOPOLOGY_FILE"); ok && v != "" {
+		if err := config.CheckPath(v); err != nil {
+			bad("GDR_TOPOLOGY_FILE", v, "a file path: "+err.Error())
+		} else if top, err := config.ReadTopology(v, hostlist.Expand); err != nil {
+			errs = append(errs, err)
+		} else {
+			c.Topology, c.Groups = v, pairing.Groups{}
+			for i, g := range top.Groups {
+				for _, h := range g.Hosts {
+					c.Groups[h] = i
+				}
+			}
 		}
 	}
 	return c, errors.Join(errs...)

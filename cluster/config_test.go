@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/cluster/jobenv"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/internal/config/configtest"
 )
@@ -83,6 +88,9 @@ func TestMalformedConfigValues(t *testing.T) {
 		{Name: "GDR_ROUND_TIMEOUT", Kind: "garbage", Val: "-5m", Want: "a duration from 1s to 24h"},
 		{Name: "GDR_ROUND_TIMEOUT", Kind: "out of range", Val: "48h", Want: "a duration from 1s to 24h"},
 		{Name: "GDR_ROUND_TIMEOUT", Kind: "huge", Val: huge, Want: "a duration from 1s to 24h"},
+		{Name: "GDR_TOPOLOGY_FILE", Kind: "garbage", Val: "/etc/slurm/topology.conf\x00", Want: "no NUL bytes"},
+		{Name: "GDR_TOPOLOGY_FILE", Kind: "missing", Val: "/nonexistent/topology.conf", Want: "no such file"},
+		{Name: "GDR_TOPOLOGY_FILE", Kind: "huge", Val: hugeText, Want: "at most 4096 bytes"},
 	}
 	for _, tc := range cases {
 		require.True(t, slices.Contains(ConfigVars, tc.Name), "%s is no cluster variable", tc.Name)
@@ -91,4 +99,39 @@ func TestMalformedConfigValues(t *testing.T) {
 	// has no malformed value.
 	configtest.CheckMalformed(t, func(lookup func(string) (string, bool)) error { _, err := ParseConfig(lookup); return err }, cases, ConfigVars,
 		nil, []string{"GDR_CLUSTER_SECRET"})
+}
+
+// GDR_TOPOLOGY_FILE's groups reach the schedule: a task's round-0 peer is
+// in another leaf, where the job's order would pair it within its own; a
+// file that does not read is an error naming its line.
+func TestConfigTopology(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "topology.conf")
+	require.NoError(t, os.WriteFile(f, []byte("SwitchName=leaf1 Nodes=gpu[01-04]\nSwitchName=leaf2 Nodes=gpu[05-08]\nSwitchName=spine Switches=leaf[1-2]\n"), 0o644))
+	c, err := ParseConfig(env("GDR_TOPOLOGY_FILE", f))
+	require.NoError(t, err)
+	assert.Equal(t, f, c.Topology)
+	assert.Equal(t, pairing.Groups{"gpu01": 0, "gpu02": 0, "gpu03": 0, "gpu04": 0, "gpu05": 1, "gpu06": 1, "gpu07": 1, "gpu08": 1}, c.Groups)
+
+	task := jobenv.Task{Engine: jobenv.Slurm, JobID: "9", Index: 0}
+	for i := 1; i <= 8; i++ {
+		task.Names = append(task.Names, fmt.Sprintf("gpu%02d", i))
+	}
+	task.Addrs = task.Names
+	secret := []byte("0123456789abcdef")
+	for k := 0; k < 2; k++ {
+		s := PlanRound(task, c, secret, k, nil, isolate.Liveness{})
+		assert.Contains(t, []string{"gpu05", "gpu06", "gpu07", "gpu08"}, s.Plan.Peer, "round %d: gpu01 meets a host of leaf2", k)
+	}
+	plain := PlanRound(task, DefaultConfig(), secret, 0, nil, isolate.Liveness{})
+	assert.Equal(t, "gpu02", plain.Plan.Peer, "without the file, the job's order")
+
+	require.NoError(t, os.WriteFile(f, []byte("leaf1 gpu[01-04]\nleaf2 gpu[04-08]\n"), 0o644))
+	_, err = ParseConfig(env("GDR_TOPOLOGY_FILE", f))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 2: host gpu04 is in group \"leaf1\" (line 1)")
+	require.NoError(t, os.WriteFile(f, []byte("leaf1 gpu[04-01]\n"), 0o644))
+	_, err = ParseConfig(env("GDR_TOPOLOGY_FILE", f))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 1: hostlist \"gpu[04-01]\"", "cluster/hostlist's own error, on its line")
 }

@@ -7,8 +7,9 @@
 // mounts):
 //
 //	<root>/<host>/round-<k>/plan.json   written by gdrcluster plan before the round
-//	<root>/<host>/round-<k>/test.json   the suite's go test -json events (GDR_ROUND_REPORTS)
-//	<root>/<host>/round-<k>/junit.xml   the suite's JUnit
+//	<root>/<host>/round-<k>/test.json.gz the suite's go test -json events (GDR_ROUND_REPORTS),
+//	                                     compacted (gdrreport -compact; test.json before)
+//	<root>/<host>/round-<k>/summary.txt the round's summary
 //	<root>/<host>/round-<k>/pairs.json  the round's pair results, compact (gdrcluster done)
 //	<root>/<host>/round-<k>/done        written by gdrcluster done after the round
 //	<root>/.gdrcluster/run-<run>/       the run's barriers (barrier.go)

@@ -271,20 +271,20 @@ func readPairs(f fsys, dir, run, host string, k int) (rs []isolate.Result, ok bo
 
 func loadRound(fsy fsys, hr hostRound, p *Plan) ([]isolate.Result, error) {
 	var recs []testRec
-	f, err := fsy.open(filepath.Join(hr.dir, "test.json"))
-	if errors.Is(err, fs.ErrNotExist) { // a run that never ended: what it wrote so far
-		f, err = fsy.open(filepath.Join(hr.dir, "test.json.partial"))
-	}
+	// test.json, a compacted round's test.json.gz, or what a run that
+	// never ended wrote so far.
+	f, err := sharedfile.OpenEvents(hr.dir, fsy.open)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		// Not a file to read (a FIFO, a device): no results from it, as
-		// from a host that wrote none; the report names the file.
+		// Not a file to read (a FIFO, a device, a .gz that is no gzip): no
+		// results from it, as from a host that wrote none; the report
+		// names the file.
 	default:
 		recs, err = readTests(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(hr.dir, "test.json"), err)
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
 	peer, role := "", ""

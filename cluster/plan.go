@@ -54,7 +54,7 @@ type Step struct {
 // whose partner stopped idles. Every task computes the same from the same
 // files.
 func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isolate.Result, live isolate.Liveness) Step {
-	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live.Before(k)})
+	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live.Before(k), Groups: c.Groups})
 	return PlanFrom(task, c, secret, k, r, done, live)
 }
 

@@ -59,7 +59,8 @@ while :; do
 	case "$GDR_PLAN" in
 	done) break ;;
 	run)
-		# dist/run.sh writes junit.xml and test.json into GDR_REPORTS.
+		# dist/run.sh keeps the round small on the shared folder: test.json.gz,
+		# host.json, summary.txt and exit-code in GDR_REPORTS (gdrreport -compact).
 		GDR_PAIRED_ONLY=$ran GDR_REPORTS="$GDR_ROUND_REPORTS" "$suite" "$@" || echo "rounds.sh: round $k: the suite reported failures (see $GDR_ROUND_REPORTS)" >&2
 		ran=1
 		;;

@@ -420,12 +420,22 @@ func (r *runner) kubeManifests(dir string) (string, error) {
 		}
 	}
 	// ReadWriteMany on the VMs' shared folder: every node mounts the same
-	// virtio-9p folder at /shared, as NFS would be on a real cluster.
+	// virtio-9p folder at /shared, as NFS would be on a real cluster. Its
+	// capacity is the claim's request: a volume smaller than the claim
+	// asks never binds it.
+	var pvc map[string]any
+	if err := yaml.Unmarshal(edited["reports-pvc.yaml"], &pvc); err != nil {
+		return "", fmt.Errorf("reports-pvc.yaml: %w", err)
+	}
+	size, _ := dig(pvc, "spec", "resources", "requests")["storage"].(string)
+	if size == "" {
+		return "", fmt.Errorf("reports-pvc.yaml requests no storage")
+	}
 	pv := map[string]any{
 		"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "gdrconf-reports-lab"},
 		"spec": map[string]any{
 			"storageClassName": labStorage,
-			"capacity":         map[string]string{"storage": "2Gi"},
+			"capacity":         map[string]string{"storage": size},
 			"accessModes":      []string{"ReadWriteMany"},
 			"hostPath":         map[string]string{"path": clusterRounds, "type": "Directory"},
 			"claimRef":         map[string]string{"namespace": k8sNamespace, "name": "gdrconf-reports"},

@@ -243,6 +243,7 @@ func TestLabEditsOnlyWhatUsersEdit(t *testing.T) {
 	assert.Equal(t, "gdrconf-reports", pv.Spec.ClaimRef.Name)
 	assert.Equal(t, k8sNamespace, pv.Spec.ClaimRef.Namespace)
 	assert.Equal(t, labStorage, pv.Spec.StorageClassName, "the claim's class binds it")
+	assert.Zero(t, pv.Spec.Capacity.Storage().Cmp(*shippedPVC.Spec.Resources.Requests.Storage()), "the volume holds what the claim asks, so it binds")
 }
 
 // The Job's own status must be the merged verdict: the merging pod's exit

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/hostlist"
+	"github.com/gdrconf/gdrconf/cluster/isolate"
 )
 
 // ActionsFile holds the commands that take a merge's bad nodes out of
@@ -51,6 +52,19 @@ func (r *Report) BadNodes() []BadNode {
 		}
 		if b.Cause == "" && len(h.Errors) > 0 {
 			b.Cause = firstOf(h.Errors[0])
+		}
+		if b.Cause == "" && r.Findings != nil {
+			// Failed by cluster isolation alone: its pair tests are the
+			// links', the finding names the part.
+			for _, s := range r.Findings.Suspects {
+				if s.Host == b.Host && s.Part != PartLink && s.Verdict == isolate.Bad {
+					b.Cause = s.Name() + " bad: " + firstOf(s.Reason)
+					if s.Part == PartRail {
+						b.Part = "nic"
+					}
+					break
+				}
+			}
 		}
 		if l := r.unfinished(h.Identity.Host); l != "" {
 			// A node that did not start or stopped mid-run is not
@@ -103,31 +117,46 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // WriteActions writes the bad nodes as a Slurm hostlist, the scontrol
 // lines that drain them with a reason, and the kubectl lines that taint
-// and label them. It writes nothing when there is no bad node.
+// and label them; for a cluster run, the commands that rerun only its
+// failed nodes with known-good partners (Rerun). It writes nothing when
+// there is nothing to act on.
 func (r *Report) WriteActions(w io.Writer) error {
 	bad := r.BadNodes()
-	if len(bad) == 0 {
+	rerun := r.Rerun()
+	if len(bad) == 0 && rerun == nil {
 		return nil
 	}
+	var s strings.Builder
+	if len(bad) > 0 {
+		writeDrain(&s, bad)
+	}
+	if rerun != nil {
+		if len(bad) > 0 {
+			s.WriteString("\n")
+		}
+		rerun.write(&s)
+	}
+	_, err := io.WriteString(w, s.String())
+	return err
+}
+
+func writeDrain(s *strings.Builder, bad []BadNode) {
 	var nodes []string
 	for _, b := range bad {
 		nodes = append(nodes, b.Node)
 	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "# gdrconf: %d node(s) not qualified: %s\n", len(bad), hostlist.Compress(nodes))
+	fmt.Fprintf(s, "# gdrconf: %d node(s) not qualified: %s\n", len(bad), hostlist.Compress(nodes))
 	s.WriteString("# Printed for the operator; nothing here was run. Node names are the machines', not pods'.\n\n# Slurm:\n")
 	for _, b := range bad {
 		reason := "gdrconf: " + b.Part + ": " + b.Cause
 		if len(reason) > 120 { // slurmctld keeps reasons short; the report has the rest
 			reason = reason[:117] + "..."
 		}
-		fmt.Fprintf(&s, "scontrol update nodename=%s state=drain reason=%s\n", b.Node, shellQuote(reason))
+		fmt.Fprintf(s, "scontrol update nodename=%s state=drain reason=%s\n", b.Node, shellQuote(reason))
 	}
 	s.WriteString("\n# Kubernetes:\n")
 	for _, b := range bad {
-		fmt.Fprintf(&s, "kubectl taint nodes %s gdrconf.io/not-qualified=%s:NoSchedule --overwrite\n", b.Node, labelValue(b.Part))
-		fmt.Fprintf(&s, "kubectl label nodes %s gdrconf.io/verdict=not-qualified --overwrite\n", b.Node)
+		fmt.Fprintf(s, "kubectl taint nodes %s gdrconf.io/not-qualified=%s:NoSchedule --overwrite\n", b.Node, labelValue(b.Part))
+		fmt.Fprintf(s, "kubectl label nodes %s gdrconf.io/verdict=not-qualified --overwrite\n", b.Node)
 	}
-	_, err := io.WriteString(w, s.String())
-	return err
 }

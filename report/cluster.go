@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/reqs"
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
 // A cluster run's shared folder (GDR_REPORTS of deploy/rounds.sh, see
@@ -91,7 +94,7 @@ func loadHostRounds(rounds []cluster.HostRound) (Run, error) {
 	haveID := false
 	for _, r := range rounds {
 		sub, name := r.Dir, filepath.Base(r.Dir)
-		if !exists(filepath.Join(sub, EventsFile)) && !exists(filepath.Join(sub, HostFile)) {
+		if !sharedfile.HasEvents(sub) && !exists(filepath.Join(sub, HostFile)) {
 			// An idle round, or one whose suite never ran: the pair analysis
 			// counts a scheduled pair without results as failed.
 			continue
@@ -135,22 +138,32 @@ func loadHostRounds(rounds []cluster.HostRound) (Run, error) {
 // every round (pairs per rail, suspects, bad links), in the job's host
 // order.
 func LoadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.Analysis, error) {
+	runs, a, _, err := loadCluster(dir, opt, run)
+	return runs, a, err
+}
+
+// loadCluster is LoadCluster that also says which run it read (plan.json's
+// run, "" for plans from before runs had one).
+func loadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.Analysis, string, error) {
 	runs, err := loadClusterRuns(dir, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	hosts, err := cluster.Hosts(dir, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	results, _, err := cluster.Load(dir, run)
+	results, plans, err := cluster.Load(dir, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
+	}
+	if run == "" && len(plans) > 0 {
+		run = plans[0].Run
 	}
 	// Hosts that did not start or stopped, from the run's barrier files
 	// (and its hosts' done files): named, not judged.
 	if opt.Live, err = cluster.Liveness(dir, run); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	a := isolate.Analyze(hosts, results, opt)
 	order := map[string]int{}
@@ -165,7 +178,10 @@ func LoadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.A
 		}
 		return oi < oj
 	})
-	return runs, a, nil
+	for i := range runs {
+		runs[i].Source = filepath.Join(dir, runs[i].Host.Host)
+	}
+	return runs, a, run, nil
 }
 
 // SetCluster adds a cluster run's pairs and suspects to the report: the
@@ -176,15 +192,121 @@ func LoadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.A
 // isolated leaves it INCOMPLETE; a host's pair test that failed because of
 // a partner (or link) found bad is not held against that host.
 func (r *Report) SetCluster(a *isolate.Analysis) {
-	f := findingsOf(a)
+	r.setClusters([]clusterSource{{a: a}}, nil)
+}
+
+// clusterSource is one cluster run of a merge: its folder, its run and
+// its analysis.
+type clusterSource struct {
+	Dir, Run string
+	a        *isolate.Analysis
+}
+
+// Engine is the engine that ran it, from its run's identity
+// (jobenv.Task.Run: "slurm/<cluster>/<id>", "kubernetes/<ns>/<uid>").
+func (c clusterSource) Engine() string {
+	e, _, _ := strings.Cut(c.Run, "/")
+	return e
+}
+
+// setClusters is SetCluster over one or more cluster runs, oldest first
+// (a first run and the reruns of its failed nodes, gdrreport -latest).
+// Each host is judged by the analysis of the run its latest run is from
+// (owner; a host that left no run anywhere, by the last run that lists
+// it): its rail and host findings, its liveness, its excused pairs. A
+// link found bad or suspect in one run stands unless a later run paired
+// the same two hosts on that rail again, whose analysis then says. Every
+// run's pairs are kept, each named by its run when there are several.
+func (r *Report) setClusters(parts []clusterSource, owner map[string]int) {
+	owns := map[string]int{}
+	for i, p := range parts {
+		for _, h := range p.a.Hosts {
+			owns[h] = i
+		}
+	}
+	for h, i := range owner {
+		owns[h] = i
+	}
+	retested := func(i int, a, b string, rail int) bool {
+		for _, later := range parts[i+1:] {
+			for _, p := range later.a.Pairs {
+				if p.Rail == rail && (p.A == a && p.B == b || p.A == b && p.B == a) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	f := &ClusterFindings{Suspects: []ClusterFinding{}, Cleared: []ClusterClearance{}, Flaky: []ClusterFinding{}, Unfinished: []ClusterUnfinished{}}
+	s := isolate.Summary{Hosts: []isolate.Host{}, Pairs: []isolate.Pair{}, Suspects: []isolate.Suspect{}, Links: []isolate.Link{},
+		LinkSuspects: []isolate.Link{}, Flaky: []isolate.Link{}}
+	rails := map[int]bool{}
+	keepLinks := func(i int, ls []isolate.Link) []isolate.Link {
+		var out []isolate.Link
+		for _, l := range ls {
+			if !retested(i, l.A, l.B, l.Rail) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for i, p := range parts {
+		fi := findingsOf(p.a)
+		for _, x := range fi.Suspects {
+			if x.Part == PartLink && !retested(i, x.Host, x.Peer, x.Rail) || x.Part != PartLink && owns[x.Host] == i {
+				f.Suspects = append(f.Suspects, x)
+			}
+		}
+		for _, x := range fi.Flaky {
+			if !retested(i, x.Host, x.Peer, x.Rail) {
+				f.Flaky = append(f.Flaky, x)
+			}
+		}
+		for _, x := range fi.Cleared {
+			if owns[x.Host] == i {
+				f.Cleared = append(f.Cleared, x)
+			}
+		}
+		for _, x := range fi.Unfinished {
+			if owns[x.Host] == i {
+				f.Unfinished = append(f.Unfinished, x)
+			}
+		}
+		si := p.a.Summary(nil)
+		for _, h := range si.Hosts {
+			if owns[h.Host] == i {
+				s.Hosts = append(s.Hosts, h)
+			}
+		}
+		for _, x := range si.Pairs {
+			if len(parts) > 1 {
+				x.Run = p.Run
+			}
+			s.Pairs = append(s.Pairs, x)
+		}
+		for _, x := range si.Suspects {
+			if owns[x.Host] == i {
+				s.Suspects = append(s.Suspects, x)
+			}
+		}
+		s.Links = append(s.Links, keepLinks(i, si.Links)...)
+		s.LinkSuspects = append(s.LinkSuspects, keepLinks(i, si.LinkSuspects)...)
+		s.Flaky = append(s.Flaky, keepLinks(i, si.Flaky)...)
+		for _, rl := range p.a.Rails {
+			rails[rl] = true
+		}
+	}
+	f.settle(len(owns), len(rails))
 	for i := range f.Suspects {
 		f.Suspects[i].AtFault = r.clusterPart(f.Suspects[i])
 	}
-	r.addUnstarted(a)
+	r.addUnstarted(parts, owns)
 	for _, h := range r.Hosts {
-		if ex := excusePairs(h, a); len(ex) > 0 {
-			f.Excused = append(f.Excused, ex...)
-			h.rejudge()
+		if i, ok := owns[h.Identity.Host]; ok && !h.Earlier {
+			if ex := excusePairs(h, parts[i].a); len(ex) > 0 {
+				f.Excused = append(f.Excused, ex...)
+				h.rejudge()
+			}
 		}
 		f.apply(h)
 	}
@@ -197,33 +319,45 @@ func (r *Report) SetCluster(a *isolate.Analysis) {
 	for _, h := range r.Hosts {
 		verdicts[h.Identity.Host] = h.Verdict.Verdict
 	}
-	s := a.Summary(verdicts)
+	for i := range s.Hosts {
+		s.Hosts[i].Verdict = verdicts[s.Hosts[i].Host]
+	}
 	r.Cluster = &s
 	r.Findings = f
-	r.rails = a.Rails
+	r.rails = slices.Sorted(maps.Keys(rails))
+	r.clusters = parts
+	if len(parts) > 1 {
+		r.judgedBy = map[string]string{}
+		for h, i := range owns {
+			r.judgedBy[h] = parts[i].Run
+		}
+	}
 }
 
 // addUnstarted gives each host that did not start a place in the report:
 // it left no folder, so no run of it was read; its verdict is set by its
-// finding (apply). Hosts keep the analysis' order.
-func (r *Report) addUnstarted(a *isolate.Analysis) {
+// finding (apply). Only the run that owns the host says so. Hosts keep the
+// runs' order (the first run's, then hosts only a later one lists).
+func (r *Report) addUnstarted(parts []clusterSource, owns map[string]int) {
 	have := map[string]bool{}
 	for _, h := range r.Hosts {
 		have[h.Identity.Host] = true
 	}
 	added := false
-	for _, h := range a.Hosts {
-		if a.Live.NotStarted[h] && !have[h] {
-			r.Hosts = append(r.Hosts, &HostResult{Identity: Identity{Host: h}, Verdict: Verdict{Verdict: Incomplete, Line: Incomplete + " (no test ran)"}})
-			added = true
+	order := map[string]int{}
+	for i, p := range parts {
+		for _, h := range p.a.Hosts {
+			if _, ok := order[h]; !ok {
+				order[h] = len(order)
+			}
+			if p.a.Live.NotStarted[h] && !have[h] && owns[h] == i {
+				r.Hosts = append(r.Hosts, &HostResult{Identity: Identity{Host: h}, Verdict: Verdict{Verdict: Incomplete, Line: Incomplete + " (no test ran)"}})
+				have[h], added = true, true
+			}
 		}
 	}
 	if !added {
 		return
-	}
-	order := map[string]int{}
-	for i, h := range a.Hosts {
-		order[h] = i
 	}
 	sort.SliceStable(r.Hosts, func(i, j int) bool {
 		oi, iok := order[r.Hosts[i].Identity.Host]
@@ -394,6 +528,13 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 	for _, l := range a.Flaky {
 		f.Flaky = append(f.Flaky, ClusterFinding{Part: PartLink, Host: l.A, Peer: l.B, Rail: l.Rail, Verdict: isolate.Flaky, Reason: l.Reason, Evidence: l.Evidence})
 	}
+	f.settle(len(a.Hosts), len(a.Rails))
+	return f
+}
+
+// settle sets the findings' verdict and line from what they hold, over
+// hosts hosts on rails rails.
+func (f *ClusterFindings) settle(hosts, rails int) {
 	var bad, open, gone []string
 	for _, s := range f.Suspects {
 		if s.Verdict == isolate.Bad {
@@ -419,7 +560,7 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 	case len(open) > 0:
 		f.Verdict, f.Line = Incomplete, "cluster isolation inconclusive: not isolated yet: "+strings.Join(open, ", ")
 	default:
-		f.Verdict, f.Line = Qualified, fmt.Sprintf("cluster isolation found no fault: %d hosts on %d rails clear", len(a.Hosts), len(a.Rails))
+		f.Verdict, f.Line = Qualified, fmt.Sprintf("cluster isolation found no fault: %d hosts on %d rails clear", hosts, rails)
 	}
 	if len(gone) > 0 {
 		f.Line += "; runs that did not finish (no part named): " + strings.Join(gone, ", ")
@@ -427,7 +568,6 @@ func findingsOf(a *isolate.Analysis) *ClusterFindings {
 	if len(f.Flaky) > 0 {
 		f.Line += fmt.Sprintf("; %s failed once and passed on re-test (flaky)", plural(len(f.Flaky), "link", "links"))
 	}
-	return f
 }
 
 // blamed says what explains a failed pair of host h with partner on rail,
@@ -648,9 +788,9 @@ func (r *Report) clusterText(b *strings.Builder) {
 	if c == nil {
 		return
 	}
-	rounds := map[int]bool{}
+	rounds := map[string]bool{}
 	for _, p := range c.Pairs {
-		rounds[p.Round] = true
+		rounds[roundLabel(p)] = true
 	}
 	fmt.Fprintf(b, "\nCluster: %d pair results on %d rails in %d rounds; %d suspects, %d bad links\n", len(c.Pairs), len(r.rails), len(rounds), len(c.Suspects), len(c.Links))
 	if f := r.Findings; f != nil {
@@ -688,12 +828,21 @@ func (r *Report) clusterText(b *strings.Builder) {
 	var bad []string
 	for _, p := range c.Pairs {
 		if p.Status != isolate.Pass {
-			bad = append(bad, fmt.Sprintf("round %d %s-%s rail %d %s %s Gbit/s", p.Round, p.A, p.B, p.Rail, p.Status, fmtNum(p.BWGbitS)))
+			bad = append(bad, fmt.Sprintf("%s %s-%s rail %d %s %s Gbit/s", roundLabel(p), p.A, p.B, p.Rail, p.Status, fmtNum(p.BWGbitS)))
 		}
 	}
 	if len(bad) > 0 {
 		fmt.Fprintf(b, "  pairs not passed: %s\n", strings.Join(bad, "; "))
 	}
+}
+
+// roundLabel is "round <k>", and "run <run> round <k>" where several
+// cluster runs are merged (their rounds share numbers).
+func roundLabel(p isolate.Pair) string {
+	if p.Run != "" {
+		return fmt.Sprintf("run %s round %d", p.Run, p.Round)
+	}
+	return fmt.Sprintf("round %d", p.Round)
 }
 
 // clusterMarkdown is summary.md's cluster part.
@@ -704,7 +853,7 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "\n## Pairs\n\n| round | server | client | rail | status | Gbit/s |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, p := range c.Pairs {
-		fmt.Fprintf(b, "| %d | %s | %s | %d | %s | %s |\n", p.Round, mdEscape(p.A), mdEscape(p.B), p.Rail, p.Status, fmtNum(p.BWGbitS))
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", strings.TrimPrefix(roundLabel(p), "round "), mdEscape(p.A), mdEscape(p.B), p.Rail, p.Status, fmtNum(p.BWGbitS))
 	}
 	fmt.Fprintf(b, "\n## Suspects\n\n")
 	if f := r.Findings; f != nil {
@@ -774,6 +923,9 @@ func (r *Report) railHeat() (cols []string, rows []heatRow) {
 	}
 	for _, k := range order {
 		row := heatRow{Host: fmt.Sprintf("%s – %s (round %d)", k.A, k.B, k.Round)}
+		if k.Run != "" {
+			row.Host = fmt.Sprintf("%s – %s (run %s round %d)", k.A, k.B, k.Run, k.Round)
+		}
 		for _, rl := range r.rails {
 			p, ok := by[k][rl]
 			if !ok {

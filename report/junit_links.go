@@ -42,7 +42,25 @@ type clusterSuite struct {
 // linkCaseName names a pair's case: "vm1 rail0 <-> vm3 rail0 [round 1]"
 // (server first). A pair's two ends are on the same rail index.
 func linkCaseName(p isolate.Pair) string {
+	if p.Run != "" { // one of several runs merged: their rounds share numbers
+		return fmt.Sprintf("%s rail%d <-> %s rail%d [run %s round %d]", p.A, p.Rail, p.B, p.Rail, p.Run, p.Round)
+	}
 	return fmt.Sprintf("%s rail%d <-> %s rail%d [round %d]", p.A, p.Rail, p.B, p.Rail, p.Round)
+}
+
+// supersededBy names the later run that judges an end of pair p ("" when
+// none): a pair that failed before its host was re-tested is not the
+// merge's verdict on it any more.
+func (r *Report) supersededBy(p isolate.Pair) string {
+	if p.Run == "" {
+		return ""
+	}
+	for _, h := range []string{p.A, p.B} {
+		if run, ok := r.judgedBy[h]; ok && run != p.Run {
+			return fmt.Sprintf("%s was re-tested in run %s, which judges it", h, run)
+		}
+	}
+	return ""
 }
 
 // versus is a pair's value against its floor and the floor's source.
@@ -77,12 +95,14 @@ func (r *Report) clusterSuites() []clusterSuite {
 	for _, p := range c.Pairs {
 		cc := clusterCase{Name: linkCaseName(p), Status: Pass}
 		head := fmt.Sprintf("link %s: %s", cc.Name, p.Status)
-		switch p.Status {
-		case isolate.Pass:
+		switch why := r.supersededBy(p); {
+		case p.Status == isolate.Pass:
 			cc.Body = head + ": " + versus(p)
-		case isolate.Skip:
+		case why != "":
+			cc.Status, cc.Message = Skip, head+": superseded: "+why
+		case p.Status == isolate.Skip:
 			cc.Status, cc.Message = Skip, head+": neither end judged the pair (absent hardware)"
-		case isolate.Stopped:
+		case p.Status == isolate.Stopped:
 			cc.Status, cc.Message = Skip, head+": not judged: "+p.Detail
 		default:
 			cc.Status, cc.Errored = Fail, p.Status == isolate.Missing

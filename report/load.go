@@ -21,17 +21,20 @@ import (
 
 // File names in a host's report folder.
 const (
-	EventsFile = "test.json"
-	JUnitFile  = "junit.xml"
+	EventsFile = sharedfile.EventsFile
+	// EventsGzFile is a cluster round's events, compressed and bounded
+	// (gdrreport -collect -compact); every reader reads it as test.json.
+	EventsGzFile = sharedfile.EventsGzFile
+	JUnitFile    = "junit.xml"
 	// PartialEvents is test.json while the run writes it (dist/run.sh
 	// renames it when the run ends), so a reader on another host never
 	// takes half a run for a whole one.
-	PartialEvents = "test.json.partial"
+	PartialEvents = sharedfile.EventsPartial
 )
 
 // LoadDir reads the runs under dir:
-//   - a folder with host.json is one host (test.json's events, host.json's
-//     identity);
+//   - a folder with host.json is one host (test.json's events, or
+//     test.json.gz's, host.json's identity);
 //   - else a folder whose subfolders hold hosts is many hosts (the lab's
 //     reports/lab/{server,client,loopback}, or a cluster's copies); a
 //     combined test.json beside them is not read again;
@@ -83,7 +86,7 @@ func LoadDir(dir string) ([]Run, error) {
 	switch {
 	case len(runs) > 0:
 		return runs, nil
-	case has(EventsFile):
+	case sharedfile.HasEvents(dir):
 		r, err := loadHost(dir)
 		if err != nil {
 			return nil, err
@@ -104,7 +107,7 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 // isHostDir says whether dir holds a host's results, or folders that do.
 func isHostDir(dir string, depth int) bool {
 	in := func(n string) bool { return exists(filepath.Join(dir, n)) }
-	if in(HostFile) || in(EventsFile) || in(JUnitFile) && !in(SummaryJSON) {
+	if in(HostFile) || sharedfile.HasEvents(dir) || in(JUnitFile) && !in(SummaryJSON) {
 		return true
 	}
 	if depth > 3 {
@@ -129,17 +132,7 @@ func loadHost(dir string) (Run, error) {
 		return run, err
 	}
 	run.Host = id
-	events := filepath.Join(dir, EventsFile)
-	f, err := sharedfile.Open(events)
-	if errors.Is(err, fs.ErrNotExist) {
-		// dist/run.sh writes PartialEvents and renames it when the run
-		// ends: a run that never ended left only that.
-		partial := filepath.Join(dir, PartialEvents)
-		if f, err = sharedfile.Open(partial); err == nil {
-			events = partial
-			run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
-		}
-	}
+	f, err := sharedfile.OpenEvents(dir, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, jerr := os.Stat(filepath.Join(dir, JUnitFile)); jerr == nil {
 			r, err := loadJUnitDir(dir)
@@ -150,18 +143,27 @@ func loadHost(dir string) (Run, error) {
 		return run, nil
 	}
 	if err != nil {
-		// Not a file to read (a FIFO, a device): the run's results are not there.
+		// Not a file to read (a FIFO, a device, a .gz that is no gzip):
+		// the run's results are not there.
 		run.Errs = append(run.Errs, err.Error())
 		return run, nil
 	}
 	defer f.Close()
+	if f.Partial {
+		// dist/run.sh writes PartialEvents and renames it when the run
+		// ends: a run that never ended left only that.
+		run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
+	}
 	var note string
-	run.Events, note, err = readEvents(f, events)
+	run.Events, note, err = readEvents(f, f.Path)
 	if err != nil {
-		return run, fmt.Errorf("%s: %v", events, err)
+		return run, fmt.Errorf("%s: %v", f.Path, err)
 	}
 	if note != "" {
 		run.Errs = append(run.Errs, note)
+	}
+	if d := f.Damage(); d != "" {
+		run.Errs = append(run.Errs, d)
 	}
 	return run, nil
 }
@@ -502,20 +504,31 @@ type Options struct {
 // FromDirs builds the report of report folders as gdrreport does: each a
 // host's folder, a folder of hosts' folders, or a cluster run's shared
 // folder (its rounds of opt.Run, analysed with opt.Isolate); runs of one
-// host merged as opt says.
+// host merged as opt says. Several cluster folders merge only with
+// opt.Latest (a first run and the reruns of its failed nodes): each host
+// is judged by its latest run, and by the isolation of the run that is
+// from (setClusters).
 func FromDirs(dirs []string, opt Options) (*Report, error) {
 	var runs []Run
-	var analysis *isolate.Analysis
+	var parts []clusterSource
+	from := map[int]int{} // a run's index -> its cluster part
 	for _, d := range dirs {
 		if IsCluster(d) {
-			if analysis != nil {
-				return nil, fmt.Errorf("more than one cluster folder: merge one cluster run at a time")
+			if len(parts) > 0 && !opt.Latest {
+				return nil, fmt.Errorf("more than one cluster folder (%s, %s): merge one cluster run at a time, or pass -latest to judge each node by its latest run (a rerun of the failed nodes beside the first run)", parts[0].Dir, d)
 			}
-			rs, a, err := LoadCluster(d, opt.Isolate, opt.Run)
+			if len(parts) > 0 && opt.Run != "" {
+				return nil, fmt.Errorf("-run %s names the run of one cluster folder, and %s and %s are two: give each run a folder of its own", opt.Run, parts[0].Dir, d)
+			}
+			rs, a, run, err := loadCluster(d, opt.Isolate, opt.Run)
 			if err != nil {
 				return nil, err
 			}
-			runs, analysis = append(runs, rs...), a
+			for i := range rs {
+				from[len(runs)+i] = len(parts)
+			}
+			runs = append(runs, rs...)
+			parts = append(parts, clusterSource{Dir: d, Run: run, a: a})
 			continue
 		}
 		rs, err := LoadDir(d)
@@ -528,9 +541,39 @@ func FromDirs(dirs []string, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Cluster runs oldest first (by their hosts' earliest start; as given
+	// where that is not recorded), and each host owned by the run its
+	// judging run is from.
+	start := make([]time.Time, len(parts))
+	for i, r := range runs {
+		if p, ok := from[i]; ok {
+			if s, _ := r.Span(); !s.IsZero() && (start[p].IsZero() || s.Before(start[p])) {
+				start[p] = s
+			}
+		}
+	}
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		si, sj := start[order[i]], start[order[j]]
+		return !si.IsZero() && !sj.IsZero() && si.Before(sj)
+	})
+	rank := make([]int, len(parts))
+	sorted := make([]clusterSource, len(parts))
+	for k, p := range order {
+		rank[p], sorted[k] = k, parts[p]
+	}
+	owner := map[string]int{}
+	for i, r := range runs {
+		if p, ok := from[i]; ok && !r.Earlier {
+			owner[r.Host.Host] = rank[p]
+		}
+	}
 	r := Build(runs)
-	if analysis != nil {
-		r.SetCluster(analysis)
+	if len(sorted) > 0 {
+		r.setClusters(sorted, owner)
 	}
 	return r, nil
 }

@@ -36,7 +36,26 @@ const (
 // WriteAll writes junit.xml, summary.txt, summary.md, summary.json,
 // report.html and exit-code into dir, and the DCGM-shaped JSON: dcgm-diag.json
 // of one host, dcgm-diag/<host>.json of each of many.
-func (r *Report) WriteAll(dir string) error {
+func (r *Report) WriteAll(dir string) error { return r.write(dir, nil) }
+
+// CompactReports are what a cluster round writes beside its compacted
+// events (gdrreport -collect -compact): the summary the job's log prints
+// and the verdict's code. The merge after the last round renders every
+// format of every host from the events.
+var CompactReports = []string{SummaryText, ExitCodeFile}
+
+// WriteOnly writes the named files of WriteAll's (CompactReports, say) into
+// dir, and nothing else.
+func (r *Report) WriteOnly(dir string, names ...string) error {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	return r.write(dir, want)
+}
+
+// write writes WriteAll's files, or of them those in only.
+func (r *Report) write(dir string, only map[string]bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -56,10 +75,22 @@ func (r *Report) WriteAll(dir string) error {
 			return err
 		},
 	}
+	dcgm := only == nil || only[DCGMFile]
+	for name := range writers {
+		if only != nil && !only[name] {
+			delete(writers, name)
+		}
+	}
 	// The writers only read r: a fleet's files are written side by side,
 	// the DCGM-shaped documents (one per host) with them.
 	errs := make(chan error, len(writers)+1)
-	go func() { errs <- r.writeDCGM(dir) }()
+	go func() {
+		if !dcgm {
+			errs <- nil
+			return
+		}
+		errs <- r.writeDCGM(dir)
+	}()
 	for name, write := range writers {
 		go func() {
 			var b bytes.Buffer

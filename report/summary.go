@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -404,6 +405,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			nodes = append(nodes, n.Node)
 		}
 		fmt.Fprintf(&b, "  nodes to drain: %s (the scontrol and kubectl lines are in %s)\n", hostlist.Compress(nodes), ActionsFile)
+	}
+	if rr := r.Rerun(); rr != nil {
+		fmt.Fprintf(&b, "  nodes to rerun: %s, with known-good %s (the commands are in %s)\n",
+			hostlist.Compress(append(slices.Clone(rr.Nodes), rr.Pods...)), noneLeft(hostlist.Compress(rr.Good)), ActionsFile)
 	}
 	hosts := r.hostsFailuresFirst()
 	if many {

@@ -159,6 +159,12 @@ type Report struct {
 	// Findings are isolation's verdicts over Cluster (SetCluster).
 	Findings *ClusterFindings `json:"-"`
 	rails    []int
+	// clusters are the cluster runs merged, oldest first: where the
+	// rerun of the failed nodes goes (WriteActions).
+	clusters []clusterSource
+	// judgedBy is, where several cluster runs merge, the run whose
+	// isolation judges each host.
+	judgedBy map[string]string
 }
 
 // Build makes the report of runs (one per host).

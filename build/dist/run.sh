@@ -2,7 +2,9 @@
 # Runs the prebuilt suite (see build.sh) and writes the same reports/ as
 # `make conformance`: test.json, then host.json and junit.xml, summary.txt
 # (printed), summary.md, summary.json and report.html from gdrreport, whose
-# exit status (the verdict's) is this script's. Extra arguments go to every
+# exit status (the verdict's) is this script's. In a round of a cluster run
+# (GDR_PLAN set by rounds.sh) the round keeps test.json.gz, host.json,
+# summary.txt and exit-code (gdrreport -compact). Extra arguments go to every
 # test binary (e.g. -test.run X). GDR_REPORTS names another report folder;
 # GDR_REPORT_HOST names the host in the report (default: its hostname).
 # GDR_SIGN_KEY (a PEM private key) makes gdrreport write the signed
@@ -37,4 +39,8 @@ if ! mv -f "$reports/test.json.partial" "$reports/test.json"; then
 	[ "$rc" -ne 0 ] || rc=1
 fi
 export GDR_EVIDENCE_BINARIES="${GDR_EVIDENCE_BINARIES:-$(printf '%s:' "$here"/bin/*.test)}"
-exec "$here/bin/gdrreport" -collect -go-exit "$rc" ${GDR_REPORT_HOST:+-host "$GDR_REPORT_HOST"} "$reports"
+# A round of a cluster run (rounds.sh set GDR_PLAN) lives on the shared
+# folder beside every other host's rounds: -compact keeps its events as
+# test.json.gz (about 40x smaller, every attribute and result kept) and
+# writes summary.txt and exit-code only; the merge renders every format.
+exec "$here/bin/gdrreport" -collect ${GDR_PLAN:+-compact} -go-exit "$rc" ${GDR_REPORT_HOST:+-host "$GDR_REPORT_HOST"} "$reports"

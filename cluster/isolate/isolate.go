@@ -62,6 +62,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/cluster/pairing"
 )
 
 // Status of a test, one end's view of a pair, or a pair.
@@ -113,6 +115,10 @@ type Options struct {
 	// Live says which hosts did not start and which stopped (the run's
 	// barrier files); the zero value: every host ran to the end.
 	Live Liveness
+	// Groups are the fabric's groups (GDR_TOPOLOGY_FILE): the schedule's
+	// rounds pair hosts in pairing.Order's order, across groups. nil: the
+	// job's order. Analysis does not depend on them.
+	Groups pairing.Groups
 }
 
 // State is a (host, rail)'s standing.
@@ -137,6 +143,9 @@ func (s State) rank() int {
 // Pair is one pair on one rail in one round: the summary's pairs entry.
 // A is the server and B the client where the roles are known.
 type Pair struct {
+	// Run names the cluster run of the pair where a report merges several
+	// (a rerun of the failed nodes beside the first run); "" otherwise.
+	Run        string  `json:"run,omitempty"`
 	Round      int     `json:"round"`
 	A          string  `json:"a"`
 	B          string  `json:"b"`
@@ -778,6 +787,7 @@ func (a *Analysis) Evidence(p *Pair, from string) Evidence {
 
 // PairKey names one pair of hosts in one round (A the server, B the client).
 type PairKey struct {
+	Run   string
 	Round int
 	A, B  string
 }
@@ -788,7 +798,7 @@ func ByPair(ps []Pair) ([]PairKey, map[PairKey]map[int]Pair) {
 	by := map[PairKey]map[int]Pair{}
 	var order []PairKey
 	for _, p := range ps {
-		k := PairKey{p.Round, p.A, p.B}
+		k := PairKey{p.Run, p.Round, p.A, p.B}
 		if by[k] == nil {
 			by[k] = map[int]Pair{}
 			order = append(order, k)

@@ -397,3 +397,50 @@ func TestFloorsApartFromBothEnds(t *testing.T) {
 		assert.NotEqual(t, Bad, a.State(h, 1), h)
 	}
 }
+
+// With the fabric's groups, the schedule's rounds pair hosts of different
+// leaves, the hosts that did not start left out; every host still meets
+// two partners. Without groups, the job's order.
+func TestRoundAcrossGroups(t *testing.T) {
+	names := []string{"a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"}
+	g := pairing.Groups{"a1": 0, "a2": 0, "a3": 0, "a4": 0, "b1": 1, "b2": 1, "b3": 1, "b4": 1}
+	o := opt
+	o.Groups = g
+	partners := map[string]map[string]bool{}
+	for k := 0; k < 2; k++ {
+		r, done := Round(pairing.Ring, names, k, 0, nil, o)
+		require.False(t, done)
+		require.Len(t, r.Pairs, 4)
+		for _, p := range r.Pairs {
+			a, b := names[p.Server], names[p.Client]
+			assert.NotEqual(t, a[0], b[0], "round %d pairs %s with %s, one leaf", k, a, b)
+			for _, x := range [][2]string{{a, b}, {b, a}} {
+				if partners[x[0]] == nil {
+					partners[x[0]] = map[string]bool{}
+				}
+				partners[x[0]][x[1]] = true
+			}
+		}
+		plain, _ := Round(pairing.Ring, names, k, 0, nil, opt)
+		assert.Equal(t, pairing.Base(pairing.Ring, 8)[k], plain, "no groups: the job's order")
+	}
+	for _, h := range names {
+		assert.Len(t, partners[h], 2, "%s meets two partners", h)
+	}
+
+	// b2 did not start: seven hosts, three rounds, b2 in none, and still
+	// as few pairs within a leaf as four a's and three b's allow (one).
+	o.Live = Liveness{NotStarted: map[string]bool{"b2": true}}
+	within := 0
+	for k := 0; k < 3; k++ {
+		r, _ := Round(pairing.Ring, names, k, 0, nil, o)
+		for _, p := range r.Pairs {
+			assert.NotEqual(t, "b2", names[p.Server])
+			assert.NotEqual(t, "b2", names[p.Client])
+			if names[p.Server][0] == names[p.Client][0] {
+				within++
+			}
+		}
+	}
+	assert.Equal(t, 1, within)
+}

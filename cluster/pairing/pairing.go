@@ -18,6 +18,12 @@
 //
 // Re-pairing rounds after these are computed from results (package isolate).
 //
+// Topology (GDR_TOPOLOGY_FILE): the hosts are numbered in the order Order
+// gives instead of the job's, so that the ring's neighbours, and with them
+// every pair of every round, are in different groups of the fabric (leaf
+// switches) wherever the groups' sizes allow: a pair within a leaf never
+// reaches the spine, whose links and ports are then left untested.
+//
 // Roles: on a ring the host before its neighbour serves, so each host serves
 // once and dials once; in other rounds the lower index serves in even rounds
 // and the higher in odd ones (Meet).
@@ -29,6 +35,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,6 +150,107 @@ func circle(n int) []Round {
 		rounds = append(rounds, rd)
 	}
 	return rounds
+}
+
+// Groups gives hosts their group of the fabric (GDR_TOPOLOGY_FILE): the
+// group's position in the file. A host it does not name is in none.
+type Groups map[string]int
+
+// Order is the order of hosts the schedule numbers them in: the job's own
+// (0, 1, ..., n-1) without groups. With groups, each group is spread
+// evenly over the ring (its j-th of s hosts at (j+1/2)/s of the way round,
+// ties in the file's group order, then the job's), so that with groups of
+// one size every ring neighbour is in another group; then hosts are moved,
+// one at a time, while a move leaves fewer neighbours of one group, which
+// settles groups of unequal sizes (one large group among single hosts).
+// Neighbours of one group are then as few as the sizes allow: none while
+// no group holds more than half the hosts. The hosts no group names count
+// as one group. Every task computes the same order from the same list.
+func Order(hosts []string, g Groups) []int {
+	n := len(hosts)
+	ord := make([]int, n)
+	for i := range ord {
+		ord[i] = i
+	}
+	if len(g) == 0 || n < 3 {
+		return ord
+	}
+	none := 0
+	for _, x := range g {
+		none = max(none, x+1)
+	}
+	grp := make([]int, n)
+	size := map[int]int{}
+	pos := make([]int, n) // a host's place among its group's, in the job's order
+	for i, h := range hosts {
+		x, ok := g[h]
+		if !ok {
+			x = none
+		}
+		grp[i] = x
+		pos[i] = size[x]
+		size[x]++
+	}
+	sort.SliceStable(ord, func(a, b int) bool {
+		i, j := ord[a], ord[b]
+		// (2 pos_i + 1) / (2 s_i) against (2 pos_j + 1) / (2 s_j), exactly.
+		ki, kj := (2*pos[i]+1)*size[grp[j]], (2*pos[j]+1)*size[grp[i]]
+		if ki != kj {
+			return ki < kj
+		}
+		return grp[i] < grp[j]
+	})
+	same := func(a, b int) int {
+		if grp[a] == grp[b] {
+			return 1
+		}
+		return 0
+	}
+	for moved := true; moved; {
+		moved = false
+		for p := 0; p < n && !moved; p++ {
+			e, prev, next := ord[p], ord[(p+n-1)%n], ord[(p+1)%n]
+			gain := same(prev, e) + same(e, next) - same(prev, next) // taking e out
+			if gain <= 0 {
+				continue
+			}
+			for q := 0; q < n; q++ {
+				a, b := ord[q], ord[(q+1)%n]
+				if a == e || b == e {
+					continue
+				}
+				if same(a, e)+same(e, b)-same(a, b) < gain { // putting it between a and b
+					rest := append(append(make([]int, 0, n), ord[:p]...), ord[p+1:]...)
+					at := slices.Index(rest, a) + 1
+					ord = slices.Insert(rest, at, e)
+					moved = true
+					break
+				}
+			}
+		}
+	}
+	return ord
+}
+
+// Crossing counts the pairs of rounds whose two hosts are in different
+// groups (hosts indexes the pairs, g groups them as Order takes them), and
+// all pairs.
+func Crossing(rounds []Round, hosts []string, g Groups) (cross, all int) {
+	group := func(i int) int {
+		if x, ok := g[hosts[i]]; ok {
+			return x
+		}
+		return -1
+	}
+	for _, r := range rounds {
+		for _, p := range r.Pairs {
+			all++
+			if group(p.Server) != group(p.Client) {
+				cross++
+			}
+		}
+	}
+	return cross, all
 }
 
 // PortsPerRound consecutive ports belong to one round: the suite listens on

@@ -1,6 +1,8 @@
 package pairing
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -175,4 +177,139 @@ func TestPortsAndTokens(t *testing.T) {
 	small := Job{Key: "k", Ports: Ports{40000, 40015}}
 	assert.Equal(t, 40000, small.Port(0))
 	assert.Equal(t, 40000, small.Port(7))
+}
+
+// sameNeighbours counts ring neighbours of one group in order.
+func sameNeighbours(ord []int, group func(int) int) int {
+	n, same := len(ord), 0
+	for p := range ord {
+		if group(ord[p]) == group(ord[(p+1)%n]) {
+			same++
+		}
+	}
+	return same
+}
+
+func checkPermutation(t *testing.T, ord []int, n int) {
+	t.Helper()
+	require.Len(t, ord, n)
+	seen := make([]bool, n)
+	for _, i := range ord {
+		require.False(t, seen[i], "host %d twice", i)
+		seen[i] = true
+	}
+}
+
+// Without groups the schedule keeps the job's order; with them each ring
+// neighbour is in another group whenever no group holds more than half the
+// hosts, whatever the sizes; the order is a permutation and the same on
+// every call.
+func TestOrderSpreadsGroups(t *testing.T) {
+	hosts := []string{"a", "b", "c", "d"}
+	assert.Equal(t, []int{0, 1, 2, 3}, Order(hosts, nil))
+	// Two leaves of two, listed leaf by leaf: the ring alternates them.
+	ord := Order(hosts, Groups{"a": 0, "b": 0, "c": 1, "d": 1})
+	assert.Equal(t, []int{0, 2, 1, 3}, ord)
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 2000; trial++ {
+		n := 3 + rng.IntN(60)
+		groups := 1 + rng.IntN(8)
+		g := Groups{}
+		var names []string
+		count := map[int]int{}
+		for i := 0; i < n; i++ {
+			h := fmt.Sprintf("h%d", i)
+			names = append(names, h)
+			x := rng.IntN(groups + 1) // groups: none
+			if x < groups {
+				g[h] = x
+			}
+			count[x]++
+		}
+		biggest := 0
+		for _, c := range count {
+			biggest = max(biggest, c)
+		}
+		ord := Order(names, g)
+		checkPermutation(t, ord, n)
+		assert.Equal(t, ord, Order(names, g), "deterministic")
+		group := func(i int) int {
+			if x, ok := g[names[i]]; ok {
+				return x
+			}
+			return -1
+		}
+		same := sameNeighbours(ord, group)
+		if 2*biggest <= n {
+			assert.Zero(t, same, "n=%d sizes %v: %v", n, count, ord)
+		} else {
+			// The largest group's hosts need others between them: what
+			// the others cannot separate stays together, and no more.
+			assert.Equal(t, 2*biggest-n, same, "n=%d sizes %v", n, count)
+		}
+	}
+}
+
+// A rerun of k failed nodes with 2k known-good ones (the groups "rerun"
+// and "known-good"): each failed node meets two good ones, each good one
+// meets a failed one and a good one, so every good partner passes
+// elsewhere and a failed node that fails with both is found bad within
+// the ring's two rounds.
+func TestOrderRerunPattern(t *testing.T) {
+	for k := 1; k <= 20; k++ {
+		var names []string
+		g := Groups{}
+		for i := 0; i < k; i++ {
+			names = append(names, fmt.Sprintf("bad%d", i))
+			g[names[len(names)-1]] = 0
+		}
+		for i := 0; i < 2*k; i++ {
+			names = append(names, fmt.Sprintf("good%d", i))
+			g[names[len(names)-1]] = 1
+		}
+		ord := Order(names, g)
+		checkPermutation(t, ord, 3*k)
+		n := len(ord)
+		for p, i := range ord {
+			prev, next := g[names[ord[(p+n-1)%n]]], g[names[ord[(p+1)%n]]]
+			if g[names[i]] == 0 {
+				assert.Equal(t, [2]int{1, 1}, [2]int{prev, next}, "k=%d: %s between two good hosts", k, names[i])
+			} else {
+				assert.Equal(t, 1, prev+next, "k=%d: %s meets one failed and one good host", k, names[i])
+			}
+		}
+	}
+}
+
+// At 1024 hosts in 32 leaves of 32, listed leaf by leaf as node names
+// usually are, the ring in list order keeps 992 of 1024 pairs inside a
+// leaf; in Order's order every pair crosses the spine, in both rounds.
+func TestOrderAt1024In32Leaves(t *testing.T) {
+	var hosts []string
+	g := Groups{}
+	for i := 0; i < 1024; i++ {
+		h := fmt.Sprintf("gpu%04d", i+1)
+		hosts = append(hosts, h)
+		g[h] = i / 32
+	}
+	base := Base(Ring, len(hosts))
+	cross, all := Crossing(base, hosts, g)
+	t.Logf("list order: %d of %d pairs cross a leaf (%.1f%%)", cross, all, 100*float64(cross)/float64(all))
+	assert.Equal(t, 32, cross)
+	ord := Order(hosts, g)
+	checkPermutation(t, ord, len(hosts))
+	// The schedule's pairs over Order's numbering, as isolate.Round maps them.
+	var mapped []Round
+	for _, r := range base {
+		m := Round{Index: r.Index}
+		for _, p := range r.Pairs {
+			m.Pairs = append(m.Pairs, Pair{Server: ord[p.Server], Client: ord[p.Client]})
+		}
+		mapped = append(mapped, m)
+	}
+	cross, all = Crossing(mapped, hosts, g)
+	t.Logf("topology order: %d of %d pairs cross a leaf (%.1f%%)", cross, all, 100*float64(cross)/float64(all))
+	assert.Equal(t, all, cross)
+	assert.Equal(t, 1024, all)
 }

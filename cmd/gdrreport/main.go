@@ -3,6 +3,7 @@
 //
 //	gdrreport -collect -go-exit $rc reports          # after a run on this host
 //	gdrreport -collect -host h200-1 reports          # ... named h200-1, not by its hostname (or GDR_REPORT_HOST=h200-1)
+//	gdrreport -collect -compact $GDR_ROUND_REPORTS    # a cluster round (dist/run.sh): test.json.gz, summary.txt, exit-code
 //	gdrreport -out merged hostA/reports hostB/reports reports/lab   # many hosts
 //	gdrreport -out reports/cluster /shared/gdr       # a cluster run's GDR_REPORTS: rounds, pairs, suspects
 //
@@ -25,6 +26,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/sharedfile"
 	"github.com/gdrconf/gdrconf/report"
 	"github.com/gdrconf/gdrconf/report/evidence"
 )
@@ -59,9 +61,10 @@ func run(args []string) int {
 	quiet := fs.Bool("q", false, "do not print summary.txt")
 	latest := fs.Bool("latest", false, "a host found twice (one machine run twice, e.g. a rerun of the failed nodes) is judged by its latest run, the earlier shown apart; without it such a merge is refused")
 	runID := fs.String("run", "", "a cluster folder that holds several runs (a requeued job, a rerun on the same claim): the run to take, as its plan.json files name it")
+	compact := fs.Bool("compact", false, "the one input folder is a cluster round on the shared folder (dist/run.sh passes it in a round): its test.json becomes test.json.gz (each test's attributes and results kept, at most 256 KiB of plain output in all), and of the reports only summary.txt and exit-code are written; the merge renders every format")
 	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one, and a merge refuses two hosts of one name); GDR_REPORT_HOST does the same")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-out DIR] [-run ID] [-latest] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
+		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-compact] [-out DIR] [-run ID] [-latest] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +83,7 @@ func run(args []string) int {
 		*out = dirs[0]
 	}
 	for _, d := range dirs {
-		if same(d, *out) && !exists(filepath.Join(d, report.EventsFile)) && exists(filepath.Join(d, report.JUnitFile)) {
+		if same(d, *out) && !sharedfile.HasEvents(d) && exists(filepath.Join(d, report.JUnitFile)) {
 			fmt.Fprintf(os.Stderr, "gdrreport: %s holds only a JUnit recording; writing the report there would overwrite it: give -out\n", d)
 			return 2
 		}
@@ -102,6 +105,21 @@ func run(args []string) int {
 			return 2
 		}
 	}
+	if *compact {
+		if len(dirs) != 1 || !same(dirs[0], *out) {
+			fmt.Fprintln(os.Stderr, "gdrreport: -compact takes one round's report folder, and writes into it")
+			return 2
+		}
+		st, err := report.CompactDir(dirs[0])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
+			return 2
+		}
+		if st.CutLines > 0 {
+			fmt.Fprintf(os.Stderr, "gdrreport: %s: %d lines (%d bytes) of %d tests' plain output cut (at most %d KiB kept in a cluster round)\n",
+				filepath.Join(dirs[0], report.EventsGzFile), st.CutLines, st.CutBytes, st.CutTests, report.CompactOutputBytes>>10)
+		}
+	}
 	opt := isolate.Options{}
 	for _, d := range dirs {
 		if report.IsCluster(d) {
@@ -118,7 +136,12 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2
 	}
-	if err := r.WriteAll(*out); err != nil {
+	write, files := r.WriteAll, []string{report.JUnitFile, report.SummaryText, report.SummaryMD, report.SummaryJSON, report.HTMLFile}
+	if *compact {
+		write = func(dir string) error { return r.WriteOnly(dir, report.CompactReports...) }
+		files = []string{report.EventsGzFile, report.SummaryText}
+	}
+	if err := write(*out); err != nil {
 		fmt.Fprintf(os.Stderr, "gdrreport: %v\n", err)
 		return 2
 	}
@@ -132,7 +155,7 @@ func run(args []string) int {
 		b, _ := os.ReadFile(filepath.Join(*out, report.SummaryText))
 		os.Stdout.Write(b)
 		var names []string
-		for _, n := range []string{report.JUnitFile, report.SummaryText, report.SummaryMD, report.SummaryJSON, report.HTMLFile} {
+		for _, n := range files {
 			names = append(names, filepath.Join(*out, n))
 		}
 		fmt.Printf("\nreports: %s\n", strings.Join(names, " "))

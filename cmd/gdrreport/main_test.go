@@ -133,3 +133,25 @@ func TestEvidenceBundle(t *testing.T) {
 	t.Setenv(evidence.KeyEnv, filepath.Join(t.TempDir(), "missing.pem"))
 	assert.Equal(t, 2, run([]string{"-q", dir}))
 }
+
+// -compact (a cluster round, dist/run.sh) keeps test.json as test.json.gz
+// and writes summary.txt and exit-code only; the merge reads the folder as
+// before. It takes one folder and writes into it.
+func TestCompactRound(t *testing.T) {
+	dir := hostDir(t, report.Identity{Host: "n1"}, "fail")
+	assert.Equal(t, 1, run([]string{"-q", "-collect", "-compact", "-host", "n1", dir}))
+	assert.NoFileExists(t, filepath.Join(dir, report.EventsFile))
+	assert.FileExists(t, filepath.Join(dir, report.EventsGzFile))
+	for _, f := range []string{report.SummaryText, report.ExitCodeFile, report.HostFile} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+	for _, f := range []string{report.JUnitFile, report.HTMLFile, report.SummaryJSON, report.DCGMFile} {
+		assert.NoFileExists(t, filepath.Join(dir, f))
+	}
+	out := t.TempDir()
+	assert.Equal(t, 1, run([]string{"-q", "-out", out, dir}), "the compacted round merges with its verdict")
+	b, err := os.ReadFile(filepath.Join(out, report.SummaryText))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "n1")
+	assert.Equal(t, 2, run([]string{"-q", "-compact", "-out", t.TempDir(), dir}), "-compact writes into its folder")
+}
