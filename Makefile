@@ -12,7 +12,7 @@ GOTESTSUM := $(GO) tool gotestsum
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all help conformance report test unit browser race lint deps deps-unit deps-test lab lab-bench bench fuzz clean dist
+.PHONY: all help conformance report test unit browser race lint update deps deps-unit deps-test lab lab-bench bench fuzz clean dist
 .DEFAULT_GOAL := help
 
 all: test
@@ -37,6 +37,8 @@ them as root where they are missing; present, any user builds.
   race         the race detector, concurrent packages       rdma-core headers              ~1
   lint         gofmt, go vet, staticcheck (both tag sets),  rdma-core headers              ~1
                go mod tidy -diff
+  update       rewrite what is generated from code          rdma-core headers              <1
+               (UPDATE=1: docs tables, golden outputs)
   lab          Soft-RoCE two-VM lab + loopback              root, qemu, network (first)    ~8
   lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~9
                path degraded
@@ -133,6 +135,11 @@ browser: deps deps-test
 	@mkdir -p $(REPORTS)
 	GDR_BROWSER_TEST=1 $(GOTESTSUM) --format testname --junitfile $(REPORTS)/browser-junit.xml -- \
 	  -tags '$(TAGS)' -count=1 -run '$(BROWSER_TEST)' ./report/
+
+# Rewrite every file generated from code (golden summaries and verdicts, the
+# tables in docs/) after a change that should alter them; check the diff.
+update: deps-unit
+	UPDATE=1 $(GO) test -count=1 -tags '$(TAGS)' ./report ./lab ./internal/reqs ./harness/verbs
 
 lint: deps
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo 'gofmt: files above need formatting'; exit 1; }

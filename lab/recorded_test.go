@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/internal/golden"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,7 +96,7 @@ func labOutput(suites []*Suite, emulated bool) string {
 
 // The lab's verdict, summary lines and closing line on recorded lab runs,
 // as recorded and with failures planted, stay what they were: golden files
-// in testdata (UPDATE_GOLDEN=1 go test ./lab rewrites them).
+// in testdata (UPDATE=1 go test ./lab rewrites them).
 func TestRecordedLabVerdicts(t *testing.T) {
 	setAction := func(test, from, to, out string) func([]Event) []Event {
 		return func(evs []Event) []Event {
@@ -160,12 +161,8 @@ func TestRecordedLabVerdicts(t *testing.T) {
 				c.plant(suites)
 			}
 			got := labOutput(suites, c.emulated)
-			golden := filepath.Join("testdata", "verdict-"+c.name+".txt")
-			if os.Getenv("UPDATE_GOLDEN") == "1" {
-				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "no golden output: UPDATE_GOLDEN=1 go test ./lab")
+			want, err := golden.File(filepath.Join("testdata", "verdict-"+c.name+".txt"), []byte(got))
+			require.NoError(t, err, "no golden output: "+golden.Hint("./lab"))
 			assert.Equal(t, string(want), got, "the lab's output on %s changed", c.run)
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/internal/golden"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ import (
 const runsDir = "../fixtures/runs"
 
 // Every recorded run renders, its JUnit follows the rules, and its
-// summary.txt is the golden one (UPDATE_GOLDEN=1 rewrites testdata/golden).
+// summary.txt is the golden one (UPDATE=1 rewrites testdata/golden).
 func TestRecordedRunsRender(t *testing.T) {
 	ents, err := os.ReadDir(runsDir)
 	require.NoError(t, err)
@@ -40,15 +41,10 @@ func TestRecordedRunsRender(t *testing.T) {
 			checkJUnitRules(t, parseJUnit(t, j))
 			var txt bytes.Buffer
 			require.NoError(t, r.WriteText(&txt))
-			golden := filepath.Join("testdata", "golden", e.Name()+".summary.txt")
-			if os.Getenv("UPDATE_GOLDEN") == "1" {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, txt.Bytes(), 0o644))
-				return
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "no golden summary: UPDATE_GOLDEN=1 go test ./report")
-			assert.Equal(t, string(want), txt.String(), "summary of %s changed: check it, then UPDATE_GOLDEN=1 go test ./report", e.Name())
+			goldenPath := filepath.Join("testdata", "golden", e.Name()+".summary.txt")
+			want, err := golden.File(goldenPath, txt.Bytes())
+			require.NoError(t, err, "no golden summary: "+golden.Hint("./report"))
+			assert.Equal(t, string(want), txt.String(), "summary of %s changed: check it, then %s", e.Name(), golden.Hint("./report"))
 		})
 	}
 	assert.Greater(t, n, 2)

@@ -2,7 +2,6 @@ package verbs
 
 import (
 	"errors"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,14 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/internal/golden"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/gpu-data-path.md's device-memory table from DevMemCases")
-
 const (
-	devmemBegin = "<!-- devmem-table:begin (generated from harness/verbs/devmem.go: go test ./harness/verbs -run TestDevMemTableInDocs -update-docs) -->\n"
+	devmemBegin = "<!-- devmem-table:begin (generated from harness/verbs/devmem.go: UPDATE=1 go test ./harness/verbs) -->\n"
 	devmemEnd   = "<!-- devmem-table:end -->"
 )
 
@@ -61,17 +59,9 @@ func TestDevMemCases(t *testing.T) {
 
 // The manual's table is DevMemTable(), so the two cannot disagree.
 func TestDevMemTableInDocs(t *testing.T) {
-	path := filepath.Join("..", "..", "docs", "gpu-data-path.md")
-	s := string(readSource(t, path))
-	i, j := strings.Index(s, devmemBegin), strings.Index(s, devmemEnd)
-	require.True(t, i >= 0 && j > i, "%s lacks the markers %q ... %q", path, devmemBegin, devmemEnd)
-	want := DevMemTable()
-	got := s[i+len(devmemBegin) : j]
-	if *updateDocs && got != want {
-		require.NoError(t, os.WriteFile(path, []byte(s[:i+len(devmemBegin)]+want+s[j:]), 0o644))
-		return
-	}
-	assert.Equal(t, want, got, "docs/gpu-data-path.md's device-memory table differs from DevMemCases: run go test ./harness/verbs -run TestDevMemTableInDocs -update-docs")
+	have, want, err := golden.Section(filepath.Join("..", "..", "docs", "gpu-data-path.md"), devmemBegin, devmemEnd, DevMemTable())
+	require.NoError(t, err)
+	assert.Equal(t, want, have, "docs/gpu-data-path.md's device-memory table differs from DevMemCases: run %s", golden.Hint("./harness/verbs"))
 }
 
 // readSource reads a file of the source tree. The lab runs this package's

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdrconf/gdrconf/internal/golden"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -195,24 +196,15 @@ var prefix = func() map[string]string {
 }()
 
 const (
-	beginMark = "<!-- requirements:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
+	beginMark = "<!-- requirements:begin (generated: UPDATE=1 go test ./internal/reqs) -->"
 	endMark   = "<!-- requirements:end -->"
 )
 
-// The manual's requirement table is the catalogue. UPDATE_DOCS=1 rewrites it.
+// The manual's requirement table is the catalogue. UPDATE=1 rewrites it.
 func TestDocsListEveryRequirement(t *testing.T) {
-	const doc = "../../docs/requirements.md"
-	b, err := os.ReadFile(doc)
+	have, want, err := golden.Section("../../docs/requirements.md", beginMark, endMark, "\n"+Markdown())
 	require.NoError(t, err)
-	s := string(b)
-	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
-	require.True(t, i >= 0 && j > i, "docs/requirements.md lacks the requirement table markers")
-	want := s[:i+len(beginMark)] + "\n" + Markdown() + s[j:]
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
-		return
-	}
-	assert.Equal(t, want, s, "docs/requirements.md's requirement table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
+	assert.Equal(t, want, have, "docs/requirements.md's requirement table is stale: run %s", golden.Hint("./internal/reqs"))
 }
 
 func TestPrefixOK(t *testing.T) {
@@ -276,24 +268,15 @@ func TestContainerProfileComplete(t *testing.T) {
 }
 
 const (
-	containerBegin = "<!-- container:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
+	containerBegin = "<!-- container:begin (generated: UPDATE=1 go test ./internal/reqs) -->"
 	containerEnd   = "<!-- container:end -->"
 )
 
 // docs/checks.md's "In a container" table is the profile.
 func TestDocsContainerProfile(t *testing.T) {
-	const doc = "../../docs/checks.md"
-	b, err := os.ReadFile(doc)
+	have, want, err := golden.Section("../../docs/checks.md", containerBegin, containerEnd, "\n"+ContainerMarkdown())
 	require.NoError(t, err)
-	s := string(b)
-	i, j := strings.Index(s, containerBegin), strings.Index(s, containerEnd)
-	require.True(t, i >= 0 && j > i, "docs/checks.md lacks the container table markers")
-	want := s[:i+len(containerBegin)] + "\n" + ContainerMarkdown() + s[j:]
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
-		return
-	}
-	assert.Equal(t, want, s, "docs/checks.md's container table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
+	assert.Equal(t, want, have, "docs/checks.md's container table is stale: run %s", golden.Hint("./internal/reqs"))
 }
 
 func TestLabVMAbsentKnown(t *testing.T) {
@@ -306,24 +289,15 @@ func TestLabVMAbsentKnown(t *testing.T) {
 }
 
 const (
-	labBegin = "<!-- lab-vm-absent:begin (generated: UPDATE_DOCS=1 go test ./internal/reqs) -->"
+	labBegin = "<!-- lab-vm-absent:begin (generated: UPDATE=1 go test ./internal/reqs) -->"
 	labEnd   = "<!-- lab-vm-absent:end -->"
 )
 
 // docs/lab.md's list of what is absent in the lab's VMs is LabVMAbsent.
 func TestDocsLabVMAbsent(t *testing.T) {
-	const doc = "../../docs/lab.md"
-	b, err := os.ReadFile(doc)
+	have, want, err := golden.Section("../../docs/lab.md", labBegin, labEnd, "\n"+LabMarkdown())
 	require.NoError(t, err)
-	s := string(b)
-	i, j := strings.Index(s, labBegin), strings.Index(s, labEnd)
-	require.True(t, i >= 0 && j > i, "docs/lab.md lacks the lab-vm-absent markers")
-	want := s[:i+len(labBegin)] + "\n" + LabMarkdown() + s[j:]
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		require.NoError(t, os.WriteFile(doc, []byte(want), 0o644))
-		return
-	}
-	assert.Equal(t, want, s, "docs/lab.md's lab-vm-absent table is stale: run UPDATE_DOCS=1 go test ./internal/reqs")
+	assert.Equal(t, want, have, "docs/lab.md's lab-vm-absent table is stale: run %s", golden.Hint("./internal/reqs"))
 }
 
 // Every requirement has the time it entered the catalogue (added.go), and
