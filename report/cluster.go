@@ -635,28 +635,44 @@ func excusePairs(h *HostResult, a *isolate.Analysis) []string {
 	host := h.Identity.Host
 	var changed []string
 	for _, c := range h.Cases() {
-		rail, err := strconv.Atoi(c.Attrs["gdr.rail"])
+		rail, noRail := strconv.Atoi(c.Attrs["gdr.rail"])
 		rd := roundOf(c.Package)
-		if c.Status() != Fail || err != nil || rd == "" {
+		if c.Status() != Fail || rd == "" || noRail != nil && c.Area != reqs.PairedArea {
 			continue
 		}
 		k, _ := strconv.Atoi(strings.TrimPrefix(rd, "round-"))
 		for _, p := range a.Pairs {
-			if p.Round != k || p.Rail != rail || p.A != host && p.B != host {
+			if p.Round != k || p.A != host && p.B != host {
+				continue
+			}
+			// A test that failed before it reached a rail (the handshake,
+			// agreeing the rails) is the pair's: only a partner that
+			// stopped in that round excuses it.
+			if noRail != nil && p.Status != isolate.Stopped || noRail == nil && p.Rail != rail {
 				continue
 			}
 			o := p.B
 			if o == host {
 				o = p.A
 			}
-			if a.State(host, rail) == isolate.Bad {
-				break // its own fault: the failure stands
+			var why string
+			switch {
+			case p.Status == isolate.Stopped:
+				why = fmt.Sprintf("its partner %s %s", o, a.Live.Of(o))
+				if a.Live.Of(o) == "" {
+					why = "its partner " + o + " was idled: " + p.Detail
+				}
+			case a.State(host, rail) == isolate.Bad:
+			default:
+				why = blamed(a, host, o, rail)
+				if why == "" {
+					why = fmt.Sprintf("not judged yet: cluster isolation has not told %s rail %d (%s) from %s rail %d (%s)", host, rail, a.State(host, rail), o, rail, a.State(o, rail))
+				} else {
+					why += " by cluster isolation"
+				}
 			}
-			why := blamed(a, host, o, rail)
 			if why == "" {
-				why = fmt.Sprintf("not judged yet: cluster isolation has not told %s rail %d (%s) from %s rail %d (%s)", host, rail, a.State(host, rail), o, rail, a.State(o, rail))
-			} else {
-				why += " by cluster isolation"
+				break // its own fault: the failure stands
 			}
 			c.Result = gtr.Skip
 			c.Message = fmt.Sprintf("not held against %s: %s; the pair's result is the link's (%s %s); the test said: %s",

@@ -704,6 +704,13 @@ func TestClusterRunsThatDidNotFinish(t *testing.T) {
 	for _, h := range hosts[:4] {
 		runs = append(runs, Run{Host: Identity{Host: h}})
 	}
+	// vm1 met vm4 in round 1 and failed before any rail: vm4 died while
+	// the two agreed their rails (as lab-cluster-live's kill showed).
+	pkg := "round-1/github.com/gdrconf/gdrconf/conformance/pingpong"
+	runs[0].Events = []Event{{Action: "start", Package: pkg}, {Action: "run", Package: pkg, Test: "TestPP05Read"},
+		{Action: "attr", Package: pkg, Test: "TestPP05Read", Key: "gdr.req", Value: "PP-05"},
+		{Action: "output", Package: pkg, Test: "TestPP05Read", Output: "    pp_test.go:40: agreeing the rails with the peer: oob: could not reach the server vm4:27536 within 45s\n"},
+		{Action: "fail", Package: pkg, Test: "TestPP05Read", Elapsed: 45}, {Action: "fail", Package: pkg}}
 	var res []isolate.Result
 	add := func(round int, a, b string, st isolate.Status) {
 		for rail := range 2 {
@@ -726,7 +733,13 @@ func TestClusterRunsThatDidNotFinish(t *testing.T) {
 	assert.Equal(t, "NOT QUALIFIED (did not start: its run did not finish)", byName["vm5"].Verdict.Line)
 	assert.Equal(t, "NOT QUALIFIED (stopped in round 1: its run did not finish)", byName["vm4"].Verdict.Line)
 	assert.Contains(t, byName["vm4"].Verdict.Advice, "vm4 stopped in round 1: it had not finished the round")
-	assert.NotEqual(t, NotQualified, byName["vm1"].Verdict.Verdict, "its failure with vm4 is not its own")
+	assert.NotEqual(t, NotQualified, byName["vm1"].Verdict.Verdict, "its failure with vm4 is not its own: %s", byName["vm1"].Verdict.Line)
+	assert.Contains(t, rep.Findings.Excused, "vm1: TestPP05Read (round-1)")
+	for _, rq := range byName["vm1"].Reqs {
+		if rq.ID == "PP-05" {
+			assert.Contains(t, rq.Reason, "not held against vm1: its partner vm4 stopped in round 1")
+		}
+	}
 	assert.Equal(t, NotQualified, rep.Verdict.Verdict)
 	assert.Empty(t, rep.Findings.Suspects, "no part")
 	require.Len(t, rep.Findings.Unfinished, 2)
