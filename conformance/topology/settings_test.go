@@ -73,11 +73,12 @@ func TestTOPO08PCIeSettings(t *testing.T) {
 					msgs = append(msgs, f.Message)
 					header = header || f.HeaderOnly
 				}
-				why := ""
+				why, remedy := "", ""
 				if header {
-					why = ": " + h.needSysAdmin()
+					need := h.needSysAdmin()
+					why, remedy = ": "+need.Cause, need.Remedy
 				}
-				testenv.Absent(t, "%s (%s/<address>/config)%s", strings.Join(msgs, "; "), pci.DevicesDir, why)
+				testenv.Absent(t, remedy, "%s (%s/<address>/config)%s", strings.Join(msgs, "; "), pci.DevicesDir, why)
 			}
 		})
 	}

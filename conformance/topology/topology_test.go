@@ -17,6 +17,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -168,7 +169,7 @@ func TestTOPO02NearestNIC(t *testing.T) {
 			}
 			if r.NIC == nil || !r.HasPath {
 				if len(nearer) == 0 {
-					testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
+					testenv.Absent(t, reqs.RemedyHardwareNIC, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 				}
 				testenv.Errorf(t, portRemedy(nearer[0].NIC),
 					"GPU %d %s (NUMA node %d) has no rail: no RDMA NIC is a candidate; nearest: %s", r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, rails.Describe(nearer))
@@ -257,7 +258,7 @@ func TestTOPO03ACS(t *testing.T) {
 			testenv.RailAttrs(t, r)
 			nic, path, ok := h.pathNIC(t, r)
 			if !ok {
-				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
+				testenv.Absent(t, reqs.RemedyHardwareNIC, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
 			var unreadable, checked, acsCtl, bypass []string
 			nicEnd := topo.Endpoint{BDF: nic.PCI}
@@ -323,8 +324,9 @@ func TestTOPO03ACS(t *testing.T) {
 				t.Logf("ACS Direct Translated P2P: %s", strings.Join(bypass, " | "))
 			}
 			if len(unreadable) > 0 {
-				testenv.Absent(t, "ACS of %s not checked: %s: %s gave only its 64-byte header: %s",
-					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config", h.needSysAdmin())
+				need := h.needSysAdmin()
+				testenv.Absent(t, need.Remedy, "ACS of %s not checked: %s: %s gave only its 64-byte header: %s",
+					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config", need.Cause)
 			}
 		})
 	}
@@ -386,9 +388,7 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	if c.NotChecked != "" {
 		t.Logf("%s", c.NotChecked)
 	}
-	for _, f := range c.Failures {
-		testenv.Errorf(t, f.Remedy, "%s", f.Msg)
-	}
+	testenv.Record(t, c.Failures...)
 	if c.IdleGPU != "" {
 		testenv.Attr(t, "gpu_link_speed_below_max", c.IdleGPU)
 		t.Logf("%s", c.IdleLog)
@@ -529,10 +529,10 @@ func TestTOPO06NVMLTopology(t *testing.T) {
 	h := loadHost(t)
 	h.needRails(t) // GPU pairs use every GPU, whatever GDR_GPU selects
 	if !h.root.IsLive() {
-		testenv.Absent(t, "NVML describes the running host, and GDR_HOST_ROOT=%s is another tree: not compared", h.root.Dir())
+		testenv.Absent(t, reqs.RemedyLiveHost, "NVML describes the running host, and GDR_HOST_ROOT=%s is another tree: not compared", h.root.Dir())
 	}
 	if len(h.gpus) < 2 {
-		testenv.Absent(t, "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, gpuList(h.gpus))
+		testenv.Absent(t, "", "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, gpuList(h.gpus))
 	}
 	// Absent without libnvidia-ml.so.1; any other NVML error fails with its remedy.
 	nv := nvml.Open(t)

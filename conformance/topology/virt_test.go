@@ -7,6 +7,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
@@ -55,7 +56,7 @@ func (h *host) containerAttrs(t *testing.T) {
 
 // needSysAdmin is why a config space read stopped at 64 bytes, and what
 // would let it through where the suite runs (internal/virt).
-func (h *host) needSysAdmin() string {
+func (h *host) needSysAdmin() verdict.Finding {
 	return h.sel.Process.Need(virt.CapSysAdmin, true, "PCIe config space past its first 64 bytes (drivers/pci/pci-sysfs.c pci_read_config)")
 }
 
