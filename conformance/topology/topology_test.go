@@ -190,11 +190,12 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				why = append(why, "SYS because the NUMA nodes are unknown: "+r.Path.NUMANote)
 			}
 			if h.guest.VM {
-				msg, remedy := h.vmVerdict(t, r, limit)
+				f := h.vmFinding(t, r, limit)
 				if len(nearer) > 0 {
-					remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + remedy
+					f.Remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + f.Remedy
 				}
-				testenv.Errorf(t, remedy, "%s%s", msg, semi(why))
+				f.Cause += semi(why)
+				testenv.Error(t, f)
 				return
 			}
 			remedy := fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
