@@ -295,27 +295,16 @@ func TestTOPO03ACS(t *testing.T) {
 				}
 				acs := d.Config.ACS
 				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
-				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd})
+				guest := ""
+				if h.guest.VM {
+					guest = h.guest.String()
+				}
+				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd, Type: pci.PortTypeName(pt), NICName: nic.Name, Guest: guest})
 				if v.Bypass != "" {
 					bypass = append(bypass, v.Bypass)
 				}
-				if bl := v.Redirect; bl != 0 {
-					remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b)
-					if h.guest.VM {
-						// Switch ports a guest sees are the hypervisor's
-						// emulation; the guest's BIOS and setpci reach no
-						// physical switch.
-						remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", h.guest, b)
-					}
-					why := ""
-					if v.NoBypass != "" {
-						// DT is set: the documented IOMMU set-up lacks one
-						// piece, which comes first in the remedy.
-						why, remedy = "; "+v.NoBypass, v.Remedy+"; or turn ACS redirect off instead: "+remedy
-					}
-					testenv.Errorf(t, remedy,
-						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex%s",
-						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl), why)
+				if v.Finding != nil {
+					testenv.Error(t, *v.Finding)
 				}
 			}
 			testenv.Attr(t, "acs_checked", strings.Join(checked, " "))
