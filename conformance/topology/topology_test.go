@@ -386,36 +386,6 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	return c.Summary
 }
 
-// iommuCmdline extracts the IOMMU-related kernel parameters.
-func iommuCmdline(cmdline string) []string {
-	var out []string
-	for _, f := range strings.Fields(cmdline) {
-		k, _, _ := strings.Cut(f, "=")
-		switch k {
-		case "iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict":
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// iommuModes says what each IOMMU group type means for GPUDirect RDMA.
-var iommuModes = map[string]struct {
-	ok          bool   // passes
-	translated  bool   // DMA goes through translation: GDR_ALLOW_IOMMU may allow it
-	what, fixIt string // for failures
-}{
-	"identity": {ok: true},
-	"DMA": {translated: true, what: "translated DMA (the IOMMU maps every DMA address; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
-		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
-	"DMA-FQ": {translated: true, what: "translated DMA with a flush queue (lazy IOTLB invalidation; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
-		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
-	"blocked": {what: "the IOMMU lets no DMA from this device through at all (its group is attached to the blocking domain, e.g. while a driver is being unbound or a group owner detached it)",
-		fixIt: "bind the device to its host driver again (nvidia or mlx5_core; echo <bdf> > /sys/bus/pci/drivers/<driver>/bind) and check dmesg for IOMMU/DMAR errors; GDR_ALLOW_IOMMU does not apply: nothing can move data"},
-	"unmanaged": {what: "the group's DMA mappings are owned by user space through VFIO (a VM passthrough or a userspace driver), not by this host's driver",
-		fixIt: "give the device back to the host: stop the VM or program using it, unbind vfio-pci and bind its driver (nvidia or mlx5_core); GDR_ALLOW_IOMMU does not apply"},
-}
-
 // TOPO-05: DMA from the selected rails' GPUs and NICs is not translated by
 // the IOMMU.
 func TestTOPO05IOMMU(t *testing.T) {
@@ -427,14 +397,8 @@ func TestTOPO05IOMMU(t *testing.T) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		testenv.NotJudgedf(t, "", "read /proc/cmdline: %v", err)
 	}
-	params := iommuCmdline(cmdline)
+	params := topo.IOMMUParams(cmdline)
 	testenv.Attr(t, "iommu_cmdline", strings.Join(params, " "))
-	passthroughCmdline := false
-	for _, p := range params {
-		if p == "iommu=pt" || p == "iommu.passthrough=1" {
-			passthroughCmdline = true
-		}
-	}
 	groups, _ := h.root.ReadDir("/sys/kernel/iommu_groups")
 	n := 0
 	for _, g := range groups {
@@ -463,35 +427,11 @@ func TestTOPO05IOMMU(t *testing.T) {
 		t.Run(d.BDF, func(t *testing.T) {
 			testenv.Req(t, "TOPO-05")
 			testenv.Attr(t, "pci", d.BDF)
-			typ := d.IOMMUType
-			mode := typ
-			switch {
-			case d.IOMMUGroup == "":
-				mode = "none (no IOMMU group)"
-			case typ == "" && passthroughCmdline:
-				typ, mode = "identity", "identity (inferred: no group type file, "+strings.Join(params, " ")+")"
-			case typ == "":
-				typ, mode = "DMA", "DMA (inferred: IOMMU group "+d.IOMMUGroup+" without a type file and no iommu=pt)"
+			j := topo.JudgeIOMMU(d, params, cfg.AllowIOMMU)
+			testenv.Attr(t, "iommu_mode", j.Mode)
+			if j.Finding != nil {
+				testenv.Record(t, *j.Finding)
 			}
-			testenv.Attr(t, "iommu_mode", mode)
-			if d.IOMMUGroup == "" {
-				return
-			}
-			m, known := iommuModes[typ]
-			switch {
-			case !known:
-				testenv.Errorf(t, "check the kernel's IOMMU documentation for this group type and dmesg; report it so the suite learns it",
-					"%s is in IOMMU group %s of type %q, which this suite does not know (identity, DMA, DMA-FQ, blocked, unmanaged); kernel parameters: %s", d.String(), d.IOMMUGroup, typ, orNone(params))
-				return
-			case m.ok:
-				return
-			}
-			msg := fmt.Sprintf("%s is in IOMMU group %s of type %s: %s (kernel parameters: %s)", d.String(), d.IOMMUGroup, mode, m.what, orNone(params))
-			if m.translated && cfg.AllowIOMMU {
-				t.Logf("%s; allowed by GDR_ALLOW_IOMMU=1", msg)
-				return
-			}
-			testenv.Errorf(t, m.fixIt, "%s", msg)
 		})
 	}
 }
