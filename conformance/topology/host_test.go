@@ -85,13 +85,6 @@ func gpuList(gs []*rails.GPU) string {
 // rdmaModules says which RDMA kernel modules the host has, for skip messages.
 func (h *host) rdmaModules() string { return kmod.RDMASummary(h.root) }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
 // needNICs returns the RDMA devices to pair with (GDR_RDMA_DEVICE selects
 // one), or ends the test as absent naming where it looked.
 func (h *host) needNICs(t *testing.T) []*rails.NIC {

@@ -48,10 +48,6 @@ func failed(err error, remedy, format string, args ...any) Outcome {
 	return Outcome{State: Failed, Err: err, Finding: *verdict.Failf(remedy, format, args...)}
 }
 
-func unsupported(err error, remedy, format string, args ...any) Outcome {
-	return Outcome{State: Unsupported, Err: err, Finding: *verdict.Absentf(remedy, format, args...)}
-}
-
 // PeermemState describes nvidia_peermem and the legacy nv_peer_mem as the
 // host under root shows them.
 func PeermemState(root *hostfs.Root) (loaded bool, legacy bool, desc string) {

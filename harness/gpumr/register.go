@@ -13,6 +13,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // TryPeermem registers GPU memory from allocator a with plain ibv_reg_mr,
@@ -80,6 +81,11 @@ func dmabufReady(t *testing.T, g *GPU, n *NIC) (probe verbs.DmabufSupport, o Out
 		return probe, unsupported(nil, "see GPU-04", "GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s)", g.Dev.PCI, sup, cuda.VersionString(g.Drv.Version())), false
 	}
 	return probe, Outcome{}, true
+}
+
+// unsupported is a path this host cannot offer: absent, with what it needs.
+func unsupported(err error, remedy, format string, args ...any) Outcome {
+	return Outcome{State: Unsupported, Err: err, Finding: *verdict.Absentf(remedy, format, args...)}
 }
 
 // dmabufRemedy is what dma-buf MRs need of the host.
