@@ -414,3 +414,19 @@ func TestJudgeSoftware(t *testing.T) {
 	assert.Equal(t, Fail, findingFor(t, fs, hw).Level, "a hardware NIC's duplicate_request still fails")
 	assert.Equal(t, Fail, findingFor(t, Judge(Diff(before, after)), retry).Level, "without the option rxe's counters fail")
 }
+
+// Every cause an error counter can have has a remedy of its own, and the
+// causes of the physical link and of PCIe name their part.
+func TestRemedies(t *testing.T) {
+	for _, e := range Table() {
+		if e.Class.Kind != Error {
+			continue
+		}
+		r := Remedy(e.Class.Cause)
+		assert.False(t, strings.HasPrefix(r, "read the counter's meaning"), "%s %s: cause %q has no remedy", e.Source, e.Name, e.Class.Cause)
+	}
+	assert.Equal(t, PartLink, PartOf(CauseLink))
+	assert.Equal(t, PartPCIe, PartOf(CausePCIe))
+	assert.Equal(t, PartPath, PartOf(CauseRetrans))
+	assert.Empty(t, PartOf(CauseInternal), "a device's own error names no part here")
+}
