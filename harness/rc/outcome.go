@@ -71,16 +71,18 @@ func endsFailure(ends []*End, errs []error, shown []int) verdict.Finding {
 }
 
 // Stop ends t on err, an error of a run over RC ends (nil does nothing):
-// not judged when the peer was lost or the budget spent (lostPeer), else
-// the host fell short, with the remedy a verdict.Finding in its chain
-// carries.
+// not judged when the peer was lost or the budget spent (lostPeer); else
+// the verdict.Finding in its chain, with its outcome and remedy; else the
+// host fell short (a transfer that failed is the host's).
 func Stop(t testing.TB, err error) {
 	t.Helper()
 	if err == nil {
 		return
 	}
 	f := verdict.Of(err)
-	f.Outcome = verdict.FellShort
+	if _, ok := verdict.As(err); !ok {
+		f.Outcome = verdict.FellShort
+	}
 	if lostPeer(err) {
 		f.Outcome = verdict.NotJudged
 	}

@@ -80,6 +80,13 @@ func TestFailIfAndStopRecordTheOutcome(t *testing.T) {
 	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
 	a = body(t, func(tb testing.TB) { Stop(tb, errors.New("rail 1: work completion error: retry exceeded")) })
 	assert.Equal(t, "fell_short", a.attrs["gdr.outcome"])
+	// A finding in the chain keeps its outcome and remedy.
+	a = body(t, func(tb testing.TB) {
+		Stop(tb, fmt.Errorf("rail 1: %w", verdict.NotJudgedf("check the tool's installation", "ethtool: exec format error")))
+	})
+	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
+	assert.Equal(t, "rail 1: ethtool: exec format error", a.attrs["gdr.cause"])
+	assert.Equal(t, "check the tool's installation", a.attrs["gdr.remedy"])
 	a = body(t, func(tb testing.TB) { connectFailed(tb, lost, nil) })
 	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
 	a = body(t, func(tb testing.TB) {
