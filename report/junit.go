@@ -56,6 +56,7 @@ func (d JUnit) Cases(suite string) []JUnitCase {
 // the contract's outcomes (gdr.outcome).
 const (
 	typeFellShort    = OutcomeFellShort
+	typeAbsent       = OutcomeAbsent
 	typeNotJudged    = OutcomeNotJudged
 	typeDidNotFinish = OutcomeDidNotFinish
 	// typeReportOnly was the type of a report-only requirement's skip in
@@ -482,6 +483,8 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 			res.Type, tc.Error = typeNotJudged, res
 		case c.Outcome == OutcomeDidNotFinish:
 			res.Type, tc.Error = typeDidNotFinish, res
+		case c.Outcome == OutcomeAbsent:
+			res.Type, tc.Failure = typeAbsent, res
 		default:
 			res.Type, tc.Failure = typeFellShort, res
 		}

@@ -478,11 +478,11 @@ func TestJUnitOutcomes(t *testing.T) {
 	assert.Equal(t, "PP-03 must on gpu01: peer gpu02 vanished", pp03.Error.Message)
 	pp04 := cases["TestPP04Read [gpu01]"]
 	require.NotNil(t, pp04.Failure, "no gdr.outcome counts as fell_short")
-	assert.Equal(t, "PP-04 must on gpu01: READ data differs at byte 7", pp04.Failure.Message)
+	assert.Equal(t, "PP-04 must on gpu01: READ data differs at byte 7; remedy: check the NIC firmware", pp04.Failure.Message, "a recording without gdr.cause: its line is the cause")
 	pp09 := cases["TestPP09HostVsGPU [gpu01]"]
 	require.NotNil(t, pp09.Skipped, "a report-only requirement never fails a build")
 	assert.Nil(t, pp09.Failure)
-	assert.Equal(t, "report-only, not met: PP-09 on gpu01: GPU memory reaches 0.41 of host memory's bandwidth", pp09.Skipped.Message)
+	assert.Equal(t, "report-only, not met: PP-09 on gpu01: GPU memory reaches 0.41 of host memory's bandwidth; remedy: check the path class (TOPO-02)", pp09.Skipped.Message)
 	// A package that did not build takes its requirements down: one error
 	// case each (the summary counts each as failed), the reason the
 	// compiler's own first error, not go build's "# package" header.

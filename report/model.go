@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/jstemmer/go-junit-report/v2/gtr"
 )
 
@@ -45,10 +46,16 @@ type Case struct {
 	Message  string            // failure: first line of cause and remedy; skip: the reason
 	// Outcome of a failed case: OutcomeFellShort (the hardware or the host's
 	// configuration fell short: JUnit <failure>), OutcomeNotJudged (the
-	// suite could not judge: JUnit <error>) or OutcomeDidNotFinish (the test
-	// never ended: JUnit <error>); "" unless it failed. From gdr.outcome; a
-	// failure recorded without it fell short.
+	// suite could not judge: JUnit <error>), OutcomeAbsent (absent hardware
+	// or software failed under GDR_STRICT=1: JUnit <failure>, no part) or
+	// OutcomeDidNotFinish (the test never ended: JUnit <error>); "" unless
+	// it failed. From gdr.outcome; a failure recorded without it fell short.
 	Outcome string
+	// Finding is what the test recorded about its failure or skip
+	// (verdict.FromAttrs: gdr.cause, gdr.remedy, gdr.outcome, ...). A
+	// recording made before those attributes has its message as the cause
+	// and no remedy: nothing is parsed out of the text.
+	Finding verdict.Finding
 	Counted bool // a row of its own: carries its own verdict (see count)
 	// Part is the part a failed case points at (attribute); nil when the
 	// rules name none.
@@ -58,19 +65,23 @@ type Case struct {
 	how   string // a test that never ended: how its package ended (stopped)
 }
 
-// Outcomes of a failed case (gdr.outcome, written by harness/testenv).
+// Outcomes of a failed case (gdr.outcome, written by harness/testenv; the
+// words are internal/verdict's).
 const (
-	OutcomeFellShort = "fell_short"
-	OutcomeNotJudged = "not_judged"
+	OutcomeFellShort = string(verdict.FellShort)
+	OutcomeNotJudged = string(verdict.NotJudged)
+	// OutcomeAbsent: what the test needs is absent and GDR_STRICT=1 made
+	// that a failure: it names no part.
+	OutcomeAbsent = string(verdict.Absent)
 	// OutcomeDidNotFinish: the test started and never ended (the binary
 	// was killed, panicked or ran out of time): a fault of the run, which
 	// names no part.
-	OutcomeDidNotFinish = "did_not_finish"
+	OutcomeDidNotFinish = string(verdict.DidNotFinish)
 )
 
 // Judged says whether a failed outcome is a judgement of the host (it fell
-// short), not a run that could not judge it.
-func Judged(outcome string) bool { return outcome == OutcomeFellShort }
+// short), not a run that could not judge it or hardware that was absent.
+func Judged(outcome string) bool { return verdict.Outcome(outcome).Judged() }
 
 // failureKeys are the attributes harness/testenv writes when a test fails:
 // they belong to the test that failed, never to its subtests.
@@ -78,23 +89,36 @@ var failureKeys = map[string]bool{"gdr.cause": true, "gdr.remedy": true, "gdr.ou
 	"gdr.measured": true, "gdr.failures_count": true}
 
 // Structured says whether the case's failure was recorded with its cause
-// as an attribute (gdr.cause), not only as a log line to be parsed.
-func (c *Case) Structured() bool { return c.Own["gdr.cause"] != "" }
+// as an attribute (gdr.cause), not only as a log line.
+func (c *Case) Structured() bool { return c.Own[verdict.KeyCause] != "" }
 
-// CauseAndRemedy is the case's cause and remedy: its gdr.cause and
-// gdr.remedy when the test recorded them; for older recordings, split out
-// of its message (a remedy after "remedy:", else a closing clause that
-// tells what to do).
-func (c *Case) CauseAndRemedy() (cause, remedy string) {
-	if c.Structured() {
-		cause, remedy = c.Own["gdr.cause"], c.Own["gdr.remedy"]
-	} else {
-		cause, remedy = CauseAndRemedy(c.Message)
+// CauseAndRemedy is the case's cause and remedy, as its finding holds them.
+func (c *Case) CauseAndRemedy() (cause, remedy string) { return c.Finding.Cause, c.Finding.Remedy }
+
+// strictMarker opens the line of an absence GDR_STRICT=1 failed
+// (harness/testenv); recordings made before gdr.absent say so only there.
+const strictMarker = "GDR_STRICT=1: "
+
+// legacy says whether the case was recorded before absences carried their
+// remedy (no gdr.outcome on it): only then may the report offer a remedy
+// of its own for a shared cause (reqs.CauseRemedy).
+func (c *Case) legacy() bool { return c.Own[verdict.KeyOutcome] == "" }
+
+// findingOf is the finding c recorded, or, for a recording without one,
+// its message as the cause. Its outcome is the case's (c.Outcome) when it
+// failed.
+func findingOf(c *Case) verdict.Finding {
+	f, ok := verdict.FromAttrs(c.Own)
+	if !ok || c.Result == gtr.Unknown {
+		f = verdict.Finding{Cause: c.Message}
+		if c.Result == gtr.Skip {
+			f.Outcome = verdict.Absent
+		}
 	}
-	if remedy == "" {
-		remedy = remedyIn(cause) // an absence's message ends with what to do
+	if c.Outcome != "" {
+		f.Outcome = verdict.Outcome(c.Outcome)
 	}
-	return cause, remedy
+	return f
 }
 
 // Device names what a counted subtest is about: the part of its name below
@@ -321,9 +345,14 @@ func link(p *pkgRun) {
 			c.Outcome = OutcomeDidNotFinish
 		case c.Result == gtr.Fail:
 			c.Outcome = OutcomeFellShort
-			if c.Own["gdr.outcome"] == OutcomeNotJudged {
-				c.Outcome = OutcomeNotJudged
+			if f, ok := verdict.FromAttrs(c.Own); ok && f.Outcome != verdict.FellShort {
+				c.Outcome = string(f.Outcome) // not judged, or absent under GDR_STRICT=1
+			} else if !ok && strings.HasPrefix(c.Message, strictMarker) {
+				c.Outcome = OutcomeAbsent // recorded before gdr.absent: the marker testenv wrote
 			}
+		}
+		if c.Result != gtr.Pass {
+			c.Finding = findingOf(c)
 		}
 	}
 }
@@ -351,10 +380,13 @@ func counted(c *Case) bool {
 }
 
 var (
-	logLine  = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: (.*)$`)
-	framing  = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME|ATTR)|--- (PASS|FAIL|SKIP|BENCH):)`)
-	panicRe  = regexp.MustCompile(`^(panic: |fatal error: |SIGSEGV|signal: )`)
-	remedyRe = regexp.MustCompile(`;\s*remedy:\s*`)
+	logLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: (.*)$`)
+	framing = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME|ATTR)|--- (PASS|FAIL|SKIP|BENCH):)`)
+	panicRe = regexp.MustCompile(`^(panic: |fatal error: |SIGSEGV|signal: )`)
+	// suiteLine is the form of the suite's failure lines (verdict.Line):
+	// in a recording without gdr.cause it tells the failure's line from
+	// t.Log lines. It only picks a line; nothing is cut out of it.
+	suiteLine = regexp.MustCompile(`;\s*remedy:\s*`)
 )
 
 // logMessages are the test's t.Log/t.Error/t.Skip messages (first lines).
@@ -398,20 +430,17 @@ func message(c *Case) string {
 		}
 		return m
 	}
-	if cause := c.Own["gdr.cause"]; cause != "" && c.Result == gtr.Fail {
+	if cause := c.Own[verdict.KeyCause]; cause != "" && c.Result == gtr.Fail {
 		// Recorded by testenv before the test failed: the line it printed.
-		if r := c.Own["gdr.remedy"]; r != "" {
-			return cause + "; remedy: " + r
-		}
-		return cause
+		return verdict.Line(cause, c.Own[verdict.KeyRemedy])
 	}
 	for _, m := range msgs {
-		if remedyRe.MatchString(m) {
+		if suiteLine.MatchString(m) {
 			return m
 		}
 	}
 	for _, m := range msgs {
-		if strings.HasPrefix(m, "GDR_STRICT=1:") {
+		if strings.HasPrefix(m, strictMarker) {
 			return m
 		}
 	}
@@ -427,14 +456,6 @@ func message(c *Case) string {
 		return s
 	}
 	return "failed (no message)"
-}
-
-// CauseAndRemedy splits the suite's "cause; remedy: what to do" message.
-func CauseAndRemedy(msg string) (cause, remedy string) {
-	if loc := remedyRe.FindStringIndex(msg); loc != nil {
-		return strings.TrimSpace(msg[:loc[0]]), strings.TrimSpace(msg[loc[1]:])
-	}
-	return msg, ""
 }
 
 func firstUseful(lines []string) string {

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/inventory"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Part is the part a failure points at, with the evidence and how sure the
@@ -69,13 +71,13 @@ type evidence struct {
 	inv       *inventory.Host
 	failedOn  map[string]map[string]bool // requirement -> device (gpu bdf or nic name) -> failed
 	failedReq map[string]bool
-	hlth      map[string]string  // nic -> HLTH-01 cause
+	hlth      map[string]*Case   // nic -> its failed HLTH-01 case
 	pp09      map[string]float64 // nic -> PP-09's GPU/host bandwidth ratio (gdr.bw_ratio_gpu_host), when recorded
 }
 
 func evidenceOf(h *HostResult) *evidence {
 	e := &evidence{inv: h.Identity.Inventory, failedOn: map[string]map[string]bool{}, failedReq: map[string]bool{},
-		hlth: map[string]string{}, pp09: map[string]float64{}}
+		hlth: map[string]*Case{}, pp09: map[string]float64{}}
 	for _, rq := range h.Reqs {
 		for _, c := range rq.cases {
 			a := c.Attrs
@@ -90,8 +92,7 @@ func evidenceOf(h *HostResult) *evidence {
 					}
 				}
 				if rq.ID == "HLTH-01" && a["gdr.nic"] != "" {
-					cause, _ := c.CauseAndRemedy()
-					e.hlth[a["gdr.nic"]] = cause
+					e.hlth[a["gdr.nic"]] = c
 				}
 			}
 			if rq.ID == "PP-09" && a["gdr.nic"] != "" {
@@ -128,18 +129,34 @@ func (e *evidence) nicIdentity(name string) string {
 	return ""
 }
 
+// counterParts says whether a failed HLTH case's counters point at the
+// link (cable/optic) or at PCIe (AER): the part its finding names
+// (internal/counters PartOf). Recordings made before gdr.part_kind name
+// the counter in the cause, and only theirs is read for it.
+func counterParts(c *Case) (link, aer bool) {
+	if c.legacy() {
+		return linkCounters.MatchString(c.Finding.Cause), aerCounters.MatchString(c.Finding.Cause)
+	}
+	return c.Finding.Part == counters.PartLink, c.Finding.Part == counters.PartPCIe
+}
+
+func linkCause(c *Case) bool { link, _ := counterParts(c); return link }
+
 var linkCounters = regexp.MustCompile(`symbol_error|link_downed|link_error_recovery|port_rcv_errors|local_link_integrity|excessive_buffer_overrun|phy`)
 var aerCounters = regexp.MustCompile(`AER|aer_|correctable|fatal`)
 
-// partOf is the rule table.
+// partOf is the rule table. Where the engine named the device at fault or
+// the kind of part (the finding's gdr.device, gdr.part_kind), that is
+// used; the rules read the cause's words only for recordings without them.
 func (e *evidence) partOf(req string, c *Case) *Part {
 	a := c.Attrs
 	gpu, nic := a["gdr.gpu"], a["gdr.nic"]
-	cause, _ := c.CauseAndRemedy()
+	f := c.Finding
+	cause := f.Cause
 	// What is absent under GDR_STRICT=1, and what the suite could not
 	// judge, point at no part: naming one would send a board back for a
 	// missing package or a suite error.
-	if strings.HasPrefix(cause, "GDR_STRICT=1:") || !Judged(c.Outcome) {
+	if !Judged(c.Outcome) || f.Kind() == verdict.Absent {
 		return nil
 	}
 	gpuPart := func(kind, why, conf string) *Part {
@@ -167,8 +184,12 @@ func (e *evidence) partOf(req string, c *Case) *Part {
 		}
 		return p
 	case req == "TOPO-04":
+		onGPU := gpu != "" && f.Device == gpu
+		if f.Device == "" { // recorded before gdr.device
+			onGPU = gpu != "" && strings.Contains(cause, gpu)
+		}
 		switch {
-		case gpu != "" && strings.Contains(cause, gpu):
+		case onGPU:
 			return gpuPart("pcie link", "its PCIe link trained below its maximum: the GPU, its slot, riser or retimer", confMedium)
 		case nic != "":
 			return nicPart("pcie link", "a link on the rail trained below its maximum: the device named, its slot, riser or retimer", confMedium)
@@ -196,10 +217,11 @@ func (e *evidence) partOf(req string, c *Case) *Part {
 	case area == "GPU" && gpu != "":
 		return gpuPart("gpu", "the GPU or its driver does not offer what GPUDirect needs: "+clipWords(cause, 160), confMedium)
 	case req == "HLTH-01" && nic != "":
-		if linkCounters.MatchString(cause) {
+		link, aer := counterParts(c)
+		if link {
 			return nicPart("cable/optic", "link-level error counters rose during traffic ("+clipWords(cause, 160)+"): the cable, optic or switch port before the NIC", confMedium)
 		}
-		if aerCounters.MatchString(cause) {
+		if aer {
 			return nicPart("pcie link", "PCIe AER errors rose during traffic: the NIC's slot or the GPU's, or a bridge between", confMedium)
 		}
 		return nicPart("network path", "transport counters rose (retransmissions, sequence errors): packets were lost or late between the hosts", confLow)
@@ -209,7 +231,7 @@ func (e *evidence) partOf(req string, c *Case) *Part {
 		switch {
 		case e.failedOn["TOPO-10"][nic]:
 			return nicPart("cable/optic", "the rail is slow and TOPO-10 found its transceiver or link out of limits", confHigh)
-		case e.hlth[nic] != "" && linkCounters.MatchString(e.hlth[nic]):
+		case e.hlth[nic] != nil && linkCause(e.hlth[nic]):
 			return nicPart("cable/optic", "the rail is slow and its link-level error counters rose (HLTH-01)", confMedium)
 		}
 		if r, ok := e.pp09[nic]; ok {

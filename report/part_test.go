@@ -34,7 +34,10 @@ func TestAttribution(t *testing.T) {
 	run.Events = append(run.Events, events("github.com/gdrconf/gdrconf/conformance/gpu",
 		tc{name: "TestGPU11LinkUnderLoad", result: "fail", attrs: []string{"gdr.req", "GPU-11"}},
 		tc{name: "TestGPU11LinkUnderLoad/0000:00:06.0", result: "fail", attrs: []string{"gdr.gpu", "0000:00:06.0", "gdr.cause", "GPU 0000:00:06.0 runs x8 while copying (max x16)"}},
-		tc{name: "TestGPU12ConcurrentHtoD", result: "fail", attrs: []string{"gdr.req", "GPU-12", "gdr.cause", "GDR_STRICT=1: GPU-12 needs two or more GPUs"}},
+		tc{name: "TestGPU12ConcurrentHtoD", result: "fail", attrs: []string{"gdr.req", "GPU-12", "gdr.outcome", "absent", "gdr.cause", "GDR_STRICT=1: GPU-12 needs two or more GPUs"}},
+		// As testenv recorded a strict absence before outcome "absent".
+		tc{name: "TestGPU13ConcurrentDtoH", result: "fail", attrs: []string{"gdr.req", "GPU-13", "gdr.absent", "GPU-13 needs two or more GPUs", "gdr.outcome", "fell_short",
+			"gdr.cause", "GDR_STRICT=1: GPU-13 needs two or more GPUs"}},
 	)...)
 	run.Events = append(run.Events, events("github.com/gdrconf/gdrconf/conformance/topology",
 		tc{name: "TestTOPO10LinkHealth", result: "fail", attrs: []string{"gdr.req", "TOPO-10"}},
@@ -64,6 +67,7 @@ func TestAttribution(t *testing.T) {
 	assert.Equal(t, "NVIDIA H200, serial 1654024199838, part 692-2G520-0280-000", p.Identity)
 
 	assert.Nil(t, partOfReq(t, h, "GPU-12"), "a strict absence is no faulty part")
+	assert.Nil(t, partOfReq(t, h, "GPU-13"), "nor one recorded before outcome absent")
 
 	var txt, md, html, js bytes.Buffer
 	r := Build([]Run{run})

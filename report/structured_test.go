@@ -93,22 +93,42 @@ func TestStructuredFailuresAreRead(t *testing.T) {
 	}
 }
 
-// A recording made before the attributes: the log line is parsed as before,
-// and a failure counts as fell_short.
+// A recording made before the attributes: its failure counts as
+// fell_short, and its log line is the cause, whole. Nothing is cut out of
+// it or guessed from its words: an old line's remedy stays in its text.
 func TestLegacyFailureIsFellShort(t *testing.T) {
-	h := Build([]Run{gpuHost("h200")}).Hosts[0]
+	const line = "GPU 0000:00:06.0: pinned HtoD copies reach 20.10 GB/s, below GDR_MIN_COPY_FRACTION=0.60; remedy: check the GPU link (GPU-11)"
+	h := Build([]Run{gpuHostRecorded("h200", false)}).Hosts[0]
 	for _, r := range h.Reqs {
-		if r.ID == "GPU-09" {
+		switch r.ID {
+		case "GPU-09":
 			assert.Equal(t, OutcomeFellShort, r.Outcome)
-			assert.Equal(t, "check the GPU link (GPU-11)", r.Remedy)
+			assert.Equal(t, line, r.Reason)
+			assert.Empty(t, r.Remedy)
+		case "PP-01":
+			assert.Equal(t, noRDMA, r.Reason, "a skip's reason, whole")
+			assert.Empty(t, r.Remedy, "no remedy guessed from its last clause")
 		}
 	}
 	for _, c := range h.Cases() {
 		if c.Status() == Fail {
 			cause, remedy := c.CauseAndRemedy()
-			assert.Equal(t, "GPU 0000:00:06.0: pinned HtoD copies reach 20.10 GB/s, below GDR_MIN_COPY_FRACTION=0.60", cause)
-			assert.Equal(t, "check the GPU link (GPU-11)", remedy)
+			assert.Equal(t, line, cause)
+			assert.Empty(t, remedy)
 			assert.Equal(t, OutcomeFellShort, c.Outcome)
+		}
+	}
+}
+
+// A skip recorded as a finding carries its remedy; the report shows it
+// and reads nothing out of the reason.
+func TestAbsentFindingCarriesItsRemedy(t *testing.T) {
+	h := Build([]Run{gpuHost("h200")}).Hosts[0]
+	for _, r := range h.Reqs {
+		if r.ID == "PP-01" {
+			assert.Equal(t, Skip, r.Status)
+			assert.Equal(t, noRDMA, r.Reason)
+			assert.Equal(t, "load the NIC's RDMA driver (mlx5_ib, irdma, ...)", r.Remedy)
 		}
 	}
 }

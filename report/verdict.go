@@ -340,8 +340,8 @@ func buildHost(run Run) *HostResult {
 func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	r := &ReqResult{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: string(rq.Level), cases: cases, Cases: len(cases)}
 	var firstFail, firstSkip string
-	var failed *Case // the first failed case
-	hostOnly := 0    // skipped cases that said the requirement is host only
+	var failed, skipped *Case // the first failed and skipped cases
+	hostOnly := 0             // skipped cases that said the requirement is host only
 	rule, _ := reqs.Container(rq.ID)
 	for _, c := range cases {
 		r.Tests = append(r.Tests, c.Name)
@@ -350,8 +350,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			r.Passed++
 		case Skip:
 			r.Skip++
-			if firstSkip == "" {
-				firstSkip = c.Message
+			if skipped == nil {
+				skipped, firstSkip = c, c.Message
 			}
 			if c.Own["gdr.host_only"] != "" && rule.HostOnly != "" {
 				hostOnly++
@@ -401,17 +401,18 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			r.Reason = "not run: no test of " + rq.ID + " ran (-run filter?)"
 		}
 	}
+	// The reason and remedy are the recorded finding's: a failed case's
+	// cause and remedy, a skipped one's reason and the remedy its absence
+	// carried. Only a recording made before absences carried a remedy gets
+	// the catalogue's remedy of its shared cause.
+	by := skipped
 	if r.Status == Fail && failed != nil {
-		r.Reason, r.Remedy = failed.CauseAndRemedy() // the test's own gdr.cause and gdr.remedy when recorded
-		return r
+		r.Reason, r.Remedy = failed.CauseAndRemedy()
+		by = failed
+	} else if skipped != nil {
+		r.Remedy = skipped.Finding.Remedy
 	}
-	cause, remedy := CauseAndRemedy(r.Reason)
-	if remedy != "" {
-		r.Reason, r.Remedy = cause, remedy
-	} else {
-		r.Remedy = remedyIn(r.Reason)
-	}
-	if r.Remedy == "" && r.Status != Pass {
+	if r.Remedy == "" && r.Status != Pass && (by == nil || by.legacy()) {
 		r.Remedy = reqs.CauseRemedy(causeKey(r.Reason))
 	}
 	return r
@@ -499,28 +500,6 @@ func notJudgedFor(rs []*ReqResult) {
 		r.Remedy = o.Remedy
 	}
 }
-
-// remedyIn finds what to do in a message that has no "remedy:": the last
-// clause that starts with a verb of doing ("...; load the NIC's RDMA
-// driver"), or whose part after a colon does ("ib_core is not loaded:
-// install rdma-core").
-func remedyIn(msg string) string {
-	clauses := strings.Split(msg, "; ")
-	for i := len(clauses) - 1; i > 0; i-- {
-		c := clauses[i]
-		if imperative.MatchString(c) {
-			return strings.Join(clauses[i:], "; ")
-		}
-		if _, rest, ok := strings.Cut(c, ": "); ok && imperative.MatchString(rest) {
-			return rest
-		}
-	}
-	return ""
-}
-
-// imperative is a clause that tells what to do (the suite's skip messages
-// end with one: "...; load the NIC's RDMA driver (...)").
-var imperative = regexp.MustCompile(`^(load|install|run|set|create|use|boot|enable|disable|check|upgrade|add|put|reseat|modprobe)\b`)
 
 // numbers lists the unit-bearing attributes of a counted case, each with the
 // threshold that applies to it when the test recorded one.

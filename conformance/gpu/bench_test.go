@@ -72,7 +72,7 @@ func BenchmarkConcurrentCopy(b *testing.B) {
 	d := cuda.Open(b)
 	devs := cuda.GPUs(b, d)
 	if len(devs) < 2 {
-		testenv.Absent(b, "concurrent copies need two or more GPUs; the selection has %s", devs[0].PCI)
+		testenv.Absent(b, "", "concurrent copies need two or more GPUs; the selection has %s", devs[0].PCI)
 	}
 	n := gpucopy.BufSize(devs[0])
 	cs := gpucopy.NewHostCopiers(b, devs, n)
@@ -111,7 +111,7 @@ func BenchmarkPeerCopy(b *testing.B) {
 	d := cuda.Open(b)
 	devs := cuda.GPUs(b, d)
 	if len(devs) < 2 {
-		testenv.Absent(b, "peer copies need two or more GPUs; the selection has %s", devs[0].PCI)
+		testenv.Absent(b, "", "peer copies need two or more GPUs; the selection has %s", devs[0].PCI)
 	}
 	n := gpucopy.BufSize(devs[0])
 	for _, src := range devs {
@@ -121,7 +121,7 @@ func BenchmarkPeerCopy(b *testing.B) {
 			}
 			b.Run(src.PCI+"_to_"+dst.PCI, func(b *testing.B) {
 				if ok, err := src.CanAccessPeer(dst); err != nil || !ok {
-					testenv.Absent(b, "no peer access %s -> %s (cuDeviceCanAccessPeer %v, %v)", src.PCI, dst.PCI, ok, err)
+					testenv.Absent(b, "", "no peer access %s -> %s (cuDeviceCanAccessPeer %v, %v)", src.PCI, dst.PCI, ok, err)
 				}
 				cs, cd := cuda.Primary(b, src), cuda.Primary(b, dst)
 				cuda.EnablePeer(b, cs, cd)

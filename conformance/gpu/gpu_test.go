@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 const (
@@ -130,7 +131,7 @@ func attrCheck(t *testing.T, dev cuda.Device, a cuda.Attribute, key string, want
 		if dev.Emulated {
 			// The lab's emulated GPU reports what it does not emulate
 			// (dma-buf export, cuMemCreate) as 0: absent, not a fault.
-			testenv.Absent(t, "GPU %s is the lab's emulated GPU, which does not emulate %s (it reports %d); a real GPU is judged here", dev.PCI, a, v)
+			testenv.Absent(t, "", "GPU %s is the lab's emulated GPU, which does not emulate %s (it reports %d); a real GPU is judged here", dev.PCI, a, v)
 		}
 		testenv.Failf(t, remedy, "GPU %s (%s): %s is %d, want %d", dev.PCI, dev.Name, a, v, want)
 	}
@@ -204,7 +205,7 @@ func TestGPU07BAR1(t *testing.T) {
 				"NVML has no GPU at %s (NVML sees %s)", dev.PCI, strings.Join(seen, ", "))
 		}
 		if nd.BAR1Total == 0 {
-			testenv.Absent(t, "NVML does not report BAR1 for GPU %s (vGPU or MIG); looked with nvmlDeviceGetBAR1MemoryInfo", dev.PCI)
+			testenv.Absent(t, "", "NVML does not report BAR1 for GPU %s (vGPU or MIG); looked with nvmlDeviceGetBAR1MemoryInfo", dev.PCI)
 		}
 		testenv.Attr(t, "bar1_total_mib", nd.BAR1Total>>20)
 		testenv.Attr(t, "bar1_free_mib", nd.BAR1Free>>20)
@@ -226,7 +227,7 @@ func TestGPU08DmabufExport(t *testing.T) {
 		sup, err := dev.Attr(cuda.AttrDMABufSupported)
 		if err != nil || sup != 1 || !d.HasDmabufExport() {
 			// GPU-04 fails for this; exporting would only repeat it.
-			testenv.Absent(t, "GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s): see GPU-04", dev.PCI, sup, cuda.VersionString(d.Version()))
+			testenv.Absent(t, "see GPU-04", "GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s)", dev.PCI, sup, cuda.VersionString(d.Version()))
 		}
 		c := cuda.Primary(t, dev)
 		m := cuda.Alloc(t, c, 2<<20)
@@ -271,7 +272,7 @@ func copyCheck(t *testing.T, id string, dir cuda.Direction) {
 		s.Record(t)
 		t.Log(s.Summary())
 		if err := s.Shortfall(); err != nil {
-			testenv.Fail(t, testenv.Failure{Cause: err.Error(),
+			testenv.Fail(t, verdict.Finding{Cause: err.Error(),
 				Remedy:   "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
 				Measured: "gdr.copy_fraction", Threshold: "gdr.min_copy_fraction", Source: "GDR_MIN_COPY_FRACTION of the link's rate"})
 		}

@@ -24,7 +24,7 @@ func TestGPU16Identity(t *testing.T) {
 		testenv.Failf(t, nvml.Remedy(err), "%v", err)
 	}
 	if len(devs) == 0 {
-		testenv.Absent(t, "NVML sees no GPU (nvmlDeviceGetCount is 0)")
+		testenv.Absent(t, "", "NVML sees no GPU (nvmlDeviceGetCount is 0)")
 	}
 	for _, d := range devs {
 		t.Run(d.BusID, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Multi-GPU checks (GPU-12..15): what only shows with several GPUs busy.
@@ -39,7 +40,7 @@ func multiGPU(t *testing.T, id string) []cuda.Device {
 		if err != nil {
 			testenv.Failf(t, cuda.InitRemedy(err), "listing GPUs: %v", err)
 		}
-		testenv.Absent(t, "%s needs two or more GPUs: the selection has one, %s (%s); %s", id, devs[0].PCI, devs[0].Name, oneGPUWhy(len(all), testenv.Config(t)))
+		testenv.Absent(t, "", "%s needs two or more GPUs: the selection has one, %s (%s); %s", id, devs[0].PCI, devs[0].Name, oneGPUWhy(len(all), testenv.Config(t)))
 	}
 	return devs
 }
@@ -96,11 +97,11 @@ func concurrentVerdict(t *testing.T, id string, r *gpucopy.Concurrent, g *gpucop
 	railAttrs(t, g.Dev)
 	share := r.RecordGPU(t, g, frac)
 	if g.Dev.Emulated {
-		testenv.Absent(t, "GPU %s is the lab's emulated GPU: its copies are CPU memcpy, which shares no PCIe uplink; %.2f of its solo rate with %d GPUs copying at once is reported, not judged",
+		testenv.Absent(t, "", "GPU %s is the lab's emulated GPU: its copies are CPU memcpy, which shares no PCIe uplink; %.2f of its solo rate with %d GPUs copying at once is reported, not judged",
 			g.Dev.PCI, r.Fraction[g.Dev.PCI], len(r.Copiers))
 	}
 	if err := r.Shortfall(g, cuda.GPUName(t, g.Dev), frac, share); err != nil {
-		testenv.Fail(t, testenv.Failure{Cause: err.Error(),
+		testenv.Fail(t, verdict.Finding{Cause: err.Error(),
 			Remedy:   "GPUs behind one PCIe switch uplink share it: check the upstream port's link (lspci -vvv: LnkSta) and that each GPU has the uplink the platform is built with; check that pinned buffers sit on each GPU's NUMA node (gdr.pinned_numa) and that every memory channel is populated",
 			Measured: "gdr.concurrent_fraction", Threshold: "gdr.min_concurrent_fraction", Source: "GDR_MIN_CONCURRENT_FRACTION of its rate alone"})
 	}
@@ -156,7 +157,7 @@ func noPeerAccess(t *testing.T, a, b cuda.Device, ab, ba bool, link gpucopy.P2PL
 	msg := fmt.Sprintf("%s and %s cannot reach each other's memory (cuDeviceCanAccessPeer %s->%s %v, %s->%s %v; NVML P2P read status %s)",
 		cuda.GPUName(t, a), cuda.GPUName(t, b), a.PCI, b.PCI, ab, b.PCI, a.PCI, ba, status)
 	if link.Kind == "PCIe" && link.Path.Class == topo.SYS {
-		testenv.Absent(t, "%s: they sit on different CPU sockets (SYS), where most platforms offer no PCIe peer-to-peer; CUDA and NCCL copy through host memory there", msg)
+		testenv.Absent(t, "", "%s: they sit on different CPU sockets (SYS), where most platforms offer no PCIe peer-to-peer; CUDA and NCCL copy through host memory there", msg)
 	}
 	testenv.Failf(t, cuda.PeerRemedy(&cuda.Error{Code: cuda.ErrPeerAccessUnsupported}), "%s", msg)
 }
@@ -206,7 +207,7 @@ func TestGPU15PeerBandwidth(t *testing.T) {
 	forEachPair(t, "GPU-15", func(t *testing.T, a, b cuda.Device, link gpucopy.P2PLink, h *nvml.Handle) {
 		ab, ba := gpucopy.PeerAccess(t, a, b)
 		if !ab || !ba {
-			testenv.Absent(t, "%s and %s have no peer access (cuDeviceCanAccessPeer %v/%v): GPU-14 judges that; a copy without it would time host staging, not the link", a.PCI, b.PCI, ab, ba)
+			testenv.Absent(t, "", "%s and %s have no peer access (cuDeviceCanAccessPeer %v/%v): GPU-14 judges that; a copy without it would time host staging, not the link", a.PCI, b.PCI, ab, ba)
 		}
 		ca, cb := gpucopy.EnablePeers(t, a, b)
 		copies(t, a, b)
@@ -221,10 +222,10 @@ func TestGPU15PeerBandwidth(t *testing.T) {
 
 		frac, name, remedy := p2pFloor(cfg, link.Kind)
 		if a.Emulated {
-			testenv.Absent(t, "%s is the lab's emulated GPU: its peer copies are CPU memcpy, and neither NVLink nor a PCIe path is emulated; the rates are reported, not judged", a.PCI)
+			testenv.Absent(t, "", "%s is the lab's emulated GPU: its peer copies are CPU memcpy, and neither NVLink nor a PCIe path is emulated; the rates are reported, not judged", a.PCI)
 		}
 		if link.Rate == 0 {
-			testenv.Absent(t, "no floor for %s <-> %s: the link's theoretical rate is unknown (%s)", a.PCI, b.PCI, link.Why)
+			testenv.Absent(t, "", "no floor for %s <-> %s: the link's theoretical rate is unknown (%s)", a.PCI, b.PCI, link.Why)
 		}
 		floor := frac * link.Rate
 		testenv.Attr(t, "min_p2p_fraction", frac)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/dl"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
 // gdrProbe is the brief's smallest GPUDirect RDMA program: both headers, one
@@ -108,7 +109,7 @@ func TestINST14DevEnvironment(t *testing.T) {
 		if err := dl.Probe("libibverbs.so.1"); err != nil {
 			verbs = err.Error()
 		}
-		testenv.Absent(t, "no NVIDIA driver (%s missing), so a CUDA program cannot run here (rdma-core: %s)", root.Host("/proc/driver/nvidia/version"), verbs)
+		testenv.Absent(t, reqs.RemedyNoDriver, "no NVIDIA driver (%s missing), so a CUDA program cannot run here (rdma-core: %s)", root.Host("/proc/driver/nvidia/version"), verbs)
 	}
 	cc, looked := lookTool("gcc", "/usr/bin")
 	if cc == "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
@@ -34,7 +35,7 @@ func TestINST01DriverLoaded(t *testing.T) {
 			testenv.Failf(t, "mount /proc, or reinstall the NVIDIA driver (the module is loaded but does not describe itself)",
 				"module nvidia is %s but %s is missing", mod, root.Host(nvdriver.VersionFile))
 		}
-		testenv.Absent(t, "no NVIDIA driver and no NVIDIA GPU: %s missing, module nvidia %s (looked in %s), no PCI device with vendor 0x10de class 0x03xxxx in %s",
+		testenv.Absent(t, reqs.RemedyNoDriver, "no NVIDIA driver and no NVIDIA GPU: %s missing, module nvidia %s (looked in %s), no PCI device with vendor 0x10de class 0x03xxxx in %s",
 			root.Host(nvdriver.VersionFile), mod, km.Sources(), root.Host(pci.DevicesDir))
 	}
 	testenv.Attr(t, "driver_version", info.Version)
@@ -115,7 +116,7 @@ func TestINST03NouveauNotBound(t *testing.T) {
 	gpus := nvidiaGPUs(t)
 	nv := lookupMod(t, modules(t, root), "nouveau")
 	if len(gpus) == 0 {
-		testenv.Absent(t, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host(pci.DevicesDir), nv)
+		testenv.Absent(t, reqs.RemedyNoGPU, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host(pci.DevicesDir), nv)
 	}
 	const remedy = nvdriver.NouveauRemedy
 	bound := 0
@@ -201,7 +202,7 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	needLive(t, "running nvcc")
 	nvcc, looked := lookTool("nvcc", cudaBinDirs...)
 	if nvcc == "" {
-		testenv.Absent(t, "CUDA toolkit not installed: no nvcc (looked in %s); install the CUDA toolkit (NVIDIA's repository: cuda-toolkit-<major>-<minor>) and put its bin directory in PATH", strings.Join(looked, ", "))
+		testenv.Absent(t, "install the CUDA toolkit (NVIDIA's repository: cuda-toolkit-<major>-<minor>) and put its bin directory in PATH", "CUDA toolkit not installed: no nvcc (looked in %s)", strings.Join(looked, ", "))
 	}
 	testenv.Attr(t, "nvcc", nvcc)
 	out, err := runTool(t, "", nil, nvcc, "-V")
@@ -233,7 +234,7 @@ func nodeToolkit(t *testing.T, root *hostfs.Root, p virt.Process) {
 	testenv.Attr(t, "cuda_toolkit_source", "the node's toolkit under "+root.Dir()+" ("+tk.From+", read; nvcc not run)")
 	if !root.IsLive() {
 		testenv.Attr(t, "cuda_toolkit", tk.Version.Full())
-		testenv.Absent(t, "the node's CUDA toolkit %s (%s) is compared with the driver's CUDA version through NVML, which needs the running host; GDR_HOST_ROOT=%s is a recorded tree", tk.Version.Full(), tk.From, root.Dir())
+		testenv.Absent(t, reqs.RemedyLiveHost, "the node's CUDA toolkit %s (%s) is compared with the driver's CUDA version through NVML, which needs the running host; GDR_HOST_ROOT=%s is a recorded tree", tk.Version.Full(), tk.From, root.Dir())
 	}
 	judgeToolkit(t, tk.Version, tk.Dir+"/bin/nvcc")
 }
@@ -312,6 +313,6 @@ func TestINST06ComputeCapability(t *testing.T) {
 		if filtered {
 			testenv.Failf(t, "check that NVML sees the GPUs sysfs lists (INST-02)", "the selected GPU(s) (GDR_GPU=%q, GDR_RAILS) match none of NVML's %d GPU(s)", testenv.Config(t).GPU, len(devs))
 		}
-		testenv.Absent(t, "NVML sees no GPU although driver %s is loaded (INST-02 compares with the PCI bus)", info.Version)
+		testenv.Absent(t, "", "NVML sees no GPU although driver %s is loaded (INST-02 compares with the PCI bus)", info.Version)
 	}
 }

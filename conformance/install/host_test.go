@@ -17,6 +17,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
@@ -27,7 +28,7 @@ func needLive(t *testing.T, what string) *hostfs.Root {
 	t.Helper()
 	root := testenv.Root(t)
 	if !root.IsLive() {
-		testenv.Absent(t, "%s needs the running host, but GDR_HOST_ROOT=%s is a recorded tree (unset GDR_HOST_ROOT to check this machine)", what, root.Dir())
+		testenv.Absent(t, reqs.RemedyLiveHost, "%s needs the running host, but GDR_HOST_ROOT=%s is a recorded tree", what, root.Dir())
 	}
 	return root
 }
@@ -111,7 +112,7 @@ func needDriver(t *testing.T, root *hostfs.Root, why string) nvdriver.Info {
 	t.Helper()
 	info, ok := driverInfo(t, root)
 	if !ok {
-		testenv.Absent(t, "no NVIDIA driver loaded (%s missing), so %s cannot be checked; INST-01 says why", root.Host(nvdriver.VersionFile), why)
+		testenv.Absent(t, reqs.RemedyNoDriver, "no NVIDIA driver loaded (%s missing), so %s cannot be checked; INST-01 says why", root.Host(nvdriver.VersionFile), why)
 	}
 	return info
 }
@@ -238,7 +239,7 @@ func stackSource(root *hostfs.Root, p virt.Process) string {
 func nodeStack(t *testing.T, root *hostfs.Root, devs []*rdmadev.Device) kmod.Stack {
 	t.Helper()
 	if !root.Exists("/etc") && !root.Exists("/usr") {
-		testenv.Absent(t, "GDR_HOST_ROOT=%s has no /etc or /usr (a recorded /sys, /proc, /dev tree), so its rdma-core cannot be seen; RDMA devices: [%s]", root.Dir(), devNames(devs))
+		testenv.Absent(t, reqs.RemedyLiveHost, "GDR_HOST_ROOT=%s has no /etc or /usr (a recorded /sys, /proc, /dev tree), so its rdma-core cannot be seen; RDMA devices: [%s]", root.Dir(), devNames(devs))
 	}
 	s, err := kmod.ReadStack(root)
 	if err != nil {

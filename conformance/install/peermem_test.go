@@ -10,6 +10,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
 // INST-13: GPU memory can be registered with the NIC.
@@ -41,12 +42,12 @@ func TestINST13PeerMemory(t *testing.T) {
 	}
 	info, ok := driverInfo(t, root)
 	if !ok {
-		testenv.Absent(t, "no NVIDIA driver (%s missing), so there is no GPU memory to register; %s", root.Host(nvdriver.VersionFile), state)
+		testenv.Absent(t, reqs.RemedyNoDriver, "no NVIDIA driver (%s missing), so there is no GPU memory to register; %s", root.Host(nvdriver.VersionFile), state)
 	}
 	devs, _ := rdmaDevices(t)
 	dmabuf, why := dmabufPossible(t, root, km, info)
 	if len(devs) == 0 {
-		testenv.Absent(t, "no RDMA device in %s, so GPU peer memory cannot be used; %s; dma-buf path %s",
+		testenv.Absent(t, reqs.RemedyNoRDMADevice, "no RDMA device in %s, so GPU peer memory cannot be used; %s; dma-buf path %s",
 			root.Host("/sys/class/infiniband"), state, map[bool]string{true: "available", false: "unavailable: " + why}[dmabuf])
 	}
 	// Software devices (rxe, siw) copy with the CPU: they register GPU
@@ -58,7 +59,7 @@ func TestINST13PeerMemory(t *testing.T) {
 		}
 	}
 	if len(soft) == len(devs) {
-		testenv.Absent(t, "only software RDMA device(s) %s in %s (no PCI function): rxe and siw register GPU memory through neither nvidia_peermem nor dma-buf, so GPUDirect RDMA needs a hardware NIC; %s",
+		testenv.Absent(t, reqs.RemedyHardwareNIC, "only software RDMA device(s) %s in %s (no PCI function): rxe and siw register GPU memory through neither nvidia_peermem nor dma-buf, so GPUDirect RDMA needs a hardware NIC; %s",
 			strings.Join(soft, ", "), root.Host("/sys/class/infiniband"), state)
 	}
 	t.Logf("%s", state)

@@ -16,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 )
 
 // rdmaLibs are the rdma-core libraries a GPUDirect RDMA program links.
@@ -38,7 +39,7 @@ func TestINST07RDMACoreLibraries(t *testing.T) {
 	if root.Dir() == "/" {
 		errs, missing := probeLibs(t, "")
 		if missing == len(rdmaLibs) && len(devs) == 0 {
-			testenv.Absent(t, "rdma-core is not installed and there is no RDMA device (%s empty or missing): %s", root.Host("/sys/class/infiniband"), strings.Join(errs, "; "))
+			testenv.Absent(t, reqs.RemedyNoRDMAStack, "rdma-core is not installed and there is no RDMA device (%s empty or missing): %s", root.Host("/sys/class/infiniband"), strings.Join(errs, "; "))
 		}
 		for _, e := range errs {
 			testenv.Errorf(t, "install the package named above (rdma-core user space)", "%s", e)
@@ -62,7 +63,7 @@ func TestINST07RDMACoreLibraries(t *testing.T) {
 	}
 	switch {
 	case len(missing) == len(rdmaLibs) && len(devs) == 0:
-		testenv.Absent(t, "rdma-core is not installed under %s (looked in %s) and there is no RDMA device (%s empty or missing)",
+		testenv.Absent(t, reqs.RemedyNoRDMAStack, "rdma-core is not installed under %s (looked in %s) and there is no RDMA device (%s empty or missing)",
 			root.Dir(), strings.Join(node.Looked, ", "), root.Host("/sys/class/infiniband"))
 	case len(missing) == len(rdmaLibs) && p.Container.In:
 		testenv.Attr(t, "node_rdma_core", "none")
@@ -128,7 +129,7 @@ func TestINST08VerbsProviders(t *testing.T) {
 	// Recorded trees hold /sys, /proc and /dev only; providers live in /etc
 	// and /usr, so such a tree says nothing about them.
 	if !root.Exists("/etc") && !root.Exists("/usr") {
-		testenv.Absent(t, "GDR_HOST_ROOT=%s has no /etc or /usr (a recorded /sys, /proc, /dev tree), so installed libibverbs providers cannot be seen; RDMA devices: [%s]", root.Dir(), devNames(devs))
+		testenv.Absent(t, reqs.RemedyLiveHost, "GDR_HOST_ROOT=%s has no /etc or /usr (a recorded /sys, /proc, /dev tree), so installed libibverbs providers cannot be seen; RDMA devices: [%s]", root.Dir(), devNames(devs))
 	}
 	src := stackSource(root, p)
 	testenv.Attr(t, "rdma_core_source", src)
@@ -144,7 +145,7 @@ func TestINST08VerbsProviders(t *testing.T) {
 	}
 	switch {
 	case len(provs) == 0 && len(devs) == 0 && !userSpace:
-		testenv.Absent(t, "no libibverbs provider and no RDMA device: nothing in %s; %s empty or missing", strings.Join(looked, ", "), root.Host("/sys/class/infiniband"))
+		testenv.Absent(t, reqs.RemedyNoRDMAStack, "no libibverbs provider and no RDMA device: nothing in %s; %s empty or missing", strings.Join(looked, ", "), root.Host("/sys/class/infiniband"))
 	case !userSpace && p.Container.In && root.Dir() != "/":
 		// The node's RDMA user space lives in its images: the image's
 		// providers below are what serves this pod.
@@ -231,7 +232,7 @@ func TestINST09RDMAStack(t *testing.T) {
 		if verbsErr != nil {
 			devs, _ := rdmaDevices(t)
 			if len(devs) == 0 {
-				testenv.Absent(t, "no RDMA stack: ofed_info not found (looked in %s) and %v; no RDMA device", strings.Join(looked, ", "), verbsErr)
+				testenv.Absent(t, reqs.RemedyNoRDMAStack, "no RDMA stack: ofed_info not found (looked in %s) and %v; no RDMA device", strings.Join(looked, ", "), verbsErr)
 			}
 			testenv.Failf(t, "install rdma-core (Debian/Ubuntu: rdma-core ibverbs-providers libibverbs1 librdmacm1; RHEL: rdma-core libibverbs librdmacm) or MLNX_OFED",
 				"RDMA device(s) %s present but no RDMA user space: ofed_info not found and %v", devNames(devs), verbsErr)
@@ -291,7 +292,7 @@ func rdmaStackFromFiles(t *testing.T, root *hostfs.Root) {
 		testenv.Attr(t, "rdma_stack", "inbox")
 		t.Logf("%s: %s (no ofed_info in %s)", src, node.Kind(), strings.Join(kmod.OFEDInfoPaths, ", "))
 	case len(devs) == 0:
-		testenv.Absent(t, "no RDMA stack under %s: no ofed_info (%s), no libibverbs.so.1 (looked in %s); no RDMA device",
+		testenv.Absent(t, reqs.RemedyNoRDMAStack, "no RDMA stack under %s: no ofed_info (%s), no libibverbs.so.1 (looked in %s); no RDMA device",
 			root.Dir(), strings.Join(kmod.OFEDInfoPaths, ", "), strings.Join(node.Looked, ", "))
 	case p.Container.In:
 		testenv.Attr(t, "rdma_stack", "none on the node")
@@ -385,7 +386,7 @@ func TestINST10RDMAKernelModules(t *testing.T) {
 	nics := rdmaNICs(t, root)
 	coreOK, coreState := moduleState(t, root, km, "ib_core")
 	if len(devs) == 0 && len(nics) == 0 && !coreOK {
-		testenv.Absent(t, "no RDMA device (%s %s), no InfiniBand or NVIDIA/Mellanox NIC in %s, and ib_core %s (looked in %s)",
+		testenv.Absent(t, reqs.RemedyNoRDMAStack, "no RDMA device (%s %s), no InfiniBand or NVIDIA/Mellanox NIC in %s, and ib_core %s (looked in %s)",
 			root.Host("/sys/class/infiniband"), map[bool]string{true: "empty", false: "missing"}[classExists],
 			root.Host(pci.DevicesDir), coreState, km.Sources())
 	}
@@ -472,7 +473,7 @@ func TestINST11RDMADeviceNodes(t *testing.T) {
 		}
 	}
 	if len(devs) == 0 && len(nodes) == 0 {
-		testenv.Absent(t, "no RDMA device (%s %s) and nothing in %s", root.Host("/sys/class/infiniband"), map[bool]string{true: "is empty", false: "is missing"}[exists], dr.Host("/dev/infiniband"))
+		testenv.Absent(t, reqs.RemedyNoRDMADevice, "no RDMA device (%s %s) and nothing in %s", root.Host("/sys/class/infiniband"), map[bool]string{true: "is empty", false: "is missing"}[exists], dr.Host("/dev/infiniband"))
 	}
 	// /sys/class/infiniband_verbs/uverbsN/ibdev names the device each node serves.
 	verbs, _ := root.Glob("/sys/class/infiniband_verbs/uverbs*")
@@ -563,7 +564,7 @@ func TestINST12RDMAPortActive(t *testing.T) {
 	devs, exists := rdmaDevices(t)
 	cfg := testenv.Config(t)
 	if len(devs) == 0 {
-		testenv.Absent(t, "no RDMA device: %s is %s", root.Host(rdmadev.ClassDir), map[bool]string{true: "empty", false: "missing (ib_core not loaded)"}[exists])
+		testenv.Absent(t, reqs.RemedyNoRDMADevice, "no RDMA device: %s is %s", root.Host(rdmadev.ClassDir), map[bool]string{true: "empty", false: "missing (ib_core not loaded)"}[exists])
 	}
 	sel := testenv.Selection(t)
 	var report []string

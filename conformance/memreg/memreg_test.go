@@ -105,7 +105,7 @@ func vmmRDMAControl(t *testing.T, g *gpumr.GPU, vmm *cuda.VMM) []string {
 	}
 	t.Cleanup(func() {
 		if err := plain.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", g.Dev.PCI, err)})
+			testenv.Errorf(t, "", "GPU %s: %v", g.Dev.PCI, err)
 		}
 	})
 	var seen []string
@@ -153,20 +153,20 @@ func TestMREG03Peermem(t *testing.T) {
 		o := gpumr.TryPeermem(t, g, n, a)
 		testenv.Attr(t, "peermem", o.State)
 		switch {
-		case o.State == "ok":
-			t.Logf("GPU %s -> %s: ibv_reg_mr on %s of %s memory works (%s)", g.Dev.PCI, n.Name, cuda.Size(gpumr.BufSize), a, o.Why)
+		case o.State == gpumr.OK:
+			t.Logf("GPU %s -> %s: ibv_reg_mr on %s of %s memory works (%s)", g.Dev.PCI, n.Name, cuda.Size(gpumr.BufSize), a, o.Detail)
 			gpumr.MoveData(t, g, n, config.MRPeermem, a)
 		case !judged(t, config.MRPeermem):
 			testenv.Attr(t, "peermem_error", o.Err.Error())
-			t.Logf("peermem path unavailable, and not required (GDR_MR=%s): %v; %s", testenv.Config(t).MR, o.Err, o.Why)
-		case strings.HasPrefix(o.Why, gpumr.PeermemNotLoaded):
-			// Absent rather than failed: dma-buf is the other way (MREG-04),
-			// and MREG-05 fails when neither works.
-			testenv.Attr(t, "peermem_error", o.Err.Error())
-			testenv.Absent(t, "peermem path unavailable: %v; %s", o.Err, o.Why)
+			t.Logf("peermem path unavailable, and not required (GDR_MR=%s): %v; %s", testenv.Config(t).MR, o.Err, o.Why())
 		default:
+			// Absent when nvidia_peermem is not loaded (gpumr says so):
+			// dma-buf is the other way (MREG-04), and MREG-05 fails when
+			// neither works.
 			testenv.Attr(t, "peermem_error", o.Err.Error())
-			testenv.Failf(t, o.Why, "GPU %s -> %s: %s memory: %v", g.Dev.PCI, n.Name, a, o.Err)
+			f := o.Finding
+			f.Cause = fmt.Sprintf("GPU %s -> %s: %s memory: %v: %s", g.Dev.PCI, n.Name, a, o.Err, f.Cause)
+			testenv.Fail(t, f)
 		}
 	})
 }
@@ -178,16 +178,20 @@ func TestMREG04Dmabuf(t *testing.T) {
 		o := gpumr.TryDmabuf(t, g, n, a)
 		testenv.Attr(t, "dmabuf", o.State)
 		switch {
-		case o.State == "ok":
-			t.Logf("GPU %s -> %s: ibv_reg_dmabuf_mr on %s memory works (%s)", g.Dev.PCI, n.Name, a, o.Why)
+		case o.State == gpumr.OK:
+			t.Logf("GPU %s -> %s: ibv_reg_dmabuf_mr on %s memory works (%s)", g.Dev.PCI, n.Name, a, o.Detail)
 			gpumr.MoveData(t, g, n, config.MRDmabuf, a)
 		case !judged(t, config.MRDmabuf):
-			t.Logf("dma-buf path %s, and not required (GDR_MR=%s): %s", o.State, testenv.Config(t).MR, o.Why)
-		case o.State == "unsupported":
-			testenv.Absent(t, "dma-buf path unsupported here: %s", o.Why)
+			t.Logf("dma-buf path %s, and not required (GDR_MR=%s): %s", o.State, testenv.Config(t).MR, o.Why())
+		case o.State == gpumr.Unsupported:
+			f := o.Finding
+			f.Cause = "dma-buf path unsupported here: " + f.Cause
+			testenv.Fail(t, f) // absent
 		default:
 			testenv.Attr(t, "dmabuf_error", o.Err.Error())
-			testenv.Failf(t, o.Why, "GPU %s -> %s: %s memory: %v", g.Dev.PCI, n.Name, a, o.Err)
+			f := o.Finding
+			f.Cause = fmt.Sprintf("GPU %s -> %s: %s memory: %v: %s", g.Dev.PCI, n.Name, a, o.Err, f.Cause)
+			testenv.Fail(t, f)
 		}
 	})
 }
@@ -202,7 +206,7 @@ func TestMREG05AnyPath(t *testing.T) {
 		testenv.Attr(t, "dmabuf", d.State)
 		t.Logf("GPU %s -> %s, %s memory: peermem=%s, dmabuf=%s", g.Dev.PCI, n.Name, a, p.State, d.State)
 		want := testenv.Config(t).MR
-		okPeer, okDma := p.State == "ok", d.State == "ok"
+		okPeer, okDma := p.State == gpumr.OK, d.State == gpumr.OK
 		switch {
 		case want == config.MRPeermem && okPeer, want == config.MRDmabuf && okDma, want == config.MRAuto && (okPeer || okDma):
 			// The path GDR_MR asks for (auto: the first that works) moves data.
@@ -222,6 +226,6 @@ func TestMREG05AnyPath(t *testing.T) {
 		}
 		testenv.Failf(t, remedy,
 			"GPU %s -> %s: %s memory cannot be registered through the path GDR_MR=%s asks for: peermem: %s%s; dma-buf: %s%s",
-			g.Dev.PCI, n.Name, a, want, pe, p.Why, de, d.Why)
+			g.Dev.PCI, n.Name, a, want, pe, p.Why(), de, d.Why())
 	})
 }

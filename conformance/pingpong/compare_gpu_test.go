@@ -15,6 +15,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/traffic"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/stats"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // memLabel is what the ends' buffers are (the client's, in loopback).
@@ -44,15 +45,18 @@ func TestPP09HostVsGPU(t *testing.T) {
 	if h.Skipped || g.Skipped {
 		// The halves skip for the reasons every pingpong test shares (no
 		// RDMA device here or at the peer): the subtest says which.
-		_, why, _ := rc.Probe(t)
-		testenv.Absent(t, "%s", traffic.HalfSkipped(h, g, why, absent))
+		why, remedy := "", ""
+		if _, stop := rc.Probe(t); stop != nil && stop.Kind() == verdict.Absent {
+			why, remedy = stop.Cause, stop.Remedy
+		}
+		testenv.Absent(t, remedy, "%s", traffic.HalfSkipped(h, g, why, absent))
 	}
 	if u := cuda.Unusable(t); !g.Done && u != nil {
-		testenv.NotJudgedf(t, u.Remedy, "CUDA unusable: %s; the host-memory half ran (passed: %v), the GPU-memory half could not", u.Cause, h.Done)
+		testenv.NotJudgedf(t, u.Finding.Remedy, "CUDA unusable: %s; the host-memory half ran (passed: %v), the GPU-memory half could not", u.Finding.Cause, h.Done)
 	}
 	if !h.Done || !g.Done {
 		// The failing subtest carries the cause; this keeps the parent honest.
-		testenv.Fail(t, testenv.Failure{Cause: fmt.Sprintf("host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.Done, g.Done)})
+		testenv.Failf(t, "", "host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.Done, g.Done)
 	}
 	v, line := traffic.Compare(h, g, size)
 	record(t, v)

@@ -89,23 +89,18 @@ func report(t *testing.T, ends []*rc.End, errs []error) {
 	rc.Report(t, ends)
 }
 
-// failure is a verdict's failure entry as testenv records it.
-func failure(e traffic.Entry) testenv.Failure {
-	return testenv.Failure{Cause: e.Fail, Remedy: e.Remedy, Measured: e.Measured, Threshold: e.Threshold}
-}
-
-// record writes an engine's verdict on t, in its order: attributes, and
-// failures with their remedy (fatal ones end t).
-func record(t *testing.T, v traffic.Verdict) {
+// record writes an engine's judgement on t, in its order: attributes,
+// and findings (fatal ones end t).
+func record(t *testing.T, v traffic.Judgement) {
 	t.Helper()
 	for _, e := range v {
 		switch {
-		case e.Fail == "":
+		case e.Finding == nil:
 			testenv.Attr(t, e.Key, e.Value)
 		case e.Fatal:
-			testenv.Fail(t, failure(e))
+			testenv.Fail(t, *e.Finding)
 		default:
-			testenv.Error(t, failure(e))
+			testenv.Record(t, *e.Finding)
 		}
 	}
 }

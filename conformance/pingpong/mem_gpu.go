@@ -95,7 +95,7 @@ func gpuBufferBy(t testing.TB, size int, r *rails.Rail, why string, a cuda.Alloc
 	d := cuda.OpenForMemory(t)
 	g := railGPU(t, r)
 	if g == nil {
-		testenv.Absent(t, "no GPU on this rail: %s", testenv.Selection(t).PrimaryWhy)
+		testenv.Absent(t, "", "no GPU on this rail: %s", testenv.Selection(t).PrimaryWhy)
 	}
 	dev := cuda.DeviceOf(t, d, g)
 	memAttrs(t, dev.MemLabel(), why, dev.PCI)

@@ -30,7 +30,7 @@ func TestPP10AllRails(t *testing.T) {
 		for i, r := range run {
 			names[i] = r.String()
 		}
-		testenv.Absent(t, "all-rails bandwidth needs two or more rails (GPU+NIC pairs), and this run has %d (%s); rails come from testenv.Selection (GDR_RAILS)",
+		testenv.Absent(t, "select two or more rails (GDR_RAILS) on a host that has them", "all-rails bandwidth needs two or more rails (GPU+NIC pairs), and this run has %d (%s); rails come from testenv.Selection (GDR_RAILS)",
 			len(run), strings.Join(names, ", "))
 	}
 	size := traffic.MaxSize(cfg.BWSizes)

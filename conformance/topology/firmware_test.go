@@ -9,6 +9,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/mlxconfig"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // TOPO-09: the rail NICs' firmware settings that decide GPUDirect
@@ -51,8 +52,8 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 	// mstconfig reaches the registers only as root through a writable
 	// /sys: a non-privileged container cannot (internal/virt).
 	if p := h.sel.Process; p.Container.In {
-		if why := p.RegisterAccess(); why != "" {
-			testenv.Absent(t, "not judgeable from this container: mstconfig cannot query %s: %s", nicNames(nics), why)
+		if why := p.RegisterAccess(); why != nil {
+			testenv.Absent(t, why.Remedy, "not judgeable from this container: mstconfig cannot query %s: %s", nicNames(nics), why.Cause)
 		}
 	}
 	for _, n := range nics {
@@ -91,13 +92,15 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 				testenv.Attr(t, "fw_pending", strings.Join(pending, "; "))
 			}
 			if len(checks) == 0 {
-				testenv.Absent(t, "%s: the query lists none of the settings TOPO-09 checks (ADVANCED_PCI_SETTINGS, MAX_ACC_OUT_READ, PCI_WR_ORDERING, ATS_ENABLED)", src)
+				testenv.Absent(t, "", "%s: the query lists none of the settings TOPO-09 checks (ADVANCED_PCI_SETTINGS, MAX_ACC_OUT_READ, PCI_WR_ORDERING, ATS_ENABLED)", src)
 			}
 			if len(unmet) > 0 {
-				testenv.Fail(t, testenv.Failure{
+				testenv.Fail(t, verdict.Finding{
+					Device: n.Name,
 					Cause:  fmt.Sprintf("%s (%s, %s): firmware settings differ from the documented values for GPUDirect: %s", n.Name, n.PCI, q.DeviceType, strings.Join(unmet, "; ")),
 					Remedy: fmt.Sprintf("set them with mstconfig -d %s set <NAME>=<value> (or mlxconfig), then reboot or mlxfwreset; the suite only reads them", n.PCI),
 					Source: strings.Join(sources, "; "),
+					Part:   "nic firmware settings",
 				})
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/topo"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
@@ -84,13 +85,6 @@ func gpuList(gs []*rails.GPU) string {
 // rdmaModules says which RDMA kernel modules the host has, for skip messages.
 func (h *host) rdmaModules() string { return kmod.RDMASummary(h.root) }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
 // needNICs returns the RDMA devices to pair with (GDR_RDMA_DEVICE selects
 // one), or ends the test as absent naming where it looked.
 func (h *host) needNICs(t *testing.T) []*rails.NIC {
@@ -100,7 +94,7 @@ func (h *host) needNICs(t *testing.T) []*rails.NIC {
 		if !h.sel.NICDir {
 			where = rdmadev.ClassDir + " does not exist"
 		}
-		testenv.Absent(t, "no RDMA device: %s under %s; %s", where, h.root.Dir(), h.rdmaModules())
+		testenv.Absent(t, reqs.RemedyNoRDMADevice, "no RDMA device: %s under %s; %s", where, h.root.Dir(), h.rdmaModules())
 	}
 	if h.sel.Forced != nil {
 		return []*rails.NIC{h.sel.Forced}
@@ -127,7 +121,7 @@ func (h *host) needPCINICs(t *testing.T) {
 		}
 		soft = append(soft, fmt.Sprintf("%s (on %s)", n.Name, n.Parent))
 	}
-	testenv.Absent(t, "no PCI RDMA device: %s is a software device with no PCIe path (Soft-RoCE/siw); GPUDirect RDMA needs a hardware NIC", strings.Join(soft, ", "))
+	testenv.Absent(t, reqs.RemedyHardwareNIC, "no PCI RDMA device: %s is a software device with no PCIe path (Soft-RoCE/siw); GPUDirect RDMA needs a hardware NIC", strings.Join(soft, ", "))
 }
 
 // pathNIC is the NIC whose PCIe path to r's GPU the fabric checks (ACS, link
@@ -178,5 +172,5 @@ func noNIC(t *testing.T, what string, other []string) {
 	if len(other) == 0 {
 		other = []string{"no rail has an RDMA NIC"}
 	}
-	testenv.Absent(t, "no NIC whose %s can be read: %s", what, strings.Join(other, "; "))
+	testenv.Absent(t, "", "no NIC whose %s can be read: %s", what, strings.Join(other, "; "))
 }

@@ -32,11 +32,11 @@ func TestTOPO10LinkHealth(t *testing.T) {
 	// /proc/self/status and cmd/ are one process's), as TOPO-09 does: a
 	// tree whose process lacks the grant says so, not only that nothing
 	// was recorded.
-	ethtoolDenied := ""
+	var ethtoolDenied, mlxlinkDenied *verdict.Finding
 	if p.Lacks(virt.CapNetAdmin, false) {
-		ethtoolDenied = p.Need(virt.CapNetAdmin, false, "ethtool -m (the module EEPROM)")
+		need := p.Need(virt.CapNetAdmin, false, "ethtool -m (the module EEPROM)")
+		ethtoolDenied = &need
 	}
-	mlxlinkDenied := ""
 	if p.Container.In {
 		mlxlinkDenied = p.RegisterAccess()
 	}
@@ -44,20 +44,26 @@ func TestTOPO10LinkHealth(t *testing.T) {
 		t.Run(n.Name, func(t *testing.T) {
 			testenv.Req(t, "TOPO-10")
 			testenv.Attr(t, "nic", n.Name)
-			var looked []string
-			var findings []optics.Finding
+			var looked, remedies []string
+			notRead := func(what string, f verdict.Finding) {
+				looked = append(looked, what+": "+f.Cause)
+				if f.Remedy != "" {
+					remedies = append(remedies, f.Remedy)
+				}
+			}
+			var findings []verdict.Finding
 			part := "the cable or optic"
 			read := 0
 			switch {
-			case n.Dev != nil && len(n.Dev.Netdevs) > 0 && ethtoolDenied != "":
-				looked = append(looked, "ethtool -m "+n.Dev.Netdevs[0]+": "+ethtoolDenied)
+			case n.Dev != nil && len(n.Dev.Netdevs) > 0 && ethtoolDenied != nil:
+				notRead("ethtool -m "+n.Dev.Netdevs[0], *ethtoolDenied)
 			case n.Dev != nil && len(n.Dev.Netdevs) > 0:
 				nd := n.Dev.Netdevs[0]
 				out, src, err := optics.Ethtool(h.root, nd, timeout)
-				var a *verdict.Absent
+				a, _ := verdict.As(err)
 				switch {
-				case errors.As(err, &a):
-					looked = append(looked, "ethtool -m "+nd+": "+a.Msg)
+				case verdict.IsAbsent(err):
+					notRead("ethtool -m "+nd, *a)
 				case err != nil:
 					testenv.Stop(t, err)
 				default:
@@ -65,7 +71,7 @@ func TestTOPO10LinkHealth(t *testing.T) {
 					var u *optics.ErrUnsupported
 					switch {
 					case errors.As(perr, &u) && u.Denied:
-						looked = append(looked, fmt.Sprintf("%s: %s: %s", src, u.Msg, p.Need(virt.CapNetAdmin, false, "ethtool -m (the module EEPROM)")))
+						notRead(src+": "+u.Msg, p.Need(virt.CapNetAdmin, false, "ethtool -m (the module EEPROM)"))
 					case errors.As(perr, &u):
 						looked = append(looked, fmt.Sprintf("%s: the driver cannot read the module (%s)", src, u.Msg))
 					case perr != nil:
@@ -95,14 +101,14 @@ func TestTOPO10LinkHealth(t *testing.T) {
 				looked = append(looked, "no netdev for ethtool -m")
 			}
 			switch {
-			case n.Dev != nil && n.Dev.Driver == "mlx5_core" && !n.VF && mlxlinkDenied != "":
-				looked = append(looked, "mlxlink/mstlink -d "+n.PCI+": not judgeable from this container: "+mlxlinkDenied)
+			case n.Dev != nil && n.Dev.Driver == "mlx5_core" && !n.VF && mlxlinkDenied != nil:
+				notRead("mlxlink/mstlink -d "+n.PCI+": not judgeable from this container", *mlxlinkDenied)
 			case n.Dev != nil && n.Dev.Driver == "mlx5_core" && !n.VF:
 				out, src, err := optics.Mlxlink(h.root, n.PCI, timeout)
-				var a *verdict.Absent
+				a, _ := verdict.As(err)
 				switch {
-				case errors.As(err, &a):
-					looked = append(looked, "mlxlink/mstlink -d "+n.PCI+": "+a.Msg)
+				case verdict.IsAbsent(err):
+					notRead("mlxlink/mstlink -d "+n.PCI, *a)
 				case err != nil:
 					testenv.Stop(t, err)
 				default:
@@ -126,25 +132,30 @@ func TestTOPO10LinkHealth(t *testing.T) {
 				}
 			}
 			if read == 0 {
-				testenv.Absent(t, "%s: neither the transceiver nor the link could be read: %s", n.Name, strings.Join(looked, "; "))
+				testenv.Absent(t, strings.Join(dedupe(remedies), "; "), "%s: neither the transceiver nor the link could be read: %s", n.Name, strings.Join(looked, "; "))
 			}
 			for _, l := range looked {
 				t.Logf("not read: %s", l)
 			}
 			var alarms, sources []string
+			// One failure per NIC, naming the part: the alarms are its
+			// evidence; warnings are logged.
 			for _, f := range findings {
 				if f.Level == optics.Alarm {
-					alarms = append(alarms, f.String())
+					alarms = append(alarms, f.Cause)
 					sources = append(sources, f.Source)
 				} else {
-					t.Logf("warning: %s (%s)", f, f.Source)
+					t.Logf("warning: %s (%s)", f.Cause, f.Source)
 				}
 			}
 			if len(alarms) > 0 {
-				testenv.Fail(t, testenv.Failure{
-					Cause:  fmt.Sprintf("%s (%s) %s: %s", n.Name, n.PCI, part, strings.Join(alarms, "; ")),
-					Remedy: fmt.Sprintf("reseat, clean or replace the %s; if it persists with a known-good one, check the switch port", part),
-					Source: strings.Join(dedupe(sources), "; "),
+				testenv.Fail(t, verdict.Finding{
+					Device:   n.Name,
+					Cause:    fmt.Sprintf("%s (%s) %s: %s", n.Name, n.PCI, part, strings.Join(alarms, "; ")),
+					Remedy:   fmt.Sprintf("reseat, clean or replace the %s; if it persists with a known-good one, check the switch port", part),
+					Source:   strings.Join(dedupe(sources), "; "),
+					Evidence: alarms,
+					Part:     optics.PartOptic,
 				})
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/pcipath"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // settingsPath is the rail's GPU, the bridges to its NIC (pathNIC: the rail's,
@@ -53,31 +54,35 @@ func TestTOPO08PCIeSettings(t *testing.T) {
 			testenv.Attr(t, "pcie_settings", strings.Join(settings, "; "))
 			var warns []string
 			for _, f := range res.Findings {
-				switch f.Verdict {
+				if f.Kind() == verdict.Absent {
+					continue // unread: below
+				}
+				switch f.Level {
 				case pcipath.Report:
-					t.Logf("%s", f.Message)
+					t.Logf("%s", f.Cause)
 				case pcipath.Warn:
-					warns = append(warns, f.Rule.ID+" "+f.Device)
-					t.Logf("WARNING: %s; remedy: %s (rule %s: %s)", f.Message, f.Remedy, f.Rule.ID, f.Rule.Source)
+					warns = append(warns, f.Rule+" "+f.Device)
+					t.Logf("WARNING: %s; remedy: %s (rule %s: %s)", f.Cause, f.Remedy, f.Rule, f.Source)
 				case pcipath.Fail:
-					testenv.Errorf(t, f.Remedy, "%s (rule %s; source: %s)", f.Message, f.Rule.ID, f.Rule.Source)
+					// The rule and its source stay in the line people read.
+					f.Cause = fmt.Sprintf("%s (rule %s; source: %s)", f.Cause, f.Rule, f.Source)
+					testenv.Error(t, f)
 				}
 			}
 			if len(warns) > 0 {
 				testenv.Attr(t, "warnings", strings.Join(warns, ", "))
 			}
-			if unk := res.Of(pcipath.Unknown); len(unk) > 0 {
+			if unk := res.Unread(); len(unk) > 0 {
 				var msgs []string
-				header := false
 				for _, f := range unk {
-					msgs = append(msgs, f.Message)
-					header = header || f.HeaderOnly
+					msgs = append(msgs, f.Cause)
 				}
-				why := ""
-				if header {
-					why = ": " + h.needSysAdmin()
+				why, remedy := "", ""
+				if len(res.HeaderOnly) > 0 {
+					need := h.needSysAdmin()
+					why, remedy = ": "+need.Cause, need.Remedy
 				}
-				testenv.Absent(t, "%s (%s/<address>/config)%s", strings.Join(msgs, "; "), pci.DevicesDir, why)
+				testenv.Absent(t, remedy, "%s (%s/<address>/config)%s", strings.Join(msgs, "; "), pci.DevicesDir, why)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
@@ -168,7 +169,7 @@ func TestTOPO02NearestNIC(t *testing.T) {
 			}
 			if r.NIC == nil || !r.HasPath {
 				if len(nearer) == 0 {
-					testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
+					testenv.Absent(t, reqs.RemedyHardwareNIC, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 				}
 				testenv.Errorf(t, portRemedy(nearer[0].NIC),
 					"GPU %d %s (NUMA node %d) has no rail: no RDMA NIC is a candidate; nearest: %s", r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, rails.Describe(nearer))
@@ -189,11 +190,12 @@ func TestTOPO02NearestNIC(t *testing.T) {
 				why = append(why, "SYS because the NUMA nodes are unknown: "+r.Path.NUMANote)
 			}
 			if h.guest.VM {
-				msg, remedy := h.vmVerdict(t, r, limit)
+				f := h.vmFinding(t, r, limit)
 				if len(nearer) > 0 {
-					remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + remedy
+					f.Remedy = "make the nearer NIC usable (" + portRemedy(nearer[0].NIC) + "), or " + f.Remedy
 				}
-				testenv.Errorf(t, remedy, "%s%s", msg, semi(why))
+				f.Cause += semi(why)
+				testenv.Error(t, f)
 				return
 			}
 			remedy := fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
@@ -257,7 +259,7 @@ func TestTOPO03ACS(t *testing.T) {
 			testenv.RailAttrs(t, r)
 			nic, path, ok := h.pathNIC(t, r)
 			if !ok {
-				testenv.Absent(t, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
+				testenv.Absent(t, reqs.RemedyHardwareNIC, "%s: no hardware RDMA NIC with a PCIe path to it (%s)", r.GPU, r.Reason)
 			}
 			var unreadable, checked, acsCtl, bypass []string
 			nicEnd := topo.Endpoint{BDF: nic.PCI}
@@ -293,27 +295,16 @@ func TestTOPO03ACS(t *testing.T) {
 				}
 				acs := d.Config.ACS
 				acsCtl = append(acsCtl, b+": "+pci.ACSBits(acs.Ctrl))
-				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd})
+				guest := ""
+				if h.guest.VM {
+					guest = h.guest.String()
+				}
+				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd, Type: pci.PortTypeName(pt), NICName: nic.Name, Guest: guest})
 				if v.Bypass != "" {
 					bypass = append(bypass, v.Bypass)
 				}
-				if bl := v.Redirect; bl != 0 {
-					remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", b)
-					if h.guest.VM {
-						// Switch ports a guest sees are the hypervisor's
-						// emulation; the guest's BIOS and setpci reach no
-						// physical switch.
-						remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", h.guest, b)
-					}
-					why := ""
-					if v.NoBypass != "" {
-						// DT is set: the documented IOMMU set-up lacks one
-						// piece, which comes first in the remedy.
-						why, remedy = "; "+v.NoBypass, v.Remedy+"; or turn ACS redirect off instead: "+remedy
-					}
-					testenv.Errorf(t, remedy,
-						"%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex%s",
-						pci.PortTypeName(pt), b, r.GPU.PCI, nic.Name, pci.EnabledNames(bl), acs.Ctrl, pci.ACSBits(acs.Ctrl), why)
+				if v.Finding != nil {
+					testenv.Error(t, *v.Finding)
 				}
 			}
 			testenv.Attr(t, "acs_checked", strings.Join(checked, " "))
@@ -323,8 +314,9 @@ func TestTOPO03ACS(t *testing.T) {
 				t.Logf("ACS Direct Translated P2P: %s", strings.Join(bypass, " | "))
 			}
 			if len(unreadable) > 0 {
-				testenv.Absent(t, "ACS of %s not checked: %s: %s gave only its 64-byte header: %s",
-					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config", h.needSysAdmin())
+				need := h.needSysAdmin()
+				testenv.Absent(t, need.Remedy, "ACS of %s not checked: %s: %s gave only its 64-byte header: %s",
+					strings.Join(unreadable, ", "), pci.ErrNeedRoot, pci.DevicesDir+"/"+unreadable[0]+"/config", need.Cause)
 			}
 		})
 	}
@@ -386,44 +378,12 @@ func checkLink(t *testing.T, ix *topo.Index, d, gpu *pci.Device) string {
 	if c.NotChecked != "" {
 		t.Logf("%s", c.NotChecked)
 	}
-	for _, f := range c.Failures {
-		testenv.Errorf(t, f.Remedy, "%s", f.Msg)
-	}
+	testenv.Record(t, c.Failures...)
 	if c.IdleGPU != "" {
 		testenv.Attr(t, "gpu_link_speed_below_max", c.IdleGPU)
 		t.Logf("%s", c.IdleLog)
 	}
 	return c.Summary
-}
-
-// iommuCmdline extracts the IOMMU-related kernel parameters.
-func iommuCmdline(cmdline string) []string {
-	var out []string
-	for _, f := range strings.Fields(cmdline) {
-		k, _, _ := strings.Cut(f, "=")
-		switch k {
-		case "iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict":
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// iommuModes says what each IOMMU group type means for GPUDirect RDMA.
-var iommuModes = map[string]struct {
-	ok          bool   // passes
-	translated  bool   // DMA goes through translation: GDR_ALLOW_IOMMU may allow it
-	what, fixIt string // for failures
-}{
-	"identity": {ok: true},
-	"DMA": {translated: true, what: "translated DMA (the IOMMU maps every DMA address; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
-		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
-	"DMA-FQ": {translated: true, what: "translated DMA with a flush queue (lazy IOTLB invalidation; peer-to-peer between the GPU and the NIC goes through IOMMU translation or is blocked)",
-		fixIt: "boot with iommu=pt (keeping intel_iommu=on or amd_iommu=on if other devices need the IOMMU), or disable the IOMMU in the BIOS; set GDR_ALLOW_IOMMU=1 if translated DMA is intended"},
-	"blocked": {what: "the IOMMU lets no DMA from this device through at all (its group is attached to the blocking domain, e.g. while a driver is being unbound or a group owner detached it)",
-		fixIt: "bind the device to its host driver again (nvidia or mlx5_core; echo <bdf> > /sys/bus/pci/drivers/<driver>/bind) and check dmesg for IOMMU/DMAR errors; GDR_ALLOW_IOMMU does not apply: nothing can move data"},
-	"unmanaged": {what: "the group's DMA mappings are owned by user space through VFIO (a VM passthrough or a userspace driver), not by this host's driver",
-		fixIt: "give the device back to the host: stop the VM or program using it, unbind vfio-pci and bind its driver (nvidia or mlx5_core); GDR_ALLOW_IOMMU does not apply"},
 }
 
 // TOPO-05: DMA from the selected rails' GPUs and NICs is not translated by
@@ -437,14 +397,8 @@ func TestTOPO05IOMMU(t *testing.T) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		testenv.NotJudgedf(t, "", "read /proc/cmdline: %v", err)
 	}
-	params := iommuCmdline(cmdline)
+	params := topo.IOMMUParams(cmdline)
 	testenv.Attr(t, "iommu_cmdline", strings.Join(params, " "))
-	passthroughCmdline := false
-	for _, p := range params {
-		if p == "iommu=pt" || p == "iommu.passthrough=1" {
-			passthroughCmdline = true
-		}
-	}
 	groups, _ := h.root.ReadDir("/sys/kernel/iommu_groups")
 	n := 0
 	for _, g := range groups {
@@ -473,35 +427,11 @@ func TestTOPO05IOMMU(t *testing.T) {
 		t.Run(d.BDF, func(t *testing.T) {
 			testenv.Req(t, "TOPO-05")
 			testenv.Attr(t, "pci", d.BDF)
-			typ := d.IOMMUType
-			mode := typ
-			switch {
-			case d.IOMMUGroup == "":
-				mode = "none (no IOMMU group)"
-			case typ == "" && passthroughCmdline:
-				typ, mode = "identity", "identity (inferred: no group type file, "+strings.Join(params, " ")+")"
-			case typ == "":
-				typ, mode = "DMA", "DMA (inferred: IOMMU group "+d.IOMMUGroup+" without a type file and no iommu=pt)"
+			j := topo.JudgeIOMMU(d, params, cfg.AllowIOMMU)
+			testenv.Attr(t, "iommu_mode", j.Mode)
+			if j.Finding != nil {
+				testenv.Record(t, *j.Finding)
 			}
-			testenv.Attr(t, "iommu_mode", mode)
-			if d.IOMMUGroup == "" {
-				return
-			}
-			m, known := iommuModes[typ]
-			switch {
-			case !known:
-				testenv.Errorf(t, "check the kernel's IOMMU documentation for this group type and dmesg; report it so the suite learns it",
-					"%s is in IOMMU group %s of type %q, which this suite does not know (identity, DMA, DMA-FQ, blocked, unmanaged); kernel parameters: %s", d.String(), d.IOMMUGroup, typ, orNone(params))
-				return
-			case m.ok:
-				return
-			}
-			msg := fmt.Sprintf("%s is in IOMMU group %s of type %s: %s (kernel parameters: %s)", d.String(), d.IOMMUGroup, mode, m.what, orNone(params))
-			if m.translated && cfg.AllowIOMMU {
-				t.Logf("%s; allowed by GDR_ALLOW_IOMMU=1", msg)
-				return
-			}
-			testenv.Errorf(t, m.fixIt, "%s", msg)
 		})
 	}
 }
@@ -529,10 +459,10 @@ func TestTOPO06NVMLTopology(t *testing.T) {
 	h := loadHost(t)
 	h.needRails(t) // GPU pairs use every GPU, whatever GDR_GPU selects
 	if !h.root.IsLive() {
-		testenv.Absent(t, "NVML describes the running host, and GDR_HOST_ROOT=%s is another tree: not compared", h.root.Dir())
+		testenv.Absent(t, reqs.RemedyLiveHost, "NVML describes the running host, and GDR_HOST_ROOT=%s is another tree: not compared", h.root.Dir())
 	}
 	if len(h.gpus) < 2 {
-		testenv.Absent(t, "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, gpuList(h.gpus))
+		testenv.Absent(t, "", "GPU-to-GPU topology needs two GPUs; %s lists one (%s)", pci.DevicesDir, gpuList(h.gpus))
 	}
 	// Absent without libnvidia-ml.so.1; any other NVML error fails with its remedy.
 	nv := nvml.Open(t)

@@ -7,6 +7,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
@@ -55,20 +56,20 @@ func (h *host) containerAttrs(t *testing.T) {
 
 // needSysAdmin is why a config space read stopped at 64 bytes, and what
 // would let it through where the suite runs (internal/virt).
-func (h *host) needSysAdmin() string {
+func (h *host) needSysAdmin() verdict.Finding {
 	return h.sel.Process.Need(virt.CapSysAdmin, true, "PCIe config space past its first 64 bytes (drivers/pci/pci-sysfs.c pci_read_config)")
 }
 
-// vmVerdict is TOPO-02's message and remedy for a rail farther than limit
-// in a VM (rails.VMVerdict), with the NCCL_NET_GDR_LEVEL it judged by.
-func (h *host) vmVerdict(t *testing.T, r *rails.Rail, limit topo.Class) (msg, remedy string) {
+// vmFinding is TOPO-02's finding for a rail farther than limit in a VM
+// (rails.JudgeVM), with the NCCL_NET_GDR_LEVEL it judged by.
+func (h *host) vmFinding(t *testing.T, r *rails.Rail, limit topo.Class) verdict.Finding {
 	t.Helper()
-	v := h.sel.VMVerdict(r, limit, h.guest, rails.NCCLEnv(testenv.Config(t)))
+	v := h.sel.JudgeVM(r, limit, h.guest, rails.NCCLEnv(testenv.Config(t)))
 	if v.GDRErr != nil {
 		t.Logf("NCCL_NET_GDR_LEVEL not read: %v", v.GDRErr)
 	}
 	if v.GDRSetting != "" {
 		testenv.Attr(t, "nccl_gdr_level", v.GDRSetting)
 	}
-	return v.Msg, v.Remedy
+	return v.Finding
 }

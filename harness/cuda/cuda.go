@@ -463,7 +463,7 @@ func explainNoDevice(err error, s config.Slurm) error {
 		return err
 	}
 	e := *ce
-	e.Why, e.Remedy = s.NoGPUs(), config.SlurmNoGPUsRemedy
+	e.Why, e.Remedy = s.NoGPUsCause(), config.SlurmNoGPUsRemedy
 	return &e
 }
 

@@ -36,8 +36,7 @@ func TestExplainNoDevice(t *testing.T) {
 	step := config.Slurm{JobID: "4242", StepID: "0", JobGPUs: "0,1"}
 	err := explainNoDevice(noDev, step)
 	assert.Equal(t, "cuInit(0): CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected); the Slurm step was given no GPUs "+
-		"(job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES unset): an --exclusive job's step must ask "+
-		"for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does", err.Error())
+		"(job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES unset)", err.Error(), "the remedy is a field, not text")
 	assert.Equal(t, ErrNoDevice, Code(err))
 	assert.Equal(t, config.SlurmNoGPUsRemedy, InitRemedy(err))
 	assert.Empty(t, noDev.Why, "the driver's own error is not changed")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/numa"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/cpulist"
 	"github.com/gdrconf/gdrconf/internal/rails"
 )
@@ -56,10 +57,10 @@ func GPUs(t testing.TB, d *Driver) []Device {
 		testenv.Failf(t, InitRemedy(err), "listing GPUs: %v", err)
 	}
 	if len(devs) == 0 {
-		if why := testenv.Config(t).Slurm.NoGPUs(); why != "" {
-			testenv.Absent(t, "no GPU: cuDeviceGetCount is 0; %s", why)
+		if why := testenv.Config(t).Slurm.NoGPUsCause(); why != "" {
+			testenv.Absent(t, config.SlurmNoGPUsRemedy, "no GPU: cuDeviceGetCount is 0; %s", why)
 		}
-		testenv.Absent(t, "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded; check nvidia-smi and CUDA_VISIBLE_DEVICES)")
+		testenv.Absent(t, "check nvidia-smi and CUDA_VISIBLE_DEVICES", "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded)")
 	}
 	sel := testenv.Selection(t)
 	byPCI := map[string]Device{}
@@ -114,7 +115,7 @@ func Rail(t testing.TB, d *Driver) (*rails.Rail, Device) {
 	sel := testenv.Selection(t)
 	r := sel.Primary
 	if r == nil || r.GPU == nil {
-		testenv.Absent(t, "no GPU in the selection: %s", sel.PrimaryWhy)
+		testenv.Absent(t, "", "no GPU in the selection: %s", sel.PrimaryWhy)
 	}
 	testenv.RailAttrs(t, r)
 	devs, err := d.Devices()
@@ -159,9 +160,9 @@ func DeviceOf(t testing.TB, d *Driver, g *rails.GPU) Device {
 		testenv.Failf(t, "unset CUDA_VISIBLE_DEVICES (or make it include the GPU), or pick a GPU CUDA sees with GDR_GPU", "GDR_GPU=%s: %s", testenv.Config(t).GPU, msg)
 	}
 	if h != nil {
-		testenv.Absent(t, "%s: a subset handed to this process on purpose: %s", msg, h.Subset)
+		testenv.Absent(t, "", "%s: a subset handed to this process on purpose: %s", msg, h.Subset)
 	}
-	testenv.Absent(t, "%s: CUDA_VISIBLE_DEVICES or the container's GPU runtime hides it", msg)
+	testenv.Absent(t, "", "%s: CUDA_VISIBLE_DEVICES or the container's GPU runtime hides it", msg)
 	return Device{}
 }
 

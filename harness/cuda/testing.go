@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Open loads the CUDA driver for t. No libcuda.so.1, or a driver that sees
@@ -38,15 +39,15 @@ func Open(t testing.TB) *Driver {
 	switch {
 	case errors.As(err, &le) && le.Missing:
 		testenv.Stop(t, hidden(t, nil, nil, err.Error(), true).Err())
-		testenv.Absent(t, "no CUDA driver: %v", err)
+		testenv.Absent(t, "install "+Package, "no CUDA driver: %s does not open (%s)", Library, le.Msg)
 	case errors.As(err, &le):
 		testenv.Failf(t, completeDriver, "%v", err)
 	case Code(err) == ErrNoDevice:
 		testenv.Stop(t, hidden(t, nil, nil, plain(err), false).Err())
 		if InitRemedy(err) == config.SlurmNoGPUsRemedy {
-			testenv.Absent(t, "no GPU: %v", err) // the error names Slurm's part and the remedy
+			testenv.Absent(t, config.SlurmNoGPUsRemedy, "no GPU: %v", err) // the error names Slurm's part
 		}
-		testenv.Absent(t, "no GPU: %v (libcuda.so.1 loaded; the driver sees no CUDA device: check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES)", err)
+		testenv.Absent(t, "check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES", "no GPU: %v (libcuda.so.1 loaded; the driver sees no CUDA device)", err)
 	default:
 		testenv.Failf(t, InitRemedy(err), "%v", err)
 	}
@@ -61,7 +62,7 @@ func Open(t testing.TB) *Driver {
 func OpenForMemory(t testing.TB) *Driver {
 	t.Helper()
 	if h := Unusable(t); h != nil {
-		testenv.NotJudgedf(t, h.Remedy, "CUDA unusable: %s", h.Cause)
+		testenv.NotJudgedf(t, h.Finding.Remedy, "CUDA unusable: %s", h.Finding.Cause)
 	}
 	return Open(t)
 }
@@ -108,8 +109,8 @@ func HostFallback(t testing.TB) (why string, ok bool) {
 	}
 	if _, dup := fellBack.LoadOrStore(t, true); !dup {
 		t.Cleanup(func() { fellBack.Delete(t) })
-		testenv.Error(t, testenv.Failure{NotJudged: true, Remedy: h.Remedy,
-			Cause: "CUDA unusable: " + h.Cause + "; the test ran on host memory (gdr.mem=host), so its GPU-memory path is not judged"})
+		testenv.Error(t, verdict.Finding{Outcome: verdict.NotJudged, Remedy: h.Finding.Remedy,
+			Cause: "CUDA unusable: " + h.Finding.Cause + "; the test ran on host memory (gdr.mem=host), so its GPU-memory path is not judged"})
 	}
 	return "GDR_MEM unset and CUDA unusable on a host with NVIDIA GPUs on its PCI bus: host memory, GPU memory not judged", true
 }
@@ -138,8 +139,8 @@ func broken(t testing.TB, err error) *nvdriver.Hidden {
 	if le := (*LoadError)(nil); errors.As(err, &le) {
 		remedy = completeDriver
 	}
-	return &nvdriver.Hidden{Missing: gpus, Remedy: remedy,
-		Cause: fmt.Sprintf("the PCI bus lists %d NVIDIA GPU(s) (%s) but CUDA fails: %v", len(gpus), strings.Join(bus, ", "), err)}
+	return &nvdriver.Hidden{Missing: gpus, Finding: verdict.Finding{Outcome: verdict.FellShort, Remedy: remedy,
+		Cause: fmt.Sprintf("the PCI bus lists %d NVIDIA GPU(s) (%s) but CUDA fails: %v", len(gpus), strings.Join(bus, ", "), err)}}
 }
 
 // hidden judges CUDA's view (the PCI addresses it lists, seen; what it
@@ -196,7 +197,7 @@ func Primary(t testing.TB, dev Device) *Context {
 	}
 	t.Cleanup(func() {
 		if err := c.Release(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", dev.PCI, err)})
+			testenv.Errorf(t, "", "GPU %s: %v", dev.PCI, err)
 		}
 	})
 	return c
@@ -212,7 +213,7 @@ func Alloc(t testing.TB, c *Context, size int) *Mem {
 	}
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
+			testenv.Errorf(t, "", "GPU %s: %v", c.Dev.PCI, err)
 		}
 	})
 	if err := c.SetSyncMemops(m.Addr()); err != nil {
@@ -233,7 +234,7 @@ func AllocVMM(t testing.TB, c *Context, size int) *VMM {
 	}
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
+			testenv.Errorf(t, "", "GPU %s: %v", c.Dev.PCI, err)
 		}
 	})
 	return m
@@ -262,7 +263,7 @@ func AllocManaged(t testing.TB, c *Context, size int) *Mem {
 	}
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
+			testenv.Errorf(t, "", "GPU %s: %v", c.Dev.PCI, err)
 		}
 	})
 	return m
@@ -297,7 +298,7 @@ func HostAllocNear(t testing.TB, c *Context, n int) (*Pinned, string) {
 	}
 	t.Cleanup(func() {
 		if err := h.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s: %v", c.Dev.PCI, err)})
+			testenv.Errorf(t, "", "GPU %s: %v", c.Dev.PCI, err)
 		}
 	})
 	return h, place
@@ -316,7 +317,7 @@ func EnablePeer(t testing.TB, c, peer *Context) bool {
 	if now {
 		t.Cleanup(func() {
 			if err := c.DisablePeerAccess(peer); err != nil {
-				testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)})
+				testenv.Errorf(t, "", "GPU %s -> GPU %s: %v", c.Dev.PCI, peer.Dev.PCI, err)
 			}
 		})
 	}

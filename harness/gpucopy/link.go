@@ -25,7 +25,7 @@ func ExpectedLink(t *testing.T, dev cuda.Device) (pci.Link, topo.Expected) {
 	t.Helper()
 	l, err := pci.ReadLink(testenv.Root(t), dev.PCI)
 	if pci.IsNotExist(err) {
-		testenv.Absent(t, "no PCIe link registers for GPU %s: %v", dev.PCI, err)
+		testenv.Absent(t, "", "no PCIe link registers for GPU %s: %v", dev.PCI, err)
 	}
 	if err != nil {
 		testenv.Failf(t, "check the GPU's PCI function in sysfs (lspci -vvv -s "+dev.PCI+")", "%v", err)

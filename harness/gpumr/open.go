@@ -3,7 +3,6 @@
 package gpumr
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/cuda"
@@ -31,13 +30,8 @@ type GPU struct {
 // or ends the test as absent naming where the suite looked.
 func OpenNIC(t *testing.T) *NIC {
 	t.Helper()
-	r, skip, fail := rc.Probe(t)
-	switch {
-	case skip != "":
-		testenv.Absent(t, "%s", skip)
-	case fail != "":
-		testenv.Failf(t, "see the cause above", "%s", fail)
-	}
+	r, stop := rc.Probe(t)
+	rc.StopIf(t, stop)
 	n := &NIC{Name: r.NIC.Name}
 	ctx, err := verbs.Open(n.Name)
 	if err != nil {
@@ -57,7 +51,7 @@ func OpenNIC(t *testing.T) *NIC {
 func CloseAtEnd(t *testing.T, nic string, c interface{ Close() error }) {
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("%s: %v", nic, err)})
+			testenv.Errorf(t, "", "%s: %v", nic, err)
 		}
 	})
 }
@@ -121,7 +115,7 @@ func EachAlloc(t *testing.T, id string, g *GPU, fn func(t *testing.T, a cuda.All
 			testenv.Attr(t, "gpu_alloc", string(a))
 			if a == cuda.CuMemCreate {
 				if why := cuda.VMMAbsence(g.Drv, g.Dev); why != "" {
-					testenv.Absent(t, "%s", why)
+					testenv.Absent(t, "", "%s", why)
 				}
 			}
 			fn(t, a)

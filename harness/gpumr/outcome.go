@@ -7,17 +7,45 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // BufSize is what each registration covers: one 2 MiB GPU page, the unit
 // nvidia_peermem pins and the smallest a dma-buf export maps.
 const BufSize = 2 << 20
 
+// State of one registration path, recorded as gdr.peermem / gdr.dmabuf.
+type State string
+
+const (
+	OK          State = "ok"          // the path registered GPU memory
+	Failed      State = "fail"        // it was tried and refused
+	Unsupported State = "unsupported" // this host cannot offer it (not tried, or refused as unsupported)
+)
+
 // Outcome of one registration path.
 type Outcome struct {
-	State string // ok, fail, unsupported
+	State State
 	Err   error
-	Why   string // for unsupported/fail: cause and remedy
+	// Detail is what registered (State OK): the module state, the MR.
+	Detail string
+	// Finding is why it did not (State Failed or Unsupported): its cause,
+	// its remedy and whether the path is absent here (nvidia_peermem not
+	// loaded, dma-buf unsupported) or fell short.
+	Finding verdict.Finding
+}
+
+// Why is what a person reads about o: what registered, or why not (the
+// cause; the remedy is the Finding's).
+func (o Outcome) Why() string {
+	if o.State == OK {
+		return o.Detail
+	}
+	return o.Finding.Cause
+}
+
+func failed(err error, remedy, format string, args ...any) Outcome {
+	return Outcome{State: Failed, Err: err, Finding: *verdict.Failf(remedy, format, args...)}
 }
 
 // PeermemState describes nvidia_peermem and the legacy nv_peer_mem as the
@@ -47,23 +75,25 @@ func peermemFailure(err error, loaded, legacy, vmm bool, desc string) Outcome {
 	errors.As(err, &errno)
 	switch {
 	case legacy:
-		return Outcome{"fail", err, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"}
+		return failed(err, "rmmod nv_peer_mem; modprobe nvidia-peermem", "the legacy nv_peer_mem module is loaded (%s)", desc)
 	case loaded && vmm:
 		// The driver says VMM memory registers (GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED
 		// is the precondition of this case) and the buffer is RDMA-capable
 		// (RequireDevice), yet the peer-memory path refused it.
-		return Outcome{"fail", err, "nvidia_peermem is loaded but the NIC stack refused cuMemCreate memory created RDMA-capable (gpuDirectRDMACapable=1, IS_GPU_DIRECT_RDMA_CAPABLE=1, GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=1); where the cuMemAlloc case passes, peer memory on this host takes cuMemAlloc memory only, and NCCL, which allocates with cuMemCreate by default, fails to register: update the NVIDIA driver and nvidia_peermem together, use dma-buf (MREG-04), or set NCCL_CUMEM_ENABLE=0 until then; look for nvidia_peermem/ib_umem lines in dmesg (" + desc + ")"}
+		return failed(err, "update the NVIDIA driver and nvidia_peermem together, use dma-buf (MREG-04), or set NCCL_CUMEM_ENABLE=0 until then; look for nvidia_peermem/ib_umem lines in dmesg",
+			"nvidia_peermem is loaded but the NIC stack refused cuMemCreate memory created RDMA-capable (gpuDirectRDMACapable=1, IS_GPU_DIRECT_RDMA_CAPABLE=1, GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED=1); where the cuMemAlloc case passes, peer memory on this host takes cuMemAlloc memory only, and NCCL, which allocates with cuMemCreate by default, fails to register (%s)", desc)
 	case loaded:
-		return Outcome{"fail", err, "nvidia_peermem is loaded but the NIC stack refused GPU memory: nvidia_peermem was probably built against another OFED/rdma-core kernel stack than the running one (reinstall the NVIDIA driver after MLNX_OFED, or rebuild with DKMS), or the NIC driver lacks peer-memory support; look for nvidia_peermem/ib_umem lines in dmesg (" + desc + ")"}
+		return failed(err, "reinstall the NVIDIA driver after MLNX_OFED, or rebuild nvidia_peermem with DKMS; look for nvidia_peermem/ib_umem lines in dmesg",
+			"nvidia_peermem is loaded but the NIC stack refused GPU memory: nvidia_peermem was probably built against another OFED/rdma-core kernel stack than the running one, or the NIC driver lacks peer-memory support (%s)", desc)
 	case errno == syscall.EFAULT || errno == syscall.EINVAL:
-		return Outcome{"fail", err, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"}
+		// Absent, not failed: dma-buf is the other way (MREG-04), and
+		// MREG-05 fails when neither works.
+		o := failed(err, "modprobe nvidia-peermem", "nvidia_peermem is not loaded, so the NIC cannot pin GPU memory through ibv_reg_mr (%s)", desc)
+		o.Finding.Outcome = verdict.Absent
+		return o
 	}
-	return Outcome{"fail", err, "unexpected error registering GPU memory (" + desc + ")"}
+	return failed(err, "", "unexpected error registering GPU memory (%s)", desc)
 }
-
-// PeermemNotLoaded opens the Why of a peermem registration that failed
-// because nvidia_peermem is not loaded.
-const PeermemNotLoaded = "nvidia_peermem is not loaded"
 
 // refusedAsUnsupported says whether err, from registering an exported GPU
 // buffer after an inconclusive probe, means dma-buf MRs are unsupported

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestPeermemState(t *testing.T) {
@@ -37,23 +38,27 @@ func TestPeermemFailure(t *testing.T) {
 		name                string
 		err                 error
 		loaded, legacy, vmm bool
-		why                 string
+		why, remedy         string
+		outcome             verdict.Outcome
 	}{
-		{"legacy module first", syscall.EFAULT, true, true, false, "the legacy nv_peer_mem module is loaded: rmmod nv_peer_mem; modprobe nvidia-peermem (" + desc + ")"},
-		{"legacy module first, VMM too", syscall.EFAULT, true, true, true, "the legacy nv_peer_mem module is loaded"},
-		{"loaded but refused", syscall.EFAULT, true, false, false, "nvidia_peermem is loaded but the NIC stack refused GPU memory"},
-		{"loaded but refused VMM memory", syscall.EFAULT, true, false, true, "nvidia_peermem is loaded but the NIC stack refused cuMemCreate memory created RDMA-capable"},
-		{"loaded but refused VMM memory: NCCL named", syscall.EINVAL, true, false, true, "set NCCL_CUMEM_ENABLE=0 until then"},
-		{"not loaded: EFAULT", syscall.EFAULT, false, false, false, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr: modprobe nvidia-peermem (" + desc + ")"},
-		{"not loaded: VMM memory alike", syscall.EFAULT, false, false, true, PeermemNotLoaded + ", so the NIC cannot pin GPU memory through ibv_reg_mr"},
-		{"not loaded: EINVAL wrapped", fmt.Errorf("ibv_reg_mr: %w", syscall.EINVAL), false, false, false, PeermemNotLoaded},
-		{"anything else", syscall.ENOMEM, false, false, false, "unexpected error registering GPU memory (" + desc + ")"},
+		{"legacy module first", syscall.EFAULT, true, true, false, "the legacy nv_peer_mem module is loaded (" + desc + ")", "rmmod nv_peer_mem; modprobe nvidia-peermem", verdict.FellShort},
+		{"legacy module first, VMM too", syscall.EFAULT, true, true, true, "the legacy nv_peer_mem module is loaded", "modprobe nvidia-peermem", verdict.FellShort},
+		{"loaded but refused", syscall.EFAULT, true, false, false, "nvidia_peermem is loaded but the NIC stack refused GPU memory", "DKMS", verdict.FellShort},
+		{"loaded but refused VMM memory", syscall.EFAULT, true, false, true, "nvidia_peermem is loaded but the NIC stack refused cuMemCreate memory created RDMA-capable", "", verdict.FellShort},
+		{"loaded but refused VMM memory: NCCL named", syscall.EINVAL, true, false, true, "NCCL, which allocates with cuMemCreate by default", "set NCCL_CUMEM_ENABLE=0 until then", verdict.FellShort},
+		{"not loaded: EFAULT", syscall.EFAULT, false, false, false, "nvidia_peermem is not loaded, so the NIC cannot pin GPU memory through ibv_reg_mr (" + desc + ")", "modprobe nvidia-peermem", verdict.Absent},
+		{"not loaded: VMM memory alike", syscall.EFAULT, false, false, true, "nvidia_peermem is not loaded, so the NIC cannot pin GPU memory through ibv_reg_mr", "modprobe nvidia-peermem", verdict.Absent},
+		{"not loaded: EINVAL wrapped", fmt.Errorf("ibv_reg_mr: %w", syscall.EINVAL), false, false, false, "nvidia_peermem is not loaded", "modprobe nvidia-peermem", verdict.Absent},
+		{"anything else", syscall.ENOMEM, false, false, false, "unexpected error registering GPU memory (" + desc + ")", "", verdict.FellShort},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := peermemFailure(tc.err, tc.loaded, tc.legacy, tc.vmm, desc)
-			assert.Equal(t, "fail", o.State)
+			assert.Equal(t, Failed, o.State)
 			assert.Equal(t, tc.err, o.Err)
-			assert.Contains(t, o.Why, tc.why)
+			assert.Contains(t, o.Why(), tc.why)
+			assert.Contains(t, o.Finding.Remedy, tc.remedy)
+			assert.NotContains(t, o.Finding.Cause, "remedy", "the remedy is a field")
+			assert.Equal(t, tc.outcome, o.Finding.Kind(), "not loaded is absent (MREG-04 is the other way), the rest fell short")
 		})
 	}
 }

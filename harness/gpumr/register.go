@@ -13,6 +13,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // TryPeermem registers GPU memory from allocator a with plain ibv_reg_mr,
@@ -29,7 +30,7 @@ func TryPeermem(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 		return peermemFailure(err, loaded, legacy, a == cuda.CuMemCreate, desc)
 	}
 	CloseAtEnd(t, n.Name, mr)
-	return Outcome{State: "ok", Why: desc}
+	return Outcome{State: OK, Detail: desc}
 }
 
 // TryDmabuf probes dma-buf MR support, then registers an exported GPU buffer
@@ -44,18 +45,19 @@ func TryDmabuf(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 	RequireDevice(t, g, m)
 	fd, off, _, err := m.DmabufFD()
 	if err != nil {
-		return Outcome{"fail", err, fmt.Sprintf("the GPU claims dma-buf support but export of %s memory failed: check dmesg for NVRM errors (see GPU-08)", a)}
+		return failed(err, "check dmesg for NVRM errors (see GPU-08)", "the GPU claims dma-buf support but export of %s memory failed", a)
 	}
 	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
 	mr, err := n.PD.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, rc.Access)
 	if refusedAsUnsupported(probe.Inconclusive, err) {
-		return Outcome{State: "unsupported", Err: err, Why: fmt.Sprintf("the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.Name, err)}
+		return unsupported(err, dmabufRemedy, "the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.Name, err)
 	}
 	if err != nil {
-		return Outcome{"fail", err, fmt.Sprintf("kernel, %s and GPU %s all claim dma-buf support but the registration of exported %s memory failed: check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)", n.Name, g.Dev.PCI, a)}
+		return failed(err, "check dmesg for the NIC driver's and NVRM's messages, and that the GPU is not behind an IOMMU that blocks peer-to-peer (ACS)",
+			"kernel, %s and GPU %s all claim dma-buf support but the registration of exported %s memory failed", n.Name, g.Dev.PCI, a)
 	}
 	CloseAtEnd(t, n.Name, mr)
-	return Outcome{State: "ok", Why: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}
+	return Outcome{State: OK, Detail: fmt.Sprintf("fd %d, %s, lkey %#x rkey %#x", fd, cuda.Size(m.Span()), mr.LKey, mr.RKey)}
 }
 
 // dmabufReady asks whether rdma-core, the kernel with the NIC driver, and
@@ -64,19 +66,27 @@ func TryDmabuf(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 func dmabufReady(t *testing.T, g *GPU, n *NIC) (probe verbs.DmabufSupport, o Outcome, ok bool) {
 	t.Helper()
 	if !verbs.HasDmabuf() {
-		return probe, Outcome{State: "unsupported", Err: verbs.ErrNoDmabufSymbol, Why: verbs.ErrNoDmabufSymbol.Error()}, false
+		return probe, unsupported(verbs.ErrNoDmabufSymbol, "", "%v", verbs.ErrNoDmabufSymbol), false
 	}
 	probe, err := n.PD.ProbeDmabuf()
 	if err != nil {
-		return probe, Outcome{"fail", err, "the kernel's answer to a dma-buf MR probe was unexpected"}, false
+		return probe, failed(err, "", "the kernel's answer to a dma-buf MR probe was unexpected"), false
 	}
 	testenv.Attr(t, "dmabuf_probe", probe.Reason)
 	if !probe.Supported && !probe.Inconclusive {
-		return probe, Outcome{State: "unsupported", Why: probe.Reason + ": needs Linux >= 5.12 and a NIC driver with dma-buf MRs (mlx5, irdma, efa, bnxt_re)"}, false
+		return probe, unsupported(nil, dmabufRemedy, "%s", probe.Reason), false
 	}
 	sup, aerr := g.Dev.Attr(cuda.AttrDMABufSupported)
 	if aerr != nil || sup != 1 || !g.Drv.HasDmabufExport() {
-		return probe, Outcome{State: "unsupported", Why: fmt.Sprintf("GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s; see GPU-04)", g.Dev.PCI, sup, cuda.VersionString(g.Drv.Version()))}, false
+		return probe, unsupported(nil, "see GPU-04", "GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s)", g.Dev.PCI, sup, cuda.VersionString(g.Drv.Version())), false
 	}
 	return probe, Outcome{}, true
 }
+
+// unsupported is a path this host cannot offer: absent, with what it needs.
+func unsupported(err error, remedy, format string, args ...any) Outcome {
+	return Outcome{State: Unsupported, Err: err, Finding: *verdict.Absentf(remedy, format, args...)}
+}
+
+// dmabufRemedy is what dma-buf MRs need of the host.
+const dmabufRemedy = "dma-buf MRs need Linux >= 5.12 and a NIC driver with dma-buf MRs (mlx5, irdma, efa, bnxt_re)"

@@ -29,6 +29,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Window is one package's counters and kernel log since its first traffic.
@@ -138,7 +139,7 @@ func (w *Window) Around(t testing.TB, r *rails.Rail) {
 			if f.Class.Kind == counters.Data || !f.Rose() {
 				continue
 			}
-			rose = append(rose, fmt.Sprintf("%s +%d (%s)", f.Key, f.Delta, f.Verdict))
+			rose = append(rose, fmt.Sprintf("%s +%d (%s)", f.Key, f.Delta, levelWord(f.Level)))
 			x.rose[f.Key] = append(x.rose[f.Key], fmt.Sprintf("%s +%d", t.Name(), f.Delta))
 		}
 		w.mu.Unlock()
@@ -156,19 +157,6 @@ func (w *Window) Ran() []string {
 	return append([]string(nil), w.ran...)
 }
 
-// remedies by cause: what to do when an error counter of that cause rose.
-var remedies = map[counters.Cause]string{
-	counters.CauseLink:       "reseat or replace the cable or transceiver, check the switch port's own counters; vendors' RMA processes ask for these counters",
-	counters.CausePCIe:       "reseat the card and riser, check the slot's PCIe generation setting in the BIOS and the retimers; see the AER lines in the kernel log",
-	counters.CausePCIeProto:  "check ACS and the IOMMU on the GPU<->NIC path (TOPO area), the NIC and GPU firmware; see the AER lines in the kernel log",
-	counters.CauseCongestion: "check flow control (PFC/ECN for RoCE), the switch's buffers and drops, and that no other traffic shares the link during qualification",
-	counters.CauseRetrans:    "find where packets were lost: the switch's drop counters, PFC/ECN configuration for RoCE, the cable; a healthy lossless fabric retransmits nothing during a test",
-	counters.CauseRNR:        "a SEND found no posted receive: an application (or suite) bug, or receive queues too short",
-	counters.CauseTransport:  "an operation was rejected (keys, lengths, QP state): check the MR registration path (peermem/dma-buf) and the NIC firmware",
-	counters.CauseConfig:     "check partitions (P_Key), VLs and switch routing for this port",
-	counters.CauseInternal:   "the device reported an internal error: update its firmware, and have it replaced if it repeats",
-}
-
 // Judge is the HLTH test's body: for every rail traffic ran on, the
 // counter delta since the window's base snapshot, with every error counter
 // that rose failing t (counter, device, delta, meaning, the tests it rose
@@ -182,7 +170,7 @@ func (w *Window) Judge(t *testing.T, id, what string) {
 	order := append([]int(nil), w.order...)
 	w.mu.Unlock()
 	if len(ran) == 0 {
-		testenv.Absent(t, "%s: none of %s ran before this test in this binary (a -run filter?), so there is no traffic to judge counters around; run them together, e.g. -run 'Test(PP|GPU|HLTH)'", id, what)
+		testenv.Absent(t, "run them together, e.g. -run 'Test(PP|GPU|HLTH)'", "%s: none of %s ran before this test in this binary (a -run filter?), so there is no traffic to judge counters around", id, what)
 	}
 	testenv.Attr(t, "tests_judged_count", len(ran))
 	testenv.Attr(t, "tests_judged", strings.Join(ran, ", "))
@@ -210,7 +198,7 @@ func (w *Window) judgeRail(t *testing.T, root *hostfs.Root, x *watch) {
 		testenv.Attr(t, "counters_absent", strings.Join(d.Absent, "; "))
 	}
 	if len(after.Values) == 0 {
-		testenv.Absent(t, "no counter of %s could be read: looked at %s (%s)", x.rail, strings.Join(x.where, ", "),
+		testenv.Absent(t, "", "no counter of %s could be read: looked at %s (%s)", x.rail, strings.Join(x.where, ", "),
 			strings.Join(append(append([]string(nil), d.Absent...), d.Problems...), "; "))
 	}
 	w.mu.Lock()
@@ -228,28 +216,35 @@ func (w *Window) judgeRail(t *testing.T, root *hostfs.Root, x *watch) {
 		testenv.Attr(t, "counter_deltas", strings.Join(o.Deltas, ", "))
 	}
 	t.Logf("%s: %d counters over %.1f s; rose: %s", x.name, len(after.Values), d.Elapsed().Seconds(), orNone(o.Deltas))
-	for _, w := range o.Warns {
-		t.Logf("warning: %s", w)
-	}
-	if len(o.Warns) > 0 {
-		testenv.Attr(t, "warning", strings.Join(o.Warns, " | "))
-	}
-	for _, f := range o.Fails {
-		testenv.Errorf(t, f.Remedy, "%s", f.Message)
-	}
-}
-
-// Failure is one error counter that rose, as the HLTH test reports it.
-type Failure struct {
-	Message string // counter, device, delta, meaning, cause, the tests it rose during
-	Remedy  string
+	testenv.Record(t, o.Findings...)
 }
 
 // Result is a rail's window judged.
 type Result struct {
 	Deltas []string // every counter that rose: "<key> +N"
-	Warns  []string
-	Fails  []Failure
+	// Findings are the counters that warn or fail, each naming the tests
+	// it rose during, with the remedy and part of its cause
+	// (internal/counters).
+	Findings []verdict.Finding
+}
+
+// Of returns r's findings of level l.
+func (r Result) Of(l verdict.Level) []verdict.Finding {
+	var out []verdict.Finding
+	for _, f := range r.Findings {
+		if f.Level == l {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// levelWord is how a counter's level reads beside it in gdr.counters_rose.
+func levelWord(l verdict.Level) string {
+	if l == counters.Report {
+		return "report"
+	}
+	return l.String()
 }
 
 // Outcome judges the delta of a window (counters.JudgeWith, soft naming
@@ -265,21 +260,13 @@ func Outcome(d counters.Delta, soft map[string]bool, rose map[counters.Key][]str
 		if during == "" {
 			during = "between tests"
 		}
-		switch f.Verdict {
-		case counters.Fail:
-			r.Fails = append(r.Fails, Failure{Message: fmt.Sprintf("%s (rose during: %s)", f.Message, during), Remedy: remedyFor(f.Class.Cause)})
-		case counters.Warn:
-			r.Warns = append(r.Warns, fmt.Sprintf("%s (rose during: %s)", f.Message, during))
+		if f.Level == counters.Fail || f.Level == counters.Warn {
+			g := f.Finding
+			g.Cause = fmt.Sprintf("%s (rose during: %s)", f.Cause, during)
+			r.Findings = append(r.Findings, g)
 		}
 	}
 	return r
-}
-
-func remedyFor(c counters.Cause) string {
-	if r, ok := remedies[c]; ok {
-		return r
-	}
-	return "read the counter's meaning above and the kernel log; rerun to see whether it repeats"
 }
 
 // reportLog reports the kernel log lines that matter since the first

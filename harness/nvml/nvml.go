@@ -69,13 +69,13 @@ func Open(t testing.TB) *Handle {
 	if err != nil {
 		var ne *Error
 		if errors.As(err, &ne) && ne.Ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
-			testenv.Absent(t, "%v; install %s", err, Package)
+			testenv.Absent(t, "install "+Package, "%v", err)
 		}
 		testenv.Failf(t, Remedy(err), "%v", err)
 	}
 	t.Cleanup(func() {
 		if ret := h.nv.Shutdown(); ret != gonvml.SUCCESS {
-			testenv.Error(t, testenv.Failure{Cause: "NVML Shutdown: " + ret.Error()})
+			testenv.Errorf(t, "", "NVML Shutdown: %v", ret.Error())
 		}
 	})
 	return h
@@ -93,7 +93,7 @@ func TryOpen(t testing.TB) (*Handle, error) {
 	}
 	t.Cleanup(func() {
 		if ret := h.nv.Shutdown(); ret != gonvml.SUCCESS {
-			testenv.Error(t, testenv.Failure{Cause: "NVML Shutdown: " + ret.Error()})
+			testenv.Errorf(t, "", "NVML Shutdown: %v", ret.Error())
 		}
 	})
 	return h, nil

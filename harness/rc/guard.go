@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/budget"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Budget is test t's budget: its binary's deadline (-test.timeout) less
@@ -129,7 +130,7 @@ func (e *End) stalled(err error, during portSeen) error {
 	if !isT && !isW {
 		return err
 	}
-	var ev string
+	var ev, remedy string
 	if e.budget.Has() && !time.Now().Before(e.budget.End()) {
 		ev = e.budget.Cut("the wait", time.Now()).Error()
 	} else {
@@ -137,7 +138,7 @@ func (e *End) stalled(err error, during portSeen) error {
 		if isW {
 			hint = we.Hint()
 		}
-		ev = e.evidence(during, hint)
+		ev, remedy = e.evidence(during, hint)
 	}
 	if ev == "" {
 		return err
@@ -152,32 +153,47 @@ func (e *End) stalled(err error, during portSeen) error {
 	} else {
 		we.Evidence = ev
 	}
-	return &evidenced{msg: strings.Replace(err.Error(), before, inner.Error(), 1), err: err}
+	x := &evidenced{msg: strings.Replace(err.Error(), before, inner.Error(), 1), err: err}
+	if remedy != "" {
+		x.fix = verdict.Failf(remedy, "%s", x.msg)
+	}
+	return x
 }
 
-// evidenced is an error chain whose text was written again with evidence.
+// evidenced is an error chain whose text was written again with evidence,
+// and, when the evidence names what to do, a finding that carries it
+// (verdict.As finds it; the text never holds the remedy).
 type evidenced struct {
 	msg string
 	err error
+	fix *verdict.Finding
 }
 
 func (e *evidenced) Error() string { return e.msg }
-func (e *evidenced) Unwrap() error { return e.err }
+func (e *evidenced) Unwrap() []error {
+	if e.fix == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.fix}
+}
 
 // evidence is the NIC's account of a stall ("" when it has none to give):
 // the likely cause in a sentence, then the facts it rests on. during is
 // what watchPort saw while the step ran; hint is
 // the completion status's generic guess, stated as the likely cause only
 // when nothing the NIC shows names one.
-func (e *End) evidence(during portSeen, hint string) string {
+func (e *End) evidence(during portSeen, hint string) (ev, remedy string) {
 	var causes, facts []string
+	linkDown := false // the first cause is the link's: its remedy is portDownRemedy
 	if e.Root != nil && e.Dev != "" {
 		now := portProblem(e.Root, e.Dev, e.Cfg.IBPort)
 		switch {
 		case now != "":
+			linkDown = true
 			causes = append(causes, "the link went down during the test and is still down")
 			facts = append(facts, now+" now")
 		case during.problem != "":
+			linkDown = true
 			causes = append(causes, "the link went down during the test and came back")
 			facts = append(facts, fmt.Sprintf("%s port %d is ACTIVE again now", e.Dev, e.Cfg.IBPort))
 		default:
@@ -200,21 +216,21 @@ func (e *End) evidence(during portSeen, hint string) string {
 		facts = append(facts, fact)
 	}
 	if len(facts) == 0 {
-		return ""
+		return "", ""
 	}
-	var cause, remedy string
+	var cause string
 	switch {
 	case len(causes) > 0:
 		cause = "likely cause: " + strings.Join(causes, "; ")
-		if strings.HasPrefix(causes[0], "the link went down") {
-			remedy = "; remedy: " + portDownRemedy
+		if linkDown {
+			remedy = portDownRemedy
 		}
 	case hint != "":
 		cause = "likely cause (the NIC shows none): " + hint
 	default:
 		cause = "the NIC shows no cause"
 	}
-	return cause + "; " + strings.Join(facts, "; ") + remedy
+	return cause + "; " + strings.Join(facts, "; "), remedy
 }
 
 // portSample is how often watchPort reads the port's state.

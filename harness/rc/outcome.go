@@ -31,47 +31,60 @@ func lostPeer(err error) bool {
 // test never reached the hardware.
 func notJudged(t testing.TB, err error) {
 	t.Helper()
-	testenv.Fail(t, testenv.Failure{Cause: err.Error(), NotJudged: true})
+	testenv.Fail(t, verdict.Finding{Outcome: verdict.NotJudged, Cause: err.Error()})
 }
 
 // connectFailed stops t when the session to the peer could not be opened:
 // not judged, unless this host had its own reason to fail (fail), which
-// the peer could not be told.
-func connectFailed(t testing.TB, err error, fail string) {
+// the peer could not be told: then fail, with the connect error beside its
+// cause.
+func connectFailed(t testing.TB, err error, fail *verdict.Finding) {
 	t.Helper()
-	testenv.Fail(t, testenv.Failure{Cause: connectError(err, fail).Error(), NotJudged: fail == ""})
+	if fail == nil {
+		testenv.Fail(t, verdict.Finding{Outcome: verdict.NotJudged, Cause: connectError(err, "").Error()})
+	}
+	f := *fail
+	f.Cause = connectError(err, fail.Cause).Error()
+	testenv.Fail(t, f)
 }
 
 // endsFailure is the failure of the ends' errors errs that are shown (their
-// indexes): one line each, "role: error". A remedy an error carries
-// (verdict.Failure) becomes the failure's remedy and leaves the cause; the
-// log line is the same either way.
-func endsFailure(ends []*End, errs []error, shown []int) testenv.Failure {
-	f := testenv.Failure{NotJudged: true}
+// indexes): one line each, "role: error". A remedy an error carries (a
+// verdict.Finding in its chain) is the failure's remedy; the first wins.
+// Not judged when every end lost its peer or its budget (lostPeer), else
+// the host fell short.
+func endsFailure(ends []*End, errs []error, shown []int) verdict.Finding {
+	f := verdict.Finding{Outcome: verdict.NotJudged}
 	var causes []string
 	for _, i := range shown {
 		err := errs[i]
-		msg := err.Error()
-		var vf *verdict.Failure
-		if errors.As(err, &vf) && vf.Remedy != "" {
-			if f.Remedy == "" {
-				f.Remedy = vf.Remedy
-			}
-			msg = strings.Replace(msg, "; remedy: "+vf.Remedy, "", 1)
+		if vf, ok := verdict.As(err); ok && f.Remedy == "" {
+			f.Remedy = vf.Remedy
 		}
-		causes = append(causes, fmt.Sprintf("%s: %s", ends[i].Role, msg))
-		f.NotJudged = f.NotJudged && lostPeer(err)
+		causes = append(causes, fmt.Sprintf("%s: %v", ends[i].Role, err))
+		if !lostPeer(err) {
+			f.Outcome = verdict.FellShort
+		}
 	}
 	f.Cause = strings.Join(causes, "\n")
 	return f
 }
 
 // Stop ends t on err, an error of a run over RC ends (nil does nothing):
-// not judged when the peer was lost or the budget spent (lostPeer), else
-// the host fell short.
+// not judged when the peer was lost or the budget spent (lostPeer); else
+// the verdict.Finding in its chain, with its outcome and remedy; else the
+// host fell short (a transfer that failed is the host's).
 func Stop(t testing.TB, err error) {
 	t.Helper()
-	if err != nil {
-		testenv.Fail(t, testenv.Failure{Cause: err.Error(), NotJudged: lostPeer(err)})
+	if err == nil {
+		return
 	}
+	f := verdict.Of(err)
+	if _, ok := verdict.As(err); !ok {
+		f.Outcome = verdict.FellShort
+	}
+	if lostPeer(err) {
+		f.Outcome = verdict.NotJudged
+	}
+	testenv.Fail(t, *f)
 }

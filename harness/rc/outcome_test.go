@@ -8,10 +8,11 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/gdrconf/gdrconf/harness/oob"
 	"github.com/gdrconf/gdrconf/internal/budget"
 	"github.com/gdrconf/gdrconf/internal/verdict"
-	"github.com/stretchr/testify/assert"
 )
 
 func TestEndsFailureOutcome(t *testing.T) {
@@ -22,25 +23,25 @@ func TestEndsFailureOutcome(t *testing.T) {
 
 	// The peer lost, the budget spent: the suite could not judge.
 	f := endsFailure(ends, []error{vanished, spent}, []int{0, 1})
-	assert.True(t, f.NotJudged)
+	assert.Equal(t, verdict.NotJudged, f.Outcome)
 	assert.Equal(t, "server: waiting for the peer's step: peer vanished: closed\nclient: the client's measurement: test budget exhausted", f.Cause)
 
 	// One end's own failure beside a lost peer: the host fell short.
 	f = endsFailure(ends, []error{vanished, wc}, []int{0, 1})
-	assert.False(t, f.NotJudged)
+	assert.Equal(t, verdict.FellShort, f.Outcome)
 
 	// A peer that reported its failure gave a verdict.
 	assert.False(t, lostPeer(&oob.Error{Kind: oob.ErrPeer, Msg: "the server failed"}))
 	assert.False(t, lostPeer(&oob.Error{Kind: oob.ErrToken, Msg: "wrong token"}))
 	assert.True(t, lostPeer(&oob.Error{Kind: oob.ErrStalled, Msg: "heartbeats only"}))
 
-	// A remedy the error carries leaves the cause for the remedy.
-	mr := fmt.Errorf("registering: %w", &verdict.Failure{Msg: "GPU memory could not be registered with mlx5_0 (GDR_MR=auto): peermem: EINVAL", Remedy: "load nvidia_peermem"})
+	// A remedy the error carries is a field: the cause never held it.
+	mr := fmt.Errorf("registering: %w", verdict.Failf("load nvidia_peermem", "GPU memory could not be registered with mlx5_0 (GDR_MR=auto): peermem: EINVAL"))
 	f = endsFailure(ends, []error{nil, mr}, []int{1})
-	assert.False(t, f.NotJudged)
+	assert.Equal(t, verdict.FellShort, f.Outcome)
 	assert.Equal(t, "client: registering: GPU memory could not be registered with mlx5_0 (GDR_MR=auto): peermem: EINVAL", f.Cause)
 	assert.Equal(t, "load nvidia_peermem", f.Remedy)
-	assert.Equal(t, "client: "+mr.Error(), f.Cause+"; remedy: "+f.Remedy, "the log line stays today's")
+	assert.Equal(t, "client: registering: GPU memory could not be registered with mlx5_0 (GDR_MR=auto): peermem: EINVAL; remedy: load nvidia_peermem", f.Line(), "the log line")
 }
 
 // attrTB records a test's attributes and whether it was stopped.
@@ -79,9 +80,18 @@ func TestFailIfAndStopRecordTheOutcome(t *testing.T) {
 	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
 	a = body(t, func(tb testing.TB) { Stop(tb, errors.New("rail 1: work completion error: retry exceeded")) })
 	assert.Equal(t, "fell_short", a.attrs["gdr.outcome"])
-	a = body(t, func(tb testing.TB) { connectFailed(tb, lost, "") })
+	// A finding in the chain keeps its outcome and remedy.
+	a = body(t, func(tb testing.TB) {
+		Stop(tb, fmt.Errorf("rail 1: %w", verdict.NotJudgedf("check the tool's installation", "ethtool: exec format error")))
+	})
 	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
-	a = body(t, func(tb testing.TB) { connectFailed(tb, lost, "GDR_QPS differs") })
+	assert.Equal(t, "rail 1: ethtool: exec format error", a.attrs["gdr.cause"])
+	assert.Equal(t, "check the tool's installation", a.attrs["gdr.remedy"])
+	a = body(t, func(tb testing.TB) { connectFailed(tb, lost, nil) })
+	assert.Equal(t, "not_judged", a.attrs["gdr.outcome"])
+	a = body(t, func(tb testing.TB) {
+		connectFailed(tb, lost, verdict.Failf("set the same value on both", "GDR_QPS differs"))
+	})
 	assert.Equal(t, "fell_short", a.attrs["gdr.outcome"], "this host's own reason to fail stands")
 	assert.Equal(t, "GDR_QPS differs (the peer could not be told either: peer vanished: connection reset)", a.attrs["gdr.cause"])
 }

@@ -135,10 +135,6 @@ func NeedNIC(t *testing.T, rs []*rails.Rail) {
 	if len(rs) != 1 || rs[0].NIC != nil {
 		return
 	}
-	switch _, skip, fail := Probe(t); {
-	case skip != "":
-		testenv.Absent(t, "%s", skip)
-	case fail != "":
-		testenv.Failf(t, "see the cause above", "%s", fail)
-	}
+	_, stop := Probe(t)
+	StopIf(t, stop)
 }

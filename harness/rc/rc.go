@@ -37,6 +37,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Queue sizes: perftest's bandwidth tools keep 128 WRs outstanding.
@@ -201,32 +202,44 @@ func Connect(t *testing.T, o Options) []*End {
 	if err := bud.Start(t.Name(), time.Now()); err != nil {
 		notJudged(t, err)
 	}
-	dev, skip, fail := o.Dev, "", ""
-	rail := o.Rail
+	// stop is why this host cannot run the test: absent (a skip both
+	// hosts agree on) or fell short (a failure the peer is told of).
+	dev, rail := o.Dev, o.Rail
+	var stop *verdict.Finding
 	switch {
 	case dev != "":
 	case rail != nil:
-		skip, fail = checkRail(t, rail)
+		stop = checkRail(t, rail)
 	default:
-		rail, skip, fail = Probe(t)
+		rail, stop = Probe(t)
 	}
 	if dev == "" && rail != nil && rail.NIC != nil {
 		dev = rail.NIC.Name
 	}
-	if o.Skip != "" && skip == "" && fail == "" {
-		skip = o.Skip
+	if o.Skip != "" && stop == nil {
+		stop = verdict.Absentf("", "%s", o.Skip)
 	}
 	// The port as it is now, before any wait on the peer: one that went
 	// DOWN since the selection read it is the cause to name, not the
 	// connect that would time out behind it.
 	wait := cfg.Timeout
-	if dev != "" && skip == "" && fail == "" {
+	if dev != "" && stop == nil {
 		if p := portProblem(root, dev, cfg.IBPort); p != "" {
-			fail = p + "; remedy: " + portDownRemedy
+			stop = verdict.Failf(portDownRemedy, "%s", p)
 			// Still meet the peer (its out-of-band network may be another
 			// one) so that it fails with this reason, but not for long.
 			wait = min(wait, portDownWait)
 		}
+	}
+	// What the agreement offers the peer: the reason to skip, or this
+	// host's failure as a person reads it.
+	var skip, fail string
+	switch {
+	case stop == nil:
+	case stop.Kind() == verdict.Absent:
+		skip = stop.Cause
+	default:
+		fail = stop.Line()
 	}
 	name := t.Name()
 	if o.Session != "" {
@@ -254,12 +267,7 @@ func Connect(t *testing.T, o Options) []*End {
 	}
 	switch role {
 	case config.Loopback:
-		if skip != "" {
-			testenv.Absent(t, "%s", skip)
-		}
-		if fail != "" {
-			failWith(t, fail)
-		}
+		StopIf(t, stop)
 		srv, cli := loopbackSessions(t, opt)
 		ends = []*End{mk("server", srv), mk("client", cli)}
 	case config.Server:
@@ -271,14 +279,14 @@ func Connect(t *testing.T, o Options) []*End {
 		s, err := ln.Accept()
 		remember(name, ln.Rejected())
 		if err != nil {
-			connectFailed(t, err, fail)
+			connectFailed(t, err, failing(stop))
 		}
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("server", s)}
 	case config.Client:
 		s, err := oob.Dial(offsetPort(cfg.Peer, o.PortOffset), opt)
 		if err != nil {
-			connectFailed(t, err, fail)
+			connectFailed(t, err, failing(stop))
 		}
 		t.Cleanup(func() { s.Close() })
 		ends = []*End{mk("client", s)}
@@ -294,7 +302,7 @@ func Connect(t *testing.T, o Options) []*End {
 			}
 		}
 	})
-	if skip == "" && fail == "" {
+	if stop == nil {
 		alloc := o.Alloc
 		if alloc == nil {
 			alloc = HostBuffer
@@ -326,16 +334,17 @@ func Connect(t *testing.T, o Options) []*End {
 	agreed = true
 	FailIf(t, ends, errs)
 	if !runs[0] {
-		testenv.Absent(t, "%s", reasons[0])
+		if stop != nil && stop.Kind() == verdict.Absent && reasons[0] == skip {
+			testenv.Fail(t, *stop) // this host's own reason, with its remedy
+		}
+		testenv.Absent(t, "", "%s", reasons[0])
 	}
 	for _, e := range ends {
 		pi := e.PeerAgree.Info
 		if pi["fail"] != "" {
-			testenv.Fail(t, testenv.Failure{Cause: fmt.Sprintf("the peer (%s) cannot run %s: %s", e.Sess.Peer(), t.Name(), pi["fail"])})
+			testenv.Failf(t, "", "the peer (%s) cannot run %s: %s", e.Sess.Peer(), t.Name(), pi["fail"])
 		}
-		if fail != "" {
-			failWith(t, fail)
-		}
+		StopIf(t, failing(stop))
 		for k, v := range o.Info {
 			if pi[k] != v {
 				testenv.Failf(t, "set the same value on both", "%s differs between the hosts: %s has %s, the peer %s has %s",
@@ -349,13 +358,12 @@ func Connect(t *testing.T, o Options) []*End {
 	return ends
 }
 
-// failWith ends the test with fail, which may carry its own remedy.
-func failWith(t testing.TB, fail string) {
-	t.Helper()
-	if cause, remedy, ok := strings.Cut(fail, "; remedy: "); ok {
-		testenv.Failf(t, remedy, "%s", cause)
+// failing is stop when it is a failure (not an absence), else nil.
+func failing(stop *verdict.Finding) *verdict.Finding {
+	if stop == nil || stop.Kind() == verdict.Absent {
+		return nil
 	}
-	testenv.Failf(t, "fix the configuration", "%s", fail)
+	return stop
 }
 
 // loopbackSessions opens a session to ourselves over 127.0.0.1.
@@ -491,7 +499,7 @@ func Report(t testing.TB, ends []*End) {
 func cleanup(t testing.TB, what string, c interface{ Close() error }) {
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("releasing %s: %v", what, err)})
+			testenv.Errorf(t, "", "releasing %s: %v", what, err)
 		}
 	})
 }
@@ -848,7 +856,7 @@ func HostBuffer(t testing.TB, size int, r *rails.Rail) membuf.Buffer {
 	}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
-			testenv.Error(t, testenv.Failure{Cause: fmt.Sprintf("closing host buffer: %v", err)})
+			testenv.Errorf(t, "", "closing host buffer: %v", err)
 		}
 	})
 	return b

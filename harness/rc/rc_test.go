@@ -20,6 +20,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // rxeTree writes an rxe0 on eth0 with port 1 in state and the given
@@ -99,9 +100,14 @@ func TestStallEvidence(t *testing.T) {
 	// The local link went down: named first.
 	e.Root = rxeTree(t, "1: DOWN", "3: Disabled", "down", before)
 	we = &verbs.WCError{WC: verbs.WC{Status: 4}, What: "RDMA WRITE"}
-	require.NotEqual(t, we, e.stalled(we, portSeen{}))
+	got = e.stalled(we, portSeen{})
+	require.NotEqual(t, we, got)
 	assert.True(t, strings.HasPrefix(we.Evidence, "likely cause: the link went down during the test and is still down; "), we.Evidence)
-	assert.True(t, strings.HasSuffix(we.Evidence, "; remedy: "+portDownRemedy), we.Evidence)
+	assert.NotContains(t, we.Evidence, "remedy", "the remedy is a field, not text")
+	f, ok := verdict.As(got)
+	require.True(t, ok, "the remedy travels as a finding in the chain")
+	assert.Equal(t, portDownRemedy, f.Remedy)
+	assert.ErrorIs(t, got, we, "and the chain still reaches the verbs error")
 	assert.Contains(t, we.Evidence, "rxe0 port 1 is DOWN, not ACTIVE (physical state Disabled); netdev eth0 is down now")
 	assert.Contains(t, we.Evidence, "none rose")
 
@@ -111,8 +117,8 @@ func TestStallEvidence(t *testing.T) {
 }
 
 func TestConnectError(t *testing.T) {
-	err := connectError(errors.New("oob: could not reach the server"), "rxe0 port 1 is DOWN, not ACTIVE; remedy: bring the link up")
-	assert.Equal(t, "rxe0 port 1 is DOWN, not ACTIVE; remedy: bring the link up (the peer could not be told either: oob: could not reach the server)", err.Error())
+	err := connectError(errors.New("oob: could not reach the server"), "rxe0 port 1 is DOWN, not ACTIVE")
+	assert.Equal(t, "rxe0 port 1 is DOWN, not ACTIVE (the peer could not be told either: oob: could not reach the server)", err.Error())
 
 	behind := &oob.Error{Kind: oob.ErrTest, Lag: oob.LagSelfBehind, PeerTest: "TestPP05Read", Msg: "oob: test mismatch: ... skip forward to TestPP05Read"}
 	err = connectError(behind, "")

@@ -16,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/rails"
+	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
@@ -52,8 +53,8 @@ func (e *End) register() error {
 		e.MRs = append(e.MRs, mr)
 	}
 	if len(e.MRs) == 0 {
-		return &verdict.Failure{Msg: fmt.Sprintf("GPU memory could not be registered with %s (GDR_MR=%s): %s", e.Dev, e.mrPolicy, strings.Join(tried, "; ")),
-			Remedy: "load nvidia_peermem (modprobe nvidia-peermem) for the peermem path, or use dma-buf (open GPU kernel module, Linux >= 5.12, rdma-core >= 34, a NIC driver with dma-buf MRs); see MREG-03/04/05"}
+		return verdict.Failf("load nvidia_peermem (modprobe nvidia-peermem) for the peermem path, or use dma-buf (open GPU kernel module, Linux >= 5.12, rdma-core >= 34, a NIC driver with dma-buf MRs); see MREG-03/04/05",
+			"GPU memory could not be registered with %s (GDR_MR=%s): %s", e.Dev, e.mrPolicy, strings.Join(tried, "; "))
 	}
 	e.MRNotes = tried
 	return nil
@@ -105,53 +106,65 @@ func (e *End) registerGPU(path string) (*verbs.MR, error) {
 // Probe finds the RDMA device this host uses: the primary rail's NIC of
 // the suite's one selection (testenv.Selection: GDR_RDMA_DEVICE, else the
 // NIC of GDR_GPU's rail, else rail 0's, else the first candidate NIC), and
-// records the rail's facts on t. skip says what is absent and where the
-// suite looked; fail what is present but wrong (NICs there, none usable:
-// a DOWN port is named before any connection is tried).
-func Probe(t testing.TB) (r *rails.Rail, skip, fail string) {
+// records the rail's facts on t. stop, when not nil, is why no test can
+// run on it: absent naming where the suite looked, or fell short (NICs
+// there, none usable: a DOWN port is named before any connection is
+// tried).
+func Probe(t testing.TB) (r *rails.Rail, stop *verdict.Finding) {
 	t.Helper()
 	r = testenv.Selection(t).Primary
 	if r == nil {
-		skip, fail = noNIC(t)
-		return nil, skip, fail
+		return nil, noNIC(t)
 	}
-	skip, fail = checkRail(t, r)
-	return r, skip, fail
+	return r, checkRail(t, r)
+}
+
+// StopIf ends t on stop, Probe's reason (nil does nothing).
+func StopIf(t testing.TB, stop *verdict.Finding) {
+	t.Helper()
+	if stop != nil {
+		testenv.Fail(t, *stop)
+	}
 }
 
 // checkRail records rail r's facts on t and says why it cannot carry a
-// test here (no NIC, or no libibverbs).
-func checkRail(t testing.TB, r *rails.Rail) (skip, fail string) {
+// test here (no NIC, or no libibverbs); nil when it can.
+func checkRail(t testing.TB, r *rails.Rail) *verdict.Finding {
 	t.Helper()
 	testenv.RailAttrs(t, r)
 	if r.NIC == nil {
 		return noNIC(t)
 	}
-	if err := verbs.Load(); err != nil {
-		return err.Error(), ""
+	var le *verbs.LoadError
+	if err := verbs.Load(); errors.As(err, &le) {
+		return verdict.Absentf(verbs.LoadRemedy, "%s does not load (%s)", verbs.Library, le.Msg)
+	} else if err != nil {
+		return verdict.Absentf("", "%v", err)
 	}
-	return "", ""
+	return nil
 }
 
 // noNIC says why no NIC can carry the test: none there is an absence (a
 // skip naming where the suite looked and what is loaded); NICs there but
 // none usable (a DOWN port, no uverbs node) is a failure, named before any
 // connection is tried.
-func noNIC(t testing.TB) (skip, fail string) {
+func noNIC(t testing.TB) *verdict.Finding {
 	sel := testenv.Selection(t)
 	if len(sel.NICs) > 0 {
-		return "", sel.NoCandidate() + "; remedy: bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT"
+		return verdict.Failf("bring the port's link up (cable, switch port, `ip link set <netdev> up`; on InfiniBand a running subnet manager), load ib_uverbs, or choose the port with GDR_IB_PORT",
+			"%s", sel.NoCandidate())
 	}
 	root := testenv.Root(t)
-	hint := "load the NIC's RDMA driver (mlx5_ib, irdma, bnxt_re, ...) or create a Soft-RoCE device (rdma link add rxe0 type rxe netdev <if>)"
+	remedy := reqs.RemedyNoRDMADevice
 	mods := "kernel modules unknown"
 	if km, err := kmod.New(root); err != nil {
 		mods += " (" + err.Error() + ")"
 	} else {
 		mods = km.Summary(kmod.RDMA)
 		if !km.Has("ib_core") {
-			hint = "ib_core is not loaded: install rdma-core / MLNX_OFED and load the NIC's RDMA driver"
+			mods += "; ib_core is not loaded"
+			remedy = reqs.RemedyNoRDMAStack
 		}
 	}
-	return fmt.Sprintf("%s under %s; RDMA kernel modules %s; %s", sel.NoCandidate(), root.Dir(), mods, hint), ""
+	return verdict.Absentf(remedy, "%s under %s; RDMA kernel modules %s", sel.NoCandidate(), root.Dir(), mods)
 }

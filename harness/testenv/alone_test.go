@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/suitelock"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestNotAloneIsNotJudged(t *testing.T) {
@@ -23,7 +24,7 @@ func TestNotAloneIsNotJudged(t *testing.T) {
 	r := newRec(t)
 	r.run(func(tb testing.TB) { judgeAlone(tb, err) })
 	assert.True(t, r.fatal, "the test ends")
-	assert.Equal(t, NotJudged, r.attrs["gdr.outcome"], "an error of the run, not the hardware's")
+	assert.Equal(t, string(verdict.NotJudged), r.attrs["gdr.outcome"], "an error of the run, not the hardware's")
 	assert.Contains(t, r.attrs["gdr.cause"], "another conformance binary runs on this host at the same time")
 	assert.Contains(t, r.attrs["gdr.cause"], filepath.Base(os.Args[0]), "the holder is named")
 	assert.Contains(t, r.attrs["gdr.cause"], p)

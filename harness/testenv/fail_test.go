@@ -19,6 +19,7 @@ type recTB struct {
 	order   []string // "key=value" and "fatal: msg" / "error: msg", as they came
 	fatal   bool
 	skipped bool
+	logs    []string
 }
 
 func newRec(t *testing.T) *recTB {
@@ -38,6 +39,9 @@ func (r *recTB) Fatalf(format string, a ...any) {
 	runtime.Goexit()
 }
 func (r *recTB) Helper() {}
+func (r *recTB) Logf(format string, a ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, a...))
+}
 func (r *recTB) Skip(a ...any) {
 	r.order = append(r.order, "skip: "+fmt.Sprint(a...))
 	r.skipped = true
@@ -84,7 +88,7 @@ func TestFailfRecordsCauseBeforeItStops(t *testing.T) {
 func TestFailRecordsWhatWasJudged(t *testing.T) {
 	r := newRec(t)
 	r.run(func(t testing.TB) {
-		Fail(t, Failure{Cause: "WRITE bandwidth at 65536 B is 10.00 Gb/s, below the 75.00 Gb/s floor", Remedy: "check the link",
+		Fail(t, verdict.Finding{Cause: "WRITE bandwidth at 65536 B is 10.00 Gb/s, below the 75.00 Gb/s floor", Remedy: "check the link",
 			Measured: "bw_gbit_s", Threshold: "gdr.min_bw_gbit_s", Source: "75% of the 100 Gb/s port rate"})
 	})
 	assert.Equal(t, "gdr.bw_gbit_s", r.attrs["gdr.measured"], "the key, with its prefix")
@@ -122,10 +126,11 @@ func TestStopOutcomes(t *testing.T) {
 		outcome, line string
 		remedy        string
 	}{
-		{&verdict.Failure{Msg: "x4 of x16", Remedy: "reseat", Measured: "gdr.link_width_lanes"}, FellShort, "x4 of x16; remedy: reseat", "reseat"},
-		{fmt.Errorf("wrapped: %w", &verdict.NotJudged{Msg: "lspci exited 1", Remedy: "install pciutils"}), NotJudged, "lspci exited 1; remedy: install pciutils", "install pciutils"},
+		{&verdict.Finding{Cause: "x4 of x16", Remedy: "reseat", Measured: "gdr.link_width_lanes"}, "fell_short", "x4 of x16; remedy: reseat", "reseat"},
+		// A wrapper's words stay in the cause; the remedy is the finding's.
+		{fmt.Errorf("wrapped: %w", verdict.NotJudgedf("install pciutils", "lspci exited 1")), "not_judged", "wrapped: lspci exited 1; remedy: install pciutils", "install pciutils"},
 		// An error the engine did not classify: the suite could not judge.
-		{errors.New("parse /sys/bus/pci/devices/0000:3b:00.0/config: short read"), NotJudged, "parse /sys/bus/pci/devices/0000:3b:00.0/config: short read", ""},
+		{errors.New("parse /sys/bus/pci/devices/0000:3b:00.0/config: short read"), "not_judged", "parse /sys/bus/pci/devices/0000:3b:00.0/config: short read", ""},
 	} {
 		r := newRec(t)
 		r.run(func(t testing.TB) { Stop(t, c.err) })
@@ -142,11 +147,28 @@ func TestStopOutcomes(t *testing.T) {
 func TestReqUnknownIsNotJudged(t *testing.T) {
 	r := newRec(t)
 	r.run(func(t testing.TB) { Req(t, "NOPE-99") })
-	assert.Equal(t, NotJudged, r.attrs["gdr.outcome"])
+	assert.Equal(t, "not_judged", r.attrs["gdr.outcome"])
 	assert.Equal(t, "suite bug: requirement NOPE-99 is not in internal/reqs", r.attrs["gdr.cause"])
 }
 
-func TestAbsentUnderStrictFellShort(t *testing.T) {
+// An absence carries its remedy as a field, skipped or failed: the report
+// never has to find it in the message.
+func TestAbsentRecordsItsRemedy(t *testing.T) {
+	r := newRec(t)
+	r.run(func(t testing.TB) {
+		Absent(t, "load the NIC's RDMA driver", "no RDMA device under %s", "/sys/class/infiniband")
+	})
+	assert.True(t, r.skipped)
+	assert.Equal(t, "no RDMA device under /sys/class/infiniband", r.attrs["gdr.skip"], "the reason, as before")
+	assert.Equal(t, "absent", r.attrs["gdr.outcome"])
+	assert.Equal(t, "load the NIC's RDMA driver", r.attrs["gdr.remedy"])
+	assert.Equal(t, "skip: no RDMA device under /sys/class/infiniband; remedy: load the NIC's RDMA driver", r.order[len(r.order)-1])
+	f, ok := verdict.FromAttrs(r.attrs)
+	require.True(t, ok)
+	assert.Equal(t, verdict.Finding{Outcome: verdict.Absent, Cause: "no RDMA device under /sys/class/infiniband", Remedy: "load the NIC's RDMA driver"}, f)
+}
+
+func TestAbsentUnderStrictFails(t *testing.T) {
 	// The configuration is loaded once: load it here with GDR_STRICT=1,
 	// and again from scratch for the tests after this one.
 	loadOnce = sync.Once{}
@@ -154,11 +176,38 @@ func TestAbsentUnderStrictFellShort(t *testing.T) {
 	t.Setenv("GDR_STRICT", "1")
 	r := newRec(t)
 	r.run(func(t testing.TB) {
-		Absent(t, "no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver")
+		Absent(t, "load the NIC's RDMA driver", "no RDMA device under /sys/class/infiniband")
 	})
-	assert.Equal(t, FellShort, r.attrs["gdr.outcome"])
-	assert.Equal(t, "GDR_STRICT=1: no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver", r.attrs["gdr.cause"])
-	assert.Equal(t, "fatal: GDR_STRICT=1: no RDMA device under /sys/class/infiniband; load the NIC's RDMA driver", r.order[len(r.order)-1])
+	assert.True(t, r.fatal)
+	assert.Equal(t, "absent", r.attrs["gdr.outcome"], "absent, not fell short: it names no part")
+	assert.Equal(t, "GDR_STRICT=1: no RDMA device under /sys/class/infiniband", r.attrs["gdr.cause"])
+	assert.Equal(t, "load the NIC's RDMA driver", r.attrs["gdr.remedy"])
+	assert.Equal(t, "fatal: GDR_STRICT=1: no RDMA device under /sys/class/infiniband; remedy: load the NIC's RDMA driver", r.order[len(r.order)-1])
+}
+
+// Record takes an engine's findings in one call: facts and warnings are
+// logged (warnings also in gdr.warning), failures recorded, the first one's
+// attributes kept.
+func TestRecordFindings(t *testing.T) {
+	r := newRec(t)
+	r.run(func(t testing.TB) {
+		Record(t,
+			verdict.Finding{Level: verdict.Info, Cause: "MaxPayload 256 B"},
+			verdict.Finding{Level: verdict.Warn, Cause: "Relaxed Ordering off", Remedy: "enable it"},
+			verdict.Finding{Cause: "x4 of x16", Remedy: "reseat", Device: "0000:3b:00.0", Part: "pcie link", Evidence: []string{"LnkSta x4"}},
+			verdict.Finding{Cause: "x8 of x16", Device: "0000:3c:00.0"},
+		)
+	})
+	assert.False(t, r.fatal, "Record does not stop the test")
+	assert.Contains(t, r.logs, "MaxPayload 256 B")
+	assert.Contains(t, r.logs, "WARNING: Relaxed Ordering off; remedy: enable it")
+	assert.Equal(t, "Relaxed Ordering off; remedy: enable it", r.attrs["gdr.warning"])
+	assert.Equal(t, "x4 of x16", r.attrs["gdr.cause"])
+	assert.Equal(t, "0000:3b:00.0", r.attrs["gdr.device"])
+	assert.Equal(t, "pcie link", r.attrs["gdr.part_kind"])
+	assert.Equal(t, "LnkSta x4", r.attrs["gdr.evidence"])
+	assert.Equal(t, "2", r.attrs["gdr.failures_count"])
+	assert.Contains(t, r.order, "error: x8 of x16")
 }
 
 // A host-only requirement's skip stays a skip under GDR_STRICT=1 and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/rdmares"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // leakSettle is how long the check waits for counts to come back down: a
@@ -61,7 +62,7 @@ func leakCheck(t testing.TB) {
 		for {
 			after, err := rdmaSummary()
 			if err != nil {
-				Error(t, Failure{Cause: fmt.Sprintf("GDR_LEAK_CHECK=1: after the test: %v", err), NotJudged: true})
+				Error(t, *verdict.NotJudgedf("", "GDR_LEAK_CHECK=1: after the test: %v", err))
 				return
 			}
 			rs := rdmares.Leaked(before, after)

@@ -100,34 +100,6 @@ func Attr(t testing.TB, key string, value any) {
 	t.Attr(key, strings.ReplaceAll(s, "\n", " "))
 }
 
-// Absent ends the test because hardware or software it needs is not there.
-// The message must say what is missing and where the suite looked. Under
-// GDR_STRICT=1 this is a failure, not a skip.
-func Absent(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if Config(t).Strict {
-		Attr(t, "gdr.absent", msg)
-		Fail(t, Failure{Cause: "GDR_STRICT=1: " + msg}) // the message names what to install or load
-	}
-	Attr(t, "gdr.skip", msg)
-	t.Skip(msg)
-}
-
-// Failf reports something present but wrong and stops the test (Fail: the
-// host fell short). The message is the cause, then what to do about it.
-func Failf(t testing.TB, remedy, format string, args ...any) {
-	t.Helper()
-	Fail(t, Failure{Cause: fmt.Sprintf(format, args...), Remedy: remedy})
-}
-
-// Errorf is Failf without stopping the test, for checks that report every
-// offender (each bridge, each device) before the test ends.
-func Errorf(t testing.TB, remedy, format string, args ...any) {
-	t.Helper()
-	Error(t, Failure{Cause: fmt.Sprintf(format, args...), Remedy: remedy})
-}
-
 // HostOnly ends a test of requirement id that is not judgeable from a
 // container (reqs.ContainerRule.HostOnly: the host's developer
 // environment). The skip says "not judgeable from a container: <why>;

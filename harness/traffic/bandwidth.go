@@ -89,8 +89,8 @@ const BWRemedy = "check the NIC's PCIe link (width/speed), the GPU<->NIC path cl
 // JudgeBW records r's floor and fails below it. A failure whose path MTU
 // a netdev MTU holds below 4096 says so and names the MTU first: on RoCE
 // 1024 B packets leave 92.6 % of the port to payload, 4096 B ones 98 %.
-func JudgeBW(sp BWSpec, r BWResult) Verdict {
-	var v Verdict
+func JudgeBW(sp BWSpec, r BWResult) Judgement {
+	var v Judgement
 	v.attr("threshold_source", r.Why)
 	if r.Floor > 0 {
 		v.attr("min_bw_gbit_s", r.Floor)
@@ -349,7 +349,7 @@ func (b *bwEnd) checkData() error {
 		}
 		return check
 	}
-	pr, err := e.Sess.ExchangeResult(verdict("bw data", check))
+	pr, err := e.Sess.ExchangeResult(checkResult("bw data", check))
 	if err != nil {
 		return err
 	}
@@ -359,8 +359,8 @@ func (b *bwEnd) checkData() error {
 	return check
 }
 
-// verdict is a check's outcome as an out-of-band result.
-func verdict(name string, err error) oob.Result {
+// checkResult is a check's outcome as an out-of-band result.
+func checkResult(name string, err error) oob.Result {
 	if err != nil {
 		return oob.Result{Name: name, OK: false, Msg: err.Error()}
 	}
@@ -464,12 +464,12 @@ func (b *bwEnd) wire(e *rc.End) (*floors.Wire, string) {
 // host's link carries one (peer.Values["wire_vlan"]); why its RoCE path
 // MTU is below 4096 when a netdev MTU of either host explains it; and the
 // facts to record. peerAddr is "" in loopback (one host, one NIC).
-func pointWire(own rc.WireFacts, peer oob.Result, activeMTU, peerMTU int, role, peerAddr string) (floors.Wire, string, Verdict) {
+func pointWire(own rc.WireFacts, peer oob.Result, activeMTU, peerMTU int, role, peerAddr string) (floors.Wire, string, Judgement) {
 	w := own.Wire
 	if peer.Values["wire_vlan"] == 1 {
 		w.VLAN = true
 	}
-	var facts Verdict
+	var facts Judgement
 	facts.attr("wire_overhead_bytes", w.Overhead())
 	facts.attr("wire_overhead_note", w.OverheadNote())
 	if own.NetdevMTU > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/floors"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // PP-08's subtests, in order: the names are the report's contract
@@ -167,14 +168,14 @@ func TestPathOf(t *testing.T) {
 func TestJudgeBW(t *testing.T) {
 	sp := BWSpec{Name: "WRITE", Size: 1 << 20}
 	v := JudgeBW(sp, BWResult{Gbps: 10, Why: "no threshold: software device (rxe on eth0), its port rate is fictional"})
-	assert.Equal(t, Verdict{{Key: "threshold_source", Value: "no threshold: software device (rxe on eth0), its port rate is fictional"}}, v)
+	assert.Equal(t, Judgement{{Key: "threshold_source", Value: "no threshold: software device (rxe on eth0), its port rate is fictional"}}, v)
 	v = JudgeBW(sp, BWResult{Gbps: 370, Floor: 360, Why: "derived"})
 	assert.False(t, v.Failed())
-	assert.Equal(t, Verdict{{Key: "threshold_source", Value: "derived"}, {Key: "min_bw_gbit_s", Value: 360.0}}, v)
+	assert.Equal(t, Judgement{{Key: "threshold_source", Value: "derived"}, {Key: "min_bw_gbit_s", Value: 360.0}}, v)
 	v = JudgeBW(sp, BWResult{Gbps: 200, Floor: 360, Why: "derived"})
 	require.True(t, v.Failed())
-	assert.Equal(t, Entry{Fail: "WRITE bandwidth at 1048576 B is 200.00 Gb/s, below the 360.00 Gb/s floor (derived)", Remedy: BWRemedy, Fatal: true,
-		Measured: "gdr.bw_gbit_s", Threshold: "gdr.min_bw_gbit_s"}, v[2])
+	assert.Equal(t, Entry{Finding: &verdict.Finding{Outcome: verdict.FellShort, Cause: "WRITE bandwidth at 1048576 B is 200.00 Gb/s, below the 360.00 Gb/s floor (derived)", Remedy: BWRemedy,
+		Measured: "gdr.bw_gbit_s", Threshold: "gdr.min_bw_gbit_s"}, Fatal: true}, v[2])
 	assert.Equal(t, "WRITE 1048576 B: 200.000 Gb/s (derived)", BWResult{Gbps: 200, Floor: 360, Why: "derived"}.Log(sp))
 }
 
@@ -187,10 +188,10 @@ func TestJudgeBWMTUCause(t *testing.T) {
 	v := JudgeBW(sp, BWResult{Gbps: 320, Floor: 333.3, Why: "derived", MTUCause: cause})
 	require.True(t, v.Failed())
 	e := v[2]
-	assert.Equal(t, "WRITE bandwidth at 1048576 B is 320.00 Gb/s, below the 333.30 Gb/s floor (derived); "+cause, e.Fail)
-	assert.True(t, strings.HasPrefix(e.Remedy, "raise the netdev MTU to 4200 or more"), e.Remedy)
-	assert.Less(t, strings.Index(e.Remedy, "MTU"), strings.Index(e.Remedy, "PCIe"), "the MTU before PCIe and firmware")
-	assert.Contains(t, e.Remedy, BWRemedy)
+	assert.Equal(t, "WRITE bandwidth at 1048576 B is 320.00 Gb/s, below the 333.30 Gb/s floor (derived); "+cause, e.Finding.Cause)
+	assert.True(t, strings.HasPrefix(e.Finding.Remedy, "raise the netdev MTU to 4200 or more"), e.Finding.Remedy)
+	assert.Less(t, strings.Index(e.Finding.Remedy, "MTU"), strings.Index(e.Finding.Remedy, "PCIe"), "the MTU before PCIe and firmware")
+	assert.Contains(t, e.Finding.Remedy, BWRemedy)
 	// A pass records no cause and no failure.
 	v = JudgeBW(sp, BWResult{Gbps: 350, Floor: 333.3, Why: "derived", MTUCause: cause})
 	assert.False(t, v.Failed())

@@ -39,8 +39,8 @@ func HalfSkipped(h, g Half, probeWhy, absent string) string {
 // Compare is the side-by-side report of host half h and GPU half g at
 // size bytes (no threshold: PP-07 and PP-08 hold those), with the line for
 // the test log.
-func Compare(h, g Half, size int) (Verdict, string) {
-	var v Verdict
+func Compare(h, g Half, size int) (Judgement, string) {
+	var v Judgement
 	v.attr("mem", g.Mem)
 	v.attr("size_bytes", size)
 	v.attr("bw_gbit_s_host", h.Gbps)

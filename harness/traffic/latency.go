@@ -168,8 +168,8 @@ const p999Iters = 10000
 // maxP99 and maxP999 (GDR_MAX_LAT_P99_US, GDR_MAX_LAT_P999_US; 0: twice
 // and four times the p50 ceiling). No p50 ceiling, no judgement; p99.9 is
 // judged from p999Iters round trips.
-func JudgeLatency(r LatResult, maxP99, maxP999 float64) Verdict {
-	var v Verdict
+func JudgeLatency(r LatResult, maxP99, maxP999 float64) Judgement {
+	var v Judgement
 	lat, ceil := r.Lat, r.Ceil
 	threshold, thrWhy := ceil.US, ceil.Why
 	v.attr("threshold_source", thrWhy)

@@ -36,24 +36,24 @@ func TestTailCeilings(t *testing.T) {
 func TestJudgeLatencyNoCeiling(t *testing.T) {
 	why := "no threshold: software device (rxe on eth0), its timing is not a NIC's"
 	v := JudgeLatency(LatResult{Lat: stats.Latency{P50: us(500)}, Ceil: rc.LatCeiling{Why: why}}, 0, 0)
-	assert.Equal(t, Verdict{{Key: "threshold_source", Value: why}}, v)
+	assert.Equal(t, Judgement{{Key: "threshold_source", Value: why}}, v)
 }
 
 func TestJudgeLatency(t *testing.T) {
 	ceil := rc.LatCeiling{US: 3, Why: "default", Kind: "host", Source: "src"}
 	ok := JudgeLatency(LatResult{Lat: stats.Latency{P50: us(2), P99: us(5), N: 1000}, Ceil: ceil}, 0, 0)
 	assert.False(t, ok.Failed())
-	assert.Equal(t, Verdict{{Key: "threshold_source", Value: "default"}, {Key: "max_lat_kind", Value: "host"}, {Key: "max_lat_source", Value: "src"},
+	assert.Equal(t, Judgement{{Key: "threshold_source", Value: "default"}, {Key: "max_lat_kind", Value: "host"}, {Key: "max_lat_source", Value: "src"},
 		{Key: "max_lat_us_p50", Value: 3.0}, {Key: "max_lat_us_p99", Value: 6.0},
 		{Key: "p999_judged", Value: "no: 1000 round trips, p99.9 needs 10000 (GDR_ITERS)"}}, ok)
 
 	bad := JudgeLatency(LatResult{Lat: stats.Latency{P50: us(4), P99: us(7), P999: us(13), N: 10000}, Ceil: ceil}, 0, 0)
 	var fails []string
 	for _, e := range bad {
-		if e.Fail != "" {
-			assert.Equal(t, LatRemedy, e.Remedy)
+		if e.Finding != nil {
+			assert.Equal(t, LatRemedy, e.Finding.Remedy)
 			assert.False(t, e.Fatal, "every latency offender is reported")
-			fails = append(fails, e.Fail)
+			fails = append(fails, e.Finding.Cause)
 		}
 	}
 	require.Len(t, fails, 3)

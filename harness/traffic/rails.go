@@ -134,8 +134,8 @@ const RailRemedy = "check the PCIe uplink these NICs share (lspci -vvv on the ro
 // JudgeRail compares r's rate beside the others (rails rails in all) with
 // its rate alone (known: PP-08 measured it in this run). sharing names the
 // rails sharing its root port (Sharing), asked only for a failure.
-func JudgeRail(r RailResult, alone float64, known bool, rails int, sharing func() string) Verdict {
-	var v Verdict
+func JudgeRail(r RailResult, alone float64, known bool, rails int, sharing func() string) Judgement {
+	var v Judgement
 	v.attr("bw_gbit_s", r.Gbps)
 	if !known {
 		v.attr("threshold_source", "reported only: PP-08 did not measure this rail alone in this run")

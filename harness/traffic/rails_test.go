@@ -27,7 +27,7 @@ func TestJudgeRail(t *testing.T) {
 	sharing := func() string { asked++; return "no other rail shares its root port" }
 
 	v := JudgeRail(r, 0, false, 4, sharing)
-	assert.Equal(t, Verdict{{Key: "bw_gbit_s", Value: 200.0}, {Key: "threshold_source", Value: "reported only: PP-08 did not measure this rail alone in this run"}}, v)
+	assert.Equal(t, Judgement{{Key: "bw_gbit_s", Value: 200.0}, {Key: "threshold_source", Value: "reported only: PP-08 did not measure this rail alone in this run"}}, v)
 
 	soft := r
 	soft.Soft = true
@@ -37,7 +37,7 @@ func TestJudgeRail(t *testing.T) {
 
 	v = JudgeRail(r, 220, true, 4, sharing)
 	assert.False(t, v.Failed())
-	assert.Equal(t, Verdict{{Key: "bw_gbit_s", Value: 200.0}, {Key: "bw_gbit_s_alone", Value: 220.0}, {Key: "bw_ratio_concurrent", Value: 200.0 / 220},
+	assert.Equal(t, Judgement{{Key: "bw_gbit_s", Value: 200.0}, {Key: "bw_gbit_s_alone", Value: 220.0}, {Key: "bw_ratio_concurrent", Value: 200.0 / 220},
 		{Key: "min_bw_ratio", Value: 0.8}}, v)
 	assert.Zero(t, asked, "the root ports are named only for a failure")
 
@@ -45,8 +45,8 @@ func TestJudgeRail(t *testing.T) {
 	require.True(t, v.Failed())
 	e := v[len(v)-1]
 	assert.True(t, e.Fatal)
-	assert.Equal(t, RailRemedy, e.Remedy)
-	assert.Equal(t, "rail 3 (mlx5_3 (0000:9b:00.0)) keeps 50% of its bandwidth alone (200.00 of 400.00 Gb/s) while all 4 rails run, below 80%; no other rail shares its root port", e.Fail)
+	assert.Equal(t, RailRemedy, e.Finding.Remedy)
+	assert.Equal(t, "rail 3 (mlx5_3 (0000:9b:00.0)) keeps 50% of its bandwidth alone (200.00 of 400.00 Gb/s) while all 4 rails run, below 80%; no other rail shares its root port", e.Finding.Cause)
 }
 
 func TestSharing(t *testing.T) {

@@ -5,50 +5,49 @@
 // measurement and the host-vs-GPU memory comparison. Each runs over ends
 // harness/rc connected and returns errors and a result value; judging a
 // result against its floor or ceiling is a pure function returning a
-// Verdict, which the test records (conformance/pingpong). It is its own
+// Judgement, which the test records (conformance/pingpong). It is its own
 // package, not part of rc, because rc is the connection (and memreg uses
 // it without any of these engines), while traffic is what the suite
 // moves over it and how it reads the numbers.
 package traffic
 
-import "fmt"
+import "github.com/gdrconf/gdrconf/internal/verdict"
 
 // CQMod is perftest's bandwidth moderation: one signaled WR in 100
 // (GDR_TX_DEPTH keeps 128 in flight, as they do).
 const CQMod = 100
 
-// Verdict is what a judged result comes to, in the order the test records
-// it: attributes and failures.
-type Verdict []Entry
+// Judgement is what a judged result comes to, in the order the test
+// records it: attributes and findings.
+type Judgement []Entry
 
-// Entry is one attribute (Fail empty) or one failure with its remedy;
-// Fatal failures stop the test (testenv.Fail), the others do not
-// (testenv.Error). A failure names the attributes of the value it judged
-// and of its bound (Measured, Threshold: gdr.measured, gdr.threshold); the
-// words for where the bound comes from are the verdict's threshold_source
-// attribute, recorded whether it passes or not.
+// Entry is one attribute (Finding nil) or one finding (verdict.Finding:
+// cause, remedy, and the attributes of the value it judged and of its
+// bound, gdr.measured and gdr.threshold). Fatal findings stop the test
+// (testenv.Fail), the others do not (testenv.Error). The words for where
+// the bound comes from are the judgement's threshold_source attribute,
+// recorded whether it passes or not.
 type Entry struct {
-	Key                 string
-	Value               any
-	Fail                string
-	Remedy              string
-	Fatal               bool
-	Measured, Threshold string
+	Key     string
+	Value   any
+	Finding *verdict.Finding
+	Fatal   bool
 }
 
-func (v *Verdict) attr(k string, val any) { *v = append(*v, Entry{Key: k, Value: val}) }
+func (v *Judgement) attr(k string, val any) { *v = append(*v, Entry{Key: k, Value: val}) }
 
-// fail adds a failure of the value in attribute measured against the bound
-// in attribute threshold.
-func (v *Verdict) fail(fatal bool, remedy, measured, threshold, format string, args ...any) {
-	*v = append(*v, Entry{Fail: fmt.Sprintf(format, args...), Remedy: remedy, Fatal: fatal,
-		Measured: "gdr." + measured, Threshold: "gdr." + threshold})
+// fail adds a finding: the value in attribute measured fell short of the
+// bound in attribute threshold.
+func (v *Judgement) fail(fatal bool, remedy, measured, threshold, format string, args ...any) {
+	f := verdict.Failf(remedy, format, args...)
+	f.Measured, f.Threshold = "gdr."+measured, "gdr."+threshold
+	*v = append(*v, Entry{Finding: f, Fatal: fatal})
 }
 
-// Failed reports whether v holds a failure.
-func (v Verdict) Failed() bool {
+// Failed reports whether v holds a finding.
+func (v Judgement) Failed() bool {
 	for _, e := range v {
-		if e.Fail != "" {
+		if e.Finding != nil {
 			return true
 		}
 	}

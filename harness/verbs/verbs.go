@@ -30,8 +30,11 @@ const Library = "libibverbs.so.1"
 type LoadError struct{ Msg string }
 
 func (e *LoadError) Error() string {
-	return fmt.Sprintf("%s does not load (%s): install rdma-core's verbs library (Debian/Ubuntu: libibverbs1 and ibverbs-providers; RHEL: libibverbs / rdma-core; or MLNX_OFED)", Library, e.Msg)
+	return fmt.Sprintf("%s does not load (%s): %s", Library, e.Msg, LoadRemedy)
 }
+
+// LoadRemedy is what to do when libibverbs.so.1 does not load.
+const LoadRemedy = "install rdma-core's verbs library (Debian/Ubuntu: libibverbs1 and ibverbs-providers; RHEL: libibverbs / rdma-core; or MLNX_OFED)"
 
 var (
 	loadOnce sync.Once

@@ -71,12 +71,3 @@ func (s Slurm) NoGPUsCause() string {
 		val("SLURM_STEP_GPUS", s.StepGPUs, s.StepGPUs != ""), val("SLURM_JOB_GPUS", s.JobGPUs, s.JobGPUs != ""),
 		val("CUDA_VISIBLE_DEVICES", s.CUDAVisible, s.CUDAVisibleSet))
 }
-
-// NoGPUs is NoGPUsCause with its remedy: the sentence a message about a
-// missing CUDA device carries under Slurm, "" when Slurm is not the cause.
-func (s Slurm) NoGPUs() string {
-	if c := s.NoGPUsCause(); c != "" {
-		return c + ": " + SlurmNoGPUsRemedy
-	}
-	return ""
-}

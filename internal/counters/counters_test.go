@@ -264,7 +264,7 @@ func k(dev string, src Source, group, name string) Key {
 	return Key{Device: dev, Port: port, Source: src, Group: group, Name: name}
 }
 
-func findingFor(t *testing.T, fs []Finding, key Key) Finding {
+func findingFor(t *testing.T, fs []Judged, key Key) Judged {
 	t.Helper()
 	for _, f := range fs {
 		if f.Key == key {
@@ -272,7 +272,7 @@ func findingFor(t *testing.T, fs []Finding, key Key) Finding {
 		}
 	}
 	t.Fatalf("no finding for %s in %v", key, fs)
-	return Finding{}
+	return Judged{}
 }
 
 func TestJudge(t *testing.T) {
@@ -304,41 +304,41 @@ func TestJudge(t *testing.T) {
 	fs := Judge(d)
 
 	f := findingFor(t, fs, sym)
-	assert.Equal(t, Fail, f.Verdict)
+	assert.Equal(t, Fail, f.Level)
 	assert.Equal(t, uint64(3), f.Delta)
 	for _, want := range []string{"mlx5_0 port 1 counters/symbol_error", "rose by 3", "cable", "cable or optics"} {
-		assert.Contains(t, f.Message, want)
+		assert.Contains(t, f.Cause, want)
 	}
-	assert.Equal(t, Report, findingFor(t, fs, data).Verdict)
-	assert.Equal(t, Report, findingFor(t, fs, cnp).Verdict, "congestion notifications are informational")
+	assert.Equal(t, Report, findingFor(t, fs, data).Level)
+	assert.Equal(t, Report, findingFor(t, fs, cnp).Level, "congestion notifications are informational")
 	f = findingFor(t, fs, oos)
-	assert.Equal(t, Fail, f.Verdict)
-	assert.Contains(t, f.Message, "retransmission")
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Cause, "retransmission")
 	f = findingFor(t, fs, unknown)
-	assert.Equal(t, Report, f.Verdict)
-	assert.Contains(t, f.Message, "not in this suite's table")
+	assert.Equal(t, Report, f.Level)
+	assert.Contains(t, f.Cause, "not in this suite's table")
 	for _, x := range fs {
 		assert.NotEqual(t, quiet, x.Key, "a counter that did not move is not a finding")
 	}
 	f = findingFor(t, fs, rx)
-	assert.Equal(t, Warn, f.Verdict)
-	assert.Contains(t, f.Message, "PCIe signal integrity")
-	assert.Equal(t, Report, findingFor(t, fs, totCor).Verdict, "RxErr explains the total")
-	assert.Equal(t, Warn, findingFor(t, fs, totCor2).Verdict, "a total no named counter explains is judged")
+	assert.Equal(t, Warn, f.Level)
+	assert.Contains(t, f.Cause, "PCIe signal integrity")
+	assert.Equal(t, Report, findingFor(t, fs, totCor).Level, "RxErr explains the total")
+	assert.Equal(t, Warn, findingFor(t, fs, totCor2).Level, "a total no named counter explains is judged")
 	f = findingFor(t, fs, cto)
-	assert.Equal(t, Fail, f.Verdict)
-	assert.Contains(t, f.Message, "completion timeout")
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Cause, "completion timeout")
 	f = findingFor(t, fs, sat)
-	assert.Equal(t, Warn, f.Verdict)
-	assert.Contains(t, f.Message, "saturated")
+	assert.Equal(t, Warn, f.Level)
+	assert.Contains(t, f.Cause, "saturated")
 	f = findingFor(t, fs, reset)
-	assert.Equal(t, Warn, f.Verdict)
+	assert.Equal(t, Warn, f.Level)
 	assert.True(t, f.Reset)
-	assert.Contains(t, f.Message, "went back")
-	assert.Equal(t, Warn, findingFor(t, fs, gone).Verdict)
+	assert.Contains(t, f.Cause, "went back")
+	assert.Equal(t, Warn, findingFor(t, fs, gone).Level)
 	f = findingFor(t, fs, appeared)
-	assert.Equal(t, Fail, f.Verdict)
-	assert.Contains(t, f.Message, "appeared during the run at 6")
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Cause, "appeared during the run at 6")
 
 	failed := Failed(fs)
 	assert.Len(t, failed, 4) // symbol_error, out_of_sequence, CmpltTO, the counter that appeared
@@ -362,8 +362,8 @@ func TestJudgeRXELoss(t *testing.T) {
 	fs := Judge(Diff(before, after))
 	failed := Failed(fs)
 	require.Len(t, failed, 1)
-	assert.Contains(t, failed[0].Message, "rxe0 port 1 hw_counters/rcvd_seq_err rose by 5")
-	assert.Contains(t, failed[0].Message, "packet loss")
+	assert.Contains(t, failed[0].Cause, "rxe0 port 1 hw_counters/rcvd_seq_err rose by 5")
+	assert.Contains(t, failed[0].Cause, "packet loss")
 	assert.Len(t, fs, 2) // and sent_pkts, reported
 }
 
@@ -402,15 +402,31 @@ func TestJudgeSoftware(t *testing.T) {
 	after := snap(map[Key]uint64{retry: 60, dup: 900, oos: 3, seq: 2, hw: 5})
 	fs := JudgeWith(Diff(before, after), Options{Software: map[string]bool{"rxe0": true}})
 	f := findingFor(t, fs, retry)
-	assert.Equal(t, Warn, f.Verdict)
-	assert.Contains(t, f.Message, "rxe0 port 1 hw_counters/completer_retry_err rose by 59")
-	assert.Contains(t, f.Message, "without loss")
-	assert.Equal(t, Warn, findingFor(t, fs, dup).Verdict)
+	assert.Equal(t, Warn, f.Level)
+	assert.Contains(t, f.Cause, "rxe0 port 1 hw_counters/completer_retry_err rose by 59")
+	assert.Contains(t, f.Cause, "without loss")
+	assert.Equal(t, Warn, findingFor(t, fs, dup).Level)
 	f = findingFor(t, fs, oos)
-	assert.Equal(t, Fail, f.Verdict)
-	assert.Contains(t, f.Message, "rxe0 port 1 hw_counters/out_of_seq_request rose by 3")
-	assert.Contains(t, f.Message, "retransmission")
-	assert.Equal(t, Fail, findingFor(t, fs, seq).Verdict)
-	assert.Equal(t, Fail, findingFor(t, fs, hw).Verdict, "a hardware NIC's duplicate_request still fails")
-	assert.Equal(t, Fail, findingFor(t, Judge(Diff(before, after)), retry).Verdict, "without the option rxe's counters fail")
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Cause, "rxe0 port 1 hw_counters/out_of_seq_request rose by 3")
+	assert.Contains(t, f.Cause, "retransmission")
+	assert.Equal(t, Fail, findingFor(t, fs, seq).Level)
+	assert.Equal(t, Fail, findingFor(t, fs, hw).Level, "a hardware NIC's duplicate_request still fails")
+	assert.Equal(t, Fail, findingFor(t, Judge(Diff(before, after)), retry).Level, "without the option rxe's counters fail")
+}
+
+// Every cause an error counter can have has a remedy of its own, and the
+// causes of the physical link and of PCIe name their part.
+func TestRemedies(t *testing.T) {
+	for _, e := range Table() {
+		if e.Class.Kind != Error {
+			continue
+		}
+		r := Remedy(e.Class.Cause)
+		assert.False(t, strings.HasPrefix(r, "read the counter's meaning"), "%s %s: cause %q has no remedy", e.Source, e.Name, e.Class.Cause)
+	}
+	assert.Equal(t, PartLink, PartOf(CauseLink))
+	assert.Equal(t, PartPCIe, PartOf(CausePCIe))
+	assert.Equal(t, PartPath, PartOf(CauseRetrans))
+	assert.Empty(t, PartOf(CauseInternal), "a device's own error names no part here")
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Change is one counter between two snapshots.
@@ -112,25 +114,20 @@ func Diff(before, after *Snapshot) Delta {
 	return d
 }
 
-// Verdict of one finding.
-type Verdict int
-
+// The levels of a judged change (verdict.Level).
 const (
-	Report Verdict = iota // informational: reported, never fails
-	Warn                  // worth a look; does not fail
-	Fail                  // an error counter rose
+	Report = verdict.Info // informational: reported, never fails
+	Warn   = verdict.Warn // worth a look; does not fail
+	Fail   = verdict.Fail // an error counter rose
 )
 
-func (v Verdict) String() string {
-	return [...]string{"report", "warn", "fail"}[v]
-}
-
-// Finding is a change the caller should show, with its verdict and a
-// message naming counter, device, delta and what a rise usually means.
-type Finding struct {
+// Judged is a change the caller should show, with the finding it comes
+// to: its level, a cause naming counter, device, delta and what a rise
+// usually means, and for a failure the remedy and the part its cause
+// points at (Remedy, PartOf); the device is the counter's.
+type Judged struct {
 	Change
-	Verdict Verdict
-	Message string
+	verdict.Finding
 }
 
 // Judge turns a delta into findings: every counter that rose, was reset,
@@ -140,7 +137,7 @@ type Finding struct {
 // informational, data and unknown counters are reported. An AER TOTAL_*
 // rise is judged only when no named counter of its file rose (a counter
 // name this suite does not know); otherwise it is reported.
-func Judge(d Delta) []Finding { return JudgeWith(d, Options{}) }
+func Judge(d Delta) []Judged { return JudgeWith(d, Options{}) }
 
 // Options change how JudgeWith weighs a rise.
 type Options struct {
@@ -162,43 +159,47 @@ var SoftwareTimer = map[string]string{
 const softTimerWhy = "on a software device this rises without loss: rxe retransmits when its ACK timer (QP timeout 14: 67 ms) runs out, and under qemu TCG one round trip takes tens of ms; a clean lab run with no loss planted recorded completer_retry_err +191 and duplicate_request +3462 (fixtures/counters/README.md). Lost packets show as out_of_seq_request and rcvd_seq_err, which still fail"
 
 // JudgeWith is Judge with options.
-func JudgeWith(d Delta, o Options) []Finding {
+func JudgeWith(d Delta, o Options) []Judged {
 	named := map[string]bool{} // device|group with a named AER rise
 	for _, c := range d.Changes {
 		if c.Key.Source == AER && !IsTotal(c.Key) && c.Rose() {
 			named[c.Key.Device+"|"+c.Key.Group] = true
 		}
 	}
-	var out []Finding
+	var out []Judged
 	for _, c := range d.Changes {
-		f := Finding{Change: c}
+		f := Judged{Change: c}
+		f.Device, f.Evidence = c.Key.Device, []string{c.String()}
 		switch {
 		case c.Gone:
-			f.Verdict = Warn
-			f.Message = fmt.Sprintf("%s vanished during the run (device or port removed?)", c)
+			f.Level = Warn
+			f.Cause = fmt.Sprintf("%s vanished during the run (device or port removed?)", c)
 		case c.Reset:
-			f.Verdict = Warn
-			f.Message = fmt.Sprintf("%s: something cleared the counters during the run, so a rise cannot be ruled out", c)
+			f.Level = Warn
+			f.Cause = fmt.Sprintf("%s: something cleared the counters during the run, so a rise cannot be ruled out", c)
 		case c.Delta == 0 && !c.Saturated:
 			continue
 		case c.Delta == 0 && c.Saturated:
 			if c.Class.Kind != Error && c.Class.Kind != Corrected {
 				continue
 			}
-			f.Verdict = Warn
-			f.Message = fmt.Sprintf("%s: %s; %s", c, c.Class.Kind, c.Class.Meaning)
+			f.Level = Warn
+			f.Cause = fmt.Sprintf("%s: %s; %s", c, c.Class.Kind, c.Class.Meaning)
 		default:
-			f.Verdict, f.Message = judgeRise(c, named)
-			if why, ok := SoftwareTimer[c.Key.Name]; ok && f.Verdict == Fail && c.Key.Source == HW && o.Software[c.Key.Device] {
-				f.Verdict, f.Message = Warn, f.Message+"; "+why
+			f.Level, f.Cause = judgeRise(c, named)
+			if why, ok := SoftwareTimer[c.Key.Name]; ok && f.Level == Fail && c.Key.Source == HW && o.Software[c.Key.Device] {
+				f.Level, f.Cause = Warn, f.Cause+"; "+why
 			}
+		}
+		if f.Level == Fail {
+			f.Remedy, f.Part = Remedy(c.Class.Cause), PartOf(c.Class.Cause)
 		}
 		out = append(out, f)
 	}
 	return out
 }
 
-func judgeRise(c Change, named map[string]bool) (Verdict, string) {
+func judgeRise(c Change, named map[string]bool) (verdict.Level, string) {
 	cl := c.Class
 	what := fmt.Sprintf("%s rose by %d during the run", c.Key, c.Delta)
 	if c.New {
@@ -234,26 +235,77 @@ func aerGroupOfTotal(name string) string {
 }
 
 // Failed returns the findings that fail.
-func Failed(fs []Finding) []Finding {
-	var out []Finding
+func Failed(fs []Judged) []Judged {
+	var out []Judged
 	for _, f := range fs {
-		if f.Verdict == Fail {
+		if f.Level == Fail {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// Summary is one line per finding of at least verdict min.
-func Summary(fs []Finding, at Verdict) string {
+// Summary is one line per finding of at least level at.
+func Summary(fs []Judged, at verdict.Level) string {
 	var b strings.Builder
 	for _, f := range fs {
-		if f.Verdict < at {
+		if !f.Level.AtLeast(at) {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %s\n", strings.ToUpper(f.Verdict.String()), f.Message)
+		fmt.Fprintf(&b, "%s: %s\n", strings.ToUpper(levelWord(f.Level)), f.Cause)
 	}
 	return b.String()
+}
+
+// levelWord is the word Summary has always printed for a level.
+func levelWord(l verdict.Level) string {
+	if l == Report {
+		return "report"
+	}
+	return l.String()
+}
+
+// The parts a counter's cause points at (verdict.Finding.Part, in the
+// report's words: report/part.go).
+const (
+	PartLink = "cable/optic"  // bit errors, link retraining, link down
+	PartPCIe = "pcie link"    // AER: a PCIe link or the devices on it
+	PartPath = "network path" // packets lost or late between the hosts
+)
+
+// PartOf is the part a rise of cause c points at; "" when it names none
+// (a configuration, a device's own error).
+func PartOf(c Cause) string {
+	switch c {
+	case CauseLink:
+		return PartLink
+	case CausePCIe, CausePCIeProto:
+		return PartPCIe
+	case CauseRetrans, CauseCongestion:
+		return PartPath
+	}
+	return ""
+}
+
+// remedies by cause: what to do when an error counter of that cause rose.
+var remedies = map[Cause]string{
+	CauseLink:       "reseat or replace the cable or transceiver, check the switch port's own counters; vendors' RMA processes ask for these counters",
+	CausePCIe:       "reseat the card and riser, check the slot's PCIe generation setting in the BIOS and the retimers; see the AER lines in the kernel log",
+	CausePCIeProto:  "check ACS and the IOMMU on the GPU<->NIC path (TOPO area), the NIC and GPU firmware; see the AER lines in the kernel log",
+	CauseCongestion: "check flow control (PFC/ECN for RoCE), the switch's buffers and drops, and that no other traffic shares the link during qualification",
+	CauseRetrans:    "find where packets were lost: the switch's drop counters, PFC/ECN configuration for RoCE, the cable; a healthy lossless fabric retransmits nothing during a test",
+	CauseRNR:        "a SEND found no posted receive: an application (or suite) bug, or receive queues too short",
+	CauseTransport:  "an operation was rejected (keys, lengths, QP state): check the MR registration path (peermem/dma-buf) and the NIC firmware",
+	CauseConfig:     "check partitions (P_Key), VLs and switch routing for this port",
+	CauseInternal:   "the device reported an internal error: update its firmware, and have it replaced if it repeats",
+}
+
+// Remedy is what to do when an error counter of cause c rose.
+func Remedy(c Cause) string {
+	if r, ok := remedies[c]; ok {
+		return r
+	}
+	return "read the counter's meaning above and the kernel log; rerun to see whether it repeats"
 }
 
 func sortEntries(es []Entry) {

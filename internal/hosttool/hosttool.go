@@ -7,7 +7,6 @@ package hosttool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
 	"time"
@@ -18,15 +17,16 @@ import (
 
 // Output runs the first of tools found in PATH with args (live host) or
 // reads recorded (a host path in the tree), and returns the output and
-// what produced it. No recording or no tool is *verdict.Absent naming where
-// it looked; a tool past timeout, or one that could not start, is
-// *verdict.NotJudged. A tool that ran and exited non-zero returns its
+// what produced it. No recording or no tool is an absent *verdict.Finding
+// naming where it looked (the caller, which knows the package, may set its
+// Remedy); a tool past timeout, or one that could not start, is not judged. A tool that ran and exited non-zero returns its
 // output and no error: the caller parses what it said.
 func Output(root *hostfs.Root, recorded string, tools []string, timeout time.Duration, args ...string) (out, src string, err error) {
 	if !root.IsLive() {
 		b, err := root.ReadFile(recorded)
 		if err != nil {
-			return "", "", &verdict.Absent{Msg: fmt.Sprintf("GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; %s runs only on the live host", root.Dir(), recorded, strings.Join(tools, "/"))}
+			return "", "", verdict.Absentf("run the suite on the live host (GDR_HOST_ROOT unset), or record the tool's output into the tree (fixtures/record)",
+				"GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; %s runs only on the live host", root.Dir(), recorded, strings.Join(tools, "/"))
 		}
 		return string(b), root.Host(recorded), nil
 	}
@@ -38,7 +38,7 @@ func Output(root *hostfs.Root, recorded string, tools []string, timeout time.Dur
 		}
 	}
 	if tool == "" {
-		return "", "", &verdict.Absent{Msg: fmt.Sprintf("%s not found in PATH", strings.Join(tools, " nor "))}
+		return "", "", verdict.Absentf("", "%s not found in PATH", strings.Join(tools, " nor "))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -47,11 +47,11 @@ func Output(root *hostfs.Root, recorded string, tools []string, timeout time.Dur
 	b, runErr := cmd.CombinedOutput()
 	src = strings.Join(append([]string{tool}, args...), " ")
 	if ctx.Err() == context.DeadlineExceeded {
-		return string(b), src, &verdict.NotJudged{Remedy: "run it by hand", Msg: fmt.Sprintf("%s did not finish within %v (GDR_TIMEOUT)", src, timeout)}
+		return string(b), src, verdict.NotJudgedf("run it by hand", "%s did not finish within %v (GDR_TIMEOUT)", src, timeout)
 	}
 	var ee *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &ee) {
-		return string(b), src, &verdict.NotJudged{Remedy: "check the tool's installation", Msg: fmt.Sprintf("%s: %v", src, runErr)}
+		return string(b), src, verdict.NotJudgedf("check the tool's installation", "%s: %v", src, runErr)
 	}
 	return string(b), src, nil
 }

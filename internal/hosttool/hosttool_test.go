@@ -19,18 +19,20 @@ func TestRecorded(t *testing.T) {
 	assert.Equal(t, "recorded output\n", out)
 	assert.Contains(t, src, "cmd/tool_-x.txt")
 	_, _, err = Output(root, "/cmd/other.txt", []string{"tool"}, time.Second)
-	var a *verdict.Absent
+	var a *verdict.Finding
 	require.ErrorAs(t, err, &a)
-	assert.Contains(t, a.Msg, "holds no recorded /cmd/other.txt")
+	assert.Equal(t, verdict.Absent, a.Kind())
+	assert.Contains(t, a.Cause, "holds no recorded /cmd/other.txt")
 }
 
 func TestLive(t *testing.T) {
 	live, err := hostfs.New("/")
 	require.NoError(t, err)
 	_, _, err = Output(live, "", []string{"no-such-tool-x1", "no-such-tool-x2"}, time.Second)
-	var a *verdict.Absent
+	var a *verdict.Finding
 	require.ErrorAs(t, err, &a)
-	assert.Equal(t, "no-such-tool-x1 nor no-such-tool-x2 not found in PATH", a.Msg)
+	assert.Equal(t, verdict.Absent, a.Kind())
+	assert.Equal(t, "no-such-tool-x1 nor no-such-tool-x2 not found in PATH", a.Cause)
 
 	out, src, err := Output(live, "", []string{"sh"}, 5*time.Second, "-c", "echo said; exit 3")
 	require.NoError(t, err, "a non-zero exit is the tool's answer, for the caller to parse")
@@ -38,7 +40,8 @@ func TestLive(t *testing.T) {
 	assert.Contains(t, src, "sh -c")
 
 	_, _, err = Output(live, "", []string{"sh"}, 100*time.Millisecond, "-c", "sleep 5")
-	var n *verdict.NotJudged
+	var n *verdict.Finding
 	require.ErrorAs(t, err, &n)
-	assert.Contains(t, n.Msg, "did not finish within 100ms")
+	assert.Equal(t, verdict.NotJudged, n.Kind())
+	assert.Contains(t, n.Cause, "did not finish within 100ms")
 }

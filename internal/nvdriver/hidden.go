@@ -81,26 +81,24 @@ type Hidden struct {
 	Missing []*pci.Device
 	// Subset, when set, says the process was handed some of the host's
 	// GPUs on purpose and CUDA sees some of them: "CUDA_VISIBLE_DEVICES=0,1".
-	// The missing ones are then out of this run's reach, no fault; Cause
-	// and Remedy are empty.
+	// The missing ones are then out of this run's reach, no fault; Finding
+	// is empty.
 	Subset string
-	// Cause names both counts, the addresses and the reasons; Remedy what
-	// to do for each. NotJudged: every reason is the run's configuration,
-	// none the host's.
-	Cause, Remedy string
-	NotJudged     bool
+	// Finding is the judgement, empty for a subset: its Cause names both
+	// counts, the addresses and the reasons, its Remedy what to do for
+	// each; its Outcome is NotJudged when every reason is the run's
+	// configuration, none the host's, else FellShort.
+	Finding verdict.Finding
 }
 
-// Err is h as an engine verdict: *verdict.NotJudged or *verdict.Failure;
-// nil for a subset handed over on purpose.
+// Err is h's finding as an error (verdict.As reads it back); nil for a
+// subset handed over on purpose.
 func (h *Hidden) Err() error {
-	switch {
-	case h == nil || h.Subset != "":
+	if h == nil || h.Subset != "" {
 		return nil
-	case h.NotJudged:
-		return &verdict.NotJudged{Msg: h.Cause, Remedy: h.Remedy}
 	}
-	return &verdict.Failure{Msg: h.Cause, Remedy: h.Remedy}
+	f := h.Finding
+	return &f
 }
 
 // Judge compares CUDA's view with the PCI bus. It is nil when no wanted
@@ -141,8 +139,8 @@ func Judge(v Visibility) *Hidden {
 			// A subset, unless CUDA shows fewer than it names, or a GPU
 			// this process was given (its device file opens) is missing.
 			if c := cvdShort(v); c != "" {
-				h.Cause = headline(v, h.Missing) + "; " + c
-				h.Remedy = "check each GPU it names (nvidia-smi; dmesg for NVRM and Xid errors), and that it names only devices this host has"
+				h.Finding = verdict.Finding{Outcome: verdict.FellShort, Cause: headline(v, h.Missing) + "; " + c,
+					Remedy: "check each GPU it names (nvidia-smi; dmesg for NVRM and Xid errors), and that it names only devices this host has"}
 				return h
 			}
 			given := givenAnyway(v, h.Missing, infos)
@@ -202,9 +200,11 @@ func Judge(v Visibility) *Hidden {
 		cause, remedy, run := processCause(v, rest, infos)
 		add(cause, remedy, run)
 	}
-	h.Cause = headline(v, h.Missing) + "; " + strings.Join(causes, "; ")
-	h.Remedy = strings.Join(remedies, "; ")
-	h.NotJudged = judged
+	h.Finding = verdict.Finding{Outcome: verdict.FellShort, Cause: headline(v, h.Missing) + "; " + strings.Join(causes, "; "),
+		Remedy: strings.Join(remedies, "; ")}
+	if judged {
+		h.Finding.Outcome = verdict.NotJudged
+	}
 	return h
 }
 

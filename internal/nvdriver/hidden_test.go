@@ -61,13 +61,13 @@ func TestJudgeNoneSeen(t *testing.T) {
 	h := Judge(Visibility{Root: hostWith(t, allNodes...), GPUs: twoGPUs(), CUDA: cuInitNoDevice})
 	require.NotNil(t, h)
 	assert.Equal(t, "the PCI bus lists 2 NVIDIA GPU(s) (0000:3b:00.0, 0000:4b:00.0) but CUDA sees none; "+cuInitNoDevice+"; "+
-		"the nvidia driver holds them and their device files open, yet CUDA does not list them", h.Cause)
-	assert.Contains(t, h.Remedy, "dmesg for NVRM errors")
-	assert.False(t, h.NotJudged)
+		"the nvidia driver holds them and their device files open, yet CUDA does not list them", h.Finding.Cause)
+	assert.Contains(t, h.Finding.Remedy, "dmesg for NVRM errors")
+	assert.Equal(t, verdict.FellShort, h.Finding.Outcome)
 	assert.Len(t, h.Missing, 2)
-	var f *verdict.Failure
-	require.ErrorAs(t, h.Err(), &f)
-	assert.Equal(t, h.Cause, f.Msg)
+	f, ok := verdict.As(h.Err())
+	require.True(t, ok)
+	assert.Equal(t, h.Finding, *f)
 }
 
 // Each cause the process's settings or the host's files show, with its
@@ -123,17 +123,17 @@ func TestJudgeCauses(t *testing.T) {
 			require.NotNil(t, h)
 			assert.Empty(t, h.Subset)
 			for _, want := range c.cause {
-				assert.Contains(t, h.Cause, want)
+				assert.Contains(t, h.Finding.Cause, want)
 			}
-			assert.Contains(t, h.Remedy, c.remedy)
-			assert.Equal(t, c.notJudged, h.NotJudged)
+			assert.Contains(t, h.Finding.Remedy, c.remedy)
+			want := verdict.FellShort
 			if c.notJudged {
-				var n *verdict.NotJudged
-				assert.ErrorAs(t, h.Err(), &n)
-			} else {
-				var f *verdict.Failure
-				assert.ErrorAs(t, h.Err(), &f)
+				want = verdict.NotJudged
 			}
+			assert.Equal(t, want, h.Finding.Outcome)
+			f, ok := verdict.As(h.Err())
+			require.True(t, ok)
+			assert.Equal(t, want, f.Kind())
 		})
 	}
 }
@@ -155,9 +155,9 @@ func TestJudgeExcluded(t *testing.T) {
 	})
 	h := Judge(Visibility{Root: root, GPUs: []*pci.Device{gpu("0000:3b:00.0", "nvidia")}, CUDA: cuInitNoDevice})
 	require.NotNil(t, h)
-	assert.Contains(t, h.Cause, "0000:3b:00.0 excluded by the nvidia driver (GPU Excluded: Yes")
-	assert.Contains(t, h.Remedy, "NVreg_ExcludedGpus")
-	assert.False(t, h.NotJudged)
+	assert.Contains(t, h.Finding.Cause, "0000:3b:00.0 excluded by the nvidia driver (GPU Excluded: Yes")
+	assert.Contains(t, h.Finding.Remedy, "NVreg_ExcludedGpus")
+	assert.Equal(t, verdict.FellShort, h.Finding.Outcome)
 }
 
 // Some GPUs seen, the rest handed to others on purpose: a subset, no fault.
@@ -178,7 +178,7 @@ func TestJudgeSubset(t *testing.T) {
 			h := Judge(Visibility{Root: root, GPUs: twoGPUs(), Seen: seen, Slurm: c.slurm, Container: c.container})
 			require.NotNil(t, h)
 			assert.Contains(t, h.Subset, c.want)
-			assert.Empty(t, h.Cause)
+			assert.Empty(t, h.Finding.Cause)
 			assert.NoError(t, h.Err(), "a subset handed over on purpose is no fault")
 			require.Len(t, h.Missing, 1)
 			assert.Equal(t, "0000:4b:00.0", h.Missing[0].BDF)
@@ -189,9 +189,9 @@ func TestJudgeSubset(t *testing.T) {
 	h := Judge(Visibility{Root: root, GPUs: twoGPUs(), Seen: seen, Slurm: config.Slurm{CUDAVisible: "0,1", CUDAVisibleSet: true}})
 	require.NotNil(t, h)
 	assert.Empty(t, h.Subset)
-	assert.Contains(t, h.Cause, "but CUDA sees 1 (0000:3b:00.0), not 0000:4b:00.0; CUDA_VISIBLE_DEVICES=0,1 names 2 device(s) but CUDA sees 1")
-	assert.False(t, h.NotJudged)
-	assert.Contains(t, h.Remedy, "nvidia-smi")
+	assert.Contains(t, h.Finding.Cause, "but CUDA sees 1 (0000:3b:00.0), not 0000:4b:00.0; CUDA_VISIBLE_DEVICES=0,1 names 2 device(s) but CUDA sees 1")
+	assert.Equal(t, verdict.FellShort, h.Finding.Outcome)
+	assert.Contains(t, h.Finding.Remedy, "nvidia-smi")
 	// A container (or a Slurm step) whose GPU's device file opens was
 	// given that GPU: CUDA leaving it out is no subset.
 	for _, c := range []struct {
@@ -206,15 +206,15 @@ func TestJudgeSubset(t *testing.T) {
 		assert.Empty(t, h.Subset)
 		require.Len(t, h.Missing, 1)
 		assert.Equal(t, "0000:4b:00.0", h.Missing[0].BDF)
-		assert.Contains(t, h.Cause, "not 0000:4b:00.0; the nvidia driver holds them and their device files open, yet CUDA does not list them")
-		assert.False(t, h.NotJudged)
+		assert.Contains(t, h.Finding.Cause, "not 0000:4b:00.0; the nvidia driver holds them and their device files open, yet CUDA does not list them")
+		assert.Equal(t, verdict.FellShort, h.Finding.Outcome)
 	}
 
 	// None seen is never a subset, whatever was handed over.
 	h = Judge(Visibility{Root: hostWith(t, allNodes...), GPUs: twoGPUs(), CUDA: cuInitNoDevice, Slurm: config.Slurm{CUDAVisible: "0", CUDAVisibleSet: true}})
 	require.NotNil(t, h)
 	assert.Empty(t, h.Subset)
-	assert.Contains(t, h.Cause, "CUDA_VISIBLE_DEVICES=0 names no GPU CUDA finds")
+	assert.Contains(t, h.Finding.Cause, "CUDA_VISIBLE_DEVICES=0 names no GPU CUDA finds")
 }
 
 // The recorded trees of hosts whose GPU the nvidia driver does not hold
@@ -239,8 +239,8 @@ func TestJudgeFixtureTrees(t *testing.T) {
 			require.NotEmpty(t, gpus)
 			h := Judge(Visibility{Root: root, GPUs: gpus, CUDA: cuInitNoDevice})
 			require.NotNil(t, h)
-			assert.Contains(t, h.Cause, want)
-			assert.False(t, h.NotJudged)
+			assert.Contains(t, h.Finding.Cause, want)
+			assert.Equal(t, verdict.FellShort, h.Finding.Outcome)
 		})
 	}
 }
@@ -254,7 +254,7 @@ func TestJudgeNodeRefused(t *testing.T) {
 	require.NoError(t, os.Chmod(root.Host(CtlNode), 0))
 	h := Judge(Visibility{Root: root, GPUs: twoGPUs(), CUDA: cuInitNoDevice})
 	require.NotNil(t, h)
-	assert.Contains(t, h.Cause, "this process may not open them: ")
-	assert.Contains(t, h.Cause, "nvidiactl refused (open: permission denied)")
-	assert.True(t, h.NotJudged)
+	assert.Contains(t, h.Finding.Cause, "this process may not open them: ")
+	assert.Contains(t, h.Finding.Cause, "nvidiactl refused (open: permission denied)")
+	assert.Equal(t, verdict.NotJudged, h.Finding.Outcome)
 }

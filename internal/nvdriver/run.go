@@ -2,7 +2,6 @@ package nvdriver
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"strings"
 	"time"
@@ -16,26 +15,27 @@ const RecordedTopo = "/cmd/nvidia-smi_topo_-m.txt"
 
 // TopoM is the output of `nvidia-smi topo -m` and where it came from: run
 // on the live host (within timeout), or read from a recorded tree's
-// RecordedTopo. No recording, or no nvidia-smi, is a *verdict.Absent; a
-// failing nvidia-smi a *verdict.Failure.
+// RecordedTopo. No recording, or no nvidia-smi, is an absent
+// *verdict.Finding; a failing nvidia-smi one that fell short.
 func TopoM(root *hostfs.Root, timeout time.Duration) (out, src string, err error) {
 	if !root.IsLive() {
 		b, err := root.ReadFile(RecordedTopo)
 		if err != nil {
-			return "", "", &verdict.Absent{Msg: fmt.Sprintf("GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; nvidia-smi is run only against the live host", root.Dir(), RecordedTopo)}
+			return "", "", verdict.Absentf("run the suite on the live host (GDR_HOST_ROOT unset), or record nvidia-smi topo -m into the tree (fixtures/record)",
+				"GDR_HOST_ROOT=%s is not the running host and holds no recorded %s; nvidia-smi is run only against the live host", root.Dir(), RecordedTopo)
 		}
 		return string(b), root.Host(RecordedTopo), nil
 	}
 	smi, err := exec.LookPath("nvidia-smi")
 	if err != nil {
-		return "", "", &verdict.Absent{Msg: fmt.Sprintf("nvidia-smi not found in PATH (%v); it ships with the NVIDIA driver utilities", err)}
+		return "", "", verdict.Absentf("install the NVIDIA driver utilities (nvidia-smi ships with them) and put nvidia-smi in PATH", "nvidia-smi not found in PATH (%v)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	b, err := exec.CommandContext(ctx, smi, "topo", "-m").CombinedOutput()
 	if err != nil {
-		return "", "", &verdict.Failure{Remedy: "check that the NVIDIA driver is loaded and nvidia-smi works",
-			Msg: fmt.Sprintf("%s topo -m: %v: %s", smi, err, strings.TrimSpace(string(b)))}
+		return "", "", verdict.Failf("check that the NVIDIA driver is loaded and nvidia-smi works",
+			"%s topo -m: %v: %s", smi, err, strings.TrimSpace(string(b)))
 	}
 	return string(b), smi + " topo -m", nil
 }

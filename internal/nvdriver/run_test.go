@@ -25,9 +25,10 @@ func TestTopoMRecorded(t *testing.T) {
 	r, err = hostfs.New(dir)
 	require.NoError(t, err)
 	_, _, err = TopoM(r, time.Second)
-	var a *verdict.Absent
+	var a *verdict.Finding
 	require.ErrorAs(t, err, &a)
-	assert.Equal(t, "GDR_HOST_ROOT="+r.Dir()+" is not the running host and holds no recorded /cmd/nvidia-smi_topo_-m.txt; nvidia-smi is run only against the live host", a.Msg)
+	assert.Equal(t, verdict.Absent, a.Kind())
+	assert.Equal(t, "GDR_HOST_ROOT="+r.Dir()+" is not the running host and holds no recorded /cmd/nvidia-smi_topo_-m.txt; nvidia-smi is run only against the live host", a.Cause)
 }
 
 func TestTopoMLive(t *testing.T) {
@@ -36,16 +37,18 @@ func TestTopoMLive(t *testing.T) {
 	bin := t.TempDir()
 	t.Setenv("PATH", bin)
 	_, _, err = TopoM(live, time.Second)
-	var a *verdict.Absent
+	var a *verdict.Finding
 	require.ErrorAs(t, err, &a)
-	assert.Contains(t, a.Msg, "nvidia-smi not found in PATH")
+	assert.Equal(t, verdict.Absent, a.Kind())
+	assert.Contains(t, a.Cause, "nvidia-smi not found in PATH")
 
 	smi := filepath.Join(bin, "nvidia-smi")
 	require.NoError(t, os.WriteFile(smi, []byte("#!/bin/sh\necho 'NVIDIA-SMI has failed'\nexit 9\n"), 0o755))
 	_, _, err = TopoM(live, 5*time.Second)
-	var f *verdict.Failure
+	var f *verdict.Finding
 	require.ErrorAs(t, err, &f)
-	assert.Equal(t, smi+" topo -m: exit status 9: NVIDIA-SMI has failed", f.Msg)
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Equal(t, smi+" topo -m: exit status 9: NVIDIA-SMI has failed", f.Cause)
 	assert.Equal(t, "check that the NVIDIA driver is loaded and nvidia-smi works", f.Remedy)
 
 	require.NoError(t, os.WriteFile(smi, []byte("#!/bin/sh\necho \"GPU0 $1 $2\"\n"), 0o755))

@@ -6,42 +6,53 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
-// Level says how bad a finding is: an alarm fails (the part is out of its
+// How bad a value past a limit is: an alarm fails (the part is out of its
 // own or the standard's limits), a warning is reported.
-type Level string
-
 const (
-	Alarm   Level = "alarm"
-	Warning Level = "warning"
+	Alarm   = verdict.Fail
+	Warning = verdict.Warn
 )
 
-// Finding is one value past a limit.
-type Finding struct {
-	Level  Level
-	What   string  // "Rx power lane 3", "effective BER"
-	Value  float64 // in Unit
-	Limit  float64
-	Unit   string // "mW", "mA", "C", "V", "" for BER and counters
-	Bound  string // "low alarm threshold", "ceiling"
-	Source string
+// PartOptic is the part a finding of this package points at
+// (verdict.Finding.Part): the cable or optic, or its switch port.
+const PartOptic = "cable/optic"
+
+// past is one value past a limit, as a finding says it.
+type past struct {
+	level  verdict.Level
+	what   string  // "Rx power lane 3", "effective BER"
+	value  float64 // in unit
+	limit  float64
+	unit   string // "mW", "mA", "C", "V", "" for BER and counters
+	bound  string // "low alarm threshold", "ceiling"
+	source string
 }
 
-func (f Finding) String() string {
-	v, l := trim(f.Value), trim(f.Limit)
-	if f.Unit == "" {
-		v, l = fmt.Sprintf("%.3g", f.Value), fmt.Sprintf("%.3g", f.Limit)
+// finding is p as the suite's finding: its words the cause, the limit's
+// origin the source, the cable or optic the part.
+func (p past) finding() verdict.Finding {
+	return verdict.Finding{Level: p.level, Cause: p.String(), Source: p.source, Part: PartOptic,
+		Remedy: "reseat, clean or replace the cable or optic; if it persists with a known-good one, check the switch port"}
+}
+
+func (p past) String() string {
+	v, l := trim(p.value), trim(p.limit)
+	if p.unit == "" {
+		v, l = fmt.Sprintf("%.3g", p.value), fmt.Sprintf("%.3g", p.limit)
 	}
 	u := ""
-	if f.Unit != "" {
-		u = " " + f.Unit
+	if p.unit != "" {
+		u = " " + p.unit
 	}
 	rel := "above"
-	if f.Value < f.Limit {
+	if p.value < p.limit {
 		rel = "below"
 	}
-	return fmt.Sprintf("%s %s%s %s its %s %s%s", f.What, v, u, rel, f.Bound, l, u)
+	return fmt.Sprintf("%s %s%s %s its %s %s%s", p.what, v, u, rel, p.bound, l, u)
 }
 
 func trim(f float64) string { return fmt.Sprintf("%.4g", f) }
@@ -90,11 +101,11 @@ func (m *Module) ActiveLanes() []int {
 
 // JudgeModule compares the module's readings with its own thresholds. A
 // module without diagnostics (copper) gives nothing.
-func JudgeModule(m *Module) []Finding {
+func JudgeModule(m *Module) []verdict.Finding {
 	if !m.HasDOM() {
 		return nil
 	}
-	var out []Finding
+	var out []verdict.Finding
 	check := func(what, group, unit string, v float64) {
 		t, ok := m.Thresholds[group]
 		if !ok {
@@ -103,7 +114,7 @@ func JudgeModule(m *Module) []Finding {
 		for _, b := range []struct {
 			lim   *float64
 			high  bool
-			level Level
+			level verdict.Level
 			name  string
 		}{{t.HighAlarm, true, Alarm, "high alarm threshold"}, {t.LowAlarm, false, Alarm, "low alarm threshold"},
 			{t.HighWarning, true, Warning, "high warning threshold"}, {t.LowWarning, false, Warning, "low warning threshold"}} {
@@ -111,7 +122,7 @@ func JudgeModule(m *Module) []Finding {
 				continue
 			}
 			if (b.high && v > *b.lim) || (!b.high && v < *b.lim) {
-				out = append(out, Finding{Level: b.level, What: what, Value: v, Limit: *b.lim, Unit: unit, Bound: b.name, Source: SrcModule})
+				out = append(out, past{level: b.level, what: what, value: v, limit: *b.lim, unit: unit, bound: b.name, source: SrcModule}.finding())
 				return // the alarm hides the warning it implies
 			}
 		}
@@ -125,8 +136,8 @@ func JudgeModule(m *Module) []Finding {
 	for _, l := range m.ActiveLanes() {
 		if v, ok := m.RxMW[l]; ok {
 			if v == 0 {
-				out = append(out, Finding{Level: Alarm, What: fmt.Sprintf("Rx power lane %d", l), Value: 0, Limit: 0, Unit: "mW",
-					Bound: "no light on a transmitting lane: floor", Source: SrcModule})
+				out = append(out, past{level: Alarm, what: fmt.Sprintf("Rx power lane %d", l), value: 0, limit: 0, unit: "mW",
+					bound: "no light on a transmitting lane: floor", source: SrcModule}.finding())
 			} else {
 				check(fmt.Sprintf("Rx power lane %d", l), "Laser rx power", "mW", v)
 			}
@@ -144,22 +155,22 @@ func JudgeModule(m *Module) []Finding {
 // JudgeLink judges a port's error rates: effective (post-FEC) and symbol
 // BER above 1E-12 are alarms, raw (pre-FEC) BER above 2.4E-4 and link-down
 // or recovery events since the counters were cleared are warnings.
-func JudgeLink(l *Link) []Finding {
-	var out []Finding
+func JudgeLink(l *Link) []verdict.Finding {
+	var out []verdict.Finding
 	if l.EffectiveBER != nil && *l.EffectiveBER > MaxEffectiveBER {
-		out = append(out, Finding{Level: Alarm, What: "effective (post-FEC) BER", Value: *l.EffectiveBER, Limit: MaxEffectiveBER, Bound: "ceiling", Source: SrcIBBER})
+		out = append(out, past{level: Alarm, what: "effective (post-FEC) BER", value: *l.EffectiveBER, limit: MaxEffectiveBER, bound: "ceiling", source: SrcIBBER}.finding())
 	}
 	if l.SymbolBER != nil && *l.SymbolBER > MaxEffectiveBER {
-		out = append(out, Finding{Level: Alarm, What: "symbol BER", Value: *l.SymbolBER, Limit: MaxEffectiveBER, Bound: "ceiling", Source: SrcIBBER})
+		out = append(out, past{level: Alarm, what: "symbol BER", value: *l.SymbolBER, limit: MaxEffectiveBER, bound: "ceiling", source: SrcIBBER}.finding())
 	}
 	if l.RawBER != nil && *l.RawBER > MaxRawBER {
-		out = append(out, Finding{Level: Warning, What: "raw (pre-FEC) BER", Value: *l.RawBER, Limit: MaxRawBER, Bound: "ceiling", Source: SrcPAM4})
+		out = append(out, past{level: Warning, what: "raw (pre-FEC) BER", value: *l.RawBER, limit: MaxRawBER, bound: "ceiling", source: SrcPAM4}.finding())
 	}
 	if l.LinkDown != nil && *l.LinkDown > 0 {
-		out = append(out, Finding{Level: Warning, What: "link down events since the counters were cleared", Value: *l.LinkDown, Limit: 0, Bound: "ceiling", Source: "mlxlink Link Down Counter"})
+		out = append(out, past{level: Warning, what: "link down events since the counters were cleared", value: *l.LinkDown, limit: 0, bound: "ceiling", source: "mlxlink Link Down Counter"}.finding())
 	}
 	if l.Recovery != nil && *l.Recovery > 0 {
-		out = append(out, Finding{Level: Warning, What: "link error recoveries since the counters were cleared", Value: *l.Recovery, Limit: 0, Bound: "ceiling", Source: "mlxlink Link Error Recovery Counter"})
+		out = append(out, past{level: Warning, what: "link error recoveries since the counters were cleared", value: *l.Recovery, limit: 0, bound: "ceiling", source: "mlxlink Link Error Recovery Counter"}.finding())
 	}
 	return out
 }

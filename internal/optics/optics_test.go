@@ -46,7 +46,8 @@ func TestParseEthtoolRxLow(t *testing.T) {
 		fs := JudgeModule(m)
 		require.Len(t, fs, 1, f)
 		assert.Equal(t, Alarm, fs[0].Level)
-		assert.Equal(t, "Rx power lane 3 0.021 mW below its low alarm threshold 0.0468 mW", fs[0].String(), f)
+		assert.Equal(t, "Rx power lane 3 0.021 mW below its low alarm threshold 0.0468 mW", fs[0].Cause, f)
+		assert.Equal(t, PartOptic, fs[0].Part, "the engine names the part")
 		assert.Equal(t, SrcModule, fs[0].Source)
 	}
 }
@@ -62,7 +63,7 @@ func TestParseEthtoolCMIS(t *testing.T) {
 	m.RxMW[2] = 0
 	fs := JudgeModule(m)
 	require.Len(t, fs, 1)
-	assert.Contains(t, fs[0].String(), "Rx power lane 2 0 mW")
+	assert.Contains(t, fs[0].Cause, "Rx power lane 2 0 mW")
 }
 
 func TestParseEthtoolDACAndUnsupported(t *testing.T) {
@@ -92,9 +93,9 @@ func TestParseMlxlink(t *testing.T) {
 	var alarms, warns []string
 	for _, f := range fs {
 		if f.Level == Alarm {
-			alarms = append(alarms, f.String())
+			alarms = append(alarms, f.Cause)
 		} else {
-			warns = append(warns, f.String())
+			warns = append(warns, f.Cause)
 		}
 	}
 	assert.Equal(t, []string{"effective (post-FEC) BER 4e-11 above its ceiling 1e-12"}, alarms)

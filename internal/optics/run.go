@@ -1,7 +1,6 @@
 package optics
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
@@ -19,10 +18,10 @@ func RecordedMlxlink(bdf string) string    { return "/cmd/mlxlink_-d_" + bdf + "
 var LinkTools = []string{"mlxlink", "mstlink"}
 
 // Ethtool returns `ethtool -m <netdev>` (live) or its recording. No
-// ethtool or no recording is *verdict.Absent.
+// ethtool or no recording is an absent *verdict.Finding.
 func Ethtool(root *hostfs.Root, netdev string, timeout time.Duration) (out, src string, err error) {
 	if err := rdmadev.CheckName(netdev); err != nil {
-		return "", "", &verdict.NotJudged{Msg: fmt.Sprintf("netdev %q: %v", netdev, err)}
+		return "", "", verdict.NotJudgedf("", "netdev %q: %v", netdev, err)
 	}
 	return run(root, RecordedEthtool(netdev), []string{"ethtool"}, timeout, "-m", netdev)
 }
@@ -30,7 +29,7 @@ func Ethtool(root *hostfs.Root, netdev string, timeout time.Duration) (out, src 
 // Mlxlink returns `mlxlink -d <bdf> -m -c` (live) or its recording.
 func Mlxlink(root *hostfs.Root, bdf string, timeout time.Duration) (out, src string, err error) {
 	if !pci.IsBDF(bdf) {
-		return "", "", &verdict.NotJudged{Msg: fmt.Sprintf("mlxlink: %q is not a PCI address", bdf)}
+		return "", "", verdict.NotJudgedf("", "mlxlink: %q is not a PCI address", bdf)
 	}
 	return run(root, RecordedMlxlink(bdf), LinkTools, timeout, "-d", bdf, "-m", "-c")
 }

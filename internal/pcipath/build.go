@@ -1,8 +1,6 @@
 package pcipath
 
 import (
-	"fmt"
-
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
 	"github.com/gdrconf/gdrconf/internal/verdict"
@@ -24,19 +22,19 @@ func AboveGPU(ix *topo.Index, g *pci.Device) Path {
 // ToNIC is the path to judge from GPU g across bridges (topo.Path.Bridges)
 // to the NIC nic (RDMA device name) at PCI function nicPCI. A VF NIC is
 // judged by its PF where that is visible (RuleVF): pf is then the PF, nil
-// otherwise. A bridge or NIC missing from ix is a *verdict.Failure.
+// otherwise. A bridge or NIC missing from ix is a *verdict.Finding (fell short).
 func ToNIC(ix *topo.Index, g *pci.Device, bridges []string, nic, nicPCI string) (p Path, pf *pci.Device, err error) {
 	p = Path{{Dev: g, Role: GPU}}
 	for _, b := range bridges {
 		d := ix.Device(b)
 		if d == nil {
-			return nil, nil, &verdict.Failure{Remedy: "check " + pci.DevicesDir, Msg: fmt.Sprintf("bridge %s on the path %s <-> %s is not in %s", b, g.BDF, nic, pci.DevicesDir)}
+			return nil, nil, verdict.Failf("check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, g.BDF, nic, pci.DevicesDir)
 		}
 		p = append(p, Member{Dev: d, Role: Bridge})
 	}
 	n := ix.Device(nicPCI)
 	if n == nil {
-		return nil, nil, &verdict.Failure{Remedy: "check the driver of " + nic, Msg: fmt.Sprintf("NIC %s's PCI function %s is not in %s", nic, nicPCI, pci.DevicesDir)}
+		return nil, nil, verdict.Failf("check the driver of "+nic, "NIC %s's PCI function %s is not in %s", nic, nicPCI, pci.DevicesDir)
 	}
 	if pf = ix.Device(n.PhysFn); n.IsVF() && pf != nil {
 		// A VF's MaxPayload and enables are reserved and its PF's govern.

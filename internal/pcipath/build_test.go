@@ -48,13 +48,15 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, []Role{GPU, Bridge, NIC}, []Role{p[0].Role, p[1].Role, p[2].Role})
 
 	_, _, err = ToNIC(ix, gpu, []string{"0000:ee:00.0"}, "mlx5_0", vf.PhysFn)
-	var m *verdict.Failure
+	var m *verdict.Finding
 	require.ErrorAs(t, err, &m)
-	assert.Equal(t, "bridge 0000:ee:00.0 on the path "+gpu.BDF+" <-> mlx5_0 is not in /sys/bus/pci/devices", m.Msg)
+	assert.Equal(t, verdict.FellShort, m.Kind())
+	assert.Equal(t, "bridge 0000:ee:00.0 on the path "+gpu.BDF+" <-> mlx5_0 is not in /sys/bus/pci/devices", m.Cause)
 	assert.Equal(t, "check /sys/bus/pci/devices", m.Remedy)
 
 	_, _, err = ToNIC(ix, gpu, nil, "mlx5_9", "0000:ee:00.1")
 	require.ErrorAs(t, err, &m)
-	assert.Equal(t, "NIC mlx5_9's PCI function 0000:ee:00.1 is not in /sys/bus/pci/devices", m.Msg)
+	assert.Equal(t, verdict.FellShort, m.Kind())
+	assert.Equal(t, "NIC mlx5_9's PCI function 0000:ee:00.1 is not in /sys/bus/pci/devices", m.Cause)
 	assert.Equal(t, "check the driver of mlx5_9", m.Remedy)
 }

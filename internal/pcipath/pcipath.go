@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Role of a function on the path.
@@ -33,19 +34,14 @@ type Member struct {
 // NIC (a GPU-only host) it is the GPU and the bridges above it.
 type Path []Member
 
-// Verdict of a finding.
-type Verdict int
-
+// The levels of this package's findings (verdict.Finding). A setting
+// that could not be read is a Fail-level finding whose outcome is absent
+// (Result.Unread): nothing was judged.
 const (
-	Report  Verdict = iota // facts, nothing wrong
-	Unknown                // the setting could not be read
-	Warn                   // a documented performance cost; does not fail
-	Fail                   // a setting the specification makes wrong for this path
+	Report = verdict.Info // facts, nothing wrong
+	Warn   = verdict.Warn // a documented performance cost; does not fail
+	Fail   = verdict.Fail // a setting the specification makes wrong for this path
 )
-
-func (v Verdict) String() string {
-	return [...]string{"report", "unknown", "warn", "fail"}[v]
-}
 
 // Rule identifies a check, with its source.
 type Rule struct {
@@ -76,47 +72,50 @@ var (
 		"PCIe Base Specification, Address Translation Services chapter"}
 )
 
-// Finding is one judged setting.
-type Finding struct {
-	Rule    Rule
-	Device  string // BDF of the function the finding is about
-	Verdict Verdict
-	Message string
-	Remedy  string
-	// HeaderOnly: a RuleReadable finding whose config file gave only its
-	// 64-byte header (pci.ErrNeedRoot): a capability, not the device, is
-	// what is missing.
-	HeaderOnly bool
-}
-
-func (f Finding) String() string {
-	s := fmt.Sprintf("%s [%s] %s: %s", f.Verdict, f.Rule.ID, f.Device, f.Message)
-	if f.Remedy != "" {
-		s += "; remedy: " + f.Remedy
-	}
-	return s
+// finding is one judged setting of the function bdf under rule r: the
+// rule's ID and its source travel with it (verdict.Finding Rule, Source).
+func finding(r Rule, bdf string, l verdict.Level, remedy, format string, args ...any) verdict.Finding {
+	return verdict.Finding{Level: l, Rule: r.ID, Source: r.Source, Device: bdf, Remedy: remedy, Cause: fmt.Sprintf(format, args...)}
 }
 
 // Result is the settings of every readable member and the findings.
 type Result struct {
 	Settings map[string]pci.Settings // by BDF
-	Findings []Finding
+	Findings []verdict.Finding
+	// HeaderOnly are the functions whose config file gave only its 64-byte
+	// header (pci.ErrNeedRoot): a capability, not the device, is what is
+	// missing.
+	HeaderOnly []string
 }
 
-// Worst is the most severe verdict among the findings (Report if none).
-func (r Result) Worst() Verdict {
+// Worst is the most severe level among the judged findings (Report if
+// none); Unread says whether settings went unread.
+func (r Result) Worst() verdict.Level {
 	w := Report
 	for _, f := range r.Findings {
-		w = max(w, f.Verdict)
+		if f.Kind() != verdict.Absent && f.Level.AtLeast(w) {
+			w = f.Level
+		}
 	}
 	return w
 }
 
-// Of returns the findings with verdict v.
-func (r Result) Of(v Verdict) []Finding {
-	var out []Finding
+// Of returns the judged findings of level l.
+func (r Result) Of(l verdict.Level) []verdict.Finding {
+	var out []verdict.Finding
 	for _, f := range r.Findings {
-		if f.Verdict == v {
+		if f.Level == l && f.Kind() != verdict.Absent {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Unread returns the findings of settings that could not be read.
+func (r Result) Unread() []verdict.Finding {
+	var out []verdict.Finding
+	for _, f := range r.Findings {
+		if f.Kind() == verdict.Absent {
 			out = append(out, f)
 		}
 	}
@@ -128,15 +127,15 @@ func name(m Member) string { return fmt.Sprintf("%s %s", m.Role, m.Dev.BDF) }
 // Check judges the path.
 func Check(p Path) Result {
 	res := Result{Settings: map[string]pci.Settings{}}
-	add := func(f Finding) { res.Findings = append(res.Findings, f) }
+	add := func(f verdict.Finding) { res.Findings = append(res.Findings, f) }
 	var ok []Member
 	for _, m := range p {
 		if m.Dev.IsVF() {
 			// Reserved fields read as 128 B and all off: judging them
 			// would fail a working function (conformance/topology judges the
 			// PF instead where it is visible).
-			add(Finding{Rule: RuleVF, Device: m.Dev.BDF, Verdict: Report,
-				Message: fmt.Sprintf("%s is an SR-IOV virtual function%s: MaxPayload, MaxReadReq, Relaxed Ordering, Extended Tags and 10-bit tags not reported by a virtual function (reserved; the PF's settings govern and the PF is not visible here)", name(m), vfOf(m.Dev))})
+			add(finding(RuleVF, m.Dev.BDF, Report, "",
+				"%s is an SR-IOV virtual function%s: MaxPayload, MaxReadReq, Relaxed Ordering, Extended Tags and 10-bit tags not reported by a virtual function (reserved; the PF's settings govern and the PF is not visible here)", name(m), vfOf(m.Dev)))
 			continue
 		}
 		s, readable := m.Dev.Config.Settings()
@@ -149,21 +148,24 @@ func Check(p Path) Result {
 			if header {
 				why = "only the 64-byte header is readable (the kernel returns more only to CAP_SYS_ADMIN)"
 			}
-			add(Finding{Rule: RuleReadable, Device: m.Dev.BDF, Verdict: Unknown, HeaderOnly: header, Message: fmt.Sprintf("%s: settings not checked: %s", name(m), why)})
+			f := finding(RuleReadable, m.Dev.BDF, Fail, "", "%s: settings not checked: %s", name(m), why)
+			f.Outcome = verdict.Absent
+			add(f)
+			if header {
+				res.HeaderOnly = append(res.HeaderOnly, m.Dev.BDF)
+			}
 			continue
 		}
 		res.Settings[m.Dev.BDF] = s
 		ok = append(ok, m)
 		if s.MaxPayload == 0 || s.MaxPayloadSupported == 0 || s.MaxPayload > s.MaxPayloadSupported {
-			add(Finding{Rule: RuleMPSSupported, Device: m.Dev.BDF, Verdict: Fail,
-				Message: fmt.Sprintf("%s: MaxPayload %s with MaxPayload Supported %s (Device Control %#04x, Device Capabilities %#08x)",
-					name(m), size(s.MaxPayload), size(s.MaxPayloadSupported), m.Dev.Config.PCIe.DevCtl, m.Dev.Config.PCIe.DevCap),
-				Remedy: "the firmware or kernel programmed an invalid MaxPayload: update the BIOS, or boot with pci=pcie_bus_safe"})
+			add(finding(RuleMPSSupported, m.Dev.BDF, Fail, "the firmware or kernel programmed an invalid MaxPayload: update the BIOS, or boot with pci=pcie_bus_safe",
+				"%s: MaxPayload %s with MaxPayload Supported %s (Device Control %#04x, Device Capabilities %#08x)",
+				name(m), size(s.MaxPayload), size(s.MaxPayloadSupported), m.Dev.Config.PCIe.DevCtl, m.Dev.Config.PCIe.DevCap))
 		}
 		if s.MaxReadRequest == 0 {
-			add(Finding{Rule: RuleMRRS, Device: m.Dev.BDF, Verdict: Fail,
-				Message: fmt.Sprintf("%s: Max_Read_Request_Size uses a reserved encoding (Device Control %#04x)", name(m), m.Dev.Config.PCIe.DevCtl),
-				Remedy:  "update the BIOS or the device firmware; setpci can set a valid size"})
+			add(finding(RuleMRRS, m.Dev.BDF, Fail, "update the BIOS or the device firmware; setpci can set a valid size",
+				"%s: Max_Read_Request_Size uses a reserved encoding (Device Control %#04x)", name(m), m.Dev.Config.PCIe.DevCtl))
 		}
 	}
 	mpsPath(ok, add)
@@ -187,7 +189,7 @@ func size(v int) string {
 }
 
 // mpsPath: every endpoint's payload must fit every other function on the path.
-func mpsPath(ms []Member, add func(Finding)) {
+func mpsPath(ms []Member, add func(verdict.Finding)) {
 	for _, e := range ms {
 		if e.Role == Bridge {
 			continue
@@ -209,16 +211,15 @@ func mpsPath(ms []Member, add func(Finding)) {
 		if len(small) == 0 {
 			continue
 		}
-		add(Finding{Rule: RuleMPSPath, Device: e.Dev.BDF, Verdict: Fail,
-			Message: fmt.Sprintf("%s sends TLPs of up to %d B (MaxPayload), more than %s on its path accepts: its peer-to-peer writes and read completions arrive as Malformed TLPs",
-				name(e), se.MaxPayload, strings.Join(small, ", ")),
-			Remedy: "give every function on the path one MaxPayload: boot with pci=pcie_bus_safe (or pcie_bus_peer2peer) instead of pcie_bus_perf, or set it in the BIOS"})
+		add(finding(RuleMPSPath, e.Dev.BDF, Fail, "give every function on the path one MaxPayload: boot with pci=pcie_bus_safe (or pcie_bus_peer2peer) instead of pcie_bus_perf, or set it in the BIOS",
+			"%s sends TLPs of up to %d B (MaxPayload), more than %s on its path accepts: its peer-to-peer writes and read completions arrive as Malformed TLPs",
+			name(e), se.MaxPayload, strings.Join(small, ", ")))
 	}
 }
 
 // endpoints: Relaxed Ordering, Extended Tags and 10-bit tags of the GPU and
 // the NIC, ATS reported.
-func endpoints(ms []Member, add func(Finding)) {
+func endpoints(ms []Member, add func(verdict.Finding)) {
 	var gpu, nic *Member
 	for i := range ms {
 		switch ms[i].Role {
@@ -234,21 +235,19 @@ func endpoints(ms []Member, add func(Finding)) {
 		}
 		s, _ := e.Dev.Config.Settings()
 		if s.ExtTagSupported && !s.ExtTag {
-			add(Finding{Rule: RuleExtTag, Device: e.Dev.BDF, Verdict: Warn,
-				Message: fmt.Sprintf("%s supports Extended Tags but has them disabled: at most 32 outstanding reads", name(*e)),
-				Remedy:  fmt.Sprintf("check the BIOS and the kernel (a no_ext_tags quirk of the host bridge?); setpci -s %s CAP_EXP+8.w=0100:0100 enables it until reboot", e.Dev.BDF)})
+			add(finding(RuleExtTag, e.Dev.BDF, Warn, fmt.Sprintf("check the BIOS and the kernel (a no_ext_tags quirk of the host bridge?); setpci -s %s CAP_EXP+8.w=0100:0100 enables it until reboot", e.Dev.BDF),
+				"%s supports Extended Tags but has them disabled: at most 32 outstanding reads", name(*e)))
 		}
 		if s.ATS {
-			add(Finding{Rule: RuleATS, Device: e.Dev.BDF, Verdict: Report,
-				Message: fmt.Sprintf("%s has ATS, %s", name(*e), map[bool]string{true: "enabled", false: "disabled"}[s.ATSEnabled])})
+			add(finding(RuleATS, e.Dev.BDF, Report, "",
+				"%s has ATS, %s", name(*e), map[bool]string{true: "enabled", false: "disabled"}[s.ATSEnabled]))
 		}
 	}
 	if nic != nil {
 		s, _ := nic.Dev.Config.Settings()
 		if !s.RelaxedOrdering {
-			add(Finding{Rule: RuleRelaxedOrdering, Device: nic.Dev.BDF, Verdict: Warn,
-				Message: fmt.Sprintf("%s has Relaxed Ordering disabled: relaxed-ordering memory registrations (NCCL's default where supported) fall back to strict ordering, which limits GPUDirect RDMA bandwidth on some platforms", name(*nic)),
-				Remedy:  fmt.Sprintf("unless the kernel cleared it for a root complex with broken Relaxed Ordering (dmesg), enable it: setpci -s %s CAP_EXP+8.w=0010:0010, and check the BIOS's PCIe Relaxed Ordering option", nic.Dev.BDF)})
+			add(finding(RuleRelaxedOrdering, nic.Dev.BDF, Warn, fmt.Sprintf("unless the kernel cleared it for a root complex with broken Relaxed Ordering (dmesg), enable it: setpci -s %s CAP_EXP+8.w=0010:0010, and check the BIOS's PCIe Relaxed Ordering option", nic.Dev.BDF),
+				"%s has Relaxed Ordering disabled: relaxed-ordering memory registrations (NCCL's default where supported) fall back to strict ordering, which limits GPUDirect RDMA bandwidth on some platforms", name(*nic)))
 		}
 	}
 	if gpu != nil && nic != nil {
@@ -257,14 +256,13 @@ func endpoints(ms []Member, add func(Finding)) {
 	}
 }
 
-func tenBit(req, comp Member, add func(Finding)) {
+func tenBit(req, comp Member, add func(verdict.Finding)) {
 	sr, _ := req.Dev.Config.Settings()
 	sc, _ := comp.Dev.Config.Settings()
 	if !sr.TenBitRequester || !sc.Has2 || sc.TenBitCompleter {
 		return
 	}
-	add(Finding{Rule: RuleTenBitTag, Device: req.Dev.BDF, Verdict: Warn,
-		Message: fmt.Sprintf("%s has 10-Bit Tag Requester enabled but %s does not support 10-Bit Tag Completer: unless %s limits itself for peer-to-peer requests, its reads of the peer can fail",
-			name(req), name(comp), req.Dev.BDF),
-		Remedy: fmt.Sprintf("if peer-to-peer reads fail (AER UnxCmplt/CmpltTO), clear 10-Bit Tag Requester Enable: setpci -s %s CAP_EXP+28.w=0000:1000", req.Dev.BDF)})
+	add(finding(RuleTenBitTag, req.Dev.BDF, Warn, fmt.Sprintf("if peer-to-peer reads fail (AER UnxCmplt/CmpltTO), clear 10-Bit Tag Requester Enable: setpci -s %s CAP_EXP+28.w=0000:1000", req.Dev.BDF),
+		"%s has 10-Bit Tag Requester enabled but %s does not support 10-Bit Tag Completer: unless %s limits itself for peer-to-peer requests, its reads of the peer can fail",
+		name(req), name(comp), req.Dev.BDF))
 }

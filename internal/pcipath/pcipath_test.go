@@ -8,6 +8,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/pci/cfgbuild"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 type fn struct {
@@ -76,8 +77,8 @@ func TestHealthyPath(t *testing.T) {
 	require.Len(t, r.Settings, 5)
 	assert.Equal(t, 4096, r.Settings["0000:04:00.0"].MaxReadRequest)
 	require.Len(t, r.Findings, 1)
-	assert.Equal(t, RuleATS, r.Findings[0].Rule)
-	assert.Contains(t, r.Findings[0].Message, "NIC 0000:04:00.0 has ATS, disabled")
+	assert.Equal(t, RuleATS.ID, r.Findings[0].Rule)
+	assert.Contains(t, r.Findings[0].Cause, "NIC 0000:04:00.0 has ATS, disabled")
 }
 
 // pci=pcie_bus_perf: the NIC's side of the switch got 512 B, the GPU's 256 B.
@@ -89,15 +90,16 @@ func TestMPSMismatchFails(t *testing.T) {
 	fails := r.Of(Fail)
 	require.Len(t, fails, 1, "%v", r.Findings)
 	f := fails[0]
-	assert.Equal(t, RuleMPSPath, f.Rule)
+	assert.Equal(t, RuleMPSPath.ID, f.Rule)
 	assert.Equal(t, "0000:04:00.0", f.Device)
 	for _, want := range []string{"NIC 0000:04:00.0 sends TLPs of up to 512 B", "GPU 0000:03:00.0 (256 B)", "bridge 0000:02:00.0 (256 B)", "Malformed TLP"} {
-		assert.Contains(t, f.Message, want)
+		assert.Contains(t, f.Cause, want)
 	}
-	assert.NotContains(t, f.Message, "0000:01:00.0", "the upstream port at 512 B accepts it")
+	assert.NotContains(t, f.Cause, "0000:01:00.0", "the upstream port at 512 B accepts it")
 	assert.Contains(t, f.Remedy, "pci=pcie_bus_safe")
-	assert.Contains(t, f.String(), "fail [mps-path] 0000:04:00.0")
-	assert.Contains(t, f.Rule.Source, "2.2.2")
+	assert.Equal(t, "0000:04:00.0", f.Device)
+	assert.Equal(t, Fail, f.Level)
+	assert.Contains(t, f.Source, "2.2.2")
 }
 
 func TestMPSAboveSupported(t *testing.T) {
@@ -106,7 +108,7 @@ func TestMPSAboveSupported(t *testing.T) {
 	r := Check(path(t, fs))
 	var rules []string
 	for _, f := range r.Of(Fail) {
-		rules = append(rules, f.Rule.ID+" "+f.Device)
+		rules = append(rules, f.Rule+" "+f.Device)
 	}
 	assert.ElementsMatch(t, []string{"mps-supported 0000:03:00.0", "mps-path 0000:03:00.0"}, rules)
 }
@@ -122,7 +124,7 @@ func TestWarnings(t *testing.T) {
 	assert.Equal(t, Warn, r.Worst())
 	got := map[string]string{}
 	for _, f := range r.Of(Warn) {
-		got[f.Rule.ID] = f.Device + ": " + f.Message + " / " + f.Remedy
+		got[f.Rule] = f.Device + ": " + f.Cause + " / " + f.Remedy
 	}
 	assert.Len(t, got, 3)
 	assert.Contains(t, got["relaxed-ordering"], "0000:04:00.0")
@@ -142,8 +144,8 @@ func TestReservedReadRequest(t *testing.T) {
 	r := Check(p)
 	fails := r.Of(Fail)
 	require.Len(t, fails, 1)
-	assert.Equal(t, RuleMRRS, fails[0].Rule)
-	assert.Contains(t, fails[0].Message, "reserved encoding")
+	assert.Equal(t, RuleMRRS.ID, fails[0].Rule)
+	assert.Contains(t, fails[0].Cause, "reserved encoding")
 }
 
 func TestUnreadable(t *testing.T) {
@@ -152,17 +154,18 @@ func TestUnreadable(t *testing.T) {
 		fs[i].size = 64
 	}
 	r := Check(path(t, fs))
-	assert.Equal(t, Unknown, r.Worst())
-	assert.Len(t, r.Of(Unknown), 5)
-	assert.Contains(t, r.Findings[0].Message, "the kernel returns more only to CAP_SYS_ADMIN")
-	assert.True(t, r.Findings[0].HeaderOnly)
+	assert.Equal(t, Report, r.Worst(), "nothing judged")
+	assert.Len(t, r.Unread(), 5)
+	assert.Equal(t, verdict.Absent, r.Unread()[0].Kind(), "unread settings: absent, not judged")
+	assert.Contains(t, r.Findings[0].Cause, "the kernel returns more only to CAP_SYS_ADMIN")
+	assert.Contains(t, r.HeaderOnly, r.Findings[0].Device)
 	assert.Empty(t, r.Settings)
 
 	// A device with no config at all.
 	p := Path{{Dev: &pci.Device{BDF: "0000:05:00.0"}, Role: NIC}}
 	r = Check(p)
 	require.Len(t, r.Findings, 1)
-	assert.Contains(t, r.Findings[0].Message, "no PCI Express capability")
+	assert.Contains(t, r.Findings[0].Cause, "no PCI Express capability")
 }
 
 // A GPU-only host (no NIC): the GPU against the ports above it.
@@ -172,7 +175,7 @@ func TestGPUOnly(t *testing.T) {
 	r := Check(path(t, fs))
 	fails := r.Of(Fail)
 	require.Len(t, fails, 1)
-	assert.Contains(t, fails[0].Message, "GPU 0000:03:00.0 sends TLPs of up to 256 B (MaxPayload), more than bridge 0000:02:00.0 (128 B)")
+	assert.Contains(t, fails[0].Cause, "GPU 0000:03:00.0 sends TLPs of up to 256 B (MaxPayload), more than bridge 0000:02:00.0 (128 B)")
 }
 
 // A virtual function's Device Control reads 0 (128 B, RO/ExtTag off): the
@@ -190,15 +193,15 @@ func TestVirtualFunctionNotJudged(t *testing.T) {
 	r := Check(p)
 	assert.Equal(t, Report, r.Worst(), "%v", r.Findings)
 	assert.NotContains(t, r.Settings, "0000:04:00.1", "a VF's reserved fields are no settings")
-	var vf []Finding
+	var vf []verdict.Finding
 	for _, f := range r.Findings {
-		if f.Rule == RuleVF {
+		if f.Rule == RuleVF.ID {
 			vf = append(vf, f)
 		}
 	}
 	require.Len(t, vf, 1, "%v", r.Findings)
 	assert.Equal(t, "0000:04:00.1", vf[0].Device)
-	assert.Contains(t, vf[0].Message, "NIC 0000:04:00.1 is an SR-IOV virtual function of 0000:04:00.0")
-	assert.Contains(t, vf[0].Message, "not reported by a virtual function")
+	assert.Contains(t, vf[0].Cause, "NIC 0000:04:00.1 is an SR-IOV virtual function of 0000:04:00.0")
+	assert.Contains(t, vf[0].Cause, "not reported by a virtual function")
 	assert.Contains(t, RuleVF.Source, "pci_configure_mps")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
@@ -16,19 +17,22 @@ var cloudTopoFiles = map[string]string{
 	"Azure": "Azure's HPC images ship them: /opt/microsoft/ndv5-topo.xml for ND H100/H200 v5 and /opt/microsoft/ndv4-topo.xml for ND A100 v4, linked as /opt/microsoft/<family>/topo.xml and named in /etc/nccl.conf as NCCL_TOPO_FILE=/opt/microsoft/ndv5/topo.xml",
 }
 
-// VMVerdict is TOPO-02's verdict on a rail farther than the limit in a VM.
-type VMVerdict struct {
-	Msg, Remedy string
-	// GDRSetting is the NCCL_NET_GDR_LEVEL setting the message judged by
+// VMJudged is TOPO-02's judgement of a rail farther than the limit in a VM.
+type VMJudged struct {
+	// Finding is the rail's shortfall: its cause, and its remedy, the
+	// cloud's topology file.
+	Finding verdict.Finding
+	// GDRSetting is the NCCL_NET_GDR_LEVEL setting the cause judged by
 	// ("" when none is set); GDRErr says why it could not be read.
 	GDRSetting string
 	GDRErr     error
 }
 
-// VMVerdict is TOPO-02's message and remedy for rail r, farther than limit,
-// on the guest g: the guest cannot move cards, so the remedy is the
-// cloud's topology file (or, with one in use, the right one).
-func (s *Selection) VMVerdict(r *Rail, limit topo.Class, g virt.Guest, env nccltopo.Env) (v VMVerdict) {
+// JudgeVM is TOPO-02's finding for rail r, farther than limit, on the
+// guest g: the guest cannot move cards, so the remedy is the cloud's
+// topology file (or, with one in use, the right one).
+func (s *Selection) JudgeVM(r *Rail, limit topo.Class, g virt.Guest, env nccltopo.Env) (v VMJudged) {
+	v.Finding.Device, v.Finding.Part = r.GPU.PCI, "host configuration"
 	vm := g.String()
 	hint := cloudTopoFiles[g.Cloud]
 	if hint == "" {
@@ -51,9 +55,9 @@ func (s *Selection) VMVerdict(r *Rail, limit topo.Class, g virt.Guest, env ncclt
 		nccl = setting + " is nearer than this path, so NCCL will not use GPUDirect RDMA on it"
 	}
 	if f := s.NCCL; r.Path.From != "" && f != nil {
-		v.Msg = fmt.Sprintf("%s in the NCCL topology file %s (%s), farther than GDR_MAX_PATH=%s; this host is a %s; %s",
+		v.Finding.Cause = fmt.Sprintf("%s in the NCCL topology file %s (%s), farther than GDR_MAX_PATH=%s; this host is a %s; %s",
 			head, r.Path.From, r.Path.Via, limit, vm, nccl)
-		v.Remedy = fmt.Sprintf("use the topology file made for this VM size, with the guest's PCI bus ids (lspci -D): %s; or set GDR_MAX_PATH=%s if this path is intended", hint, r.Path.Class)
+		v.Finding.Remedy = fmt.Sprintf("use the topology file made for this VM size, with the guest's PCI bus ids (lspci -D): %s; or set GDR_MAX_PATH=%s if this path is intended", hint, r.Path.Class)
 		return v
 	}
 	file := "no NCCL topology file is set (NCCL_TOPO_FILE unset in the environment, in $HOME/.nccl.conf or NCCL_CONF_FILE and in " + nccltopo.EtcConf + ", no " + nccltopo.DefaultFile + ")"
@@ -63,8 +67,8 @@ func (s *Selection) VMVerdict(r *Rail, limit topo.Class, g virt.Guest, env ncclt
 	case s.NCCLErr != nil:
 		file = s.NCCLErr.Error()
 	}
-	v.Msg = fmt.Sprintf("%s in the PCI tree this VM shows, farther than GDR_MAX_PATH=%s (%s)%s; this host is a %s and %s; NCCL builds its topology from the same tree: %s",
+	v.Finding.Cause = fmt.Sprintf("%s in the PCI tree this VM shows, farther than GDR_MAX_PATH=%s (%s)%s; this host is a %s and %s; NCCL builds its topology from the same tree: %s",
 		head, limit, r.Reason, flat, vm, file, nccl)
-	v.Remedy = fmt.Sprintf("install the cloud's NCCL topology file for this VM size and name it in NCCL_TOPO_FILE or %s (%s); the suite then judges the path from that file; or set GDR_MAX_PATH=%s if NCCL is not used", nccltopo.EtcConf, hint, r.Path.Class)
+	v.Finding.Remedy = fmt.Sprintf("install the cloud's NCCL topology file for this VM size and name it in NCCL_TOPO_FILE or %s (%s); the suite then judges the path from that file; or set GDR_MAX_PATH=%s if NCCL is not used", nccltopo.EtcConf, hint, r.Path.Class)
 	return v
 }

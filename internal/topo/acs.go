@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // TOPO-03's rule for one switch port where a GPU<->NIC path turns
@@ -59,10 +60,14 @@ type ACSPort struct {
 	BDF      string
 	ACS      *pci.ACS // nil: no ACS capability, nothing redirects
 	NIC, GPU Endpoint
+	// For the finding's words: the port's type (pci.PortTypeName), the
+	// NIC's RDMA device name, and the guest this host is ("" on bare
+	// metal: a VM's switch ports are the hypervisor's to change).
+	Type, NICName, Guest string
 }
 
-// ACSVerdict is what one port does to the path's traffic.
-type ACSVerdict struct {
+// ACSJudged is what one port does to the path's traffic.
+type ACSJudged struct {
 	// Redirect are the enabled controls that send the path's requests or
 	// completions through the root complex: TOPO-03 fails on them.
 	Redirect uint16
@@ -71,32 +76,39 @@ type ACSVerdict struct {
 	// apply).
 	Bypassed uint16
 	Bypass   string
-	// NoBypass says why a DT bit set on the port does not help this path
-	// ("" when DT is clear or it applies), and Remedy what would make it.
-	NoBypass, Remedy string
+	// Finding is the redirect TOPO-03 fails on (nil when the port
+	// redirects none of the path's traffic): the controls enabled, and
+	// with DT set, why DT does not help this path; its remedy puts what
+	// would make DT work first, then turning ACS redirect off.
+	Finding *verdict.Finding
 }
 
 // JudgeACS is TOPO-03's rule for one port.
-func JudgeACS(p ACSPort) ACSVerdict {
+func JudgeACS(p ACSPort) ACSJudged {
 	if p.ACS == nil {
-		return ACSVerdict{}
+		return ACSJudged{}
 	}
 	bl := p.ACS.Blocking()
 	ctrl := p.ACS.Ctrl
-	if bl == 0 || ctrl&pci.ACSDT == 0 {
-		return ACSVerdict{Redirect: bl}
+	if bl == 0 {
+		return ACSJudged{}
 	}
-	v := ACSVerdict{Redirect: bl}
+	v := ACSJudged{Redirect: bl}
+	if ctrl&pci.ACSDT == 0 {
+		v.Finding = p.redirects(bl, "", "")
+		return v
+	}
 	nic := p.NIC.ats()
+	var noBypass, remedy string
 	switch {
 	case ctrl&pci.ACSTB != 0:
-		v.NoBypass = fmt.Sprintf("Direct Translated P2P (DT) is set on %s, but so is Translation Blocking (TB), which blocks translated requests and voids DT (PCIe Base Specification, ACS Control register)", p.BDF)
-		v.Remedy = fmt.Sprintf("clear ACS Translation Blocking on %s (Linux sets it with pci=noats and on external-facing or untrusted ports)", p.BDF)
+		noBypass = fmt.Sprintf("Direct Translated P2P (DT) is set on %s, but so is Translation Blocking (TB), which blocks translated requests and voids DT (PCIe Base Specification, ACS Control register)", p.BDF)
+		remedy = fmt.Sprintf("clear ACS Translation Blocking on %s (Linux sets it with pci=noats and on external-facing or untrusted ports)", p.BDF)
 	case nic != "enabled":
-		v.NoBypass = fmt.Sprintf("Direct Translated P2P (DT) is set on %s, but ATS is %s on NIC %s: its requests carry untranslated addresses, which DT does not cover, so Request Redirect still sends them to the root complex", p.BDF, nic, p.NIC.BDF)
-		v.Remedy = fmt.Sprintf("enable ATS on NIC %s (ConnectX: mlxconfig or mstconfig -d %s set ATS_ENABLED=true, then reboot the host; the IOMMU driver sets the ATS Enable bit when it translates the NIC's DMA)", p.NIC.BDF, p.NIC.BDF)
+		noBypass = fmt.Sprintf("Direct Translated P2P (DT) is set on %s, but ATS is %s on NIC %s: its requests carry untranslated addresses, which DT does not cover, so Request Redirect still sends them to the root complex", p.BDF, nic, p.NIC.BDF)
+		remedy = fmt.Sprintf("enable ATS on NIC %s (ConnectX: mlxconfig or mstconfig -d %s set ATS_ENABLED=true, then reboot the host; the IOMMU driver sets the ATS Enable bit when it translates the NIC's DMA)", p.NIC.BDF, p.NIC.BDF)
 		if nic == "unknown" {
-			v.Remedy = fmt.Sprintf("run the suite as root so that NIC %s's ATS capability can be read", p.NIC.BDF)
+			remedy = fmt.Sprintf("run the suite as root so that NIC %s's ATS capability can be read", p.NIC.BDF)
 		}
 	default:
 		v.Bypassed = bl & (pci.ACSRR | pci.ACSEC)
@@ -107,8 +119,30 @@ func JudgeACS(p ACSPort) ACSVerdict {
 			v.Bypass += fmt.Sprintf("; still on: %s (CR redirects read completions whose Relaxed Ordering bit is clear; UF acts only on traffic already redirected)", pci.EnabledNames(rest))
 		}
 		v.Bypass += "; untranslated requests (mlx5 translates only dma-buf registrations with relaxed ordering: GDR_MR=dmabuf) are still redirected"
+		return v
 	}
+	v.Finding = p.redirects(bl, noBypass, remedy)
 	return v
+}
+
+// redirects is the finding of port p redirecting the path's traffic with
+// the controls bl; noBypass says why its DT bit does not help, and first
+// what would ("" without DT). On a VM the port is the hypervisor's, so
+// the remedy is its operator's; the guest's setpci changes only the
+// emulated register.
+func (p ACSPort) redirects(bl uint16, noBypass, first string) *verdict.Finding {
+	remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", p.BDF)
+	if p.Guest != "" {
+		remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", p.Guest, p.BDF)
+	}
+	why := ""
+	if noBypass != "" {
+		why, remedy = "; "+noBypass, first+"; or turn ACS redirect off instead: "+remedy
+	}
+	f := verdict.Failf(remedy, "%s %s between GPU %s and NIC %s has ACS %s enabled (control 0x%04x: %s): peer-to-peer traffic is redirected to the root complex%s",
+		p.Type, p.BDF, p.GPU.BDF, p.NICName, pci.EnabledNames(bl), p.ACS.Ctrl, pci.ACSBits(p.ACS.Ctrl), why)
+	f.Device, f.Part, f.Evidence = p.BDF, "host configuration", []string{"ACSCtl " + pci.ACSBits(p.ACS.Ctrl)}
+	return f
 }
 
 func orNone(s string) string {

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/pci/cfgbuild"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // port parses a constructed switch port's config space with ACS control
@@ -56,7 +58,7 @@ func TestJudgeACS(t *testing.T) {
 		"GPU 0000:03:00.0's ATS is absent", "still on: CR,UF", "Relaxed Ordering", "GDR_MR=dmabuf"} {
 		assert.Contains(t, v.Bypass, w)
 	}
-	assert.Empty(t, v.NoBypass)
+	assert.Nil(t, v.Finding)
 
 	// Egress Control is bypassed too; a port with only RR and EC keeps
 	// nothing on.
@@ -71,32 +73,63 @@ func TestJudgeACS(t *testing.T) {
 	v = JudgeACS(ACSPort{BDF: "p", ACS: port(t, true, iommu), NIC: nicOn, GPU: gpu})
 	assert.Equal(t, uint16(pci.ACSRR|pci.ACSCR|pci.ACSUF), v.Redirect)
 	assert.Empty(t, v.Bypass)
-	assert.Empty(t, v.NoBypass)
+	require.NotNil(t, v.Finding)
+	assert.NotContains(t, v.Finding.Cause, "Direct Translated")
+	assert.True(t, strings.HasPrefix(v.Finding.Remedy, "setpci -s p ECAP_ACS+0x6.w=0000"), v.Finding.Remedy)
+	assert.Equal(t, "p", v.Finding.Device)
 
 	// DT but ATS off at the NIC: untranslated requests are redirected.
 	nicOff := endpoint(t, "0000:04:00.0", true, false, 0)
 	v = JudgeACS(ACSPort{BDF: "0000:02:01.0", ACS: port(t, true, iommu|pci.ACSDT), NIC: nicOff, GPU: gpu})
 	assert.Equal(t, uint16(pci.ACSRR|pci.ACSCR|pci.ACSUF), v.Redirect)
-	assert.Contains(t, v.NoBypass, "ATS is disabled on NIC 0000:04:00.0")
-	assert.Contains(t, v.Remedy, "set ATS_ENABLED=true")
+	assert.Contains(t, v.Finding.Cause, "ATS is disabled on NIC 0000:04:00.0")
+	assert.Contains(t, v.Finding.Remedy, "set ATS_ENABLED=true")
 	assert.Empty(t, v.Bypass)
 	v = JudgeACS(ACSPort{BDF: "p", ACS: port(t, true, iommu|pci.ACSDT), NIC: endpoint(t, "n", false, false, 0), GPU: gpu})
-	assert.Contains(t, v.NoBypass, "ATS is absent on NIC n")
+	assert.Contains(t, v.Finding.Cause, "ATS is absent on NIC n")
 	assert.NotZero(t, v.Redirect)
 	v = JudgeACS(ACSPort{BDF: "p", ACS: port(t, true, iommu|pci.ACSDT), NIC: endpoint(t, "n", true, true, 64), GPU: gpu})
-	assert.Contains(t, v.NoBypass, "ATS is unknown on NIC n")
-	assert.Contains(t, v.Remedy, "as root")
+	assert.Contains(t, v.Finding.Cause, "ATS is unknown on NIC n")
+	assert.Contains(t, v.Finding.Remedy, "as root")
 	v = JudgeACS(ACSPort{BDF: "p", ACS: port(t, true, iommu|pci.ACSDT), NIC: Endpoint{BDF: "n"}, GPU: gpu})
-	assert.Contains(t, v.NoBypass, "ATS is unknown on NIC n")
+	assert.Contains(t, v.Finding.Cause, "ATS is unknown on NIC n")
 
 	// Translation Blocking voids DT.
 	v = JudgeACS(ACSPort{BDF: "p", ACS: port(t, true, iommu|pci.ACSDT|pci.ACSTB), NIC: nicOn, GPU: gpu})
 	assert.NotZero(t, v.Redirect)
-	assert.Contains(t, v.NoBypass, "Translation Blocking (TB)")
-	assert.Contains(t, v.Remedy, "clear ACS Translation Blocking on p")
+	assert.Contains(t, v.Finding.Cause, "Translation Blocking (TB)")
+	assert.Contains(t, v.Finding.Remedy, "clear ACS Translation Blocking on p")
 
 	// Nothing enabled, or no ACS capability: nothing to say, DT or not.
 	for _, a := range []*pci.ACS{port(t, true, 0), port(t, true, pci.ACSDT|pci.ACSSV), port(t, false, 0), nil} {
-		assert.Equal(t, ACSVerdict{}, JudgeACS(ACSPort{BDF: "p", ACS: a, NIC: nicOff, GPU: gpu}))
+		assert.Equal(t, ACSJudged{}, JudgeACS(ACSPort{BDF: "p", ACS: a, NIC: nicOff, GPU: gpu}))
 	}
+}
+
+// The redirect's finding names the port, the path's ends and the controls,
+// and its remedy: setpci on bare metal, the hypervisor's operator in a VM,
+// and with DT set, what would make DT work first.
+func TestJudgeACSFinding(t *testing.T) {
+	const iommu = pci.ACSSV | pci.ACSRR | pci.ACSCR | pci.ACSUF
+	gpu := endpoint(t, "0000:03:00.0", false, false, 0)
+	p := ACSPort{BDF: "0000:02:01.0", ACS: port(t, true, iommu), NIC: endpoint(t, "0000:04:00.0", true, true, 0), GPU: gpu,
+		Type: "switch downstream port", NICName: "mlx5_0"}
+	f := JudgeACS(p).Finding
+	require.NotNil(t, f)
+	assert.Equal(t, "switch downstream port 0000:02:01.0 between GPU 0000:03:00.0 and NIC mlx5_0 has ACS RR,CR,UF enabled (control 0x001d: "+
+		pci.ACSBits(p.ACS.Ctrl)+"): peer-to-peer traffic is redirected to the root complex", f.Cause)
+	assert.Equal(t, "setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", f.Remedy)
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Equal(t, "host configuration", f.Part)
+
+	p.Guest = "KVM guest"
+	f = JudgeACS(p).Finding
+	assert.True(t, strings.HasPrefix(f.Remedy, "this host is a KVM guest: the switch port is the hypervisor's"), f.Remedy)
+
+	p.ACS = port(t, true, iommu|pci.ACSDT)
+	p.NIC = endpoint(t, "0000:04:00.0", true, false, 0)
+	f = JudgeACS(p).Finding
+	assert.Contains(t, f.Cause, "; Direct Translated P2P (DT) is set on 0000:02:01.0, but ATS is disabled on NIC 0000:04:00.0")
+	assert.True(t, strings.HasPrefix(f.Remedy, "enable ATS on NIC 0000:04:00.0"), f.Remedy)
+	assert.Contains(t, f.Remedy, "; or turn ACS redirect off instead: this host is a KVM guest")
 }

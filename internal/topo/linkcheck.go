@@ -15,8 +15,9 @@ type LinkCheck struct {
 	VF, VFLog string
 	// NotChecked says why nothing was judged (no expected link), "" otherwise.
 	NotChecked string
-	// Failures are the shortfalls, width first.
-	Failures []verdict.Failure
+	// Failures are the shortfalls, width first: each names the function
+	// (Device), its link as read (Evidence) and the part, a PCIe link.
+	Failures []verdict.Finding
 	// IdleGPU is set when a GPU's link runs below its speed, which idle GPUs
 	// do: the gpu_link_speed_below_max attribute, and IdleLog the log line.
 	IdleGPU, IdleLog string
@@ -62,7 +63,8 @@ func (ix *Index) CheckLink(d, gpu *pci.Device) LinkCheck {
 		limited = fmt.Sprintf(" (link partner %s supports %g GT/s x%d)", want.Partner, want.PartnerSpeed, want.PartnerWidth)
 	}
 	if d.CurWidth < want.Width {
-		c.Failures = append(c.Failures, verdict.Failure{Remedy: "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s " + d.BDF, Msg: fmt.Sprintf("%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString())})
+		c.Failures = append(c.Failures, linkShort(d, "reseat the card or check the slot/riser and its lane configuration in the BIOS; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
+			"%s %s link trained to x%d, below its max x%d%s (speed %s)", role, d.BDF, d.CurWidth, want.Width, limited, d.LinkString()))
 	}
 	if d.CurGTs < want.Speed {
 		if d == gpu || want.Partner == gpu.BDF {
@@ -71,12 +73,24 @@ func (ix *Index) CheckLink(d, gpu *pci.Device) LinkCheck {
 			c.IdleGPU = fmt.Sprintf("%s at %g GT/s of %g GT/s (normal when idle)", d.BDF, d.CurGTs, want.Speed)
 			c.IdleLog = fmt.Sprintf("%s %s runs at %g GT/s of %g GT/s: GPUs lower link speed when idle; not a failure here (the gpu tests re-check under load)", role, d.BDF, d.CurGTs, want.Speed)
 		} else {
-			c.Failures = append(c.Failures, verdict.Failure{Remedy: "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s " + d.BDF, Msg: fmt.Sprintf("%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurGTs, want.Speed, limited, d.LinkString())})
+			c.Failures = append(c.Failures, linkShort(d, "check the slot's PCIe generation setting in the BIOS, the riser/retimer and the card's firmware; compare LnkCap and LnkSta in lspci -vv -s "+d.BDF,
+				"%s %s link trained to %g GT/s, below its max %g GT/s%s (%s)", role, d.BDF, d.CurGTs, want.Speed, limited, d.LinkString()))
 		}
 	}
 	c.Summary = d.BDF + " " + role + " " + d.LinkString()
 	return c
 }
+
+// linkShort is a link of d that trained below its maximum: the PCIe link
+// (the device, its slot, riser or retimer) is the part.
+func linkShort(d *pci.Device, remedy, format string, args ...any) verdict.Finding {
+	f := verdict.Failf(remedy, format, args...)
+	f.Device, f.Part, f.Evidence = d.BDF, PartPCIeLink, []string{"LnkSta " + d.LinkString()}
+	return *f
+}
+
+// PartPCIeLink is the part a link shortfall points at (verdict.Finding.Part).
+const PartPCIeLink = "pcie link"
 
 // vfOf is " of <PF>" for a VF whose PF sysfs links, "" otherwise.
 func vfOf(d *pci.Device) string {

@@ -32,12 +32,12 @@ func TestCheckLink(t *testing.T) {
 
 	c = ix.CheckLink(nic, gpu)
 	require.Len(t, c.Failures, 1)
-	assert.Equal(t, "NIC 0000:06:00.0 link trained to x4, below its max x8 (speed 16 GT/s x4 (max 16 GT/s x8))", c.Failures[0].Msg)
+	assert.Equal(t, "NIC 0000:06:00.0 link trained to x4, below its max x8 (speed 16 GT/s x4 (max 16 GT/s x8))", c.Failures[0].Cause)
 	assert.Contains(t, c.Failures[0].Remedy, "lspci -vv -s 0000:06:00.0")
 
 	c = ix.CheckLink(ix.Device("0000:01:00.0"), gpu)
 	require.Len(t, c.Failures, 1, "a slow link above the GPU's is not excused as idle")
-	assert.Equal(t, "bridge 0000:01:00.0 link trained to 8 GT/s, below its max 32 GT/s (8 GT/s x16 (max 32 GT/s x16))", c.Failures[0].Msg)
+	assert.Equal(t, "bridge 0000:01:00.0 link trained to 8 GT/s, below its max 32 GT/s (8 GT/s x16 (max 32 GT/s x16))", c.Failures[0].Cause)
 	assert.Empty(t, c.IdleGPU)
 
 	c = ix.CheckLink(ix.Device("0000:02:00.0"), gpu)
@@ -53,7 +53,7 @@ func TestCheckLink(t *testing.T) {
 	c = ix.CheckLink(vf, gpu)
 	assert.Contains(t, c.VF, "judged on the PF 0000:06:00.0")
 	require.Len(t, c.Failures, 1, "the PF's link is judged")
-	assert.Contains(t, c.Failures[0].Msg, "NIC PF 0000:06:00.0 link trained to x4")
+	assert.Contains(t, c.Failures[0].Cause, "NIC PF 0000:06:00.0 link trained to x4")
 
 	c = ix.CheckLink(ix.Device("0000:00:02.0"), gpu)
 	assert.Contains(t, c.NotChecked, "0000:00:02.0: 0000:00:02.0 has no max_link_speed")

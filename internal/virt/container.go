@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Container is what DetectContainer found.
@@ -274,7 +275,7 @@ func MountReadOnly(mountinfo, mountPoint string) (ro, found bool) {
 // resource0 read-write (mtcr_mmap), which a read-only /sys refuses; the
 // /proc/bus/pci route maps BARs only with CAP_SYS_RAWIO (drivers/pci/proc.c
 // proc_bus_pci_mmap), and container runtimes mount /proc/bus read-only.
-func (p Process) RegisterAccess() string {
+func (p Process) RegisterAccess() *verdict.Finding {
 	var why []string
 	if p.CapsKnown && p.EUID != 0 {
 		why = append(why, fmt.Sprintf("this process's effective UID is %d, and mstflint opens devices only as root (mtcr_ul_com.c mopen_ul_int)", p.EUID))
@@ -283,13 +284,13 @@ func (p Process) RegisterAccess() string {
 		why = append(why, "/sys is mounted read-only here, and mstflint opens the NIC's sysfs config and resource0 read-write (mtcr_ul_com.c mtcr_mmap)")
 	}
 	if len(why) == 0 {
-		return ""
+		return nil
 	}
 	grant := "run the suite as root on the host"
 	if p.Container.In {
 		grant = "run the container privileged (securityContext.privileged: true; the shipped deploy/k8s Job does not), or run the suite on the host as root"
 	}
-	return strings.Join(why, "; ") + ": " + grant
+	return verdict.Absentf(grant, "%s", strings.Join(why, "; "))
 }
 
 // ParseStatus reads CapEff (hex) and the effective UID (the second field
@@ -349,19 +350,23 @@ func (p Process) Lacks(c Cap, initNS bool) bool {
 }
 
 // Need says what this process lacks for what (a phrase naming the read and
-// the kernel or tool source that asks for c) and how to grant it where it
-// runs: a capability for the container's manifest, root on a host.
-func (p Process) Need(c Cap, initNS bool, what string) string {
+// the kernel or tool source that asks for c), as an absent finding whose
+// remedy is how to grant it where it runs: a capability for the
+// container's manifest, root on a host.
+func (p Process) Need(c Cap, initNS bool, what string) verdict.Finding {
 	has, known := p.Has(c)
 	switch {
 	case known && has && initNS && p.UserNS:
-		return fmt.Sprintf("%s needs %s in the initial user namespace, and this process holds it only in a user namespace of its own (a rootless container): run a rootful container or run on the host as root", what, c.Name)
+		return *verdict.Absentf("run a rootful container or run on the host as root",
+			"%s needs %s in the initial user namespace, and this process holds it only in a user namespace of its own (a rootless container)", what, c.Name)
 	case p.Container.In && known && !has:
-		return fmt.Sprintf("%s needs %s, which this container lacks (CapEff %#x): add %s to the container's securityContext.capabilities.add (deploy/k8s/job.yaml does), or --cap-add %s for docker/podman; or run on the host as root", what, c.Name, p.CapEff, c.Short(), c.Short())
+		return *verdict.Absentf(fmt.Sprintf("add %s to the container's securityContext.capabilities.add (deploy/k8s/job.yaml does), or --cap-add %s for docker/podman; or run on the host as root", c.Short(), c.Short()),
+			"%s needs %s, which this container lacks (CapEff %#x)", what, c.Name, p.CapEff)
 	case p.Container.In:
-		return fmt.Sprintf("%s needs %s: grant %s to the container (securityContext.capabilities.add; deploy/k8s/job.yaml does), or run on the host as root", what, c.Name, c.Short())
+		return *verdict.Absentf(fmt.Sprintf("grant %s to the container (securityContext.capabilities.add; deploy/k8s/job.yaml does), or run on the host as root", c.Short()),
+			"%s needs %s", what, c.Name)
 	case known && !has:
-		return fmt.Sprintf("%s needs %s, which this process lacks (effective UID %d, CapEff %#x): run the suite as root", what, c.Name, p.EUID, p.CapEff)
+		return *verdict.Absentf("run the suite as root", "%s needs %s, which this process lacks (effective UID %d, CapEff %#x)", what, c.Name, p.EUID, p.CapEff)
 	}
-	return fmt.Sprintf("%s needs %s: run the suite as root", what, c.Name)
+	return *verdict.Absentf("run the suite as root", "%s needs %s", what, c.Name)
 }

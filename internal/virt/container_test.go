@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -118,9 +119,10 @@ func TestNeed(t *testing.T) {
 	assert.True(t, p.Lacks(CapNetAdmin, false))
 	assert.True(t, p.Lacks(CapSysRawIO, false), "bit 17 is clear in docker's default set")
 	assert.False(t, p.Lacks(Cap{13, "CAP_NET_RAW"}, false), "bit 13 is set in docker's default set")
-	msg := p.Need(CapSysAdmin, true, "PCIe config space past 64 bytes")
-	assert.Contains(t, msg, "PCIe config space past 64 bytes needs CAP_SYS_ADMIN, which this container lacks")
-	assert.Contains(t, msg, "add SYS_ADMIN to the container's securityContext.capabilities.add")
+	need := p.Need(CapSysAdmin, true, "PCIe config space past 64 bytes")
+	assert.Contains(t, need.Cause, "PCIe config space past 64 bytes needs CAP_SYS_ADMIN, which this container lacks")
+	assert.Contains(t, need.Remedy, "add SYS_ADMIN to the container's securityContext.capabilities.add")
+	assert.Equal(t, verdict.Absent, need.Kind())
 
 	granted := pod(dockerDefault | 1<<CapSysAdmin.Bit | 1<<CapIPCLock.Bit)
 	assert.False(t, granted.Lacks(CapSysAdmin, true))
@@ -128,13 +130,13 @@ func TestNeed(t *testing.T) {
 	rootless.UserNS = true
 	assert.True(t, rootless.Lacks(CapSysAdmin, true), "a user namespace's CAP_SYS_ADMIN does not open config space")
 	assert.False(t, rootless.Lacks(CapSysAdmin, false))
-	assert.Contains(t, rootless.Need(CapSysAdmin, true, "x"), "only in a user namespace")
+	assert.Contains(t, rootless.Need(CapSysAdmin, true, "x").Cause, "only in a user namespace")
 
 	user := Process{CapsKnown: true, EUID: 1000}
-	assert.Contains(t, user.Need(CapNetAdmin, false, "ethtool -m"), "which this process lacks (effective UID 1000, CapEff 0x0): run the suite as root")
+	assert.Contains(t, user.Need(CapNetAdmin, false, "ethtool -m").Line(), "which this process lacks (effective UID 1000, CapEff 0x0); remedy: run the suite as root")
 	unknown := Process{EUID: -1}
 	assert.False(t, unknown.Lacks(CapSysAdmin, true), "unknown is not lacking")
-	assert.Contains(t, unknown.Need(CapSysAdmin, true, "x"), "run the suite as root")
+	assert.Contains(t, unknown.Need(CapSysAdmin, true, "x").Remedy, "run the suite as root")
 }
 
 func TestInspectReadsOwnStatus(t *testing.T) {
@@ -168,11 +170,12 @@ func TestRegisterAccess(t *testing.T) {
 	p, err := Inspect(r, noEnv)
 	require.NoError(t, err)
 	assert.True(t, p.SysReadOnly)
-	assert.Contains(t, p.RegisterAccess(), "/sys is mounted read-only here")
-	assert.Contains(t, p.RegisterAccess(), "privileged: true")
+	require.NotNil(t, p.RegisterAccess())
+	assert.Contains(t, p.RegisterAccess().Cause, "/sys is mounted read-only here")
+	assert.Contains(t, p.RegisterAccess().Remedy, "privileged: true")
 	p.SysReadOnly = false
-	assert.Empty(t, p.RegisterAccess())
+	assert.Nil(t, p.RegisterAccess())
 	p.EUID = 1000
-	assert.Contains(t, p.RegisterAccess(), "effective UID is 1000")
-	assert.Empty(t, Process{}.RegisterAccess(), "nothing known stops it")
+	assert.Contains(t, p.RegisterAccess().Cause, "effective UID is 1000")
+	assert.Nil(t, Process{}.RegisterAccess(), "nothing known stops it")
 }
