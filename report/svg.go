@@ -14,8 +14,10 @@ import (
 // esc escapes text for SVG/HTML.
 func esc(s string) string { return html.EscapeString(s) }
 
-// classColor is a path class's colour, best (PIX) to worst (SYS).
-var classColor = map[string]string{"PIX": "#1a7f37", "PXB": "#4c9a2a", "PHB": "#bf8700", "NODE": "#d4631c", "SYS": "#cf222e"}
+// classColor is a path class's colour, best (PIX) to worst (SYS); each is
+// also a label's text colour on white, so at least 4.5:1 against it (WCAG
+// AA; TestPageContrast).
+var classColor = map[string]string{"PIX": "#1a7f37", "PXB": "#2c6e1f", "PHB": "#7d4e00", "NODE": "#a3480f", "SYS": "#cf222e"}
 
 func colorOf(class string) string {
 	if c, ok := classColor[class]; ok {
