@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -352,4 +353,78 @@ func TestHeatColoursAgainstFloor(t *testing.T) {
 	assert.Contains(t, string(slow), "hsl(3,")
 	assert.Contains(t, string(slow), "outline")
 	assert.Contains(t, string(none), "hsl(210,")
+}
+
+// The causes across hosts: each once, with its hosts as a hostlist and
+// what to do, failures first, and the same in every format: report.html
+// puts them before any table, summary.txt and summary.md before the host
+// table, summary.json as fleet_causes.
+func TestFleetCauses(t *testing.T) {
+	strict, err := LoadDir(filepath.Join(runsDir, "h200-structured-strict"))
+	require.NoError(t, err)
+	runs := fleetRuns(t, 64, 5, 40)
+	for i := 0; i < 37; i++ {
+		// 37 hosts of the strict H200 run: one cause (no RDMA device) fails them all.
+		r := strict[0]
+		r.Host.Host = fmt.Sprintf("gpu%03d", 100+i)
+		runs = append(runs, r)
+	}
+	r := Build(runs)
+	require.NotEmpty(t, r.Causes)
+	first := r.Causes[0]
+	assert.Equal(t, Fail, first.Status)
+	assert.Equal(t, "no RDMA device", first.Key)
+	assert.Len(t, first.Hosts, 37)
+	assert.Equal(t, "gpu[100-136]", first.HostList)
+	assert.Contains(t, first.Reqs, "INST-12")
+	assert.Contains(t, first.Remedy, "load the NIC's RDMA driver")
+	assert.False(t, first.Differs, "one recording, one wording")
+	var planted *HostsCause
+	lastFail := -1
+	for i, c := range r.Causes {
+		if c.Status == Fail {
+			assert.Equal(t, i, lastFail+1, "failures first")
+			lastFail = i
+		}
+		if slices.Equal(c.Reqs, []string{"PP-08"}) && c.Status == Fail {
+			planted = c
+		}
+	}
+	require.NotNil(t, planted, "the planted PP-08 failures are one cause")
+	assert.Equal(t, "node[0005,0040]", planted.HostList)
+	assert.Equal(t, "check the NIC's link and cable (planted)", planted.Remedy)
+	// Each not-qualified host is under a cause; no qualified host is.
+	under := map[string]bool{}
+	for _, c := range r.Causes {
+		for _, h := range c.Hosts {
+			under[h] = true
+		}
+	}
+	for _, h := range r.Hosts {
+		assert.Equal(t, h.Verdict.Verdict != Qualified, under[h.Identity.Host], h.Identity.Host)
+	}
+
+	var txt, md, js, page bytes.Buffer
+	require.NoError(t, r.WriteText(&txt))
+	require.NoError(t, r.WriteMarkdown(&md))
+	require.NoError(t, r.WriteJSON(&js))
+	require.NoError(t, r.WriteHTML(&page))
+	assert.Regexp(t, `\nWhy, each cause once with its hosts .*\n  37 hosts   FAIL     INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more: no RDMA device\n(?:.*\n)?\s+remedy: load the NIC's RDMA driver.*\n\s+on gpu\[100-136\]\n`, txt.String())
+	assert.Less(t, strings.Index(txt.String(), "\nWhy, each cause"), strings.Index(txt.String(), "\nhost "), "summary.txt: causes before the host table")
+	assert.Contains(t, md.String(), "| 37 | ❌ FAIL | INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more | no RDMA device | load the NIC's RDMA driver")
+	assert.Less(t, strings.Index(md.String(), "## Why"), strings.Index(md.String(), "## Requirements across hosts"))
+	var sum struct {
+		Causes []HostsCause `json:"fleet_causes"`
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &sum))
+	require.Len(t, sum.Causes, len(r.Causes))
+	assert.Equal(t, "gpu[100-136]", sum.Causes[0].HostList)
+	assert.Len(t, sum.Causes[0].Hosts, 37)
+	html := page.String()
+	i, m := strings.Index(html, `<section id="causes">`), strings.Index(html, `id="matrix"`)
+	require.Positive(t, i)
+	assert.Less(t, i, m, "report.html: causes before any table")
+	assert.NotContains(t, html[:i], "<table", "no table above the causes")
+	assert.Contains(t, html[i:m], `<span class="k">37 hosts · FAIL · INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more</span> — no RDMA device`)
+	assert.Contains(t, html[i:m], `>on gpu[100-136]</div>`)
 }

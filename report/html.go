@@ -71,10 +71,25 @@ type hostView struct {
 	Details  []detail
 }
 
+// causeView is one of the report's causes (HostsCause) as the top of the
+// page shows it.
+type causeView struct {
+	Status                     Status
+	Hosts, Reqs, Key, HostList string
+	Example, Remedy            string
+	Tip                        string // the whole host list or example where the line clips it
+}
+
+// causesShown are the causes listed open at the top of the page; the rest
+// are folded under them.
+const causesShown = 8
+
 type htmlData struct {
 	R         *Report
 	Many      bool
-	Fleet     bool // more than fleetHosts hosts: charts aggregate, host sections fold
+	Causes    []causeView // why hosts are not QUALIFIED, failures first (Report.Causes)
+	More      []causeView // causes past causesShown
+	Fleet     bool        // more than fleetHosts hosts: charts aggregate, host sections fold
 	Counts    []ReqCount
 	IDs       []string
 	Matrix    []matrixRow
@@ -131,6 +146,14 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	d := htmlData{R: r, Many: len(r.Hosts) > 1, Fleet: r.Fleet()}
 	if d.Many {
 		d.Counts = r.ReqCounts()
+	}
+	for i, c := range r.Causes {
+		v := causeViewOf(c)
+		if i < causesShown {
+			d.Causes = append(d.Causes, v)
+		} else {
+			d.More = append(d.More, v)
+		}
 	}
 	for _, rq := range reqs.All() {
 		d.IDs = append(d.IDs, rq.ID)
@@ -191,6 +214,24 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	d.BW = template.HTML(BandwidthSVG(r.Hosts))
 	d.Copy = template.HTML(CopySVG(r.Hosts))
 	return page.Execute(w, d)
+}
+
+func causeViewOf(c *HostsCause) causeView {
+	v := causeView{Status: c.Status, Hosts: plural(len(c.Hosts), "host", "hosts"), Key: c.Key, Remedy: c.Remedy,
+		HostList: clip(c.HostList, 240), Reqs: c.reqList()}
+	v.Reqs = c.reqList()
+	if c.Example != c.Key {
+		v.Example = c.example()
+	}
+	var tip []string
+	if v.HostList != c.HostList {
+		tip = append(tip, c.HostList)
+	}
+	if clipped := clip(v.Example, 300); clipped != v.Example {
+		tip, v.Example = append(tip, v.Example), clipped
+	}
+	v.Tip = strings.Join(tip, "\n")
+	return v
 }
 
 // fleetHosts is the most hosts drawn one by one: above it charts show

@@ -411,6 +411,23 @@ func (r *Report) WriteText(w io.Writer) error {
 			hostlist.Compress(append(slices.Clone(rr.Nodes), rr.Pods...)), noneLeft(hostlist.Compress(rr.Good)), ActionsFile)
 	}
 	hosts := r.hostsFailuresFirst()
+	if many && len(r.Causes) > 0 {
+		fmt.Fprintf(&b, "\nWhy, each cause once with its hosts (failed first; each host's rows are below):\n")
+		for i, c := range r.Causes {
+			if i == causesListed {
+				fmt.Fprintf(&b, "  ... %d more causes in report.html and summary.json\n", len(r.Causes)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %-10s %-8s %s: %s\n", plural(len(c.Hosts), "host", "hosts"), strings.ToUpper(string(c.Status)), c.reqList(), c.Key)
+			if c.Example != c.Key {
+				fmt.Fprintf(&b, "%21s%s\n", "", clip(c.example(), 240))
+			}
+			if c.Remedy != "" {
+				fmt.Fprintf(&b, "%21sremedy: %s\n", "", c.Remedy)
+			}
+			fmt.Fprintf(&b, "%21son %s\n", "", c.HostList)
+		}
+	}
 	if many {
 		fmt.Fprintf(&b, "\n%-24s %-14s %-36s %s\n", "host", "verdict", "must: passed/failed/skipped/not run", "report-only failed")
 		for _, h := range hosts {
@@ -555,6 +572,16 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		t := r.fleetTally()
 		m.add(fmt.Sprintf("\n%d hosts: %d %s, %d %s, %d %s. Must requirements summed over hosts: %s; report-only: %s.\n",
 			t.hosts(), t.Verdicts[NotQualified], NotQualified, t.Verdicts[Incomplete], Incomplete, t.Verdicts[Qualified], Qualified, t.Must, t.ReportOnly))
+		if len(r.Causes) > 0 {
+			m.add("\n## Why\n\nEach cause once, with the hosts it holds on; failed first.\n\n| hosts | status | requirements | cause | remedy | on |\n| --- | --- | --- | --- | --- | --- |\n")
+			for i, c := range r.Causes {
+				if i == causesListed {
+					m.add(fmt.Sprintf("\n%d more causes are in report.html and summary.json.\n", len(r.Causes)-i))
+					break
+				}
+				m.add(fmt.Sprintf("| %d | %s | %s | %s | %s | %s |\n", len(c.Hosts), statusMark[c.Status], c.reqList(), mdEscape(c.Key), mdEscape(c.Remedy), mdEscape(clip(c.HostList, 400))))
+			}
+		}
 		m.add("\n## Requirements across hosts\n\n| ID | level | passed | failed | skipped | not run | failed on |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, c := range r.ReqCounts() {
 			m.add(fmt.Sprintf("| %s | %s | %d/%d | %d | %d | %d | %s |\n", c.ID, c.Level, c.Passed, c.Hosts, c.Failed, c.Skipped, c.NotRun, mdEscape(nameHosts(c.FailedOn))))
@@ -738,6 +765,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		t := r.fleetTally()
 		out["failed_hosts"], out["incomplete_hosts"] = failed, incomplete
 		out["requirement_counts"] = r.ReqCounts()
+		out["fleet_causes"] = r.Causes
 		out["counts"] = countsJSON{Must: t.Must, ReportOnly: t.ReportOnly, Cases: t.Cases}
 	}
 	if len(r.Hosts) == 1 {
