@@ -143,9 +143,13 @@ func (t Topology) tree() []*pcieNode {
 		bdfs = append(bdfs, b)
 	}
 	sort.Strings(bdfs)
+	// Each node hangs under the first parent a chain gives it, so chains
+	// that disagree (a recording's attributes are input) never make a loop
+	// that drawing would follow forever.
+	parentOf := map[*pcieNode]*pcieNode{}
 	for _, b := range bdfs {
 		ch := t.Chains[b]
-		if len(ch) == 0 || ch[len(ch)-1] != b {
+		if !chainOf(ch, b) {
 			ch = []string{b}
 		}
 		parent := rootOf(ch[0])
@@ -158,16 +162,11 @@ func (t Topology) tree() []*pcieNode {
 			if i == len(ch)-1 {
 				n.kind = kind
 			}
-			if !contains(parent.children, n) {
+			if _, ok := parentOf[n]; !ok {
+				parentOf[n] = parent
 				parent.children = append(parent.children, n)
 			}
 			parent = n
-		}
-	}
-	parentOf := map[*pcieNode]*pcieNode{}
-	for _, n := range nodes {
-		for _, c := range n.children {
-			parentOf[c] = n
 		}
 	}
 	role := func(n *pcieNode) string {
@@ -203,13 +202,20 @@ func (t Topology) tree() []*pcieNode {
 	return roots
 }
 
-func contains(ns []*pcieNode, n *pcieNode) bool {
-	for _, x := range ns {
-		if x == n {
-			return true
-		}
+// chainOf says whether ch is a chain the tree can draw for device b:
+// distinct PCI addresses, root port first, b last.
+func chainOf(ch []string, b string) bool {
+	if len(ch) == 0 || ch[len(ch)-1] != b {
+		return false
 	}
-	return false
+	seen := map[string]bool{}
+	for _, id := range ch {
+		if !pci.IsBDF(id) || seen[id] {
+			return false
+		}
+		seen[id] = true
+	}
+	return true
 }
 
 // short drops the PCI domain when it is 0000.
