@@ -255,12 +255,15 @@ func (w *junitWriter) host(h *HostResult, fleet bool, built string) {
 			if !c.Counted {
 				continue
 			}
-			tc, attrs, result := caseOf(c, host, fleet)
-			out := c.Output
-			if fleet && c.Status() == Pass {
-				out = nil // a fleet's passed cases keep their facts, not their log
+			tc, attrs, result, inBody := caseOf(c, host, fleet)
+			switch {
+			case inBody:
+				add(p.Area, tc, caseBlock(tc.Name, result, nil, nil)) // its result's body holds its facts and log: written once
+			case fleet && c.Status() == Pass:
+				add(p.Area, tc, caseBlock(tc.Name, result, attrs, nil)) // a fleet's passed cases keep their facts, not their log
+			default:
+				add(p.Area, tc, caseBlock(tc.Name, result, attrs, junitLog(c.Output)))
 			}
-			add(p.Area, tc, caseBlock(tc.Name, result, attrs, out))
 		}
 		if p.Failure != "" && !tookDown(h, p.Area) {
 			out := append(append([]string{}, p.BuildError.Output...), p.Output...)
@@ -404,9 +407,29 @@ func propLines(attrs map[string]string) []string {
 	return out
 }
 
+// junitLog is a case's output as JUnit keeps it: less the "=== ATTR"
+// lines test2json echoes for each t.Attr, which its property lines
+// already carry (a third of a fleet's junit.xml). A merge's reading
+// already left them out (readEvents): then out itself, not a copy.
+func junitLog(out []string) []string {
+	i := slices.IndexFunc(out, func(l string) bool { return strings.HasPrefix(l, "=== ATTR ") })
+	if i < 0 {
+		return out
+	}
+	keep := append(make([]string, 0, len(out)), out[:i]...)
+	for _, l := range out[i:] {
+		if !strings.HasPrefix(l, "=== ATTR ") {
+			keep = append(keep, l)
+		}
+	}
+	return keep
+}
+
 // body is a result's text: the message, then the remedy and the part at
 // fault, first, because GitLab shows the body and drops the message; a
-// blank line; then the evidence: the case's properties and its output.
+// blank line; then the evidence: the case's properties and its output
+// (ReadJUnit reads them back from there when the case's block holds only
+// its name and result: caseEvidence).
 func body(msg, remedy, part string, attrs map[string]string, output []string) string {
 	lines := []string{msg}
 	if remedy != "" {
@@ -415,7 +438,7 @@ func body(msg, remedy, part string, attrs map[string]string, output []string) st
 	if part != "" {
 		lines = append(lines, "part: "+part)
 	}
-	ev := append(propLines(attrs), output...)
+	ev := append(propLines(attrs), junitLog(output)...)
 	if len(ev) > 0 {
 		lines = append(append(lines, ""), ev...)
 	}
@@ -427,8 +450,10 @@ func body(msg, remedy, part string, attrs map[string]string, output []string) st
 // requirement, level, host, the measured value against its threshold, and
 // the cause; a report-only requirement's failure is a skip; a failure the
 // suite could not judge (gdr.outcome=not_judged) or that did not finish an
-// error.
-func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[string]string, result string) {
+// error. inBody says that its result (a failure or an error) carries its
+// attributes and output in its body, where every CI view shows them, so
+// that its block need not again.
+func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[string]string, result string, inBody bool) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
@@ -485,8 +510,11 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		default:
 			res.Type, tc.Failure = typeFellShort, res
 		}
+		// Jenkins shows a failure's or error's body (errorStackTrace) but
+		// of a skip only its message: a skip's block keeps its evidence.
+		inBody = tc.Skipped == nil
 	}
-	return tc, attrs, result
+	return tc, attrs, result, inBody
 }
 
 func withAttr(a map[string]string, k, v string) map[string]string {

@@ -256,28 +256,19 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			}
 			el, _ := strconv.ParseFloat(c.Time, 64)
 			e := []Event{{Action: "run", Package: pkg, Test: name}}
-			body, action := "", "pass"
-			if c.SystemOut != nil {
-				body = c.SystemOut.Data
-			}
+			action := "pass"
 			switch {
-			case c.Failure != nil:
-				body, action = longer(c.Failure.Data, c.Failure.Message), "fail"
-			case c.Error != nil:
-				body, action = longer(c.Error.Data, c.Error.Message), "fail"
+			case c.Failure != nil, c.Error != nil:
+				action = "fail"
 			case c.Skipped != nil && c.Skipped.Type == typeReportOnly:
-				body, action = longer(c.Skipped.Data, c.Skipped.Message), "fail" // the test failed; JUnit skips it so no build turns unstable
+				action = "fail" // the test failed; JUnit skips it so no build turns unstable
 			case c.Skipped != nil:
-				body, action = longer(c.Skipped.Data, c.Skipped.Message), "skip"
+				action = "skip"
 			}
-			props := c.Props
-			lines := splitLines(body)
-			if b, ok := blocks[c.Name]; ok {
-				props, lines = b.props, b.out
-				if b.result != "" {
-					action = b.result // a report-only failure is a JUnit skip; its block says it failed
-				}
+			if b, ok := blocks[c.Name]; ok && b.result != "" {
+				action = b.result // a report-only failure is a JUnit skip; its block says it failed
 			}
+			props, lines := caseEvidence(c, blocks)
 			for _, p := range props {
 				e = append(e, Event{Action: "attr", Package: pkg, Test: name, Key: p.Name, Value: p.Value})
 			}
@@ -348,6 +339,52 @@ func caseBlocks(out string) map[string]*readBlock {
 		cur.out = append(cur.out, l)
 	}
 	return blocks
+}
+
+// caseEvidence is a case's properties and output: from its block in its
+// suite's system-out (blocks: caseBlocks); where the block holds only the
+// case's name and result, from its result's body, after the body's first
+// blank line (this package writes a failure's, an error's and a host's
+// skip's evidence there, once); with no block (older files, gotestsum's),
+// the case's own properties and its result's body or output.
+func caseEvidence(c JUnitCase, blocks map[string]*readBlock) ([]junit.Property, []string) {
+	body := ""
+	if c.SystemOut != nil {
+		body = c.SystemOut.Data
+	}
+	for _, r := range []*junit.Result{c.Failure, c.Error, c.Skipped} {
+		if r != nil {
+			body = longer(r.Data, r.Message)
+		}
+	}
+	b, ok := blocks[c.Name]
+	switch {
+	case !ok:
+		return c.Props, splitLines(body)
+	case len(b.props) > 0 || len(b.out) > 0:
+		return b.props, b.out
+	}
+	return bodyEvidence(splitLines(body))
+}
+
+// bodyEvidence reads the properties and output from a result's body this
+// package wrote: the message, the remedy and the part, a blank line, then
+// property lines and output.
+func bodyEvidence(lines []string) (props []junit.Property, out []string) {
+	blank := slices.Index(lines, "")
+	if blank < 0 {
+		return nil, nil
+	}
+	for _, l := range lines[blank+1:] {
+		if kv, isProp := strings.CutPrefix(l, propMark); isProp && strings.HasSuffix(kv, "]]") {
+			if k, v, found := strings.Cut(strings.TrimSuffix(kv, "]]"), "="); found {
+				props = append(props, junit.Property{Name: k, Value: v})
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	return props, out
 }
 
 // sortParentsFirst moves every test before the first of its subtests.
