@@ -179,20 +179,49 @@ func hostStart(h *HostResult, built string) (string, string) {
 // identity as properties, the area's time and the package's output.
 func (r *Report) JUnit() junit.Testsuites {
 	w := &junitWriter{}
+	_ = r.junitSuites(w) // no emit: no error
+	return w.doc
+}
+
+// junitSuites builds the document's suites into w one host at a time (the
+// cluster suites last), handing each host's to w.emit when it is set.
+func (r *Report) junitSuites(w *junitWriter) error {
 	fleet := r.Fleet()
 	for _, h := range r.Hosts {
 		w.host(h, fleet, r.Time)
+		if err := w.flush(); err != nil {
+			return err
+		}
 	}
 	r.appendClusterSuites(w)
-	return w.doc
+	return w.flush()
 }
 
 // junitWriter builds the document a suite at a time. Suites are appended
 // directly, never with Testsuites.AddSuite, which would total them into
 // attributes of <testsuites>: the Ant schema declares none there and
-// junit-10 no skipped.
+// junit-10 no skipped. With emit set, flush hands the suites built so far
+// to it and drops them: a fleet's document is never held whole.
 type junitWriter struct {
-	doc junit.Testsuites
+	doc  junit.Testsuites
+	ids  int // suites made so far: the next one's id
+	emit func(*junit.Testsuite) error
+}
+
+// flush hands the suites built so far to emit and drops them (none
+// without emit).
+func (w *junitWriter) flush() error {
+	if w.emit == nil {
+		return nil
+	}
+	for i := range w.doc.Suites {
+		if err := w.emit(&w.doc.Suites[i]); err != nil {
+			return err
+		}
+	}
+	clear(w.doc.Suites)
+	w.doc.Suites = w.doc.Suites[:0]
+	return nil
 }
 
 // add appends a suite holding tc (none when tc is nil) with block as its
@@ -200,12 +229,13 @@ type junitWriter struct {
 // are always written: the Ant schema requires all three.
 func (w *junitWriter) add(name, host, pkg, stamp string, tc *junit.Testcase, block []string) int {
 	props := []junit.Property{}
-	s := junit.Testsuite{Name: clean(name), ID: len(w.doc.Suites), Hostname: clean(host), Package: clean(pkg), Time: "0.000", Timestamp: stamp,
+	s := junit.Testsuite{Name: clean(name), ID: w.ids, Hostname: clean(host), Package: clean(pkg), Time: "0.000", Timestamp: stamp,
 		Properties: &props, SystemOut: &junit.Output{Data: clean(strings.Join(block, "\n"))}, SystemErr: &junit.Output{}}
 	if tc != nil {
 		s.AddTestcase(*tc)
 	}
 	w.doc.Suites = append(w.doc.Suites, s)
+	w.ids++
 	return len(w.doc.Suites) - 1
 }
 
@@ -594,13 +624,32 @@ func valueWithUnit(key, v string) string {
 // escapes a superset of what XML cannot carry.
 func clean(s string) string { return visible(s) }
 
-// WriteJUnit writes the report as JUnit XML.
+// WriteJUnit writes the report as JUnit XML, a host's suites at a time:
+// the bytes junit.Testsuites.WriteXML writes for the whole document
+// (TestJUnitStreamedIsTheDocument), which a fleet's merge never holds.
 func (r *Report) WriteJUnit(w io.Writer) error {
-	doc := r.JUnit()
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
-	return doc.WriteXML(w)
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "\t")
+	start := xml.StartElement{Name: xml.Name{Local: "testsuites"}}
+	if err := enc.EncodeToken(start); err != nil {
+		return err
+	}
+	suite := xml.StartElement{Name: xml.Name{Local: "testsuite"}}
+	jw := &junitWriter{emit: func(s *junit.Testsuite) error { return enc.EncodeElement(s, suite) }}
+	if err := r.junitSuites(jw); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(start.End()); err != nil {
+		return err
+	}
+	if err := enc.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }
 
 // firstOf is the first line of s.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -714,5 +715,23 @@ func TestJUnitReadsASuitePerArea(t *testing.T) {
 			}
 		}
 		assert.Greater(t, n, 40, name)
+	}
+}
+
+// junit.xml is written a suite at a time (a fleet's is hundreds of MB):
+// byte for byte the document JUnit() builds, written whole by
+// go-junit-report's WriteXML; a report with no host too.
+func TestJUnitStreamedIsTheDocument(t *testing.T) {
+	cluster, err := FromDirs([]string{clusterFolder(t, map[string]int{"vm2": 1})}, Options{})
+	require.NoError(t, err)
+	for name, r := range map[string]*Report{"fleet": Build(fleetRuns(t, 16, 3)), "cluster": cluster,
+		"one host": Build([]Run{verdictHost("gpu01")}), "no host": Build(nil)} {
+		r.Time = "2026-12-04T00:00:00Z"
+		var streamed, whole bytes.Buffer
+		require.NoError(t, r.WriteJUnit(&streamed))
+		whole.WriteString(xml.Header)
+		doc := r.JUnit()
+		require.NoError(t, doc.WriteXML(&whole))
+		assert.Equal(t, whole.String(), streamed.String(), name)
 	}
 }
