@@ -27,23 +27,25 @@ type Event struct {
 // event (a crash message, a shell's complaint) is kept as package output,
 // so nothing a run printed is lost.
 func ReadEvents(r io.Reader) ([]Event, error) {
-	evs, _, err := readEvents(r, "")
+	evs, _, err := readEvents(r, "", nil)
 	return evs, err
 }
 
 // readEvents is ReadEvents that also says what it passed over in name
 // (sharedfile.Stats.Note): lines too long to keep, and a last line cut
 // short that is no event (a node that died mid-write, a straggler still
-// writing), which is dropped rather than kept as output.
-func readEvents(r io.Reader, name string) ([]Event, string, error) {
+// writing), which is dropped rather than kept as output. Its strings are
+// interned in in (nil: none).
+func readEvents(r io.Reader, name string, in *interner) ([]Event, string, error) {
 	var evs []Event
 	lost := false
+	rd := in.reader()
 	st, err := sharedfile.Lines(r, sharedfile.MaxLine, func(line []byte, cut bool) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
 		var e Event
-		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
+		if err := decodeEvent(line, rd, &e); err != nil || e.Action == "" {
 			if cut && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
 				lost = true // half an event
 				return nil
@@ -51,8 +53,8 @@ func readEvents(r io.Reader, name string) ([]Event, string, error) {
 			evs = append(evs, Event{Action: "output", Output: visible(string(line)) + "\n"})
 			return nil
 		}
-		// What the tests printed and named reaches every format as text.
-		e.Package, e.Test, e.Output, e.Key, e.Value, e.ImportPath = visible(e.Package), visible(e.Test), visible(e.Output), visible(e.Key), visible(e.Value), visible(e.ImportPath)
+		// What the tests printed and named reaches every format as text
+		// (decodeEvent makes it visible).
 		evs = append(evs, e)
 		return nil
 	})

@@ -130,11 +130,10 @@ func saveFleet(t testing.TB, runs []Run) string {
 var fleetFailing = []int{3, 100, 509, 1000}
 
 // mergeFleet is what `gdrreport` does for a fleet: read every folder,
-// build, write every file. It returns the sizes written.
+// build, write every file (FromDirs, WriteAll). It returns the sizes written.
 func mergeFleet(t testing.TB, in, out string) map[string]int64 {
-	runs, err := LoadDir(in)
+	r, err := FromDirs([]string{in}, Options{})
 	require.NoError(t, err)
-	r := Build(runs)
 	require.NoError(t, r.WriteAll(out))
 	sizes := map[string]int64{}
 	ents, err := os.ReadDir(out)

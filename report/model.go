@@ -26,6 +26,18 @@ type Run struct {
 	// Latest is set by MergeRuns on the run of a host that earlier runs
 	// of it are beside: the one that judges.
 	Latest bool
+	// read reads Events when they were left on disk (FromDirs): Build
+	// reads each host's when it reaches it and lets them go after.
+	read func() ([]Event, []string, error)
+}
+
+// events are the run's events, read now when they were left on disk;
+// notes and err say what reading them passed over or failed on.
+func (r Run) events() (evs []Event, notes []string, err error) {
+	if r.Events != nil || r.read == nil {
+		return r.Events, nil, nil
+	}
+	return r.read()
 }
 
 // Case is one test or subtest of one host's run.

@@ -286,7 +286,15 @@ func parallel(n int, f func(i int)) {
 
 func buildHost(run Run) *HostResult {
 	h := &HostResult{Identity: run.Host}
-	h.pkgs = buildPackages(run.Host.Host, run.Events)
+	evs, notes, err := run.events()
+	runErrs := append([]string(nil), run.Errs...)
+	if err != nil {
+		// A merge of many hosts goes on: the one whose events could not be
+		// read fails outside any test, naming the file and why.
+		runErrs = append(runErrs, "its events could not be read: "+err.Error())
+	}
+	runErrs = append(runErrs, notes...)
+	h.pkgs = buildPackages(run.Host.Host, evs)
 	areaPkg := map[string]*pkgRun{}
 	for _, p := range h.pkgs {
 		h.cases = append(h.cases, p.Cases...)
@@ -298,8 +306,8 @@ func buildHost(run Run) *HostResult {
 		}
 	}
 	h.Identity.fillFrom(h.cases)
-	h.runErrs = append(h.runErrs, run.Errs...)
-	for _, o := range Overlaps(run.Events) {
+	h.runErrs = append(h.runErrs, runErrs...)
+	for _, o := range Overlaps(evs) {
 		h.runErrs = append(h.runErrs, o.String()+": "+overlapRemedy)
 	}
 	byReq := map[string][]*Case{}
