@@ -2,6 +2,8 @@ package report
 
 import (
 	"encoding/json"
+	"hash/maphash"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -312,4 +314,40 @@ func hex4(b []byte, i int) (uint16, bool) {
 		}
 	}
 	return v, true
+}
+
+// mapTable keeps one copy of each attribute map the cases of a merge
+// repeat: a fleet's hosts ran the same tests and most of their cases set the
+// same facts, so 1024 hosts' cases share their maps. A map is read-only once
+// shared (link shares a case's maps when it is done with them).
+type mapTable struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	m    map[uint64][]map[string]string
+}
+
+func newMapTable() *mapTable {
+	return &mapTable{seed: maphash.MakeSeed(), m: map[uint64][]map[string]string{}}
+}
+
+// share is a map equal to a: one seen before, else a itself. A nil table
+// shares nothing.
+func (t *mapTable) share(a map[string]string) map[string]string {
+	if t == nil || len(a) == 0 {
+		return a
+	}
+	var h uint64
+	for k, v := range a {
+		// A sum over the pairs: the same whatever order the map gives them.
+		h += maphash.String(t.seed, k)*0x9e3779b97f4a7c15 ^ maphash.String(t.seed, v)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.m[h] {
+		if maps.Equal(c, a) {
+			return c
+		}
+	}
+	t.m[h] = append(t.m[h], a)
+	return a
 }

@@ -169,8 +169,9 @@ type pkgRun struct {
 // put in front (server/conformance/pingpong -> pingpong).
 func areaOf(pkg string) string { return path.Base(pkg) }
 
-// buildPackages folds one host's events into packages and cases.
-func buildPackages(host string, evs []Event) []*pkgRun {
+// buildPackages folds one host's events into packages and cases, their
+// attribute maps shared through shared (nil: not shared).
+func buildPackages(host string, evs []Event, shared *mapTable) []*pkgRun {
 	var pkgs []*pkgRun
 	byPkg := map[string]*pkgRun{}
 	cases := map[string]map[string]*Case{}
@@ -238,7 +239,7 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 		}
 	}
 	for _, p := range pkgs {
-		link(p)
+		link(p, shared)
 		if bo := buildOut[p.Name]; len(bo) > 0 {
 			p.BuildError = gtr.Error{Name: p.Name, Cause: "build failed", Output: bo}
 		}
@@ -273,7 +274,7 @@ func (p *pkgRun) failure() string {
 // link finds each case's parent (the longest name prefix at a "/" that is a
 // test of the package: t.Run names may contain "/" themselves), inherits
 // attributes down, and decides which cases are counted.
-func link(p *pkgRun) {
+func link(p *pkgRun, shared *mapTable) {
 	how := howStopped(p)
 	by := map[string]*Case{}
 	for _, c := range p.Cases {
@@ -329,6 +330,11 @@ func link(p *pkgRun) {
 				c.Outcome = OutcomeNotJudged
 			}
 		}
+	}
+	// Done with them: from here a case's maps are only read, and the
+	// same case on other hosts of a merge shares them.
+	for _, c := range p.Cases {
+		c.Own, c.Attrs = shared.share(c.Own), shared.share(c.Attrs)
 	}
 }
 

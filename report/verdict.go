@@ -176,8 +176,9 @@ type Report struct {
 func Build(runs []Run) *Report {
 	r := &Report{Suite: SuiteVersion(), Hosts: make([]*HostResult, len(runs))}
 	// Hosts are independent: a fleet's are built on every CPU.
+	shared := newMapTable()
 	parallel(len(runs), func(i int) {
-		h := buildHost(runs[i])
+		h := buildHost(runs[i], shared)
 		h.Earlier, h.Latest = runs[i].Earlier, runs[i].Latest
 		r.Hosts[i] = h
 	})
@@ -284,7 +285,7 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func buildHost(run Run) *HostResult {
+func buildHost(run Run, shared *mapTable) *HostResult {
 	h := &HostResult{Identity: run.Host}
 	evs, notes, err := run.events()
 	runErrs := append([]string(nil), run.Errs...)
@@ -294,7 +295,7 @@ func buildHost(run Run) *HostResult {
 		runErrs = append(runErrs, "its events could not be read: "+err.Error())
 	}
 	runErrs = append(runErrs, notes...)
-	h.pkgs = buildPackages(run.Host.Host, evs)
+	h.pkgs = buildPackages(run.Host.Host, evs, shared)
 	areaPkg := map[string]*pkgRun{}
 	for _, p := range h.pkgs {
 		h.cases = append(h.cases, p.Cases...)
