@@ -427,3 +427,30 @@ func TestFleetCauses(t *testing.T) {
 	assert.Contains(t, html[i:m], `<span class="k">37 hosts · FAIL · INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more</span> — no RDMA device`)
 	assert.Contains(t, html[i:m], `>on gpu[100-136]</div>`)
 }
+
+// A fleet's summary.json is written a host at a time: byte for byte what
+// encoding/json writes for the whole object.
+func TestFleetJSONStreamed(t *testing.T) {
+	r := Build(fleetRuns(t, 16, 3))
+	require.True(t, r.Fleet())
+	var streamed bytes.Buffer
+	require.NoError(t, r.WriteJSON(&streamed))
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(streamed.Bytes(), &obj))
+	assert.Len(t, obj["hosts"], 16)
+	var whole bytes.Buffer
+	enc := json.NewEncoder(&whole)
+	enc.SetEscapeHTML(false)
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(streamed.Bytes(), &raw))
+	require.NoError(t, enc.Encode(raw))
+	assert.Equal(t, whole.String(), streamed.String())
+	for _, c := range []map[string]any{{}, {"hosts": []int{}}, {"a": 1, "hosts": []int{1, 2}, "z": "<&>"}} {
+		var a, b bytes.Buffer
+		require.NoError(t, writeJSONObject(&a, c, "hosts"))
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		require.NoError(t, e.Encode(c))
+		assert.Equal(t, b.String(), a.String())
+	}
+}

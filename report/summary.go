@@ -1,9 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -776,12 +779,81 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out["shared_causes"] = h.Causes
 		out["errors"] = h.Errors
 	}
-	enc := json.NewEncoder(w)
-	if !r.Fleet() {
-		enc.SetIndent("", "  ") // a fleet's is tens of MB: indenting it cost a second
+	if r.Fleet() {
+		// A fleet's is tens of MB: not indented (that cost a second), and
+		// written a host at a time, never held whole.
+		return writeJSONObject(w, out, "hosts")
 	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
+}
+
+// writeJSONObject writes obj as encoding/json writes it unindented (keys
+// sorted, HTML not escaped, a newline after), the slice under key list one
+// element at a time.
+func writeJSONObject(w io.Writer, obj map[string]any, list string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	put := func(v any) error {
+		buf.Reset()
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		return err
+	}
+	keys := slices.Sorted(maps.Keys(obj))
+	for i, k := range keys {
+		sep := ","
+		if i == 0 {
+			sep = "{"
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		if err := put(k); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, ":"); err != nil {
+			return err
+		}
+		v := reflect.ValueOf(obj[k])
+		if k != list || v.Kind() != reflect.Slice || v.IsNil() {
+			if err := put(obj[k]); err != nil {
+				return err
+			}
+			continue
+		}
+		for j := 0; j < v.Len(); j++ {
+			sep := ","
+			if j == 0 {
+				sep = "["
+			}
+			if _, err := io.WriteString(w, sep); err != nil {
+				return err
+			}
+			if err := put(v.Index(j).Interface()); err != nil {
+				return err
+			}
+		}
+		if v.Len() == 0 {
+			if _, err := io.WriteString(w, "["); err != nil {
+				return err
+			}
+		}
+		if _, err := io.WriteString(w, "]"); err != nil {
+			return err
+		}
+	}
+	if len(keys) == 0 {
+		_, err := io.WriteString(w, "{}\n")
+		return err
+	}
+	_, err := io.WriteString(w, "}\n")
+	return err
 }
 
 // Fleet: more than fleetHosts hosts. Charts aggregate, host sections fold,
