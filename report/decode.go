@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash/maphash"
 	"maps"
@@ -14,27 +15,37 @@ import (
 
 // interner keeps one copy of each string the events of a merge repeat: a
 // fleet's hosts name the same packages, tests and attributes and print the
-// same lines, so 1024 hosts hold about one host's text, not 1024 copies.
+// same lines, so 1024 hosts hold about one host's text per reader, not 1024
+// copies. Its readers are pooled: a file is read by one reader at a time,
+// each with its own table, so no lock is taken per string (with two or more
+// reading at once the text is held once per reader).
 type interner struct {
-	mu sync.Mutex
-	m  map[string]string
+	pool sync.Pool
 }
 
-func newInterner() *interner { return &interner{m: map[string]string{}} }
+func newInterner() *interner {
+	return &interner{pool: sync.Pool{New: func() any { return &reader{seen: map[string]string{}} }}}
+}
 
-// reader is one file's view of an interner: the strings it has met are
-// found without the lock. A nil *reader interns nothing.
+// reader is one table of an interner, taken for one file at a time. A nil
+// *reader interns nothing.
 type reader struct {
-	shared *interner
-	seen   map[string]string
-	buf    []byte // a string's bytes with its escapes undone
+	seen map[string]string
+	buf  []byte // a string's bytes with its escapes undone
 }
 
+// reader takes a table for reading one file; done gives it back.
 func (in *interner) reader() *reader {
 	if in == nil {
 		return nil
 	}
-	return &reader{shared: in, seen: map[string]string{}}
+	return in.pool.Get().(*reader)
+}
+
+func (in *interner) done(r *reader) {
+	if in != nil && r != nil {
+		in.pool.Put(r)
+	}
 }
 
 // bytes is b as an interned string; b is not kept.
@@ -45,13 +56,7 @@ func (r *reader) bytes(b []byte) string {
 	if s, ok := r.seen[string(b)]; ok {
 		return s
 	}
-	r.shared.mu.Lock()
-	s, ok := r.shared.m[string(b)]
-	if !ok {
-		s = string(b)
-		r.shared.m[s] = s
-	}
-	r.shared.mu.Unlock()
+	s := string(b)
 	r.seen[s] = s
 	return s
 }
@@ -64,15 +69,8 @@ func (r *reader) str(s string) string {
 	if v, ok := r.seen[s]; ok {
 		return v
 	}
-	r.shared.mu.Lock()
-	v, ok := r.shared.m[s]
-	if !ok {
-		v = s
-		r.shared.m[s] = s
-	}
-	r.shared.mu.Unlock()
-	r.seen[v] = v
-	return v
+	r.seen[s] = s
+	return s
 }
 
 // decodeEvent reads one go test -json line into e as readEvents does (the
@@ -81,56 +79,64 @@ func (r *reader) str(s string) string {
 // encoding/json's reflection and, for text met before, without allocating.
 // Any other line (other bytes than printable ASCII, a key in another case,
 // a value not a string or number, a syntax error) it decodes with
-// encoding/json, so both read every line alike.
-func decodeEvent(line []byte, r *reader, e *Event) error {
+// encoding/json, so both read every line alike. dropEcho: an output event
+// whose text starts "=== ATTR " (test2json's echo of an attr event) is
+// skipped, read no further.
+func decodeEvent(line []byte, r *reader, e *Event, dropEcho bool) (skip bool, err error) {
 	*e = Event{}
-	if fastEvent(line, r, e) {
-		return nil
+	if ok, skip := fastEvent(line, r, e, dropEcho); ok || skip {
+		return skip, nil
 	}
-	*e = Event{}
-	if err := json.Unmarshal(line, e); err != nil {
-		return err
+	var slow Event // its own variable: e stays the caller's, on its stack
+	if err := json.Unmarshal(line, &slow); err != nil {
+		return false, err
 	}
+	if dropEcho && slow.Action == "output" && strings.HasPrefix(slow.Output, "=== ATTR ") {
+		return true, nil
+	}
+	*e = slow
 	e.Action = r.str(e.Action)
 	for _, p := range []*string{&e.Package, &e.Test, &e.Output, &e.Key, &e.Value, &e.ImportPath} {
 		*p = r.str(visible(*p))
 	}
-	return nil
+	return false, nil
 }
 
 // eventKeys are Event's fields as test2json names them.
 var eventKeys = []string{"Time", "Action", "Package", "Test", "Elapsed", "Output", "Key", "Value", "ImportPath"}
 
-// fastEvent is decodeEvent's reading of a flat test2json object; false when
-// the line is anything else.
-func fastEvent(line []byte, r *reader, e *Event) bool {
+// fastEvent is decodeEvent's reading of a flat test2json object: ok false
+// when the line is anything else; skip for an echo (dropEcho), which it
+// stops reading at its text.
+func fastEvent(line []byte, r *reader, e *Event, dropEcho bool) (ok, skip bool) {
 	i := skipSpace(line, 0)
 	if i == len(line) || line[i] != '{' {
-		return false
+		return false, false
 	}
 	i = skipSpace(line, i+1)
 	if i < len(line) && line[i] == '}' {
-		return skipSpace(line, i+1) == len(line)
+		return skipSpace(line, i+1) == len(line), false
 	}
+	var when []byte // the time, read once the line is known to be kept
 	for {
 		if i == len(line) || line[i] != '"' {
-			return false
+			return false, false
 		}
 		j := i + 1
 		for j < len(line) && line[j] > 0x20 && line[j] < 0x7f && line[j] != '"' && line[j] != '\\' {
 			j++
 		}
 		if j == len(line) || line[j] != '"' {
-			return false
+			return false, false
 		}
 		key := line[i+1 : j]
 		i = skipSpace(line, j+1)
 		if i == len(line) || line[i] != ':' {
-			return false
+			return false, false
 		}
 		i = skipSpace(line, i+1)
 		if i == len(line) {
-			return false
+			return false, false
 		}
 		var ok bool
 		switch string(key) {
@@ -140,31 +146,30 @@ func fastEvent(line []byte, r *reader, e *Event) bool {
 				j++
 			}
 			if j == i || line[i] == '+' || !json.Valid(line[i:j]) {
-				return false
+				return false, false
 			}
 			f, err := strconv.ParseFloat(string(line[i:j]), 64)
 			if err != nil {
-				return false
+				return false, false
 			}
 			e.Elapsed, i = f, j
 		case "Time":
 			start := i
-			if _, i, ok = r.stringAt(line, i, false); !ok {
-				return false
+			if i, ok = skipString(line, i); !ok {
+				return false, false
 			}
-			t := new(time.Time)
-			if t.UnmarshalJSON(line[start:i]) != nil {
-				return false
-			}
-			e.Time = t
+			when = line[start:i] // every event's own: not interned
 		case "Action":
 			if e.Action, i, ok = r.stringAt(line, i, false); !ok {
-				return false
+				return false, false
 			}
 		case "Package", "Test", "Output", "Key", "Value", "ImportPath":
+			if dropEcho && e.Action == "output" && string(key) == "Output" && bytes.HasPrefix(line[i:], echoText) {
+				return false, true
+			}
 			var s string
 			if s, i, ok = r.stringAt(line, i, true); !ok {
-				return false
+				return false, false
 			}
 			switch string(key) {
 			case "Package":
@@ -183,25 +188,57 @@ func fastEvent(line []byte, r *reader, e *Event) bool {
 		default:
 			for _, k := range eventKeys {
 				if strings.EqualFold(k, string(key)) {
-					return false // encoding/json matches keys in any case
+					return false, false // encoding/json matches keys in any case
 				}
 			}
 			if _, i, ok = (*reader)(nil).stringAt(line, i, false); !ok {
-				return false // a value this reader does not skip
+				return false, false // a value this reader does not skip
 			}
 		}
 		i = skipSpace(line, i)
 		if i == len(line) {
-			return false
+			return false, false
 		}
 		if line[i] == '}' {
-			return skipSpace(line, i+1) == len(line)
+			if skipSpace(line, i+1) != len(line) {
+				return false, false
+			}
+			if when != nil {
+				t := new(time.Time)
+				if t.UnmarshalJSON(when) != nil {
+					return false, false
+				}
+				e.Time = t
+			}
+			return true, false
 		}
 		if line[i] != ',' {
-			return false
+			return false, false
 		}
 		i = skipSpace(line, i+1)
 	}
+}
+
+// echoText starts test2json's echo of an attr event, as a JSON string.
+var echoText = []byte(`"=== ATTR `)
+
+// skipString is the index after the JSON string at line[i], printable
+// ASCII and escapes (what a time holds); ok false for anything else.
+func skipString(line []byte, i int) (int, bool) {
+	if i == len(line) || line[i] != '"' {
+		return i, false
+	}
+	for j := i + 1; j < len(line); j++ {
+		switch c := line[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\':
+			j++
+		case c < 0x20 || c >= 0x7f:
+			return j, false
+		}
+	}
+	return len(line), false
 }
 
 func skipSpace(b []byte, i int) int {

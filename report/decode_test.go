@@ -28,7 +28,7 @@ func sameEvent(t *testing.T, line string, r *reader) bool {
 	t.Helper()
 	want, werr := slowEvent([]byte(line))
 	var got Event
-	gerr := decodeEvent([]byte(line), r, &got)
+	_, gerr := decodeEvent([]byte(line), r, &got, false)
 	if (werr == nil) != (gerr == nil) {
 		return assert.Fail(t, "errors differ", "%q: encoding/json %v, decodeEvent %v", line, werr, gerr)
 	}
@@ -114,17 +114,44 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
-// One string, once: the same text read from two files is one string.
+// One string, once: the same text read again (another host's file read by
+// the same reader) is one string.
 func TestInternerSharesText(t *testing.T) {
 	in := newInterner()
-	a, b := in.reader(), in.reader()
+	a := in.reader()
+	defer in.done(a)
 	var x, y Event
 	line := []byte(`{"Action":"output","Test":"TestPP08Bandwidth/rail0","Output":"=== RUN   TestPP08Bandwidth/rail0\n"}`)
-	require.NoError(t, decodeEvent(line, a, &x))
-	require.NoError(t, decodeEvent(append([]byte(nil), line...), b, &y))
+	_, err := decodeEvent(line, a, &x, false)
+	require.NoError(t, err)
+	_, err = decodeEvent(append([]byte(nil), line...), a, &y, false)
+	require.NoError(t, err)
 	assert.Equal(t, x, y)
 	assert.Same(t, unsafeData(x.Output), unsafeData(y.Output), "one copy of the text")
 	assert.True(t, strings.HasPrefix(x.Output, "=== RUN"))
 }
 
 func unsafeData(s string) *byte { return unsafe.StringData(s) }
+
+// A report's reading leaves out test2json's "=== ATTR" echo of each attr
+// event (the attr event carries it); ReadEvents, which the lab's copies
+// of a run use, keeps every line.
+func TestReportReadingSkipsAttrEchoes(t *testing.T) {
+	in := `{"Action":"attr","Package":"p","Test":"T","Key":"gdr.req","Value":"PP-08"}
+{"Action":"output","Package":"p","Test":"T","Output":"=== ATTR  T gdr.req PP-08\n"}
+{"Time":"2026-12-02T02:47:59Z","Action":"output","Package":"p","Test":"T","Output":"=== ATTR  T gdr.note café\n"}
+{"Action":"output","Package":"p","Test":"T","Output":"    x_test.go:1: === ATTR is only framing at the start\n"}
+{"Action":"pass","Package":"p","Test":"T"}
+`
+	all, err := ReadEvents(strings.NewReader(in))
+	require.NoError(t, err)
+	assert.Len(t, all, 5)
+	evs, note, err := readEvents(strings.NewReader(in), "t.json", newInterner())
+	require.NoError(t, err)
+	assert.Empty(t, note)
+	require.Len(t, evs, 3)
+	assert.Equal(t, "attr", evs[0].Action)
+	assert.Equal(t, "    x_test.go:1: === ATTR is only framing at the start\n", evs[1].Output)
+	h := Build([]Run{{Host: Identity{Host: "h"}, Events: evs}}).Hosts[0]
+	assert.Equal(t, "PP-08", h.Cases()[0].Req, "the attribute is there")
+}
