@@ -64,10 +64,13 @@ type Case struct {
 	Counted bool // a row of its own: carries its own verdict (see count)
 	// Part is the part a failed case points at (attribute); nil when the
 	// rules name none.
-	Part  *Part
-	order int
-	open  bool   // its last output line has no newline yet: the next output continues it
-	how   string // a test that never ended: how its package ended (stopped)
+	Part *Part
+	// nums are numbers(c), set when its requirement was built (caseNumbers).
+	nums     []Number
+	numbered bool
+	order    int
+	open     bool   // its last output line has no newline yet: the next output continues it
+	how      string // a test that never ended: how its package ended (stopped)
 }
 
 // Outcomes of a failed case (gdr.outcome, written by harness/testenv).

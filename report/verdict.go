@@ -377,7 +377,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 				failed, firstFail = c, c.Message
 			}
 		}
-		r.Nums = append(r.Nums, numbers(c)...)
+		c.nums, c.numbered = numbers(c), true // read again by the writers (JUnit, DCGM)
+		r.Nums = append(r.Nums, c.nums...)
 	}
 	// What the requirement judges leads, on every device, before the facts beside it.
 	sort.SliceStable(r.Nums, func(i, j int) bool { return r.Nums[i].Judged && !r.Nums[j].Judged })
@@ -537,6 +538,14 @@ func remedyIn(msg string) string {
 // end with one: "...; load the NIC's RDMA driver (...)").
 var imperative = regexp.MustCompile(`^(load|install|run|set|create|use|boot|enable|disable|check|upgrade|add|put|reseat|modprobe)\b`)
 
+// caseNumbers is numbers(c), read once when the host was built.
+func caseNumbers(c *Case) []Number {
+	if c.numbered {
+		return c.nums
+	}
+	return numbers(c)
+}
+
 // numbers lists the unit-bearing attributes of a counted case, each with the
 // threshold that applies to it when the test recorded one.
 func numbers(c *Case) []Number {
@@ -554,10 +563,10 @@ func numbers(c *Case) []Number {
 	}
 	for _, k := range keys {
 		_, unit, ok := attrkey.UnitOf(k)
-		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
-		if k != measured && !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
+		if k != measured && !ok && !strings.HasSuffix(k, "_fraction") && !strings.HasSuffix(k, "_ratio") {
 			continue
 		}
+		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
 		if words[0] == "min" || words[0] == "max" {
 			continue // thresholds go beside what they bound
 		}
