@@ -285,14 +285,14 @@ func (w *junitWriter) host(h *HostResult, fleet bool, built string) {
 			if !c.Counted {
 				continue
 			}
-			tc, attrs, result, inBody := caseOf(c, host, fleet)
+			tc, props, result, inBody := caseOf(c, host, fleet)
 			switch {
 			case inBody:
 				add(p.Area, tc, caseBlock(tc.Name, result, nil, nil)) // its result's body holds its facts and log: written once
 			case fleet && c.Status() == Pass:
-				add(p.Area, tc, caseBlock(tc.Name, result, attrs, nil)) // a fleet's passed cases keep their facts, not their log
+				add(p.Area, tc, caseBlock(tc.Name, result, props, nil)) // a fleet's passed cases keep their facts, not their log
 			default:
-				add(p.Area, tc, caseBlock(tc.Name, result, attrs, junitLog(c.Output)))
+				add(p.Area, tc, caseBlock(tc.Name, result, props, junitLog(c.Output)))
 			}
 		}
 		if p.Failure != "" && !tookDown(h, p.Area) {
@@ -304,7 +304,7 @@ func (w *junitWriter) host(h *HostResult, fleet bool, built string) {
 		}
 	}
 	for _, rq := range h.Reqs {
-		level := map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}
+		level := propLines(nil, "gdr.req", rq.ID, "gdr.level", rq.Level)
 		if rq.takenDown() {
 			// Its package failed before any test of it ran (a build
 			// error): one case per requirement, as summary counts it.
@@ -398,8 +398,8 @@ func supersede(s *junit.Testsuite) {
 
 // caseBlock is a case's block (caseMark): its name, its result, its
 // properties (the facts first) and its output.
-func caseBlock(name, result string, attrs map[string]string, output []string) []string {
-	lines := append([]string{caseMark + name, resultMark + result}, propLines(attrs)...)
+func caseBlock(name, result string, props, output []string) []string {
+	lines := append([]string{caseMark + name, resultMark + result}, props...)
 	return append(lines, output...)
 }
 
@@ -409,30 +409,48 @@ func caseBlock(name, result string, attrs map[string]string, output []string) []
 // first 500 characters, these are what stays.
 var factKeys = []string{"gdr.threshold_source", "gdr.part", "gdr.remedy", "gdr.cause", "gdr.outcome", "gdr.req", "gdr.level"}
 
-// propLines are attrs as propMark lines: the judged value and its bound,
-// the facts (factKeys), then the rest by key.
-func propLines(attrs map[string]string) []string {
+// propLines are attrs, with the key and value pairs of more set over them
+// (a case's level, the part a failure names: the attribute maps a merge's
+// cases share are never copied), as propMark lines: the judged value and
+// its bound, the facts (factKeys), then the rest by key.
+func propLines(attrs map[string]string, more ...string) []string {
+	val := func(k string) (string, bool) {
+		for i := len(more) - 2; i >= 0; i -= 2 {
+			if more[i] == k {
+				return more[i+1], true
+			}
+		}
+		v, ok := attrs[k]
+		return v, ok
+	}
 	var first []string
-	for _, k := range []string{attrs["gdr.measured"], attrs["gdr.threshold"]} {
-		if strings.HasPrefix(k, attrkey.Prefix) && attrs[k] != "" {
+	for _, m := range []string{"gdr.measured", "gdr.threshold"} {
+		k, _ := val(m)
+		if v, _ := val(k); strings.HasPrefix(k, attrkey.Prefix) && v != "" {
 			first = append(first, k)
 		}
 	}
 	for _, k := range factKeys {
-		if _, ok := attrs[k]; ok && !slices.Contains(first, k) {
+		if _, ok := val(k); ok && !slices.Contains(first, k) {
 			first = append(first, k)
 		}
 	}
-	rest := make([]string, 0, len(attrs))
+	rest := make([]string, 0, len(attrs)+len(more)/2)
 	for k := range attrs {
 		if !slices.Contains(first, k) {
 			rest = append(rest, k)
 		}
 	}
+	for i := 0; i+1 < len(more); i += 2 {
+		if _, ok := attrs[more[i]]; !ok && !slices.Contains(first, more[i]) && !slices.Contains(rest, more[i]) {
+			rest = append(rest, more[i])
+		}
+	}
 	sort.Strings(rest)
-	out := make([]string, 0, len(attrs))
+	out := make([]string, 0, len(first)+len(rest))
 	for _, k := range append(first, rest...) {
-		out = append(out, propLine(k, attrs[k]))
+		v, _ := val(k)
+		out = append(out, propLine(k, v))
 	}
 	return out
 }
@@ -460,7 +478,7 @@ func junitLog(out []string) []string {
 // blank line; then the evidence: the case's properties and its output
 // (ReadJUnit reads them back from there when the case's block holds only
 // its name and result: caseEvidence).
-func body(msg, remedy, part string, attrs map[string]string, output []string) string {
+func body(msg, remedy, part string, props, output []string) string {
 	lines := []string{msg}
 	if remedy != "" {
 		lines = append(lines, "remedy: "+remedy)
@@ -468,7 +486,7 @@ func body(msg, remedy, part string, attrs map[string]string, output []string) st
 	if part != "" {
 		lines = append(lines, "part: "+part)
 	}
-	ev := append(propLines(attrs), junitLog(output)...)
+	ev := append(slices.Clip(props), junitLog(output)...)
 	if len(ev) > 0 {
 		lines = append(append(lines, ""), ev...)
 	}
@@ -483,7 +501,7 @@ func body(msg, remedy, part string, attrs map[string]string, output []string) st
 // error. inBody says that its result (a failure or an error) carries its
 // attributes and output in its body, where every CI view shows them, so
 // that its block need not again.
-func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[string]string, result string, inBody bool) {
+func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, props []string, result string, inBody bool) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
@@ -495,10 +513,14 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		level = string(rq.Level)
 		subject = rq.ID + " " + level + " on " + host
 	}
-	attrs = c.Attrs
-	if level != "" && attrs["gdr.level"] == "" {
-		attrs = withAttr(attrs, "gdr.level", level)
+	var more []string
+	if level != "" && c.Attrs["gdr.level"] == "" {
+		more = append(more, "gdr.level", level)
 	}
+	if c.Part != nil && c.Status() != Pass && c.Status() != Skip {
+		more = append(more, "gdr.part", c.Part.String())
+	}
+	props = propLines(c.Attrs, more...)
 	value := measured(c)
 	result = string(c.Status())
 	if value != "" {
@@ -508,7 +530,7 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 	case Pass:
 	case Skip:
 		m := subject + ": " + c.Message
-		ev, out := attrs, c.Output
+		ev, out := props, c.Output
 		if fleet {
 			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the case's block
 		}
@@ -518,20 +540,19 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		part := ""
 		if c.Part != nil {
 			part = c.Part.String()
-			attrs = withAttr(attrs, "gdr.part", part)
 		}
 		what := cause
 		if value != "" {
 			what = value + ": " + cause
 		}
 		m := subject + ": " + what
-		res := &junit.Result{Message: clean(m), Data: body(m, remedy, part, attrs, c.Output)}
+		res := &junit.Result{Message: clean(m), Data: body(m, remedy, part, props, c.Output)}
 		switch {
 		case level == string(reqs.ReportOnly):
 			// A skip, so that it never turns a build unstable; its block
 			// says it failed.
 			res.Message = clean("report-only, not met: " + c.Req + " on " + host + ": " + what)
-			res.Data = body(res.Message, remedy, part, attrs, c.Output)
+			res.Data = body(res.Message, remedy, part, props, c.Output)
 			tc.Skipped = res
 		case c.Outcome == OutcomeNotJudged:
 			res.Type, tc.Error = typeNotJudged, res
@@ -544,16 +565,7 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		// of a skip only its message: a skip's block keeps its evidence.
 		inBody = tc.Skipped == nil
 	}
-	return tc, attrs, result, inBody
-}
-
-func withAttr(a map[string]string, k, v string) map[string]string {
-	out := make(map[string]string, len(a)+1)
-	for key, val := range a {
-		out[key] = val
-	}
-	out[k] = v
-	return out
+	return tc, props, result, inBody
 }
 
 // measured is "bw 12.1 Gbit/s < floor 75.000 Gbit/s (75% of port rate)":
