@@ -58,8 +58,9 @@ type hostView struct {
 	H        *HostResult
 	Reqs     []*ReqResult // rows shown, failures first
 	Passed   []string     // passed requirements left out of Reqs (a fleet's host)
-	Compact  bool         // a fleet's host that is not NOT QUALIFIED: short rows, no tree, no output
+	Compact  bool         // a fleet's host that is not NOT QUALIFIED, or past fleetDetailBytes: short rows, no tree, no output
 	InCauses int          // rows of a compact host left to its shared causes
+	Note     string       // where a compact host's tree and output are
 	Open     bool         // its section starts open
 	Anchor   string
 	Prefix   string
@@ -158,6 +159,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	for _, rq := range reqs.All() {
 		d.IDs = append(d.IDs, rq.ID)
 	}
+	detail := 0 // bytes of trees and output so far (fleetDetailBytes)
 	for _, h := range r.hostsFailuresFirst() {
 		row := matrixRow{Host: h.Named(), Anchor: anchor(h.Identity.Host), Verdict: h.Verdict.Verdict, Line: h.Verdict.Line}
 		by := map[string]*ReqResult{}
@@ -174,16 +176,25 @@ func (r *Report) WriteHTML(w io.Writer) error {
 					c.Mark = strings.ToLower(c.Mark)
 				}
 				c.Tip = ""
-				if rq.Status == Fail || !d.Fleet {
-					// A fleet's other cells go without a tip (a megabyte at 1024
-					// hosts): the column and the host's section say it.
+				switch {
+				case !d.Fleet:
 					c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(rq.Reason, 200))
+				case rq.Status == Fail:
+					// A fleet's failed cells name the cause, the host's section
+					// the rest; its other cells go without a tip (a megabyte at
+					// 1024 hosts): the column and the host's section say it.
+					c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(causeKey(rq.Reason), 80))
 				}
 			}
 			row.Cells = append(row.Cells, c)
 		}
 		d.Matrix = append(d.Matrix, row)
-		d.Hosts = append(d.Hosts, hostViewOf(h, d.Many, d.Fleet))
+		full := !d.Fleet || h.Verdict.Verdict == NotQualified && detail < fleetDetailBytes
+		v := hostViewOf(h, d.Many, d.Fleet, full)
+		if d.Fleet && full {
+			detail += v.detailBytes()
+		}
+		d.Hosts = append(d.Hosts, v)
 	}
 	if pairs := Pairs(r.Hosts); len(pairs) > 0 {
 		d.HeatHosts, d.Heat, d.PairList = heatmap(pairs)
@@ -241,13 +252,25 @@ const fleetHosts = 10
 // fleetOutputLines bounds a fleet host's test output in the page.
 const fleetOutputLines = 40
 
-func hostViewOf(h *HostResult, many, fleet bool) hostView {
+// fleetDetailBytes bounds what a fleet's page spends on the PCIe trees and
+// test output of its hosts that are not qualified: past it their sections
+// are short too (the causes at the top say what they share; junit.xml and
+// test.json keep every line). 1024 failed 8-rail hosts drew 280 MB.
+const fleetDetailBytes = 6 << 20
+
+// hostViewOf is a host's section; full: with its PCIe tree and test
+// output (a fleet's short sections have neither).
+func hostViewOf(h *HostResult, many, fleet, full bool) hostView {
 	v := hostView{H: h, Anchor: anchor(h.Identity.Host), Ident: identityLines(h.Identity)}
 	if many {
 		v.Prefix = anchor(h.Identity.Host) + "-"
 	}
-	v.Compact = fleet && h.Verdict.Verdict != NotQualified
+	v.Compact = fleet && !full
 	v.Open = !fleet || h.Verdict.Verdict == NotQualified
+	v.Note = "PCIe tree and test output: shown for hosts that are not qualified; this host's are in its junit.xml and test.json."
+	if h.Verdict.Verdict == NotQualified {
+		v.Note = fmt.Sprintf("PCIe tree and test output: shown for the first hosts that are not qualified, up to %d MB of the page; this host's are in its junit.xml and test.json.", fleetDetailBytes>>20)
+	}
 	for _, rq := range failuresFirst(h.Reqs) {
 		switch {
 		case fleet && rq.Status == Pass:
@@ -311,6 +334,15 @@ func hostViewOf(h *HostResult, many, fleet bool) hostView {
 		v.Details = append(v.Details, detail{Name: name, Req: c.Req, Message: c.Message, Output: strings.Join(out, "\n"), Status: c.Status()})
 	}
 	return v
+}
+
+// detailBytes is what the section's tree and test output weigh.
+func (v hostView) detailBytes() int {
+	n := len(v.Tree)
+	for _, d := range v.Details {
+		n += len(d.Output) + len(d.Message)
+	}
+	return n
 }
 
 // heatGrid is the most clients or servers laid out as a grid; more pairs
