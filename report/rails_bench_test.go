@@ -190,19 +190,34 @@ func railFleet(t testing.TB, n int) []Run {
 	return runs
 }
 
-// railFleetDir is the folder of railFleet(n) as a merge reads it:
-// GDR_BENCH_FLEET=<folder> keeps it there between runs (interleaved
-// before/after binaries merge the same files); else a temporary folder.
-func railFleetDir(b *testing.B, n int) string {
-	dir := os.Getenv("GDR_BENCH_FLEET")
-	if dir == "" {
-		return saveFleet(b, railFleet(b, n))
+// h200Fleet is n copies of the strict H200 recording as it is (one GPU,
+// no NIC): the fleet review measured, a recorded run replicated.
+func h200Fleet(t testing.TB, n int) []Run {
+	strict, err := LoadDir(filepath.Join(runsDir, "h200-structured-strict"))
+	require.NoError(t, err)
+	runs := make([]Run, n)
+	for i := range runs {
+		runs[i] = strict[0]
+		runs[i].Host.Host = fmt.Sprintf("h200-%04d", i)
 	}
-	stamp := filepath.Join(dir, fmt.Sprintf(".complete-%d", n))
+	return runs
+}
+
+// benchFleetDir is the folder of fleet(n) as a merge reads it:
+// GDR_BENCH_FLEET=<folder> keeps it there, under name, between runs
+// (interleaved before/after binaries merge the same files); else a
+// temporary folder.
+func benchFleetDir(b *testing.B, name string, n int, fleet func(testing.TB, int) []Run) string {
+	root := os.Getenv("GDR_BENCH_FLEET")
+	if root == "" {
+		return saveFleet(b, fleet(b, n))
+	}
+	dir := filepath.Join(root, fmt.Sprintf("%s-%d", name, n))
+	stamp := dir + ".complete"
 	if _, err := os.Stat(stamp); err == nil {
 		return dir
 	}
-	for _, r := range railFleet(b, n) {
+	for _, r := range fleet(b, n) {
 		require.NoError(b, SaveRun(filepath.Join(dir, r.Host.Host), r))
 	}
 	require.NoError(b, os.WriteFile(stamp, nil, 0o644))
@@ -241,7 +256,18 @@ func resetPeakRSS(b *testing.B) {
 //
 //	go test -run XXX -bench Merge1024Rails8 -benchtime 1x -benchmem ./report/
 func BenchmarkMerge1024Rails8(b *testing.B) {
-	in := railFleetDir(b, 1024)
+	benchMerge(b, benchFleetDir(b, "rails8", 1024, railFleet))
+}
+
+// BenchmarkMerge1024H200 merges 1024 copies of the strict H200 recording
+// as recorded (h200Fleet), as BenchmarkMerge1024Rails8 does.
+func BenchmarkMerge1024H200(b *testing.B) {
+	benchMerge(b, benchFleetDir(b, "h200", 1024, h200Fleet))
+}
+
+// benchMerge merges the fleet in in as gdrreport does and reports its peak
+// RSS and the sizes written.
+func benchMerge(b *testing.B, in string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.StopTimer()
