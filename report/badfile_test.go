@@ -152,3 +152,27 @@ func jsonEscape(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// FromDirs leaves each host's events on disk until Build reaches the host
+// (a fleet's are never all in memory): a test.json gone or damaged by then
+// fails that host, naming the file, and the merge goes on.
+func TestEventsReadWhenBuilt(t *testing.T) {
+	fleet := t.TempDir()
+	hostDir(t, fleet, "good", oneTest)
+	gone := hostDir(t, fleet, "gone", oneTest)
+	runs, err := loadDir(fleet, newInterner(), true)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	for _, r := range runs {
+		assert.Nil(t, r.Events, "%s: read when built", r.Host.Host)
+	}
+	require.NoError(t, os.Remove(filepath.Join(gone, EventsFile)))
+	r := Build(runs)
+	byName := map[string]*HostResult{}
+	for _, h := range r.Hosts {
+		byName[h.Identity.Host] = h
+	}
+	assert.Equal(t, Pass, byName["good"].Reqs[indexOf(byName["good"], "GPU-02")].Status)
+	assert.Equal(t, NotQualified, byName["gone"].Verdict.Verdict)
+	assert.Contains(t, strings.Join(byName["gone"].Errors, " | "), "its events could not be read: "+gone+": no test.json, test.json.gz or test.json.partial")
+}

@@ -171,8 +171,45 @@ func TestHTMLInBrowser(t *testing.T) {
 // with its png, to be looked at.
 var fleetSizes = []int{1, 5, 64, 1024}
 
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
+// foldProbe writes on the root element where the causes block starts and
+// where its first cause ends, against the window's height, once the page
+// has laid out.
+const foldProbe = `<script>window.addEventListener("load",function(){
+var b=document.getElementById("causes"),c=b&&b.querySelector(".cause");
+document.documentElement.setAttribute("data-fold",b&&c?[Math.round(b.getBoundingClientRect().top),Math.round(c.getBoundingClientRect().bottom),window.innerHeight,document.documentElement.scrollHeight].join(" "):"none");});</script>`
+
+// contrastProbe computes, for every element that holds text, the contrast
+// of its computed colour (an SVG text's fill) against the first opaque
+// background behind it (WCAG 2.x relative luminance), and writes how many
+// it checked and the pairs below 4.5:1 on the root element.
+const contrastProbe = `<script>window.addEventListener("load",function(){
+function rgb(s){var m=/rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)(?:,\s*([\d.]+))?\)/.exec(s);return m?{c:[+m[1],+m[2],+m[3]],a:m[4]===undefined?1:+m[4]}:null}
+function lum(c){var l=0,w=[0.2126,0.7152,0.0722];for(var i=0;i<3;i++){var v=c[i]/255;v=v<=0.04045?v/12.92:Math.pow((v+0.055)/1.055,2.4);l+=w[i]*v}return l}
+var cache=new Map();
+function bg(el){for(var e=el;e&&e.nodeType===1;e=e.parentElement){if(cache.has(e))return cache.get(e);var b=rgb(getComputedStyle(e).backgroundColor);if(b&&b.a===1){cache.set(e,b.c);return b.c}}return [255,255,255]}
+var n=0,bad={},list=[];
+document.querySelectorAll("body *").forEach(function(el){
+ var t=el.tagName.toLowerCase();if(t==="script"||t==="style"||t==="title")return;
+ var has=false;for(var k=el.firstChild;k;k=k.nextSibling){if(k.nodeType===3&&k.nodeValue.trim()){has=true;break}}
+ if(!has)return;
+ var s=getComputedStyle(el),f=rgb(el instanceof SVGElement?s.fill:s.color);if(!f)return;
+ var b=bg(el),l1=lum(f.c),l2=lum(b),r=(Math.max(l1,l2)+0.05)/(Math.min(l1,l2)+0.05);n++;
+ if(r<4.5){var key=f.c+" on "+b;if(!bad[key]){bad[key]=1;list.push(key+" "+r.toFixed(2)+":1 ("+t+"."+String(el.getAttribute("class")||"")+")")}}
+});
+document.documentElement.setAttribute("data-contrast",n+";"+list.join("|"));});</script>`
+
 // A fleet's report renders in Chromium with its verdict naming the failing
-// hosts, and no part of it is wider than a 1400 px window.
+// hosts, and no part of it is wider than a 1400 px window. The causes of
+// the failures and what to do are above the fold (the first cause ends
+// within the window's height), and every element's text reaches 4.5:1
+// against its background.
 func TestFleetHTMLInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders merges up to 1024 hosts (-short skips it)")
@@ -191,6 +228,11 @@ func TestFleetHTMLInBrowser(t *testing.T) {
 	require.NoError(t, os.WriteFile(wide, []byte("<!doctype html><html><head>"+probe+"</head><body><table><tr><td>"+strings.Repeat("x", 600)+"</td></tr></table></body></html>"), 0o644))
 	wdom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=2000", "file://"+wide)
 	require.Greater(t, scrollWidth(t, wdom), 1400, "the probe must see an unbreakable string")
+	// Nor is the contrast probe blind: white on the old skip cells' amber is 2.24:1.
+	amber := filepath.Join(t.TempDir(), "amber.html")
+	require.NoError(t, os.WriteFile(amber, []byte("<!doctype html><html><head>"+contrastProbe+`</head><body><p style="background:#d4a72c;color:#fff">S</p><p>fine</p></body></html>`), 0o644))
+	adom, _ := chromium(t, "--dump-dom", "--virtual-time-budget=2000", "file://"+amber)
+	require.Contains(t, adom, `data-contrast="2;255,255,255 on 212,167,44 2.24:1 (p.)"`, "the contrast probe must see white on amber")
 	for _, n := range fleetSizes {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var failing []int
@@ -211,10 +253,20 @@ func TestFleetHTMLInBrowser(t *testing.T) {
 			}
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			file := filepath.Join(dir, fmt.Sprintf("fleet-%04d.html", n))
-			require.NoError(t, os.WriteFile(file, []byte(strings.Replace(page.String(), "<head>", "<head>"+errorHook+probe, 1)), 0o644))
+			require.NoError(t, os.WriteFile(file, []byte(strings.Replace(page.String(), "<head>", "<head>"+errorHook+probe+foldProbe+contrastProbe, 1)), 0o644))
 			dom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=5000", "file://"+file)
-			head := dom[:min(len(dom), 4000)]
+			head := dom[:min(len(dom), 8000)]
 			assert.NotRegexp(t, `data-jserror=`, head)
+			fold := regexp.MustCompile(`data-fold="(\d+) (\d+) (\d+) (\d+)"`).FindStringSubmatch(head)
+			require.NotNil(t, fold, "the causes block is on the page and the probe ran")
+			top, end, height := atoi(t, fold[1]), atoi(t, fold[2]), atoi(t, fold[3])
+			t.Logf("%d hosts: causes block top %d px, first cause ends at %d px, window %d px high, page %s px long", n, top, end, height, fold[4])
+			assert.Less(t, end, height, "the first cause and its remedy are above the fold")
+			cm := regexp.MustCompile(`data-contrast="(\d+);([^"]*)"`).FindStringSubmatch(head)
+			require.NotNil(t, cm, "the contrast probe ran")
+			t.Logf("%d hosts: %s elements with text checked for contrast", n, cm[1])
+			assert.Greater(t, atoi(t, cm[1]), 50, "the contrast probe saw the page's text")
+			assert.Empty(t, cm[2], "text below 4.5:1 against its background")
 			assert.Contains(t, dom, `<div class="line">`+template.HTMLEscapeString(r.Verdict.Line)+`</div>`)
 			if n > 1 {
 				assert.Contains(t, r.Verdict.Line, fmt.Sprintf("node%04d", failing[0]), "the headline names the failing hosts")

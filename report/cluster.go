@@ -68,12 +68,13 @@ func loadClusterRuns(dir, run string) ([]Run, error) {
 		return nil, err
 	}
 	var runs []Run
+	in := newInterner()
 	for i := 0; i < len(hrs); {
 		j := i
 		for j < len(hrs) && hrs[j].Host == hrs[i].Host {
 			j++
 		}
-		r, err := loadHostRounds(hrs[i:j])
+		r, err := loadHostRounds(hrs[i:j], in)
 		if err != nil {
 			return nil, err
 		}
@@ -87,8 +88,8 @@ func loadClusterRuns(dir, run string) ([]Run, error) {
 }
 
 // loadHostRounds merges one host's round folders (in round order) into one
-// run named for the host.
-func loadHostRounds(rounds []cluster.HostRound) (Run, error) {
+// run named for the host, its strings interned in in.
+func loadHostRounds(rounds []cluster.HostRound, in *interner) (Run, error) {
 	host := rounds[0].Host
 	run := Run{Host: Identity{Host: host}}
 	haveID := false
@@ -99,7 +100,7 @@ func loadHostRounds(rounds []cluster.HostRound) (Run, error) {
 			// counts a scheduled pair without results as failed.
 			continue
 		}
-		one, err := loadHost(sub)
+		one, err := loadHost(sub, in, false)
 		if err != nil {
 			return Run{}, err
 		}

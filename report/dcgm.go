@@ -182,7 +182,7 @@ func (rq *ReqResult) dcgmTest(gpuIndex map[string]int) DCGMTest {
 		if c.Status() != Pass && c.Message != "" {
 			a.res.Warnings = append(a.res.Warnings, DCGMWarning{Warning: c.Name + ": " + c.Message})
 		}
-		for _, n := range numbers(c) {
+		for _, n := range caseNumbers(c) {
 			a.res.Info = append(a.res.Info, n.String())
 		}
 	}
@@ -202,9 +202,15 @@ func (rq *ReqResult) dcgmTest(gpuIndex map[string]int) DCGMTest {
 }
 
 // WriteDCGM writes the DCGM-shaped document of one host.
-func (h *HostResult) WriteDCGM(w io.Writer) error {
+func (h *HostResult) WriteDCGM(w io.Writer) error { return h.writeDCGMDoc(w, true) }
+
+// writeDCGMDoc writes it indented as dcgmi diag -j does, or for a fleet's
+// thousand files not (indenting them was a second of a merge).
+func (h *HostResult) writeDCGMDoc(w io.Writer, indent bool) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if indent {
+		enc.SetIndent("", "  ")
+	}
 	enc.SetEscapeHTML(false)
 	return enc.Encode(h.DCGM())
 }
@@ -216,12 +222,13 @@ const DCGMDir = "dcgm-diag"
 // writeDCGM writes dcgm-diag.json for one host, or dcgm-diag/<host>.json
 // for each of many.
 func (r *Report) writeDCGM(dir string) error {
+	indent := !r.Fleet()
 	write := func(path string, h *HostResult) error {
 		f, err := os.Create(path)
 		if err != nil {
 			return err
 		}
-		if err := h.WriteDCGM(f); err != nil {
+		if err := h.writeDCGMDoc(f, indent); err != nil {
 			f.Close()
 			return fmt.Errorf("%s: %v", path, err)
 		}

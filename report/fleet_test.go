@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,11 +130,10 @@ func saveFleet(t testing.TB, runs []Run) string {
 var fleetFailing = []int{3, 100, 509, 1000}
 
 // mergeFleet is what `gdrreport` does for a fleet: read every folder,
-// build, write every file. It returns the sizes written.
+// build, write every file (FromDirs, WriteAll). It returns the sizes written.
 func mergeFleet(t testing.TB, in, out string) map[string]int64 {
-	runs, err := LoadDir(in)
+	r, err := FromDirs([]string{in}, Options{})
 	require.NoError(t, err)
-	r := Build(runs)
 	require.NoError(t, r.WriteAll(out))
 	sizes := map[string]int64{}
 	ents, err := os.ReadDir(out)
@@ -352,4 +352,123 @@ func TestHeatColoursAgainstFloor(t *testing.T) {
 	assert.Contains(t, string(slow), "hsl(3,")
 	assert.Contains(t, string(slow), "outline")
 	assert.Contains(t, string(none), "hsl(210,")
+}
+
+// The causes across hosts: each once, with its hosts as a hostlist and
+// what to do, failures first, and the same in every format: report.html
+// puts them before any table, summary.txt and summary.md before the host
+// table, summary.json as fleet_causes.
+func TestFleetCauses(t *testing.T) {
+	strict, err := LoadDir(filepath.Join(runsDir, "h200-structured-strict"))
+	require.NoError(t, err)
+	runs := fleetRuns(t, 64, 5, 40)
+	for i := 0; i < 37; i++ {
+		// 37 hosts of the strict H200 run: one cause (no RDMA device) fails them all.
+		r := strict[0]
+		r.Host.Host = fmt.Sprintf("gpu%03d", 100+i)
+		runs = append(runs, r)
+	}
+	// Three hosts recorded with findings: GPU-09 fell short, its remedy a fact.
+	for i := range 3 {
+		runs = append(runs, gpuHost(fmt.Sprintf("gdr%03d", 200+i)))
+	}
+	r := Build(runs)
+	require.NotEmpty(t, r.Causes)
+	first := r.Causes[0]
+	assert.Equal(t, Fail, first.Status)
+	assert.Equal(t, "no RDMA device", first.Key)
+	assert.Len(t, first.Hosts, 37)
+	assert.Equal(t, "gpu[100-136]", first.HostList)
+	assert.Contains(t, first.Reqs, "INST-12")
+	// The H200 recording predates findings: its remedy is in its text and
+	// none is guessed from English (the one Finding type).
+	assert.Empty(t, first.Remedy)
+	assert.Contains(t, first.Example, "load the NIC's RDMA driver")
+	assert.False(t, first.Differs, "one recording, one wording")
+	var planted *HostsCause
+	lastFail := -1
+	for i, c := range r.Causes {
+		if c.Status == Fail {
+			assert.Equal(t, i, lastFail+1, "failures first")
+			lastFail = i
+		}
+		if slices.Equal(c.Reqs, []string{"PP-08"}) && c.Status == Fail {
+			planted = c
+		}
+	}
+	require.NotNil(t, planted, "the planted PP-08 failures are one cause")
+	assert.Equal(t, "node[0005,0040]", planted.HostList)
+	assert.Contains(t, planted.Example, "remedy: check the NIC's link and cable (planted)")
+	var gpu09 *HostsCause
+	for _, c := range r.Causes {
+		if slices.Equal(c.Reqs, []string{"GPU-09"}) {
+			gpu09 = c
+		}
+	}
+	require.NotNil(t, gpu09, "the recorded GPU-09 shortfalls are one cause")
+	assert.Equal(t, "gdr[200-202]", gpu09.HostList)
+	assert.Equal(t, "check the GPU link (GPU-11)", gpu09.Remedy, "a recorded remedy travels to the fleet's causes")
+	// Each not-qualified host is under a cause; no qualified host is.
+	under := map[string]bool{}
+	for _, c := range r.Causes {
+		for _, h := range c.Hosts {
+			under[h] = true
+		}
+	}
+	for _, h := range r.Hosts {
+		assert.Equal(t, h.Verdict.Verdict != Qualified, under[h.Identity.Host], h.Identity.Host)
+	}
+
+	var txt, md, js, page bytes.Buffer
+	require.NoError(t, r.WriteText(&txt))
+	require.NoError(t, r.WriteMarkdown(&md))
+	require.NoError(t, r.WriteJSON(&js))
+	require.NoError(t, r.WriteHTML(&page))
+	assert.Regexp(t, `\nWhy, each cause once with its hosts .*\n  37 hosts   FAIL     INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more: no RDMA device\n\s+GDR_STRICT=1: no RDMA device: .*\n\s+on gpu\[100-136\]\n`, txt.String())
+	assert.Regexp(t, `\n\s+3 hosts\s+FAIL\s+GPU-09: .*\n(?:.*\n)?\s+remedy: check the GPU link \(GPU-11\)\n\s+on gdr\[200-202\]\n`, txt.String())
+	assert.Less(t, strings.Index(txt.String(), "\nWhy, each cause"), strings.Index(txt.String(), "\nhost "), "summary.txt: causes before the host table")
+	assert.Contains(t, md.String(), "| 37 | ❌ FAIL | INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more | no RDMA device |")
+	assert.Contains(t, md.String(), "| check the GPU link (GPU-11) | gdr[200-202] |")
+	assert.Less(t, strings.Index(md.String(), "## Why"), strings.Index(md.String(), "## Requirements across hosts"))
+	var sum struct {
+		Causes []HostsCause `json:"fleet_causes"`
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &sum))
+	require.Len(t, sum.Causes, len(r.Causes))
+	assert.Equal(t, "gpu[100-136]", sum.Causes[0].HostList)
+	assert.Len(t, sum.Causes[0].Hosts, 37)
+	html := page.String()
+	i, m := strings.Index(html, `<section id="causes">`), strings.Index(html, `id="matrix"`)
+	require.Positive(t, i)
+	assert.Less(t, i, m, "report.html: causes before any table")
+	assert.NotContains(t, html[:i], "<table", "no table above the causes")
+	assert.Contains(t, html[i:m], `<span class="k">37 hosts · FAIL · INST-12, INST-13, TOPO-01, TOPO-02, TOPO-03, MREG-01 and 11 more</span> — no RDMA device`)
+	assert.Contains(t, html[i:m], `>on gpu[100-136]</div>`)
+}
+
+// A fleet's summary.json is written a host at a time: byte for byte what
+// encoding/json writes for the whole object.
+func TestFleetJSONStreamed(t *testing.T) {
+	r := Build(fleetRuns(t, 16, 3))
+	require.True(t, r.Fleet())
+	var streamed bytes.Buffer
+	require.NoError(t, r.WriteJSON(&streamed))
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(streamed.Bytes(), &obj))
+	assert.Len(t, obj["hosts"], 16)
+	var whole bytes.Buffer
+	enc := json.NewEncoder(&whole)
+	enc.SetEscapeHTML(false)
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(streamed.Bytes(), &raw))
+	require.NoError(t, enc.Encode(raw))
+	assert.Equal(t, whole.String(), streamed.String())
+	for _, c := range []map[string]any{{}, {"hosts": []int{}}, {"a": 1, "hosts": []int{1, 2}, "z": "<&>"}} {
+		var a, b bytes.Buffer
+		require.NoError(t, writeJSONObject(&a, c, "hosts"))
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		require.NoError(t, e.Encode(c))
+		assert.Equal(t, b.String(), a.String())
+	}
 }

@@ -58,8 +58,9 @@ type hostView struct {
 	H        *HostResult
 	Reqs     []*ReqResult // rows shown, failures first
 	Passed   []string     // passed requirements left out of Reqs (a fleet's host)
-	Compact  bool         // a fleet's host that is not NOT QUALIFIED: short rows, no tree, no output
+	Compact  bool         // a fleet's host that is not NOT QUALIFIED, or past fleetDetailBytes: short rows, no tree, no output
 	InCauses int          // rows of a compact host left to its shared causes
+	Note     string       // where a compact host's tree and output are
 	Open     bool         // its section starts open
 	Anchor   string
 	Prefix   string
@@ -71,10 +72,25 @@ type hostView struct {
 	Details  []detail
 }
 
+// causeView is one of the report's causes (HostsCause) as the top of the
+// page shows it.
+type causeView struct {
+	Status                     Status
+	Hosts, Reqs, Key, HostList string
+	Example, Remedy            string
+	Tip                        string // the whole host list or example where the line clips it
+}
+
+// causesShown are the causes listed open at the top of the page; the rest
+// are folded under them.
+const causesShown = 8
+
 type htmlData struct {
 	R         *Report
 	Many      bool
-	Fleet     bool // more than fleetHosts hosts: charts aggregate, host sections fold
+	Causes    []causeView // why hosts are not QUALIFIED, failures first (Report.Causes)
+	More      []causeView // causes past causesShown
+	Fleet     bool        // more than fleetHosts hosts: charts aggregate, host sections fold
 	Counts    []ReqCount
 	IDs       []string
 	Matrix    []matrixRow
@@ -132,9 +148,18 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if d.Many {
 		d.Counts = r.ReqCounts()
 	}
+	for i, c := range r.Causes {
+		v := causeViewOf(c)
+		if i < causesShown {
+			d.Causes = append(d.Causes, v)
+		} else {
+			d.More = append(d.More, v)
+		}
+	}
 	for _, rq := range reqs.All() {
 		d.IDs = append(d.IDs, rq.ID)
 	}
+	detail := 0 // bytes of trees and output so far (fleetDetailBytes)
 	for _, h := range r.hostsFailuresFirst() {
 		row := matrixRow{Host: h.Named(), Anchor: anchor(h.Identity.Host), Verdict: h.Verdict.Verdict, Line: h.Verdict.Line}
 		by := map[string]*ReqResult{}
@@ -151,16 +176,25 @@ func (r *Report) WriteHTML(w io.Writer) error {
 					c.Mark = strings.ToLower(c.Mark)
 				}
 				c.Tip = ""
-				if rq.Status == Fail || !d.Fleet {
-					// A fleet's other cells go without a tip (a megabyte at 1024
-					// hosts): the column and the host's section say it.
+				switch {
+				case !d.Fleet:
 					c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(rq.Reason, 200))
+				case rq.Status == Fail:
+					// A fleet's failed cells name the cause, the host's section
+					// the rest; its other cells go without a tip (a megabyte at
+					// 1024 hosts): the column and the host's section say it.
+					c.Tip = fmt.Sprintf("%s %s on %s: %s", id, rq.Status, h.Identity.Host, clip(causeKey(rq.Reason), 80))
 				}
 			}
 			row.Cells = append(row.Cells, c)
 		}
 		d.Matrix = append(d.Matrix, row)
-		d.Hosts = append(d.Hosts, hostViewOf(h, d.Many, d.Fleet))
+		full := !d.Fleet || h.Verdict.Verdict == NotQualified && detail < fleetDetailBytes
+		v := hostViewOf(h, d.Many, d.Fleet, full)
+		if d.Fleet && full {
+			detail += v.detailBytes()
+		}
+		d.Hosts = append(d.Hosts, v)
 	}
 	if pairs := Pairs(r.Hosts); len(pairs) > 0 {
 		d.HeatHosts, d.Heat, d.PairList = heatmap(pairs)
@@ -193,6 +227,24 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	return page.Execute(w, d)
 }
 
+func causeViewOf(c *HostsCause) causeView {
+	v := causeView{Status: c.Status, Hosts: plural(len(c.Hosts), "host", "hosts"), Key: c.Key, Remedy: c.Remedy,
+		HostList: clip(c.HostList, 240), Reqs: c.reqList()}
+	v.Reqs = c.reqList()
+	if c.Example != c.Key {
+		v.Example = c.example()
+	}
+	var tip []string
+	if v.HostList != c.HostList {
+		tip = append(tip, c.HostList)
+	}
+	if clipped := clip(v.Example, 300); clipped != v.Example {
+		tip, v.Example = append(tip, v.Example), clipped
+	}
+	v.Tip = strings.Join(tip, "\n")
+	return v
+}
+
 // fleetHosts is the most hosts drawn one by one: above it charts show
 // distributions, and host sections fold.
 const fleetHosts = 10
@@ -200,13 +252,25 @@ const fleetHosts = 10
 // fleetOutputLines bounds a fleet host's test output in the page.
 const fleetOutputLines = 40
 
-func hostViewOf(h *HostResult, many, fleet bool) hostView {
+// fleetDetailBytes bounds what a fleet's page spends on the PCIe trees and
+// test output of its hosts that are not qualified: past it their sections
+// are short too (the causes at the top say what they share; junit.xml and
+// test.json keep every line). 1024 failed 8-rail hosts drew 280 MB.
+const fleetDetailBytes = 6 << 20
+
+// hostViewOf is a host's section; full: with its PCIe tree and test
+// output (a fleet's short sections have neither).
+func hostViewOf(h *HostResult, many, fleet, full bool) hostView {
 	v := hostView{H: h, Anchor: anchor(h.Identity.Host), Ident: identityLines(h.Identity)}
 	if many {
 		v.Prefix = anchor(h.Identity.Host) + "-"
 	}
-	v.Compact = fleet && h.Verdict.Verdict != NotQualified
+	v.Compact = fleet && !full
 	v.Open = !fleet || h.Verdict.Verdict == NotQualified
+	v.Note = "PCIe tree and test output: shown for hosts that are not qualified; this host's are in its junit.xml and test.json."
+	if h.Verdict.Verdict == NotQualified {
+		v.Note = fmt.Sprintf("PCIe tree and test output: shown for the first hosts that are not qualified, up to %d MB of the page; this host's are in its junit.xml and test.json.", fleetDetailBytes>>20)
+	}
 	for _, rq := range failuresFirst(h.Reqs) {
 		switch {
 		case fleet && rq.Status == Pass:
@@ -270,6 +334,15 @@ func hostViewOf(h *HostResult, many, fleet bool) hostView {
 		v.Details = append(v.Details, detail{Name: name, Req: c.Req, Message: c.Message, Output: strings.Join(out, "\n"), Status: c.Status()})
 	}
 	return v
+}
+
+// detailBytes is what the section's tree and test output weigh.
+func (v hostView) detailBytes() int {
+	n := len(v.Tree)
+	for _, d := range v.Details {
+		n += len(d.Output) + len(d.Message)
+	}
+	return n
 }
 
 // heatGrid is the most clients or servers laid out as a grid; more pairs

@@ -180,20 +180,49 @@ func hostStart(h *HostResult, built string) (string, string) {
 // identity as properties, the area's time and the package's output.
 func (r *Report) JUnit() junit.Testsuites {
 	w := &junitWriter{}
+	_ = r.junitSuites(w) // no emit: no error
+	return w.doc
+}
+
+// junitSuites builds the document's suites into w one host at a time (the
+// cluster suites last), handing each host's to w.emit when it is set.
+func (r *Report) junitSuites(w *junitWriter) error {
 	fleet := r.Fleet()
 	for _, h := range r.Hosts {
 		w.host(h, fleet, r.Time)
+		if err := w.flush(); err != nil {
+			return err
+		}
 	}
 	r.appendClusterSuites(w)
-	return w.doc
+	return w.flush()
 }
 
 // junitWriter builds the document a suite at a time. Suites are appended
 // directly, never with Testsuites.AddSuite, which would total them into
 // attributes of <testsuites>: the Ant schema declares none there and
-// junit-10 no skipped.
+// junit-10 no skipped. With emit set, flush hands the suites built so far
+// to it and drops them: a fleet's document is never held whole.
 type junitWriter struct {
-	doc junit.Testsuites
+	doc  junit.Testsuites
+	ids  int // suites made so far: the next one's id
+	emit func(*junit.Testsuite) error
+}
+
+// flush hands the suites built so far to emit and drops them (none
+// without emit).
+func (w *junitWriter) flush() error {
+	if w.emit == nil {
+		return nil
+	}
+	for i := range w.doc.Suites {
+		if err := w.emit(&w.doc.Suites[i]); err != nil {
+			return err
+		}
+	}
+	clear(w.doc.Suites)
+	w.doc.Suites = w.doc.Suites[:0]
+	return nil
 }
 
 // add appends a suite holding tc (none when tc is nil) with block as its
@@ -201,12 +230,13 @@ type junitWriter struct {
 // are always written: the Ant schema requires all three.
 func (w *junitWriter) add(name, host, pkg, stamp string, tc *junit.Testcase, block []string) int {
 	props := []junit.Property{}
-	s := junit.Testsuite{Name: clean(name), ID: len(w.doc.Suites), Hostname: clean(host), Package: clean(pkg), Time: "0.000", Timestamp: stamp,
+	s := junit.Testsuite{Name: clean(name), ID: w.ids, Hostname: clean(host), Package: clean(pkg), Time: "0.000", Timestamp: stamp,
 		Properties: &props, SystemOut: &junit.Output{Data: clean(strings.Join(block, "\n"))}, SystemErr: &junit.Output{}}
 	if tc != nil {
 		s.AddTestcase(*tc)
 	}
 	w.doc.Suites = append(w.doc.Suites, s)
+	w.ids++
 	return len(w.doc.Suites) - 1
 }
 
@@ -256,12 +286,15 @@ func (w *junitWriter) host(h *HostResult, fleet bool, built string) {
 			if !c.Counted {
 				continue
 			}
-			tc, attrs, result := caseOf(c, host, fleet)
-			out := c.Output
-			if fleet && c.Status() == Pass {
-				out = nil // a fleet's passed cases keep their facts, not their log
+			tc, props, result, inBody := caseOf(c, host, fleet)
+			switch {
+			case inBody:
+				add(p.Area, tc, caseBlock(tc.Name, result, nil, nil)) // its result's body holds its facts and log: written once
+			case fleet && c.Status() == Pass:
+				add(p.Area, tc, caseBlock(tc.Name, result, props, nil)) // a fleet's passed cases keep their facts, not their log
+			default:
+				add(p.Area, tc, caseBlock(tc.Name, result, props, junitLog(c.Output)))
 			}
-			add(p.Area, tc, caseBlock(tc.Name, result, attrs, out))
 		}
 		if p.Failure != "" && !tookDown(h, p.Area) {
 			out := append(append([]string{}, p.BuildError.Output...), p.Output...)
@@ -272,7 +305,7 @@ func (w *junitWriter) host(h *HostResult, fleet bool, built string) {
 		}
 	}
 	for _, rq := range h.Reqs {
-		level := map[string]string{"gdr.req": rq.ID, "gdr.level": rq.Level}
+		level := propLines(nil, "gdr.req", rq.ID, "gdr.level", rq.Level)
 		if rq.takenDown() {
 			// Its package failed before any test of it ran (a build
 			// error): one case per requirement, as summary counts it.
@@ -366,8 +399,8 @@ func supersede(s *junit.Testsuite) {
 
 // caseBlock is a case's block (caseMark): its name, its result, its
 // properties (the facts first) and its output.
-func caseBlock(name, result string, attrs map[string]string, output []string) []string {
-	lines := append([]string{caseMark + name, resultMark + result}, propLines(attrs)...)
+func caseBlock(name, result string, props, output []string) []string {
+	lines := append([]string{caseMark + name, resultMark + result}, props...)
 	return append(lines, output...)
 }
 
@@ -377,38 +410,76 @@ func caseBlock(name, result string, attrs map[string]string, output []string) []
 // first 500 characters, these are what stays.
 var factKeys = []string{"gdr.threshold_source", "gdr.part", "gdr.remedy", "gdr.cause", "gdr.outcome", "gdr.req", "gdr.level"}
 
-// propLines are attrs as propMark lines: the judged value and its bound,
-// the facts (factKeys), then the rest by key.
-func propLines(attrs map[string]string) []string {
+// propLines are attrs, with the key and value pairs of more set over them
+// (a case's level, the part a failure names: the attribute maps a merge's
+// cases share are never copied), as propMark lines: the judged value and
+// its bound, the facts (factKeys), then the rest by key.
+func propLines(attrs map[string]string, more ...string) []string {
+	val := func(k string) (string, bool) {
+		for i := len(more) - 2; i >= 0; i -= 2 {
+			if more[i] == k {
+				return more[i+1], true
+			}
+		}
+		v, ok := attrs[k]
+		return v, ok
+	}
 	var first []string
-	for _, k := range []string{attrs["gdr.measured"], attrs["gdr.threshold"]} {
-		if strings.HasPrefix(k, attrkey.Prefix) && attrs[k] != "" {
+	for _, m := range []string{"gdr.measured", "gdr.threshold"} {
+		k, _ := val(m)
+		if v, _ := val(k); strings.HasPrefix(k, attrkey.Prefix) && v != "" {
 			first = append(first, k)
 		}
 	}
 	for _, k := range factKeys {
-		if _, ok := attrs[k]; ok && !slices.Contains(first, k) {
+		if _, ok := val(k); ok && !slices.Contains(first, k) {
 			first = append(first, k)
 		}
 	}
-	rest := make([]string, 0, len(attrs))
+	rest := make([]string, 0, len(attrs)+len(more)/2)
 	for k := range attrs {
 		if !slices.Contains(first, k) {
 			rest = append(rest, k)
 		}
 	}
+	for i := 0; i+1 < len(more); i += 2 {
+		if _, ok := attrs[more[i]]; !ok && !slices.Contains(first, more[i]) && !slices.Contains(rest, more[i]) {
+			rest = append(rest, more[i])
+		}
+	}
 	sort.Strings(rest)
-	out := make([]string, 0, len(attrs))
+	out := make([]string, 0, len(first)+len(rest))
 	for _, k := range append(first, rest...) {
-		out = append(out, propLine(k, attrs[k]))
+		v, _ := val(k)
+		out = append(out, propLine(k, v))
 	}
 	return out
 }
 
+// junitLog is a case's output as JUnit keeps it: less the "=== ATTR"
+// lines test2json echoes for each t.Attr, which its property lines
+// already carry (a third of a fleet's junit.xml). A merge's reading
+// already left them out (readEvents): then out itself, not a copy.
+func junitLog(out []string) []string {
+	i := slices.IndexFunc(out, func(l string) bool { return strings.HasPrefix(l, "=== ATTR ") })
+	if i < 0 {
+		return out
+	}
+	keep := append(make([]string, 0, len(out)), out[:i]...)
+	for _, l := range out[i:] {
+		if !strings.HasPrefix(l, "=== ATTR ") {
+			keep = append(keep, l)
+		}
+	}
+	return keep
+}
+
 // body is a result's text: the message, then the remedy and the part at
 // fault, first, because GitLab shows the body and drops the message; a
-// blank line; then the evidence: the case's properties and its output.
-func body(msg, remedy, part string, attrs map[string]string, output []string) string {
+// blank line; then the evidence: the case's properties and its output
+// (ReadJUnit reads them back from there when the case's block holds only
+// its name and result: caseEvidence).
+func body(msg, remedy, part string, props, output []string) string {
 	lines := []string{msg}
 	if remedy != "" {
 		lines = append(lines, "remedy: "+remedy)
@@ -416,7 +487,7 @@ func body(msg, remedy, part string, attrs map[string]string, output []string) st
 	if part != "" {
 		lines = append(lines, "part: "+part)
 	}
-	ev := append(propLines(attrs), output...)
+	ev := append(slices.Clip(props), junitLog(output)...)
 	if len(ev) > 0 {
 		lines = append(append(lines, ""), ev...)
 	}
@@ -428,8 +499,10 @@ func body(msg, remedy, part string, attrs map[string]string, output []string) st
 // requirement, level, host, the measured value against its threshold, and
 // the cause; a report-only requirement's failure is a skip; a failure the
 // suite could not judge (gdr.outcome=not_judged) or that did not finish an
-// error.
-func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[string]string, result string) {
+// error. inBody says that its result (a failure or an error) carries its
+// attributes and output in its body, where every CI view shows them, so
+// that its block need not again.
+func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, props []string, result string, inBody bool) {
 	name := c.Name
 	if rd := roundOf(c.Package); rd != "" {
 		name += " (" + rd + ")" // a cluster run: the same test once per round
@@ -441,10 +514,14 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		level = string(rq.Level)
 		subject = rq.ID + " " + level + " on " + host
 	}
-	attrs = c.Attrs
-	if level != "" && attrs["gdr.level"] == "" {
-		attrs = withAttr(attrs, "gdr.level", level)
+	var more []string
+	if level != "" && c.Attrs["gdr.level"] == "" {
+		more = append(more, "gdr.level", level)
 	}
+	if c.Part != nil && c.Status() != Pass && c.Status() != Skip {
+		more = append(more, "gdr.part", c.Part.String())
+	}
+	props = propLines(c.Attrs, more...)
 	value := measured(c)
 	result = string(c.Status())
 	if value != "" {
@@ -454,7 +531,7 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 	case Pass:
 	case Skip:
 		m := subject + ": " + c.Message
-		ev, out := attrs, c.Output
+		ev, out := props, c.Output
 		if fleet {
 			ev, out = nil, nil // a fleet's skips: the reason; the evidence is in the case's block
 		}
@@ -464,20 +541,19 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		part := ""
 		if c.Part != nil {
 			part = c.Part.String()
-			attrs = withAttr(attrs, "gdr.part", part)
 		}
 		what := cause
 		if value != "" {
 			what = value + ": " + cause
 		}
 		m := subject + ": " + what
-		res := &junit.Result{Message: clean(m), Data: body(m, remedy, part, attrs, c.Output)}
+		res := &junit.Result{Message: clean(m), Data: body(m, remedy, part, props, c.Output)}
 		switch {
 		case level == string(reqs.ReportOnly):
 			// A skip, so that it never turns a build unstable; its block
 			// says it failed.
 			res.Message = clean("report-only, not met: " + c.Req + " on " + host + ": " + what)
-			res.Data = body(res.Message, remedy, part, attrs, c.Output)
+			res.Data = body(res.Message, remedy, part, props, c.Output)
 			tc.Skipped = res
 		case c.Outcome == OutcomeNotJudged:
 			res.Type, tc.Error = typeNotJudged, res
@@ -488,17 +564,11 @@ func caseOf(c *Case, host string, fleet bool) (tc junit.Testcase, attrs map[stri
 		default:
 			res.Type, tc.Failure = typeFellShort, res
 		}
+		// Jenkins shows a failure's or error's body (errorStackTrace) but
+		// of a skip only its message: a skip's block keeps its evidence.
+		inBody = tc.Skipped == nil
 	}
-	return tc, attrs, result
-}
-
-func withAttr(a map[string]string, k, v string) map[string]string {
-	out := make(map[string]string, len(a)+1)
-	for key, val := range a {
-		out[key] = val
-	}
-	out[k] = v
-	return out
+	return tc, props, result, inBody
 }
 
 // measured is "bw 12.1 Gbit/s < floor 75.000 Gbit/s (75% of port rate)":
@@ -569,13 +639,32 @@ func valueWithUnit(key, v string) string {
 // escapes a superset of what XML cannot carry.
 func clean(s string) string { return visible(s) }
 
-// WriteJUnit writes the report as JUnit XML.
+// WriteJUnit writes the report as JUnit XML, a host's suites at a time:
+// the bytes junit.Testsuites.WriteXML writes for the whole document
+// (TestJUnitStreamedIsTheDocument), which a fleet's merge never holds.
 func (r *Report) WriteJUnit(w io.Writer) error {
-	doc := r.JUnit()
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
-	return doc.WriteXML(w)
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "\t")
+	start := xml.StartElement{Name: xml.Name{Local: "testsuites"}}
+	if err := enc.EncodeToken(start); err != nil {
+		return err
+	}
+	suite := xml.StartElement{Name: xml.Name{Local: "testsuite"}}
+	jw := &junitWriter{emit: func(s *junit.Testsuite) error { return enc.EncodeElement(s, suite) }}
+	if err := r.junitSuites(jw); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(start.End()); err != nil {
+		return err
+	}
+	if err := enc.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }
 
 // firstOf is the first line of s.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -714,5 +715,52 @@ func TestJUnitReadsASuitePerArea(t *testing.T) {
 			}
 		}
 		assert.Greater(t, n, 40, name)
+	}
+}
+
+// junit.xml is written a suite at a time (a fleet's is hundreds of MB):
+// byte for byte the document JUnit() builds, written whole by
+// go-junit-report's WriteXML; a report with no host too.
+func TestJUnitStreamedIsTheDocument(t *testing.T) {
+	cluster, err := FromDirs([]string{clusterFolder(t, map[string]int{"vm2": 1})}, Options{})
+	require.NoError(t, err)
+	for name, r := range map[string]*Report{"fleet": Build(fleetRuns(t, 16, 3)), "cluster": cluster,
+		"one host": Build([]Run{verdictHost("gpu01")}), "no host": Build(nil)} {
+		r.Time = "2026-12-04T00:00:00Z"
+		var streamed, whole bytes.Buffer
+		require.NoError(t, r.WriteJUnit(&streamed))
+		whole.WriteString(xml.Header)
+		doc := r.JUnit()
+		require.NoError(t, doc.WriteXML(&whole))
+		assert.Equal(t, whole.String(), streamed.String(), name)
+	}
+}
+
+func withAttr(a map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(a)+1)
+	for key, val := range a {
+		out[key] = val
+	}
+	out[k] = v
+	return out
+}
+
+// Property lines: the map's, with pairs set over it (the map unchanged),
+// in the order the map with those pairs set in a copy gives: the judged
+// value and its bound, the facts, the rest by key.
+func TestPropLines(t *testing.T) {
+	a := map[string]string{"gdr.req": "PP-08", "gdr.level": "x", "gdr.bw_gbit_s": "1", "gdr.zz": "z"}
+	assert.Equal(t, []string{propLine("gdr.part", "NIC mlx5_0"), propLine("gdr.req", "PP-08"), propLine("gdr.level", "must"), propLine("gdr.bw_gbit_s", "1"), propLine("gdr.zz", "z")},
+		propLines(a, "gdr.level", "must", "gdr.part", "NIC mlx5_0"))
+	assert.Equal(t, "x", a["gdr.level"], "the map is not changed")
+	assert.Equal(t, []string{propLine("gdr.req", "GPU-01"), propLine("gdr.level", "must")}, propLines(nil, "gdr.level", "must", "gdr.req", "GPU-01"))
+	assert.Empty(t, propLines(nil))
+	m := map[string]string{"gdr.measured": "gdr.bw_gbit_s", "gdr.threshold": "gdr.min_bw_gbit_s", "gdr.bw_gbit_s": "1", "gdr.min_bw_gbit_s": "75", "gdr.cause": "c", "gdr.a": "a"}
+	for _, more := range [][]string{nil, {"gdr.level", "must"}, {"gdr.part", "p", "gdr.level", "must"}, {"gdr.cause", "d"}, {"gdr.measured", "gdr.a"}, {"gdr.b", "b", "gdr.b", "c"}} {
+		want := m
+		for i := 0; i+1 < len(more); i += 2 {
+			want = withAttr(want, more[i], more[i+1])
+		}
+		assert.Equal(t, propLines(want), propLines(m, more...), "%v", more)
 	}
 }

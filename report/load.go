@@ -46,13 +46,18 @@ const (
 //
 // A folder that holds a report this package wrote (summary.json) and no
 // events is output, not input, and is passed over.
-func LoadDir(dir string) ([]Run, error) {
+func LoadDir(dir string) ([]Run, error) { return loadDir(dir, newInterner(), false) }
+
+// loadDir is LoadDir with the events' strings interned in in; lazy leaves
+// each host's test.json to be read when Build reaches the host (Run.read),
+// so that a fleet's events are never all in memory at once.
+func loadDir(dir string, in *interner, lazy bool) ([]Run, error) {
 	has := func(name string) bool { return exists(filepath.Join(dir, name)) }
 	if IsCluster(dir) {
 		return loadClusterRuns(dir, "")
 	}
 	if has(HostFile) {
-		r, err := loadHost(dir)
+		r, err := loadHost(dir, in, lazy)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +78,7 @@ func LoadDir(dir string) ([]Run, error) {
 	errs := make([]error, len(subs))
 	parallel(len(subs), func(i int) {
 		if isHostDir(subs[i], 0) {
-			got[i], errs[i] = LoadDir(subs[i])
+			got[i], errs[i] = loadDir(subs[i], in, lazy)
 		}
 	})
 	var runs []Run
@@ -87,7 +92,7 @@ func LoadDir(dir string) ([]Run, error) {
 	case len(runs) > 0:
 		return runs, nil
 	case sharedfile.HasEvents(dir):
-		r, err := loadHost(dir)
+		r, err := loadHost(dir, in, lazy)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +127,10 @@ func isHostDir(dir string, depth int) bool {
 	return false
 }
 
-func loadHost(dir string) (Run, error) {
+// loadHost reads a host's folder, its events' strings interned in in;
+// lazy: its test.json is opened to see that it is there and a file, and
+// read when Build reaches the host.
+func loadHost(dir string, in *interner, lazy bool) (Run, error) {
 	run := Run{Source: dir}
 	id, err := ReadIdentity(filepath.Join(dir, HostFile))
 	switch {
@@ -148,24 +156,48 @@ func loadHost(dir string) (Run, error) {
 		run.Errs = append(run.Errs, err.Error())
 		return run, nil
 	}
-	defer f.Close()
 	if f.Partial {
 		// dist/run.sh writes PartialEvents and renames it when the run
 		// ends: a run that never ended left only that.
 		run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
 	}
-	var note string
-	run.Events, note, err = readEvents(f, f.Path)
+	if lazy {
+		f.Close()
+		run.read = func() ([]Event, []string, error) {
+			f, err := sharedfile.OpenEvents(dir, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer f.Close()
+			return readHostEvents(f, in)
+		}
+		return run, nil
+	}
+	defer f.Close()
+	var notes []string
+	run.Events, notes, err = readHostEvents(f, in)
+	run.Errs = append(run.Errs, notes...)
 	if err != nil {
-		return run, fmt.Errorf("%s: %v", f.Path, err)
-	}
-	if note != "" {
-		run.Errs = append(run.Errs, note)
-	}
-	if d := f.Damage(); d != "" {
-		run.Errs = append(run.Errs, d)
+		return run, err
 	}
 	return run, nil
+}
+
+// readHostEvents reads a host's opened events; notes say what the reading
+// passed over and what a compressed file's damage cost.
+func readHostEvents(f *sharedfile.Events, in *interner) ([]Event, []string, error) {
+	evs, note, err := readEvents(f, f.Path, in)
+	if err != nil {
+		return evs, nil, fmt.Errorf("%s: %v", f.Path, err)
+	}
+	var notes []string
+	if note != "" {
+		notes = append(notes, note)
+	}
+	if d := f.Damage(); d != "" {
+		notes = append(notes, d)
+	}
+	return evs, notes, nil
 }
 
 // hostLabel names a host folder without host.json: the folder's name, or its
@@ -256,28 +288,19 @@ func ReadJUnit(r io.Reader) ([]Event, error) {
 			}
 			el, _ := strconv.ParseFloat(c.Time, 64)
 			e := []Event{{Action: "run", Package: pkg, Test: name}}
-			body, action := "", "pass"
-			if c.SystemOut != nil {
-				body = c.SystemOut.Data
-			}
+			action := "pass"
 			switch {
-			case c.Failure != nil:
-				body, action = longer(c.Failure.Data, c.Failure.Message), "fail"
-			case c.Error != nil:
-				body, action = longer(c.Error.Data, c.Error.Message), "fail"
+			case c.Failure != nil, c.Error != nil:
+				action = "fail"
 			case c.Skipped != nil && c.Skipped.Type == typeReportOnly:
-				body, action = longer(c.Skipped.Data, c.Skipped.Message), "fail" // the test failed; JUnit skips it so no build turns unstable
+				action = "fail" // the test failed; JUnit skips it so no build turns unstable
 			case c.Skipped != nil:
-				body, action = longer(c.Skipped.Data, c.Skipped.Message), "skip"
+				action = "skip"
 			}
-			props := c.Props
-			lines := splitLines(body)
-			if b, ok := blocks[c.Name]; ok {
-				props, lines = b.props, b.out
-				if b.result != "" {
-					action = b.result // a report-only failure is a JUnit skip; its block says it failed
-				}
+			if b, ok := blocks[c.Name]; ok && b.result != "" {
+				action = b.result // a report-only failure is a JUnit skip; its block says it failed
 			}
+			props, lines := caseEvidence(c, blocks)
 			for _, p := range props {
 				e = append(e, Event{Action: "attr", Package: pkg, Test: name, Key: p.Name, Value: p.Value})
 			}
@@ -350,6 +373,52 @@ func caseBlocks(out string) map[string]*readBlock {
 	return blocks
 }
 
+// caseEvidence is a case's properties and output: from its block in its
+// suite's system-out (blocks: caseBlocks); where the block holds only the
+// case's name and result, from its result's body, after the body's first
+// blank line (this package writes a failure's, an error's and a host's
+// skip's evidence there, once); with no block (older files, gotestsum's),
+// the case's own properties and its result's body or output.
+func caseEvidence(c JUnitCase, blocks map[string]*readBlock) ([]junit.Property, []string) {
+	body := ""
+	if c.SystemOut != nil {
+		body = c.SystemOut.Data
+	}
+	for _, r := range []*junit.Result{c.Failure, c.Error, c.Skipped} {
+		if r != nil {
+			body = longer(r.Data, r.Message)
+		}
+	}
+	b, ok := blocks[c.Name]
+	switch {
+	case !ok:
+		return c.Props, splitLines(body)
+	case len(b.props) > 0 || len(b.out) > 0:
+		return b.props, b.out
+	}
+	return bodyEvidence(splitLines(body))
+}
+
+// bodyEvidence reads the properties and output from a result's body this
+// package wrote: the message, the remedy and the part, a blank line, then
+// property lines and output.
+func bodyEvidence(lines []string) (props []junit.Property, out []string) {
+	blank := slices.Index(lines, "")
+	if blank < 0 {
+		return nil, nil
+	}
+	for _, l := range lines[blank+1:] {
+		if kv, isProp := strings.CutPrefix(l, propMark); isProp && strings.HasSuffix(kv, "]]") {
+			if k, v, found := strings.Cut(strings.TrimSuffix(kv, "]]"), "="); found {
+				props = append(props, junit.Property{Name: k, Value: v})
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	return props, out
+}
+
 // sortParentsFirst moves every test before the first of its subtests.
 func sortParentsFirst[T any](items []T, name func(int) string) {
 	for i := 0; i < len(items); i++ {
@@ -374,7 +443,11 @@ func longer(a, b string) string {
 // times (JUnit-only recordings) both are the identity's report time, and
 // zero when that is absent too.
 func (r Run) Span() (start, end time.Time) {
-	for _, e := range r.Events {
+	evs := r.Events
+	if evs == nil && r.read != nil {
+		evs, _, _ = r.read() // a lazy run's (only hosts found twice need it)
+	}
+	for _, e := range evs {
 		if e.Time == nil {
 			continue
 		}
@@ -512,6 +585,7 @@ func FromDirs(dirs []string, opt Options) (*Report, error) {
 	var runs []Run
 	var parts []clusterSource
 	from := map[int]int{} // a run's index -> its cluster part
+	in := newInterner()
 	for _, d := range dirs {
 		if IsCluster(d) {
 			if len(parts) > 0 && !opt.Latest {
@@ -531,7 +605,7 @@ func FromDirs(dirs []string, opt Options) (*Report, error) {
 			parts = append(parts, clusterSource{Dir: d, Run: run, a: a})
 			continue
 		}
-		rs, err := LoadDir(d)
+		rs, err := loadDir(d, in, true)
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,18 @@ type Run struct {
 	// Latest is set by MergeRuns on the run of a host that earlier runs
 	// of it are beside: the one that judges.
 	Latest bool
+	// read reads Events when they were left on disk (FromDirs): Build
+	// reads each host's when it reaches it and lets them go after.
+	read func() ([]Event, []string, error)
+}
+
+// events are the run's events, read now when they were left on disk;
+// notes and err say what reading them passed over or failed on.
+func (r Run) events() (evs []Event, notes []string, err error) {
+	if r.Events != nil || r.read == nil {
+		return r.Events, nil, nil
+	}
+	return r.read()
 }
 
 // Case is one test or subtest of one host's run.
@@ -59,10 +71,13 @@ type Case struct {
 	Counted bool // a row of its own: carries its own verdict (see count)
 	// Part is the part a failed case points at (attribute); nil when the
 	// rules name none.
-	Part  *Part
-	order int
-	open  bool   // its last output line has no newline yet: the next output continues it
-	how   string // a test that never ended: how its package ended (stopped)
+	Part *Part
+	// nums are numbers(c), set when its requirement was built (caseNumbers).
+	nums     []Number
+	numbered bool
+	order    int
+	open     bool   // its last output line has no newline yet: the next output continues it
+	how      string // a test that never ended: how its package ended (stopped)
 }
 
 // Outcomes of a failed case (gdr.outcome, written by harness/testenv; the
@@ -181,8 +196,9 @@ type pkgRun struct {
 // put in front (server/conformance/pingpong -> pingpong).
 func areaOf(pkg string) string { return path.Base(pkg) }
 
-// buildPackages folds one host's events into packages and cases.
-func buildPackages(host string, evs []Event) []*pkgRun {
+// buildPackages folds one host's events into packages and cases, their
+// attribute maps shared through shared (nil: not shared).
+func buildPackages(host string, evs []Event, shared *mapTable) []*pkgRun {
 	var pkgs []*pkgRun
 	byPkg := map[string]*pkgRun{}
 	cases := map[string]map[string]*Case{}
@@ -250,7 +266,7 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 		}
 	}
 	for _, p := range pkgs {
-		link(p)
+		link(p, shared)
 		if bo := buildOut[p.Name]; len(bo) > 0 {
 			p.BuildError = gtr.Error{Name: p.Name, Cause: "build failed", Output: bo}
 		}
@@ -261,14 +277,6 @@ func buildPackages(host string, evs []Event) []*pkgRun {
 				p.StoppedAt = c.Name
 				break
 			}
-		}
-		for i, c := range p.Cases {
-			t := gtr.NewTest(i, c.Name)
-			t.Result, t.Duration, t.Output, t.Level = c.Result, c.Duration, c.Output, strings.Count(c.Name, "/")
-			for k, v := range c.Attrs {
-				t.Data[k] = v
-			}
-			p.Tests = append(p.Tests, t)
 		}
 	}
 	return pkgs
@@ -293,7 +301,7 @@ func (p *pkgRun) failure() string {
 // link finds each case's parent (the longest name prefix at a "/" that is a
 // test of the package: t.Run names may contain "/" themselves), inherits
 // attributes down, and decides which cases are counted.
-func link(p *pkgRun) {
+func link(p *pkgRun, shared *mapTable) {
 	how := howStopped(p)
 	by := map[string]*Case{}
 	for _, c := range p.Cases {
@@ -355,6 +363,11 @@ func link(p *pkgRun) {
 			c.Finding = findingOf(c)
 		}
 	}
+	// Done with them: from here a case's maps are only read, and the
+	// same case on other hosts of a merge shares them.
+	for _, c := range p.Cases {
+		c.Own, c.Attrs = shared.share(c.Own), shared.share(c.Attrs)
+	}
 }
 
 // counted: a test with subtests is a row only when it carries a verdict its
@@ -409,10 +422,11 @@ func logMessages(out []string) []string {
 // strict-mode absence, a panic, and else the last message before the end
 // (t.Fatal ends a test; logs come before it).
 func message(c *Case) string {
+	if c.Result == gtr.Pass {
+		return "" // its log is not read: most cases pass
+	}
 	msgs := logMessages(c.Output)
 	switch c.Result {
-	case gtr.Pass:
-		return ""
 	case gtr.Skip:
 		if s := c.Own["gdr.skip"]; s != "" {
 			return s

@@ -7,14 +7,16 @@
 //
 // A host's folder holds test.json (its events) and host.json (its identity,
 // written on the host at report time by Collect); folders of many hosts merge
-// by reading each (LoadDir). The model is go-junit-report's gtr (one
-// gtr.Package per host and area) plus the tests' attributes, and the JUnit
-// output uses its junit types (see Testcase for what they lack).
+// by reading each (LoadDir). The model is one go-junit-report gtr.Package
+// per host and area holding the package's own cases with their attributes
+// (model.go); the JUnit output is this package's (junit.go).
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -62,16 +64,16 @@ func (r *Report) write(dir string, only map[string]bool) error {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339) // before the writers share r
 	}
-	writers := map[string]func(*bytes.Buffer) error{
-		JUnitFile:   func(b *bytes.Buffer) error { return r.WriteJUnit(b) },
-		SummaryText: func(b *bytes.Buffer) error { return r.WriteText(b) },
-		SummaryMD:   func(b *bytes.Buffer) error { return r.WriteMarkdown(b) },
-		SummaryJSON: func(b *bytes.Buffer) error { return r.WriteJSON(b) },
-		HTMLFile:    func(b *bytes.Buffer) error { return r.WriteHTML(b) },
-		PromFile:    func(b *bytes.Buffer) error { return r.WritePrometheus(b) },
-		ActionsFile: func(b *bytes.Buffer) error { return r.WriteActions(b) },
-		ExitCodeFile: func(b *bytes.Buffer) error {
-			_, err := fmt.Fprintf(b, "%d\n", r.ExitCode())
+	writers := map[string]func(io.Writer) error{
+		JUnitFile:   r.WriteJUnit,
+		SummaryText: r.WriteText,
+		SummaryMD:   r.WriteMarkdown,
+		SummaryJSON: r.WriteJSON,
+		HTMLFile:    r.WriteHTML,
+		PromFile:    r.WritePrometheus,
+		ActionsFile: r.WriteActions,
+		ExitCodeFile: func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "%d\n", r.ExitCode())
 			return err
 		},
 	}
@@ -82,7 +84,8 @@ func (r *Report) write(dir string, only map[string]bool) error {
 		}
 	}
 	// The writers only read r: a fleet's files are written side by side,
-	// the DCGM-shaped documents (one per host) with them.
+	// the DCGM-shaped documents (one per host) with them, each straight to
+	// its file (a fleet's junit.xml is hundreds of MB: never held whole).
 	errs := make(chan error, len(writers)+1)
 	go func() {
 		if !dcgm {
@@ -93,20 +96,18 @@ func (r *Report) write(dir string, only map[string]bool) error {
 	}()
 	for name, write := range writers {
 		go func() {
-			var b bytes.Buffer
-			if err := write(&b); err != nil {
+			n, err := writeFile(filepath.Join(dir, name), write)
+			if err != nil {
 				errs <- fmt.Errorf("%s: %v", name, err)
 				return
 			}
-			if b.Len() == 0 && name == ActionsFile { // nothing to act on: no file, and none left from before
+			if n == 0 && name == ActionsFile { // nothing to act on: no file, and none left from before
 				if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
 					errs <- err
 					return
 				}
-				errs <- nil
-				return
 			}
-			errs <- os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+			errs <- nil
 		}()
 	}
 	var first error
@@ -116,6 +117,36 @@ func (r *Report) write(dir string, only map[string]bool) error {
 		}
 	}
 	return first
+}
+
+// writeFile writes path with write through a buffer and says how many
+// bytes it wrote.
+func writeFile(path string, write func(io.Writer) error) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	cw := &countWriter{w: f}
+	bw := bufio.NewWriterSize(cw, 256<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return cw.n, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // SaveRun writes a host's run as a report folder (test.json and host.json)

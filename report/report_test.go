@@ -227,10 +227,7 @@ func checkJUnitRules(t *testing.T, doc JUnit) {
 			assert.True(t, strings.HasSuffix(c.Name, " ["+host+"]"), "case %q names its host", c.Name)
 			assert.Equal(t, 1, strings.Count(c.Classname, "."), "classname %q has one dot", c.Classname)
 			cp := map[string]string{}
-			props := c.Props
-			if b, ok := caseBlocks(s.SystemOut.Data)[c.Name]; ok {
-				props = b.props
-			}
+			props, _ := caseEvidence(c, caseBlocks(s.SystemOut.Data))
 			for _, p := range props {
 				cp[p.Name] = p.Value
 				assert.NotContains(t, p.Name, ":", "property key %q holds an address", p.Name)

@@ -1,9 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -411,6 +414,23 @@ func (r *Report) WriteText(w io.Writer) error {
 			hostlist.Compress(append(slices.Clone(rr.Nodes), rr.Pods...)), noneLeft(hostlist.Compress(rr.Good)), ActionsFile)
 	}
 	hosts := r.hostsFailuresFirst()
+	if many && len(r.Causes) > 0 {
+		fmt.Fprintf(&b, "\nWhy, each cause once with its hosts (failed first; each host's rows are below):\n")
+		for i, c := range r.Causes {
+			if i == causesListed {
+				fmt.Fprintf(&b, "  ... %d more causes in report.html and summary.json\n", len(r.Causes)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %-10s %-8s %s: %s\n", plural(len(c.Hosts), "host", "hosts"), strings.ToUpper(string(c.Status)), c.reqList(), c.Key)
+			if c.Example != c.Key {
+				fmt.Fprintf(&b, "%21s%s\n", "", clip(c.example(), 240))
+			}
+			if c.Remedy != "" {
+				fmt.Fprintf(&b, "%21sremedy: %s\n", "", c.Remedy)
+			}
+			fmt.Fprintf(&b, "%21son %s\n", "", c.HostList)
+		}
+	}
 	if many {
 		fmt.Fprintf(&b, "\n%-24s %-14s %-36s %s\n", "host", "verdict", "must: passed/failed/skipped/not run", "report-only failed")
 		for _, h := range hosts {
@@ -555,6 +575,16 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		t := r.fleetTally()
 		m.add(fmt.Sprintf("\n%d hosts: %d %s, %d %s, %d %s. Must requirements summed over hosts: %s; report-only: %s.\n",
 			t.hosts(), t.Verdicts[NotQualified], NotQualified, t.Verdicts[Incomplete], Incomplete, t.Verdicts[Qualified], Qualified, t.Must, t.ReportOnly))
+		if len(r.Causes) > 0 {
+			m.add("\n## Why\n\nEach cause once, with the hosts it holds on; failed first.\n\n| hosts | status | requirements | cause | remedy | on |\n| --- | --- | --- | --- | --- | --- |\n")
+			for i, c := range r.Causes {
+				if i == causesListed {
+					m.add(fmt.Sprintf("\n%d more causes are in report.html and summary.json.\n", len(r.Causes)-i))
+					break
+				}
+				m.add(fmt.Sprintf("| %d | %s | %s | %s | %s | %s |\n", len(c.Hosts), statusMark[c.Status], c.reqList(), mdEscape(c.Key), mdEscape(c.Remedy), mdEscape(clip(c.HostList, 400))))
+			}
+		}
 		m.add("\n## Requirements across hosts\n\n| ID | level | passed | failed | skipped | not run | failed on |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, c := range r.ReqCounts() {
 			m.add(fmt.Sprintf("| %s | %s | %d/%d | %d | %d | %d | %s |\n", c.ID, c.Level, c.Passed, c.Hosts, c.Failed, c.Skipped, c.NotRun, mdEscape(nameHosts(c.FailedOn))))
@@ -738,6 +768,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		t := r.fleetTally()
 		out["failed_hosts"], out["incomplete_hosts"] = failed, incomplete
 		out["requirement_counts"] = r.ReqCounts()
+		out["fleet_causes"] = r.Causes
 		out["counts"] = countsJSON{Must: t.Must, ReportOnly: t.ReportOnly, Cases: t.Cases}
 	}
 	if len(r.Hosts) == 1 {
@@ -748,12 +779,81 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out["shared_causes"] = h.Causes
 		out["errors"] = h.Errors
 	}
-	enc := json.NewEncoder(w)
-	if !r.Fleet() {
-		enc.SetIndent("", "  ") // a fleet's is tens of MB: indenting it cost a second
+	if r.Fleet() {
+		// A fleet's is tens of MB: not indented (that cost a second), and
+		// written a host at a time, never held whole.
+		return writeJSONObject(w, out, "hosts")
 	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
+}
+
+// writeJSONObject writes obj as encoding/json writes it unindented (keys
+// sorted, HTML not escaped, a newline after), the slice under key list one
+// element at a time.
+func writeJSONObject(w io.Writer, obj map[string]any, list string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	put := func(v any) error {
+		buf.Reset()
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		return err
+	}
+	keys := slices.Sorted(maps.Keys(obj))
+	for i, k := range keys {
+		sep := ","
+		if i == 0 {
+			sep = "{"
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		if err := put(k); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, ":"); err != nil {
+			return err
+		}
+		v := reflect.ValueOf(obj[k])
+		if k != list || v.Kind() != reflect.Slice || v.IsNil() {
+			if err := put(obj[k]); err != nil {
+				return err
+			}
+			continue
+		}
+		for j := 0; j < v.Len(); j++ {
+			sep := ","
+			if j == 0 {
+				sep = "["
+			}
+			if _, err := io.WriteString(w, sep); err != nil {
+				return err
+			}
+			if err := put(v.Index(j).Interface()); err != nil {
+				return err
+			}
+		}
+		if v.Len() == 0 {
+			if _, err := io.WriteString(w, "["); err != nil {
+				return err
+			}
+		}
+		if _, err := io.WriteString(w, "]"); err != nil {
+			return err
+		}
+	}
+	if len(keys) == 0 {
+		_, err := io.WriteString(w, "{}\n")
+		return err
+	}
+	_, err := io.WriteString(w, "}\n")
+	return err
 }
 
 // Fleet: more than fleetHosts hosts. Charts aggregate, host sections fold,

@@ -14,8 +14,10 @@ import (
 // esc escapes text for SVG/HTML.
 func esc(s string) string { return html.EscapeString(s) }
 
-// classColor is a path class's colour, best (PIX) to worst (SYS).
-var classColor = map[string]string{"PIX": "#1a7f37", "PXB": "#4c9a2a", "PHB": "#bf8700", "NODE": "#d4631c", "SYS": "#cf222e"}
+// classColor is a path class's colour, best (PIX) to worst (SYS); each is
+// also a label's text colour on white, so at least 4.5:1 against it (WCAG
+// AA; TestPageContrast).
+var classColor = map[string]string{"PIX": "#1a7f37", "PXB": "#2c6e1f", "PHB": "#7d4e00", "NODE": "#a3480f", "SYS": "#cf222e"}
 
 func colorOf(class string) string {
 	if c, ok := classColor[class]; ok {
@@ -141,9 +143,13 @@ func (t Topology) tree() []*pcieNode {
 		bdfs = append(bdfs, b)
 	}
 	sort.Strings(bdfs)
+	// Each node hangs under the first parent a chain gives it, so chains
+	// that disagree (a recording's attributes are input) never make a loop
+	// that drawing would follow forever.
+	parentOf := map[*pcieNode]*pcieNode{}
 	for _, b := range bdfs {
 		ch := t.Chains[b]
-		if len(ch) == 0 || ch[len(ch)-1] != b {
+		if !chainOf(ch, b) {
 			ch = []string{b}
 		}
 		parent := rootOf(ch[0])
@@ -156,16 +162,11 @@ func (t Topology) tree() []*pcieNode {
 			if i == len(ch)-1 {
 				n.kind = kind
 			}
-			if !contains(parent.children, n) {
+			if _, ok := parentOf[n]; !ok {
+				parentOf[n] = parent
 				parent.children = append(parent.children, n)
 			}
 			parent = n
-		}
-	}
-	parentOf := map[*pcieNode]*pcieNode{}
-	for _, n := range nodes {
-		for _, c := range n.children {
-			parentOf[c] = n
 		}
 	}
 	role := func(n *pcieNode) string {
@@ -201,13 +202,20 @@ func (t Topology) tree() []*pcieNode {
 	return roots
 }
 
-func contains(ns []*pcieNode, n *pcieNode) bool {
-	for _, x := range ns {
-		if x == n {
-			return true
-		}
+// chainOf says whether ch is a chain the tree can draw for device b:
+// distinct PCI addresses, root port first, b last.
+func chainOf(ch []string, b string) bool {
+	if len(ch) == 0 || ch[len(ch)-1] != b {
+		return false
 	}
-	return false
+	seen := map[string]bool{}
+	for _, id := range ch {
+		if !pci.IsBDF(id) || seen[id] {
+			return false
+		}
+		seen[id] = true
+	}
+	return true
 }
 
 // short drops the PCI domain when it is 0000.

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gdrconf/gdrconf/cluster/hostlist"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/attrkey"
 	"github.com/gdrconf/gdrconf/internal/inventory"
@@ -156,6 +158,9 @@ type Report struct {
 	Drift []inventory.Difference `json:"inventory_drift,omitempty"`
 	// Cluster is a cluster run's pair analysis (SetCluster); nil otherwise.
 	Cluster *isolate.Summary `json:"cluster,omitempty"`
+	// Causes are why hosts are not QUALIFIED, each cause once with its
+	// hosts (hostsCauses): what every format shows first.
+	Causes []*HostsCause `json:"fleet_causes,omitempty"`
 	// Findings are isolation's verdicts over Cluster (SetCluster).
 	Findings *ClusterFindings `json:"-"`
 	rails    []int
@@ -171,8 +176,9 @@ type Report struct {
 func Build(runs []Run) *Report {
 	r := &Report{Suite: SuiteVersion(), Hosts: make([]*HostResult, len(runs))}
 	// Hosts are independent: a fleet's are built on every CPU.
+	shared := newMapTable()
 	parallel(len(runs), func(i int) {
-		h := buildHost(runs[i])
+		h := buildHost(runs[i], shared)
 		h.Earlier, h.Latest = runs[i].Earlier, runs[i].Latest
 		r.Hosts[i] = h
 	})
@@ -183,6 +189,7 @@ func Build(runs []Run) *Report {
 		}
 	}
 	r.Verdict = overall(judged)
+	r.Causes = hostsCauses(r.hostsFailuresFirst())
 	// Every version shown is listed; only the judging runs can mix.
 	r.Versions, _ = suiteVersions(r.Hosts)
 	_, r.Verdict.Flags = suiteVersions(judged)
@@ -278,9 +285,17 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func buildHost(run Run) *HostResult {
+func buildHost(run Run, shared *mapTable) *HostResult {
 	h := &HostResult{Identity: run.Host}
-	h.pkgs = buildPackages(run.Host.Host, run.Events)
+	evs, notes, err := run.events()
+	runErrs := append([]string(nil), run.Errs...)
+	if err != nil {
+		// A merge of many hosts goes on: the one whose events could not be
+		// read fails outside any test, naming the file and why.
+		runErrs = append(runErrs, "its events could not be read: "+err.Error())
+	}
+	runErrs = append(runErrs, notes...)
+	h.pkgs = buildPackages(run.Host.Host, evs, shared)
 	areaPkg := map[string]*pkgRun{}
 	for _, p := range h.pkgs {
 		h.cases = append(h.cases, p.Cases...)
@@ -292,8 +307,8 @@ func buildHost(run Run) *HostResult {
 		}
 	}
 	h.Identity.fillFrom(h.cases)
-	h.runErrs = append(h.runErrs, run.Errs...)
-	for _, o := range Overlaps(run.Events) {
+	h.runErrs = append(h.runErrs, runErrs...)
+	for _, o := range Overlaps(evs) {
 		h.runErrs = append(h.runErrs, o.String()+": "+overlapRemedy)
 	}
 	byReq := map[string][]*Case{}
@@ -362,7 +377,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 				failed, firstFail = c, c.Message
 			}
 		}
-		r.Nums = append(r.Nums, numbers(c)...)
+		c.nums, c.numbered = numbers(c), true // read again by the writers (JUnit, DCGM)
+		r.Nums = append(r.Nums, c.nums...)
 	}
 	// What the requirement judges leads, on every device, before the facts beside it.
 	sort.SliceStable(r.Nums, func(i, j int) bool { return r.Nums[i].Judged && !r.Nums[j].Judged })
@@ -501,6 +517,14 @@ func notJudgedFor(rs []*ReqResult) {
 	}
 }
 
+// caseNumbers is numbers(c), read once when the host was built.
+func caseNumbers(c *Case) []Number {
+	if c.numbered {
+		return c.nums
+	}
+	return numbers(c)
+}
+
 // numbers lists the unit-bearing attributes of a counted case, each with the
 // threshold that applies to it when the test recorded one.
 func numbers(c *Case) []Number {
@@ -518,10 +542,10 @@ func numbers(c *Case) []Number {
 	}
 	for _, k := range keys {
 		_, unit, ok := attrkey.UnitOf(k)
-		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
-		if k != measured && !ok && !(len(words) > 1 && (words[len(words)-1] == "fraction" || words[len(words)-1] == "ratio")) {
+		if k != measured && !ok && !strings.HasSuffix(k, "_fraction") && !strings.HasSuffix(k, "_ratio") {
 			continue
 		}
+		words := strings.Split(strings.TrimPrefix(k, "gdr."), "_")
 		if words[0] == "min" || words[0] == "max" {
 			continue // thresholds go beside what they bound
 		}
@@ -622,17 +646,21 @@ var clauseEnd = regexp.MustCompile(`;|:(\s|$)`)
 
 var noPhrase = regexp.MustCompile(`(?:^|: |, )no ((?:[A-Za-z0-9_.-]+ ){0,2}?[A-Za-z0-9_.-]+?)(?:\s*[:;,(]| in | under | on | for | is | was | and | loaded| found| so |$)`)
 
+// causeOf is what groups a requirement's result with others of one cause:
+// a not-run requirement's reason, else its message's cause key.
+func causeOf(r *ReqResult) string {
+	if r.Status == NotRun {
+		return r.Reason // "not run: conformance/install is not in this run"
+	}
+	return causeKey(r.Reason)
+}
+
 // groupCauses puts requirements that failed or skipped for one cause under
 // it (two or more requirements), failures first.
 func groupCauses(rs []*ReqResult) []*Cause {
 	by := map[string]*Cause{}
 	var order []*Cause
-	key := func(r *ReqResult) string {
-		if r.Status == NotRun {
-			return r.Reason // "not run: conformance/install is not in this run"
-		}
-		return causeKey(r.Reason)
-	}
+	key := causeOf
 	for _, r := range rs {
 		if r.Status == Pass || r.Reason == "" {
 			continue
@@ -670,6 +698,119 @@ func groupCauses(rs []*ReqResult) []*Cause {
 			return rank[out[i].Status] < rank[out[j].Status]
 		}
 		return len(out[i].Reqs) > len(out[j].Reqs)
+	})
+	return out
+}
+
+// HostsCause is one cause that keeps hosts of a report from QUALIFIED,
+// with the hosts it holds on and what to do: the answer to "why", given
+// once for all hosts it applies to, before any table (report.html's top,
+// summary.txt, summary.md, summary.json's fleet_causes).
+type HostsCause struct {
+	// Status is fail (it fails the hosts: a must requirement failed, or
+	// the run failed outside any test), skip or not run (it leaves them
+	// incomplete).
+	Status Status `json:"status"`
+	Key    string `json:"key"` // the cause as one host's shared causes name it ("no RDMA device")
+	// Example is the fullest wording on ExampleHost; Differs says that
+	// other hosts worded it otherwise (their own numbers or devices).
+	Example     string   `json:"example"`
+	ExampleHost string   `json:"example_host"`
+	Differs     bool     `json:"wording_differs,omitempty"`
+	Remedy      string   `json:"remedy,omitempty"`
+	Reqs        []string `json:"requirements,omitempty"` // none: a failure outside any test
+	Hosts       []string `json:"hosts"`
+	// HostList is Hosts as one hostlist expression (node[0003,0100-0131]),
+	// the form scontrol and sinfo take.
+	HostList string   `json:"hostlist"`
+	words    []string // ExampleHost's wordings of it
+}
+
+// causesListed is the most causes summary.txt and summary.md list; the
+// rest are in report.html and summary.json.
+const causesListed = 20
+
+// reqList names the cause's requirements, or says it failed outside any test.
+func (c *HostsCause) reqList() string {
+	if len(c.Reqs) == 0 {
+		return "outside any test"
+	}
+	return nameList(c.Reqs, 6)
+}
+
+// example is the cause's wording, naming its host when others differ.
+func (c *HostsCause) example() string {
+	if c.Differs {
+		return "e.g. on " + c.ExampleHost + ": " + c.Example
+	}
+	return c.Example
+}
+
+// digitRun is what differs between hosts' wordings of one cause: values,
+// PCI addresses, device and host numbers.
+var digitRun = regexp.MustCompile(`[0-9]+`)
+
+// hostsCauses groups the must requirements that kept the judged hosts from
+// QUALIFIED, and their failures outside any test, by cause across hosts:
+// the key causeOf gives (one host's shared causes use it), its digits
+// masked so that one cause worded with each host's own values or devices
+// is one. Failures first, then the causes that covered most hosts.
+func hostsCauses(hs []*HostResult) []*HostsCause {
+	by := map[string]*HostsCause{}
+	var out []*HostsCause
+	add := func(h *HostResult, st Status, key, example, remedy, req string) {
+		k := string(st) + "\x00" + digitRun.ReplaceAllString(key, "#")
+		c := by[k]
+		if c == nil {
+			c = &HostsCause{Status: st, Key: key, Example: example, ExampleHost: h.Identity.Host, Remedy: remedy}
+			by[k] = c
+			out = append(out, c)
+		}
+		if c.ExampleHost == h.Identity.Host {
+			c.words = append(c.words, example)
+			if len(example) > len(c.Example) {
+				c.Example = example // the fullest wording on that host says most
+			}
+		} else if !slices.Contains(c.words, example) {
+			c.Differs = true
+		}
+		if c.Remedy == "" {
+			c.Remedy = remedy
+		}
+		if req != "" && !slices.Contains(c.Reqs, req) {
+			c.Reqs = append(c.Reqs, req)
+		}
+		if n := len(c.Hosts); n == 0 || c.Hosts[n-1] != h.Identity.Host {
+			c.Hosts = append(c.Hosts, h.Identity.Host)
+		}
+	}
+	for _, h := range hs {
+		if h.Earlier || h.Verdict.Verdict == Qualified {
+			continue
+		}
+		for _, e := range h.Errors {
+			add(h, Fail, causeKey(firstOf(e)), e, "", "")
+		}
+		for _, r := range h.Reqs {
+			if r.Level == string(reqs.ReportOnly) || r.Status == Pass || r.Status == HostOnly {
+				continue
+			}
+			add(h, r.Status, causeOf(r), r.Reason, r.Remedy, r.ID)
+		}
+	}
+	order := map[string]int{}
+	for i, rq := range reqs.All() {
+		order[rq.ID] = i
+	}
+	for _, c := range out {
+		c.HostList = hostlist.Compress(c.Hosts)
+		sort.SliceStable(c.Reqs, func(i, j int) bool { return order[c.Reqs[i]] < order[c.Reqs[j]] })
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Status != out[j].Status {
+			return statusRank[out[i].Status] < statusRank[out[j].Status]
+		}
+		return len(out[i].Hosts) > len(out[j].Hosts)
 	})
 	return out
 }
@@ -781,11 +922,14 @@ func overall(hs []*HostResult) Verdict {
 const headlineHosts = 10
 
 // nameHosts names the first headlineHosts hosts, then "and N more".
-func nameHosts(hosts []string) string {
-	if len(hosts) <= headlineHosts {
-		return strings.Join(hosts, ", ")
+func nameHosts(hosts []string) string { return nameList(hosts, headlineHosts) }
+
+// nameList is the first n names, then "and N more".
+func nameList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(hosts[:headlineHosts], ", "), len(hosts)-headlineHosts)
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // ExitCode is what a command reporting r exits with: 0 for QUALIFIED, and

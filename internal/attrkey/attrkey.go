@@ -101,15 +101,21 @@ func CheckPart(part string) error {
 }
 
 // UnitOf finds the unit words of key: gdr.lat_us_p50 -> ("us", "µs").
+// It allocates nothing: a report asks for every attribute of every case.
 func UnitOf(key string) (word, display string, ok bool) {
-	words := strings.Split(strings.TrimPrefix(key, Prefix), "_")
-	for i := 1; i < len(words); i++ {
-		rest := strings.Join(words[i:], "_")
+	name := strings.TrimPrefix(key, Prefix)
+	for i := strings.IndexByte(name, '_'); i >= 0; {
+		rest := name[i+1:] // the words after the first, then after the second, ...
 		for _, u := range Units {
-			if rest == u.Word || strings.HasPrefix(rest, u.Word+"_") {
+			if strings.HasPrefix(rest, u.Word) && (len(rest) == len(u.Word) || rest[len(u.Word)] == '_') {
 				return u.Word, u.Display, true
 			}
 		}
+		j := strings.IndexByte(rest, '_')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
 	return "", "", false
 }

@@ -1,6 +1,7 @@
 package attrkey
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,4 +39,32 @@ func TestUnitOf(t *testing.T) {
 	assert.False(t, ok)
 	_, _, ok = UnitOf("gdr.status")
 	assert.False(t, ok)
+}
+
+// UnitOf reads every key as the split-and-join it replaced did, allocating
+// nothing.
+func TestUnitOfAsBefore(t *testing.T) {
+	before := func(key string) (string, string, bool) {
+		words := strings.Split(strings.TrimPrefix(key, Prefix), "_")
+		for i := 1; i < len(words); i++ {
+			rest := strings.Join(words[i:], "_")
+			for _, u := range Units {
+				if rest == u.Word || strings.HasPrefix(rest, u.Word+"_") {
+					return u.Word, u.Display, true
+				}
+			}
+		}
+		return "", "", false
+	}
+	keys := []string{"", "gdr.", "gdr._", "gdr.us", "gdr._us", "gdr.x_", "gdr.a__gbit_s", "gdr.a_gbit_s_", "gdr.a_gbit", "gdr.a_gbitx_s",
+		"gdr.lat_us_p50", "gdr.bw_ratio_gpu_host", "bw_gbit_s", "gdr.min_copy_fraction", "gdr.bar1_total_mib_x_us"}
+	for _, u := range Units {
+		keys = append(keys, "gdr.x_"+u.Word, "gdr.x_"+u.Word+"_p99", "gdr."+u.Word, "gdr.x_"+u.Word+"x", "gdr.x__"+u.Word)
+	}
+	for _, k := range keys {
+		w1, d1, ok1 := before(k)
+		w2, d2, ok2 := UnitOf(k)
+		assert.Equal(t, []any{w1, d1, ok1}, []any{w2, d2, ok2}, k)
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { UnitOf("gdr.copy_gbyte_s_mean") }))
 }

@@ -94,7 +94,9 @@ type Stats struct {
 
 // Lines calls fn for each line of r (without its newline), skipping lines
 // longer than maxLine. The last line, when it lacks a newline, is passed
-// with cut true. An error of fn stops the reading and is returned.
+// with cut true. An error of fn stops the reading and is returned. line is
+// valid only until fn returns (it is most often the reader's own buffer):
+// fn copies what it keeps.
 func Lines(r io.Reader, maxLine int, fn func(line []byte, cut bool) error) (Stats, error) {
 	var st Stats
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -134,10 +136,18 @@ func Lines(r io.Reader, maxLine int, fn func(line []byte, cut bool) error) (Stat
 // dropped (long). err is io.EOF when the line ended the input without a
 // newline (or nothing was left).
 func readLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+	chunk, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		// The whole line is in the buffer: handed over as it lies there,
+		// not copied (a fleet's merge reads millions of lines).
+		if len(chunk) > max+1 { // +1: the newline
+			return nil, true, err
+		}
+		return trimNL(chunk), false, err
+	}
 	for {
-		chunk, err := br.ReadSlice('\n')
 		if !long {
-			if len(line)+len(chunk) > max+1 { // +1: the newline
+			if len(line)+len(chunk) > max+1 {
 				long, line = true, nil
 			} else {
 				line = append(line, chunk...)
@@ -147,7 +157,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
 		case err == nil:
 			return trimNL(line), long, nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			continue
+			chunk, err = br.ReadSlice('\n')
 		default:
 			return trimNL(line), long, err
 		}

@@ -75,6 +75,16 @@ func TestLines(t *testing.T) {
 	assert.Equal(t, "t.json: 2 line(s) longer than 16777216 bytes skipped (the first is line 2); its last line is cut short (the run was stopped mid-write, or is still writing): that event is lost",
 		st.Note("t.json", true))
 
+	// One past the bound but within the buffer, between lines of a
+	// buffer's length and more (read in place and gathered).
+	mid := strings.Repeat("m", 11)
+	edge := strings.Repeat("e", 64<<10)
+	got, _, st = lines(t, "a\n"+mid+"\nb\n"+edge+"\nc", 100<<10)
+	assert.Equal(t, []string{"a", mid, "b", edge, "c"}, got)
+	got, _, st = lines(t, "a\n"+mid+"\nb\n"+mid+"\n", 10)
+	assert.Equal(t, []string{"a", "b"}, got)
+	assert.Equal(t, 2, st.Long)
+
 	got, _, st = lines(t, "", 10)
 	assert.Empty(t, got)
 	assert.Equal(t, Stats{}, st)
