@@ -81,7 +81,6 @@ type runner struct {
 	apt    aptState
 	kernel string   // the VMs' kernel, for the report's host identity
 	kill   bool     // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
-	kube   *kubeRun // make lab-k8s: the control plane the VMs join
 	live   LivePlan // the cluster labs' LAB_LATE and LAB_KILL (liveness.go)
 	// killedAt: the VMs the cluster lab killed for LAB_KILL, and when; the
 	// Kubernetes driver reads it beside the VMs' loop.
