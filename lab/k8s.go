@@ -658,30 +658,26 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	t0 := time.Now()
 	// Every node registers and turns Ready once containerd, the kubelet
 	// and the device plugin are up.
-	deadline := t0.Add(12 * time.Minute)
-	last := ""
-	for {
-		out, _ := k.run(ctx, "", "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status},gpu={.status.allocatable.nvidia\.com/gpu},rdma={.status.allocatable.rdma/rdma_shared_device_a} {end}`)
-		if out != last {
-			say("nodes: %s", out)
-			last = out
+	last, got, ready := "", "", 0
+	if err := waitFor(ctx, t0.Add(12*time.Minute), 3*time.Second, "every node Ready", func() bool {
+		got, _ = k.run(ctx, "", "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status},gpu={.status.allocatable.nvidia\.com/gpu},rdma={.status.allocatable.rdma/rdma_shared_device_a} {end}`)
+		if got != last {
+			say("nodes: %s", got)
+			last = got
 		}
 		// A LAB_LATE node joins only after the Job's first pod is at the
 		// start barrier (lateNode): the Job starts without it.
-		ok, ready := readyNodes(out), 0
+		ok := readyNodes(got)
+		ready = 0
 		for _, h := range hosts {
 			if ok[h] || r.lateNode(h) {
 				ready++
 			}
 		}
-		if ready == len(hosts) {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fail("k8s: %d of %d nodes Ready (or planted late) with their GPUs and RDMA devices after %v (kubectl get nodes: %s); see the kubelet logs in the shared folder's lab/",
-				ready, len(hosts), time.Since(t0).Round(time.Second), strings.TrimSpace(out))
-		}
-		time.Sleep(3 * time.Second)
+		return ready == len(hosts)
+	}); err != nil {
+		return fail("k8s: %d of %d nodes Ready (or planted late) with their GPUs and RDMA devices after %v (kubectl get nodes: %s); see the kubelet logs in the shared folder's lab/",
+			ready, len(hosts), time.Since(t0).Round(time.Second), strings.TrimSpace(got))
 	}
 	res.Times["nodes"] = time.Since(t0)
 	say("all %d nodes Ready in %.0fs", len(hosts), time.Since(t0).Seconds())
@@ -712,11 +708,11 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	// The Job ends Complete (every pod exited 0: pod 0's merge found the
 	// fleet QUALIFIED) or Failed (an index failed: pod 0's verdict, or a
 	// pod that could not finish). Its pods are watched as they go.
-	jobDeadline := t1.Add(r.o.Cluster.SrunTimeout + 5*time.Minute)
 	last = ""
 	status := ""
 	tainted := map[string]bool{} // LAB_KILL nodes taken out of service
-	for {
+	// Past the deadline status stays empty: the switch below says so.
+	_ = waitFor(ctx, t1.Add(r.o.Cluster.SrunTimeout+5*time.Minute), 5*time.Second, "job "+k8sJob+" to end", func() bool {
 		out, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob, "-o",
 			`jsonpath={range .items[*]}{.spec.hostname}@{.spec.nodeName}={.status.phase} {end}`)
 		if out != last {
@@ -733,13 +729,10 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 		st, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "job", k8sJob, "-o", `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
 		if conds := strings.Fields(st); slices.Contains(conds, "Complete") || slices.Contains(conds, "Failed") {
 			status = strings.Join(conds, " ")
-			break
+			return true
 		}
-		if time.Now().After(jobDeadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(5 * time.Second)
-	}
+		return false
+	})
 	res.Times["job"] = time.Since(t1)
 	say("job %s: %q after %.0fs", k8sJob, status, time.Since(t1).Seconds())
 	if out, err := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob,

@@ -177,22 +177,29 @@ func FreePort() (int, error) {
 // /proc/net/tcp so as not to take qemu's single connection.
 func WaitListening(port int, deadline time.Time, alive func() bool) error {
 	want := fmt.Sprintf("0100007F:%04X", port)
-	for {
+	listening := func() bool {
 		b, err := os.ReadFile("/proc/net/tcp")
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				f := strings.Fields(l)
-				if len(f) > 3 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
-					return nil
-				}
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) > 3 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
+				return true
 			}
 		}
-		if !alive() {
-			return fmt.Errorf("qemu exited before listening on 127.0.0.1:%d", port)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listened on 127.0.0.1:%d in time", port)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
 	}
+	up := false
+	err := waitFor(context.Background(), deadline, 50*time.Millisecond, fmt.Sprintf("a listener on 127.0.0.1:%d", port), func() bool {
+		up = listening()
+		return up || !alive()
+	})
+	switch {
+	case up:
+		return nil
+	case err == nil:
+		return fmt.Errorf("qemu exited before listening on 127.0.0.1:%d", port)
+	}
+	return fmt.Errorf("nothing listened on 127.0.0.1:%d in time", port)
 }
