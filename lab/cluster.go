@@ -466,31 +466,9 @@ func RunCluster(ctx context.Context, o Options) error {
 	defer unlock()
 	times := map[string]time.Duration{}
 	mark := func(k string, since time.Time) { times[k] = time.Since(since).Round(100 * time.Millisecond) }
-	for _, d := range []string{r.dir} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	// The report folder is the lab's own: the shared folder of the last run
-	// and its merged report must not pass for this run's.
-	shared := filepath.Join(o.ReportDir, "shared")
-	if err := os.RemoveAll(shared); err != nil {
+	shared, err := r.clusterFolders()
+	if err != nil {
 		return err
-	}
-	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "actions.txt", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
-		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
-		for _, f := range old {
-			_ = os.Remove(f)
-		}
-	}
-	for _, d := range []string{filepath.Join(shared, "rounds"), filepath.Join(shared, "lab"), filepath.Join(shared, "submit")} {
-		if err := os.MkdirAll(d, 0o777); err != nil {
-			return err
-		}
-		_ = os.Chmod(d, 0o777)
 	}
 	sharedAbs, err := filepath.Abs(shared)
 	if err != nil {
@@ -631,6 +609,38 @@ func RunCluster(ctx context.Context, o Options) error {
 	}
 	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s%s; %s\n", labName, time.Since(r.start).Seconds(), degradeList(found), live, b.exited(sum.Exit))
 	return nil
+}
+
+// clusterFolders empties the run folder and the report folder and makes
+// the VMs' shared folder in the latter; it returns the shared folder.
+func (r *runner) clusterFolders() (string, error) {
+	for _, d := range []string{r.dir} {
+		if err := os.RemoveAll(d); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	// The report folder is the lab's own: the shared folder of the last run
+	// and its merged report must not pass for this run's.
+	shared := filepath.Join(r.o.ReportDir, "shared")
+	if err := os.RemoveAll(shared); err != nil {
+		return "", err
+	}
+	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "actions.txt", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
+		old, _ := filepath.Glob(filepath.Join(r.o.ReportDir, pat))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
+	for _, d := range []string{filepath.Join(shared, "rounds"), filepath.Join(shared, "lab"), filepath.Join(shared, "submit")} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			return "", err
+		}
+		_ = os.Chmod(d, 0o777)
+	}
+	return shared, nil
 }
 
 // mergeExited is the passed line's account of the merge's exit status.
