@@ -19,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
+	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -306,7 +307,7 @@ func addParts(im *Image, parts *Parts, bins map[string]string) error {
 // clusterVM is one VM of the cluster and what the host saw of it.
 type clusterVM struct {
 	job      Job
-	vm       *VM
+	vm       *vm.VM
 	res      *Results
 	killed   string
 	finished time.Time // when the host saw it past its last step (finishedSteps)
@@ -315,8 +316,8 @@ type clusterVM struct {
 // powerOffHung kills a VM whose agent is past its last step (finished)
 // but which has not powered off powerOffGrace after since, the time that
 // was first seen.
-func (r *runner) powerOffHung(role string, vm *VM, finished bool, since *time.Time) {
-	if vm.Exited() || !finished {
+func (r *runner) powerOffHung(role string, m *vm.VM, finished bool, since *time.Time) {
+	if m.Exited() || !finished {
 		return
 	}
 	if since.IsZero() {
@@ -325,8 +326,8 @@ func (r *runner) powerOffHung(role string, vm *VM, finished bool, since *time.Ti
 	}
 	if time.Since(*since) > powerOffGrace {
 		r.logf("VM %s finished its steps but had not powered off %v later; killed it (its results are in). Its console's end:\n%s",
-			role, powerOffGrace, consoleEnd(vm, 12))
-		vm.Kill(fmt.Sprintf("did not power off within %v of its last step", powerOffGrace))
+			role, powerOffGrace, consoleEnd(m, 12))
+		m.Kill(fmt.Sprintf("did not power off within %v of its last step", powerOffGrace))
 	}
 }
 
@@ -393,7 +394,7 @@ type clusterBackend interface {
 	image(im *Image, parts *Parts) error
 	// vmConfig adds the scheduler's own NICs (extra: the plan's NICs past
 	// the switches) and shares to a VM.
-	vmConfig(cfg *VMConfig, extra []GuestNIC)
+	vmConfig(cfg *vm.Config, extra []GuestNIC)
 	// drive starts the host's part beside the VMs (submitting the job as
 	// shipped and waiting for it, where the host does that); wait returns
 	// once it ended, after ctx is done at the latest.
@@ -689,13 +690,13 @@ func (r *runner) clusterBoot(ctx context.Context, b clusterBackend, qemu string,
 	o := r.o
 	vms := map[string]*clusterVM{}
 	var errs []error
-	var nets []*Switch
+	var nets []*vm.Switch
 	for n := 0; n <= o.Cluster.Rails; n++ {
 		name := fmt.Sprintf("rail%d", n)
 		if n == o.Cluster.Rails {
 			name = "mgmt"
 		}
-		s, err := NewSwitch(name)
+		s, err := vm.NewSwitch(name)
 		if err != nil {
 			return vms, []error{err}
 		}
@@ -705,21 +706,21 @@ func (r *runner) clusterBoot(ctx context.Context, b clusterBackend, qemu string,
 	ctx, cancel := context.WithTimeoutCause(ctx, o.Deadline, fmt.Errorf("lab deadline %v", o.Deadline))
 	defer cancel()
 	for _, j := range plan {
-		cfg := VMConfig{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role, Accel: o.Accel,
-			MemMiB: o.Cluster.MemMiB, Shares: []Share{{Tag: clusterShare, Path: shared}}}
+		cfg := vm.Config{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role, Accel: o.Accel,
+			MemMiB: o.Cluster.MemMiB, Shares: []vm.Share{{Tag: clusterShare, Path: shared}}}
 		nics := j.Cluster.NICs
 		on := min(len(nics), len(nets)) // the rails' and the management network's
 		for n, nic := range nics[:on] {
-			cfg.NICs = append(cfg.NICs, NIC{Netdev: nets[n].Netdev(), MAC: nic.MAC})
+			cfg.NICs = append(cfg.NICs, vm.NIC{Netdev: nets[n].Netdev(), MAC: nic.MAC})
 		}
 		b.vmConfig(&cfg, nics[on:])
-		vm, err := StartVM(cfg)
+		m, err := vm.Start(cfg)
 		if err != nil {
 			errs = append(errs, err)
 			break
 		}
-		vms[j.Role] = &clusterVM{job: j, vm: vm}
-		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, vm.Pid(), vm.Console)
+		vms[j.Role] = &clusterVM{job: j, vm: m}
+		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, m.Pid(), m.Console)
 	}
 	controller := plan[0].Role
 	seen := map[string]bool{}

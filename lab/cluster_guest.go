@@ -16,6 +16,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // ClusterJob is what one VM of the cluster lab does besides the two-VM
@@ -115,7 +116,7 @@ func (g *guest) clusterMain() error {
 func waitEnd(endFile, doing, means string) func(w io.Writer, deadline time.Time) error {
 	return func(w io.Writer, deadline time.Time) error {
 		fmt.Fprintln(w, doing)
-		return waitFor(context.Background(), deadline, time.Second, endFile+" ("+means+")", func() bool {
+		return wait.For(context.Background(), deadline, time.Second, endFile+" ("+means+")", func() bool {
 			_, err := os.Stat(endFile)
 			return err == nil
 		})
@@ -187,7 +188,7 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	devs := map[int]string{}
 	for i, n := range c.NICs {
 		var dev string
-		if err := waitFor(context.Background(), deadline, 50*time.Millisecond, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
+		if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
 			return err
 		}
 		devs[i] = dev
@@ -421,7 +422,7 @@ func (g *guest) startDaemons(w io.Writer, deadline time.Time) error {
 		return err
 	}
 	sock := "/run/munge/munge.socket.2"
-	if err := waitFor(context.Background(), deadline, 50*time.Millisecond, sock+" (munged)", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, sock+" (munged)", func() bool {
 		_, err := os.Stat(sock)
 		return err == nil || !alive(munged)
 	}); err != nil || !alive(munged) {
@@ -476,7 +477,7 @@ func stillRunning(w io.Writer, ds []started, wait time.Duration, why func(starte
 func (g *guest) waitNodes(w io.Writer, deadline time.Time) error {
 	c := g.job.Cluster
 	last, s, idle := "", "", 0
-	if err := waitFor(context.Background(), deadline, 2*time.Second, "every node idle in Slurm", func() bool {
+	if err := wait.For(context.Background(), deadline, 2*time.Second, "every node idle in Slurm", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		out, err := exec.CommandContext(ctx, "/usr/bin/sinfo", "-h", "-N", "-o", "%N %t").CombinedOutput()
 		cancel()

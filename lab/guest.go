@@ -18,6 +18,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/lab/wait"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -150,7 +151,7 @@ func (g *guest) setup(w io.Writer) error {
 	if err := makeGPUNodes(w, "/dev", g.job.GPUs); err != nil {
 		return err
 	}
-	if err := waitFor(context.Background(), deadline, 50*time.Millisecond, "eth0 to appear in /sys/class/net", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "eth0 to appear in /sys/class/net", func() bool {
 		_, err := os.Stat("/sys/class/net/eth0")
 		return err == nil
 	}); err != nil {
@@ -196,14 +197,14 @@ func (g *guest) setup(w io.Writer) error {
 // ACTIVE means.
 func waitRXE(sys *hostfs.Root, deadline time.Time, dev string) (string, error) {
 	port := rdmadev.ClassDir + "/" + dev + "/ports/1"
-	if err := waitFor(context.Background(), deadline, 50*time.Millisecond, sys.Host(port+"/state")+" ACTIVE", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, sys.Host(port+"/state")+" ACTIVE", func() bool {
 		d, err := rdmadev.Load(sys, dev)
 		return err == nil && d.Port(1) != nil && d.Port(1).Active()
 	}); err != nil {
 		return "", err
 	}
 	gid := port + "/gids/1"
-	if err := waitFor(context.Background(), deadline, 50*time.Millisecond, sys.Host(gid)+" (RoCE v2 IPv4 GID)", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, sys.Host(gid)+" (RoCE v2 IPv4 GID)", func() bool {
 		d, err := rdmadev.Load(sys, dev)
 		if err != nil {
 			return false

@@ -22,6 +22,8 @@ import (
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/lab/kube"
+	"github.com/gdrconf/gdrconf/lab/vm"
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // ModeK8s is `make lab-k8s`: the cluster lab's four VMs and planted fault,
@@ -105,11 +107,11 @@ func (b *kubeBackend) image(im *Image, parts *Parts) error {
 
 // vmConfig gives the node its way to the API server and the shares of the
 // tools and images.
-func (b *kubeBackend) vmConfig(cfg *VMConfig, extra []GuestNIC) {
+func (b *kubeBackend) vmConfig(cfg *vm.Config, extra []GuestNIC) {
 	for _, nic := range extra { // the node's way to the API server
-		cfg.NICs = append(cfg.NICs, NIC{Netdev: b.k.netdev, MAC: nic.MAC})
+		cfg.NICs = append(cfg.NICs, vm.NIC{Netdev: b.k.netdev, MAC: nic.MAC})
 	}
-	cfg.Shares = append(cfg.Shares, Share{Tag: k8sTools, Path: b.k.tools, ReadOnly: true}, Share{Tag: k8sImages, Path: b.k.images, ReadOnly: true})
+	cfg.Shares = append(cfg.Shares, vm.Share{Tag: k8sTools, Path: b.k.tools, ReadOnly: true}, vm.Share{Tag: k8sImages, Path: b.k.images, ReadOnly: true})
 }
 
 // drive is the user's part (kubectl), beside the VMs; it writes the end
@@ -659,7 +661,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	// Every node registers and turns Ready once containerd, the kubelet
 	// and the device plugin are up.
 	last, got, ready := "", "", 0
-	if err := waitFor(ctx, t0.Add(12*time.Minute), 3*time.Second, "every node Ready", func() bool {
+	if err := wait.For(ctx, t0.Add(12*time.Minute), 3*time.Second, "every node Ready", func() bool {
 		got, _ = k.run(ctx, "", "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status},gpu={.status.allocatable.nvidia\.com/gpu},rdma={.status.allocatable.rdma/rdma_shared_device_a} {end}`)
 		if got != last {
 			say("nodes: %s", got)
@@ -712,7 +714,7 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	status := ""
 	tainted := map[string]bool{} // LAB_KILL nodes taken out of service
 	// Past the deadline status stays empty: the switch below says so.
-	_ = waitFor(ctx, t1.Add(r.o.Cluster.SrunTimeout+5*time.Minute), 5*time.Second, "job "+k8sJob+" to end", func() bool {
+	_ = wait.For(ctx, t1.Add(r.o.Cluster.SrunTimeout+5*time.Minute), 5*time.Second, "job "+k8sJob+" to end", func() bool {
 		out, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob, "-o",
 			`jsonpath={range .items[*]}{.spec.hostname}@{.spec.nodeName}={.status.phase} {end}`)
 		if out != last {

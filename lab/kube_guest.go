@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // KubeJob makes a cluster VM a Kubernetes node (make lab-k8s) instead of a
@@ -213,7 +215,7 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 		return err
 	}
 	ctd := n.ds[0]
-	if err := waitFor(context.Background(), deadline, 200*time.Millisecond, containerdSock+" (containerd)", func() bool {
+	if err := wait.For(context.Background(), deadline, 200*time.Millisecond, containerdSock+" (containerd)", func() bool {
 		_, err := os.Stat(containerdSock)
 		return err == nil || !alive(ctd.cmd)
 	}); err != nil || !alive(ctd.cmd) {
@@ -294,7 +296,7 @@ func (g *guest) lateNode(w io.Writer, deadline time.Time) error {
 	c := g.job.Cluster
 	k := c.Kube
 	var first []string
-	if err := waitFor(context.Background(), deadline, time.Second, "a pod's mark at the start barrier ("+k.LateMarks+")", func() bool {
+	if err := wait.For(context.Background(), deadline, time.Second, "a pod's mark at the start barrier ("+k.LateMarks+")", func() bool {
 		first, _ = filepath.Glob(k.LateMarks)
 		return len(first) > 0
 	}); err != nil {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gdrconf/gdrconf/lab/vm"
 )
 
 // ClusterPackages are the Debian packages the cluster lab adds to the parts
@@ -241,7 +243,7 @@ func (b *slurmBackend) image(im *Image, parts *Parts) error {
 }
 
 // vmConfig: a Slurm node has the switches' NICs and the shared folder only.
-func (b *slurmBackend) vmConfig(*VMConfig, []GuestNIC) {}
+func (b *slurmBackend) vmConfig(*vm.Config, []GuestNIC) {}
 
 // drive: the controller VM submits the batch job itself (runSbatch).
 func (b *slurmBackend) drive(context.Context, string) (func(), error) { return func() {}, nil }

@@ -1,4 +1,4 @@
-package lab
+package wait
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestWaitFor(t *testing.T) {
+func TestFor(t *testing.T) {
 	bg := context.Background()
 	n := 0
-	require.NoError(t, waitFor(bg, time.Now().Add(time.Minute), time.Millisecond, "the third call", func() bool { n++; return n == 3 }))
+	require.NoError(t, For(bg, time.Now().Add(time.Minute), time.Millisecond, "the third call", func() bool { n++; return n == 3 }))
 	assert.Equal(t, 3, n)
 
 	// Past the deadline: ok still runs once, and the error names the wait.
 	n = 0
-	err := waitFor(bg, time.Now().Add(-time.Second), time.Hour, "eth0 to appear", func() bool { n++; return false })
+	err := For(bg, time.Now().Add(-time.Second), time.Hour, "eth0 to appear", func() bool { n++; return false })
 	assert.EqualError(t, err, "timed out waiting for eth0 to appear")
-	var wt *waitTimeout
+	var wt *Timeout
 	assert.True(t, errors.As(err, &wt))
 	assert.Equal(t, 1, n)
 
@@ -28,7 +28,7 @@ func TestWaitFor(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
-	err = waitFor(ctx, time.Now().Add(time.Hour), time.Hour, "the job", func() bool { return false })
+	err = For(ctx, time.Now().Add(time.Hour), time.Hour, "the job", func() bool { return false })
 	assert.Less(t, time.Since(start), time.Minute)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.EqualError(t, err, "stopped waiting for the job: context canceled")
