@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
+	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -215,7 +215,9 @@ func (r *runner) goBuild(ctx context.Context, out string, cgo bool, pkgs ...stri
 	return nil
 }
 
-// clusterImage adds Slurm, munge, the cluster tools and the suite to the image.
+// clusterImage adds what every cluster node has to the image, whatever
+// its scheduler: bash and tc, the cluster tools and the suite (the
+// backend's image adds the scheduler).
 func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs []testPkg) error {
 	o := r.o
 	hosts := ClusterHosts(o.Cluster.Hosts)
@@ -229,7 +231,7 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	im.Modules = []string{"9p", "9pnet_virtio", "sch_prio", "cls_u32"}
 	im.Applets = []string{"dirname", "basename", "rm", "head", "tail", "tee", "tr", "cut", "date", "hostname", "id", "wc", "sed",
 		"awk", "touch", "chmod", "ln", "mv", "readlink", "sort", "uniq", "stat", "find", "true", "false", "test", "[", "seq", "xargs", "which"}
-	if err := r.slurmImage(im, parts, hosts); err != nil {
+	if err := addParts(im, parts, clusterTools); err != nil {
 		return err
 	}
 	im.Symlinks["/usr/bin/env"] = "/bin/busybox"
@@ -250,15 +252,6 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 		im.Files[clusterDist+"/"+f] = filepath.Join(o.RepoDir, "build", "dist", f)
 	}
 	im.Data[standinSh] = DataFile{0o755, []byte(standinScript)}
-	if o.Mode != ModeK8s {
-		// make dist copies the batch script beside rounds.sh; the lab
-		// submits that copy (LAB_SBATCH=old: without its GPU request).
-		script, err := r.sbatchScript()
-		if err != nil {
-			return err
-		}
-		im.Data[clusterSbatch] = DataFile{0o755, script}
-	}
 	if o.Cluster.Suite == SuitePingpong {
 		// The suite: run.sh runs every test binary in dist/bin and writes
 		// the round's reports.
@@ -290,56 +283,31 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	return nil
 }
 
-// slurmImage adds Slurm and munge (tools, plugins, configuration, a fresh
-// key); a Kubernetes node (make lab-k8s) has bash and tc from them only.
-func (r *runner) slurmImage(im *Image, parts *Parts, hosts []string) error {
-	for gp, rel := range slurmTools {
-		if r.o.Mode == ModeK8s && gp != "/bin/bash" && gp != "/usr/sbin/tc" {
-			continue
-		}
+// clusterTools are the tools every cluster node has from the parts,
+// whatever its scheduler (guest path -> path inside Parts.Root): bash for
+// deploy/rounds.sh and dist/run.sh, tc for LAB_DEGRADE's faults.
+var clusterTools = map[string]string{
+	"/bin/bash":    "bin/bash",
+	"/usr/sbin/tc": "sbin/tc",
+}
+
+// addParts adds binaries of the unpacked packages (guest path -> path
+// inside Parts.Root) to the image.
+func addParts(im *Image, parts *Parts, bins map[string]string) error {
+	for gp, rel := range bins {
 		hp := filepath.Join(parts.Root, rel)
 		if _, err := os.Stat(hp); err != nil {
 			return fmt.Errorf("%s not in the unpacked packages: %w", rel, err)
 		}
 		im.Binaries[gp] = hp
 	}
-	if r.o.Mode == ModeK8s {
-		return nil
-	}
-	plugins, skipped, err := slurmPlugins(parts)
-	if err != nil {
-		return err
-	}
-	for gp, hp := range plugins {
-		im.Binaries[gp] = hp
-	}
-	r.logf("slurm: %d plugins in the image (%d left out: their libraries are not among the parts)", len(plugins), len(skipped))
-	gpus := r.clusterGPUs()
-	conf := SlurmConf(clusterName, hosts, clusterLogs, gpus)
-	if len(r.live.Late) > 0 {
-		// LAB_LATE: a TaskProlog holds the late nodes' tasks; slurm.conf
-		// is the site's to write, the batch script stays as shipped.
-		conf = withTaskProlog(conf, lateProlog)
-		im.Data[lateProlog] = DataFile{0o755, []byte(LateTaskProlog(r.live.Late))}
-	}
-	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(conf)}
-	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf(gpus))}
-	if gpus > 0 {
-		im.Data["/etc/slurm/gres.conf"] = DataFile{0o644, []byte(GresConf(gpus))}
-	}
-	key := make([]byte, 1024)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	// One key per run, in the image only (the run folder is removed by the next run).
-	im.Data["/etc/munge/munge.key"] = DataFile{0o400, key}
 	return nil
 }
 
 // clusterVM is one VM of the cluster and what the host saw of it.
 type clusterVM struct {
 	job      Job
-	vm       *VM
+	vm       *vm.VM
 	res      *Results
 	killed   string
 	finished time.Time // when the host saw it past its last step (finishedSteps)
@@ -348,8 +316,8 @@ type clusterVM struct {
 // powerOffHung kills a VM whose agent is past its last step (finished)
 // but which has not powered off powerOffGrace after since, the time that
 // was first seen.
-func (r *runner) powerOffHung(role string, vm *VM, finished bool, since *time.Time) {
-	if vm.Exited() || !finished {
+func (r *runner) powerOffHung(role string, m *vm.VM, finished bool, since *time.Time) {
+	if m.Exited() || !finished {
 		return
 	}
 	if since.IsZero() {
@@ -358,8 +326,8 @@ func (r *runner) powerOffHung(role string, vm *VM, finished bool, since *time.Ti
 	}
 	if time.Since(*since) > powerOffGrace {
 		r.logf("VM %s finished its steps but had not powered off %v later; killed it (its results are in). Its console's end:\n%s",
-			role, powerOffGrace, consoleEnd(vm, 12))
-		vm.Kill(fmt.Sprintf("did not power off within %v of its last step", powerOffGrace))
+			role, powerOffGrace, consoleEnd(m, 12))
+		m.Kill(fmt.Sprintf("did not power off within %v of its last step", powerOffGrace))
 	}
 }
 
@@ -406,16 +374,71 @@ func clusterWant(j Job) []string {
 	}
 }
 
+// clusterBackend is what differs between the cluster labs' schedulers:
+// Slurm (ModeCluster, slurm.go and sbatch.go, the daemons in
+// cluster_guest.go) and Kubernetes (ModeK8s, k8s.go and kube_guest.go).
+// RunCluster is the one sequence around it: plan the VMs, build the image,
+// boot them, merge the reports they wrote and decide.
+type clusterBackend interface {
+	// name is the lab's name in its verdict: lab-cluster, lab-k8s.
+	name() string
+	// lateOverhead is what a LAB_LATE host's start adds to its delay
+	// under this scheduler (LivePlan.Expect).
+	lateOverhead() time.Duration
+	// setUp readies the scheduler's side on the host before the image is
+	// built and turns the VMs' plan into its nodes; stop ends what it
+	// started.
+	setUp(ctx context.Context, plan []Job, agent string) (stop func(), err error)
+	// image adds the scheduler to the VM image, which is complete but for
+	// it (and writes what the nodes import beside it).
+	image(im *Image, parts *Parts) error
+	// vmConfig adds the scheduler's own NICs (extra: the plan's NICs past
+	// the switches) and shares to a VM.
+	vmConfig(cfg *vm.Config, extra []GuestNIC)
+	// drive starts the host's part beside the VMs (submitting the job as
+	// shipped and waiting for it, where the host does that); wait returns
+	// once it ended, after ctx is done at the latest.
+	drive(ctx context.Context, shared string) (wait func(), err error)
+	// collect reads back what the scheduler and the VMs left once every
+	// VM ended: where the job's reports are, and the problems it saw.
+	collect(plan []Job, vms map[string]*clusterVM, shared string, degrade []Degrade) collected
+	// checks are the scheduler's own verdicts on the merged report (gone:
+	// the hosts planted not to finish, rounds: the reports' folder).
+	checks(sum *ClusterSummary, gone map[string]string, rounds string) []string
+	// printJob prints how the scheduler's job ended, after the report.
+	printJob(rounds string)
+	// exited is the passed line's account of the exit statuses.
+	exited(mergeExit int) string
+	// times is the times line's phases, by the keys of RunCluster's
+	// times and collected.times.
+	times(t map[string]time.Duration) string
+}
+
+// collected is what a backend read back after the VMs ended.
+type collected struct {
+	rounds   string                   // the folder the merge reads
+	found    []Degrade                // the planted faults as the merged report names their hosts
+	pods     map[string]string        // pod -> node, under Kubernetes
+	times    map[string]time.Duration // the backend's own phases
+	json     map[string]any           // the backend's fields of lab.json
+	problems []string
+}
+
+// clusterBackend is the scheduler of the lab's mode.
+func (r *runner) clusterBackend() clusterBackend {
+	if r.o.Mode == ModeK8s {
+		return &kubeBackend{r: r}
+	}
+	return &slurmBackend{r: r}
+}
+
 // RunCluster is the cluster lab (ModeCluster), and with ModeK8s the same
 // VMs as Kubernetes nodes (k8s.go).
 func RunCluster(ctx context.Context, o Options) error {
 	r := &runner{o: o, start: time.Now(), dir: filepath.Join(o.CacheDir, "run-cluster")}
 	c := o.Cluster
-	k8s := o.Mode == ModeK8s
-	labName := "lab-cluster"
-	if k8s {
-		labName = "lab-k8s"
-	}
+	b := r.clusterBackend()
+	labName := b.name()
 	degrade, err := ParseDegrade(c.Degrade, c.Hosts, c.Rails)
 	if err != nil {
 		return err
@@ -433,7 +456,7 @@ func RunCluster(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	expect, err := r.live.Expect(cfg.StartTimeout, k8s, degrade)
+	expect, err := r.live.Expect(cfg.StartTimeout, b.lateOverhead(), degrade)
 	if err != nil {
 		return err
 	}
@@ -444,31 +467,9 @@ func RunCluster(ctx context.Context, o Options) error {
 	defer unlock()
 	times := map[string]time.Duration{}
 	mark := func(k string, since time.Time) { times[k] = time.Since(since).Round(100 * time.Millisecond) }
-	for _, d := range []string{r.dir} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	// The report folder is the lab's own: the shared folder of the last run
-	// and its merged report must not pass for this run's.
-	shared := filepath.Join(o.ReportDir, "shared")
-	if err := os.RemoveAll(shared); err != nil {
+	shared, err := r.clusterFolders()
+	if err != nil {
 		return err
-	}
-	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "actions.txt", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
-		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
-		for _, f := range old {
-			_ = os.Remove(f)
-		}
-	}
-	for _, d := range []string{filepath.Join(shared, "rounds"), filepath.Join(shared, "lab"), filepath.Join(shared, "submit")} {
-		if err := os.MkdirAll(d, 0o777); err != nil {
-			return err
-		}
-		_ = os.Chmod(d, 0o777)
 	}
 	sharedAbs, err := filepath.Abs(shared)
 	if err != nil {
@@ -501,17 +502,11 @@ func RunCluster(ctx context.Context, o Options) error {
 		return err
 	}
 	plan := r.clusterPlan(degrade)
-	if k8s {
-		t1 := time.Now()
-		if r.kube, err = r.kubeStart(ctx, ClusterHosts(c.Hosts), agent); err != nil {
-			return err
-		}
-		defer r.kube.cp.Stop()
-		mark("tools and control plane", t1)
-		if err := r.kubePlan(plan, r.kube); err != nil {
-			return err
-		}
+	stopBackend, err := b.setUp(ctx, plan, agent)
+	if err != nil {
+		return err
 	}
+	defer stopBackend()
 	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]Job{}}
 	for _, j := range plan {
 		im.Jobs[j.Role] = j
@@ -519,19 +514,12 @@ func RunCluster(ctx context.Context, o Options) error {
 	if err := r.clusterImage(ctx, im, parts, pkgs); err != nil {
 		return err
 	}
-	if k8s {
-		if err := r.kubeImage(im, parts); err != nil {
-			return err
-		}
+	if err := b.image(im, parts); err != nil {
+		return err
 	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
 		return fmt.Errorf("building the initramfs: %w", err)
-	}
-	if k8s {
-		if err := r.kubeImages(im, parts, r.kube); err != nil {
-			return err
-		}
 	}
 	st, _ := os.Stat(initrd)
 	mark("build", t0)
@@ -542,36 +530,19 @@ func RunCluster(ctx context.Context, o Options) error {
 		defer stop()
 	}
 	t0 = time.Now()
-	var kres *kubeResult
-	driven := make(chan struct{})
 	driveCtx, stopDrive := context.WithCancel(ctx)
 	defer stopDrive()
-	if k8s {
-		// The user's part (kubectl), beside the VMs; it writes the end file.
-		kdir := filepath.Join(o.ReportDir, "k8s")
-		manifests, err := r.kubeManifests(kdir)
-		if err != nil {
-			return err
-		}
-		klog, err := os.Create(filepath.Join(o.ReportDir, "k8s.log"))
-		if err != nil {
-			return err
-		}
-		defer klog.Close()
-		go func() {
-			defer close(driven)
-			kres = r.kubeDrive(driveCtx, r.kube, ClusterHosts(c.Hosts), kdir, manifests, filepath.Join(shared, "lab", "end"), klog)
-		}()
-	} else {
-		close(driven)
+	driven, err := b.drive(driveCtx, shared)
+	if err != nil {
+		return err
 	}
-	vms, vmErrs := r.clusterBoot(ctx, qemu, parts, initrd, plan, sharedAbs)
+	vms, vmErrs := r.clusterBoot(ctx, b, qemu, parts, initrd, plan, sharedAbs)
 	stopDrive()
-	<-driven
+	driven()
 	mark("vms", t0)
 	for role, v := range vms {
-		if b, err := os.ReadFile(v.vm.Console); err == nil {
-			_ = os.WriteFile(filepath.Join(o.ReportDir, role+".console.log"), b, 0o644)
+		if con, err := os.ReadFile(v.vm.Console); err == nil {
+			_ = os.WriteFile(filepath.Join(o.ReportDir, role+".console.log"), con, 0o644)
 		}
 	}
 	var problems []string
@@ -579,47 +550,17 @@ func RunCluster(ctx context.Context, o Options) error {
 		problems = append(problems, e.Error())
 	}
 	problems = append(problems, r.clusterSteps(plan, vms)...)
-	found := degrade // the planted faults as the merged report names their hosts
-	if kres != nil {
-		problems = append(problems, kres.Problems...)
-		for k, v := range kres.Times {
-			times[k] = v.Round(100 * time.Millisecond)
-		}
-		r.logf("pods: %s", podList(kres.Pods))
-		if len(kres.Problems) == 0 {
-			if found, err = podDegrade(degrade, kres.Pods); err != nil {
-				problems = append(problems, "k8s: "+err.Error())
-				found = degrade
-			}
-		}
-	}
 
 	t0 = time.Now()
-	rounds := filepath.Join(shared, "rounds")
-	var job *JobResult
-	if k8s {
-		if rounds, err = runFolder(rounds); err != nil {
-			problems = append(problems, "k8s: "+err.Error())
-		}
-	} else {
-		problems = append(problems, r.clusterDevices(plan, vms)...)
-		// The batch job's folder, as the script named it.
-		if job, err = readJobResult(filepath.Join(shared, "lab", "job.json")); err != nil {
-			problems = append(problems, err.Error())
-		} else {
-			rounds = JobFolder(filepath.Join(shared, "submit"), job.JobID)
-			if b, err := os.ReadFile(filepath.Join(shared, "submit", "slurm-"+job.JobID+".out")); err == nil {
-				_ = os.WriteFile(filepath.Join(o.ReportDir, "sbatch.log"), b, 0o644)
-			}
-		}
+	col := b.collect(plan, vms, shared, degrade)
+	problems = append(problems, col.problems...)
+	for k, v := range col.times {
+		times[k] = v.Round(100 * time.Millisecond)
 	}
+	rounds, found := col.rounds, col.found
 	sum, rep, err := r.clusterMerge(rounds, found)
 	mark("merge", t0)
-	var pods map[string]string // pod -> node, under Kubernetes
-	if kres != nil {
-		pods = kres.Pods
-	}
-	lc, gone, lerr := r.liveCheck(expect, rounds, pods)
+	lc, gone, lerr := r.liveCheck(expect, rounds, col.pods)
 	if lerr != nil {
 		problems = append(problems, lerr.Error())
 	}
@@ -630,25 +571,15 @@ func RunCluster(ctx context.Context, o Options) error {
 		if !r.live.Empty() {
 			problems = append(problems, LiveVerdict(sum, lc)...)
 		}
-		problems = append(problems, ActionsVerdict(r.o.ReportDir, sum, gone, pods)...)
-		if kres != nil && len(kres.Problems) == 0 {
-			problems = append(problems, podNodes(sum, kres.Pods, gone)...)
-			problems = append(problems, JobVerdict(kres, sum, gone)...)
-			problems = append(problems, StrictAbsences(sum, gone)...)
-		}
-		if job != nil {
-			problems = append(problems, SbatchVerdict(job, sum.Exit, readExitCode(filepath.Join(rounds, "report")))...)
-		}
+		problems = append(problems, ActionsVerdict(r.o.ReportDir, sum, gone, col.pods)...)
+		problems = append(problems, b.checks(sum, gone, rounds)...)
 		if o.EmulatedGPU && c.Suite == SuitePingpong {
 			problems = append(problems, ClusterGPUVerdict(rep, gone)...)
 		}
 		problems = append(problems, JUnitProblems(r.o.ReportDir)...)
 		r.printCluster(sum, rep, found)
 		r.printLive(sum, lc)
-		if job != nil {
-			fmt.Fprintf(o.Out, "batch job %s (%s): sbatch --wait exited %d; scontrol: JobState=%s ExitCode=%s; the script's report/exit-code %d\n",
-				job.JobID, r.sbatchName(), job.SbatchExit, orNone(job.State), orNone(job.ExitCode), readExitCode(filepath.Join(rounds, "report")))
-		}
+		b.printJob(rounds)
 	}
 	times["total"] = time.Since(r.start).Round(100 * time.Millisecond)
 	labJSON := map[string]any{
@@ -660,20 +591,11 @@ func RunCluster(ctx context.Context, o Options) error {
 	if sum != nil {
 		labJSON["merge_exit"] = sum.Exit // gdrreport's exit status for this merge: 1 when a planted fault was found
 	}
-	if job != nil {
-		labJSON["job"], labJSON["sbatch"] = job, r.sbatchName()
-	}
-	if kres != nil {
-		labJSON["engine"], labJSON["pods"] = "kubernetes", kres.Pods
+	for k, v := range col.json {
+		labJSON[k] = v
 	}
 	_ = writeJSONFile(filepath.Join(o.ReportDir, "lab.json"), labJSON)
-	if k8s {
-		fmt.Fprintf(o.Out, "\ntimes: parts %v, tools and control plane %v, build %v, VMs %v (nodes Ready %v, job %v), merge %v, total %v\n",
-			times["parts"], times["tools and control plane"], times["build"], times["vms"], times["nodes"], times["job"], times["merge"], times["total"])
-	} else {
-		fmt.Fprintf(o.Out, "\ntimes: parts %v, build %v, VMs (boot, Slurm, probes, the batch job) %v, merge %v, total %v\n",
-			times["parts"], times["build"], times["vms"], times["merge"], times["total"])
-	}
+	fmt.Fprintf(o.Out, "\ntimes: %s\n", b.times(times))
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		fmt.Fprintf(o.Out, "\n%s FAILED:\n", labName)
@@ -682,17 +604,48 @@ func RunCluster(ctx context.Context, o Options) error {
 		}
 		return fmt.Errorf("%s failed (%d problems)", labName, len(problems))
 	}
-	exited := fmt.Sprintf("the merge exited %d as it must", sum.Exit)
-	if job != nil {
-		exited = fmt.Sprintf("the merge and batch job %s exited %d as they must", job.JobID, sum.Exit)
-	}
 	live := ""
 	if !r.live.Empty() {
 		live = "; liveness as planted: " + r.live.describe(expect)
 	}
-	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s%s; %s\n", labName, time.Since(r.start).Seconds(), degradeList(found), live, exited)
+	fmt.Fprintf(o.Out, "\n%s passed in %.0fs: found bad = degraded = %s%s; %s\n", labName, time.Since(r.start).Seconds(), degradeList(found), live, b.exited(sum.Exit))
 	return nil
 }
+
+// clusterFolders empties the run folder and the report folder and makes
+// the VMs' shared folder in the latter; it returns the shared folder.
+func (r *runner) clusterFolders() (string, error) {
+	for _, d := range []string{r.dir} {
+		if err := os.RemoveAll(d); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	// The report folder is the lab's own: the shared folder of the last run
+	// and its merged report must not pass for this run's.
+	shared := filepath.Join(r.o.ReportDir, "shared")
+	if err := os.RemoveAll(shared); err != nil {
+		return "", err
+	}
+	for _, pat := range []string{"junit.xml", "summary.*", "report.html", "actions.txt", "*.console.log", "srun.log", "sbatch.log", "devices-*.log", "lab.json", "k8s.log"} {
+		old, _ := filepath.Glob(filepath.Join(r.o.ReportDir, pat))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
+	for _, d := range []string{filepath.Join(shared, "rounds"), filepath.Join(shared, "lab"), filepath.Join(shared, "submit")} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			return "", err
+		}
+		_ = os.Chmod(d, 0o777)
+	}
+	return shared, nil
+}
+
+// mergeExited is the passed line's account of the merge's exit status.
+func mergeExited(exit int) string { return fmt.Sprintf("the merge exited %d as it must", exit) }
 
 func secondsOf(t map[string]time.Duration) map[string]float64 {
 	out := map[string]float64{}
@@ -733,17 +686,17 @@ func degradeJSON(ds []Degrade) []map[string]any {
 // clusterBoot starts the switches and the VMs and follows them until every
 // VM powered off, the deadline passed, or the controller ended and the others
 // had their grace time.
-func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, initrd string, plan []Job, shared string) (map[string]*clusterVM, []error) {
+func (r *runner) clusterBoot(ctx context.Context, b clusterBackend, qemu string, parts *Parts, initrd string, plan []Job, shared string) (map[string]*clusterVM, []error) {
 	o := r.o
 	vms := map[string]*clusterVM{}
 	var errs []error
-	var nets []*Switch
+	var nets []*vm.Switch
 	for n := 0; n <= o.Cluster.Rails; n++ {
 		name := fmt.Sprintf("rail%d", n)
 		if n == o.Cluster.Rails {
 			name = "mgmt"
 		}
-		s, err := NewSwitch(name)
+		s, err := vm.NewSwitch(name)
 		if err != nil {
 			return vms, []error{err}
 		}
@@ -753,25 +706,21 @@ func (r *runner) clusterBoot(ctx context.Context, qemu string, parts *Parts, ini
 	ctx, cancel := context.WithTimeoutCause(ctx, o.Deadline, fmt.Errorf("lab deadline %v", o.Deadline))
 	defer cancel()
 	for _, j := range plan {
-		cfg := VMConfig{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role, Accel: o.Accel,
-			MemMiB: o.Cluster.MemMiB, Shares: []Share{{Tag: clusterShare, Path: shared}}}
-		for n, nic := range j.Cluster.NICs {
-			if n >= len(nets) && r.kube != nil { // the node's way to the API server
-				cfg.NICs = append(cfg.NICs, NIC{Netdev: r.kube.netdev, MAC: nic.MAC})
-				continue
-			}
-			cfg.NICs = append(cfg.NICs, NIC{Netdev: nets[n].Netdev(), MAC: nic.MAC})
+		cfg := vm.Config{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role, Accel: o.Accel,
+			MemMiB: o.Cluster.MemMiB, Shares: []vm.Share{{Tag: clusterShare, Path: shared}}}
+		nics := j.Cluster.NICs
+		on := min(len(nics), len(nets)) // the rails' and the management network's
+		for n, nic := range nics[:on] {
+			cfg.NICs = append(cfg.NICs, vm.NIC{Netdev: nets[n].Netdev(), MAC: nic.MAC})
 		}
-		if r.kube != nil {
-			cfg.Shares = append(cfg.Shares, Share{Tag: k8sTools, Path: r.kube.tools, ReadOnly: true}, Share{Tag: k8sImages, Path: r.kube.images, ReadOnly: true})
-		}
-		vm, err := StartVM(cfg)
+		b.vmConfig(&cfg, nics[on:])
+		m, err := vm.Start(cfg)
 		if err != nil {
 			errs = append(errs, err)
 			break
 		}
-		vms[j.Role] = &clusterVM{job: j, vm: vm}
-		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, vm.Pid(), vm.Console)
+		vms[j.Role] = &clusterVM{job: j, vm: m}
+		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, m.Pid(), m.Console)
 	}
 	controller := plan[0].Role
 	seen := map[string]bool{}

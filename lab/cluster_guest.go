@@ -16,6 +16,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // ClusterJob is what one VM of the cluster lab does besides the two-VM
@@ -115,9 +116,8 @@ func (g *guest) clusterMain() error {
 func waitEnd(endFile, doing, means string) func(w io.Writer, deadline time.Time) error {
 	return func(w io.Writer, deadline time.Time) error {
 		fmt.Fprintln(w, doing)
-		return waitFor(deadline, endFile+" ("+means+")", func() bool {
+		return wait.For(context.Background(), deadline, time.Second, endFile+" ("+means+")", func() bool {
 			_, err := os.Stat(endFile)
-			time.Sleep(time.Second)
 			return err == nil
 		})
 	}
@@ -188,7 +188,7 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	devs := map[int]string{}
 	for i, n := range c.NICs {
 		var dev string
-		if err := waitFor(deadline, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
+		if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
 			return err
 		}
 		devs[i] = dev
@@ -422,7 +422,7 @@ func (g *guest) startDaemons(w io.Writer, deadline time.Time) error {
 		return err
 	}
 	sock := "/run/munge/munge.socket.2"
-	if err := waitFor(deadline, sock+" (munged)", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, sock+" (munged)", func() bool {
 		_, err := os.Stat(sock)
 		return err == nil || !alive(munged)
 	}); err != nil || !alive(munged) {
@@ -476,29 +476,26 @@ func stillRunning(w io.Writer, ds []started, wait time.Duration, why func(starte
 // working both ways).
 func (g *guest) waitNodes(w io.Writer, deadline time.Time) error {
 	c := g.job.Cluster
-	last := ""
-	for {
+	last, s, idle := "", "", 0
+	if err := wait.For(context.Background(), deadline, 2*time.Second, "every node idle in Slurm", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		out, err := exec.CommandContext(ctx, "/usr/bin/sinfo", "-h", "-N", "-o", "%N %t").CombinedOutput()
 		cancel()
-		s := strings.TrimSpace(string(out))
+		s = strings.TrimSpace(string(out))
 		if s != last {
 			fmt.Fprintf(w, "sinfo: %s\n", strings.ReplaceAll(s, "\n", "; "))
 			last = s
 		}
-		idle := 0
+		idle = 0
 		for _, l := range strings.Split(s, "\n") {
 			if f := strings.Fields(l); len(f) == 2 && f[1] == "idle" {
 				idle++
 			}
 		}
-		if err == nil && idle == len(c.Hosts) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d nodes idle in Slurm after %v (sinfo: %s); see the slurmd logs in %s", idle, len(c.Hosts),
-				c.NodesWait, strings.ReplaceAll(s, "\n", "; "), c.LogDir)
-		}
-		time.Sleep(2 * time.Second)
+		return err == nil && idle == len(c.Hosts)
+	}); err != nil {
+		return fmt.Errorf("%d of %d nodes idle in Slurm after %v (sinfo: %s); see the slurmd logs in %s", idle, len(c.Hosts),
+			c.NodesWait, strings.ReplaceAll(s, "\n", "; "), c.LogDir)
 	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
+	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -187,18 +188,6 @@ func TestClusterPlan(t *testing.T) {
 	assert.Contains(t, env, "LAB_STANDIN_RAILS=2")
 	assert.Empty(t, r.clusterSuiteArgs(), "the stand-in takes no test flags")
 	assert.Equal(t, 1, strings.Count(env, "GDR_BW_SIZES="), "LAB_ENV's own wins")
-}
-
-func TestQEMUArgsCluster(t *testing.T) {
-	a := strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Role: "vm2",
-		NICs:   []NIC{{Netdev: "stream,server=off,addr.type=inet,addr.host=127.0.0.1,addr.port=5", MAC: "52:54:00:1d:00:02"}, {Netdev: "stream,x=1", MAC: "52:54:00:1d:01:02"}},
-		Shares: []Share{{Tag: "gdrshared", Path: "/r/a,b"}}}, "c.log", "r.log"), " ")
-	assert.Contains(t, a, "-netdev stream,server=off,addr.type=inet,addr.host=127.0.0.1,addr.port=5,id=n0 -device virtio-net-pci,netdev=n0,mac=52:54:00:1d:00:02")
-	assert.Contains(t, a, "-netdev stream,x=1,id=n1 -device virtio-net-pci,netdev=n1,mac=52:54:00:1d:01:02")
-	assert.Contains(t, a, "-fsdev local,id=fs0,path=/r/a,,b,security_model=none -device virtio-9p-pci,fsdev=fs0,mount_tag=gdrshared")
-	assert.NotContains(t, a, "socket", "the NICs replace the two-VM lab's socket link")
-	a = strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Shares: []Share{{Tag: "gdrk8s", Path: "/t", ReadOnly: true}}}, "c", "r"), " ")
-	assert.Contains(t, a, "-fsdev local,id=fs0,path=/t,security_model=none,readonly=on -device virtio-9p-pci,fsdev=fs0,mount_tag=gdrk8s")
 }
 
 func TestClusterVerdict(t *testing.T) {
@@ -581,22 +570,22 @@ func TestPowerOffHung(t *testing.T) {
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "qemu")
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755))
-	vm, err := StartVM(VMConfig{QEMU: fake, Dir: dir, Name: "vm1"})
+	m, err := vm.Start(vm.Config{QEMU: fake, Dir: dir, Name: "vm1"})
 	require.NoError(t, err)
-	t.Cleanup(func() { vm.Kill("test over") })
-	require.NoError(t, os.WriteFile(vm.Console, []byte("gdrlab: step srun: rc=0 9m0s\nlast words\n"), 0o644))
+	t.Cleanup(func() { m.Kill("test over") })
+	require.NoError(t, os.WriteFile(m.Console, []byte("gdrlab: step srun: rc=0 9m0s\nlast words\n"), 0o644))
 	var out strings.Builder
 	r := &runner{o: Options{Out: &out}, start: time.Now()}
 	var since time.Time
-	r.powerOffHung("vm1", vm, false, &since)
+	r.powerOffHung("vm1", m, false, &since)
 	assert.True(t, since.IsZero(), "not finished: no clock")
-	r.powerOffHung("vm1", vm, true, &since)
+	r.powerOffHung("vm1", m, true, &since)
 	require.False(t, since.IsZero())
-	assert.False(t, vm.Exited(), "within the grace")
+	assert.False(t, m.Exited(), "within the grace")
 	since = time.Now().Add(-powerOffGrace - time.Second)
-	r.powerOffHung("vm1", vm, true, &since)
-	assert.True(t, vm.Exited())
-	assert.Contains(t, vm.Killed, "did not power off within 1m0s")
+	r.powerOffHung("vm1", m, true, &since)
+	assert.True(t, m.Exited())
+	assert.Contains(t, m.Killed, "did not power off within 1m0s")
 	assert.Contains(t, out.String(), "VM vm1 finished its steps but had not powered off 1m0s later")
 	assert.Contains(t, out.String(), "last words")
 }

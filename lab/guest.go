@@ -18,6 +18,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/lab/wait"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -150,7 +151,7 @@ func (g *guest) setup(w io.Writer) error {
 	if err := makeGPUNodes(w, "/dev", g.job.GPUs); err != nil {
 		return err
 	}
-	if err := waitFor(deadline, "eth0 to appear in /sys/class/net", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "eth0 to appear in /sys/class/net", func() bool {
 		_, err := os.Stat("/sys/class/net/eth0")
 		return err == nil
 	}); err != nil {
@@ -189,16 +190,6 @@ func (g *guest) setup(w io.Writer) error {
 	return nil
 }
 
-func waitFor(deadline time.Time, what string, ok func() bool) error {
-	for !ok() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
-}
-
 // waitRXE waits, until deadline, for port 1 of rxe device dev to be ACTIVE
 // and then for its GID 1 to be IPv4-mapped (RoCE v2 over the VM's address),
 // and returns that GID file as the kernel wrote it. The device is read with
@@ -206,14 +197,14 @@ func waitFor(deadline time.Time, what string, ok func() bool) error {
 // ACTIVE means.
 func waitRXE(sys *hostfs.Root, deadline time.Time, dev string) (string, error) {
 	port := rdmadev.ClassDir + "/" + dev + "/ports/1"
-	if err := waitFor(deadline, sys.Host(port+"/state")+" ACTIVE", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, sys.Host(port+"/state")+" ACTIVE", func() bool {
 		d, err := rdmadev.Load(sys, dev)
 		return err == nil && d.Port(1) != nil && d.Port(1).Active()
 	}); err != nil {
 		return "", err
 	}
 	gid := port + "/gids/1"
-	if err := waitFor(deadline, sys.Host(gid)+" (RoCE v2 IPv4 GID)", func() bool {
+	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, sys.Host(gid)+" (RoCE v2 IPv4 GID)", func() bool {
 		d, err := rdmadev.Load(sys, dev)
 		if err != nil {
 			return false

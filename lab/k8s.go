@@ -22,6 +22,8 @@ import (
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/lab/kube"
+	"github.com/gdrconf/gdrconf/lab/vm"
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // ModeK8s is `make lab-k8s`: the cluster lab's four VMs and planted fault,
@@ -60,6 +62,134 @@ type kubeRun struct {
 	images  string // the image archives (a read-only share)
 	netdev  string // the qemu user network of each VM (the API server's forward)
 	kubectl string
+}
+
+// kubeBackend is the cluster lab under Kubernetes (make lab-k8s): the
+// control plane runs on the host, every VM is a node (kube_guest.go), and
+// the host does the user's part with kubectl beside the VMs (kubeDrive).
+type kubeBackend struct {
+	r     *runner
+	k     *kubeRun
+	res   *kubeResult              // what kubeDrive saw of the Job
+	setup map[string]time.Duration // the tools' and control plane's start
+}
+
+func (b *kubeBackend) name() string { return "lab-k8s" }
+
+func (b *kubeBackend) lateOverhead() time.Duration { return kubeLateOverhead }
+
+// setUp builds the tools, starts the control plane and makes every VM of
+// the plan a node of it.
+func (b *kubeBackend) setUp(ctx context.Context, plan []Job, agent string) (func(), error) {
+	r := b.r
+	t1 := time.Now()
+	k, err := r.kubeStart(ctx, ClusterHosts(r.o.Cluster.Hosts), agent)
+	if err != nil {
+		return nil, err
+	}
+	b.k = k
+	b.setup = map[string]time.Duration{"tools and control plane": time.Since(t1)}
+	if err := r.kubePlan(plan, k); err != nil {
+		k.cp.Stop()
+		return nil, err
+	}
+	return k.cp.Stop, nil
+}
+
+// image adds the node's part to the VM image and writes the container
+// images from it (the suite's is the VM image's userland).
+func (b *kubeBackend) image(im *Image, parts *Parts) error {
+	if err := b.r.kubeImage(im, parts); err != nil {
+		return err
+	}
+	return b.r.kubeImages(im, parts, b.k)
+}
+
+// vmConfig gives the node its way to the API server and the shares of the
+// tools and images.
+func (b *kubeBackend) vmConfig(cfg *vm.Config, extra []GuestNIC) {
+	for _, nic := range extra { // the node's way to the API server
+		cfg.NICs = append(cfg.NICs, vm.NIC{Netdev: b.k.netdev, MAC: nic.MAC})
+	}
+	cfg.Shares = append(cfg.Shares, vm.Share{Tag: k8sTools, Path: b.k.tools, ReadOnly: true}, vm.Share{Tag: k8sImages, Path: b.k.images, ReadOnly: true})
+}
+
+// drive is the user's part (kubectl), beside the VMs; it writes the end
+// file.
+func (b *kubeBackend) drive(ctx context.Context, shared string) (func(), error) {
+	r := b.r
+	kdir := filepath.Join(r.o.ReportDir, "k8s")
+	manifests, err := r.kubeManifests(kdir)
+	if err != nil {
+		return nil, err
+	}
+	klog, err := os.Create(filepath.Join(r.o.ReportDir, "k8s.log"))
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer klog.Close()
+		b.res = r.kubeDrive(ctx, b.k, ClusterHosts(r.o.Cluster.Hosts), kdir, manifests, filepath.Join(shared, "lab", "end"), klog)
+	}()
+	return func() { <-done }, nil
+}
+
+// collect names the planted faults by the pods that ran on their VMs and
+// finds the Job's run folder.
+func (b *kubeBackend) collect(_ []Job, _ map[string]*clusterVM, shared string, degrade []Degrade) collected {
+	r := b.r
+	col := collected{found: degrade, times: map[string]time.Duration{}}
+	for k, v := range b.setup {
+		col.times[k] = v
+	}
+	if res := b.res; res != nil {
+		col.problems = append(col.problems, res.Problems...)
+		for k, v := range res.Times {
+			col.times[k] = v
+		}
+		r.logf("pods: %s", podList(res.Pods))
+		if len(res.Problems) == 0 {
+			found, err := podDegrade(degrade, res.Pods)
+			if err != nil {
+				col.problems = append(col.problems, "k8s: "+err.Error())
+			} else {
+				col.found = found
+			}
+		}
+		col.pods = res.Pods
+		col.json = map[string]any{"engine": "kubernetes", "pods": res.Pods}
+	}
+	rounds, err := runFolder(filepath.Join(shared, "rounds"))
+	if err != nil {
+		col.problems = append(col.problems, "k8s: "+err.Error())
+	}
+	col.rounds = rounds
+	return col
+}
+
+// checks: each pod's node named, the Job's status the verdict's, and
+// strict's absences the VMs' own (when the driver saw the Job end well).
+func (b *kubeBackend) checks(sum *ClusterSummary, gone map[string]string, _ string) []string {
+	res := b.res
+	if res == nil || len(res.Problems) > 0 {
+		return nil
+	}
+	var problems []string
+	problems = append(problems, podNodes(sum, res.Pods, gone)...)
+	problems = append(problems, JobVerdict(res, sum, gone)...)
+	return append(problems, StrictAbsences(sum, gone)...)
+}
+
+// printJob: the Job's account is k8s.log.
+func (b *kubeBackend) printJob(string) {}
+
+func (b *kubeBackend) exited(mergeExit int) string { return mergeExited(mergeExit) }
+
+func (b *kubeBackend) times(t map[string]time.Duration) string {
+	return fmt.Sprintf("parts %v, tools and control plane %v, build %v, VMs %v (nodes Ready %v, job %v), merge %v, total %v",
+		t["parts"], t["tools and control plane"], t["build"], t["vms"], t["nodes"], t["job"], t["merge"], t["total"])
 }
 
 // kubeStart builds (or finds) the tools and starts the control plane.
@@ -530,30 +660,26 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	t0 := time.Now()
 	// Every node registers and turns Ready once containerd, the kubelet
 	// and the device plugin are up.
-	deadline := t0.Add(12 * time.Minute)
-	last := ""
-	for {
-		out, _ := k.run(ctx, "", "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status},gpu={.status.allocatable.nvidia\.com/gpu},rdma={.status.allocatable.rdma/rdma_shared_device_a} {end}`)
-		if out != last {
-			say("nodes: %s", out)
-			last = out
+	last, got, ready := "", "", 0
+	if err := wait.For(ctx, t0.Add(12*time.Minute), 3*time.Second, "every node Ready", func() bool {
+		got, _ = k.run(ctx, "", "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status},gpu={.status.allocatable.nvidia\.com/gpu},rdma={.status.allocatable.rdma/rdma_shared_device_a} {end}`)
+		if got != last {
+			say("nodes: %s", got)
+			last = got
 		}
 		// A LAB_LATE node joins only after the Job's first pod is at the
 		// start barrier (lateNode): the Job starts without it.
-		ok, ready := readyNodes(out), 0
+		ok := readyNodes(got)
+		ready = 0
 		for _, h := range hosts {
 			if ok[h] || r.lateNode(h) {
 				ready++
 			}
 		}
-		if ready == len(hosts) {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fail("k8s: %d of %d nodes Ready (or planted late) with their GPUs and RDMA devices after %v (kubectl get nodes: %s); see the kubelet logs in the shared folder's lab/",
-				ready, len(hosts), time.Since(t0).Round(time.Second), strings.TrimSpace(out))
-		}
-		time.Sleep(3 * time.Second)
+		return ready == len(hosts)
+	}); err != nil {
+		return fail("k8s: %d of %d nodes Ready (or planted late) with their GPUs and RDMA devices after %v (kubectl get nodes: %s); see the kubelet logs in the shared folder's lab/",
+			ready, len(hosts), time.Since(t0).Round(time.Second), strings.TrimSpace(got))
 	}
 	res.Times["nodes"] = time.Since(t0)
 	say("all %d nodes Ready in %.0fs", len(hosts), time.Since(t0).Seconds())
@@ -584,11 +710,11 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 	// The Job ends Complete (every pod exited 0: pod 0's merge found the
 	// fleet QUALIFIED) or Failed (an index failed: pod 0's verdict, or a
 	// pod that could not finish). Its pods are watched as they go.
-	jobDeadline := t1.Add(r.o.Cluster.SrunTimeout + 5*time.Minute)
 	last = ""
 	status := ""
 	tainted := map[string]bool{} // LAB_KILL nodes taken out of service
-	for {
+	// Past the deadline status stays empty: the switch below says so.
+	_ = wait.For(ctx, t1.Add(r.o.Cluster.SrunTimeout+5*time.Minute), 5*time.Second, "job "+k8sJob+" to end", func() bool {
 		out, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob, "-o",
 			`jsonpath={range .items[*]}{.spec.hostname}@{.spec.nodeName}={.status.phase} {end}`)
 		if out != last {
@@ -605,13 +731,10 @@ func (r *runner) kubeDrive(ctx context.Context, k *kubeRun, hosts []string, dir,
 		st, _ := k.run(ctx, "", "-n", k8sNamespace, "get", "job", k8sJob, "-o", `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
 		if conds := strings.Fields(st); slices.Contains(conds, "Complete") || slices.Contains(conds, "Failed") {
 			status = strings.Join(conds, " ")
-			break
+			return true
 		}
-		if time.Now().After(jobDeadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(5 * time.Second)
-	}
+		return false
+	})
 	res.Times["job"] = time.Since(t1)
 	say("job %s: %q after %.0fs", k8sJob, status, time.Since(t1).Seconds())
 	if out, err := k.run(ctx, "", "-n", k8sNamespace, "get", "pods", "-l", "batch.kubernetes.io/job-name="+k8sJob,

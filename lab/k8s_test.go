@@ -27,6 +27,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/lab/kube"
+	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -142,7 +143,7 @@ func TestPipeMain(t *testing.T) {
 	}
 	assert.Equal(t, "echo:GET /readyz", out.String())
 
-	free, err := FreePort()
+	free, err := vm.FreePort()
 	require.NoError(t, err)
 	assert.Equal(t, 1, PipeMain(net.JoinHostPort("127.0.0.1", strconv.Itoa(free)), strings.NewReader(""), io.Discard), "nothing listens: rc 1, no hang")
 }

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // KubeJob makes a cluster VM a Kubernetes node (make lab-k8s) instead of a
@@ -212,9 +215,8 @@ func (g *guest) startNode(w io.Writer, deadline time.Time) error {
 		return err
 	}
 	ctd := n.ds[0]
-	if err := waitFor(deadline, containerdSock+" (containerd)", func() bool {
+	if err := wait.For(context.Background(), deadline, 200*time.Millisecond, containerdSock+" (containerd)", func() bool {
 		_, err := os.Stat(containerdSock)
-		time.Sleep(200 * time.Millisecond)
 		return err == nil || !alive(ctd.cmd)
 	}); err != nil || !alive(ctd.cmd) {
 		return fmt.Errorf("containerd did not come up: %s", tail(ctd.log, 6))
@@ -294,11 +296,8 @@ func (g *guest) lateNode(w io.Writer, deadline time.Time) error {
 	c := g.job.Cluster
 	k := c.Kube
 	var first []string
-	if err := waitFor(deadline, "a pod's mark at the start barrier ("+k.LateMarks+")", func() bool {
+	if err := wait.For(context.Background(), deadline, time.Second, "a pod's mark at the start barrier ("+k.LateMarks+")", func() bool {
 		first, _ = filepath.Glob(k.LateMarks)
-		if len(first) == 0 {
-			time.Sleep(time.Second)
-		}
 		return len(first) > 0
 	}); err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
+	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -81,7 +82,6 @@ type runner struct {
 	apt    aptState
 	kernel string   // the VMs' kernel, for the report's host identity
 	kill   bool     // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
-	kube   *kubeRun // make lab-k8s: the control plane the VMs join
 	live   LivePlan // the cluster labs' LAB_LATE and LAB_KILL (liveness.go)
 	// killedAt: the VMs the cluster lab killed for LAB_KILL, and when; the
 	// Kubernetes driver reads it beside the VMs' loop.
@@ -423,7 +423,7 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 // vmRun is one VM's outcome.
 type vmRun struct {
 	job     Job
-	vm      *VM
+	vm      *vm.VM
 	res     *Results
 	killed  string
 	killAt  time.Time
@@ -436,7 +436,7 @@ type vmRun struct {
 func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd string, plan []Job) (map[string]*vmRun, []error) {
 	runs := map[string]*vmRun{}
 	var errs []error
-	port, err := FreePort()
+	port, err := vm.FreePort()
 	if err != nil {
 		return runs, []error{err}
 	}
@@ -453,16 +453,16 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 		if j.Key != "" {
 			cmdline = "lab.job=" + j.Key
 		}
-		vm, err := StartVM(VMConfig{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role,
+		m, err := vm.Start(vm.Config{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role,
 			Net: netopt, MAC: mac, Accel: r.o.Accel, Cmdline: cmdline})
 		if err != nil {
 			errs = append(errs, err)
 			break
 		}
-		runs[j.Role] = &vmRun{job: j, vm: vm, stepEnd: map[string]time.Time{}}
-		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, vm.Pid(), vm.Console)
+		runs[j.Role] = &vmRun{job: j, vm: m, stepEnd: map[string]time.Time{}}
+		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, m.Pid(), m.Console)
 		if j.Role == "server" {
-			if err := WaitListening(port, time.Now().Add(30*time.Second), func() bool { return !vm.Exited() }); err != nil {
+			if err := vm.WaitListening(port, time.Now().Add(30*time.Second), func() bool { return !m.Exited() }); err != nil {
 				errs = append(errs, fmt.Errorf("server VM: %w (see %s)", err, filepath.Join(r.dir, "server.qemu.log")))
 				break
 			}
@@ -536,7 +536,7 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd str
 
 // vmTail names the last words of a VM's qemu log and console, so a "did not
 // run" failure carries its cause (qemu error, kernel panic, agent error).
-func vmTail(v *VM) string {
+func vmTail(v *vm.VM) string {
 	var parts []string
 	for _, f := range []struct{ what, path string }{
 		{"qemu", strings.TrimSuffix(v.Console, ".console.log") + ".qemu.log"}, {"console", v.Console},
@@ -556,7 +556,7 @@ func vmTail(v *VM) string {
 }
 
 // consoleEnd is the last n lines of a VM's console, for a log.
-func consoleEnd(v *VM, n int) string {
+func consoleEnd(v *vm.VM, n int) string {
 	b, err := os.ReadFile(v.Console)
 	if err != nil {
 		return fmt.Sprintf("(console %s: %v)", v.Console, err)

@@ -394,14 +394,6 @@ func TestPerftestParsers(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestQEMUArgs(t *testing.T) {
-	a := strings.Join(QEMUArgs(VMConfig{Kernel: "k", Initrd: "i", Role: "client", Net: "connect=127.0.0.1:5", MAC: "52:54:00:00:00:02"}, "c.log", "r.log"), " ")
-	for _, want := range []string{"-accel tcg", "-smp 1", "-m 768", "-no-reboot", "lab.role=client", "console=ttyS0",
-		"-serial file:c.log -serial file:r.log", "socket,id=n0,connect=127.0.0.1:5", "mac=52:54:00:00:00:02"} {
-		assert.Contains(t, a, want)
-	}
-}
-
 func TestHasPVHNote(t *testing.T) {
 	assert.False(t, HasPVHNote([]byte("not an elf")))
 }

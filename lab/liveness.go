@@ -174,17 +174,14 @@ func (p LivePlan) late(host string) (Late, bool) {
 // Expect is what the merged report must say of each planted VM, by VM: ""
 // for a late one that joins (no liveness, judged as any other),
 // isolate.DidNotStart for one planted past the start barrier, "stopped in
-// round k" for a killed one. start is the run's GDR_START_TIMEOUT; under
-// Kubernetes (k8s) a late pod comes kubeLateOverhead after its delay. A
+// round k" for a killed one. start is the run's GDR_START_TIMEOUT; over is
+// what the scheduler adds to a late host's delay (clusterBackend's
+// lateOverhead: kubeLateOverhead under Kubernetes, none under Slurm). A
 // delay too close to the timeout to call, or a VM both too late and
 // killed, or planted with a LAB_DEGRADE fault (its evidence is what the
 // lab must find), is an error naming what to change.
-func (p LivePlan) Expect(start time.Duration, k8s bool, degrade []Degrade) (map[string]string, error) {
+func (p LivePlan) Expect(start, over time.Duration, degrade []Degrade) (map[string]string, error) {
 	out := map[string]string{}
-	over := time.Duration(0)
-	if k8s {
-		over = kubeLateOverhead
-	}
 	for _, l := range p.Late {
 		switch {
 		case l.Delay+over+lateMargin <= start:

@@ -85,29 +85,29 @@ func TestLivePlanExpect(t *testing.T) {
 		return k
 	}
 	p := LivePlan{Late: late("vm3:90s"), Kill: kill("vm4:round1")}
-	got, err := p.Expect(LabStartTimeout, false, nil)
+	got, err := p.Expect(LabStartTimeout, 0, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"vm3": "", "vm4": "stopped in round 1"}, got)
-	got, err = p.Expect(LabStartTimeout, true, nil)
+	got, err = p.Expect(LabStartTimeout, kubeLateOverhead, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "", got["vm3"], "90s + the node's start under TCG is still within 5 min")
 	assert.Equal(t, "vm3 late 1m30s (joins), vm4 killed 30s into round 1 (stopped in round 1)", p.describe(got))
 
-	got, err = LivePlan{Late: late("vm3:90s")}.Expect(time.Minute, false, nil)
+	got, err = LivePlan{Late: late("vm3:90s")}.Expect(time.Minute, 0, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"vm3": isolate.DidNotStart}, got)
-	_, err = LivePlan{Late: late("vm3:90s")}.Expect(80*time.Second, false, nil)
+	_, err = LivePlan{Late: late("vm3:90s")}.Expect(80*time.Second, 0, nil)
 	assert.ErrorContains(t, err, "LAB_LATE vm3:90s with GDR_START_TIMEOUT=1m20s: too close to call whether it joins; a delay up to 50s joins, one of 1m50s or more does not start")
-	_, err = LivePlan{Late: late("vm3:4m")}.Expect(LabStartTimeout, true, nil)
+	_, err = LivePlan{Late: late("vm3:4m")}.Expect(LabStartTimeout, kubeLateOverhead, nil)
 	assert.ErrorContains(t, err, "too close to call", "a pod's node takes its time to come up")
-	_, err = LivePlan{Late: late("vm4:90s"), Kill: kill("vm4:round1")}.Expect(time.Minute, false, nil)
+	_, err = LivePlan{Late: late("vm4:90s"), Kill: kill("vm4:round1")}.Expect(time.Minute, 0, nil)
 	assert.ErrorContains(t, err, "LAB_KILL vm4:round1: vm4 is planted to come after the start barrier closed")
 
 	d, err := ParseDegrade(DefaultDegrade, 4, 2)
 	require.NoError(t, err)
-	_, err = LivePlan{Kill: kill("vm2:round1")}.Expect(LabStartTimeout, false, d)
+	_, err = LivePlan{Kill: kill("vm2:round1")}.Expect(LabStartTimeout, 0, d)
 	assert.ErrorContains(t, err, "vm2 is planted to stopped in round 1 and degraded (LAB_DEGRADE vm1:0:delay=250ms,to=vm2)")
-	_, err = LivePlan{Late: late("vm3:90s")}.Expect(LabStartTimeout, false, d)
+	_, err = LivePlan{Late: late("vm3:90s")}.Expect(LabStartTimeout, 0, d)
 	assert.NoError(t, err, "a late host that joins is judged as any other: it may be degraded")
 	assert.Equal(t, "none", LivePlan{}.describe(nil))
 }

@@ -1,11 +1,16 @@
 package lab
 
 import (
+	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/gdrconf/gdrconf/lab/vm"
 )
 
 // ClusterPackages are the Debian packages the cluster lab adds to the parts
@@ -20,8 +25,8 @@ var ClusterPackages = []string{
 	"liblua5.1-0", "libyaml-0-2", "bash", "libtinfo6",
 }
 
-// slurmTools are the Slurm, munge and shell binaries of the cluster image
-// (guest path -> path inside Parts.Root). Debian installs the daemons as
+// slurmTools are the Slurm and munge binaries of the cluster image (guest
+// path -> path inside Parts.Root; clusterTools has the shell's). Debian installs the daemons as
 // *-wlm behind alternatives; slurmd starts slurmstepd by its plain name.
 var slurmTools = map[string]string{
 	"/usr/sbin/munged":     "usr/sbin/munged",
@@ -35,8 +40,6 @@ var slurmTools = map[string]string{
 	"/usr/bin/squeue":      "usr/bin/squeue",
 	"/usr/bin/scontrol":    "usr/bin/scontrol",
 	"/usr/bin/sbatch":      "usr/bin/sbatch",
-	"/bin/bash":            "bin/bash",
-	"/usr/sbin/tc":         "sbin/tc",
 }
 
 // SlurmPluginDir is Slurm's PluginDir in Debian's build.
@@ -173,4 +176,121 @@ func clusterEtc(hosts, addrs []string) map[string]DataFile {
 		"/etc/nsswitch.conf": {0o644, []byte("passwd: files\ngroup: files\nshadow: files\nhosts: files\n")},
 		"/etc/shells":        {0o644, []byte("/bin/sh\n/bin/bash\n")},
 	}
+}
+
+// slurmBackend is the cluster lab under Slurm (make lab-cluster): the
+// daemons run on the VMs (cluster_guest.go), and the controller VM
+// submits the batch script as shipped and waits for it (sbatch.go); the
+// host reads back what Slurm said of the job.
+type slurmBackend struct {
+	r   *runner
+	job *JobResult // the batch job, once collected
+}
+
+func (b *slurmBackend) name() string { return "lab-cluster" }
+
+// lateOverhead: a LAB_LATE task starts its delay after the others
+// (LateTaskProlog).
+func (b *slurmBackend) lateOverhead() time.Duration { return 0 }
+
+// setUp has nothing to start on the host: the plan already has the
+// controller's device probes and batch job (clusterPlan).
+func (b *slurmBackend) setUp(context.Context, []Job, string) (func(), error) { return func() {}, nil }
+
+// image adds Slurm and munge (tools, plugins, configuration, a fresh key)
+// and the batch script.
+func (b *slurmBackend) image(im *Image, parts *Parts) error {
+	r := b.r
+	hosts := ClusterHosts(r.o.Cluster.Hosts)
+	if err := addParts(im, parts, slurmTools); err != nil {
+		return err
+	}
+	plugins, skipped, err := slurmPlugins(parts)
+	if err != nil {
+		return err
+	}
+	for gp, hp := range plugins {
+		im.Binaries[gp] = hp
+	}
+	r.logf("slurm: %d plugins in the image (%d left out: their libraries are not among the parts)", len(plugins), len(skipped))
+	gpus := r.clusterGPUs()
+	conf := SlurmConf(clusterName, hosts, clusterLogs, gpus)
+	if len(r.live.Late) > 0 {
+		// LAB_LATE: a TaskProlog holds the late nodes' tasks; slurm.conf
+		// is the site's to write, the batch script stays as shipped.
+		conf = withTaskProlog(conf, lateProlog)
+		im.Data[lateProlog] = DataFile{0o755, []byte(LateTaskProlog(r.live.Late))}
+	}
+	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(conf)}
+	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf(gpus))}
+	if gpus > 0 {
+		im.Data["/etc/slurm/gres.conf"] = DataFile{0o644, []byte(GresConf(gpus))}
+	}
+	key := make([]byte, 1024)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	// One key per run, in the image only (the run folder is removed by the next run).
+	im.Data["/etc/munge/munge.key"] = DataFile{0o400, key}
+	// make dist copies the batch script beside rounds.sh; the lab
+	// submits that copy (LAB_SBATCH=old: without its GPU request).
+	script, err := r.sbatchScript()
+	if err != nil {
+		return err
+	}
+	im.Data[clusterSbatch] = DataFile{0o755, script}
+	return nil
+}
+
+// vmConfig: a Slurm node has the switches' NICs and the shared folder only.
+func (b *slurmBackend) vmConfig(*vm.Config, []GuestNIC) {}
+
+// drive: the controller VM submits the batch job itself (runSbatch).
+func (b *slurmBackend) drive(context.Context, string) (func(), error) { return func() {}, nil }
+
+// collect checks the controller's device probes and reads the batch
+// job's result: its folder, as the script named it, is the reports'.
+func (b *slurmBackend) collect(plan []Job, vms map[string]*clusterVM, shared string, degrade []Degrade) collected {
+	r := b.r
+	col := collected{rounds: filepath.Join(shared, "rounds"), found: degrade}
+	col.problems = append(col.problems, r.clusterDevices(plan, vms)...)
+	job, err := readJobResult(filepath.Join(shared, "lab", "job.json"))
+	if err != nil {
+		col.problems = append(col.problems, err.Error())
+		return col
+	}
+	b.job = job
+	col.rounds = JobFolder(filepath.Join(shared, "submit"), job.JobID)
+	if out, err := os.ReadFile(filepath.Join(shared, "submit", "slurm-"+job.JobID+".out")); err == nil {
+		_ = os.WriteFile(filepath.Join(r.o.ReportDir, "sbatch.log"), out, 0o644)
+	}
+	col.json = map[string]any{"job": job, "sbatch": r.sbatchName()}
+	return col
+}
+
+// checks: the batch job's exit status is the verdict's (SbatchVerdict).
+func (b *slurmBackend) checks(sum *ClusterSummary, _ map[string]string, rounds string) []string {
+	if b.job == nil {
+		return nil
+	}
+	return SbatchVerdict(b.job, sum.Exit, readExitCode(filepath.Join(rounds, "report")))
+}
+
+func (b *slurmBackend) printJob(rounds string) {
+	if j := b.job; j != nil {
+		fmt.Fprintf(b.r.o.Out, "batch job %s (%s): sbatch --wait exited %d; scontrol: JobState=%s ExitCode=%s; the script's report/exit-code %d\n",
+			j.JobID, b.r.sbatchName(), j.SbatchExit, orNone(j.State), orNone(j.ExitCode), readExitCode(filepath.Join(rounds, "report")))
+	}
+}
+
+func (b *slurmBackend) exited(mergeExit int) string {
+	if b.job == nil {
+		return mergeExited(mergeExit)
+	}
+	return fmt.Sprintf("the merge and batch job %s exited %d as they must", b.job.JobID, mergeExit)
+}
+
+func (b *slurmBackend) times(t map[string]time.Duration) string {
+	return fmt.Sprintf("parts %v, build %v, VMs (boot, Slurm, probes, the batch job) %v, merge %v, total %v",
+		t["parts"], t["build"], t["vms"], t["merge"], t["total"])
 }

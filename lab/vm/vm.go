@@ -1,4 +1,8 @@
-package lab
+// Package vm is the labs' VM machinery on the host: a qemu guest's
+// process (Start, Kill, its console and record stream) and the learning
+// switches the cluster labs' VMs join. What the VMs boot (the initramfs,
+// the parts) and run (the agent) is package lab's.
+package vm
 
 import (
 	"context"
@@ -11,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // VM is one running qemu guest.
@@ -24,8 +30,8 @@ type VM struct {
 	Killed  string // why the host killed it, if it did
 }
 
-// VMConfig is what Start needs.
-type VMConfig struct {
+// Config is what Start needs.
+type Config struct {
 	QEMU    string
 	Kernel  string
 	Initrd  string
@@ -57,7 +63,7 @@ type Share struct {
 }
 
 // QEMUArgs returns qemu's command line for c.
-func QEMUArgs(c VMConfig, console, result string) []string {
+func QEMUArgs(c Config, console, result string) []string {
 	accel := c.Accel
 	if accel == "" {
 		accel = "tcg"
@@ -93,8 +99,8 @@ func QEMUArgs(c VMConfig, console, result string) []string {
 	return args
 }
 
-// StartVM starts qemu; the VM runs until its agent powers it off or Kill.
-func StartVM(c VMConfig) (*VM, error) {
+// Start starts qemu; the VM runs until its agent powers it off or Kill.
+func Start(c Config) (*VM, error) {
 	v := &VM{
 		Name:    c.Name,
 		Console: filepath.Join(c.Dir, c.Name+".console.log"),
@@ -177,22 +183,29 @@ func FreePort() (int, error) {
 // /proc/net/tcp so as not to take qemu's single connection.
 func WaitListening(port int, deadline time.Time, alive func() bool) error {
 	want := fmt.Sprintf("0100007F:%04X", port)
-	for {
+	listening := func() bool {
 		b, err := os.ReadFile("/proc/net/tcp")
-		if err == nil {
-			for _, l := range strings.Split(string(b), "\n") {
-				f := strings.Fields(l)
-				if len(f) > 3 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
-					return nil
-				}
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) > 3 && f[1] == want && f[3] == "0A" { // 0A: LISTEN
+				return true
 			}
 		}
-		if !alive() {
-			return fmt.Errorf("qemu exited before listening on 127.0.0.1:%d", port)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listened on 127.0.0.1:%d in time", port)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
 	}
+	up := false
+	err := wait.For(context.Background(), deadline, 50*time.Millisecond, fmt.Sprintf("a listener on 127.0.0.1:%d", port), func() bool {
+		up = listening()
+		return up || !alive()
+	})
+	switch {
+	case up:
+		return nil
+	case err == nil:
+		return fmt.Errorf("qemu exited before listening on 127.0.0.1:%d", port)
+	}
+	return fmt.Errorf("nothing listened on 127.0.0.1:%d in time", port)
 }
