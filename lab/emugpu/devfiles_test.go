@@ -219,9 +219,8 @@ func TestSlurmStepWithoutGPUs(t *testing.T) {
 	_, err := loadWithDevices(t, dir)
 	require.Error(t, err)
 	assert.Equal(t, cuda.ErrNoDevice, cuda.Code(err))
-	assert.Contains(t, err.Error(), "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES unset): "+
-		"an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does")
-	assert.Contains(t, cuda.InitRemedy(err), "srun --gres=gpu:N")
+	assert.Contains(t, err.Error(), "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES unset)")
+	assert.Equal(t, "an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does", cuda.InitRemedy(err))
 
 	// The step asked: its GPUs are hidden by something else, which
 	// Slurm's variables cannot name.

@@ -266,18 +266,22 @@ func TestMultiGPUOnOneGPU(t *testing.T) {
 func TestSlurmStepWithoutGPUsInTheSuite(t *testing.T) {
 	slurm := []string{"FAKE_CUDA_DEV_DIR=" + t.TempDir(), "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
 		"SLURM_JOB_GPUS=0,1", "SLURM_STEP_GPUS=", "CUDA_VISIBLE_DEVICES="}
-	const want = "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES=): " +
-		"an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does"
+	const (
+		want   = "the Slurm step was given no GPUs (job 4242 step 0: SLURM_STEP_GPUS unset, SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES=)"
+		remedy = "an --exclusive job's step must ask for them (srun --gres=gpu:N or --gpus-per-node); deploy/slurm/gdrconf.sbatch does"
+	)
 	res := runBinary(t, "gpu.test", "^TestGPU01", slurm...)
 	o := get(t, res, "TestGPU01Driver")
 	assert.Equal(t, "skip", o.action, "%s", o.output.String())
 	assert.Contains(t, o.attrs["gdr.skip"], "no GPU: cuInit(0): CUDA_ERROR_NO_DEVICE")
 	assert.Contains(t, o.attrs["gdr.skip"], want)
+	assert.Equal(t, remedy, o.attrs["gdr.remedy"])
 
 	res = runBinary(t, "gpu.test", "^TestGPU01", append(slurm, "GDR_STRICT=1")...)
 	o = get(t, res, "TestGPU01Driver")
 	assert.Equal(t, "fail", o.action)
 	assert.Contains(t, o.attrs["gdr.cause"], want)
+	assert.Equal(t, remedy, o.attrs["gdr.remedy"])
 
 	// Given its GPUs, the same step runs on them.
 	res = runBinary(t, "gpu.test", "^TestGPU01", "FAKE_CUDA_DEVICES=2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0",
