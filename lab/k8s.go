@@ -900,7 +900,7 @@ func JobVerdict(res *kubeResult, s *ClusterSummary, gone map[string]string) []st
 	mergeExit := s.Exit
 	merger := ""
 	for _, h := range s.Hosts {
-		if s.liveness(h.Host) == "" {
+		if s.Cluster.Liveness(h.Host) == "" {
 			merger = h.Host
 			break
 		}

@@ -310,20 +310,6 @@ func StartArrivals(root string) map[string]time.Time {
 	return out
 }
 
-// liveness is the merged report's line for host: "did not start", "stopped
-// in round k", or "" when it ran to the end.
-func (s *ClusterSummary) liveness(host string) string {
-	if s.Cluster == nil {
-		return ""
-	}
-	for _, u := range s.Cluster.Unfinished {
-		if u.Host == host {
-			return u.Liveness
-		}
-	}
-	return ""
-}
-
 // LiveCheck is what LiveVerdict judges, every host named as the merged
 // report names it (a Kubernetes pod's host name).
 type LiveCheck struct {
@@ -344,7 +330,7 @@ func LiveVerdict(s *ClusterSummary, c LiveCheck) []string {
 	var p []string
 	for _, h := range s.Hosts {
 		want := c.Want[h.Host]
-		if got := s.liveness(h.Host); got != want {
+		if got := s.Cluster.Liveness(h.Host); got != want {
 			what := "no liveness (it ran to the end)"
 			if want != "" {
 				what = fmt.Sprintf("%q (%s)", want, c.Spec[h.Host])
@@ -592,6 +578,6 @@ func (r *runner) printLive(s *ClusterSummary, c LiveCheck) {
 		if _, killed := c.Kill[h]; killed {
 			at += fmt.Sprintf(", killed by the lab: %v", c.Killed[h])
 		}
-		fmt.Fprintf(r.o.Out, "  %-10s %s: %s; the report: %s\n", h, c.Spec[h], at, orNone(s.liveness(h)))
+		fmt.Fprintf(r.o.Out, "  %-10s %s: %s; the report: %s\n", h, c.Spec[h], at, orNone(s.Cluster.Liveness(h)))
 	}
 }

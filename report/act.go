@@ -66,7 +66,7 @@ func (r *Report) BadNodes() []BadNode {
 				}
 			}
 		}
-		if l := r.unfinished(h.Identity.Host); l != "" {
+		if l := r.Findings.Liveness(h.Identity.Host); l != "" {
 			// A node that did not start or stopped mid-run is not
 			// qualified and names no part: drained, the reason says why
 			// first (a node whose task died keeps taking jobs otherwise),
@@ -83,20 +83,6 @@ func (r *Report) BadNodes() []BadNode {
 		out = append(out, b)
 	}
 	return out
-}
-
-// unfinished is a cluster host's liveness where its run did not finish
-// ("did not start", "stopped in round <k>"), else "".
-func (r *Report) unfinished(host string) string {
-	if r.Findings == nil {
-		return ""
-	}
-	for _, u := range r.Findings.Unfinished {
-		if u.Host == host {
-			return u.Liveness
-		}
-	}
-	return ""
 }
 
 // labelValue is s as a Kubernetes label value: at most 63 characters of

@@ -443,6 +443,21 @@ type ClusterFindings struct {
 	Excused []string `json:"excused,omitempty"`
 }
 
+// Liveness is a cluster host's liveness where its run did not finish
+// ("did not start", "stopped in round <k>"), else "" (also on a nil f: a
+// report without a cluster run).
+func (f *ClusterFindings) Liveness(host string) string {
+	if f == nil {
+		return ""
+	}
+	for _, u := range f.Unfinished {
+		if u.Host == host {
+			return u.Liveness
+		}
+	}
+	return ""
+}
+
 func findingsOf(a *isolate.Analysis) *ClusterFindings {
 	f := &ClusterFindings{Suspects: []ClusterFinding{}, Cleared: []ClusterClearance{}, Flaky: []ClusterFinding{}, Unfinished: []ClusterUnfinished{}}
 	type hostRail struct {
