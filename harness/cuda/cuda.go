@@ -326,6 +326,7 @@ import (
 	"unsafe"
 
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 )
 
@@ -333,7 +334,7 @@ import (
 const Library = "libcuda.so.1"
 
 // Package names what ships Library, for messages.
-const Package = "the NVIDIA driver's CUDA library (Ubuntu/Debian: libnvidia-compute-<driver version>; RHEL: nvidia-driver-cuda-libs from nvidia-driver-cuda; runfile: NVIDIA-Linux-x86_64-<version>.run)"
+var Package = "the NVIDIA driver's CUDA library (Ubuntu/Debian: libnvidia-compute-<driver version>; RHEL: nvidia-driver-cuda-libs from nvidia-driver-cuda; runfile: " + nvdriver.Runfile + ")"
 
 // Result codes the suite tells apart.
 const (

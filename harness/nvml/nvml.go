@@ -19,13 +19,14 @@ import (
 
 	"github.com/gdrconf/gdrconf/harness/dl"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
 )
 
 // Library is the soname go-nvml dlopens.
 const Library = "libnvidia-ml.so.1"
 
 // Package names the distribution packages that ship Library, for messages.
-const Package = "the NVIDIA driver's user-space libraries (Debian/Ubuntu: libnvidia-compute-<version>; RHEL: nvidia-driver-libs or nvidia-driver-NVML; runfile: NVIDIA-Linux-x86_64-<version>.run)"
+var Package = "the NVIDIA driver's user-space libraries (Debian/Ubuntu: libnvidia-compute-<version>; RHEL: nvidia-driver-libs or nvidia-driver-NVML; runfile: " + nvdriver.Runfile + ")"
 
 // lib is one process-wide go-nvml instance: NVML's Init/Shutdown are
 // reference counted, so every Open adds one and its cleanup removes it.

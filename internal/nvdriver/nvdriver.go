@@ -24,11 +24,30 @@ package nvdriver
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
 )
+
+// Runfile names NVIDIA's .run installer for the architecture this binary
+// is built for, as remedies name it: NVIDIA publishes one per architecture
+// (NVIDIA-Linux-x86_64-<version>.run, NVIDIA-Linux-aarch64-<version>.run for
+// Grace), and a Grace host cannot run the x86_64 one.
+var Runfile = "NVIDIA-Linux-" + Machine(runtime.GOARCH) + "-<version>.run"
+
+// Machine is the kernel's name (uname -m, and the driver's NVRM line) of a
+// Go architecture: x86_64 for amd64, aarch64 for arm64.
+func Machine(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return goarch
+}
 
 // VersionFile is where the driver describes itself.
 const VersionFile = "/proc/driver/nvidia/version"

@@ -1,6 +1,7 @@
 package nvdriver
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,4 +85,12 @@ func FuzzParseVersionFile(f *testing.F) {
 			t.Fatalf("accepted version %q: %v", info.Version, err)
 		}
 	})
+}
+
+// Remedies name the installer of the architecture the suite runs on: a
+// Grace host (arm64) cannot run NVIDIA's x86_64 runfile.
+func TestRunfileNamesTheArchitecture(t *testing.T) {
+	assert.Equal(t, "x86_64", Machine("amd64"))
+	assert.Equal(t, "aarch64", Machine("arm64"))
+	assert.Equal(t, "NVIDIA-Linux-"+Machine(runtime.GOARCH)+"-<version>.run", Runfile)
 }
