@@ -5,6 +5,10 @@
 SHELL   := /bin/bash
 GO      ?= go
 TAGS    ?= gpu,rdma
+# make dist ARCH=arm64: the dist for another architecture (a GOARCH), in
+# dist-<arch>/; without ARCH, this host's, in dist/.
+ARCH    ?=
+DIST    ?= $(if $(ARCH),dist-$(ARCH),dist)
 REPORTS := reports
 GOTESTSUM := $(GO) tool gotestsum
 # go-nvml's header marks many NVML calls deprecated; a cold build would print
@@ -57,6 +61,7 @@ them as root where they are missing; present, any user builds.
   bench        pinned host<->GPU copy bandwidth             a GPU host                     ~1
   fuzz         every fuzz target for FUZZTIME (30s) each    -                              ~15
   dist         dist/: the suite for hosts without Go        rdma-core headers              ~2
+               (ARCH=arm64: dist-arm64/, cross-compiled)    (+ a cross gcc: deps installs)
   gdrcluster   the cluster planner deploy/gdrcluster        -                              <1
   deps         check build prerequisites, install missing   root only for what is missing  -
   deps-unit    deps, plus xmllint (JUnit schema checks)     root only for what is missing  -
@@ -175,8 +180,9 @@ clean:
 # A copy of the suite for hosts without Go: dist/run.sh writes the same reports;
 # with gdrcluster, rounds.sh and gdrconf.sbatch beside it, srun -N<n>
 # --ntasks-per-node=1 dist/run.sh (or sbatch -N<n> dist/gdrconf.sbatch) qualifies n hosts.
-dist: deps
-	REPORT_LDFLAGS='$(REPORT_LDFLAGS)' build/dist/build.sh '$(TAGS)' dist
+dist:
+	@build/deps.sh $(if $(ARCH),--arch '$(ARCH)') '$(TAGS)'
+	ARCH='$(ARCH)' REPORT_LDFLAGS='$(REPORT_LDFLAGS)' build/dist/build.sh '$(TAGS)' '$(DIST)'
 
 # The cluster planner beside deploy/rounds.sh in a checkout (pure Go, any
 # Linux host); make dist ships it as dist/gdrcluster.

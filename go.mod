@@ -8,6 +8,7 @@ require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/in-toto/attestation v1.2.0
 	github.com/jstemmer/go-junit-report/v2 v2.1.0
+	github.com/moby/patternmatcher v0.6.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
 	github.com/secure-systems-lab/go-securesystemslib v0.11.1

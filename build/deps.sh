@@ -4,6 +4,7 @@
 #   build/deps.sh gpu,rdma          build prerequisites of the suite
 #   build/deps.sh --unit gpu,rdma   the same, plus what the unit tests need (xmllint)
 #   build/deps.sh --test gpu,rdma   the same, plus what the browser test needs too
+#   build/deps.sh --arch arm64 gpu,rdma   build prerequisites for another architecture
 # The gpu tag needs nothing at build time (libcuda.so.1 is opened at run time).
 # The rdma tag needs a C compiler and rdma-core's headers (infiniband/verbs.h).
 # When the headers are missing, rdma-core's user space is installed as one
@@ -16,19 +17,40 @@
 # files are validated against the two XSDs CI systems use (report/junitcheck).
 # --test adds that, and headless Chromium and a font, for the report's
 # browser test.
+# --arch <GOARCH> (make dist ARCH=arm64) adds a cross C compiler and its C
+# library (Debian's gcc-aarch64-linux-gnu and libc6-dev-arm64-cross) when the
+# architecture is not this host's. rdma-core's headers are the same for every
+# architecture (/usr/include/infiniband, Multi-Arch: same) and the suite
+# opens libibverbs at run time, so the cross build links no arm64 rdma-core:
+# the host's headers serve, and no foreign dpkg architecture is added.
 # It checks first: a host that has everything passes, as any user; only a
 # missing piece needs root (and the network for the packages), and a user
 # who is not root is told what is missing and what to run as root.
 set -euo pipefail
 test_mode=0 # 1: --unit, 2: --test
-case "${1:-}" in
---unit) test_mode=1; shift ;;
---test) test_mode=2; shift ;;
-esac
+arch=""
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--unit) test_mode=1; shift ;;
+	--test) test_mode=2; shift ;;
+	--arch) arch="${2:-}"; shift 2 || shift ;;
+	*) break ;;
+	esac
+done
 tags="${1:-}"
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=build/arch.sh
+source "$here/arch.sh"
+cross_cc=""
+if [[ -n "$arch" ]]; then
+	cross_cc=$(arch_cc "$arch") || exit 1
+fi
 need=()
 if ! command -v gcc >/dev/null 2>&1 && ! command -v cc >/dev/null 2>&1; then
 	need+=(gcc)
+fi
+if [[ -n "$cross_cc" ]] && ! echo 'int main(void){return 0;}' | "$cross_cc" -x c - -ldl -o /dev/null >/dev/null 2>&1; then
+	need+=("cross-$arch")
 fi
 if [[ ",$tags," == *",rdma,"* ]]; then
 	if ! echo '#include <infiniband/verbs.h>' | ${CC:-cc} -E -x c - >/dev/null 2>&1; then
@@ -41,6 +63,26 @@ fi
 if [[ $test_mode -eq 2 ]] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	need+=(chromium)
 fi
+# Optional for the unit tests: the arm64 (Grace) builds are checked there
+# when a cross compiler and qemu's user-mode emulator are at hand
+# (build/dist_arch_test.go builds make dist ARCH=arm64 and runs its binaries
+# under qemu-aarch64; fixtures/ runs the host trees with arm64 binaries).
+# Installed as root with apt-get; elsewhere those tests skip, naming them.
+if [[ $test_mode -ge 1 ]]; then
+	opt=()
+	command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || opt+=($(arch_apt_cross arm64))
+	command -v qemu-aarch64 >/dev/null 2>&1 || opt+=(qemu-user)
+	if [[ ${#opt[@]} -gt 0 ]]; then
+		if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+			echo "deps: installing ${opt[*]} (apt-get; the arm64 build tests)" >&2
+			export DEBIAN_FRONTEND=noninteractive
+			apt-get update -qq >/dev/null
+			apt-get install -y -qq --no-install-recommends "${opt[@]}" >/dev/null
+		else
+			echo "deps: optional, not installed: ${opt[*]} (the arm64 build tests skip without them)" >&2
+		fi
+	fi
+fi
 [[ ${#need[@]} -eq 0 ]] && exit 0
 
 apt_pkgs=(); dnf_pkgs=()
@@ -50,6 +92,11 @@ for n in "${need[@]}"; do
 	rdma-core) apt_pkgs+=(libibverbs-dev librdmacm-dev); dnf_pkgs+=(rdma-core-devel) ;;
 	chromium) apt_pkgs+=(chromium fonts-dejavu-core); dnf_pkgs+=(chromium dejavu-sans-fonts) ;;
 	xmllint) apt_pkgs+=(libxml2-utils); dnf_pkgs+=(libxml2) ;;
+	cross-*)
+		# Debian's cross toolchains; Fedora ships no cross C library for
+		# user space, so a dnf host is told to build on the target's
+		# architecture instead.
+		apt_pkgs+=($(arch_apt_cross "$arch")); dnf_pkgs+=("(none: build on a $arch host)") ;;
 	esac
 done
 if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,18 @@ const maxGlibc = "2.34"
 // Every program of make dist runs on a node with glibc maxGlibc or newer:
 // the Go-only ones are static, the cgo test binaries need at most maxGlibc.
 func TestDistGlibc(t *testing.T) {
+	out := buildDist(t, "")
+	checkDist(t, out, nativeMachine(t))
+
+	doc, err := os.ReadFile("../docs/developing.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), "glibc "+maxGlibc+" or newer", "the docs name the floor")
+}
+
+// buildDist runs build/dist/build.sh with the gpu,rdma tags for arch (a
+// GOARCH; "" for this host's) into a temporary folder.
+func buildDist(t *testing.T, arch string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the dist (-short)")
 	}
@@ -34,9 +47,16 @@ func TestDistGlibc(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "dist")
 	cmd := exec.Command("bash", "build/dist/build.sh", "gpu,rdma", out)
 	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "ARCH="+arch)
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "build.sh: %s", b)
+	return out
+}
 
+// checkDist checks every program of a dist: built for machine, the Go-only
+// ones static, the cgo test binaries needing glibc maxGlibc at most.
+func checkDist(t *testing.T, out string, machine elf.Machine) {
+	t.Helper()
 	static := map[string]bool{"gdrreport": true, "test2json": true, "gotestsum": true, "gdrcluster": true}
 	files, err := filepath.Glob(filepath.Join(out, "bin", "*"))
 	require.NoError(t, err)
@@ -49,6 +69,10 @@ func TestDistGlibc(t *testing.T) {
 			continue
 		}
 		name := filepath.Base(f)
+		ef, err := elf.Open(f)
+		require.NoError(t, err)
+		assert.Equal(t, machine, ef.Machine, "%s is built for %v", name, ef.Machine)
+		ef.Close()
 		if static[name] {
 			assert.Empty(t, v, "%s should need no glibc (CGO_ENABLED=0): it needs %s", name, v)
 			continue
@@ -57,10 +81,18 @@ func TestDistGlibc(t *testing.T) {
 		assert.True(t, versionLE(v, maxGlibc), "%s needs glibc %s, above the documented %s: docs/developing.md and maxGlibc must say so, or the build host changed", name, v, maxGlibc)
 	}
 	assert.GreaterOrEqual(t, tests, 5, "the conformance test binaries")
+}
 
-	doc, err := os.ReadFile("../docs/developing.md")
-	require.NoError(t, err)
-	assert.Contains(t, string(doc), "glibc "+maxGlibc+" or newer", "the docs name the floor")
+// nativeMachine is the ELF machine of this host's Go architecture.
+func nativeMachine(t *testing.T) elf.Machine {
+	switch runtime.GOARCH {
+	case "amd64":
+		return elf.EM_X86_64
+	case "arm64":
+		return elf.EM_AARCH64
+	}
+	t.Skipf("the dist is built for amd64 and arm64, not %s", runtime.GOARCH)
+	return 0
 }
 
 // glibcNeeded is the newest GLIBC_x.y version an ELF file's dynamic

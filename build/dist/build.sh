@@ -8,12 +8,26 @@
 # along: on a multi-GPU host, mgpu-evidence.sh <dir> runs the suite and the copy
 # benchmarks next to the same figures through the CUDA runtime.
 #   build/dist/build.sh <tags> <outdir>
+#   ARCH=arm64 build/dist/build.sh <tags> <outdir>   for another architecture
+# ARCH (a GOARCH: amd64 or arm64, default this host's) cross-compiles with
+# Debian's <triplet>-gcc (make dist ARCH=arm64 installs it: build/deps.sh).
+# The dist records its architecture in ARCH; run.sh refuses another host's.
 set -euo pipefail
 tags="${1-gpu,rdma}"
 out="${2:-dist}"
 go=${GO:-go}
+here="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=build/arch.sh
+source "$here/arch.sh"
+arch="${ARCH:-$(arch_native)}"
+cross_cc=$(arch_cc "$arch")
+export GOARCH="$arch"
+if [[ -n "$cross_cc" ]]; then
+	export CC="$cross_cc" CGO_ENABLED=1
+fi
 rm -rf "$out"
 mkdir -p "$out/bin"
+echo "$arch" >"$out/ARCH"
 # -s -w: the copy is for running, not debugging, and must stay small to ship.
 ld=(-ldflags=-s\ -w)
 for pkg in $($go list ./conformance/...); do
@@ -38,4 +52,4 @@ CGO_ENABLED=0 $go build -buildvcs=auto -ldflags "-s -w ${REPORT_LDFLAGS:-}" -o "
 CGO_ENABLED=0 $go build -ldflags "-s -w" -o "$out/gdrcluster" ./cmd/gdrcluster
 cp build/dist/run.sh build/dist/run-json.sh build/dist/mgpu-evidence.sh build/dist/mgpu-compare.cu "$out/"
 cp deploy/rounds.sh deploy/slurm/gdrconf.sbatch "$out/"
-echo "built $out (tags $tags): $(cd "$out/bin" && ls *.test | tr '\n' ' ')"
+echo "built $out ($arch, tags $tags): $(cd "$out/bin" && ls *.test | tr '\n' ' ')"

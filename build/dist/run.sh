@@ -20,6 +20,21 @@
 # (docs/clusters.md).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# A dist runs on the architecture it was built for (make dist ARCH=...):
+# another one's binaries fail with "cannot execute binary file", which
+# reads as a broken suite; say which copy this host needs instead.
+if [[ -f "$here/ARCH" ]]; then
+	built=$(<"$here/ARCH")
+	case "$(uname -m)" in
+	x86_64) host=amd64 ;;
+	aarch64 | arm64) host=arm64 ;;
+	*) host=$(uname -m) ;;
+	esac
+	if [[ "$built" != "$host" ]]; then
+		echo "run.sh: this copy of the suite is built for $built; this host is $host (uname -m $(uname -m)): build it with make dist ARCH=$host" >&2
+		exit 2
+	fi
+fi
 tasks="${SLURM_STEP_NUM_TASKS:-1}"
 if [[ -z "${GDR_PLAN:-}" && "$tasks" =~ ^[0-9]+$ ]] && ((10#$tasks > 1)); then
 	export GDR_REPORTS="${GDR_REPORTS:-$PWD/reports}"
