@@ -28,6 +28,71 @@ type Identity struct {
 	// failure when validation ran and the InfoROM is corrupt or unreadable.
 	InfoROMChecked bool
 	InfoROMErr     error
+	// Fabric is the GPU's place in a multi-node NVLink domain (GB200/GB300
+	// NVL72: 72 GPUs over NVLink switch trays), nil where NVML reports no
+	// fabric (PCIe boards, HGX baseboards whose NVSwitches are local, and
+	// drivers before the call): absent, never a zero clique.
+	Fabric *Fabric
+}
+
+// Fabric is NVML's GPU fabric info (nvmlDeviceGetGpuFabricInfo): the fabric
+// manager registers each GPU of an NVLink domain with the domain's cluster
+// UUID and a clique ID (GPUs of one clique reach each other over NVLink;
+// the domain's partition). The cluster planner pairs RDMA across domains,
+// where the network, not NVLink, carries the traffic.
+type Fabric struct {
+	State       string // "not started", "in progress", "completed"
+	ClusterUUID string // canonical 8-4-4-4-12 form; "" until registered
+	CliqueID    uint32
+	// Err is the registration's result when State is "completed" and it
+	// failed (the GPU is not in the domain), else nil.
+	Err error
+}
+
+// Domain names the NVLink domain for pairing and reports:
+// "<cluster UUID>/<clique>", "" when the GPU is not registered in one.
+func (f *Fabric) Domain() string {
+	if f == nil || f.State != "completed" || f.Err != nil || f.ClusterUUID == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", f.ClusterUUID, f.CliqueID)
+}
+
+// fabricOf reads dev's fabric info; nil when the GPU has none or NVML
+// cannot say. The versioned call (GetGpuFabricInfoV) adds only health
+// bits and its handler reaches the C library directly, so the suite reads
+// the first version, which every driver with NVLink domains has (R525+).
+func fabricOf(dev gonvml.Device, i int) (*Fabric, error) {
+	info, ret := dev.GetGpuFabricInfo()
+	switch ret {
+	case gonvml.SUCCESS:
+	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_FUNCTION_NOT_FOUND, gonvml.ERROR_NOT_FOUND, gonvml.ERROR_NO_PERMISSION:
+		return nil, nil
+	default:
+		return nil, check(fmt.Sprintf("DeviceGetGpuFabricInfo(%d)", i), ret)
+	}
+	f := &Fabric{CliqueID: info.CliqueId}
+	switch info.State {
+	case gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
+		return nil, nil
+	case gonvml.GPU_FABRIC_STATE_NOT_STARTED:
+		f.State = "not started"
+	case gonvml.GPU_FABRIC_STATE_IN_PROGRESS:
+		f.State = "in progress"
+	case gonvml.GPU_FABRIC_STATE_COMPLETED:
+		f.State = "completed"
+		if r := gonvml.Return(info.Status); r != gonvml.SUCCESS {
+			f.Err = check("GPU fabric registration", r)
+		}
+	default:
+		return nil, fmt.Errorf("DeviceGetGpuFabricInfo(%d): fabric state %d, which NVML does not define", i, info.State)
+	}
+	var zero [16]uint8
+	if info.ClusterUuid != zero {
+		u := info.ClusterUuid
+		f.ClusterUUID = fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	}
+	return f, nil
 }
 
 // Identity reads GPU i's identity. Only an error that says the GPU itself
@@ -72,6 +137,11 @@ func (h *Handle) Identity(i int) (Identity, error) {
 		id.InfoROMChecked = true
 		id.InfoROMErr = check(fmt.Sprintf("DeviceValidateInforom(%d)", i), ret)
 	}
+	fab, err := fabricOf(dev, i)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	id.Fabric = fab
 	return id, errors.Join(errs...)
 }
 

@@ -74,6 +74,11 @@ func h200(id string) *mock.Device {
 		GetBAR1MemoryInfoFunc: func() (gonvml.BAR1Memory, gonvml.Return) {
 			return gonvml.BAR1Memory{Bar1Total: 256 << 30, Bar1Free: 255 << 30}, gonvml.SUCCESS
 		},
+		// A PCIe H200 is in no NVLink domain (nvml.h: NOT_SUPPORTED where
+		// the GPU has no fabric; by reading, the H200 has not run it yet).
+		GetGpuFabricInfoFunc: func() (gonvml.GpuFabricInfo, gonvml.Return) {
+			return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED
+		},
 	}
 }
 
@@ -180,4 +185,59 @@ func TestIdentity(t *testing.T) {
 	dev.GetUUIDFunc = func() (string, gonvml.Return) { return "", gonvml.ERROR_GPU_IS_LOST }
 	_, err = h.Identity(0)
 	assert.ErrorContains(t, err, "DeviceGetUUID(0)")
+}
+
+// The GPU fabric info of an NVL72 tray's GPU names its NVLink domain; a
+// PCIe GPU (the H200 here: NOT_SUPPORTED) has none, and a registration
+// that failed is not a domain. Values in NVML's layout (nvml.h
+// nvmlGpuFabricInfo_t: clusterUuid, status, cliqueId, state).
+func TestIdentityFabric(t *testing.T) {
+	dev := h200("00000008:01:00.0")
+	h := Wrap(&mock.Interface{DeviceGetHandleByIndexFunc: func(int) (gonvml.Device, gonvml.Return) { return dev, gonvml.SUCCESS }})
+	none := func() (string, gonvml.Return) { return "", gonvml.ERROR_NOT_SUPPORTED }
+	dev.GetUUIDFunc, dev.GetSerialFunc, dev.GetBoardPartNumberFunc, dev.GetVbiosVersionFunc, dev.GetInforomImageVersionFunc = none, none, none, none, none
+	dev.GetInforomVersionFunc = func(gonvml.InforomObject) (string, gonvml.Return) { return "", gonvml.ERROR_NOT_SUPPORTED }
+	dev.GetModuleIdFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+	dev.ValidateInforomFunc = func() gonvml.Return { return gonvml.ERROR_NOT_SUPPORTED }
+	uuid := [16]uint8{0x6f, 0x1c, 0x2a, 0x90, 0x3b, 0x4d, 0x4e, 0x5f, 0x80, 0x71, 0x62, 0x53, 0x44, 0x35, 0x26, 0x17}
+	for _, tc := range []struct {
+		name   string
+		info   gonvml.GpuFabricInfo
+		ret    gonvml.Return
+		want   *Fabric
+		domain string
+		err    string
+	}{
+		{"registered", gonvml.GpuFabricInfo{ClusterUuid: uuid, CliqueId: 32766, State: gonvml.GPU_FABRIC_STATE_COMPLETED}, gonvml.SUCCESS,
+			&Fabric{State: "completed", ClusterUUID: "6f1c2a90-3b4d-4e5f-8071-625344352617", CliqueID: 32766}, "6f1c2a90-3b4d-4e5f-8071-625344352617/32766", ""},
+		{"fabric manager still registering", gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_IN_PROGRESS}, gonvml.SUCCESS,
+			&Fabric{State: "in progress"}, "", ""},
+		{"PCIe GPU", gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED, nil, "", ""},
+		{"state not supported", gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED}, gonvml.SUCCESS, nil, "", ""},
+		{"old driver", gonvml.GpuFabricInfo{}, gonvml.ERROR_FUNCTION_NOT_FOUND, nil, "", ""},
+		{"state from a newer NVML", gonvml.GpuFabricInfo{State: 9}, gonvml.SUCCESS, nil, "", "fabric state 9"},
+		{"GPU lost", gonvml.GpuFabricInfo{}, gonvml.ERROR_GPU_IS_LOST, nil, "", "DeviceGetGpuFabricInfo(0)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) { return tc.info, tc.ret }
+			id, err := h.Identity(0)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				assert.Nil(t, id.Fabric)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, id.Fabric)
+			assert.Equal(t, tc.domain, id.Fabric.Domain())
+		})
+	}
+
+	dev.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
+		return gonvml.GpuFabricInfo{ClusterUuid: uuid, CliqueId: 1, State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.ERROR_INSUFFICIENT_RESOURCES)}, gonvml.SUCCESS
+	}
+	id, err := h.Identity(0)
+	require.NoError(t, err)
+	require.NotNil(t, id.Fabric)
+	assert.ErrorIs(t, id.Fabric.Err, gonvml.ERROR_INSUFFICIENT_RESOURCES)
+	assert.Empty(t, id.Fabric.Domain(), "a failed registration is no domain")
 }
