@@ -1,13 +1,13 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rdmares"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
@@ -25,23 +25,17 @@ var (
 // rdmaSummary runs iproute2's `rdma -j resource show`.
 func rdmaSummary() (rdmares.Summary, error) {
 	rdmaOnce.Do(func() {
-		rdmaPath, rdmaErr = exec.LookPath("rdma")
-		if rdmaErr != nil {
-			rdmaErr = fmt.Errorf("%w in PATH (%v): install iproute2, or unset GDR_LEAK_CHECK", rdmares.ErrNoTool, rdmaErr)
+		var looked []string
+		if rdmaPath, looked = hostfs.LookTool("rdma"); rdmaPath == "" {
+			rdmaErr = fmt.Errorf("%w in %s: install iproute2, or unset GDR_LEAK_CHECK", rdmares.ErrNoTool, strings.Join(looked, ", "))
 		}
 	})
 	if rdmaErr != nil {
 		return nil, rdmaErr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, rdmaPath, "-j", "resource", "show").Output()
+	out, err := hostfs.Stdout(10*time.Second, rdmaPath, "-j", "resource", "show")
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		return nil, fmt.Errorf("%s -j resource show: %v %s", rdmaPath, err, stderr)
+		return nil, err
 	}
 	return rdmares.Parse(out)
 }

@@ -23,3 +23,15 @@ func TestRun(t *testing.T) {
 	_, err = Run(time.Second, "", nil, "/nonexistent/tool")
 	assert.ErrorContains(t, err, "/nonexistent/tool : ")
 }
+
+func TestStdout(t *testing.T) {
+	out, err := Stdout(5*time.Second, "sh", "-c", "echo '{}'; echo warning >&2")
+	require.NoError(t, err)
+	assert.Equal(t, "{}\n", string(out), "standard error stays out of parsed output")
+
+	_, err = Stdout(5*time.Second, "sh", "-c", "echo bad >&2; exit 2")
+	assert.EqualError(t, err, "sh -c echo bad >&2; exit 2: exit status 2: bad")
+
+	_, err = Stdout(100*time.Millisecond, "sleep", "5")
+	assert.EqualError(t, err, "sleep timed out after 100ms (GDR_TIMEOUT)")
+}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/hosttool"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
@@ -26,7 +25,7 @@ func Run(root *hostfs.Root, bdf string, timeout time.Duration) (out, src string,
 	if !pci.IsBDF(bdf) {
 		return "", "", verdict.NotJudgedf("", "mlxconfig: %q is not a PCI address", bdf)
 	}
-	out, src, err = hosttool.Output(root, RecordedQuery(bdf), Tools, timeout, "-d", bdf, "-e", "query")
+	out, src, err = hostfs.ToolOutput(root, RecordedQuery(bdf), Tools, timeout, "-d", bdf, "-e", "query")
 	if err != nil {
 		if f, ok := verdict.As(err); ok && f.Kind() == verdict.Absent && root.IsLive() {
 			f.Remedy = "install mstflint (Debian/Ubuntu/RHEL) or NVIDIA MFT to read the NIC's firmware settings"

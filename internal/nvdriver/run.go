@@ -1,8 +1,6 @@
 package nvdriver
 
 import (
-	"context"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -26,16 +24,13 @@ func TopoM(root *hostfs.Root, timeout time.Duration) (out, src string, err error
 		}
 		return string(b), root.Host(RecordedTopo), nil
 	}
-	smi, err := exec.LookPath("nvidia-smi")
-	if err != nil {
-		return "", "", verdict.Absentf("install the NVIDIA driver utilities (nvidia-smi ships with them) and put nvidia-smi in PATH", "nvidia-smi not found in PATH (%v)", err)
+	smi, looked := hostfs.LookTool("nvidia-smi")
+	if smi == "" {
+		return "", "", verdict.Absentf("install the NVIDIA driver utilities (nvidia-smi ships with them) and put nvidia-smi in PATH", "nvidia-smi not found in %s", strings.Join(looked, ", "))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, smi, "topo", "-m").CombinedOutput()
+	out, err = hostfs.Run(timeout, "", nil, smi, "topo", "-m")
 	if err != nil {
-		return "", "", verdict.Failf("check that the NVIDIA driver is loaded and nvidia-smi works",
-			"%s topo -m: %v: %s", smi, err, strings.TrimSpace(string(b)))
+		return "", "", verdict.Failf("check that the NVIDIA driver is loaded and nvidia-smi works", "%v: %s", err, out)
 	}
-	return string(b), smi + " topo -m", nil
+	return out, smi + " topo -m", nil
 }

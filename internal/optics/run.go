@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/hosttool"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/verdict"
@@ -35,5 +34,5 @@ func Mlxlink(root *hostfs.Root, bdf string, timeout time.Duration) (out, src str
 }
 
 func run(root *hostfs.Root, recorded string, tools []string, timeout time.Duration, args ...string) (string, string, error) {
-	return hosttool.Output(root, recorded, tools, timeout, args...)
+	return hostfs.ToolOutput(root, recorded, tools, timeout, args...)
 }
