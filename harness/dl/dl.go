@@ -1,35 +1,33 @@
 // Package dl opens shared libraries at run time with dlopen, so an install
 // check can say "libibverbs.so.1 does not open: <dlerror text>" instead of the
-// loader refusing to start the test binary. It links only libdl/libc.
+// loader refusing to start the test binary.
+//
+// The loader calls are go-nvml's pkg/dl (the one go-nvml loads NVML with).
+// This wrapper adds what that package leaves to its callers:
+//   - an *Error with the operation, the name and the loader's own text
+//     (harness/nvml puts the dlopen text in its "does not load" message);
+//   - no lookup through a closed library: go-nvml's Lookup after Close calls
+//     dlsym with a NULL handle, which glibc reads as RTLD_DEFAULT and
+//     resolves in the process's global scope, a false "the symbol is there";
+//   - no empty name: glibc's dlopen("") returns the main program, as for
+//     NULL (dlopen(3)), so it would "open" every time;
+//   - a symbol whose value is NULL resolves (go-nvml reports it missing
+//     with no dlerror text), and Close and Lookup may race.
 package dl
-
-/*
-#cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdlib.h>
-
-// dlerror's text is per thread; callers hold the OS thread across the call
-// and this read.
-static const char *gdr_dlerror(void) {
-	const char *e = dlerror();
-	return e ? e : "";
-}
-*/
-import "C"
 
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
-	"unsafe"
+
+	nvdl "github.com/NVIDIA/go-nvml/pkg/dl"
 )
 
 // Library is an open shared library. Close releases it.
 type Library struct {
 	name string
 	mu   sync.Mutex
-	h    unsafe.Pointer
+	lib  *nvdl.DynamicLibrary // nil once closed
 }
 
 // Error is a dlopen/dlsym/dlclose failure with the loader's own text.
@@ -46,6 +44,14 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Op, e.Name, e.Msg)
 }
 
+// loaderText is the dlerror text go-nvml returned, "" without one.
+func loaderText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 // Open dlopens name (a soname like "libibverbs.so.1" searched the loader's
 // way, or a path) with RTLD_NOW|RTLD_LOCAL: RTLD_NOW makes a library with
 // missing dependencies fail here, where the error can name them.
@@ -53,16 +59,11 @@ func Open(name string) (*Library, error) {
 	if name == "" {
 		return nil, errors.New("dlopen: empty library name")
 	}
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	C.gdr_dlerror() // clear any stale error on this thread
-	h := C.dlopen(cname, C.RTLD_NOW|C.RTLD_LOCAL)
-	if h == nil {
-		return nil, &Error{Op: "dlopen", Name: name, Msg: C.GoString(C.gdr_dlerror())}
+	lib := nvdl.New(name, nvdl.RTLD_NOW|nvdl.RTLD_LOCAL)
+	if err := lib.Open(); err != nil {
+		return nil, &Error{Op: "dlopen", Name: name, Msg: loaderText(err)}
 	}
-	return &Library{name: name, h: h}, nil
+	return &Library{name: name, lib: lib}, nil
 }
 
 // Name is the name the library was opened with.
@@ -72,36 +73,33 @@ func (l *Library) Name() string { return l.name }
 func (l *Library) Lookup(sym string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.h == nil {
+	if l.lib == nil {
 		return &Error{Op: "dlsym", Name: sym, Msg: l.name + " is closed"}
 	}
-	csym := C.CString(sym)
-	defer C.free(unsafe.Pointer(csym))
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	C.gdr_dlerror()
-	p := C.dlsym(l.h, csym)
-	// A symbol may legitimately be NULL; dlerror tells the two cases apart.
-	if msg := C.GoString(C.gdr_dlerror()); p == nil && msg != "" {
-		return &Error{Op: "dlsym", Name: sym, Msg: msg}
+	err := l.lib.Lookup(sym)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// go-nvml wraps dlerror's text; none means dlsym found the symbol and
+	// its value is NULL, which is a symbol that resolves.
+	why := errors.Unwrap(err)
+	if why == nil {
+		return nil
+	}
+	return &Error{Op: "dlsym", Name: sym, Msg: why.Error()}
 }
 
 // Close dlcloses the library; a second Close is a no-op.
 func (l *Library) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.h == nil {
+	if l.lib == nil {
 		return nil
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	C.gdr_dlerror()
-	rc := C.dlclose(l.h)
-	l.h = nil
-	if rc != 0 {
-		return &Error{Op: "dlclose", Name: l.name, Msg: C.GoString(C.gdr_dlerror())}
+	err := l.lib.Close()
+	l.lib = nil
+	if err != nil {
+		return &Error{Op: "dlclose", Name: l.name, Msg: loaderText(err)}
 	}
 	return nil
 }
