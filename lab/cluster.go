@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/gdrconf/gdrconf/cluster"
@@ -1218,14 +1220,22 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(x, y)
 }
 
+// hostTable prints host, verdict and fabric verdict, one host a line, in
+// columns as wide as their widest entry (a verdict may be long).
+func hostTable(w io.Writer, hs []ClusterHost) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	for _, h := range hs {
+		fmt.Fprintf(tw, "  %s\t%s\tfabric %s\n", h.Host, h.Verdict, h.Fabric)
+	}
+	tw.Flush()
+}
+
 // printCluster prints the pairs as a rail table, the suspects and the
 // degraded rails.
 func (r *runner) printCluster(s *ClusterSummary, rep *report.Report, degrade []Degrade) {
 	w := r.o.Out
 	fmt.Fprintf(w, "\ncluster report: %s (%s)\n", rep.Verdict.Line, r.o.ReportDir)
-	for _, h := range s.Hosts {
-		fmt.Fprintf(w, "  %-6s %-28s fabric %s\n", h.Host, h.Verdict, h.Fabric)
-	}
+	hostTable(w, s.Hosts)
 	fmt.Fprintf(w, "\n  %-5s %-12s", "round", "server-client")
 	for rl := 0; rl < r.o.Cluster.Rails; rl++ {
 		fmt.Fprintf(w, " %18s", fmt.Sprintf("rail %d Gbit/s", rl))

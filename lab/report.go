@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/jstemmer/go-junit-report/v2/gtr"
@@ -173,23 +174,21 @@ func firstLine(s string) string {
 	return ""
 }
 
-// Summary prints one line per suite: host, package, pass, fail, skip.
+// Summary prints one line per suite: host, package, pass, fail, skip. The
+// counts are fixed-width, right-aligned, in the row's last cell.
 func Summary(w io.Writer, suites []*Suite) {
-	hw, pw := len("host"), len("package")
-	for _, s := range suites {
-		hw = max(hw, len(s.Host))
-		pw = max(pw, len(s.Pkg))
-	}
-	fmt.Fprintf(w, "%-*s  %-*s  %5s  %5s  %5s\n", hw, "host", pw, "package", "pass", "fail", "skip")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "host\tpackage\t%5s  %5s  %5s\n", "pass", "fail", "skip")
 	var tot Counts
 	for _, s := range suites {
 		c := s.Counts()
 		tot.Pass += c.Pass
 		tot.Fail += c.Fail
 		tot.Skip += c.Skip
-		fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, s.Host, pw, s.Pkg, c.Pass, c.Fail, c.Skip)
+		fmt.Fprintf(tw, "%s\t%s\t%5d  %5d  %5d\n", s.Host, s.Pkg, c.Pass, c.Fail, c.Skip)
 	}
-	fmt.Fprintf(w, "%-*s  %-*s  %5d  %5d  %5d\n", hw, "total", pw, "", tot.Pass, tot.Fail, tot.Skip)
+	fmt.Fprintf(tw, "total\t\t%5d  %5d  %5d\n", tot.Pass, tot.Fail, tot.Skip)
+	tw.Flush()
 }
 
 // gpuSkip reports whether t is a test the lab expects to skip: a GPU-only
