@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/lab/cpio"
 )
 
 // ModuleRoots are the modules the lab needs; LoadOrder adds their
@@ -79,7 +81,7 @@ func (im *Image) Build(dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := im.write(NewCpioWriter(zw), files, guestMods, false); err != nil {
+	if err := im.write(cpio.NewWriter(zw), files, guestMods, false); err != nil {
 		return err
 	}
 	if err := zw.Close(); err != nil {
@@ -170,7 +172,7 @@ func (im *Image) Layer(dst string) error {
 		return err
 	}
 	defer f.Close()
-	if err := im.write(NewLayerWriter(f), files, mods, true); err != nil {
+	if err := im.write(cpio.NewLayerWriter(f), files, mods, true); err != nil {
 		return err
 	}
 	return f.Close()
@@ -195,7 +197,7 @@ func layerPath(gp string) (string, bool) {
 
 // write adds the image's entries to cw: every one for the initramfs, those
 // layerPath keeps (and where it puts them) for the container layer.
-func (im *Image) write(cw *CpioWriter, files map[string]string, guestMods []string, layer bool) error {
+func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []string, layer bool) error {
 	place := func(gp string) (string, bool) {
 		if !layer {
 			return gp, true

@@ -21,6 +21,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/lab/cpio"
 	"github.com/gdrconf/gdrconf/lab/kube"
 	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/lab/wait"
@@ -329,7 +330,7 @@ func (r *runner) kubeImages(im *Image, parts *Parts, k *kubeRun) error {
 	if err != nil {
 		return err
 	}
-	tw := NewLayerWriter(f)
+	tw := cpio.NewLayerWriter(f)
 	bb, err := os.ReadFile(filepath.Join(parts.Root, "bin/busybox"))
 	if err == nil {
 		err = tw.File("/bin/busybox", 0o755, bb)

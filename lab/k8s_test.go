@@ -26,40 +26,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/lab/cpio"
 	"github.com/gdrconf/gdrconf/lab/kube"
 	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
-
-// The layer writer writes the same entries as the cpio writer, as a tar
-// a container runtime unpacks: directories first, modes, symlinks.
-func TestLayerWriter(t *testing.T) {
-	var b bytes.Buffer
-	w := NewLayerWriter(&b)
-	require.NoError(t, w.File("/opt/gdrconf/rounds.sh", 0o755, []byte("#!/bin/sh\n")))
-	require.NoError(t, w.Symlink("/bin/sh", "busybox"))
-	require.Error(t, w.File("/opt/gdrconf/rounds.sh", 0o644, nil), "one entry per name, as in the initramfs")
-	require.NoError(t, w.Close())
-	got := map[string]*tar.Header{}
-	var order []string
-	tr := tar.NewReader(&b)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		got[h.Name] = h
-		order = append(order, h.Name)
-	}
-	assert.Equal(t, []string{"opt/", "opt/gdrconf/", "opt/gdrconf/rounds.sh", "bin/", "bin/sh"}, order)
-	assert.Equal(t, byte(tar.TypeReg), got["opt/gdrconf/rounds.sh"].Typeflag)
-	assert.Equal(t, int64(0o755), got["opt/gdrconf/rounds.sh"].Mode)
-	assert.Equal(t, int64(10), got["opt/gdrconf/rounds.sh"].Size)
-	assert.Equal(t, byte(tar.TypeSymlink), got["bin/sh"].Typeflag)
-	assert.Equal(t, "busybox", got["bin/sh"].Linkname)
-	assert.Equal(t, byte(tar.TypeDir), got["opt/"].Typeflag)
-}
 
 // The container layer holds the VMs' userland and the suite where
 // deploy/k8s runs it, never the VM's agent, jobs or daemons' secrets.
@@ -87,7 +58,7 @@ func TestLayerPath(t *testing.T) {
 func TestWriteArchive(t *testing.T) {
 	dir := t.TempDir()
 	var b bytes.Buffer
-	w := NewLayerWriter(&b)
+	w := cpio.NewLayerWriter(&b)
 	require.NoError(t, w.File("/bin/busybox", 0o755, []byte("bb")))
 	require.NoError(t, w.Close())
 	layer := filepath.Join(dir, "l.tar")

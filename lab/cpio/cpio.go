@@ -1,4 +1,7 @@
-package lab
+// Package cpio writes the lab's boot and image archives: a "newc" cpio
+// archive (the initramfs the VMs boot) or, the same entries, a tar (an OCI
+// image layer).
+package cpio
 
 import (
 	"archive/tar"
@@ -8,11 +11,11 @@ import (
 	"strings"
 )
 
-// CpioWriter writes a "newc" cpio archive, the format the kernel unpacks as an
+// Writer writes a "newc" cpio archive, the format the kernel unpacks as an
 // initramfs. Only what an initramfs needs is supported: directories, regular
 // files and symlinks, all owned by root. From NewLayerWriter it writes the
 // same entries as a tar instead: an OCI image layer (make lab-k8s).
-type CpioWriter struct {
+type Writer struct {
 	w      io.Writer
 	tw     *tar.Writer
 	ino    uint32
@@ -23,14 +26,14 @@ type CpioWriter struct {
 	rmajor, rminor uint32 // device numbers of the entry being written
 }
 
-// NewCpioWriter returns a writer that appends entries to w.
-func NewCpioWriter(w io.Writer) *CpioWriter {
-	return &CpioWriter{w: w, ino: 1, seen: map[string]bool{}}
+// NewWriter returns a writer that appends entries to w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: w, ino: 1, seen: map[string]bool{}}
 }
 
 // NewLayerWriter returns a writer of the same entries as a tar archive.
-func NewLayerWriter(w io.Writer) *CpioWriter {
-	c := NewCpioWriter(w)
+func NewLayerWriter(w io.Writer) *Writer {
+	c := NewWriter(w)
 	c.tw = tar.NewWriter(w)
 	return c
 }
@@ -52,7 +55,7 @@ func cleanName(name string) (string, error) {
 }
 
 // Dir adds a directory (and, like mkdir -p, its missing parents).
-func (c *CpioWriter) Dir(name string, perm uint32) error {
+func (c *Writer) Dir(name string, perm uint32) error {
 	n, err := cleanName(name)
 	if err != nil {
 		return err
@@ -60,7 +63,7 @@ func (c *CpioWriter) Dir(name string, perm uint32) error {
 	return c.mkdirAll(n, perm)
 }
 
-func (c *CpioWriter) mkdirAll(n string, perm uint32) error {
+func (c *Writer) mkdirAll(n string, perm uint32) error {
 	if c.seen[n] {
 		return nil
 	}
@@ -74,7 +77,7 @@ func (c *CpioWriter) mkdirAll(n string, perm uint32) error {
 }
 
 // File adds a regular file with the given content and permission bits.
-func (c *CpioWriter) File(name string, perm uint32, data []byte) error {
+func (c *Writer) File(name string, perm uint32, data []byte) error {
 	n, err := c.claim(name)
 	if err != nil {
 		return err
@@ -83,7 +86,7 @@ func (c *CpioWriter) File(name string, perm uint32, data []byte) error {
 }
 
 // Symlink adds a symbolic link name -> target.
-func (c *CpioWriter) Symlink(name, target string) error {
+func (c *Writer) Symlink(name, target string) error {
 	if target == "" {
 		return fmt.Errorf("cpio: symlink %q has an empty target", name)
 	}
@@ -96,7 +99,7 @@ func (c *CpioWriter) Symlink(name, target string) error {
 
 // CharDev adds a character device node (the kernel needs /dev/console
 // before /init runs, when no devtmpfs is mounted yet).
-func (c *CpioWriter) CharDev(name string, perm, major, minor uint32) error {
+func (c *Writer) CharDev(name string, perm, major, minor uint32) error {
 	n, err := c.claim(name)
 	if err != nil {
 		return err
@@ -107,14 +110,14 @@ func (c *CpioWriter) CharDev(name string, perm, major, minor uint32) error {
 }
 
 // Has reports whether name was already added.
-func (c *CpioWriter) Has(name string) bool {
+func (c *Writer) Has(name string) bool {
 	n, err := cleanName(name)
 	return err == nil && c.seen[n]
 }
 
 // claim cleans name, adds its missing parent directories and reserves it:
 // a second entry of one name is an error.
-func (c *CpioWriter) claim(name string) (string, error) {
+func (c *Writer) claim(name string) (string, error) {
 	n, err := cleanName(name)
 	if err != nil {
 		return "", err
@@ -129,14 +132,14 @@ func (c *CpioWriter) claim(name string) (string, error) {
 	return n, nil
 }
 
-func (c *CpioWriter) parents(n string) error {
+func (c *Writer) parents(n string) error {
 	if d := path.Dir(n); d != "." {
 		return c.mkdirAll(d, 0o755)
 	}
 	return nil
 }
 
-func (c *CpioWriter) entry(name string, mode uint32, data []byte) error {
+func (c *Writer) entry(name string, mode uint32, data []byte) error {
 	if c.err != nil {
 		return c.err
 	}
@@ -161,7 +164,7 @@ func (c *CpioWriter) entry(name string, mode uint32, data []byte) error {
 	return c.err
 }
 
-func (c *CpioWriter) tarEntry(name string, mode uint32, data []byte) error {
+func (c *Writer) tarEntry(name string, mode uint32, data []byte) error {
 	h := &tar.Header{Name: name, Mode: int64(mode & 0o7777), Format: tar.FormatPAX, Uname: "root", Gname: "root"}
 	switch mode & 0o170000 {
 	case modeDir:
@@ -180,21 +183,21 @@ func (c *CpioWriter) tarEntry(name string, mode uint32, data []byte) error {
 	return c.err
 }
 
-func (c *CpioWriter) write(b []byte) {
+func (c *Writer) write(b []byte) {
 	if c.err == nil {
 		_, c.err = c.w.Write(b)
 	}
 }
 
 // pad aligns to 4 bytes, as newc requires after the name and after the data.
-func (c *CpioWriter) pad(n int) {
+func (c *Writer) pad(n int) {
 	if r := n % 4; r != 0 {
 		c.write(make([]byte, 4-r))
 	}
 }
 
 // Close writes the trailer entry; it does not close the underlying writer.
-func (c *CpioWriter) Close() error {
+func (c *Writer) Close() error {
 	if c.closed {
 		return c.err
 	}
