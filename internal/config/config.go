@@ -68,8 +68,11 @@ type Config struct {
 	Token      string        // GDR_TOKEN: shared secret for the out-of-band session
 	Timeout    time.Duration // GDR_TIMEOUT: deadline for any wait on the peer or NIC
 	MaxPath    topo.Class    // GDR_MAX_PATH: worst acceptable GPU<->NIC class
-	AllowIOMMU bool          // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
-	LeakCheck  bool          // GDR_LEAK_CHECK: each test fails if it leaves RDMA objects behind
+	// MaxPathSet: GDR_MAX_PATH was given; without it PathLimit follows
+	// NCCL's own level for each path.
+	MaxPathSet bool
+	AllowIOMMU bool // GDR_ALLOW_IOMMU: translated DMA is reported, not failed
+	LeakCheck  bool // GDR_LEAK_CHECK: each test fails if it leaves RDMA objects behind
 	// SuiteLock is GDR_SUITE_LOCK: the file whose lock keeps two conformance
 	// binaries of this host from running at once (internal/suitelock).
 	SuiteLock string
@@ -380,7 +383,7 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 		if err != nil {
 			bad("GDR_MAX_PATH", v, topo.AcceptedClasses)
 		} else {
-			c.MaxPath = pc
+			c.MaxPath, c.MaxPathSet = pc, true
 		}
 	}
 	if v, ok := get("GDR_ALLOW_IOMMU"); ok {
@@ -684,4 +687,16 @@ func validGPUSelector(s string) bool {
 	// dddd:bb:dd.f or bb:dd.f, each field in range
 	_, err := pci.NormalizeAddr(s)
 	return err == nil
+}
+
+// PathLimit is the worst class TOPO-02 accepts for path p: GDR_MAX_PATH
+// where it is set; else NCCL's default level, PXB, raised to P2C for a GPU
+// that reaches its CPU over NVLink-C2C (NVIDIA/nccl src/graph/paths.cc
+// ncclTopoCheckGdr: NCCL_NET_GDR_C2C, on by default since 2.27.3, sets the
+// level to P2C; a P2C path exists only from such a GPU).
+func (c Config) PathLimit(p topo.Path) topo.Class {
+	if c.MaxPathSet || p.C2C == "" {
+		return c.MaxPath
+	}
+	return max(c.MaxPath, topo.P2C)
 }

@@ -370,3 +370,25 @@ func TestEmptyValuesAreDefaults(t *testing.T) {
 		})
 	}
 }
+
+// Without GDR_MAX_PATH a GPU on NVLink-C2C (GH200, GB200) may reach a NIC
+// of its own Grace as P2C, as NCCL does by default; x86 paths keep PXB,
+// and a GDR_MAX_PATH the user set holds for every path.
+func TestPathLimitC2C(t *testing.T) {
+	c, err := Parse(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	assert.Equal(t, topo.PXB, c.PathLimit(topo.Path{Class: topo.NODE}))
+	assert.Equal(t, topo.P2C, c.PathLimit(topo.Path{Class: topo.P2C, C2C: "0009:01:00.0", PCIe: topo.NODE}))
+	assert.False(t, topo.P2C.FartherThan(c.PathLimit(topo.Path{Class: topo.P2C, C2C: "0009:01:00.0"})))
+	assert.True(t, topo.SYS.FartherThan(c.PathLimit(topo.Path{Class: topo.SYS, C2C: "0009:01:00.0"})))
+
+	c, err = Parse(func(k string) (string, bool) {
+		if k == "GDR_MAX_PATH" {
+			return "PXB", true
+		}
+		return "", false
+	})
+	require.NoError(t, err)
+	assert.True(t, c.MaxPathSet)
+	assert.Equal(t, topo.PXB, c.PathLimit(topo.Path{Class: topo.P2C, C2C: "0009:01:00.0"}))
+}

@@ -171,8 +171,12 @@ func GDRLevel(r *hostfs.Root, env Env) (level topo.Class, setting string, ok boo
 		return topo.Unknown, setting, true, nil
 	case "PIX":
 		return topo.PIX, setting, true, nil
-	case "PXB", "P2C", "PXN":
+	case "PXB":
 		return topo.PXB, setting, true, nil
+	case "P2C", "PXN":
+		// PXN (through a peer GPU's NIC) sits above P2C in NCCL's order
+		// and has no class of its own here: P2C is the farthest it admits.
+		return topo.P2C, setting, true, nil
 	case "PHB":
 		return topo.NODE, setting, true, nil
 	case "SYS":

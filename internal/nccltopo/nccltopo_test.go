@@ -192,7 +192,7 @@ func TestGDRLevel(t *testing.T) {
 		level topo.Class
 		ok    bool
 	}{
-		{"PIX", topo.PIX, true}, {"PXB", topo.PXB, true}, {"P2C", topo.PXB, true},
+		{"PIX", topo.PIX, true}, {"PXB", topo.PXB, true}, {"P2C", topo.P2C, true}, {"PXN", topo.P2C, true},
 		{"PHB", topo.NODE, true}, {"LOC", topo.Unknown, true},
 		{"0", topo.Unknown, true}, {"1", topo.PIX, true}, {"3", topo.NODE, true}, {"9", topo.SYS, true},
 		{"phb", topo.Unknown, false}, // NCCL compares case-sensitively and keeps its default

@@ -108,3 +108,32 @@ func ReadGPUs(root *hostfs.Root) ([]GPUInfo, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+// NUMAStatusFile is created beside a GPU's information file only where the
+// driver puts the GPU's memory on a NUMA node of its own: GPUs coherently
+// attached to their CPU over NVLink-C2C (GH200, GB200, GB300). It is absent
+// on PCIe GPUs, where the driver's NUMA status is "disabled"
+// (open-gpu-kernel-modules kernel-open/nvidia/nv-procfs.c
+// nv_procfs_read_numa_status; hwloc's topology-linux.c reads it for the
+// same purpose).
+const NUMAStatusFile = "numa_status"
+
+// C2CGPUs lists the GPUs (PCI addresses, in order) the driver shows as
+// coherently attached over NVLink-C2C: those with a numa_status file. No
+// driver is none; an unreadable directory is an error.
+func C2CGPUs(root *hostfs.Root) ([]string, error) {
+	dirs, err := root.ReadDir(GPUsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	sort.Strings(dirs)
+	var out []string
+	for _, d := range dirs {
+		if pci.IsBDF(d) && root.Exists(GPUsDir+"/"+d+"/"+NUMAStatusFile) {
+			out = append(out, strings.ToLower(d))
+		}
+	}
+	return out, nil
+}

@@ -46,3 +46,20 @@ func TestReadGPUs(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Empty(t, gs)
 }
+
+// numa_status beside a GPU's information file marks it as coherently
+// attached over NVLink-C2C (nv-procfs.c creates it only then); PCIe GPUs
+// have none, and no driver directory is no GPUs.
+func TestC2CGPUs(t *testing.T) {
+	root := hostfstest.Tree(t, map[string]string{
+		GPUsDir + "/0009:01:00.0/information": "Model: NVIDIA GH200 480GB\nBus Location: 0009:01:00.0\n",
+		GPUsDir + "/0009:01:00.0/numa_status": "Node: 1\nStatus: online\n",
+		GPUsDir + "/0000:18:00.0/information": "Model: NVIDIA H200\nBus Location: 0000:18:00.0\n",
+	})
+	got, err := C2CGPUs(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0009:01:00.0"}, got)
+	got, err = C2CGPUs(hostfstest.Tree(t, map[string]string{"/proc/": ""}))
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/nccltopo"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/topo"
@@ -56,6 +57,12 @@ func Discover(r *hostfs.Root) *Host {
 	h := &Host{Root: r}
 	h.Index, h.PCIErr = topo.Load(r)
 	h.PCIDir = r.Exists(pci.DevicesDir)
+	// GPUs on NVLink-C2C reach a NIC on their own Grace as NCCL's P2C;
+	// what the driver directory does not say (unreadable) leaves the PCIe
+	// classes, which judge such a host more strictly, never more leniently.
+	if c2c, err := nvdriver.C2CGPUs(r); err == nil {
+		h.Index.MarkC2C(c2c)
+	}
 	for _, d := range h.Index.Devices() {
 		if d.IsGPU() {
 			h.GPUs = append(h.GPUs, &GPU{PCI: d.BDF, NUMA: d.NUMANode, Dev: d})

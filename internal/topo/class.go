@@ -17,6 +17,12 @@ const (
 	PIX
 	// PXB: through several PCIe switches, no host bridge.
 	PXB
+	// P2C: a GPU that reaches its CPU over NVLink-C2C (GH200, GB200,
+	// GB300), then PCIe from that CPU to the NIC: NCCL's P2C, which NCCL
+	// ranks between PXB and PHB and uses GPUDirect RDMA over by default
+	// (NVIDIA/nccl src/graph/paths.cc mergePathType: C2C+PHB is P2C;
+	// ncclTopoCheckGdr: NCCL_NET_GDR_C2C=1 raises the level to P2C).
+	P2C
 	// PHB: through a PCIe host bridge (the CPU's root complex).
 	PHB
 	// NODE: between host bridges of one NUMA node.
@@ -25,7 +31,7 @@ const (
 	SYS
 )
 
-var classNames = [...]string{"UNKNOWN", "PIX", "PXB", "PHB", "NODE", "SYS"}
+var classNames = [...]string{"UNKNOWN", "PIX", "PXB", "P2C", "PHB", "NODE", "SYS"}
 
 func (c Class) String() string {
 	if c < 0 || int(c) >= len(classNames) {
@@ -35,7 +41,7 @@ func (c Class) String() string {
 }
 
 // AcceptedClasses lists the names ParseClass takes, for error messages.
-const AcceptedClasses = "PIX, PXB, PHB, NODE or SYS"
+const AcceptedClasses = "PIX, PXB, P2C, PHB, NODE or SYS"
 
 // ParseClass reads a class name, case-insensitively.
 func ParseClass(s string) (Class, error) {
@@ -46,6 +52,19 @@ func ParseClass(s string) (Class, error) {
 		}
 	}
 	return Unknown, fmt.Errorf("%s is not a path class (want %s)", clip.Quote(s), AcceptedClasses)
+}
+
+// ViaC2C is the class of a path from a GPU attached to its CPU over
+// NVLink-C2C: one that leaves the PCIe tree at the CPU of that GPU (PHB, or
+// NODE: another root port of the same Grace, each its own PCI domain) is
+// P2C; PIX and PXB (a NIC sharing a switch with the GPU, ConnectX-8's) stay
+// PCIe paths, and SYS (the other Grace of a tray) stays SYS: NCCL merges
+// only C2C with PHB (paths.cc mergePathType).
+func (c Class) ViaC2C() Class {
+	if c == PHB || c == NODE {
+		return P2C
+	}
+	return c
 }
 
 // FartherThan reports whether c is a worse path than limit.

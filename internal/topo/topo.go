@@ -1,7 +1,8 @@
 // Package topo classifies the PCIe path between two PCI functions the way
 // `nvidia-smi topo -m` does (Class: PIX, PXB, PHB, NODE, SYS), from their
 // sysfs paths: the lowest common ancestor, and the PCIe switches between
-// them. It also says what speed and width a link should train to
+// them; a GPU on NVLink-C2C reaches its own CPU's NICs as NCCL's P2C
+// (Class.ViaC2C). It also says what speed and width a link should train to
 // (ExpectedLink) and judges a trained link against that (CheckLink).
 //
 // NUMA node -1 means unknown, not "same node". Two functions under different
@@ -42,6 +43,20 @@ type HostInfo struct {
 type Index struct {
 	devs map[string]*pci.Device
 	info HostInfo
+	// c2c are the GPUs attached to their CPU over NVLink-C2C (MarkC2C).
+	c2c map[string]bool
+}
+
+// MarkC2C records GPUs (PCI addresses) that reach their CPU over
+// NVLink-C2C; Classify then gives their paths to other functions as NCCL
+// does (Class.ViaC2C). internal/rails reads them from the NVIDIA driver.
+func (ix *Index) MarkC2C(gpus []string) {
+	for _, g := range gpus {
+		if ix.c2c == nil {
+			ix.c2c = map[string]bool{}
+		}
+		ix.c2c[g] = true
+	}
 }
 
 // New indexes devs (as returned by pci.Scan) on a host whose NUMA layout is
@@ -181,10 +196,52 @@ type Path struct {
 	From       string
 	SysfsClass Class
 	Via        string
+	// C2C is the GPU end's PCI address when that GPU reaches its CPU over
+	// NVLink-C2C, and PCIe the class the PCIe tree alone gives (what
+	// nvidia-smi topo -m prints); Class is then ViaC2C of it.
+	C2C  string
+	PCIe Class
 }
 
-// Classify returns the path between functions a and b.
+// TreeClass is the class the PCIe tree gives, before NVLink-C2C and any
+// NCCL topology file: what nvidia-smi topo -m compares with.
+func (p Path) TreeClass() Class {
+	if p.From != "" {
+		return p.SysfsClass
+	}
+	if p.C2C != "" {
+		return p.PCIe
+	}
+	return p.Class
+}
+
+// Classify returns the path between functions a and b; from a GPU marked
+// as NVLink-C2C attached (MarkC2C) to a function that is not, the class
+// is Class.ViaC2C of the tree's.
 func (ix *Index) Classify(a, b string) (Path, error) {
+	p, err := ix.classifyTree(a, b)
+	if err != nil {
+		return p, err
+	}
+	if g := c2cEnd(ix.c2c, a, b); g != "" {
+		p.C2C, p.PCIe, p.Class = g, p.Class, p.Class.ViaC2C()
+	}
+	return p, nil
+}
+
+// c2cEnd is the one end of a path that is a C2C-attached GPU; "" when none
+// or both are (two GPUs of one Grace talk over NVLink, not this path).
+func c2cEnd(c2c map[string]bool, a, b string) string {
+	switch {
+	case c2c[a] && !c2c[b]:
+		return a
+	case c2c[b] && !c2c[a]:
+		return b
+	}
+	return ""
+}
+
+func (ix *Index) classifyTree(a, b string) (Path, error) {
 	da, db := ix.devs[a], ix.devs[b]
 	if da == nil {
 		return Path{}, fmt.Errorf("no PCI function %s", a)

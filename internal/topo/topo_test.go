@@ -310,3 +310,43 @@ func TestSharedUpstream(t *testing.T) {
 	_, err = ix.SharedUpstream("0000:05:00.0", []string{"0000:98:00.0"})
 	require.ErrorContains(t, err, "no PCI function 0000:98:00.0")
 }
+
+// A GPU on NVLink-C2C (GH200: its own PCI domain below a Grace root port)
+// reaches a NIC on another root port of the same Grace as NCCL's P2C; the
+// tree's class stays what nvidia-smi topo -m compares with; a NIC on the
+// other Grace of a tray stays SYS; two C2C GPUs keep the tree's class.
+func TestClassifyC2C(t *testing.T) {
+	gpu := &pci.Device{BDF: "0009:01:00.0", Class: 0x030200, NUMANode: 0, Root: "pci0009:00", Chain: []string{"0009:00:00.0", "0009:01:00.0"}}
+	gpu2 := &pci.Device{BDF: "0019:01:00.0", Class: 0x030200, NUMANode: 0, Root: "pci0019:00", Chain: []string{"0019:00:00.0", "0019:01:00.0"}}
+	nic := &pci.Device{BDF: "0000:01:00.0", Class: 0x020700, NUMANode: 0, Root: "pci0000:00", Chain: []string{"0000:00:00.0", "0000:01:00.0"}}
+	far := &pci.Device{BDF: "0010:01:00.0", Class: 0x020700, NUMANode: 1, Root: "pci0010:00", Chain: []string{"0010:00:00.0", "0010:01:00.0"}}
+	ix := New([]*pci.Device{gpu, gpu2, nic, far})
+	p, err := ix.Classify(gpu.BDF, nic.BDF)
+	require.NoError(t, err)
+	assert.Equal(t, NODE, p.Class, "without C2C the tree's class")
+	assert.Equal(t, NODE, p.TreeClass())
+
+	ix.MarkC2C([]string{gpu.BDF, gpu2.BDF})
+	p, err = ix.Classify(gpu.BDF, nic.BDF)
+	require.NoError(t, err)
+	assert.Equal(t, P2C, p.Class)
+	assert.Equal(t, gpu.BDF, p.C2C)
+	assert.Equal(t, NODE, p.TreeClass())
+	p, err = ix.Classify(nic.BDF, gpu.BDF)
+	require.NoError(t, err)
+	assert.Equal(t, P2C, p.Class, "either order")
+	p, err = ix.Classify(gpu.BDF, far.BDF)
+	require.NoError(t, err)
+	assert.Equal(t, SYS, p.Class, "the other Grace")
+	p, err = ix.Classify(gpu.BDF, gpu2.BDF)
+	require.NoError(t, err)
+	assert.Equal(t, NODE, p.Class, "GPU to GPU is no P2C path")
+	assert.Equal(t, PIX, PIX.ViaC2C())
+	assert.Equal(t, PXB, PXB.ViaC2C())
+	assert.Equal(t, P2C, PHB.ViaC2C())
+	assert.True(t, P2C.FartherThan(PXB))
+	assert.False(t, P2C.FartherThan(PHB))
+	c, err := ParseClass("p2c")
+	require.NoError(t, err)
+	assert.Equal(t, P2C, c)
+}
