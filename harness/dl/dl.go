@@ -113,3 +113,16 @@ func Probe(name string) error {
 	}
 	return l.Close()
 }
+
+// Has says whether library lib exports sym. err is the dlopen error when
+// lib does not open; a dlclose failure after the lookup does not change
+// what the lookup found, so it is not returned.
+func Has(lib, sym string) (bool, error) {
+	l, err := Open(lib)
+	if err != nil {
+		return false, err
+	}
+	has := l.Lookup(sym) == nil
+	_ = l.Close()
+	return has, nil
+}

@@ -52,3 +52,14 @@ func TestProbe(t *testing.T) {
 	assert.NoError(t, Probe(libc))
 	assert.Error(t, Probe("/nonexistent/libx.so"))
 }
+
+func TestHas(t *testing.T) {
+	has, err := Has(libc, "malloc")
+	require.NoError(t, err)
+	assert.True(t, has)
+	has, err = Has(libc, "gdr_no_such_symbol_xyz")
+	require.NoError(t, err)
+	assert.False(t, has)
+	_, err = Has("libgdr-does-not-exist.so.9", "malloc")
+	assert.Error(t, err)
+}
