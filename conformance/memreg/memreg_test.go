@@ -61,73 +61,23 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 	t.Cleanup(func() { _ = plain.Close() })
 	var seen []string
 	defer func() { testenv.Attr(t, "controls", strings.Join(seen, "; ")) }()
-	controls := []typeControl{
-		{"cuMemAllocManaged", man.Addr(), cuda.MemManaged},
-		{"cuMemHostAlloc", pinned.Addr(), cuda.MemHost},
-		{"mmap host memory", plain.Addr(), cuda.MemUnknown},
+	controls := []gpumr.TypeControl{
+		{What: "cuMemAllocManaged", Addr: man.Addr(), Want: cuda.MemManaged},
+		{What: "cuMemHostAlloc", Addr: pinned.Addr(), Want: cuda.MemHost},
+		{What: "mmap host memory", Addr: plain.Addr(), Want: cuda.MemUnknown},
 	}
 	if why := cuda.VMMAbsence(g.Drv, g.Dev); why != "" {
 		seen = append(seen, "cuMemCreate not checked: "+why)
 	} else {
 		vmm := cuda.AllocVMM(t, g.Ctx, gpumr.BufSize)
-		controls = append(controls, typeControl{"cuMemCreate", vmm.Addr(), cuda.MemDevice})
-		seen = append(seen, vmmRDMAControl(t, g, vmm)...)
+		controls = append(controls, gpumr.TypeControl{What: "cuMemCreate", Addr: vmm.Addr(), Want: cuda.MemDevice})
+		s, fs := gpumr.VMMControl(t, g, vmm)
+		seen = append(seen, s...)
+		testenv.Record(t, fs...)
 	}
-	for _, c := range controls {
-		mt, err := g.Ctx.PointerType(c.addr)
-		if err != nil {
-			testenv.Failf(t, "upgrade the NVIDIA driver", "%s: %v", c.what, err)
-		}
-		seen = append(seen, c.what+"="+string(mt))
-		if mt != c.want {
-			testenv.Errorf(t, "report this driver: CU_POINTER_ATTRIBUTE_MEMORY_TYPE/IS_MANAGED misreport memory",
-				"%s memory at %#x classified %s, want %s", c.what, c.addr, mt, c.want)
-		}
-	}
-}
-
-// typeControl is memory MREG-02 classifies and what it must be classified.
-type typeControl struct {
-	what string
-	addr uintptr
-	want cuda.MemoryType
-}
-
-// vmmRDMAControl proves that CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
-// which RequireDevice demands of cuMemCreate memory, tells memory created
-// with gpuDirectRDMACapable from memory created without it: otherwise that
-// check could not fail. It returns what it saw, for gdr.controls.
-func vmmRDMAControl(t *testing.T, g *gpumr.GPU, vmm *cuda.VMM) []string {
-	t.Helper()
-	plain, err := g.Ctx.AllocVMM(gpumr.BufSize, false)
-	if err != nil {
-		testenv.Failf(t, "check dmesg for NVRM/Xid errors", "GPU %s: %v", g.Dev.PCI, err)
-	}
-	t.Cleanup(func() {
-		if err := plain.Close(); err != nil {
-			testenv.Errorf(t, "", "GPU %s: %v", g.Dev.PCI, err)
-		}
-	})
-	var seen []string
-	for _, c := range []struct {
-		what string
-		m    *cuda.VMM
-		want bool
-	}{
-		{"cuMemCreate gpuDirectRDMACapable=1", vmm, true},
-		{"cuMemCreate gpuDirectRDMACapable=0", plain, false},
-	} {
-		ok, err := g.Ctx.GPUDirectRDMACapable(c.m.Addr())
-		if err != nil {
-			testenv.Failf(t, "upgrade the NVIDIA driver (IS_GPU_DIRECT_RDMA_CAPABLE needs CUDA 11.3+)", "%s: %v", c.what, err)
-		}
-		seen = append(seen, fmt.Sprintf("%s: IS_GPU_DIRECT_RDMA_CAPABLE=%v", c.what, ok))
-		if ok != c.want {
-			testenv.Errorf(t, "report this driver: IS_GPU_DIRECT_RDMA_CAPABLE must follow the allocation's gpuDirectRDMACapable flag",
-				"%s memory at %#x reads IS_GPU_DIRECT_RDMA_CAPABLE=%v, want %v", c.what, c.m.Addr(), ok, c.want)
-		}
-	}
-	return seen
+	s, fs := gpumr.TypeControls(t, g, controls)
+	seen = append(seen, s...)
+	testenv.Record(t, fs...)
 }
 
 // judged says whether GDR_MR asks for this path on this host: a path the
@@ -220,11 +170,7 @@ func TestMREG05AnyPath(t *testing.T) {
 		if d.Err != nil {
 			de = d.Err.Error() + ": "
 		}
-		remedy := "load nvidia_peermem (modprobe nvidia-peermem), or enable dma-buf: NVIDIA open kernel module, Linux >= 5.12, rdma-core >= 34 and a NIC driver with dma-buf MRs; or set GDR_MR to the path this host is meant to use"
-		if a == cuda.CuMemCreate {
-			remedy += "; where only cuMemCreate memory fails, NCCL's default allocations cannot be registered: update the NVIDIA driver (nvidia_peermem with it), or set NCCL_CUMEM_ENABLE=0 until then"
-		}
-		testenv.Failf(t, remedy,
+		testenv.Failf(t, gpumr.NoPathRemedy(a == cuda.CuMemCreate),
 			"GPU %s -> %s: %s memory cannot be registered through the path GDR_MR=%s asks for: peermem: %s%s; dma-buf: %s%s",
 			g.Dev.PCI, n.Name, a, want, pe, p.Why(), de, d.Why())
 	})
