@@ -1,0 +1,294 @@
+package install
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
+	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
+	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/verdict"
+	"github.com/gdrconf/gdrconf/internal/virt"
+)
+
+var (
+	host = virt.Process{}
+	pod  = virt.Process{Container: virt.Container{In: true, Runtime: "kubernetes"}}
+	mlx  = []*rdmadev.Device{{Name: "mlx5_0", Driver: "mlx5_core", PCI: "0000:3b:00.0"}}
+)
+
+// attrs is j's facts as a map, and fails collects its Fail findings by outcome.
+func attrs(j Judged) map[string]string {
+	m := map[string]string{}
+	for _, a := range j.Attrs {
+		m[a.Key] = a.Value
+	}
+	return m
+}
+
+func fails(j Judged) []verdict.Finding {
+	var out []verdict.Finding
+	for _, f := range j.Findings {
+		if f.Level == verdict.Fail {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func one(t *testing.T, j Judged, kind verdict.Outcome) verdict.Finding {
+	t.Helper()
+	fs := fails(j)
+	require.Len(t, fs, 1, "%+v", j.Findings)
+	assert.Equal(t, kind, fs[0].Kind())
+	return fs[0]
+}
+
+const inboxLibs = "/usr/lib/x86_64-linux-gnu/"
+
+// INST-09 from files: each stack the node's files can show, and the
+// failure of RDMA devices without user space.
+func TestStackFromFiles(t *testing.T) {
+	ofed := hostfstest.Tree(t, map[string]string{
+		inboxLibs + "libibverbs.so.1": "", inboxLibs + "librdmacm.so.1": "",
+		"/usr/bin/ofed_info": `if [ "X$1" == "X-s" ]; then echo MLNX_OFED_LINUX-5.8-1.0.1.1:; exit; fi`,
+	})
+	j := StackFromFiles(ofed, host, mlx)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, string(StackOFED), attrs(j)["rdma_stack"])
+	assert.Equal(t, "MLNX_OFED_LINUX-5.8-1.0.1.1", attrs(j)["ofed_version"])
+
+	inbox := hostfstest.Tree(t, map[string]string{inboxLibs + "libibverbs.so.1": "", "/etc/": ""})
+	j = StackFromFiles(inbox, host, mlx)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, string(StackInbox), attrs(j)["rdma_stack"])
+
+	bare := hostfstest.Tree(t, map[string]string{"/etc/hostname": "n1\n", "/usr/": ""})
+	f := one(t, StackFromFiles(bare, host, mlx), verdict.FellShort)
+	assert.Contains(t, f.Cause, "RDMA device(s) mlx5_0 present but no RDMA user space")
+	assert.Equal(t, remedyRDMACore, f.Remedy)
+	f = one(t, StackFromFiles(bare, host, nil), verdict.Absent)
+	assert.Contains(t, f.Cause, "no RDMA stack under")
+	// A pod's node keeps its user space in images: a fact, not a failure.
+	j = StackFromFiles(bare, pod, mlx)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, string(StackNoNode), attrs(j)["rdma_stack"])
+
+	sysOnly := hostfstest.Tree(t, map[string]string{"/sys/class/infiniband/": ""})
+	f = one(t, StackFromFiles(sysOnly, host, mlx), verdict.Absent)
+	assert.Contains(t, f.Cause, "has no /etc or /usr")
+}
+
+// INST-07 from files: a missing library fails naming its package; none
+// and no device is absent.
+func TestLibrariesFromFiles(t *testing.T) {
+	noProbe := func(string) error { t.Fatal("a recorded tree's libraries are read, not loaded"); return nil }
+	half := hostfstest.Tree(t, map[string]string{inboxLibs + "libibverbs.so.1": "", "/etc/": ""})
+	f := one(t, Libraries(half, host, mlx, noProbe), verdict.FellShort)
+	assert.Contains(t, f.Cause, "librdmacm.so.1 not found")
+	assert.Contains(t, f.Cause, Libs[1].Pkg)
+
+	both := hostfstest.Tree(t, map[string]string{inboxLibs + "libibverbs.so.1": "", inboxLibs + "librdmacm.so.1": ""})
+	assert.Empty(t, fails(Libraries(both, host, mlx, noProbe)))
+
+	none := hostfstest.Tree(t, map[string]string{"/etc/hostname": "n1\n"})
+	one(t, Libraries(none, host, nil, noProbe), verdict.Absent)
+	j := Libraries(none, pod, mlx, noProbe)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, "none", attrs(j)["node_rdma_core"])
+}
+
+// The loader's answer per library: each failure with its package.
+func TestJudgeLibs(t *testing.T) {
+	probe := func(so string) error {
+		if so == "librdmacm.so.1" {
+			return errors.New("librdmacm.so.1: cannot open shared object file")
+		}
+		return nil
+	}
+	j, errs := judgeLibs(probe, "this image's ", remedyImageLibs)
+	require.Len(t, errs, 1)
+	f := one(t, j, verdict.FellShort)
+	assert.Equal(t, "this image's librdmacm.so.1: cannot open shared object file; install "+Libs[1].Pkg, f.Cause)
+	assert.Equal(t, remedyImageLibs, f.Remedy)
+}
+
+// INST-08: a device whose driver's provider is missing fails, naming the
+// device; an unknown driver is only reported.
+func TestProviderPerDevice(t *testing.T) {
+	devs := []*rdmadev.Device{
+		{Name: "mlx5_0", Driver: "mlx5_core"},
+		{Name: "irdma0", Driver: "irdma"},
+		{Name: "odd0", Driver: "odd_core"},
+	}
+	j := ProviderPerDevice("this host's", remedyProviders, map[string]string{"mlx5": "/etc/libibverbs.d/mlx5.driver"}, devs)
+	f := one(t, j, verdict.FellShort)
+	assert.Equal(t, "irdma0", f.Device)
+	assert.Contains(t, f.Cause, `needs the libibverbs provider "irdma"`)
+	assert.Len(t, j.Findings, 3)
+
+	tree := hostfstest.Tree(t, map[string]string{"/etc/libibverbs.d/mlx5.driver": "driver mlx5\n"})
+	j = Providers(tree, host, mlx)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, "mlx5", attrs(j)["verbs_providers"])
+	empty := hostfstest.Tree(t, map[string]string{"/etc/hostname": "n1\n"})
+	f = one(t, Providers(empty, host, mlx), verdict.FellShort)
+	assert.Contains(t, f.Cause, "no libibverbs provider installed")
+	assert.Equal(t, remedyProviders, f.Remedy)
+	f = one(t, Providers(empty, host, nil), verdict.Absent) // no user space, no device: nothing installed
+	assert.Contains(t, f.Cause, "no libibverbs provider and no RDMA device")
+	// A pod's node without user space: the image's providers serve it.
+	assert.Empty(t, fails(Providers(empty, pod, mlx)))
+}
+
+// INST-10: a NIC without its RDMA device fails with the module to load;
+// passthrough is not a failure.
+func TestJudgeUncovered(t *testing.T) {
+	state := func(m string) string { return m + " not loaded" }
+	f := judgeUncovered(&pci.Device{BDF: "0000:3b:00.0", Vendor: 0x15b3, Class: 0x020000, Driver: "mlx5_core"}, state)
+	require.NotNil(t, f)
+	assert.Equal(t, "modprobe mlx5_ib (MLNX_OFED: /etc/init.d/openibd restart)", f.Remedy)
+	assert.Equal(t, "0000:3b:00.0", f.Device)
+	assert.Contains(t, f.Cause, "its RDMA driver mlx5_ib is not loaded (mlx5_ib not loaded)")
+
+	f = judgeUncovered(&pci.Device{BDF: "0000:3b:00.1", Vendor: 0x15b3, Class: 0x020000}, state)
+	require.NotNil(t, f)
+	assert.Contains(t, f.Cause, "has no driver bound")
+	f = judgeUncovered(&pci.Device{BDF: "0000:3b:00.2", Driver: "other_en"}, state)
+	require.NotNil(t, f)
+	assert.Equal(t, "load the RDMA driver for other_en and check dmesg", f.Remedy)
+	assert.Nil(t, judgeUncovered(&pci.Device{BDF: "0000:3b:00.3", Driver: "vfio-pci"}, state))
+
+	assert.Equal(t, "0000:3b:00", slot("0000:3b:00.1"))
+}
+
+// INST-10: a missing core module fails, each on its own; a built-in one
+// shows by its sysfs class; nothing RDMA at all is absent.
+func TestModules(t *testing.T) {
+	tree := hostfstest.Tree(t, map[string]string{
+		"/proc/modules": "ib_core 16384 0 - Live 0x0000000000000000\n",
+		"/sys/class/infiniband_verbs/abi_version": "6\n",
+	})
+	km, err := kmod.New(tree)
+	require.NoError(t, err)
+	j := Modules(tree, km, mlx, true)
+	f := one(t, j, verdict.FellShort)
+	assert.Contains(t, f.Cause, "kernel module rdma_ucm is not loaded")
+	assert.True(t, strings.HasPrefix(f.Remedy, "modprobe rdma_ucm"))
+
+	ok, state, err := ModuleState(tree, km, "ib_uverbs")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Contains(t, state, "built in or loaded")
+
+	none := hostfstest.Tree(t, map[string]string{"/proc/modules": "nvidia 16384 0 - Live 0x0000000000000000\n"})
+	km, err = kmod.New(none)
+	require.NoError(t, err)
+	one(t, Modules(none, km, nil, false), verdict.Absent)
+}
+
+// INST-05: a newer major toolkit than the driver fails with both versions
+// as measured and threshold; a newer minor is a noted fact.
+func TestJudgeToolkit(t *testing.T) {
+	tk := nvdriver.CUDAVersion{Major: 12, Minor: 4}
+	j := JudgeToolkit(tk, 11080, "/usr/local/cuda/bin/nvcc")
+	f := one(t, j, verdict.FellShort)
+	assert.Contains(t, f.Cause, "newer major version than the driver supports (CUDA 11.8)")
+	assert.Equal(t, "cuda_toolkit", f.Measured)
+	assert.Equal(t, "cuda_driver", f.Threshold)
+	assert.Equal(t, "11.8", attrs(j)["cuda_driver"])
+
+	j = JudgeToolkit(tk, 12020, "nvcc")
+	assert.Empty(t, fails(j))
+	assert.Contains(t, attrs(j)["cuda_minor_compat"], "allowed by CUDA minor-version compatibility")
+
+	j = JudgeToolkit(tk, 12040, "nvcc")
+	assert.Empty(t, fails(j))
+	assert.NotContains(t, attrs(j), "cuda_minor_compat")
+
+	one(t, JudgeToolkit(tk, -1, "nvcc"), verdict.FellShort)
+}
+
+// INST-05 in a pod: no node root is the host's check; a recorded node's
+// toolkit is read but needs NVML to be judged.
+func TestNodeToolkit(t *testing.T) {
+	live, err := hostfs.New("/")
+	require.NoError(t, err)
+	_, hostOnly, j := NodeToolkit(live, pod)
+	assert.Contains(t, hostOnly, "the node's toolkit cannot be seen")
+	assert.Empty(t, j.Findings)
+
+	empty := hostfstest.Tree(t, map[string]string{"/etc/hostname": "n1\n"})
+	_, hostOnly, _ = NodeToolkit(empty, pod)
+	assert.Contains(t, hostOnly, "the node has none under")
+
+	rec := hostfstest.Tree(t, map[string]string{"/usr/local/cuda/version.json": `{"cuda":{"name":"CUDA SDK","version":"12.4.1"},"cuda_nvcc":{"name":"CUDA NVCC","version":"12.4.131"}}`, "/usr/local/cuda/bin/nvcc": ""})
+	tk, hostOnly, j := NodeToolkit(rec, pod)
+	assert.Empty(t, hostOnly)
+	assert.Equal(t, 12, tk.Version.Major)
+	f := one(t, j, verdict.Absent)
+	assert.Contains(t, f.Cause, "needs the running host")
+}
+
+func TestDriver(t *testing.T) {
+	_, ok, err := Driver(hostfstest.Tree(t, map[string]string{"/proc/": ""}))
+	assert.False(t, ok)
+	assert.NoError(t, err)
+	_, ok, err = Driver(hostfstest.Tree(t, map[string]string{nvdriver.VersionFile: "garbage\n"}))
+	assert.False(t, ok)
+	f, isF := verdict.As(err)
+	require.True(t, isF)
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Contains(t, f.Remedy, "reinstall the NVIDIA driver")
+}
+
+// INST-09 live: only a failed unit fails; openibd's state is a fact.
+func TestJudgeUnit(t *testing.T) {
+	assert.Empty(t, JudgeUnit("rdma.service", "active").Findings)
+	assert.Empty(t, JudgeUnit("rdma.service", "inactive").Findings)
+	f := one(t, JudgeUnit("rdma.service", UnitFailed), verdict.FellShort)
+	assert.Contains(t, f.Remedy, "journalctl -u rdma.service")
+	assert.Equal(t, "activating", attrs(JudgeUnit("openibd.service", "activating"))["openibd"])
+}
+
+// INST-12: each sign gives its remedy, most specific first.
+func TestPortSignsRemedy(t *testing.T) {
+	assert.Equal(t, "check dmesg for the NIC driver's port messages and the switch port", PortSigns{Port: 1}.Remedy())
+	r := PortSigns{Port: 1, OtherPort: "mlx5_0 port 2", Init: true, PhysDown: true}.Remedy()
+	i, j, k := strings.Index(r, "set GDR_IB_PORT"), strings.Index(r, "opensm"), strings.Index(r, "check cable")
+	assert.True(t, i >= 0 && j > i && k > j, r)
+	assert.Contains(t, r, "cable port 1")
+}
+
+// INST-14: the probe program's output says which install step failed.
+func TestProbeRemedy(t *testing.T) {
+	exit := errors.New("exit status 3")
+	for out, want := range map[string]string{
+		"./gdr_probe: error while loading shared libraries: libcuda.so.1": "ldconfig",
+		"ibv_get_device_list failed: errno 2 (No such file or directory)": "modprobe ib_uverbs",
+		"ibv_devices=1\ncuInit=803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH\n":   "nvidia-modprobe -u",
+		"ibv_devices=1\ncuInit=35 CUDA_ERROR_INSUFFICIENT_DRIVER\n":       "install one NVIDIA driver version",
+		"ibv_devices=1\ncuInit=100 CUDA_ERROR_NO_DEVICE\n":                "CUDA_VISIBLE_DEVICES",
+		"": "see the program's output",
+	} {
+		assert.Contains(t, ProbeRemedy(exit, out), want, out)
+	}
+	assert.Contains(t, ProbeRemedy(errors.New("fork/exec gdr_probe: permission denied"), ""), "noexec")
+}
+
+func TestNodeNotVisible(t *testing.T) {
+	live, err := hostfs.New("/")
+	require.NoError(t, err)
+	j := NodeNotVisible(live, pod, "rdma-core")
+	assert.Equal(t, "not visible from this container (GDR_HOST_ROOT=/)", attrs(j)["node_files"])
+	require.Len(t, j.Findings, 1)
+	assert.Equal(t, verdict.Info, j.Findings[0].Level)
+	assert.Empty(t, NodeNotVisible(live, host, "rdma-core").Attrs)
+}
