@@ -7,6 +7,9 @@
 // host tools or dlopen host libraries need the running host (GDR_HOST_ROOT
 // unset or "/") and report themselves absent on a recorded tree.
 //
+// The judging is internal/install's (the engine: each check returns its
+// facts and findings); a test reads requirement -> engine -> record.
+//
 // GPUs and RDMA devices come from the run's selection (testenv.Selection:
 // internal/rails over internal/pci and internal/rdmadev), so GDR_GPU and
 // GDR_RDMA_DEVICE mean here what they mean in every package, and INST-12

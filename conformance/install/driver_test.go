@@ -1,7 +1,6 @@
 package install
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -9,11 +8,11 @@ import (
 	"github.com/gdrconf/gdrconf/harness/dl"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hosttool"
+	"github.com/gdrconf/gdrconf/internal/install"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/reqs"
-	"github.com/gdrconf/gdrconf/internal/virt"
 )
 
 const installDriver = "install the NVIDIA data-center driver, preferably the open kernel module (Ubuntu: apt install nvidia-driver-<ver>-server-open or nvidia-open; RHEL: dnf module install nvidia-driver:<ver>-open), then modprobe nvidia; check dmesg for NVRM errors"
@@ -30,7 +29,7 @@ func TestINST01DriverLoaded(t *testing.T) {
 		switch {
 		case len(gpus) > 0:
 			testenv.Failf(t, installDriver, "NVIDIA GPU(s) %s on the PCI bus but no NVIDIA driver loaded: %s missing, module nvidia %s",
-				joinDevs(gpus), root.Host(nvdriver.VersionFile), mod)
+				install.JoinDevs(gpus), root.Host(nvdriver.VersionFile), mod)
 		case mod.Loaded():
 			testenv.Failf(t, "mount /proc, or reinstall the NVIDIA driver (the module is loaded but does not describe itself)",
 				"module nvidia is %s but %s is missing", mod, root.Host(nvdriver.VersionFile))
@@ -51,7 +50,7 @@ func TestINST01DriverLoaded(t *testing.T) {
 	uvm := lookupMod(t, km, "nvidia_uvm")
 	t.Logf("nvidia_uvm %s (CUDA loads it on first use through nvidia-modprobe)", uvm)
 	for _, g := range nvidiaGPUs(t) {
-		t.Logf("GPU %s", g)
+		t.Logf("GPU %s", install.DevString(g))
 	}
 }
 
@@ -91,7 +90,7 @@ func TestINST02NVMLAgrees(t *testing.T) {
 	var missing []string
 	for _, g := range gpus {
 		if !seen[g.BDF] {
-			missing = append(missing, g.String())
+			missing = append(missing, install.DevString(g))
 		}
 		delete(seen, g.BDF)
 	}
@@ -125,7 +124,7 @@ func TestINST03NouveauNotBound(t *testing.T) {
 			bound++
 			testenv.Errorf(t, remedy, "GPU %s is bound to nouveau, so the NVIDIA driver cannot use it", g.BDF)
 		} else {
-			t.Logf("GPU %s", g)
+			t.Logf("GPU %s", install.DevString(g))
 		}
 	}
 	if nv.Loaded() && bound == 0 {
@@ -138,7 +137,7 @@ func TestINST04NvidiaSMI(t *testing.T) {
 	testenv.Req(t, "INST-04")
 	info := needDriver(t, testenv.Root(t), "nvidia-smi")
 	needLive(t, "running nvidia-smi")
-	smi, looked := lookTool("nvidia-smi", "/usr/bin", "/usr/local/nvidia/bin", "/opt/nvidia/bin")
+	smi, looked := hosttool.Look("nvidia-smi", "/usr/bin", "/usr/local/nvidia/bin", "/opt/nvidia/bin")
 	if smi == "" {
 		remedy := "install the driver's utilities (Ubuntu: nvidia-utils-<ver>-server; RHEL: nvidia-driver-cuda)"
 		if proc(t).Container.In {
@@ -149,9 +148,9 @@ func TestINST04NvidiaSMI(t *testing.T) {
 		testenv.Failf(t, remedy,
 			"NVIDIA driver %s is loaded but nvidia-smi is not installed (looked in %s)", info.Version, strings.Join(looked, ", "))
 	}
-	out, err := runTool(t, "", nil, smi, "--query-gpu=pci.bus_id,name,driver_version", "--format=csv,noheader")
+	out, err := runTool(t, "", smi, "--query-gpu=pci.bus_id,name,driver_version", "--format=csv,noheader")
 	if err != nil {
-		testenv.Failf(t, "follow nvidia-smi's message (driver/library version mismatch: reboot or reinstall; no devices: check dmesg for NVRM/Xid)", "%v:\n%s", err, firstLines(out, 20))
+		testenv.Failf(t, "follow nvidia-smi's message (driver/library version mismatch: reboot or reinstall; no devices: check dmesg for NVRM/Xid)", "%v:\n%s", err, install.FirstLines(out, 20))
 	}
 	var n int
 	for _, line := range strings.Split(out, "\n") {
@@ -196,18 +195,23 @@ var cudaBinDirs = []string{"/usr/local/cuda/bin", "/usr/local/cuda-*/bin", "/opt
 func TestINST05CUDAToolkit(t *testing.T) {
 	testenv.Req(t, "INST-05")
 	if p := proc(t); p.Container.In {
-		nodeToolkit(t, testenv.Root(t), p)
+		tk, hostOnly, j := install.NodeToolkit(testenv.Root(t), p)
+		if hostOnly != "" {
+			testenv.HostOnly(t, "INST-05", "%s", hostOnly)
+		}
+		record(t, j)
+		judgeToolkit(t, tk.Version, tk.Dir+"/bin/nvcc")
 		return
 	}
 	needLive(t, "running nvcc")
-	nvcc, looked := lookTool("nvcc", cudaBinDirs...)
+	nvcc, looked := hosttool.Look("nvcc", cudaBinDirs...)
 	if nvcc == "" {
 		testenv.Absent(t, "install the CUDA toolkit (NVIDIA's repository: cuda-toolkit-<major>-<minor>) and put its bin directory in PATH", "CUDA toolkit not installed: no nvcc (looked in %s)", strings.Join(looked, ", "))
 	}
 	testenv.Attr(t, "nvcc", nvcc)
-	out, err := runTool(t, "", nil, nvcc, "-V")
+	out, err := runTool(t, "", nvcc, "-V")
 	if err != nil {
-		testenv.Failf(t, "reinstall the CUDA toolkit", "%v:\n%s", err, firstLines(out, 20))
+		testenv.Failf(t, "reinstall the CUDA toolkit", "%v:\n%s", err, install.FirstLines(out, 20))
 	}
 	tk, err := nvdriver.ParseNvcc(out)
 	if err != nil {
@@ -216,54 +220,15 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	judgeToolkit(t, tk, nvcc)
 }
 
-// nodeToolkit is INST-05 in a container: the node's toolkit, read.
-func nodeToolkit(t *testing.T, root *hostfs.Root, p virt.Process) {
-	t.Helper()
-	const why = "nvcc is a developer's tool on the host: GPUDirect RDMA traffic does not use it, and containerised workloads bring their own CUDA toolkit"
-	if root.Dir() == "/" {
-		testenv.HostOnly(t, "INST-05", "%s, and the node's toolkit cannot be seen (GDR_HOST_ROOT is unset; this image has none); run the suite on the host to check it (%s)", why, p.Container)
-	}
-	tk, ok, looked, err := nvdriver.FindToolkit(root)
-	if err != nil {
-		testenv.NotJudgedf(t, "check the file named, or run nvcc -V on the host", "the node's CUDA toolkit: %v", err)
-	}
-	if !ok {
-		testenv.HostOnly(t, "INST-05", "%s, and the node has none under %s (looked in %s; a GPU-operator node carries the driver only); run the suite on the host to check a developer's toolkit there",
-			why, root.Dir(), strings.Join(looked, ", "))
-	}
-	testenv.Attr(t, "cuda_toolkit_source", "the node's toolkit under "+root.Dir()+" ("+tk.From+", read; nvcc not run)")
-	if !root.IsLive() {
-		testenv.Attr(t, "cuda_toolkit", tk.Version.Full())
-		testenv.Absent(t, reqs.RemedyLiveHost, "the node's CUDA toolkit %s (%s) is compared with the driver's CUDA version through NVML, which needs the running host; GDR_HOST_ROOT=%s is a recorded tree", tk.Version.Full(), tk.From, root.Dir())
-	}
-	judgeToolkit(t, tk.Version, tk.Dir+"/bin/nvcc")
-}
-
-// judgeToolkit compares a toolkit's version with the CUDA version the
-// driver supports (NVML).
+// judgeToolkit asks NVML for the CUDA version the driver supports and
+// compares the toolkit's with it (install.JudgeToolkit).
 func judgeToolkit(t *testing.T, tk nvdriver.CUDAVersion, nvcc string) {
 	t.Helper()
-	testenv.Attr(t, "cuda_toolkit", tk.Full())
-	h := nvml.Open(t)
-	n, err := h.CUDADriverVersion()
+	n, err := nvml.Open(t).CUDADriverVersion()
 	if err != nil {
 		testenv.Failf(t, nvml.Remedy(err), "%v", err)
 	}
-	drv, err := nvdriver.CUDAFromInt(n)
-	if err != nil {
-		testenv.Failf(t, "upgrade the NVIDIA driver", "NVML: %v", err)
-	}
-	testenv.Attr(t, "cuda_driver", drv.String())
-	t.Logf("nvcc %s: CUDA %s; driver supports CUDA %s", nvcc, tk.Full(), drv)
-	switch nvdriver.CUDACompatible(tk, drv) {
-	case nvdriver.CUDAUnsupported:
-		testenv.Failf(t, fmt.Sprintf("upgrade the NVIDIA driver to a release that supports CUDA %s (CUDA release notes, table 'CUDA Toolkit and Minimum Required Driver Version'), or install a CUDA %d.x toolkit", tk, drv.Major),
-			"CUDA toolkit %s (%s) is a newer major version than the driver supports (CUDA %s); minor-version compatibility does not cross majors: programs it builds fail with cudaErrorInsufficientDriver", tk.Full(), nvcc, drv)
-	case nvdriver.CUDAMinorCompat:
-		note := fmt.Sprintf("CUDA toolkit %s is newer than the driver's CUDA %s within major %d: allowed by CUDA minor-version compatibility, but PTX JIT and features new in %s need a newer driver", tk.Full(), drv, tk.Major, tk)
-		testenv.Attr(t, "cuda_minor_compat", note)
-		t.Logf("warning: %s", note)
-	}
+	record(t, install.JudgeToolkit(tk, n, nvcc))
 }
 
 // INST-06: every GPU is Pascal (compute capability 6.0) or newer, the

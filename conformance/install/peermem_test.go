@@ -82,26 +82,14 @@ func TestINST13PeerMemory(t *testing.T) {
 }
 
 // dmabufPossible says whether the dma-buf registration path can work here,
-// and why (or why not): nvdriver.Dmabuf, with the live libibverbs.
+// and why (or why not): nvdriver.Dmabuf, with ibv_reg_dmabuf_mr looked up
+// in the live libibverbs (rdma-core >= 34 exports it).
 func dmabufPossible(t *testing.T, root *hostfs.Root, km *kmod.Host, info nvdriver.Info) (bool, string) {
 	t.Helper()
 	var verbs *nvdriver.VerbsDmabuf
 	if root.IsLive() {
-		verbs = verbsDmabuf(t)
+		has, err := dl.Has("libibverbs.so.1", "ibv_reg_dmabuf_mr")
+		verbs = &nvdriver.VerbsDmabuf{Has: has, Err: err}
 	}
 	return nvdriver.Dmabuf(root, km, info, verbs)
-}
-
-// verbsDmabuf opens libibverbs and looks for ibv_reg_dmabuf_mr.
-func verbsDmabuf(t *testing.T) *nvdriver.VerbsDmabuf {
-	t.Helper()
-	lib, err := dl.Open("libibverbs.so.1")
-	if err != nil {
-		return &nvdriver.VerbsDmabuf{Err: err}
-	}
-	v := &nvdriver.VerbsDmabuf{Has: lib.Lookup("ibv_reg_dmabuf_mr") == nil}
-	if err := lib.Close(); err != nil {
-		t.Logf("dlclose libibverbs: %v", err)
-	}
-	return v
 }
