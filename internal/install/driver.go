@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/gdrconf/gdrconf/internal/virt"
@@ -87,6 +89,102 @@ func JudgeToolkit(tk nvdriver.CUDAVersion, cudaDriver int, nvcc string) Judged {
 		note := fmt.Sprintf("CUDA toolkit %s is newer than the driver's CUDA %s within major %d: allowed by CUDA minor-version compatibility, but PTX JIT and features new in %s need a newer driver", tk.Full(), drv, tk.Major, tk)
 		j.attr("cuda_minor_compat", note)
 		j.info("warning: %s", note)
+	}
+	return j
+}
+
+const installDriver = "install the NVIDIA data-center driver, preferably the open kernel module (Ubuntu: apt install nvidia-driver-<ver>-server-open or nvidia-open; RHEL: dnf module install nvidia-driver:<ver>-open), then modprobe nvidia; check dmesg for NVRM errors"
+
+// lookup is km.Lookup as a finding: a module list that cannot be read is
+// not judged.
+func lookup(km *kmod.Host, name string) (kmod.Status, *verdict.Finding) {
+	st, err := km.Lookup(name)
+	if err != nil {
+		return st, verdict.NotJudgedf("", "kernel module %s: %v", name, err)
+	}
+	return st, nil
+}
+
+// DriverLoaded is INST-01: the NVIDIA kernel driver is loaded and says
+// which one it is (/proc/driver/nvidia/version agreeing with
+// /sys/module/nvidia/version). gpus are the NVIDIA GPUs on the PCI bus.
+func DriverLoaded(root *hostfs.Root, km *kmod.Host, gpus []*pci.Device) Judged {
+	var j Judged
+	mod, f := lookup(km, "nvidia")
+	if f != nil {
+		j.add(f)
+		return j
+	}
+	info, ok, err := Driver(root)
+	switch {
+	case err != nil:
+		j.add(verdict.Of(err))
+		return j
+	case ok:
+	case len(gpus) > 0:
+		j.add(verdict.Failf(installDriver, "NVIDIA GPU(s) %s on the PCI bus but no NVIDIA driver loaded: %s missing, module nvidia %s",
+			JoinDevs(gpus), root.Host(nvdriver.VersionFile), mod))
+		return j
+	case mod.Loaded():
+		j.add(verdict.Failf("mount /proc, or reinstall the NVIDIA driver (the module is loaded but does not describe itself)",
+			"module nvidia is %s but %s is missing", mod, root.Host(nvdriver.VersionFile)))
+		return j
+	default:
+		j.add(verdict.Absentf(reqs.RemedyNoDriver, "no NVIDIA driver and no NVIDIA GPU: %s missing, module nvidia %s (looked in %s), no PCI device with vendor 0x10de class 0x03xxxx in %s",
+			root.Host(nvdriver.VersionFile), mod, km.Sources(), root.Host(pci.DevicesDir)))
+		return j
+	}
+	j.attr("driver_version", info.Version)
+	j.attr("kernel_module", info.Flavour())
+	j.info("%s", info.Line)
+	if mod.Version != "" && !nvdriver.SameVersion(mod.Version, info.Version) {
+		f := verdict.Failf("reload the driver (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia) or reboot",
+			"/sys/module/nvidia/version says %s but %s says %s", mod.Version, nvdriver.VersionFile, info.Version)
+		f.Evidence = []string{"/sys/module/nvidia/version " + mod.Version, nvdriver.VersionFile + " " + info.Version}
+		j.add(f)
+		return j
+	}
+	if !info.Open {
+		j.info("the proprietary kernel module is loaded: the dma-buf GPUDirect RDMA path needs the open kernel module (nvidia-driver-<ver>-open); nvidia_peermem works with both")
+	}
+	uvm, f := lookup(km, "nvidia_uvm")
+	if f != nil {
+		j.add(f)
+		return j
+	}
+	j.info("nvidia_uvm %s (CUDA loads it on first use through nvidia-modprobe)", uvm)
+	for _, g := range gpus {
+		j.info("GPU %s", DevString(g))
+	}
+	return j
+}
+
+// Nouveau is INST-03: nouveau does not hold an NVIDIA GPU (gpus, from the
+// PCI bus).
+func Nouveau(root *hostfs.Root, km *kmod.Host, gpus []*pci.Device) Judged {
+	var j Judged
+	nv, f := lookup(km, "nouveau")
+	if f != nil {
+		j.add(f)
+		return j
+	}
+	if len(gpus) == 0 {
+		j.add(verdict.Absentf(reqs.RemedyNoGPU, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host(pci.DevicesDir), nv))
+		return j
+	}
+	bound := 0
+	for _, g := range gpus {
+		if g.Driver != "nouveau" {
+			j.info("GPU %s", DevString(g))
+			continue
+		}
+		bound++
+		f := verdict.Failf(nvdriver.NouveauRemedy, "GPU %s is bound to nouveau, so the NVIDIA driver cannot use it", g.BDF)
+		f.Device = g.BDF
+		j.add(f)
+	}
+	if nv.Loaded() && bound == 0 {
+		j.info("nouveau is %s though bound to no NVIDIA GPU; blacklist it so it never claims one at boot", nv)
 	}
 	return j
 }

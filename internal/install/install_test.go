@@ -2,6 +2,7 @@ package install
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
+	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/gdrconf/gdrconf/internal/virt"
@@ -291,4 +293,235 @@ func TestNodeNotVisible(t *testing.T) {
 	require.Len(t, j.Findings, 1)
 	assert.Equal(t, verdict.Info, j.Findings[0].Level)
 	assert.Empty(t, NodeNotVisible(live, host, "rdma-core").Attrs)
+}
+
+// INST-13: each registration path, in the order the engine prefers them,
+// and the failures: both peer-memory modules, or no path at all.
+func TestPeerMemory(t *testing.T) {
+	const openDriver = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@x)  Thu Jun 26 22:03:48 UTC 2025\n"
+	const propDriver = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023\n"
+	const live = " 16384 0 - Live 0x0000000000000000\n"
+	tree := func(mods, driver, release string) (*hostfs.Root, *kmod.Host) {
+		files := map[string]string{"/proc/modules": mods, kmod.ReleaseFile: release}
+		if driver != "" {
+			files[nvdriver.VersionFile] = driver
+		}
+		r := hostfstest.Tree(t, files)
+		km, err := kmod.New(r)
+		require.NoError(t, err)
+		return r, km
+	}
+	soft := []*rdmadev.Device{{Name: "rxe0", Driver: "rdma_rxe", DriverInferred: true}}
+	verbs := &nvdriver.VerbsDmabuf{Has: true}
+
+	r, km := tree("nvidia_peermem"+live+"nv_peer_mem"+live, openDriver, "6.8.0\n")
+	f := one(t, PeerMemory(r, km, mlx, verbs), verdict.FellShort)
+	assert.Contains(t, f.Remedy, "rmmod nv_peer_mem")
+
+	r, km = tree("nvidia_peermem"+live, openDriver, "6.8.0\n")
+	j := PeerMemory(r, km, mlx, verbs)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, string(PeerNvidiaPeermem), attrs(j)["peer_memory"])
+	one(t, PeerMemory(r, km, soft, verbs), verdict.Absent)
+	one(t, PeerMemory(r, km, nil, verbs), verdict.Absent)
+
+	r, km = tree("nv_peer_mem"+live, propDriver, "5.15.0\n")
+	assert.Equal(t, string(PeerLegacy), attrs(PeerMemory(r, km, mlx, nil))["peer_memory"])
+
+	// No module: the open driver on a new kernel registers through dma-buf.
+	r, km = tree("mlx5_ib"+live, openDriver, "6.8.0\n")
+	j = PeerMemory(r, km, mlx, verbs)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, string(PeerDmabuf), attrs(j)["peer_memory"])
+	// ... but not without ibv_reg_dmabuf_mr, nor on the proprietary module.
+	f = one(t, PeerMemory(r, km, mlx, &nvdriver.VerbsDmabuf{}), verdict.FellShort)
+	assert.True(t, strings.HasPrefix(f.Remedy, "modprobe nvidia-peermem"))
+	assert.Contains(t, f.Cause, "rdma-core < 34")
+	r, km = tree("mlx5_ib"+live, propDriver, "6.8.0\n")
+	f = one(t, PeerMemory(r, km, mlx, verbs), verdict.FellShort)
+	assert.Contains(t, f.Cause, "proprietary kernel module")
+
+	r, km = tree("mlx5_ib"+live, "", "6.8.0\n")
+	one(t, PeerMemory(r, km, mlx, verbs), verdict.Absent)
+}
+
+// INST-12: the primary rail's port ACTIVE passes; otherwise the failure
+// lists every port and the remedy follows what the ports show.
+func TestPort(t *testing.T) {
+	root := hostfstest.Tree(t, map[string]string{"/sys/class/infiniband/": ""})
+	port := func(num int, state, phys, ll string) rdmadev.Port {
+		return rdmadev.Port{Num: num, State: state, PhysState: phys, LinkLayer: ll, RawState: state, RawPhysState: phys}
+	}
+	dev := &rdmadev.Device{Name: "mlx5_0", Ports: []rdmadev.Port{port(1, "INIT", "LinkUp", "InfiniBand"), port(2, "ACTIVE", "LinkUp", "InfiniBand")}}
+	nic := &rails.NIC{Name: "mlx5_0", Port: 1, PortState: "INIT"}
+	sel := &rails.Selection{Host: &rails.Host{Devices: []*rdmadev.Device{dev}, NICDir: true}, Port: 1, Primary: &rails.Rail{NIC: nic}}
+
+	j := Port(root, sel, "")
+	f := one(t, j, verdict.FellShort)
+	assert.Contains(t, f.Cause, "no RDMA port is ACTIVE at port 1 (GDR_IB_PORT)")
+	assert.Contains(t, f.Cause, `mlx5_0 port 2: state "ACTIVE"`)
+	assert.Contains(t, f.Remedy, "mlx5_0 port 2 is ACTIVE: set GDR_IB_PORT")
+	assert.Contains(t, f.Remedy, "opensm")
+	assert.NotContains(t, f.Remedy, "check cable")
+	f = one(t, Port(root, sel, "mlx5_0"), verdict.FellShort)
+	assert.Contains(t, f.Cause, "GDR_RDMA_DEVICE=mlx5_0 port 1 (GDR_IB_PORT) is not ACTIVE")
+
+	nic.PortState = "ACTIVE"
+	j = Port(root, sel, "")
+	assert.Empty(t, fails(j))
+	assert.Equal(t, "mlx5_0/1", attrs(j)["active_port"])
+
+	// No candidate NIC: any ACTIVE port at GDR_IB_PORT is still one.
+	sel.Primary = nil
+	sel.NICs = []*rails.NIC{{Name: "mlx5_0", Port: 1, PortState: "ACTIVE", Why: "no /dev/infiniband/uverbs0"}}
+	assert.Equal(t, "mlx5_0/1", attrs(Port(root, sel, ""))["active_port"])
+
+	sel.Devices = nil
+	f = one(t, Port(root, sel, ""), verdict.Absent)
+	assert.Contains(t, f.Cause, "/sys/class/infiniband is empty")
+}
+
+// INST-01: GPUs without a driver fail; a driver that disagrees with its
+// module fails; no GPU and no driver is absent.
+func TestDriverLoaded(t *testing.T) {
+	const driver = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@x)  Thu Jun 26 22:03:48 UTC 2025\n"
+	gpu := []*pci.Device{{BDF: "0000:3b:00.0", Vendor: 0x10de, Class: 0x030200, Driver: "nvidia"}}
+	tree := func(files map[string]string) (*hostfs.Root, *kmod.Host) {
+		r := hostfstest.Tree(t, files)
+		km, err := kmod.New(r)
+		require.NoError(t, err)
+		return r, km
+	}
+	r, km := tree(map[string]string{"/proc/modules": "nvidia 16384 0 - Live 0x0000000000000000\n",
+		"/sys/module/nvidia/version": "580.159.04\n", nvdriver.VersionFile: driver})
+	j := DriverLoaded(r, km, gpu)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, "580.159.04", attrs(j)["driver_version"])
+
+	r, km = tree(map[string]string{"/proc/modules": "nvidia 16384 0 - Live 0x0000000000000000\n",
+		"/sys/module/nvidia/version": "570.86.15\n", nvdriver.VersionFile: driver})
+	f := one(t, DriverLoaded(r, km, gpu), verdict.FellShort)
+	assert.Contains(t, f.Cause, "/sys/module/nvidia/version says 570.86.15")
+	assert.Contains(t, f.Remedy, "reload the driver")
+
+	r, km = tree(map[string]string{"/proc/modules": "mlx5_ib 16384 0 - Live 0x0000000000000000\n"})
+	f = one(t, DriverLoaded(r, km, gpu), verdict.FellShort)
+	assert.Contains(t, f.Cause, "0000:3b:00.0 (nvidia) on the PCI bus but no NVIDIA driver loaded")
+	assert.Equal(t, installDriver, f.Remedy)
+	f = one(t, DriverLoaded(r, km, nil), verdict.Absent)
+	assert.Contains(t, f.Cause, "no NVIDIA driver and no NVIDIA GPU")
+
+	r, km = tree(map[string]string{"/proc/modules": "nvidia 16384 0 - Live 0x0000000000000000\n"})
+	f = one(t, DriverLoaded(r, km, nil), verdict.FellShort)
+	assert.Contains(t, f.Cause, "module nvidia is loaded")
+}
+
+// INST-03: each GPU nouveau holds fails, naming it.
+func TestNouveau(t *testing.T) {
+	r := hostfstest.Tree(t, map[string]string{"/proc/modules": "nouveau 16384 0 - Live 0x0000000000000000\n"})
+	km, err := kmod.New(r)
+	require.NoError(t, err)
+	gpus := []*pci.Device{{BDF: "0000:3b:00.0", Driver: "nouveau"}, {BDF: "0000:5e:00.0", Driver: "nvidia"}}
+	f := one(t, Nouveau(r, km, gpus), verdict.FellShort)
+	assert.Equal(t, "0000:3b:00.0", f.Device)
+	assert.Equal(t, nvdriver.NouveauRemedy, f.Remedy)
+	assert.Empty(t, fails(Nouveau(r, km, gpus[1:])))
+	one(t, Nouveau(r, km, nil), verdict.Absent)
+}
+
+// INST-11 on recorded trees: a device's missing verbs node fails naming
+// it; in a pod the NICs not given are a fact, none given fails; no
+// uverbs class at all is ib_uverbs missing.
+func TestDeviceNodes(t *testing.T) {
+	two := []*rdmadev.Device{{Name: "mlx5_0", PCI: "0000:3b:00.0"}, {Name: "mlx5_1", PCI: "0000:5e:00.0"}}
+	files := map[string]string{
+		"/sys/class/infiniband_verbs/uverbs0/ibdev": "mlx5_0\n",
+		"/sys/class/infiniband_verbs/uverbs1/ibdev": "mlx5_1\n",
+		"/dev/infiniband/uverbs1":                   "",
+		"/dev/infiniband/rdma_cm":                   "",
+	}
+	r := hostfstest.Tree(t, files)
+	f := one(t, DeviceNodes(r, two, true, false), verdict.FellShort)
+	assert.Contains(t, f.Cause, "/dev/infiniband/uverbs0 (verbs of mlx5_0) is missing")
+	assert.Contains(t, f.Remedy, "--device /dev/infiniband/uverbs0")
+
+	j := DeviceNodes(r, two, true, true)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, "mlx5_0 (/dev/infiniband/uverbs0)", attrs(j)["nics_not_given"])
+	assert.Equal(t, "mlx5_1", attrs(j)["nics_given"])
+
+	delete(files, "/dev/infiniband/uverbs1")
+	f = one(t, DeviceNodes(hostfstest.Tree(t, files), two, true, true), verdict.FellShort)
+	assert.Contains(t, f.Cause, "no RDMA device was given to this container")
+	assert.Equal(t, remedyNotGiven, f.Remedy)
+
+	noVerbs := hostfstest.Tree(t, map[string]string{"/proc/modules": "mlx5_ib 16384 0 - Live 0x0000000000000000\n", "/dev/infiniband/rdma_cm": ""})
+	f = one(t, DeviceNodes(noVerbs, two, true, false), verdict.FellShort)
+	assert.Contains(t, f.Cause, "user space cannot reach them")
+
+	one(t, DeviceNodes(hostfstest.Tree(t, map[string]string{"/dev/infiniband/.gitkeep": ""}), nil, false, false), verdict.Absent)
+}
+
+// On the running host a node is opened: a regular file is not a device.
+func TestNodeLive(t *testing.T) {
+	live, err := hostfs.New("/")
+	require.NoError(t, err)
+	p := t.TempDir() + "/uverbs9"
+	require.NoError(t, os.WriteFile(p, nil, 0o666))
+	f := one(t, node(live, p, "verbs of mlx5_9"), verdict.FellShort)
+	assert.Contains(t, f.Cause, "is not a character device")
+	j := node(live, "/dev/null", "a character device")
+	assert.Empty(t, fails(j))
+}
+
+// INST-04: a GPU reporting another driver version fails naming it, as does
+// a count that differs from the bus's; an unreadable line fails at once.
+func TestJudgeSMI(t *testing.T) {
+	gpus := []*pci.Device{{BDF: "0000:3b:00.0", Driver: "nvidia"}, {BDF: "0000:5e:00.0", Driver: "nvidia"}}
+	out := "00000000:3B:00.0, NVIDIA H200, 580.159.04\n00000000:5E:00.0, NVIDIA H200, 580.159.04\n"
+	j := JudgeSMI(out, "580.159.04", gpus)
+	assert.Empty(t, fails(j))
+	assert.Equal(t, "2", attrs(j)["gpu_count"])
+
+	f := one(t, JudgeSMI(strings.Replace(out, "580.159.04\n0", "570.86.15\n0", 1), "580.159.04", gpus), verdict.FellShort)
+	assert.Equal(t, "0000:3b:00.0", f.Device)
+	assert.Contains(t, f.Cause, "nvidia-smi reports driver 570.86.15 for GPU 0000:3b:00.0")
+
+	f = one(t, JudgeSMI(out, "580.159.04", gpus[:1]), verdict.FellShort)
+	assert.Contains(t, f.Cause, "nvidia-smi lists 2 GPU(s) but 1 PCI GPU(s)")
+
+	f = one(t, JudgeSMI("No devices were found\n", "580.159.04", gpus), verdict.FellShort)
+	assert.Contains(t, f.Cause, `nvidia-smi printed "No devices were found"`)
+	f = one(t, JudgeSMI("zz:00.0, x, 580.159.04\n", "580.159.04", gpus), verdict.FellShort)
+	assert.Contains(t, f.Cause, "zz:00.0")
+
+	assert.True(t, strings.HasPrefix(NoSMI("580.159.04", []string{"PATH=/usr/bin"}, true).Remedy, "in a container the NVIDIA container toolkit"))
+	assert.True(t, strings.HasPrefix(NoSMI("580.159.04", nil, false).Remedy, "install the driver's utilities"))
+}
+
+// INST-02: NVML's version must be the module's; NVML and the bus must
+// list the same GPUs, each difference named.
+func TestNVML(t *testing.T) {
+	assert.Nil(t, NVMLVersion("580.159.04", "580.159.04"))
+	f := NVMLVersion("570.86.15", "580.159.04")
+	require.NotNil(t, f)
+	assert.Contains(t, f.Remedy, "reboot")
+
+	gpus := []*pci.Device{{BDF: "0000:3b:00.0", Driver: "nvidia"}, {BDF: "0000:5e:00.0", Driver: "vfio-pci"}}
+	assert.Empty(t, fails(NVMLSeesGPUs([]string{"0000:5e:00.0", "0000:3b:00.0"}, gpus, "/sys/bus/pci/devices")))
+	j := NVMLSeesGPUs([]string{"0000:3b:00.0", "0000:9a:00.0"}, gpus, "/sys/bus/pci/devices")
+	fs := fails(j)
+	require.Len(t, fs, 2)
+	assert.Contains(t, fs[0].Cause, "not seen by NVML: 0000:5e:00.0 (vfio-pci)")
+	assert.Contains(t, fs[1].Cause, "NVML reports GPU(s) 0000:9a:00.0 that are not in /sys/bus/pci/devices")
+}
+
+// INST-06: below Pascal fails, Pascal and newer pass.
+func TestJudgeCC(t *testing.T) {
+	assert.Nil(t, JudgeCC("0000:3b:00.0", "Tesla P100", 6, "6.0"))
+	assert.Nil(t, JudgeCC("0000:3b:00.0", "NVIDIA H200", 9, "9.0"))
+	f := JudgeCC("0000:3b:00.0", "Tesla K80", 3, "3.7")
+	require.NotNil(t, f)
+	assert.Equal(t, "0000:3b:00.0", f.Device)
+	assert.Contains(t, f.Cause, "compute capability 3.7, below 6.0")
 }
