@@ -1,7 +1,6 @@
 package install
 
 import (
-	"sort"
 	"strings"
 	"testing"
 
@@ -12,46 +11,13 @@ import (
 	"github.com/gdrconf/gdrconf/internal/install"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
-	"github.com/gdrconf/gdrconf/internal/reqs"
 )
-
-const installDriver = "install the NVIDIA data-center driver, preferably the open kernel module (Ubuntu: apt install nvidia-driver-<ver>-server-open or nvidia-open; RHEL: dnf module install nvidia-driver:<ver>-open), then modprobe nvidia; check dmesg for NVRM errors"
 
 // INST-01: the NVIDIA kernel driver is loaded and says which one it is.
 func TestINST01DriverLoaded(t *testing.T) {
 	testenv.Req(t, "INST-01")
 	root := testenv.Root(t)
-	km := modules(t, root)
-	mod := lookupMod(t, km, "nvidia")
-	info, ok := driverInfo(t, root)
-	if !ok {
-		gpus := nvidiaGPUs(t)
-		switch {
-		case len(gpus) > 0:
-			testenv.Failf(t, installDriver, "NVIDIA GPU(s) %s on the PCI bus but no NVIDIA driver loaded: %s missing, module nvidia %s",
-				install.JoinDevs(gpus), root.Host(nvdriver.VersionFile), mod)
-		case mod.Loaded():
-			testenv.Failf(t, "mount /proc, or reinstall the NVIDIA driver (the module is loaded but does not describe itself)",
-				"module nvidia is %s but %s is missing", mod, root.Host(nvdriver.VersionFile))
-		}
-		testenv.Absent(t, reqs.RemedyNoDriver, "no NVIDIA driver and no NVIDIA GPU: %s missing, module nvidia %s (looked in %s), no PCI device with vendor 0x10de class 0x03xxxx in %s",
-			root.Host(nvdriver.VersionFile), mod, km.Sources(), root.Host(pci.DevicesDir))
-	}
-	testenv.Attr(t, "driver_version", info.Version)
-	testenv.Attr(t, "kernel_module", info.Flavour())
-	t.Logf("%s", info.Line)
-	if mod.Version != "" && !nvdriver.SameVersion(mod.Version, info.Version) {
-		testenv.Failf(t, "reload the driver (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia) or reboot",
-			"/sys/module/nvidia/version says %s but %s says %s", mod.Version, nvdriver.VersionFile, info.Version)
-	}
-	if !info.Open {
-		t.Logf("the proprietary kernel module is loaded: the dma-buf GPUDirect RDMA path needs the open kernel module (nvidia-driver-<ver>-open); nvidia_peermem works with both")
-	}
-	uvm := lookupMod(t, km, "nvidia_uvm")
-	t.Logf("nvidia_uvm %s (CUDA loads it on first use through nvidia-modprobe)", uvm)
-	for _, g := range nvidiaGPUs(t) {
-		t.Logf("GPU %s", install.DevString(g))
-	}
+	record(t, install.DriverLoaded(root, modules(t, root), nvidiaGPUs(t)))
 }
 
 // INST-02: NVML loads, reports the kernel driver's version, and sees every
@@ -72,64 +38,28 @@ func TestINST02NVMLAgrees(t *testing.T) {
 		testenv.Failf(t, nvml.Remedy(err), "%v", err)
 	}
 	testenv.Attr(t, "driver_version", v)
-	if !nvdriver.SameVersion(v, info.Version) {
-		testenv.Failf(t, "user-space driver libraries and kernel module differ: reboot, or install one driver version for both",
-			"NVML reports driver %s but the loaded kernel module is %s", v, info.Version)
+	if f := install.NVMLVersion(v, info.Version); f != nil {
+		testenv.Fail(t, *f)
 	}
 	devs, err := h.Devices()
 	if err != nil {
 		testenv.Failf(t, nvml.Remedy(err), "%v", err)
 	}
 	testenv.Attr(t, "gpu_count", len(devs))
-	seen := map[string]bool{}
-	for _, d := range devs {
-		seen[d.BusID] = true
+	seen := make([]string, len(devs))
+	for i, d := range devs {
+		seen[i] = d.BusID
 		t.Logf("NVML GPU %d: %s %s", d.Index, d.BusID, d.Name)
 	}
-	gpus := nvidiaGPUs(t)
-	var missing []string
-	for _, g := range gpus {
-		if !seen[g.BDF] {
-			missing = append(missing, install.DevString(g))
-		}
-		delete(seen, g.BDF)
-	}
-	if len(missing) > 0 {
-		testenv.Errorf(t, "bind each to the nvidia driver (or leave it out on purpose, e.g. passed through with vfio-pci); check dmesg for NVRM/Xid errors and nvidia-smi -q",
-			"NVML sees %d GPU(s) but the PCI bus has %d NVIDIA GPU(s); not seen by NVML: %s", len(devs), len(gpus), strings.Join(missing, ", "))
-	}
-	if len(seen) > 0 {
-		extra := make([]string, 0, len(seen))
-		for a := range seen {
-			extra = append(extra, a)
-		}
-		sort.Strings(extra)
-		testenv.Errorf(t, "check GDR_HOST_ROOT and that /sys is the host's", "NVML reports GPU(s) %s that are not in %s", strings.Join(extra, ", "), root.Host(pci.DevicesDir))
-	}
+	record(t, install.NVMLSeesGPUs(seen, nvidiaGPUs(t), root.Host(pci.DevicesDir)))
 }
 
 // INST-03: nouveau does not hold an NVIDIA GPU.
 func TestINST03NouveauNotBound(t *testing.T) {
 	testenv.Req(t, "INST-03")
-	root := testenv.Root(t)
 	gpus := nvidiaGPUs(t)
-	nv := lookupMod(t, modules(t, root), "nouveau")
-	if len(gpus) == 0 {
-		testenv.Absent(t, reqs.RemedyNoGPU, "no NVIDIA GPU (vendor 0x10de, class 0x03xxxx) in %s; nouveau %s", root.Host(pci.DevicesDir), nv)
-	}
-	const remedy = nvdriver.NouveauRemedy
-	bound := 0
-	for _, g := range gpus {
-		if g.Driver == "nouveau" {
-			bound++
-			testenv.Errorf(t, remedy, "GPU %s is bound to nouveau, so the NVIDIA driver cannot use it", g.BDF)
-		} else {
-			t.Logf("GPU %s", install.DevString(g))
-		}
-	}
-	if nv.Loaded() && bound == 0 {
-		t.Logf("nouveau is %s though bound to no NVIDIA GPU; blacklist it so it never claims one at boot", nv)
-	}
+	root := testenv.Root(t)
+	record(t, install.Nouveau(root, modules(t, root), gpus))
 }
 
 // INST-04: nvidia-smi runs and agrees with the kernel driver.
@@ -137,52 +67,15 @@ func TestINST04NvidiaSMI(t *testing.T) {
 	testenv.Req(t, "INST-04")
 	info := needDriver(t, testenv.Root(t), "nvidia-smi")
 	needLive(t, "running nvidia-smi")
-	smi, looked := hosttool.Look("nvidia-smi", "/usr/bin", "/usr/local/nvidia/bin", "/opt/nvidia/bin")
+	smi, looked := hosttool.Look("nvidia-smi", install.SMIDirs...)
 	if smi == "" {
-		remedy := "install the driver's utilities (Ubuntu: nvidia-utils-<ver>-server; RHEL: nvidia-driver-cuda)"
-		if proc(t).Container.In {
-			// The NVIDIA container toolkit mounts nvidia-smi into a
-			// container only for the utility capability.
-			remedy = "in a container the NVIDIA container toolkit mounts nvidia-smi when NVIDIA_DRIVER_CAPABILITIES includes utility (set it to compute,utility, or all); on the host, " + remedy
-		}
-		testenv.Failf(t, remedy,
-			"NVIDIA driver %s is loaded but nvidia-smi is not installed (looked in %s)", info.Version, strings.Join(looked, ", "))
+		testenv.Fail(t, *install.NoSMI(info.Version, looked, proc(t).Container.In))
 	}
-	out, err := runTool(t, "", smi, "--query-gpu=pci.bus_id,name,driver_version", "--format=csv,noheader")
+	out, err := runTool(t, "", smi, install.SMIArgs...)
 	if err != nil {
 		testenv.Failf(t, "follow nvidia-smi's message (driver/library version mismatch: reboot or reinstall; no devices: check dmesg for NVRM/Xid)", "%v:\n%s", err, install.FirstLines(out, 20))
 	}
-	var n int
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, ",")
-		if len(f) != 3 {
-			testenv.Failf(t, "upgrade or reinstall the NVIDIA driver utilities", "nvidia-smi printed %q, want \"<bus id>, <name>, <driver version>\"", line)
-		}
-		id, err := nvml.NormalizeBusID(f[0])
-		if err != nil {
-			testenv.Failf(t, "upgrade or reinstall the NVIDIA driver utilities", "nvidia-smi: %v", err)
-		}
-		ver := strings.TrimSpace(f[2])
-		if !nvdriver.SameVersion(ver, info.Version) {
-			testenv.Errorf(t, "reboot, or install one driver version for kernel module and utilities", "nvidia-smi reports driver %s for GPU %s but the loaded kernel module is %s", ver, id, info.Version)
-		}
-		t.Logf("nvidia-smi: %s %s driver %s", id, strings.TrimSpace(f[1]), ver)
-		n++
-	}
-	testenv.Attr(t, "gpu_count", n)
-	var bound int
-	for _, g := range nvidiaGPUs(t) {
-		if g.Driver == "nvidia" {
-			bound++
-		}
-	}
-	if n != bound {
-		testenv.Errorf(t, "check dmesg for NVRM/Xid errors and nvidia-smi -q", "nvidia-smi lists %d GPU(s) but %d PCI GPU(s) are bound to the nvidia driver", n, bound)
-	}
+	record(t, install.JudgeSMI(out, info.Version, nvidiaGPUs(t)))
 }
 
 // cudaDirs are where CUDA toolkits install, newest-looking first after the default.
@@ -268,9 +161,8 @@ func TestINST06ComputeCapability(t *testing.T) {
 			if d.BAR1Total > 0 {
 				testenv.Attr(t, "bar1_mib", d.BAR1Total>>20)
 			}
-			if d.CCMajor < 6 {
-				testenv.Failf(t, "use a Pascal (6.0) or newer data-center or workstation GPU",
-					"GPU %s (%s) has compute capability %s, below 6.0", d.BusID, d.Name, d.CC())
+			if f := install.JudgeCC(d.BusID, d.Name, d.CCMajor, d.CC()); f != nil {
+				testenv.Fail(t, *f)
 			}
 		})
 	}

@@ -83,15 +83,6 @@ func modules(t *testing.T, root *hostfs.Root) *kmod.Host {
 	return h
 }
 
-func lookupMod(t *testing.T, h *kmod.Host, name string) kmod.Status {
-	t.Helper()
-	st, err := h.Lookup(name)
-	if err != nil {
-		testenv.NotJudgedf(t, "", "kernel module %s: %v", name, err)
-	}
-	return st
-}
-
 // rdmaDevices are the RDMA devices of the run's selection (internal/rdmadev
 // through testenv.Selection). exists is false when the class directory
 // itself is missing (ib_core not loaded).
