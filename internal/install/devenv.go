@@ -4,7 +4,43 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/hosttool"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
+
+// gdrProbe is the brief's smallest GPUDirect RDMA program: both headers, one
+// verbs call and one CUDA driver call. Exit codes tell the test which failed.
+const gdrProbe = `#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+#include <cuda.h>
+
+int main(void) {
+	int n = -1;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list) {
+		printf("ibv_get_device_list failed: errno %d (%s)\n", errno, strerror(errno));
+		return 2;
+	}
+	printf("ibv_devices=%d\n", n);
+	ibv_free_device_list(list);
+	CUresult r = cuInit(0);
+	const char *name = 0;
+	if (cuGetErrorName(r, &name) != CUDA_SUCCESS)
+		name = "unknown";
+	printf("cuInit=%d %s\n", (int)r, name);
+	if (r != CUDA_SUCCESS)
+		return 3;
+	int count = 0, drv = 0;
+	cuDeviceGetCount(&count);
+	cuDriverGetVersion(&drv);
+	printf("cuda_devices=%d cuda_driver=%d\n", count, drv);
+	return 0;
+}
+`
 
 // Where the headers and libraries of INST-14's probe program live on the
 // distributions and CUDA layouts the suite meets (LAB-NOTES: cuda.h in
@@ -102,4 +138,44 @@ func ProbeRemedy(runErr error, out string) string {
 		return "check nvidia-smi, dmesg (NVRM/Xid) and that /dev/nvidia* and /dev/nvidia-uvm exist and are readable (nvidia-modprobe -u)"
 	}
 	return "see the program's output"
+}
+
+// DevEnv is INST-14 on the running host: a C compiler builds gdrProbe in
+// dir against the verbs and CUDA headers (ProbeBuild) and the program
+// runs. What is missing or fails is the install step to take.
+func (r Tools) DevEnv(dir string) Judged {
+	var j Judged
+	cc, looked := hosttool.Look("gcc", "/usr/bin")
+	if cc == "" {
+		if cc, _ = hosttool.Look("cc"); cc == "" {
+			j.add(verdict.Failf("install a C compiler (Debian/Ubuntu: build-essential; RHEL: gcc)", "no gcc or cc (looked in %s)", strings.Join(looked, ", ")))
+			return j
+		}
+	}
+	b := ProbeBuild()
+	if len(b.Missing) > 0 {
+		j.add(verdict.Failf("install the development packages named above", "GDR headers missing: %s", strings.Join(b.Missing, "; ")))
+		return j
+	}
+	src, bin := filepath.Join(dir, "gdr_probe.c"), filepath.Join(dir, "gdr_probe")
+	if err := os.WriteFile(src, []byte(gdrProbe), 0o644); err != nil {
+		j.add(verdict.NotJudgedf("", "write %s: %v", src, err))
+		return j
+	}
+	args := append([]string{src, "-o", bin}, b.Flags...)
+	j.attr("cc", cc+" "+strings.Join(args, " "))
+	out, err := hostfs.Run(r.Timeout, dir, nil, cc, args...)
+	if err != nil {
+		j.add(verdict.Failf("missing -libverbs: install libibverbs-dev / rdma-core-devel; missing -lcuda: install the NVIDIA driver's libcuda.so (libnvidia-compute-<ver>) or the CUDA toolkit's stubs (cuda-driver-dev-<ver>)",
+			"%s does not build the GDR probe program: %v:\n%s", cc, err, FirstLines(out, 30)))
+		return j
+	}
+	out, err = hostfs.Run(r.Timeout, dir, nil, bin)
+	j.info("gdr_probe:\n%s", out)
+	if err != nil {
+		j.add(verdict.Failf(ProbeRemedy(err, out), "the GDR probe program built but failed: %v", err))
+		return j
+	}
+	j.attr("probe", strings.ReplaceAll(out, "\n", " "))
+	return j
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // The port state names INST-12 acts on, as the kernel writes them
-// (drivers/infiniband/core/sysfs.c: state_show names enum ib_port_state,
-// phys_state_show ib_port_phys_state_str); rdmadev keeps them as read.
+// (drivers/infiniband/core/sysfs.c: state_show's state_name table, "4:
+// ACTIVE", "2: INIT"; phys_state_show's "5: LinkUp"); rdmadev keeps the
+// name after the number.
 const (
 	portActive = "ACTIVE"
 	portInit   = "INIT"
