@@ -7,7 +7,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/dl"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/hosttool"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/install"
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
@@ -67,7 +67,7 @@ func TestINST04NvidiaSMI(t *testing.T) {
 	testenv.Req(t, "INST-04")
 	info := needDriver(t, testenv.Root(t), "nvidia-smi")
 	needLive(t, "running nvidia-smi")
-	smi, looked := hosttool.Look("nvidia-smi", install.SMIDirs...)
+	smi, looked := hostfs.LookTool("nvidia-smi", install.SMIDirs...)
 	if smi == "" {
 		testenv.Fail(t, *install.NoSMI(info.Version, looked, proc(t).Container.In))
 	}
@@ -97,7 +97,7 @@ func TestINST05CUDAToolkit(t *testing.T) {
 		return
 	}
 	needLive(t, "running nvcc")
-	nvcc, looked := hosttool.Look("nvcc", cudaBinDirs...)
+	nvcc, looked := hostfs.LookTool("nvcc", cudaBinDirs...)
 	if nvcc == "" {
 		testenv.Absent(t, "install the CUDA toolkit (NVIDIA's repository: cuda-toolkit-<major>-<minor>) and put its bin directory in PATH", "CUDA toolkit not installed: no nvcc (looked in %s)", strings.Join(looked, ", "))
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/hosttool"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
@@ -145,9 +144,9 @@ func ProbeRemedy(runErr error, out string) string {
 // runs. What is missing or fails is the install step to take.
 func (r Tools) DevEnv(dir string) Judged {
 	var j Judged
-	cc, looked := hosttool.Look("gcc", "/usr/bin")
+	cc, looked := hostfs.LookTool("gcc", "/usr/bin")
 	if cc == "" {
-		if cc, _ = hosttool.Look("cc"); cc == "" {
+		if cc, _ = hostfs.LookTool("cc"); cc == "" {
 			j.add(verdict.Failf("install a C compiler (Debian/Ubuntu: build-essential; RHEL: gcc)", "no gcc or cc (looked in %s)", strings.Join(looked, ", ")))
 			return j
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
-	"github.com/gdrconf/gdrconf/internal/hosttool"
 	"github.com/gdrconf/gdrconf/internal/kmod"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/reqs"
@@ -328,7 +327,7 @@ func (r Tools) PackageVersion(pkgs ...string) string {
 		tool string
 		args []string
 	}{{"dpkg-query", []string{"-W", "-f=${Version}"}}, {"rpm", []string{"-q", "--qf", "%{VERSION}-%{RELEASE}"}}} {
-		tool, _ := hosttool.Look(q.tool)
+		tool, _ := hostfs.LookTool(q.tool)
 		if tool == "" {
 			continue
 		}
@@ -351,7 +350,7 @@ const UnitFailed UnitState = "failed"
 // systemctl are run; probe loads libibverbs when there is no ofed_info.
 func StackLive(root *hostfs.Root, p virt.Process, devs []*rdmadev.Device, probe Probe, r Tools) Judged {
 	var j Judged
-	ofedInfo, looked := hosttool.Look("ofed_info", "/usr/bin", "/usr/sbin")
+	ofedInfo, looked := hostfs.LookTool("ofed_info", "/usr/bin", "/usr/sbin")
 	j.attr("rdma_stack_source", Source(root, p))
 	if ofedInfo != "" {
 		out, err := r.run(ofedInfo, "-s")
@@ -384,7 +383,7 @@ func StackLive(root *hostfs.Root, p virt.Process, devs []*rdmadev.Device, probe 
 		j.info("inbox rdma-core (no MLNX_OFED: ofed_info not in %s); package version %q", strings.Join(looked, ", "), ver)
 	}
 	j.merge(NodeNotVisible(root, p, "the RDMA stack"))
-	systemctl, _ := hosttool.Look("systemctl", "/usr/bin", "/bin")
+	systemctl, _ := hostfs.LookTool("systemctl", "/usr/bin", "/bin")
 	if systemctl == "" {
 		j.info("no systemctl: service state not checked")
 		return j
