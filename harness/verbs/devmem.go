@@ -1,3 +1,5 @@
+// The table of device-memory special cases the data paths honour, and its manual page.
+
 package verbs
 
 import (

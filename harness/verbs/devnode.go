@@ -1,3 +1,5 @@
+// Why opening a /dev/infiniband node failed: its mode, owner and the remedy.
+
 package verbs
 
 import (

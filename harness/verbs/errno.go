@@ -1,3 +1,5 @@
+// errno's symbolic names as the verbs man pages spell them.
+
 package verbs
 
 import (

@@ -1,3 +1,5 @@
+// When an address vector carries a GRH, the peer's address (Remote), and why RTR failed.
+
 package verbs
 
 import (

@@ -1,3 +1,5 @@
+// RLIMIT_MEMLOCK: room for host memory registrations, raised or explained.
+
 package verbs
 
 import (

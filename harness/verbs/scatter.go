@@ -1,3 +1,5 @@
+// libmlx5's scatter-to-CQE, kept off for receives into GPU memory.
+
 package verbs
 
 import (
