@@ -9,6 +9,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // NIC is the NIC under test, opened for t.
@@ -35,7 +36,14 @@ func OpenNIC(t *testing.T) *NIC {
 	n := &NIC{Name: r.NIC.Name}
 	ctx, err := verbs.Open(n.Name)
 	if err != nil {
-		testenv.Failf(t, "check ib_uverbs is loaded and /dev/infiniband/uverbs* is accessible", "%v", err)
+		// A node this process may not open carries its own remedy
+		// (verbs.NodeAccess); other failures get the general one.
+		f := verdict.Of(err)
+		f.Outcome = verdict.FellShort
+		if f.Remedy == "" {
+			f.Remedy = "check ib_uverbs is loaded and /dev/infiniband/uverbs* is accessible"
+		}
+		testenv.Fail(t, *f)
 	}
 	CloseAtEnd(t, n.Name, ctx)
 	pd, err := ctx.AllocPD()

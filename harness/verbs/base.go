@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Library is the soname opened at run time.
@@ -51,11 +53,16 @@ func Load() error {
 // HasDmabuf reports whether the loaded libibverbs exports ibv_reg_dmabuf_mr.
 func HasDmabuf() bool { return Load() == nil && C.gdr_has_dmabuf() != 0 }
 
-// Error is a failed verb: its name, errno and errno's symbolic name.
+// Error is a failed verb: its name, errno and errno's symbolic name. Its
+// text is the cause alone; when the suite knows what to do, the error
+// wraps a verdict.Finding (Unwrap) with the hint as cause and the remedy
+// as a field, so a caller's verdict.As or verdict.Of finds it and nobody
+// cuts a remedy out of text.
 type Error struct {
 	Verb  string // e.g. "ibv_modify_qp(RTR)"
 	Errno syscall.Errno
 	Hint  string // what usually causes this errno for this verb, if known
+	found *verdict.Finding
 }
 
 func (e *Error) Error() string {
@@ -67,11 +74,31 @@ func (e *Error) Error() string {
 	return s
 }
 
-func (e *Error) Unwrap() error { return e.Errno }
+// Unwrap is the errno and the finding, when there is one.
+func (e *Error) Unwrap() []error {
+	if e.found == nil {
+		return []error{e.Errno}
+	}
+	return []error{e.Errno, e.found}
+}
 
 func verr(verb string, errno C.int, hint string) error {
 	if errno == 0 {
 		errno = C.int(syscall.EIO)
 	}
 	return &Error{Verb: verb, Errno: syscall.Errno(errno), Hint: hint}
+}
+
+// verrFinding is verr whose hint is f's cause, wrapping f (its remedy) when
+// f has a remedy.
+func verrFinding(verb string, errno C.int, f verdict.Finding) error {
+	return withFinding(verr(verb, errno, f.Cause).(*Error), f)
+}
+
+// withFinding makes e wrap f when f has a remedy.
+func withFinding(e *Error, f verdict.Finding) *Error {
+	if f.Remedy != "" {
+		e.found = &f
+	}
+	return e
 }

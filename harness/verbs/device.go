@@ -83,7 +83,7 @@ func Open(name string) (*Context, error) {
 			if err != nil {
 				return nil, verr("ibv_open_device("+dn+")", e, err.Error())
 			}
-			return nil, verr("ibv_open_device("+dn+")", e, NodeAccess(root, "/dev/infiniband/"+C.GoString(C.gdr_dev_node(d)), en))
+			return nil, verrFinding("ibv_open_device("+dn+")", e, NodeAccess(root, "/dev/infiniband/"+C.GoString(C.gdr_dev_node(d)), en))
 		}
 		if c == nil {
 			return nil, verr("ibv_open_device("+dn+")", e, "check /dev/infiniband/uverbs* exists and is accessible (ib_uverbs loaded, permissions)")

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Device nodes. ibv_open_device opens /dev/infiniband/uverbsN (rdma-core
@@ -21,9 +22,10 @@ import (
 // NodeAccess says which node, how it is set and what gives access.
 
 // NodeAccess explains errno from opening the device node node (a host path
-// such as /dev/infiniband/uverbs0, looked at through root): its mode, owner
-// and group as stat shows them, who this process is, and the remedy.
-func NodeAccess(root *hostfs.Root, node string, errno syscall.Errno) string {
+// such as /dev/infiniband/uverbs0, looked at through root): the cause (its
+// mode, owner and group as stat shows them, who this process is) and the
+// remedy, as fields: the host's configuration fell short.
+func NodeAccess(root *hostfs.Root, node string, errno syscall.Errno) verdict.Finding {
 	who := fmt.Sprintf("uid %d, gid %d", os.Geteuid(), os.Getegid())
 	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
 		who = u.Username + " (" + who + ")"
@@ -32,12 +34,16 @@ func NodeAccess(root *hostfs.Root, node string, errno syscall.Errno) string {
 		who += fmt.Sprintf(", groups %v", gs)
 	}
 	head := fmt.Sprintf("opening %s failed with %s as %s", root.Host(node), errnoName(errno), who)
+	access := func(cause, remedy string) verdict.Finding {
+		return verdict.Finding{Outcome: verdict.FellShort, Cause: head + "; " + cause, Remedy: remedy}
+	}
 	fi, err := root.Stat(node)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return head + fmt.Sprintf("; %s does not exist: load ib_uverbs (and rdma_ucm for rdma_cm), or in a container pass the node (--device %s; Kubernetes: an RDMA device plugin)", root.Host(node), node)
+			return access(root.Host(node)+" does not exist",
+				fmt.Sprintf("load ib_uverbs (and rdma_ucm for rdma_cm), or in a container pass the node (--device %s; Kubernetes: an RDMA device plugin)", node))
 		}
-		return head + fmt.Sprintf("; stat of it failed too (%v): %s", err, nodeRemedy(node, ""))
+		return access(fmt.Sprintf("stat of it failed too (%v)", err), nodeRemedy(node, ""))
 	}
 	owner, group, uid, gid := "?", "?", -1, -1
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -52,13 +58,14 @@ func NodeAccess(root *hostfs.Root, node string, errno syscall.Errno) string {
 	}
 	desc := fmt.Sprintf("%s is mode %04o (%s), owner %s (uid %d), group %s (gid %d)", root.Host(node), fi.Mode().Perm(), fi.Mode(), owner, uid, group, gid)
 	if errno == syscall.EPERM && fi.Mode().Perm()&0o006 == 0o006 {
-		return head + "; " + desc + ", which allows every user: a device cgroup, seccomp or a security module denies it; remedy: pass the device into the container (--device " + node + ", or the Kubernetes RDMA device plugin / a privileged pod), or run as root"
+		return access(desc+", which allows every user: a device cgroup, seccomp or a security module denies it",
+			"pass the device into the container (--device "+node+", or the Kubernetes RDMA device plugin / a privileged pod), or run as root")
 	}
 	g := ""
 	if gid > 0 && fi.Mode().Perm()&0o060 == 0o060 {
 		g = group
 	}
-	return head + "; " + desc + "; remedy: " + nodeRemedy(node, g)
+	return access(desc, nodeRemedy(node, g))
 }
 
 // nodeRemedy is how to get access to node; group, when the node grants its

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Locked memory. ibv_reg_mr of host memory pins its pages and the kernel
@@ -62,12 +64,13 @@ func decideMemlock(l memlockLimit, pinned, need uint64) (memlockAction, error) {
 	case l.Hard == unix.RLIM_INFINITY, l.Hard >= total:
 		return memlockRaise, nil
 	}
-	return memlockShort, fmt.Errorf("%s; registering %d bytes of host memory needs %d bytes locked (%d already registered by this process), and without CAP_IPC_LOCK the kernel refuses the rest (ENOMEM); remedy: %s",
-		l, need, total, pinned, MemlockRemedy)
+	return memlockShort, verdict.Failf(MemlockRemedy, "%s; registering %d bytes of host memory needs %d bytes locked (%d already registered by this process), and without CAP_IPC_LOCK the kernel refuses the rest (ENOMEM)",
+		l, need, total, pinned)
 }
 
 // memlockCause says whether the limit explains an ENOMEM/EPERM from
-// ibv_reg_mr of need bytes, and in words either way.
+// ibv_reg_mr of need bytes, and in words either way; when it does, the
+// remedy is MemlockRemedy.
 func memlockCause(l memlockLimit, pinned, need uint64) (bool, string) {
 	if l.CapIPCLock || l.Soft == unix.RLIM_INFINITY {
 		why := "the limit is unlimited"
@@ -77,11 +80,11 @@ func memlockCause(l memlockLimit, pinned, need uint64) (bool, string) {
 		return false, fmt.Sprintf("not the locked-memory limit (%s, %s)", l, why)
 	}
 	if pinned+need > l.Soft {
-		return true, fmt.Sprintf("the locked-memory limit: %s, and this registration needs %d bytes with %d already registered; remedy: %s", l, pinned+need, pinned, MemlockRemedy)
+		return true, fmt.Sprintf("the locked-memory limit: %s, and this registration needs %d bytes with %d already registered", l, pinned+need, pinned)
 	}
 	// Memory pinned outside the suite's MRs (CUDA pinned buffers, other
 	// libraries) counts against the same limit.
-	return true, fmt.Sprintf("probably the locked-memory limit: %s is finite and other pinned memory of this process counts against it (this registration needs %d bytes with %d registered by the suite); remedy: %s", l, pinned+need, pinned, MemlockRemedy)
+	return true, fmt.Sprintf("probably the locked-memory limit: %s is finite and other pinned memory of this process counts against it (this registration needs %d bytes with %d registered by the suite)", l, pinned+need, pinned)
 }
 
 func readMemlock() (memlockLimit, error) {
@@ -106,7 +109,7 @@ func hasCapIPCLock() bool {
 // raiseMemlock sets the soft limit to the hard one.
 func raiseMemlock(l memlockLimit) error {
 	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: l.Hard, Max: l.Hard}); err != nil {
-		return fmt.Errorf("setrlimit(RLIMIT_MEMLOCK, soft = hard %s) from %s: %w; remedy: %s", limitText(l.Hard), l, err, MemlockRemedy)
+		return verdict.Failf(MemlockRemedy, "setrlimit(RLIMIT_MEMLOCK, soft = hard %s) from %s: %v", limitText(l.Hard), l, err)
 	}
 	return nil
 }

@@ -1,12 +1,15 @@
 package verbs
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 const inf = unix.RLIM_INFINITY
@@ -36,8 +39,15 @@ func TestMemlockDecision(t *testing.T) {
 			continue
 		}
 		require.Error(t, err, c.name)
-		for _, s := range []string{"RLIMIT_MEMLOCK soft 8388608 bytes, hard 8388608 bytes", "needs", "ulimit -l unlimited", "limits.conf", "LimitMEMLOCK=infinity", "--ulimit memlock=-1", "PropagateResourceLimitsExcept=MEMLOCK"} {
+		for _, s := range []string{"RLIMIT_MEMLOCK soft 8388608 bytes, hard 8388608 bytes", "needs"} {
 			assert.Contains(t, err.Error(), s, c.name)
+		}
+		f, ok := verdict.As(fmt.Errorf("ibv_reg_mr of host memory: %w", err))
+		require.True(t, ok, "the remedy travels as a field: %v", err)
+		assert.Equal(t, verdict.FellShort, f.Kind(), c.name)
+		assert.NotContains(t, err.Error(), "remedy", c.name)
+		for _, s := range []string{"ulimit -l unlimited", "limits.conf", "LimitMEMLOCK=infinity", "--ulimit memlock=-1", "PropagateResourceLimitsExcept=MEMLOCK"} {
+			assert.Contains(t, f.Remedy, s, c.name)
 		}
 	}
 	_, err := decideMemlock(memlockLimit{Soft: 1 << 20, Hard: 2 << 20}, 0, 3<<20)
@@ -54,7 +64,7 @@ func TestMemlockCause(t *testing.T) {
 	cause, why := memlockCause(memlockLimit{Soft: 1 << 20, Hard: 1 << 20}, 0, 2<<20)
 	assert.True(t, cause)
 	assert.Contains(t, why, "RLIMIT_MEMLOCK soft 1048576 bytes")
-	assert.Contains(t, why, "ulimit -l unlimited")
+	assert.NotContains(t, why, "remedy", "the caller adds MemlockRemedy as a field")
 	cause, why = memlockCause(memlockLimit{Soft: 64 << 20, Hard: 64 << 20}, 0, 1<<20)
 	assert.True(t, cause, "a finite limit may be spent by other pinned memory")
 	assert.Contains(t, why, "probably")

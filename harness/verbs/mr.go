@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/gdrconf/gdrconf/harness/membuf"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Access flags.
@@ -73,18 +74,19 @@ func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error
 	var e C.int
 	mr := C.gdr_reg_mr(p.pd, C.uintptr_t(addr), C.size_t(n), C.int(access), &e)
 	if mr == nil {
-		hint := ""
+		hint, remedy := "", ""
 		switch en := syscall.Errno(e); {
 		case en == syscall.EFAULT:
 			hint = "the address range is not mapped, or is GPU memory without peer memory support (load nvidia-peermem, or use dma-buf)"
 		case (en == syscall.ENOMEM || en == syscall.EPERM) && mem == membuf.Host:
-			hint = "the NIC is out of MR resources, or " + memlockHint(span)
+			why, r := memlockHint(span)
+			hint, remedy = "the NIC is out of MR resources, or "+why, r
 		case en == syscall.ENOMEM:
 			hint = "the NIC is out of MR resources, or the GPU's BAR1 aperture is full (nvidia-smi -q -d MEMORY shows BAR1 usage)"
 		case en == syscall.EINVAL:
 			hint = "bad length/alignment or access flags for this device"
 		}
-		return nil, verr(fmt.Sprintf("ibv_reg_mr(0x%x, %d)", addr, n), e, hint)
+		return nil, verrFinding(fmt.Sprintf("ibv_reg_mr(0x%x, %d)", addr, n), e, verdict.Finding{Outcome: verdict.FellShort, Cause: hint, Remedy: remedy})
 	}
 	path := PathHost
 	if mem == membuf.GPU {
@@ -95,18 +97,18 @@ func (p *PD) RegMR(addr uintptr, n int, access int, mem membuf.Kind) (*MR, error
 }
 
 // memlockHint explains a failed host registration of span bytes by the
-// locked-memory limit when the limit is the reason. The caller holds
-// memlockMu.
-func memlockHint(span uint64) string {
+// locked-memory limit when the limit is the reason, with the remedy then
+// ("" when it is not). The caller holds memlockMu.
+func memlockHint(span uint64) (why, remedy string) {
 	l, err := readMemlock()
 	if err != nil {
-		return "the locked-memory limit (" + err.Error() + "); remedy: " + MemlockRemedy
+		return "the locked-memory limit (" + err.Error() + ")", MemlockRemedy
 	}
 	cause, why := memlockCause(l, pinnedHost, span)
 	if cause {
-		return why
+		return why, MemlockRemedy
 	}
-	return "(" + why + ")"
+	return "(" + why + ")", ""
 }
 
 // Close deregisters the MR; safe to call twice.

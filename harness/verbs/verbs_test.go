@@ -4,6 +4,7 @@ package verbs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/membuf"
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestErrorText(t *testing.T) {
@@ -26,6 +28,19 @@ func TestErrorText(t *testing.T) {
 	assert.ErrorIs(t, e, syscall.EINVAL)
 	e.Hint = "check the GID index"
 	assert.Equal(t, "ibv_modify_qp(RTR): errno 22 (EINVAL): check the GID index", e.Error())
+	_, ok := verdict.As(e)
+	assert.False(t, ok, "no remedy: no finding")
+	// A remedy is a field, found in the chain by the callers' verdict.Of
+	// and joined into the log line; the error's text is the cause alone.
+	reg := withFinding(&Error{Verb: "ibv_reg_mr(0x1000, 4096)", Errno: syscall.ENOMEM, Hint: "the locked-memory limit: 64 KiB"},
+		verdict.Finding{Cause: "the locked-memory limit: 64 KiB", Remedy: MemlockRemedy})
+	assert.Equal(t, "ibv_reg_mr(0x1000, 4096): errno 12 (ENOMEM): the locked-memory limit: 64 KiB", reg.Error())
+	assert.ErrorIs(t, reg, syscall.ENOMEM)
+	f := verdict.Of(fmt.Errorf("registering the host buffer: %w", reg))
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Equal(t, MemlockRemedy, f.Remedy)
+	assert.Equal(t, "registering the host buffer: ibv_reg_mr(0x1000, 4096): errno 12 (ENOMEM): the locked-memory limit: 64 KiB; remedy: "+MemlockRemedy, f.Line(),
+		"the line a recording holds is the one the text form gave")
 	le := &LoadError{Msg: "libibverbs.so.1: cannot open shared object file"}
 	for _, s := range []string{"libibverbs.so.1", "libibverbs1", "rdma-core", "MLNX_OFED"} {
 		assert.Contains(t, le.Error(), s)
