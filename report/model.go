@@ -396,10 +396,6 @@ var (
 	logLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: (.*)$`)
 	framing = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME|ATTR)|--- (PASS|FAIL|SKIP|BENCH):)`)
 	panicRe = regexp.MustCompile(`^(panic: |fatal error: |SIGSEGV|signal: )`)
-	// suiteLine is the form of the suite's failure lines (verdict.Line):
-	// in a recording without gdr.cause it tells the failure's line from
-	// t.Log lines. It only picks a line; nothing is cut out of it.
-	suiteLine = regexp.MustCompile(`;\s*remedy:\s*`)
 )
 
 // logMessages are the test's t.Log/t.Error/t.Skip messages (first lines).
@@ -417,10 +413,13 @@ func logMessages(out []string) []string {
 }
 
 // message is a failed case's first line of cause and remedy, or a skipped
-// case's reason. go test's output does not tell t.Log from t.Error, so the
-// suite's own form ("cause; remedy: ...") is looked for first, then a
-// strict-mode absence, a panic, and else the last message before the end
-// (t.Fatal ends a test; logs come before it).
+// case's reason. A failure recorded with gdr.cause is its line
+// (verdict.Line). go test's output does not tell t.Log from t.Error, and
+// no line is picked by the words in it: in a recording without gdr.cause,
+// a strict-mode absence is the line, else a panic, else the last message
+// before the end: testenv.Failf has ended its test with t.Fatal since the
+// first release, so its line is the last; after an Errorf (which lets the
+// test go on) a later log line stands in for it.
 func message(c *Case) string {
 	if c.Result == gtr.Pass {
 		return "" // its log is not read: most cases pass
@@ -447,11 +446,6 @@ func message(c *Case) string {
 	if cause := c.Own[verdict.KeyCause]; cause != "" && c.Result == gtr.Fail {
 		// Recorded by testenv before the test failed: the line it printed.
 		return verdict.Line(cause, c.Own[verdict.KeyRemedy])
-	}
-	for _, m := range msgs {
-		if suiteLine.MatchString(m) {
-			return m
-		}
 	}
 	for _, m := range msgs {
 		if strings.HasPrefix(m, strictMarker) {

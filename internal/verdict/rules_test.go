@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -111,4 +112,86 @@ func TestNoLookAlikeFailureTypes(t *testing.T) {
 	for x := range allowed {
 		assert.True(t, slices.Contains(found, x), "%s is gone: take it off the allowed list", x)
 	}
+}
+
+// matchers are the calls that look for text in text: a regular expression,
+// or a strings/bytes search, cut or split.
+var matchers = map[string]bool{
+	"regexp.MustCompile": true, "regexp.Compile": true, "regexp.MatchString": true, "regexp.MustCompilePOSIX": true,
+	"strings.Contains": true, "strings.Index": true, "strings.LastIndex": true, "strings.Cut": true,
+	"strings.CutPrefix": true, "strings.CutSuffix": true, "strings.Split": true, "strings.SplitN": true,
+	"strings.SplitAfter": true, "strings.HasPrefix": true, "strings.HasSuffix": true, "strings.TrimPrefix": true,
+	"strings.TrimSuffix": true, "strings.Count": true, "strings.EqualFold": true, "strings.Replace": true,
+	"strings.ReplaceAll": true, "strings.NewReplacer": true,
+	"bytes.Contains": true, "bytes.Index": true, "bytes.Cut": true, "bytes.Split": true, "bytes.HasPrefix": true,
+}
+
+// remedyMatchers lists, "file:line", the calls in the repository's code
+// (not its tests) that look for a remedy in text: a matcher given a
+// string literal that names "remedy:" (a regular expression: "remedy"
+// with anything after it).
+func remedyMatchers(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	var found []string
+	files := 0
+	err := filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == "testdata" || n == "vendor" || (strings.HasPrefix(n, ".") && p != "../..") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		files++
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			pkg, ok := sel.X.(*ast.Ident)
+			if !ok || !matchers[pkg.Name+"."+sel.Sel.Name] {
+				return true
+			}
+			for _, a := range call.Args {
+				lit, ok := a.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					continue
+				}
+				s = strings.ToLower(s)
+				if strings.Contains(s, "remedy:") || (pkg.Name == "regexp" && regexp.MustCompile(`remedy\W`).MatchString(s)) {
+					found = append(found, strings.TrimPrefix(fset.Position(lit.Pos()).String(), "../../"))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, files, 200, "the tree was found")
+	return found
+}
+
+// A remedy is a field (Finding.Remedy, gdr.remedy): verdict.Line only ever
+// joins it to a cause, and no code looks for "remedy:" in text to split a
+// line, pick one or recover a remedy.
+func TestNoCodeMatchesRemedyText(t *testing.T) {
+	assert.Empty(t, remedyMatchers(t), "read the remedy from the Finding or the gdr.remedy attribute, not from text")
 }
