@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // The tree of `dcgmi diag -j` as DCGM 4 writes it (dcgmi/Diag.cpp,
@@ -191,11 +193,7 @@ func (rq *ReqResult) dcgmTest(gpuIndex map[string]int) DCGMTest {
 	}
 	sum := DCGMResult{Status: dcgmStatus(rq.Status, rq.Level), Info: []string{rq.Title}}
 	if rq.Reason != "" {
-		w := rq.Reason
-		if rq.Remedy != "" {
-			w += "; remedy: " + rq.Remedy
-		}
-		sum.Warnings = []DCGMWarning{{Warning: w}}
+		sum.Warnings = []DCGMWarning{{Warning: verdict.Line(rq.Reason, rq.Remedy)}}
 	}
 	t.Summary = &sum
 	return t

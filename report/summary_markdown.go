@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func mdEscape(s string) string {
@@ -155,8 +157,8 @@ func writeHostMarkdown(m *mdWriter, h *HostResult, many bool) bool {
 		why := rq.Reason
 		if rq.Cause != "" {
 			why = "shared cause: " + rq.Cause
-		} else if rq.Remedy != "" {
-			why += "; remedy: " + rq.Remedy
+		} else {
+			why = verdict.Line(why, rq.Remedy)
 		}
 		if rq.Part != nil && rq.Cause == "" {
 			why += "; part: " + rq.Part.String()
