@@ -13,6 +13,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // setup picks and opens the primary rail's (GPU, NIC) pair. The RDMA device
@@ -36,8 +37,13 @@ func TestMREG01HostBaseline(t *testing.T) {
 	mr, err := n.PD.RegMR(buf.Addr(), buf.Len(), rc.Access, membuf.Host)
 	if err != nil {
 		testenv.Attr(t, "host_mr", "fail")
-		testenv.Failf(t, "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg",
-			"%s: registering %s of host memory: %v", n.Name, cuda.Size(gpumr.BufSize), err)
+		// verbs names the locked-memory limit it met, and its remedy, in
+		// the error (memlock.go); other failures get the general one.
+		remedy := "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg"
+		if f, ok := verdict.As(err); ok && f.Remedy != "" {
+			remedy = f.Remedy
+		}
+		testenv.Failf(t, remedy, "%s: registering %s of host memory: %v", n.Name, cuda.Size(gpumr.BufSize), err)
 	}
 	gpumr.CloseAtEnd(t, n.Name, mr)
 	testenv.Attr(t, "host_mr", "ok")
