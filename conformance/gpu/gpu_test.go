@@ -13,8 +13,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/gpucopy"
 	"github.com/gdrconf/gdrconf/harness/nvml"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/internal/rails"
-	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 const (
@@ -27,44 +25,6 @@ const (
 	// consumer card's 256 MiB) limits how much memory can be registered.
 	bar1Warn = 1 << 30
 )
-
-// forEachGPU runs check once per GPU under test (the selected rails' GPUs:
-// GDR_GPU, GDR_RAILS), in a subtest named by its PCI address, with the
-// requirement, the rail's facts (gdr.gpu, gdr.nic, ...) and its CUDA device.
-func forEachGPU(t *testing.T, id string, check func(t *testing.T, d *cuda.Driver, dev cuda.Device)) {
-	t.Helper()
-	testenv.Req(t, id)
-	for _, r := range gpuRails(t) {
-		t.Run(r.GPU.PCI, func(t *testing.T) {
-			testenv.Req(t, id)
-			testenv.RailAttrs(t, r) // the same GPU and NIC as every package
-			d := cuda.Open(t)
-			dev := cuda.DeviceOf(t, d, r.GPU)
-			testenv.Attr(t, "gpu_name", dev.Name)
-			testenv.Attr(t, "mem", dev.MemLabel())
-			check(t, d, dev)
-		})
-	}
-}
-
-// gpuRails are the selected rails with a GPU. None is absent without a
-// driver or a GPU, and a failure where the driver sees GPUs.
-func gpuRails(t *testing.T) []*rails.Rail {
-	t.Helper()
-	sel := testenv.Selection(t)
-	var gpus []*rails.Rail
-	for _, r := range sel.Rails {
-		if r.GPU != nil {
-			gpus = append(gpus, r)
-		}
-	}
-	if len(gpus) == 0 {
-		d := cuda.Open(t) // absent when there is no driver either
-		cuda.GPUs(t, d)   // absent when the driver sees none
-		testenv.Failf(t, "check that sysfs shows the GPUs the driver sees (GDR_HOST_ROOT?)", "the CUDA driver sees GPUs but the selection has none: %s", sel.PrimaryWhy)
-	}
-	return gpus
-}
 
 func TestGPU01Driver(t *testing.T) {
 	testenv.Req(t, "GPU-01")
@@ -106,7 +66,8 @@ func TestGPU01Driver(t *testing.T) {
 }
 
 func TestGPU02ComputeCapability(t *testing.T) {
-	forEachGPU(t, "GPU-02", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+	testenv.Req(t, "GPU-02")
+	cuda.EachGPU(t, "GPU-02", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		maj, min, err := dev.ComputeCapability()
 		if err != nil {
 			testenv.Failf(t, "upgrade the NVIDIA driver", "%v", err)
@@ -119,55 +80,40 @@ func TestGPU02ComputeCapability(t *testing.T) {
 	})
 }
 
-// attrCheck reads one attribute, records it, and fails when it is not want.
-func attrCheck(t *testing.T, dev cuda.Device, a cuda.Attribute, key string, want int, remedy string) int {
-	t.Helper()
-	v, err := dev.Attr(a)
-	if err != nil {
-		testenv.Failf(t, "the driver does not know this attribute: upgrade the NVIDIA driver", "%v", err)
-	}
-	testenv.Attr(t, key, v)
-	if want >= 0 && v != want {
-		if dev.Emulated {
-			// The lab's emulated GPU reports what it does not emulate
-			// (dma-buf export, cuMemCreate) as 0: absent, not a fault.
-			testenv.Absent(t, "", "GPU %s is the lab's emulated GPU, which does not emulate %s (it reports %d); a real GPU is judged here", dev.PCI, a, v)
-		}
-		testenv.Failf(t, remedy, "GPU %s (%s): %s is %d, want %d", dev.PCI, dev.Name, a, v, want)
-	}
-	return v
-}
-
 func TestGPU03GPUDirectRDMA(t *testing.T) {
-	forEachGPU(t, "GPU-03", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
-		attrCheck(t, dev, cuda.AttrGPUDirectRDMASupported, "gdr_supported", 1,
+	testenv.Req(t, "GPU-03")
+	cuda.EachGPU(t, "GPU-03", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMASupported, "gdr_supported", 1,
 			"GPUDirect RDMA needs a data-center or professional GPU (Tesla/Quadro/RTX A-series and newer) and a driver that enables it; GeForce boards report 0")
 	})
 }
 
 func TestGPU04DmabufCapable(t *testing.T) {
-	forEachGPU(t, "GPU-04", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
+	testenv.Req(t, "GPU-04")
+	cuda.EachGPU(t, "GPU-04", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
 		testenv.Attr(t, "cuda_driver", cuda.VersionString(d.Version()))
 		if d.Version() < cuda.DmabufVersion || !d.HasDmabufExport() {
 			testenv.Failf(t, "upgrade the NVIDIA driver to R515 or newer (CUDA 11.7+), or rely on nvidia_peermem (MREG-03)",
 				"CUDA driver %s has no dma-buf export (cuMemGetHandleForAddressRange needs 11.7)", cuda.VersionString(d.Version()))
 		}
-		attrCheck(t, dev, cuda.AttrDMABufSupported, "dmabuf_supported", 1,
+		cuda.CheckAttr(t, dev, cuda.AttrDMABufSupported, "dmabuf_supported", 1,
 			"dma-buf export needs the open GPU kernel module (nvidia-open / kernel-open flavour, Turing or newer) and a Linux kernel >= 5.12; otherwise use nvidia_peermem (MREG-03)")
 	})
 }
 
 func TestGPU05VMM(t *testing.T) {
-	forEachGPU(t, "GPU-05", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
-		attrCheck(t, dev, cuda.AttrGPUDirectRDMAWithVMM, "gdr_vmm_supported", 1,
+	testenv.Req(t, "GPU-05")
+	cuda.EachGPU(t, "GPU-05", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAWithVMM, "gdr_vmm_supported", 1,
 			"upgrade the NVIDIA driver; until then libraries that allocate with cuMemCreate (NCCL's default) cannot register that memory: set NCCL_CUMEM_ENABLE=0")
 	})
 }
 
 func TestGPU06WritesOrdering(t *testing.T) {
-	forEachGPU(t, "GPU-06", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
-		order := attrCheck(t, dev, cuda.AttrGPUDirectRDMAWritesOrder, "writes_ordering_value", -1, "")
-		flush := attrCheck(t, dev, cuda.AttrGPUDirectRDMAFlushOptions, "flush_options", -1, "")
+	testenv.Req(t, "GPU-06")
+	cuda.EachGPU(t, "GPU-06", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+		order := cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAWritesOrder, "writes_ordering_value", -1, "")
+		flush := cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAFlushOptions, "flush_options", -1, "")
 		testenv.Attr(t, "writes_ordering", cuda.WritesOrderingName(order))
 		var opts []string
 		if flush&cuda.FlushHost != 0 {
@@ -186,7 +132,8 @@ func TestGPU06WritesOrdering(t *testing.T) {
 }
 
 func TestGPU07BAR1(t *testing.T) {
-	forEachGPU(t, "GPU-07", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+	testenv.Req(t, "GPU-07")
+	cuda.EachGPU(t, "GPU-07", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		h := nvml.Open(t)
 		devs, err := h.Devices()
 		if err != nil {
@@ -223,7 +170,8 @@ func TestGPU07BAR1(t *testing.T) {
 }
 
 func TestGPU08DmabufExport(t *testing.T) {
-	forEachGPU(t, "GPU-08", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
+	testenv.Req(t, "GPU-08")
+	cuda.EachGPU(t, "GPU-08", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
 		sup, err := dev.Attr(cuda.AttrDMABufSupported)
 		if err != nil || sup != 1 || !d.HasDmabufExport() {
 			// GPU-04 fails for this; exporting would only repeat it.
@@ -264,17 +212,16 @@ func TestGPU08DmabufExport(t *testing.T) {
 // and fails a GPU whose best rate is below GDR_MIN_COPY_FRACTION of what its
 // link carries.
 func copyCheck(t *testing.T, id string, dir cuda.Direction) {
-	forEachGPU(t, id, func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+	testenv.Req(t, id)
+	cuda.EachGPU(t, id, func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		copies(t, dev)
 		frac := testenv.Config(t).MinCopyFraction
 		_, want := gpucopy.ExpectedLink(t, dev)
 		s := gpucopy.MeasureSolo(t, dev, dir, want, frac)
 		s.Record(t)
 		t.Log(s.Summary())
-		if err := s.Shortfall(); err != nil {
-			testenv.Fail(t, verdict.Finding{Cause: err.Error(),
-				Remedy:   "check the GPU link (GPU-11, lspci -vvv: LnkSta), run pinned to the GPU's NUMA node (numactl --cpunodebind), and check IOMMU/ACS settings and BIOS PCIe options (Max Payload Size, relaxed ordering)",
-				Measured: "gdr.copy_fraction", Threshold: "gdr.min_copy_fraction", Source: "GDR_MIN_COPY_FRACTION of the link's rate"})
+		if f := s.Finding(); f != nil {
+			testenv.Fail(t, *f)
 		}
 	})
 }
@@ -284,7 +231,8 @@ func TestGPU09HtoDBandwidth(t *testing.T) { copyCheck(t, "GPU-09", cuda.HtoD) }
 func TestGPU10DtoHBandwidth(t *testing.T) { copyCheck(t, "GPU-10", cuda.DtoH) }
 
 func TestGPU11LinkUnderLoad(t *testing.T) {
-	forEachGPU(t, "GPU-11", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
+	testenv.Req(t, "GPU-11")
+	cuda.EachGPU(t, "GPU-11", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		copies(t, dev)
 		idle, want := gpucopy.ExpectedLink(t, dev)
 		testenv.Attr(t, "link_idle", fmt.Sprintf("%g GT/s x%d", idle.CurGTs, idle.CurWidth))

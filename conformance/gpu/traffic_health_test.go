@@ -8,6 +8,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/health"
 	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
 // This file's name sorts after every other test file of the package, and go
@@ -23,10 +24,8 @@ var traffic = health.New()
 func copies(t *testing.T, devs ...cuda.Device) {
 	t.Helper()
 	for _, d := range devs {
-		for _, r := range testenv.Selection(t).All {
-			if r.GPU != nil && r.GPU.PCI == d.PCI {
-				traffic.Around(t, r)
-			}
+		if r := rails.RailOf(testenv.Selection(t).All, d.PCI); r != nil {
+			traffic.Around(t, r)
 		}
 	}
 }

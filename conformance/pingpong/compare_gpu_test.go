@@ -3,7 +3,6 @@
 package pingpong
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -39,7 +38,7 @@ func memLabel(ends []*rc.End) string { return membuf.Label(ends[len(ends)-1].Buf
 // is not without one: its GPU half, and the test, are not judged.
 func TestPP09HostVsGPU(t *testing.T) {
 	testenv.Req(t, "PP-09")
-	absent := gpuAbsence(t)
+	absent := cuda.Absence(t)
 	size := traffic.MaxSize(testenv.Config(t).BWSizes)
 	h, g := halves(t, membuf.Host, membuf.GPU, size, absent)
 	if h.Skipped || g.Skipped {
@@ -59,34 +58,8 @@ func TestPP09HostVsGPU(t *testing.T) {
 		testenv.Failf(t, "", "host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.Done, g.Done)
 	}
 	v, line := traffic.Compare(h, g, size)
-	record(t, v)
+	v.Record(t)
 	t.Logf("%s", line)
-}
-
-// gpuAbsence says why the GPU half cannot run here ("" when it can),
-// naming libcuda.so.1 or the missing GPU. A driver that is present but
-// broken is not absence: the GPU half fails on it with CUDA's error. Nor
-// is a CUDA that cannot see the GPUs on this host's PCI bus
-// (cuda.Unusable): the GPU half is not judged, naming why.
-func gpuAbsence(t testing.TB) string {
-	t.Helper()
-	if cuda.Unusable(t) != nil {
-		return ""
-	}
-	d, err := cuda.Load()
-	var le *cuda.LoadError
-	switch {
-	case errors.As(err, &le) && le.Missing:
-		return fmt.Sprintf("no CUDA driver: %v", err)
-	case cuda.Code(err) == cuda.ErrNoDevice:
-		return fmt.Sprintf("no GPU: %v", err)
-	case err != nil:
-		return ""
-	}
-	if devs, err := d.Devices(); err == nil && len(devs) == 0 {
-		return "no GPU: cuDeviceGetCount is 0 (libcuda.so.1 loaded)"
-	}
-	return ""
 }
 
 // halves runs the PP-09 halves on memory kinds base then other (host,
@@ -113,7 +86,7 @@ func runHalf(t *testing.T, k membuf.Kind, size int, absent string, r *traffic.Ha
 	r.Mem = memLabel(sh.First())
 	ok := t.Run("WRITE-data", func(t *testing.T) {
 		testenv.Req(t, "PP-09")
-		verifyAll(t, sh.Ends(t), traffic.Write)
+		traffic.VerifyOn(t, sh.Ends(t), traffic.Write)
 	})
 	ok = t.Run(fmt.Sprintf("WRITE-bw/%d", size), func(t *testing.T) { halfBW(t, sh, size, r) }) && ok
 	ok = t.Run("WRITE-lat/"+strconv.Itoa(traffic.LatSize), func(t *testing.T) { halfLat(t, sh, r) }) && ok
@@ -122,7 +95,7 @@ func runHalf(t *testing.T, k membuf.Kind, size int, absent string, r *traffic.Ha
 
 func halfBW(t *testing.T, sh *rc.Shared, size int, r *traffic.Half) {
 	testenv.Req(t, "PP-09")
-	res := runBW(t, sh.Ends(t), traffic.BWSpec{Op: verbs.OpWrite, Name: "WRITE", Size: size, Largest: true})
+	res := traffic.BandwidthOn(t, sh.Ends(t), traffic.BWSpec{Op: verbs.OpWrite, Name: "WRITE", Size: size, Largest: true})
 	testenv.Attr(t, "threshold_source", "reported only (PP-08 holds the floor; here: "+res.Why+")")
 	r.Gbps = res.Gbps
 }
@@ -131,7 +104,7 @@ func halfLat(t *testing.T, sh *rc.Shared, r *traffic.Half) {
 	testenv.Req(t, "PP-09")
 	// Both halves wait on WRITE_WITH_IMM completions: the CPU cannot poll
 	// GPU memory, and one method keeps the ratio fair.
-	res := latency(t, sh.Ends(t), true)
+	res := traffic.LatencyOn(t, sh.Ends(t), true)
 	testenv.Attr(t, "threshold_source", "reported only (PP-07 holds the ceiling)")
 	r.P50US = stats.US(res.Lat.P50)
 }

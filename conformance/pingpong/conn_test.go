@@ -3,14 +3,12 @@
 package pingpong
 
 import (
-	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/health"
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
-	"github.com/gdrconf/gdrconf/harness/traffic"
 	"github.com/gdrconf/gdrconf/internal/rails"
 )
 
@@ -32,7 +30,6 @@ func share(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string
 }
 
 func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip string) rc.Options {
-	cfg := testenv.Config(t)
 	// Every connection is traffic HLTH-01 judges the counters around.
 	if hr := r; hr != nil {
 		window.Around(t, hr)
@@ -42,28 +39,7 @@ func connOptions(t *testing.T, r *rails.Rail, bufSize int, alloc rc.Alloc, skip 
 	if alloc == nil {
 		alloc = newBuffer
 	}
-	return rc.Options{Rail: r, BufSize: bufSize, Alloc: alloc, Skip: skip,
-		Info: map[string]string{"GDR_ITERS": strconv.Itoa(cfg.Iters), "GDR_BW_ITERS": strconv.Itoa(cfg.BWIters),
-			"GDR_TX_DEPTH": strconv.Itoa(cfg.TxDepth), "GDR_QPS": strconv.Itoa(cfg.QPs), "GDR_BW_SIZES": rc.JoinInts(cfg.BWSizes)}}
-}
-
-// perRail runs fn in one subtest per rail ("rail<N>", rc.Rails), the rails
-// agreed with the peer (rail i meets rail i); rails only one host has fail
-// the test, naming them.
-func perRail(t *testing.T, id string, fn func(t *testing.T, r *rails.Rail)) {
-	t.Helper()
-	testenv.Req(t, id)
-	run, missing := rc.PlanRails(t, rc.Rails(t))
-	testenv.Attr(t, "rails", len(run))
-	for _, r := range run {
-		t.Run(r.Name(), func(t *testing.T) {
-			testenv.Req(t, id)
-			fn(t, r)
-		})
-	}
-	if missing != "" {
-		testenv.Failf(t, "run both hosts with the same rails (GPUs and NICs), or choose the common ones with GDR_RAILS", "%s", missing)
-	}
+	return rc.Options{Rail: r, BufSize: bufSize, Alloc: alloc, Skip: skip, Info: rc.Settings(testenv.Config(t))}
 }
 
 // window is the counters window of this package's traffic tests
@@ -80,27 +56,3 @@ var soloBW sync.Map // rail index -> Gb/s
 // direction (floors.Layout), and small-WRITE p50 latency <= the ceiling of
 // the memory kind measured (floors.LatCeilingFor; p99 twice that, p99.9
 // four times from 10000 iterations); software devices (rxe, siw) get none.
-
-// report ends t when an end's check failed (rc.FailIf), else records the
-// ends' facts on t.
-func report(t *testing.T, ends []*rc.End, errs []error) {
-	t.Helper()
-	rc.FailIf(t, ends, errs)
-	rc.Report(t, ends)
-}
-
-// record writes an engine's judgement on t, in its order: attributes,
-// and findings (fatal ones end t).
-func record(t *testing.T, v traffic.Judgement) {
-	t.Helper()
-	for _, e := range v {
-		switch {
-		case e.Finding == nil:
-			testenv.Attr(t, e.Key, e.Value)
-		case e.Fatal:
-			testenv.Fail(t, *e.Finding)
-		default:
-			testenv.Record(t, *e.Finding)
-		}
-	}
-}

@@ -54,7 +54,7 @@ func TestPP10AllRails(t *testing.T) {
 			}
 			solo, known := soloBW.Load(r.Rail.Index)
 			alone, _ := solo.(float64)
-			record(t, traffic.JudgeRail(r, alone, known, len(run), func() string { return sharing(t, run, i) }))
+			traffic.JudgeRail(r, alone, known, len(run), func() string { return traffic.SharingIn(run, i, testenv.Selection(t).Index) }).Record(t)
 		})
 	}
 }
@@ -70,16 +70,4 @@ func connectRails(t *testing.T, run []*rails.Rail, size int) [][]*rc.End {
 		conns[i] = rc.Connect(t, o)
 	}
 	return conns
-}
-
-// sharing names the rails whose NICs hang off the same root port as rail
-// i's (traffic.Sharing, on this run's PCI topology).
-func sharing(t *testing.T, run []*rails.Rail, i int) string {
-	ix := testenv.Selection(t).Index
-	return traffic.Sharing(run, i, func(bdf string) []string {
-		if d := ix.Device(bdf); d != nil {
-			return d.Chain
-		}
-		return nil
-	})
 }

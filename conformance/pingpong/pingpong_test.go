@@ -15,17 +15,19 @@ import (
 
 // PP-01: the RDMA device and port this host uses, with its GID.
 func TestPP01Device(t *testing.T) {
-	perRail(t, "PP-01", func(t *testing.T, r *rails.Rail) {
+	testenv.Req(t, "PP-01")
+	rc.PerRail(t, "PP-01", func(t *testing.T, r *rails.Rail) {
 		ends := connect(t, r, 4096, nil, "")
-		report(t, ends, rc.Each(ends, (*rc.End).DeviceFacts))
+		rc.Done(t, ends, rc.Each(ends, (*rc.End).DeviceFacts))
 	})
 }
 
 // PP-02: an RC connection reaches RTS on both ends and carries a message.
 func TestPP02Connect(t *testing.T) {
-	perRail(t, "PP-02", func(t *testing.T, r *rails.Rail) {
+	testenv.Req(t, "PP-02")
+	rc.PerRail(t, "PP-02", func(t *testing.T, r *rails.Rail) {
 		ends := connect(t, r, 4096, nil, "")
-		report(t, ends, traffic.ZeroSend(ends))
+		rc.Done(t, ends, traffic.ZeroSend(ends))
 	})
 }
 
@@ -54,38 +56,24 @@ func TestPP06SendRecv(t *testing.T) { runVerify(t, "PP-06", traffic.Send) }
 
 // runVerify runs a data check on every rail.
 func runVerify(t *testing.T, id string, fn traffic.Transfer) {
-	perRail(t, id, func(t *testing.T, r *rails.Rail) {
-		verifyAll(t, connect(t, r, traffic.VerifyBuf, nil, ""), fn)
+	testenv.Req(t, id)
+	rc.PerRail(t, id, func(t *testing.T, r *rails.Rail) {
+		traffic.VerifyOn(t, connect(t, r, traffic.VerifyBuf, nil, ""), fn)
 	})
-}
-
-// verifyAll runs the data check fn over traffic.VerifySizes on connected
-// ends and fails t when any transfer is wrong.
-func verifyAll(t *testing.T, ends []*rc.End, fn traffic.Transfer) {
-	report(t, ends, traffic.Verify(ends, fn))
 }
 
 // PP-07: small RDMA WRITE latency, measured like ib_write_lat.
 func TestPP07Latency(t *testing.T) {
-	perRail(t, "PP-07", func(t *testing.T, r *rails.Rail) {
+	testenv.Req(t, "PP-07")
+	rc.PerRail(t, "PP-07", func(t *testing.T, r *rails.Rail) {
 		sh := share(t, r, 2*traffic.LatRegion, nil, "")
 		t.Run("WRITE/"+strconv.Itoa(traffic.LatSize), func(t *testing.T) {
 			testenv.Req(t, "PP-07")
-			res := latency(t, sh.Ends(t), false)
+			res := traffic.LatencyOn(t, sh.Ends(t), false)
 			cfg := testenv.Config(t)
-			record(t, traffic.JudgeLatency(res, cfg.MaxLatP99US, cfg.MaxLatP999US))
+			traffic.JudgeLatency(res, cfg.MaxLatP99US, cfg.MaxLatP999US).Record(t)
 		})
 	})
-}
-
-// latency measures traffic.LatSize-byte WRITE round trips on connected
-// ends, reports them on t and returns the client's numbers with the p50
-// ceiling that applies; the caller decides whether to enforce it.
-func latency(t *testing.T, ends []*rc.End, forceImm bool) traffic.LatResult {
-	res, errs := traffic.Latency(ends, forceImm)
-	report(t, ends, errs)
-	t.Logf("%s", res.Log())
-	return res
 }
 
 // PP-08: RDMA WRITE and READ bandwidth over the size sweep, like ib_write_bw
@@ -93,7 +81,8 @@ func latency(t *testing.T, ends []*rc.End, forceImm bool) traffic.LatResult {
 // directions at once at the largest size (ib_write_bw -b: a full-duplex
 // port carries twice its rate).
 func TestPP08Bandwidth(t *testing.T) {
-	perRail(t, "PP-08", func(t *testing.T, r *rails.Rail) {
+	testenv.Req(t, "PP-08")
+	rc.PerRail(t, "PP-08", func(t *testing.T, r *rails.Rail) {
 		cfg := testenv.Config(t)
 		o := connOptions(t, r, 2*traffic.MaxSize(cfg.BWSizes), nil, "") // bidirectional runs use both halves
 		o.QPs = cfg.QPs
@@ -101,21 +90,12 @@ func TestPP08Bandwidth(t *testing.T) {
 		for _, sp := range traffic.Sweep(cfg.BWSizes) {
 			t.Run(fmt.Sprintf("%s/%d", sp.Name, sp.Size), func(t *testing.T) {
 				testenv.Req(t, "PP-08")
-				res := runBW(t, sh.Ends(t), sp)
+				res := traffic.BandwidthOn(t, sh.Ends(t), sp)
 				if sp.Solo() {
 					soloBW.Store(r.Index, res.Gbps) // PP-10 compares all rails at once with this
 				}
-				record(t, traffic.JudgeBW(sp, res))
+				traffic.JudgeBW(sp, res).Record(t)
 			})
 		}
 	})
-}
-
-// runBW measures one bandwidth point on connected ends, reports it on t and
-// returns the client's rate with the floor that applies.
-func runBW(t *testing.T, ends []*rc.End, sp traffic.BWSpec) traffic.BWResult {
-	res, errs := traffic.Bandwidth(ends, sp)
-	report(t, ends, errs)
-	t.Logf("%s", res.Log(sp))
-	return res
 }

@@ -19,11 +19,11 @@ import (
 // tests judge the effect; this names the setting to look at.
 func TestTOPO09NICFirmwareSettings(t *testing.T) {
 	testenv.Req(t, "TOPO-09")
-	h := loadHost(t)
+	sel, rs := testenv.SysfsRails(t)
 	// The NICs mstconfig can read: hardware NVIDIA/Mellanox PFs of the
 	// rails. The others are named, so a host with none skips saying why
 	// instead of passing on nothing.
-	hw, other := h.railNICs(t)
+	hw, other := rails.RailNICs(rs)
 	var nics []*rails.NIC
 	for _, n := range hw {
 		switch {
@@ -47,13 +47,13 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 		t.Logf("not checked: %s", o)
 	}
 	if len(nics) == 0 {
-		noNIC(t, "firmware settings", other)
+		testenv.Fail(t, *rails.NoNIC("firmware settings", other))
 	}
 	// mstconfig reaches the registers only as root through a writable
 	// /sys: a non-privileged container cannot (internal/virt).
-	if p := h.sel.Process; p.Container.In {
+	if p := sel.Process; p.Container.In {
 		if why := p.RegisterAccess(); why != nil {
-			testenv.Absent(t, why.Remedy, "not judgeable from this container: mstconfig cannot query %s: %s", nicNames(nics), why.Cause)
+			testenv.Absent(t, why.Remedy, "not judgeable from this container: mstconfig cannot query %s: %s", rails.NICNames(nics), why.Cause)
 		}
 	}
 	for _, n := range nics {
@@ -61,7 +61,7 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 			testenv.Req(t, "TOPO-09")
 			testenv.Attr(t, "nic", n.Name)
 			testenv.Attr(t, "nic_pci", n.PCI)
-			out, src, err := mlxconfig.Run(h.root, n.PCI, min(testenv.Config(t).Timeout, 60*time.Second))
+			out, src, err := mlxconfig.Run(sel.Root, n.PCI, min(testenv.Config(t).Timeout, 60*time.Second))
 			testenv.Stop(t, err)
 			testenv.Attr(t, "source", src)
 			q, err := mlxconfig.Parse(out)
@@ -69,7 +69,7 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 				testenv.NotJudgedf(t, "run the query by hand and compare with the layout docs/checks.md describes", "%s: %v", src, err)
 			}
 			testenv.Attr(t, "nic_device_type", q.DeviceType)
-			checks := mlxconfig.Judge(q, h.guest.VM)
+			checks := mlxconfig.Judge(q, sel.Guest.VM)
 			var unmet, sources []string
 			var pending []string
 			for _, c := range checks {

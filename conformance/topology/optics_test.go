@@ -3,12 +3,14 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/optics"
+	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/gdrconf/gdrconf/internal/virt"
 )
@@ -18,13 +20,13 @@ import (
 // within limits; a failure names the cable or optic to replace.
 func TestTOPO10LinkHealth(t *testing.T) {
 	testenv.Req(t, "TOPO-10")
-	h := loadHost(t)
-	nics, other := h.railNICs(t)
+	sel, rs := testenv.SysfsRails(t)
+	nics, other := rails.RailNICs(rs)
 	if len(nics) == 0 {
-		noNIC(t, "transceiver or link", other)
+		testenv.Fail(t, *rails.NoNIC("transceiver or link", other))
 	}
 	timeout := min(testenv.Config(t).Timeout, 60*time.Second)
-	p := h.sel.Process
+	p := sel.Process
 	// What stops the tools where the suite runs (internal/virt): ethtool -m
 	// needs CAP_NET_ADMIN, mlxlink root and a writable /sys. Both are
 	// decided from the process's status before any tool runs or any
@@ -47,7 +49,7 @@ func TestTOPO10LinkHealth(t *testing.T) {
 			var looked, remedies []string
 			notRead := func(what string, f verdict.Finding) {
 				looked = append(looked, what+": "+f.Cause)
-				if f.Remedy != "" {
+				if f.Remedy != "" && !slices.Contains(remedies, f.Remedy) {
 					remedies = append(remedies, f.Remedy)
 				}
 			}
@@ -59,7 +61,7 @@ func TestTOPO10LinkHealth(t *testing.T) {
 				notRead("ethtool -m "+n.Dev.Netdevs[0], *ethtoolDenied)
 			case n.Dev != nil && len(n.Dev.Netdevs) > 0:
 				nd := n.Dev.Netdevs[0]
-				out, src, err := optics.Ethtool(h.root, nd, timeout)
+				out, src, err := optics.Ethtool(sel.Root, nd, timeout)
 				a, _ := verdict.As(err)
 				switch {
 				case verdict.IsAbsent(err):
@@ -104,7 +106,7 @@ func TestTOPO10LinkHealth(t *testing.T) {
 			case n.Dev != nil && n.Dev.Driver == "mlx5_core" && !n.VF && mlxlinkDenied != nil:
 				notRead("mlxlink/mstlink -d "+n.PCI+": not judgeable from this container", *mlxlinkDenied)
 			case n.Dev != nil && n.Dev.Driver == "mlx5_core" && !n.VF:
-				out, src, err := optics.Mlxlink(h.root, n.PCI, timeout)
+				out, src, err := optics.Mlxlink(sel.Root, n.PCI, timeout)
 				a, _ := verdict.As(err)
 				switch {
 				case verdict.IsAbsent(err):
@@ -132,46 +134,22 @@ func TestTOPO10LinkHealth(t *testing.T) {
 				}
 			}
 			if read == 0 {
-				testenv.Absent(t, strings.Join(dedupe(remedies), "; "), "%s: neither the transceiver nor the link could be read: %s", n.Name, strings.Join(looked, "; "))
+				testenv.Absent(t, strings.Join(remedies, "; "), "%s: neither the transceiver nor the link could be read: %s", n.Name, strings.Join(looked, "; "))
 			}
 			for _, l := range looked {
 				t.Logf("not read: %s", l)
 			}
-			var alarms, sources []string
 			// One failure per NIC, naming the part: the alarms are its
 			// evidence; warnings are logged.
-			for _, f := range findings {
-				if f.Level == optics.Alarm {
-					alarms = append(alarms, f.Cause)
-					sources = append(sources, f.Source)
-				} else {
-					t.Logf("warning: %s (%s)", f.Cause, f.Source)
-				}
+			fail, warnings := optics.JudgeNIC(n.Name, n.PCI, part, findings)
+			for _, f := range warnings {
+				t.Logf("warning: %s (%s)", f.Cause, f.Source)
 			}
-			if len(alarms) > 0 {
-				testenv.Fail(t, verdict.Finding{
-					Device:   n.Name,
-					Cause:    fmt.Sprintf("%s (%s) %s: %s", n.Name, n.PCI, part, strings.Join(alarms, "; ")),
-					Remedy:   fmt.Sprintf("reseat, clean or replace the %s; if it persists with a known-good one, check the switch port", part),
-					Source:   strings.Join(dedupe(sources), "; "),
-					Evidence: alarms,
-					Part:     optics.PartOptic,
-				})
+			if fail != nil {
+				testenv.Fail(t, *fail)
 			}
 		})
 	}
-}
-
-func dedupe(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range s {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // berAttr records a link figure mlxlink printed; one it did not is absent.

@@ -15,14 +15,15 @@ import (
 // settingsPath is the rail's GPU, the bridges to its NIC (pathNIC: the rail's,
 // else the nearest hardware NIC) and the NIC; without a hardware NIC, the GPU
 // and the ports above it (pcipath.AboveGPU).
-func (h *host) settingsPath(t *testing.T, r *rails.Rail) pcipath.Path {
+func settingsPath(t *testing.T, sel *rails.Selection, r *rails.Rail) pcipath.Path {
 	t.Helper()
-	nic, path, ok := h.pathNIC(t, r)
+	c, ok := testenv.PathNIC(t, sel, r)
 	if !ok {
 		t.Logf("no PCI RDMA NIC for %s: checking the GPU and the ports above it", r.GPU)
-		return pcipath.AboveGPU(h.ix, r.GPU.Dev)
+		return pcipath.AboveGPU(sel.Index, r.GPU.Dev)
 	}
-	p, pf, err := pcipath.ToNIC(h.ix, r.GPU.Dev, path.Bridges, nic.Name, nic.PCI)
+	nic := c.NIC
+	p, pf, err := pcipath.ToNIC(sel.Index, r.GPU.Dev, c.Path.Bridges, nic.Name, nic.PCI)
 	testenv.Stop(t, err)
 	if pf != nil {
 		testenv.Attr(t, "nic_settings_from", pf.BDF)
@@ -35,12 +36,12 @@ func (h *host) settingsPath(t *testing.T, r *rails.Rail) pcipath.Path {
 // has the rules and their sources).
 func TestTOPO08PCIeSettings(t *testing.T) {
 	testenv.Req(t, "TOPO-08")
-	h := loadHost(t)
-	for _, r := range h.needRails(t) {
+	sel, rs := testenv.SysfsRails(t)
+	for _, r := range rs {
 		t.Run(r.GPU.PCI, func(t *testing.T) {
 			testenv.Req(t, "TOPO-08")
 			testenv.RailAttrs(t, r)
-			p := h.settingsPath(t, r)
+			p := settingsPath(t, sel, r)
 			res := pcipath.Check(p)
 			var members, settings []string
 			for _, m := range p {
@@ -79,7 +80,7 @@ func TestTOPO08PCIeSettings(t *testing.T) {
 				}
 				why, remedy := "", ""
 				if len(res.HeaderOnly) > 0 {
-					need := h.needSysAdmin()
+					need := sel.Process.NeedConfigSpace()
 					why, remedy = ": "+need.Cause, need.Remedy
 				}
 				testenv.Absent(t, remedy, "%s (%s/<address>/config)%s", strings.Join(msgs, "; "), pci.DevicesDir, why)

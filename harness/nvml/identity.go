@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Identity is what NVML says a GPU board is: the values an RMA names
@@ -153,4 +155,44 @@ func clean(s string) string {
 		return ""
 	}
 	return s
+}
+
+// orNone is s, "(none)" when NVML gave nothing.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// Summary is GPU busID's identity in one log line (name: its NVML name).
+func (id Identity) Summary(busID, name string) string {
+	return fmt.Sprintf("GPU %s %s: UUID %s, serial %s, part number %s, VBIOS %s, InfoROM %s (OEM %s), module %d",
+		busID, name, orNone(id.UUID), orNone(id.Serial), orNone(id.PartNumber), orNone(id.VBIOS), orNone(id.InfoROMImage), orNone(id.InfoROMOEM), id.ModuleID)
+}
+
+// InfoROMState is what GPU-16 records of an InfoROM (gdr.inforom_valid).
+type InfoROMState string
+
+const (
+	InfoROMValid        InfoROMState = "yes"
+	InfoROMNotSupported InfoROMState = "not supported" // NVML cannot validate here
+	InfoROMCorrupt      InfoROMState = "corrupt"
+	InfoROMError        InfoROMState = "error"
+)
+
+// JudgeInfoROM is GPU-16's judgement of GPU busID's InfoROM: its state and,
+// corrupt or unreadable, the finding. A corrupt one names the board's
+// serial and part number for the RMA.
+func (id Identity) JudgeInfoROM(busID string) (InfoROMState, *verdict.Finding) {
+	switch {
+	case !id.InfoROMChecked:
+		return InfoROMNotSupported, nil
+	case errors.Is(id.InfoROMErr, gonvml.ERROR_CORRUPTED_INFOROM):
+		return InfoROMCorrupt, verdict.Failf(fmt.Sprintf("the GPU's InfoROM is corrupt: ECC, retired-page and power settings it holds are not trusted; return the board (serial %s, part number %s) under RMA", orNone(id.Serial), orNone(id.PartNumber)),
+			"GPU %s: %v", busID, id.InfoROMErr)
+	case id.InfoROMErr != nil:
+		return InfoROMError, verdict.Failf(Remedy(id.InfoROMErr), "GPU %s: %v", busID, id.InfoROMErr)
+	}
+	return InfoROMValid, nil
 }

@@ -241,3 +241,27 @@ func TestIdentityFabric(t *testing.T) {
 	assert.ErrorIs(t, id.Fabric.Err, gonvml.ERROR_INSUFFICIENT_RESOURCES)
 	assert.Empty(t, id.Fabric.Domain(), "a failed registration is no domain")
 }
+
+// GPU-16: a corrupt InfoROM fails naming the board for the RMA; one NVML
+// cannot validate is reported; any other validation error fails.
+func TestJudgeInfoROM(t *testing.T) {
+	s, f := Identity{InfoROMChecked: true}.JudgeInfoROM("0000:19:00.0")
+	assert.Equal(t, InfoROMValid, s)
+	assert.Nil(t, f)
+	s, f = Identity{}.JudgeInfoROM("0000:19:00.0")
+	assert.Equal(t, InfoROMNotSupported, s)
+	assert.Nil(t, f)
+	id := Identity{InfoROMChecked: true, InfoROMErr: check("ValidateInforom", gonvml.ERROR_CORRUPTED_INFOROM), PartNumber: "692-2G520"}
+	s, f = id.JudgeInfoROM("0000:19:00.0")
+	assert.Equal(t, InfoROMCorrupt, s)
+	require.NotNil(t, f)
+	assert.Equal(t, "GPU 0000:19:00.0: "+id.InfoROMErr.Error(), f.Cause)
+	assert.Contains(t, f.Remedy, "return the board (serial (none), part number 692-2G520) under RMA")
+	id.InfoROMErr = check("ValidateInforom", gonvml.ERROR_UNKNOWN)
+	s, f = id.JudgeInfoROM("0000:19:00.0")
+	assert.Equal(t, InfoROMError, s)
+	require.NotNil(t, f)
+	assert.Equal(t, Remedy(id.InfoROMErr), f.Remedy)
+	assert.Equal(t, "GPU b H200: UUID (none), serial 1, part number (none), VBIOS (none), InfoROM (none) (OEM (none)), module 2",
+		Identity{Serial: "1", ModuleID: 2}.Summary("b", "H200"))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/stats"
+	"github.com/gdrconf/gdrconf/internal/topo"
 )
 
 // ConcurrentFraction: a rail running beside all others must keep this
@@ -180,4 +181,14 @@ func Sharing(run []*rails.Rail, i int, chain func(bdf string) []string) string {
 		return "no other rail shares its root port"
 	}
 	return "it shares root port " + mine + " with " + strings.Join(same, ", ")
+}
+
+// SharingIn is Sharing on the PCI tree ix.
+func SharingIn(run []*rails.Rail, i int, ix *topo.Index) string {
+	return Sharing(run, i, func(bdf string) []string {
+		if d := ix.Device(bdf); d != nil {
+			return d.Chain
+		}
+		return nil
+	})
 }

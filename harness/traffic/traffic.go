@@ -11,7 +11,12 @@
 // moves over it and how it reads the numbers.
 package traffic
 
-import "github.com/gdrconf/gdrconf/internal/verdict"
+import (
+	"testing"
+
+	"github.com/gdrconf/gdrconf/harness/testenv"
+	"github.com/gdrconf/gdrconf/internal/verdict"
+)
 
 // CQMod is perftest's bandwidth moderation: one signaled WR in 100
 // (GDR_TX_DEPTH keeps 128 in flight, as they do).
@@ -60,4 +65,20 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// Record writes v on t in its order: attributes, and findings (fatal ones
+// end t: testenv.Fail; the others testenv.Record).
+func (v Judgement) Record(t testing.TB) {
+	t.Helper()
+	for _, e := range v {
+		switch {
+		case e.Finding == nil:
+			testenv.Attr(t, e.Key, e.Value)
+		case e.Fatal:
+			testenv.Fail(t, *e.Finding)
+		default:
+			testenv.Record(t, *e.Finding)
+		}
+	}
 }

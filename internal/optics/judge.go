@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
@@ -189,4 +191,33 @@ func PortWidth(rate string) int {
 		return 0
 	}
 	return n
+}
+
+// JudgeNIC is TOPO-10's one failure for NIC name (PCI address pci) whose
+// module and link gave findings fs: the alarms are its evidence and name
+// part, the cable or optic to reseat or replace; nil without an alarm.
+// The findings below alarm level are returned for the log.
+func JudgeNIC(name, pci, part string, fs []verdict.Finding) (fail *verdict.Finding, warnings []verdict.Finding) {
+	var alarms, sources []string
+	for _, f := range fs {
+		if f.Level != Alarm {
+			warnings = append(warnings, f)
+			continue
+		}
+		alarms = append(alarms, f.Cause)
+		if !slices.Contains(sources, f.Source) {
+			sources = append(sources, f.Source)
+		}
+	}
+	if len(alarms) == 0 {
+		return nil, warnings
+	}
+	return &verdict.Finding{
+		Device:   name,
+		Cause:    fmt.Sprintf("%s (%s) %s: %s", name, pci, part, strings.Join(alarms, "; ")),
+		Remedy:   fmt.Sprintf("reseat, clean or replace the %s; if it persists with a known-good one, check the switch port", part),
+		Source:   strings.Join(sources, "; "),
+		Evidence: alarms,
+		Part:     PartOptic,
+	}, warnings
 }

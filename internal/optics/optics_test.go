@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // testdata: outputs of our own making in the layouts ethtool 6.15 (and, for
@@ -134,4 +136,23 @@ func TestPortLanes(t *testing.T) {
 	assert.Empty(t, JudgeModule(m), "lane 6 is not this port's")
 	assert.Zero(t, PortWidth("100 Gb/sec"))
 	assert.Equal(t, 1, PortWidth("25 Gb/sec (1X EDR)"))
+}
+
+// TOPO-10: one failure per NIC, its alarms the evidence and their sources
+// once each; warnings only logged.
+func TestJudgeNIC(t *testing.T) {
+	warn := verdict.Finding{Level: Warning, Cause: "temp high warning", Source: "module"}
+	f, w := JudgeNIC("mlx5_0", "0000:01:00.0", "cable/optic X", []verdict.Finding{warn})
+	assert.Nil(t, f)
+	assert.Equal(t, []verdict.Finding{warn}, w)
+	f, w = JudgeNIC("mlx5_0", "0000:01:00.0", "cable/optic X", []verdict.Finding{
+		{Level: Alarm, Cause: "rx lane 1 low", Source: "module"}, warn, {Level: Alarm, Cause: "rx lane 2 low", Source: "module"}, {Level: Alarm, Cause: "BER", Source: "link"}})
+	require.NotNil(t, f)
+	assert.Len(t, w, 1)
+	assert.Equal(t, "mlx5_0 (0000:01:00.0) cable/optic X: rx lane 1 low; rx lane 2 low; BER", f.Cause)
+	assert.Equal(t, "module; link", f.Source)
+	assert.Equal(t, []string{"rx lane 1 low", "rx lane 2 low", "BER"}, f.Evidence)
+	assert.Equal(t, "mlx5_0", f.Device)
+	assert.Equal(t, PartOptic, f.Part)
+	assert.Equal(t, "reseat, clean or replace the cable/optic X; if it persists with a known-good one, check the switch port", f.Remedy)
 }

@@ -69,3 +69,18 @@ func (c Class) ViaC2C() Class {
 
 // FartherThan reports whether c is a worse path than limit.
 func (c Class) FartherThan(limit Class) bool { return c > limit }
+
+// Through names what a path of class c crosses, for messages: the CPU's
+// host bridge (PHB), the link between host bridges (NODE), the
+// inter-socket link (SYS); the PCIe fabric otherwise.
+func (c Class) Through() string {
+	switch c {
+	case PHB:
+		return "CPU's host bridge"
+	case NODE:
+		return "interconnect between host bridges"
+	case SYS:
+		return "inter-socket link"
+	}
+	return "PCIe fabric"
+}

@@ -350,3 +350,9 @@ func TestClassifyC2C(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, P2C, c)
 }
+
+func TestClassThrough(t *testing.T) {
+	for c, want := range map[Class]string{PIX: "PCIe fabric", PXB: "PCIe fabric", PHB: "CPU's host bridge", NODE: "interconnect between host bridges", SYS: "inter-socket link"} {
+		assert.Equal(t, want, c.Through(), c.String())
+	}
+}

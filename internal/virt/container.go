@@ -370,3 +370,9 @@ func (p Process) Need(c Cap, initNS bool, what string) verdict.Finding {
 	}
 	return *verdict.Absentf("run the suite as root", "%s needs %s", what, c.Name)
 }
+
+// NeedConfigSpace is why a PCIe config space read stopped at 64 bytes, and
+// what would let it through where p runs.
+func (p Process) NeedConfigSpace() verdict.Finding {
+	return p.Need(CapSysAdmin, true, "PCIe config space past its first 64 bytes (drivers/pci/pci-sysfs.c pci_read_config)")
+}
