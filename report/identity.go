@@ -269,7 +269,7 @@ func (id *Identity) fillInventory(c *Case) {
 		if g := a["gdr.gpu"]; pci.IsBDF(g) && c.Parent != nil {
 			inv().MergeGPU(inventory.GPU{BDF: g, Model: a["gdr.gpu_name"], UUID: a["gdr.gpu_uuid"], Serial: a["gdr.gpu_serial"],
 				PartNumber: a["gdr.gpu_part_number"], VBIOS: a["gdr.vbios"], InfoROM: a["gdr.inforom_image"],
-				InfoROMOEM: a["gdr.inforom_oem"], ModuleID: a["gdr.gpu_module_id"]})
+				InfoROMOEM: a["gdr.inforom_oem"], ModuleID: a["gdr.gpu_module_id"], NVLinkDomain: a["gdr.nvlink_domain"]})
 		}
 	case "INST-09":
 		if v := a["gdr.ofed_version"]; v != "" {

@@ -93,7 +93,7 @@ func inventoryLines(inv *inventory.Host) [][2]string {
 			mod = "module " + g.ModuleID
 		}
 		lines = append(lines, [2]string{"GPU " + g.BDF, join("", g.Model, "", mod, "serial", g.Serial, "part", g.PartNumber,
-			"VBIOS", g.VBIOS, "InfoROM", g.InfoROM, "UUID", g.UUID)})
+			"VBIOS", g.VBIOS, "InfoROM", g.InfoROM, "UUID", g.UUID, "NVLink domain", g.NVLinkDomain)})
 	}
 	for _, n := range inv.NICs {
 		if n.Software {

@@ -37,6 +37,13 @@ func TestGPU16Identity(t *testing.T) {
 			if id.ModuleID > 0 {
 				testenv.Attr(t, "gpu_module_id", id.ModuleID)
 			}
+			if id.Fabric != nil { // NVL72: the multi-node NVLink domain
+				testenv.Attr(t, "fabric_state", id.Fabric.State)
+				testenv.AttrIf(t, "nvlink_domain", id.Fabric.Domain())
+				if id.Fabric.Err != nil {
+					t.Logf("GPU %s: NVLink fabric registration: %v", d.BusID, id.Fabric.Err)
+				}
+			}
 			t.Logf("%s", id.Summary(d.BusID, d.Name))
 			if err != nil {
 				testenv.Failf(t, nvml.Remedy(err), "GPU %s: %v", d.BusID, err)

@@ -54,7 +54,11 @@ type GPU struct {
 	InfoROMOEM  string `json:"inforom_oem,omitempty"`
 	GSPFirmware string `json:"gsp_firmware,omitempty"`
 	ModuleID    string `json:"module_id,omitempty"` // HGX baseboard position (NVML module id), 1-based
-	Source      string `json:"source,omitempty"`
+	// NVLinkDomain is the multi-node NVLink domain NVML's fabric info
+	// names ("<cluster UUID>/<clique>", GB200/GB300 NVL72); absent on
+	// GPUs in none.
+	NVLinkDomain string `json:"nvlink_domain,omitempty"`
+	Source       string `json:"source,omitempty"`
 }
 
 // NIC is one RDMA device's identity.
@@ -268,6 +272,7 @@ func (h *Host) MergeGPU(g GPU) {
 		}{
 			{&e.Model, g.Model}, {&e.UUID, g.UUID}, {&e.Serial, g.Serial}, {&e.PartNumber, g.PartNumber},
 			{&e.VBIOS, g.VBIOS}, {&e.InfoROM, g.InfoROM}, {&e.InfoROMOEM, g.InfoROMOEM}, {&e.ModuleID, g.ModuleID},
+			{&e.NVLinkDomain, g.NVLinkDomain},
 		} {
 			if *f.dst == "" {
 				*f.dst = f.v
