@@ -39,6 +39,11 @@ func (s *Selection) JudgeRailPath(r *Rail, limit topo.Class, vm func() verdict.F
 		return &f
 	}
 	remedy := fmt.Sprintf("put the GPU and an RDMA NIC under one PCIe switch (PIX/PXB), use a NIC on the GPU's own switch or socket, or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
+	if r.Path.C2C != "" {
+		// A GPU on NVLink-C2C is soldered to its Grace: no card moves. Its
+		// own Grace's NICs are P2C, which NCCL uses by default.
+		remedy = fmt.Sprintf("use a NIC on the GPU's own Grace CPU (P2C, which NCCL uses for GPUDirect RDMA by default: leave GDR_MAX_PATH unset or set it to P2C), or set GDR_MAX_PATH=%s if this topology is intended", r.Path.Class)
+	}
 	if len(nearer) > 0 {
 		remedy = "make the nearer NIC usable (" + nearer[0].NIC.PortRemedy() + "), or " + remedy
 	}
@@ -49,9 +54,13 @@ func (s *Selection) JudgeRailPath(r *Rail, limit topo.Class, vm func() verdict.F
 	if r.Path.From != "" {
 		from = fmt.Sprintf(" in the NCCL topology file %s (%s)", r.Path.From, r.Path.Via)
 	}
+	tail := fmt.Sprintf("GPUDirect RDMA through the %s is slow or unsupported", r.Path.Class.Through())
+	if r.Path.Class == topo.P2C {
+		tail = "NCCL uses GPUDirect RDMA over P2C by default (NCCL_NET_GDR_C2C); the GDR_MAX_PATH set for this run excludes it"
+	}
 	return verdict.Failf(remedy,
-		"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s%s, farther than GDR_MAX_PATH=%s (%s)%s; GPUDirect RDMA through the %s is slow or unsupported",
-		r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, from, limit, r.Reason, semi(why), r.Path.Class.Through())
+		"GPU %d %s (NUMA node %d): rail NIC %s (%s, NUMA node %d) is %s%s, farther than GDR_MAX_PATH=%s (%s)%s; %s",
+		r.GPU.Index, r.GPU.PCI, r.GPU.NUMA, r.NIC.Name, r.NIC.PCI, r.NIC.NUMA, r.Path.Class, from, limit, r.Reason, semi(why), tail)
 }
 
 func semi(s []string) string {

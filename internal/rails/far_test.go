@@ -109,3 +109,21 @@ func TestPortRemedy(t *testing.T) {
 	}
 	assert.Equal(t, "own", (&NIC{Why: "its port 1 is DOWN", Remedy: "own"}).PortRemedy(), "the NIC's own remedy first")
 }
+
+// On a GH200 the rail is P2C: within NCCL's level, and under a stricter
+// GDR_MAX_PATH the remedy names the GPU's own Grace, never a PCIe switch
+// move (the GPU is soldered to its Grace).
+func TestJudgeRailPathC2C(t *testing.T) {
+	s := sel(t, discover(t, "gh200"))
+	r := s.Rails[0]
+	require.Equal(t, topo.P2C, r.Path.Class)
+	assert.Equal(t, "0009:01:00.0", r.Path.C2C)
+	assert.Equal(t, topo.NODE, r.Path.TreeClass())
+	assert.Nil(t, s.JudgeRailPath(r, topo.P2C, nil))
+	f := s.JudgeRailPath(r, topo.PXB, nil)
+	require.NotNil(t, f)
+	assert.Contains(t, f.Cause, "is P2C, farther than GDR_MAX_PATH=PXB (")
+	assert.Contains(t, f.Cause, "NCCL uses GPUDirect RDMA over P2C by default (NCCL_NET_GDR_C2C); the GDR_MAX_PATH set for this run excludes it")
+	assert.Contains(t, f.Remedy, "use a NIC on the GPU's own Grace CPU")
+	assert.NotContains(t, f.Remedy, "PCIe switch")
+}

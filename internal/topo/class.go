@@ -75,6 +75,8 @@ func (c Class) FartherThan(limit Class) bool { return c > limit }
 // inter-socket link (SYS); the PCIe fabric otherwise.
 func (c Class) Through() string {
 	switch c {
+	case P2C:
+		return "NVLink-C2C to the CPU and the CPU's PCIe"
 	case PHB:
 		return "CPU's host bridge"
 	case NODE:

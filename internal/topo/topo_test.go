@@ -352,7 +352,7 @@ func TestClassifyC2C(t *testing.T) {
 }
 
 func TestClassThrough(t *testing.T) {
-	for c, want := range map[Class]string{PIX: "PCIe fabric", PXB: "PCIe fabric", PHB: "CPU's host bridge", NODE: "interconnect between host bridges", SYS: "inter-socket link"} {
+	for c, want := range map[Class]string{PIX: "PCIe fabric", PXB: "PCIe fabric", P2C: "NVLink-C2C to the CPU and the CPU's PCIe", PHB: "CPU's host bridge", NODE: "interconnect between host bridges", SYS: "inter-socket link"} {
 		assert.Equal(t, want, c.Through(), c.String())
 	}
 }
