@@ -8,7 +8,9 @@ TAGS    ?= gpu,rdma
 # make dist ARCH=arm64: the dist for another architecture (a GOARCH), in
 # dist-<arch>/; without ARCH, this host's, in dist/.
 ARCH    ?=
-DIST    ?= $(if $(ARCH),dist-$(ARCH),dist)
+# x86/x86_64/aarch64 (the kernel's names, which kernel builds export as
+# ARCH) are amd64/arm64 here too (build/arch.sh).
+DIST    ?= $(if $(ARCH),dist-$(subst aarch64,arm64,$(subst x86,amd64,$(subst x86_64,amd64,$(ARCH)))),dist)
 REPORTS := reports
 GOTESTSUM := $(GO) tool gotestsum
 # go-nvml's header marks many NVML calls deprecated; a cold build would print

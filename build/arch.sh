@@ -12,9 +12,19 @@ arch_native() {
 	esac
 }
 
+# arch_goarch prints the GOARCH of an architecture name: Go's own, or the
+# kernel's (uname -m, and ARCH=x86/arm64 as kernel builds export it).
+arch_goarch() {
+	case "$1" in
+	x86 | x86_64) echo amd64 ;;
+	aarch64) echo arm64 ;;
+	*) echo "$1" ;;
+	esac
+}
+
 # arch_triplet prints the GNU triplet of a GOARCH, or fails naming it.
 arch_triplet() {
-	case "$1" in
+	case "$(arch_goarch "$1")" in
 	amd64) echo x86_64-linux-gnu ;;
 	arm64) echo aarch64-linux-gnu ;;
 	*)

@@ -43,6 +43,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/arch.sh"
 cross_cc=""
 if [[ -n "$arch" ]]; then
+	arch=$(arch_goarch "$arch")
 	cross_cc=$(arch_cc "$arch") || exit 1
 fi
 need=()

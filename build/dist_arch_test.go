@@ -88,3 +88,22 @@ func TestDistArm64(t *testing.T) {
 		assert.Contains(t, strings.ToLower(string(o)), "usage", "%s under qemu-aarch64: %s", filepath.Base(prog), o)
 	}
 }
+
+// ARCH takes Go's names and the kernel's (uname -m, and ARCH=x86/arm64
+// as kernel builds export it); any other is refused naming it.
+func TestArchNames(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	for name, want := range map[string]string{
+		"amd64": "amd64 x86_64-linux-gnu", "x86_64": "amd64 x86_64-linux-gnu", "x86": "amd64 x86_64-linux-gnu",
+		"arm64": "arm64 aarch64-linux-gnu", "aarch64": "arm64 aarch64-linux-gnu",
+	} {
+		o, err := exec.Command("bash", "-c", `source arch.sh && echo "$(arch_goarch "$1") $(arch_triplet "$1")"`, "-", name).CombinedOutput()
+		require.NoError(t, err, "%s: %s", name, o)
+		assert.Equal(t, want, strings.TrimSpace(string(o)), name)
+	}
+	o, err := exec.Command("bash", "-c", `source arch.sh && arch_triplet riscv64`).CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(o), "ARCH=riscv64: the dist is built for amd64 or arm64")
+}

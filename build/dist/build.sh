@@ -19,7 +19,7 @@ go=${GO:-go}
 here="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=build/arch.sh
 source "$here/arch.sh"
-arch="${ARCH:-$(arch_native)}"
+arch="$(arch_goarch "${ARCH:-$(arch_native)}")"
 cross_cc=$(arch_cc "$arch")
 export GOARCH="$arch"
 if [[ -n "$cross_cc" ]]; then
