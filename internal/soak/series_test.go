@@ -1,0 +1,56 @@
+package soak
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/counters"
+)
+
+func f(v float64) *float64 { return &v }
+
+func TestSeriesRoundTrip(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	s := &Series{Host: "h1", Start: t0, End: t0.Add(20 * time.Second), Planned: time.Minute, Interval: 10 * time.Second, Cut: "SIGTERM",
+		Rails: []Rail{{Index: 0, Device: "mlx5_0", Port: 1, Floor: f(360), FloorSource: "GDR_MIN_BW"}},
+		GPUs:  []GPU{{Index: 0, PCI: "0000:1b:00.0"}},
+		Samples: []Sample{
+			{At: t0.Add(10 * time.Second), Rails: []RailSample{{Gbps: f(371.5), State: "ACTIVE", Counters: []Count{{Key: counters.Key{Device: "mlx5_0", Port: 1, Source: counters.Port, Name: "symbol_error"}, Value: 3}}}}, GPUs: []GPUSample{{TempC: f(41)}}},
+			{At: t0.Add(20 * time.Second), Rails: []RailSample{{State: "DOWN"}}},
+		},
+		Events: []Event{{At: t0.Add(15 * time.Second), Kind: LinkDown, Device: "mlx5_0", Text: "port 1 DOWN"}},
+	}
+	d := t.TempDir()
+	require.NoError(t, Write(d, s))
+	got, err := Read(d)
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+	assert.Nil(t, got.Samples[1].Rails[0].Gbps, "not measured stays absent")
+	assert.Equal(t, 20*time.Second, got.Duration())
+
+	_, err = Read(t.TempDir())
+	assert.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
+}
+
+func TestSeriesRefusesBadInput(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ in, want string }{
+		{`{"version":2}`, "version 2 is newer"},
+		{`{"version":0}`, "not a soak series"},
+		{`{"version":1,"start":"` + t0.Format(time.RFC3339) + `","end":"` + t0.Add(-time.Second).Format(time.RFC3339) + `"}`, "before it starts"},
+		{`{"version":1,"rails":[{"index":0}],"samples":[{"rails":[]}]}`, "sample 0 has 0 rails, the series 1"},
+		{`{"version":1,"samples":[{"at":"` + t0.Format(time.RFC3339) + `","rails":[]},{"at":"` + t0.Add(-time.Second).Format(time.RFC3339) + `","rails":[]}]}`, "sample 1"},
+		{`{"version":1,"host":`, "cut short"},
+	} {
+		_, err := decode("soak.json", strings.NewReader(c.in))
+		if assert.Error(t, err, c.in) {
+			assert.Contains(t, err.Error(), c.want)
+		}
+	}
+}
