@@ -54,3 +54,35 @@ func TestSeriesRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestRates(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	sym := counters.Key{Device: "mlx5_0", Port: 1, Source: counters.Port, Name: "symbol_error"}
+	down := counters.Key{Device: "mlx5_0", Port: 1, Source: counters.Port, Name: "link_downed"}
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	s := &Series{Rails: []Rail{{Device: "mlx5_0", Port: 1}}, Samples: []Sample{
+		{At: at(0), Rails: []RailSample{{Counters: []Count{{sym, 10}, {down, 0}}}}},
+		{At: at(10), Rails: []RailSample{{}}},
+		{At: at(20), Rails: []RailSample{{Counters: []Count{{sym, 40}}}}},
+		{At: at(30), Rails: []RailSample{{Counters: []Count{{sym, 5}}}}}, // cleared, then 5 more
+		{At: at(60), Rails: []RailSample{{}}},
+	}}
+	rs := Rates(s)
+	require.Len(t, rs, 2)
+	assert.Equal(t, down, rs[0].Key)
+	assert.Zero(t, rs[0].Rise)
+	assert.Equal(t, time.Hour, rs[0].Over, "watched to the last sample")
+	assert.True(t, rs[0].First.IsZero())
+	r := rs[1]
+	assert.Equal(t, uint64(35), r.Rise)
+	assert.True(t, r.Reset)
+	assert.Equal(t, at(20), r.First)
+	assert.Equal(t, at(30), r.Last)
+	ph, ok := r.PerHour()
+	assert.True(t, ok)
+	assert.InDelta(t, 35, ph, 1e-9)
+
+	one := Rates(&Series{Rails: []Rail{{}}, Samples: []Sample{{At: t0, Rails: []RailSample{{Counters: []Count{{sym, 1}}}}}}})
+	_, ok = one[0].PerHour()
+	assert.False(t, ok, "one sample: no rate")
+}
