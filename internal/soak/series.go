@@ -53,6 +53,12 @@ type Series struct {
 	// Downsampled is the original number of samples when Samples holds
 	// fewer (a long run's series in summary.json); 0 when not.
 	Downsampled int `json:"downsampled,omitempty"`
+	// Unread names what the runner could not read during the whole run, by
+	// source (UnreadKmsg, UnreadNVML, UnreadMlxlink, UnreadCounters), with
+	// why ("/dev/kmsg: permission denied", "mlxlink not on PATH"): a judge
+	// whose source was not read says it could not judge, instead of
+	// passing on nothing.
+	Unread map[string]string `json:"unread,omitempty"`
 
 	Rails   []Rail   `json:"rails"`
 	GPUs    []GPU    `json:"gpus"`
@@ -165,6 +171,14 @@ const (
 	Xid      EventKind = "xid"
 	AER      EventKind = "aer"
 	Cut      EventKind = "cut"
+)
+
+// The sources Series.Unread names.
+const (
+	UnreadKmsg     = "kmsg"     // the kernel log (Xid and AER lines)
+	UnreadNVML     = "nvml"     // the GPUs' clocks, throttle reasons, temperature, power
+	UnreadMlxlink  = "mlxlink"  // mlxlink's BER and link counters
+	UnreadCounters = "counters" // the ports' and PCI functions' counters
 )
 
 // Duration is how long the run actually ran.
