@@ -136,3 +136,16 @@ func TestTestdataSeries(t *testing.T) {
 	_, err = os.Stat(filepath.Join("testdata", SeriesFile))
 	require.NoError(t, err)
 }
+
+// The size the report is held to (8 rails x 8 h at 10 s) judges clean,
+// and quickly: every judge is linear in the samples.
+func TestJudgeEightHours(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	s := build(8, 8*time.Hour)
+	start := time.Now()
+	fs := Judge(s, DefaultThresholds())
+	assert.Empty(t, fs)
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
