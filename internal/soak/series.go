@@ -222,6 +222,12 @@ func Write(dir string, s *Series) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600; the report folder's other files are
+	// readable by the people and collectors that read reports.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := json.NewEncoder(tmp).Encode(s); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", tmp.Name(), err)

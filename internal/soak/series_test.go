@@ -86,3 +86,11 @@ func TestRates(t *testing.T) {
 	_, ok = one[0].PerHour()
 	assert.False(t, ok, "one sample: no rate")
 }
+
+func TestSeriesFileReadable(t *testing.T) {
+	d := t.TempDir()
+	require.NoError(t, Write(d, &Series{}))
+	st, err := os.Stat(d + "/" + SeriesFile)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "readable like the folder's other reports")
+}
