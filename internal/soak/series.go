@@ -105,6 +105,11 @@ type RailSample struct {
 	// (the engine was reconnecting, the sample came before the first
 	// completion).
 	Gbps *float64 `json:"gbit_s,omitempty"`
+	// GbpsMin and GbpsMax are the lowest and highest rate of the samples a
+	// downsampled sample stands for (Downsample; Gbps is then their mean);
+	// nil in a series as measured.
+	GbpsMin *float64 `json:"gbit_s_min,omitempty"`
+	GbpsMax *float64 `json:"gbit_s_max,omitempty"`
 	// State is the port's state when sampled (ACTIVE, DOWN, INIT, ...);
 	// "" when it could not be read.
 	State string `json:"state,omitempty"`
