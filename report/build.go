@@ -21,8 +21,12 @@ func Build(runs []Run) *Report {
 	r := &Report{Suite: SuiteVersion(), Hosts: make([]*HostResult, len(runs))}
 	// Hosts are independent: a fleet's are built on every CPU.
 	shared := newMapTable()
+	keep := soakKeep
+	if len(runs) > fleetHosts {
+		keep = soakKeepFleet
+	}
 	parallel(len(runs), func(i int) {
-		h := buildHost(runs[i], shared)
+		h := buildHost(runs[i], shared, keep)
 		h.Earlier, h.Latest = runs[i].Earlier, runs[i].Latest
 		r.Hosts[i] = h
 	})
@@ -129,7 +133,7 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func buildHost(run Run, shared *mapTable) *HostResult {
+func buildHost(run Run, shared *mapTable, keep int) *HostResult {
 	h := &HostResult{Identity: run.Host}
 	evs, notes, err := run.events()
 	runErrs := append([]string(nil), run.Errs...)
@@ -137,6 +141,17 @@ func buildHost(run Run, shared *mapTable) *HostResult {
 		// A merge of many hosts goes on: the one whose events could not be
 		// read fails outside any test, naming the file and why.
 		runErrs = append(runErrs, "its events could not be read: "+err.Error())
+	}
+	series := run.Soak
+	if series == nil && run.soakDir != "" {
+		// Like a damaged test.json: the host fails outside any test, named
+		// with the file and what is wrong in it; the merge goes on.
+		if series, err = readSoak(run.soakDir); err != nil {
+			runErrs = append(runErrs, "its soak series could not be read, so its charts are not shown: "+err.Error())
+		}
+	}
+	if series != nil {
+		h.Soak = soakOf(series, keep)
 	}
 	runErrs = append(runErrs, notes...)
 	h.pkgs = buildPackages(run.Host.Host, evs, shared)

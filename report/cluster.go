@@ -130,6 +130,9 @@ func loadHostRounds(rounds []cluster.HostRound, in *interner) (Run, error) {
 		for _, s := range one.Errs {
 			run.Errs = append(run.Errs, name+": "+s)
 		}
+		if one.soakDir != "" {
+			run.soakDir = one.soakDir // a soak round's; the last one's if several
+		}
 	}
 	return run, nil
 }

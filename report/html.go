@@ -26,6 +26,7 @@ var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap
 	"join":   strings.Join,
 	"clip":   clip,
 	"hosts":  nameHosts,
+	"add":    func(a, b int) int { return a + b },
 }).ParseFS(tmplFS, "report.html.tmpl"))
 
 type matrixCell struct{ Class, Mark, Tip string }
@@ -70,6 +71,7 @@ type hostView struct {
 	PairNICs []string
 	PairRows []pairRow
 	Details  []detail
+	Soak     *soakView // its soak run's charts and tables; nil: none, or a fleet's short section
 }
 
 // causeView is one of the report's causes (HostsCause) as the top of the
@@ -108,6 +110,8 @@ type htmlData struct {
 	// Unfinished: hosts whose run did not finish; Flaky: links that failed
 	// once and passed on re-test. One line each.
 	Unfinished, Flaky []string
+	// SoakHosts are the hosts that ran a soak, one row each (merges).
+	SoakHosts []soakFleetRow
 }
 
 // findingView is one cluster finding as the page shows it.
@@ -195,6 +199,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			detail += v.detailBytes()
 		}
 		d.Hosts = append(d.Hosts, v)
+		if d.Many && h.Soak != nil {
+			d.SoakHosts = append(d.SoakHosts, soakFleetRowOf(h))
+		}
 	}
 	if pairs := Pairs(r.Hosts); len(pairs) > 0 {
 		d.HeatHosts, d.Heat, d.PairList = heatmap(pairs)
@@ -284,6 +291,7 @@ func hostViewOf(h *HostResult, many, fleet, full bool) hostView {
 	if v.Compact {
 		return v
 	}
+	v.Soak = soakViewOf(h)
 	t := topology(h)
 	if !t.Empty() {
 		v.Tree = template.HTML(t.TreeSVG())
@@ -339,6 +347,11 @@ func hostViewOf(h *HostResult, many, fleet, full bool) hostView {
 // detailBytes is what the section's tree and test output weigh.
 func (v hostView) detailBytes() int {
 	n := len(v.Tree)
+	if v.Soak != nil {
+		for _, c := range append(append([]template.HTML(nil), v.Soak.Rails...), v.Soak.GPUs...) {
+			n += len(c)
+		}
+	}
 	for _, d := range v.Details {
 		n += len(d.Output) + len(d.Message)
 	}

@@ -140,6 +140,9 @@ func loadHost(dir string, in *interner, lazy bool) (Run, error) {
 		return run, err
 	}
 	run.Host = id
+	if exists(filepath.Join(dir, SoakFile)) {
+		run.soakDir = dir
+	}
 	f, err := sharedfile.OpenEvents(dir, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, jerr := os.Stat(filepath.Join(dir, JUnitFile)); jerr == nil {

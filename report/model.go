@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/soak"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 	"github.com/jstemmer/go-junit-report/v2/gtr"
 )
@@ -30,6 +31,11 @@ type Run struct {
 	// read reads Events when they were left on disk (FromDirs): Build
 	// reads each host's when it reaches it and lets them go after.
 	read func() ([]Event, []string, error)
+	// Soak is the host's soak series (soak.json), nil when it ran none or
+	// when it is left on disk in soakDir, which Build reads from when it
+	// reaches the host (a fleet's series are never all in memory).
+	Soak    *soak.Series
+	soakDir string
 }
 
 // events are the run's events, read now when they were left on disk;

@@ -107,7 +107,10 @@ type HostResult struct {
 	// one is shown but does not count in the merged verdict.
 	Earlier bool `json:"earlier_run,omitempty"`
 	// Latest: earlier runs of this host are in the report too; this one judges.
-	Latest  bool     `json:"latest_run,omitempty"`
+	Latest bool `json:"latest_run,omitempty"`
+	// Soak is the host's soak run; nil when it ran none. summary.json
+	// writes it (hostJSON), every other format only its line.
+	Soak    *Soak    `json:"-"`
 	runErrs []string // those of Errors that are not a package's (JUnit: "(run)" cases)
 	pkgs    []*pkgRun
 	cases   []*Case

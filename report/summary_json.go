@@ -34,6 +34,9 @@ type hostJSON struct {
 	BadRails []int         `json:"bad_rails,omitempty"`
 	Liveness string        `json:"liveness,omitempty"`
 	Counts   countsJSON    `json:"counts"`
+	// Soak is the host's soak run, its series downsampled; absent when it
+	// ran none.
+	Soak *Soak `json:"soak,omitempty"`
 }
 
 // countsJSON is summary.json's "counts": requirements by outcome, must and
@@ -62,7 +65,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	var hosts []hostJSON
 	for _, h := range r.Hosts {
 		hj := hostJSON{Host: h.Identity.Host, Verdict: h.Verdict.Verdict, Line: h.Verdict.Line, Advice: h.Verdict.Advice,
-			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other, Earlier: h.Earlier}
+			Failed: h.Verdict.Failed, NotRun: h.Verdict.NotRun, Identity: h.Identity, Reqs: h.Reqs, Causes: h.Causes, Errors: h.Errors, Other: h.Other, Earlier: h.Earlier, Soak: h.Soak}
 		c := h.Counts()
 		hj.Counts = countsJSON{Must: c.Must, ReportOnly: c.ReportOnly, Cases: c.Cases}
 		if f := r.fabric(h.Identity.Host); f != nil {
@@ -102,6 +105,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out["requirements"] = h.Reqs
 		out["shared_causes"] = h.Causes
 		out["errors"] = h.Errors
+		if h.Soak != nil {
+			out["soak"] = h.Soak
+		}
 	}
 	if r.Fleet() {
 		// A fleet's is tens of MB: not indented (that cost a second), and

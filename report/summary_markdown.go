@@ -96,6 +96,22 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			m.add(fmt.Sprintf("\n%d of %d hosts listed (failed first); every host is in report.html and summary.json.\n", shown, len(hosts)))
 		}
 	}
+	if many {
+		// Every soaked host's line: the host sections below are the failed
+		// hosts' only.
+		var lines []string
+		for _, h := range hosts {
+			if l := soakLine(h); l != "" {
+				lines = append(lines, fmt.Sprintf("- %s: %s\n", mdEscape(h.Named()), mdEscape(l)))
+			}
+		}
+		if len(lines) > 0 {
+			m.add("\n## Soak\n\n")
+			for _, l := range lines {
+				m.add(l)
+			}
+		}
+	}
 	r.clusterMarkdown(&m.b)
 	left := 0
 	for _, h := range hosts {
@@ -122,6 +138,9 @@ func writeHostMarkdown(m *mdWriter, h *HostResult, many bool) bool {
 	fmt.Fprintf(&b, "\n## %s: %s%s\n\n%s\n\n| | |\n| --- | --- |\n", mdEscape(h.Identity.Host), mdEscape(h.Verdict.Line), h.RunNote(), mdEscape(h.Verdict.Advice))
 	for _, l := range identityLines(h.Identity) {
 		fmt.Fprintf(&b, "| %s | %s |\n", l[0], mdEscape(l[1]))
+	}
+	if l := soakLine(h); l != "" {
+		fmt.Fprintf(&b, "| soak | %s |\n", mdEscape(l))
 	}
 	for _, e := range h.Errors {
 		fmt.Fprintf(&b, "\n**Failed outside any test:** %s\n", mdEscape(e))

@@ -82,6 +82,9 @@ func writeHostText(b *strings.Builder, h *HostResult, many bool) {
 	for _, l := range identityLines(h.Identity) {
 		fmt.Fprintf(b, "%-8s %s\n", l[0], l[1])
 	}
+	if l := soakLine(h); l != "" {
+		fmt.Fprintf(b, "%-8s %s\n", "soak", l)
+	}
 	for _, e := range h.Errors {
 		fmt.Fprintf(b, "\nFAILED OUTSIDE ANY TEST: %s\n", e)
 	}
