@@ -205,6 +205,20 @@ document.querySelectorAll("body *").forEach(function(el){
 });
 document.documentElement.setAttribute("data-contrast",n+";"+list.join("|"));});</script>`
 
+// widthProbe writes the page's width on the root element, so that the
+// dump says whether anything scrolls sideways; it is not blind to a wide
+// page (TestFleetHTMLInBrowser).
+const widthProbe = `<script>window.addEventListener("load",function(){document.documentElement.setAttribute("data-scrollwidth",String(document.documentElement.scrollWidth));});</script>`
+
+// scrollWidth is what widthProbe wrote in dom.
+func scrollWidth(t *testing.T, dom string) int {
+	t.Helper()
+	m := regexp.MustCompile(`data-scrollwidth="(\d+)"`).FindStringSubmatch(dom[:min(len(dom), 4000)])
+	require.NotNil(t, m, "the width probe ran")
+	w, _ := strconv.Atoi(m[1])
+	return w
+}
+
 // A fleet's report renders in Chromium with its verdict naming the failing
 // hosts, and no part of it is wider than a 1400 px window. The causes of
 // the failures and what to do are above the fold (the first cause ends
@@ -215,15 +229,7 @@ func TestFleetHTMLInBrowser(t *testing.T) {
 		t.Skip("renders merges up to 1024 hosts (-short skips it)")
 	}
 	shots := os.Getenv("GDR_REPORT_SHOTS")
-	// A probe writes the page's width on the root element, so that the dump
-	// says whether anything scrolls sideways; it is not blind to a wide page.
-	probe := `<script>window.addEventListener("load",function(){document.documentElement.setAttribute("data-scrollwidth",String(document.documentElement.scrollWidth));});</script>`
-	scrollWidth := func(t *testing.T, dom string) int {
-		m := regexp.MustCompile(`data-scrollwidth="(\d+)"`).FindStringSubmatch(dom[:min(len(dom), 4000)])
-		require.NotNil(t, m, "the width probe ran")
-		w, _ := strconv.Atoi(m[1])
-		return w
-	}
+	probe := widthProbe
 	wide := filepath.Join(t.TempDir(), "wide.html")
 	require.NoError(t, os.WriteFile(wide, []byte("<!doctype html><html><head>"+probe+"</head><body><table><tr><td>"+strings.Repeat("x", 600)+"</td></tr></table></body></html>"), 0o644))
 	wdom, _ := chromium(t, "--dump-dom", "--window-size=1400,900", "--virtual-time-budget=2000", "file://"+wide)

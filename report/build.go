@@ -21,10 +21,7 @@ func Build(runs []Run) *Report {
 	r := &Report{Suite: SuiteVersion(), Hosts: make([]*HostResult, len(runs))}
 	// Hosts are independent: a fleet's are built on every CPU.
 	shared := newMapTable()
-	keep := soakKeep
-	if len(runs) > fleetHosts {
-		keep = soakKeepFleet
-	}
+	keep := soakKeepFor(len(runs))
 	parallel(len(runs), func(i int) {
 		h := buildHost(runs[i], shared, keep)
 		h.Earlier, h.Latest = runs[i].Earlier, runs[i].Latest

@@ -18,19 +18,29 @@ import (
 // SoakFile is the soak series in a host's report folder.
 const SoakFile = soak.SeriesFile
 
-// Samples of a host's series kept in summary.json: a few times the width
-// of a chart, so that other tools can plot it, and a fleet's summary.json
-// stays tens of MB. Each kept sample's rate is its bucket's mean with the
-// minimum and maximum beside it (soak.Downsample), so no dip is lost.
+// Samples of a host's series kept in summary.json: a host's up to
+// soakKeep (twice a chart's width, so other tools can plot it), a merge's
+// soakKeepAll shared among its hosts, no fewer than soakKeepMin each: a
+// sample of 8 rails and 8 GPUs is about 1.5 kB of JSON, so a merge's
+// series stay within some 25 MB (37 MB at 1024 hosts). Each kept sample's
+// rate is its bucket's mean with the minimum and maximum beside it
+// (soak.Downsample), so no dip is lost.
 const (
-	soakKeep      = 480
-	soakKeepFleet = 120
+	soakKeep    = 480
+	soakKeepAll = 16384
+	soakKeepMin = 24
 )
+
+// soakKeepFor is how many samples a host's series keeps in a report of
+// hosts hosts.
+func soakKeepFor(hosts int) int {
+	return min(soakKeep, max(soakKeepMin, soakKeepAll/max(hosts, 1)))
+}
 
 // Soak is a host's soak run.
 type Soak struct {
-	// Series is the run, downsampled to soakKeep samples (Downsampled
-	// says how many were measured).
+	// Series is the run, downsampled (soakKeepFor; Downsampled says how
+	// many samples were measured).
 	Series *soak.Series `json:"series"`
 	// Rates are every counter's rise on each rail over the whole run.
 	Rates []soak.CounterRate `json:"counter_rates,omitempty"`

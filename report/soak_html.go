@@ -101,7 +101,7 @@ var markOf = map[soak.EventKind][2]string{
 // on the time axis.
 type timeChart struct {
 	title, ylabel, alt string
-	w, h, right        float64 // size, and the right margin (a legend's room)
+	w, h, right        float64 // size, and the right margin (a legend's room where several lines)
 	total              float64 // seconds from the start to the end
 	lines              []timeLine
 	floor              float64
@@ -117,7 +117,7 @@ type timeLine struct {
 }
 
 func (c timeChart) svg() string {
-	const l, top, bot = 52.0, 22.0, 30.0
+	const l, top, bot = 52.0, 30.0, 30.0
 	w, h, r := c.w, c.h, c.right
 	maxY := c.floor
 	for _, ln := range c.lines {
@@ -160,7 +160,7 @@ func (c timeChart) svg() string {
 	}
 	if c.floor > 0 {
 		fmt.Fprintf(&b, `<line class="floor" x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#cf222e" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" font-size="10" fill="#cf222e">floor %s</text>`,
-			l, w-r, py(c.floor), py(c.floor), w-r-4, py(c.floor)-3, fmtNum(c.floor))
+			l, w-r, py(c.floor), py(c.floor), l+4, py(c.floor)-3, fmtNum(c.floor))
 	}
 	for i, ln := range c.lines {
 		fmt.Fprintf(&b, `<g class="series"><title>%s</title>`, esc(ln.name))
@@ -191,7 +191,7 @@ func (c timeChart) svg() string {
 			seg = append(seg, fmt.Sprintf("%.1f,%.1f", px(p.x), py(p.y)))
 		}
 		flush()
-		if r > 0 {
+		if len(c.lines) > 1 {
 			fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="10" height="10" fill="%s"/><text x="%.0f" y="%.0f" font-size="11">%s</text>`,
 				w-r+8, top+float64(i)*15, ln.color, w-r+22, top+9+float64(i)*15, esc(clip(ln.name, 22)))
 		}
@@ -208,7 +208,7 @@ func (c timeChart) svg() string {
 		}
 		x := px(e.At.Sub(c.start).Seconds())
 		fmt.Fprintf(&b, `<g class="event"><title>%s %s %s: %s</title><line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="%s" stroke-width="1"/><text x="%.1f" y="%.0f" font-size="9" text-anchor="middle" fill="%s">%s</text></g>`,
-			esc(runAt(c.start, e.At)), esc(string(e.Kind)), esc(e.Device), esc(clip(e.Text, 160)), x, x, top, h-bot, m[1], x, top-2, m[1], m[0])
+			esc(runAt(c.start, e.At)), esc(string(e.Kind)), esc(e.Device), esc(clip(e.Text, 160)), x, x, top, h-bot, m[1], x, top-3, m[1], m[0])
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
@@ -246,7 +246,7 @@ func tickLabel(x float64) string {
 // the whole run's numbers for its text alternative).
 func railChart(s *soak.Series, sk *Soak, i int) string {
 	rl := s.Rails[i]
-	c := timeChart{w: 460, h: 170, total: s.Duration().Seconds(), start: s.Start, ylabel: "RDMA WRITE Gbit/s"}
+	c := timeChart{w: 460, h: 170, right: 14, total: s.Duration().Seconds(), start: s.Start, ylabel: "RDMA WRITE Gbit/s"}
 	c.title = fmt.Sprintf("rail %d · %s port %d", rl.Index, rl.Device, rl.Port)
 	if rl.Peer != "" {
 		c.title += " → " + rl.Peer

@@ -1,12 +1,17 @@
 package soak
 
-import "github.com/gdrconf/gdrconf/internal/counters"
+import (
+	"math"
+
+	"github.com/gdrconf/gdrconf/internal/counters"
+)
 
 // Downsample is s with at most maxSamples samples, for a page or a summary
 // that must stay readable and small over hours (8 rails x 8 h at 10 s is
 // 2880 samples a rail). Consecutive samples are bucketed, each bucket
 // becoming one sample at its last sample's time:
-//   - a rail's Gbps is the bucket's mean, GbpsMin and GbpsMax its extremes,
+//   - a rail's Gbps is the bucket's mean (to the Mbit/s), GbpsMin and
+//     GbpsMax its extremes,
 //     so that a dip of one sample survives as the bucket's minimum;
 //   - a rail's State is the first that was not ACTIVE, if any was not (a
 //     DOWN sample must not vanish), else the last;
@@ -81,7 +86,9 @@ func bucket(xs []Sample, rails, gpus int) Sample {
 			}
 		}
 		if got > 0 {
-			mean := sum / float64(got)
+			// To the Mbit/s: more digits are noise, and cost a
+			// summary.json of a fleet megabytes.
+			mean := math.Round(sum/float64(got)*1000) / 1000
 			r.Gbps = &mean
 		}
 		if got <= 1 && r.GbpsMin != nil && r.GbpsMax != nil && *r.GbpsMin == *r.GbpsMax {

@@ -73,7 +73,7 @@ func TestDownsampleKeepsTheWorst(t *testing.T) {
 	assert.Equal(t, slowdown, th)
 	// The dip's bucket (12 samples) has its mean between the dip and the rest.
 	b := d.Samples[1001/12].Rails[0]
-	assert.InDelta(t, (11*380+12)/12.0, *b.Gbps, 1e-9)
+	assert.Equal(t, 349.333, *b.Gbps, "(11*380+12)/12 to the Mbit/s")
 	assert.Equal(t, 380.0, *b.GbpsMax)
 	assert.Equal(t, s.Samples[1001/12*12+11].At, d.Samples[1001/12].At, "a bucket is at its last sample's time")
 
