@@ -396,3 +396,28 @@ func TestSoakHTMLInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// A soak cut before its first sample still renders, in every format,
+// saying it was cut and that no rate was measured.
+func TestSoakCutBeforeAnySample(t *testing.T) {
+	s := synthSoak("gpu-a", 2, 1, 0, 10*time.Second, false)
+	s.Planned, s.Cut = time.Hour, "SIGTERM"
+	s.Events = []soak.Event{{At: s.Start, Kind: soak.Cut, Text: "SIGTERM from Slurm"}}
+	r := Build([]Run{soakRun(t, "gpu-a", s, "")})
+	h := r.Hosts[0]
+	require.NotNil(t, h.Soak)
+	assert.Nil(t, h.Soak.Worst)
+	assert.Equal(t, "soak 0s of 1h00m, cut: SIGTERM, 2 rails, 1 GPU", h.Soak.Line())
+	var page, js, txt bytes.Buffer
+	require.NoError(t, r.WriteHTML(&page))
+	require.NoError(t, r.WriteJSON(&js))
+	require.NoError(t, r.WriteText(&txt))
+	assert.Contains(t, page.String(), "rail 0 · mlx5_0 port 1: RDMA WRITE rate over 0s of 1h00m, cut: SIGTERM: no rate measured")
+	assert.NotContains(t, page.String(), "NaN")
+	assert.Contains(t, txt.String(), "soak 0s of 1h00m, cut: SIGTERM")
+
+	// A run on the lab's emulated GPU says so wherever its line goes.
+	s.Emulated = true
+	h = Build([]Run{soakRun(t, "gpu-a", s, "")}).Hosts[0]
+	assert.Equal(t, "soak 0s of 1h00m, cut: SIGTERM, 2 rails, 1 GPU (emulated GPU)", h.Soak.Line())
+}
