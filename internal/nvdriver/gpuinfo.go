@@ -73,10 +73,10 @@ func ParseGPUInformation(b []byte) (GPUInfo, error) {
 	return g, nil
 }
 
-// ReadGPUs reads every GPU's information file through root, in PCI order.
-// No driver (no directory) is no GPUs and no error; a file that does not
-// parse is an error naming it, the others are still returned.
-func ReadGPUs(root *hostfs.Root) ([]GPUInfo, error) {
+// gpuDirs lists the driver's per-GPU directories under GPUsDir (names that
+// are PCI addresses), in PCI order. No driver (no directory) is none and no
+// error; an unreadable directory is an error.
+func gpuDirs(root *hostfs.Root) ([]string, error) {
 	dirs, err := root.ReadDir(GPUsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -84,12 +84,26 @@ func ReadGPUs(root *hostfs.Root) ([]GPUInfo, error) {
 		return nil, err
 	}
 	sort.Strings(dirs)
+	out := dirs[:0]
+	for _, d := range dirs {
+		if pci.IsBDF(d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// ReadGPUs reads every GPU's information file through root, in PCI order.
+// No driver (no directory) is no GPUs and no error; a file that does not
+// parse is an error naming it, the others are still returned.
+func ReadGPUs(root *hostfs.Root) ([]GPUInfo, error) {
+	dirs, err := gpuDirs(root)
+	if err != nil {
+		return nil, err
+	}
 	var out []GPUInfo
 	var errs []error
 	for _, d := range dirs {
-		if !pci.IsBDF(d) {
-			continue
-		}
 		p := GPUsDir + "/" + d + "/information"
 		b, err := root.ReadFile(p)
 		if err != nil {
@@ -122,16 +136,13 @@ const NUMAStatusFile = "numa_status"
 // coherently attached over NVLink-C2C: those with a numa_status file. No
 // driver is none; an unreadable directory is an error.
 func C2CGPUs(root *hostfs.Root) ([]string, error) {
-	dirs, err := root.ReadDir(GPUsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
+	dirs, err := gpuDirs(root)
+	if err != nil {
 		return nil, err
 	}
-	sort.Strings(dirs)
 	var out []string
 	for _, d := range dirs {
-		if pci.IsBDF(d) && root.Exists(GPUsDir+"/"+d+"/"+NUMAStatusFile) {
+		if root.Exists(GPUsDir + "/" + d + "/" + NUMAStatusFile) {
 			out = append(out, strings.ToLower(d))
 		}
 	}
