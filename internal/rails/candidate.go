@@ -28,19 +28,25 @@ func (s *Selection) nicView(d *rdmadev.Device) *NIC {
 	switch {
 	case n.HCAExcluded:
 		n.Remedy = fmt.Sprintf("set GDR_RDMA_DEVICE=%s to test it anyway, or change NCCL_IB_HCA where it is set (%s)", d.Name, s.HCA.From)
+		n.Unfit = UnfitHCA
 		n.Why = fmt.Sprintf("excluded by %s: %s; %s", s.HCA, s.hcaWhy(d.Name), n.Remedy)
 	case p == nil:
+		n.Unfit = UnfitNoPort
 		n.Why = fmt.Sprintf("it has no port %d (GDR_IB_PORT; ports: %s)", s.Port, portList(d))
 	case !p.Active():
+		n.Unfit = UnfitPortDown
 		n.Why = fmt.Sprintf("its port %d is %s", s.Port, orRaw(p))
 	case d.Uverbs == "":
+		n.Unfit = UnfitNoUverbs
 		n.Why = fmt.Sprintf("no user-space verbs node names it (%s/uverbs*/ibdev): libibverbs cannot open it (ib_uverbs not loaded?)", rdmadev.VerbsClassDir)
 	case d.NodeState == rdmadev.NodeMissing:
-		n.Remedy = nodeRemedy(d)
+		n.Unfit, n.Remedy = UnfitNoNode, nodeRemedy(d)
 		n.Why = fmt.Sprintf("its verbs device node %s does not exist where this process opens it, so libibverbs leaves it out of its device list and cannot open it (rdma-core libibverbs/init.c try_access_device); %s", d.Node, n.Remedy)
 	case nt != "" && nt != "CA" && nt != "RNIC":
+		n.Unfit = UnfitNodeType
 		n.Why = fmt.Sprintf("its node type %q is not a channel adapter (CA or RNIC)", d.NodeType)
 	case !d.Software && s.Index.Device(d.PCI) == nil:
+		n.Unfit = UnfitNoPCI
 		n.Why = fmt.Sprintf("its PCI function %s is not in %s", d.PCI, pci.DevicesDir)
 	default:
 		n.Candidate = true

@@ -99,15 +99,19 @@ func TestJudgeRailPathNoRail(t *testing.T) {
 }
 
 func TestPortRemedy(t *testing.T) {
-	for why, want := range map[string]string{
-		"no port 2":               "set GDR_IB_PORT to a port the NIC has",
-		"no uverbs verbs node":    "modprobe ib_uverbs (INST-10/INST-11 say more)",
-		"its port 1 is DOWN":      "bring the port up: check the cable/transceiver and the switch port; InfiniBand ports in INIT need a subnet manager (opensm); RoCE needs the netdev up (INST-12 says more)",
-		"something else entirely": "check the NIC's driver and dmesg",
+	for unfit, want := range map[Unfit]string{
+		UnfitNoPort:   "set GDR_IB_PORT to a port the NIC has",
+		UnfitNoUverbs: "modprobe ib_uverbs (INST-10/INST-11 say more)",
+		UnfitPortDown: "bring the port up: check the cable/transceiver and the switch port; InfiniBand ports in INIT need a subnet manager (opensm); RoCE needs the netdev up (INST-12 says more)",
+		UnfitNodeType: "check the NIC's driver and dmesg",
+		UnfitVF:       "check the NIC's driver and dmesg",
 	} {
-		assert.Equal(t, want, (&NIC{Why: why}).PortRemedy(), why)
+		assert.Equal(t, want, (&NIC{Unfit: unfit}).PortRemedy(), "%d", unfit)
 	}
-	assert.Equal(t, "own", (&NIC{Why: "its port 1 is DOWN", Remedy: "own"}).PortRemedy(), "the NIC's own remedy first")
+	assert.Equal(t, "own", (&NIC{Unfit: UnfitPortDown, Remedy: "own"}).PortRemedy(), "the NIC's own remedy first")
+	// The remedy follows the reason, not the words: a Why that mentions
+	// a port decides nothing.
+	assert.Equal(t, "check the NIC's driver and dmesg", (&NIC{Unfit: UnfitNoPCI, Why: "its port 1 is DOWN"}).PortRemedy())
 }
 
 // On a GH200 the rail is P2C: within NCCL's level, and under a stricter

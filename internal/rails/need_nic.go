@@ -169,14 +169,15 @@ func NoNIC(what string, other []string) *verdict.Finding {
 // PortRemedy is what to do about a NIC that is not a rail candidate: its
 // own remedy where the selection knows one, else by why it is not.
 func (n *NIC) PortRemedy() string {
-	switch {
-	case n.Remedy != "":
+	if n.Remedy != "" {
 		return n.Remedy
-	case strings.Contains(n.Why, "no port"):
+	}
+	switch n.Unfit {
+	case UnfitNoPort:
 		return "set GDR_IB_PORT to a port the NIC has"
-	case strings.Contains(n.Why, "verbs node"):
+	case UnfitNoUverbs:
 		return "modprobe ib_uverbs (INST-10/INST-11 say more)"
-	case strings.Contains(n.Why, "its port"):
+	case UnfitPortDown:
 		return "bring the port up: check the cable/transceiver and the switch port; InfiniBand ports in INIT need a subnet manager (opensm); RoCE needs the netdev up (INST-12 says more)"
 	}
 	return "check the NIC's driver and dmesg"

@@ -44,9 +44,11 @@ type NIC struct {
 	// completion queue); empty for software devices.
 	LocalCPUs cpulist.Set
 	// Candidate: the NIC can serve a rail. Why says why not when it cannot,
-	// and Remedy, where the suite knows one, what makes it a candidate.
+	// Unfit is that reason as a value (what code decides on), and Remedy,
+	// where the suite knows one, what makes it a candidate.
 	Candidate bool
 	Why       string
+	Unfit     Unfit
 	Remedy    string
 	Dev       *rdmadev.Device
 	// VF: the NIC's PCI function is an SR-IOV virtual function; PhysFn is
@@ -58,6 +60,22 @@ type NIC struct {
 	// HCAExcluded: NCCL_IB_HCA keeps NCCL off this device at Port.
 	HCAExcluded bool
 }
+
+// Unfit is why a NIC is not a rail candidate, set with NIC.Why (which says
+// it in words for the log); Fit for a candidate.
+type Unfit int
+
+const (
+	Fit           Unfit = iota
+	UnfitHCA            // NCCL_IB_HCA leaves it out at GDR_IB_PORT
+	UnfitNoPort         // it has no port GDR_IB_PORT
+	UnfitPortDown       // the port is not ACTIVE
+	UnfitNoUverbs       // no user-space verbs node (ib_uverbs) names it
+	UnfitNoNode         // its /dev/infiniband node is missing where this process runs
+	UnfitNodeType       // not a channel adapter (a switch, a router)
+	UnfitNoPCI          // its PCI function is not in sysfs
+	UnfitVF             // an SR-IOV VF left out for a PF
+)
 
 func (n *NIC) String() string {
 	if n.Software {

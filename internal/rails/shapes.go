@@ -71,7 +71,7 @@ func (s *Selection) markVFs() {
 // leaveOut takes VF n out of the candidates: of says whose VF it is, why
 // why that makes it no rail.
 func (s *Selection) leaveOut(n *NIC, of, why string) {
-	n.Candidate, n.vfLeftOut = false, true
+	n.Candidate, n.vfLeftOut, n.Unfit = false, true, UnfitVF
 	n.Why = fmt.Sprintf("it is an SR-IOV virtual function (%s): %s; set GDR_RDMA_DEVICE=%s to test the VF", of, why, n.Name)
 }
 

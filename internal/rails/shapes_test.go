@@ -30,6 +30,7 @@ func TestSRIOVVFsAreNoRails(t *testing.T) {
 	assert.Equal(t, "0000:45:00.0", vf.PhysFn)
 	assert.False(t, vf.Candidate)
 	assert.Contains(t, vf.Why, "it is an SR-IOV virtual function (its PF 0000:45:00.0 is mlx5_0)")
+	assert.Equal(t, UnfitVF, vf.Unfit)
 	assert.Contains(t, vf.Why, "set GDR_RDMA_DEVICE=mlx5_4 to test the VF")
 	assert.Contains(t, s.All[1].Reason, "as near but SR-IOV virtual functions, left out while their PFs are visible: mlx5_4, mlx5_5, mlx5_6, mlx5_7")
 	assert.Contains(t, s.Summary(), "left out: 8 SR-IOV virtual function(s)")
