@@ -10,10 +10,8 @@ import (
 	"github.com/gdrconf/gdrconf/harness/cuda"
 	"github.com/gdrconf/gdrconf/harness/gpumr"
 	"github.com/gdrconf/gdrconf/harness/membuf"
-	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/config"
-	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // setup picks and opens the primary rail's (GPU, NIC) pair. The RDMA device
@@ -30,20 +28,12 @@ func TestMREG01HostBaseline(t *testing.T) {
 	// The NIC the GPU tests use; the baseline itself needs no GPU.
 	n := gpumr.OpenNIC(t)
 	buf, err := membuf.NewHost(gpumr.BufSize)
-	if err != nil {
-		testenv.Failf(t, "free host memory", "%v", err)
-	}
+	testenv.Stop(t, err)
 	t.Cleanup(func() { _ = buf.Close() })
-	mr, err := n.PD.RegMR(buf.Addr(), buf.Len(), rc.Access, membuf.Host)
+	mr, err := gpumr.RegisterHost(n, buf)
 	if err != nil {
 		testenv.Attr(t, "host_mr", "fail")
-		// verbs names the locked-memory limit it met, and its remedy, in
-		// the error (memlock.go); other failures get the general one.
-		remedy := "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg"
-		if f, ok := verdict.As(err); ok && f.Remedy != "" {
-			remedy = f.Remedy
-		}
-		testenv.Failf(t, remedy, "%s: registering %s of host memory: %v", n.Name, cuda.Size(gpumr.BufSize), err)
+		testenv.Stop(t, err)
 	}
 	gpumr.CloseAtEnd(t, n.Name, mr)
 	testenv.Attr(t, "host_mr", "ok")
@@ -61,9 +51,7 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 	man := cuda.AllocManaged(t, g.Ctx, gpumr.BufSize)
 	pinned := cuda.HostAlloc(t, g.Ctx, gpumr.BufSize)
 	plain, err := membuf.NewHost(gpumr.BufSize)
-	if err != nil {
-		testenv.Failf(t, "free host memory", "%v", err)
-	}
+	testenv.Stop(t, err)
 	t.Cleanup(func() { _ = plain.Close() })
 	var seen []string
 	defer func() { testenv.Attr(t, "controls", strings.Join(seen, "; ")) }()

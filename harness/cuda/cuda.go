@@ -580,7 +580,7 @@ func InitRemedy(err error) string {
 	}
 	switch Code(err) {
 	case ErrNoDevice:
-		return "no CUDA-capable GPU is visible: check nvidia-smi, CUDA_VISIBLE_DEVICES, and the container's GPU runtime"
+		return "check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES, and the container's GPU runtime"
 	case ErrDriverMismatch:
 		return "libcuda and the loaded nvidia kernel module differ in version: reboot, or reload the module, or reinstall one driver version"
 	case ErrInsufficientDr:

@@ -47,7 +47,7 @@ func Open(t testing.TB) *Driver {
 		if InitRemedy(err) == config.SlurmNoGPUsRemedy {
 			testenv.Absent(t, config.SlurmNoGPUsRemedy, "no GPU: %v", err) // the error names Slurm's part
 		}
-		testenv.Absent(t, "check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES", "no GPU: %v (libcuda.so.1 loaded; the driver sees no CUDA device)", err)
+		testenv.Absent(t, InitRemedy(err), "no GPU: %v (libcuda.so.1 loaded; the driver sees no CUDA device)", err)
 	default:
 		testenv.Failf(t, InitRemedy(err), "%v", err)
 	}

@@ -16,6 +16,26 @@ import (
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
+// HostMRRemedy is MREG-01's remedy for a host registration that failed
+// where verbs named no remedy of its own.
+const HostMRRemedy = "raise the locked-memory limit (ulimit -l unlimited; LimitMEMLOCK=infinity for services) and check the NIC driver in dmesg"
+
+// RegisterHost registers host buffer buf on n's protection domain, MREG-01's
+// baseline. A failure is a finding: verbs' own remedy where it names one
+// (the locked-memory limit it met, harness/verbs memlock.go), else
+// HostMRRemedy; the host fell short either way.
+func RegisterHost(n *NIC, buf *membuf.HostBuffer) (*verbs.MR, error) {
+	mr, err := n.PD.RegMR(buf.Addr(), buf.Len(), rc.Access, membuf.Host)
+	if err == nil {
+		return mr, nil
+	}
+	remedy := HostMRRemedy
+	if f, ok := verdict.As(err); ok && f.Remedy != "" {
+		remedy = f.Remedy
+	}
+	return nil, verdict.Failf(remedy, "%s: registering %s of host memory: %v", n.Name, cuda.Size(buf.Len()), err)
+}
+
 // TryPeermem registers GPU memory from allocator a with plain ibv_reg_mr,
 // the path nvidia_peermem serves, and records the module state
 // (gdr.nvidia_peermem).

@@ -9,7 +9,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrconf/gdrconf/harness/numa"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
+
+// HostMemoryRemedy is what a host buffer the kernel would not map asks for.
+const HostMemoryRemedy = "free host memory"
+
+// mmapFailed is the finding of an mmap of n bytes that failed with err:
+// the host is short of memory (ENOMEM) or limits this process's.
+func mmapFailed(n int, err error) error {
+	return verdict.Failf(HostMemoryRemedy, "membuf: mmap %d bytes of host memory: %v", n, err)
+}
 
 // HostBuffer is page-aligned anonymous host memory from mmap: outside the Go
 // heap, so its address is stable for the NIC and may be handed to C.
@@ -33,7 +43,7 @@ func NewHostOn(size, node int) (b *HostBuffer, place string, err error) {
 	n := (size + pg - 1) / pg * pg
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return nil, "", fmt.Errorf("membuf: mmap %d bytes of host memory: %w", n, err)
+		return nil, "", mmapFailed(n, err)
 	}
 	place, err = numa.Bind(mem, node)
 	if err != nil {
@@ -54,7 +64,7 @@ func NewHost(size int) (*HostBuffer, error) {
 	n := (size + pg - 1) / pg * pg
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
-		return nil, fmt.Errorf("membuf: mmap %d bytes of host memory: %w", n, err)
+		return nil, mmapFailed(n, err)
 	}
 	return &HostBuffer{mem: mem[:size:n]}, nil
 }

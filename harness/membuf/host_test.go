@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestHostBuffer(t *testing.T) {
@@ -34,4 +36,22 @@ func TestHostBuffer(t *testing.T) {
 
 	_, err = NewHost(0)
 	assert.ErrorContains(t, err, "size 0")
+}
+
+// A mapping the kernel refuses is the host's shortfall with its remedy,
+// so a test records it with testenv.Stop and writes none of its own.
+func TestNewHostRefusedIsFinding(t *testing.T) {
+	for _, mk := range []func() error{
+		func() error { _, err := NewHost(1 << 50); return err },
+		func() error { _, _, err := NewHostOn(1<<50, 0); return err },
+	} {
+		err := mk()
+		f, ok := verdict.As(err)
+		if !ok {
+			t.Fatalf("error %v carries no finding", err)
+		}
+		if f.Remedy != HostMemoryRemedy || f.Kind() != verdict.FellShort {
+			t.Fatalf("finding %+v, want remedy %q, fell short", f, HostMemoryRemedy)
+		}
+	}
 }
