@@ -1,7 +1,6 @@
 package install
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/dl"
@@ -30,7 +29,7 @@ func TestINST02NVMLAgrees(t *testing.T) {
 	root := needLive(t, "loading NVML")
 	// Driver loaded but no NVML is a broken install, not absent software.
 	if err := dl.Probe(nvml.Library); err != nil {
-		testenv.Failf(t, "install "+nvml.Package, "NVIDIA driver %s is loaded but %s does not load: %v", info.Version, nvml.Library, err)
+		testenv.Fail(t, *install.NVMLMissing(info.Version, nvml.Library, nvml.Package, err))
 	}
 	h := nvml.Open(t)
 	v, err := h.DriverVersion()
@@ -73,7 +72,7 @@ func TestINST04NvidiaSMI(t *testing.T) {
 	}
 	out, err := runTool(t, "", smi, install.SMIArgs...)
 	if err != nil {
-		testenv.Failf(t, "follow nvidia-smi's message (driver/library version mismatch: reboot or reinstall; no devices: check dmesg for NVRM/Xid)", "%v:\n%s", err, install.FirstLines(out, 20))
+		testenv.Fail(t, *install.SMIFailed(err, out))
 	}
 	record(t, install.JudgeSMI(out, info.Version, nvidiaGPUs(t)))
 }
@@ -99,16 +98,16 @@ func TestINST05CUDAToolkit(t *testing.T) {
 	needLive(t, "running nvcc")
 	nvcc, looked := hostfs.LookTool("nvcc", cudaBinDirs...)
 	if nvcc == "" {
-		testenv.Absent(t, "install the CUDA toolkit (NVIDIA's repository: cuda-toolkit-<major>-<minor>) and put its bin directory in PATH", "CUDA toolkit not installed: no nvcc (looked in %s)", strings.Join(looked, ", "))
+		testenv.Fail(t, *install.NoNvcc(looked))
 	}
 	testenv.Attr(t, "nvcc", nvcc)
 	out, err := runTool(t, "", nvcc, "-V")
 	if err != nil {
-		testenv.Failf(t, "reinstall the CUDA toolkit", "%v:\n%s", err, install.FirstLines(out, 20))
+		testenv.Fail(t, *install.NvccFailed(err, out))
 	}
 	tk, err := nvdriver.ParseNvcc(out)
 	if err != nil {
-		testenv.Failf(t, "reinstall the CUDA toolkit (nvcc at "+nvcc+")", "%v", err)
+		testenv.Fail(t, *install.NvccUnparsed(nvcc, err))
 	}
 	judgeToolkit(t, tk, nvcc)
 }
@@ -168,7 +167,7 @@ func TestINST06ComputeCapability(t *testing.T) {
 	}
 	if ran == 0 {
 		if filtered {
-			testenv.Failf(t, "check that NVML sees the GPUs sysfs lists (INST-02)", "the selected GPU(s) (GDR_GPU=%q, GDR_RAILS) match none of NVML's %d GPU(s)", testenv.Config(t).GPU, len(devs))
+			testenv.Fail(t, *install.NoSelectedGPU(testenv.Config(t).GPU, len(devs)))
 		}
 		testenv.Absent(t, "", "NVML sees no GPU although driver %s is loaded (INST-02 compares with the PCI bus)", info.Version)
 	}

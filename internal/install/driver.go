@@ -188,3 +188,22 @@ func Nouveau(root *hostfs.Root, km *kmod.Host, gpus []*pci.Device) Judged {
 	}
 	return j
 }
+
+// NoNvcc is INST-05's absence: no nvcc in PATH nor in the toolkit folders
+// looked at.
+func NoNvcc(looked []string) *verdict.Finding {
+	return verdict.Absentf("install the CUDA toolkit (NVIDIA's repository: cuda-toolkit-<major>-<minor>) and put its bin directory in PATH",
+		"CUDA toolkit not installed: no nvcc (looked in %s)", strings.Join(looked, ", "))
+}
+
+// NvccFailed is INST-05's failure when nvcc -V ran and failed with err,
+// printing out.
+func NvccFailed(err error, out string) *verdict.Finding {
+	return verdict.Failf("reinstall the CUDA toolkit", "%v:\n%s", err, FirstLines(out, 20))
+}
+
+// NvccUnparsed is INST-05's failure when nvcc -V (the one at nvcc) ran but
+// said no CUDA version the suite could read (err, nvdriver.ParseNvcc's).
+func NvccUnparsed(nvcc string, err error) *verdict.Finding {
+	return verdict.Failf("reinstall the CUDA toolkit (nvcc at "+nvcc+")", "%v", err)
+}

@@ -525,3 +525,33 @@ func TestJudgeCC(t *testing.T) {
 	assert.Equal(t, "0000:3b:00.0", f.Device)
 	assert.Contains(t, f.Cause, "compute capability 3.7, below 6.0")
 }
+
+// INST-02/04/05/06's tool failures carry their remedies from here, so the
+// tests record a finding and write no remedy of their own.
+func TestToolFailureFindings(t *testing.T) {
+	exit := errors.New("exit status 9")
+	for _, c := range []struct {
+		f       *verdict.Finding
+		outcome verdict.Outcome
+		cause   string
+		remedy  string
+	}{
+		{NVMLMissing("580.1", "libnvidia-ml.so.1", "libnvidia-compute", errors.New("not found")), verdict.FellShort,
+			"NVIDIA driver 580.1 is loaded but libnvidia-ml.so.1 does not load: not found", "install libnvidia-compute"},
+		{SMIFailed(exit, "Failed to initialize NVML: Driver/library version mismatch\n"), verdict.FellShort,
+			"exit status 9:\nFailed to initialize NVML: Driver/library version mismatch\n", "follow nvidia-smi's message"},
+		{NoNvcc([]string{"PATH", "/usr/local/cuda/bin"}), verdict.Absent,
+			"CUDA toolkit not installed: no nvcc (looked in PATH, /usr/local/cuda/bin)", "install the CUDA toolkit"},
+		{NvccFailed(exit, "boom"), verdict.FellShort, "exit status 9:\nboom", "reinstall the CUDA toolkit"},
+		{NvccUnparsed("/opt/cuda/bin/nvcc", exit), verdict.FellShort, "exit status 9", "reinstall the CUDA toolkit (nvcc at /opt/cuda/bin/nvcc)"},
+		{NoSelectedGPU("7", 2), verdict.FellShort,
+			`the selected GPU(s) (GDR_GPU="7", GDR_RAILS) match none of NVML's 2 GPU(s)`, "check that NVML sees the GPUs sysfs lists (INST-02)"},
+	} {
+		require.NotNil(t, c.f)
+		assert.Equal(t, c.outcome, c.f.Kind(), c.cause)
+		assert.Equal(t, c.cause, c.f.Cause)
+		assert.True(t, strings.HasPrefix(c.f.Remedy, c.remedy), c.f.Remedy)
+	}
+	long := strings.Repeat("line\n", 40)
+	assert.Contains(t, SMIFailed(exit, long).Cause, "... (21 more lines)", "tool output is kept short")
+}

@@ -64,3 +64,17 @@ func JudgeCC(busID, name string, major int, cc string) *verdict.Finding {
 	f.Device, f.Measured = busID, "compute_capability"
 	return f
 }
+
+// NVMLMissing is INST-02's failure when driver (a version) is loaded but
+// NVML's library lib does not load (err): a broken install, not absent
+// software; pkg is the package that ships lib.
+func NVMLMissing(driver, lib, pkg string, err error) *verdict.Finding {
+	return verdict.Failf("install "+pkg, "NVIDIA driver %s is loaded but %s does not load: %v", driver, lib, err)
+}
+
+// NoSelectedGPU is INST-06's failure when the GPUs GDR_GPU (gpuEnv) or
+// GDR_RAILS select match none of the n GPUs NVML lists.
+func NoSelectedGPU(gpuEnv string, n int) *verdict.Finding {
+	return verdict.Failf("check that NVML sees the GPUs sysfs lists (INST-02)",
+		"the selected GPU(s) (GDR_GPU=%q, GDR_RAILS) match none of NVML's %d GPU(s)", gpuEnv, n)
+}

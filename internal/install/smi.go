@@ -71,3 +71,11 @@ func JudgeSMI(out, driver string, gpus []*pci.Device) Judged {
 	}
 	return j
 }
+
+// SMIFailed is INST-04's failure when nvidia-smi ran and failed with err,
+// printing out: its own message names the cause (a driver/library
+// mismatch, no devices), so the remedy points at it.
+func SMIFailed(err error, out string) *verdict.Finding {
+	return verdict.Failf("follow nvidia-smi's message (driver/library version mismatch: reboot or reinstall; no devices: check dmesg for NVRM/Xid)",
+		"%v:\n%s", err, FirstLines(out, 20))
+}
