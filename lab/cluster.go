@@ -220,7 +220,7 @@ func (r *runner) goBuild(ctx context.Context, out string, cgo bool, pkgs ...stri
 // clusterImage adds what every cluster node has to the image, whatever
 // its scheduler: bash and tc, the cluster tools and the suite (the
 // backend's image adds the scheduler).
-func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs []testPkg) error {
+func (r *runner) clusterImage(ctx context.Context, im *vm.Image, parts *vm.Parts, pkgs []testPkg) error {
 	o := r.o
 	hosts := ClusterHosts(o.Cluster.Hosts)
 	var addrs []string
@@ -253,7 +253,7 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 	for _, f := range []string{"run.sh", "run-json.sh"} {
 		im.Files[clusterDist+"/"+f] = filepath.Join(o.RepoDir, "build", "dist", f)
 	}
-	im.Data[standinSh] = DataFile{0o755, []byte(standinScript)}
+	im.Data[standinSh] = vm.DataFile{Mode: 0o755, Bytes: []byte(standinScript)}
 	if o.Cluster.Suite == SuitePingpong {
 		// The suite: run.sh runs every test binary in dist/bin and writes
 		// the round's reports.
@@ -267,11 +267,11 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 			base := filepath.Base(p.Bin)
 			im.Binaries[clusterDist+"/bin/"+base] = p.Bin
 			name := strings.TrimSuffix(base, ".test")
-			im.Data[clusterDist+"/bin/"+name+".pkg"] = DataFile{0o644, []byte(p.Import + "\n")}
+			im.Data[clusterDist+"/bin/"+name+".pkg"] = vm.DataFile{Mode: 0o644, Bytes: []byte(p.Import + "\n")}
 			if p.Short == PingpongPkg {
 				// As build/dist/build.sh marks it: the package that meets a
 				// peer, the only one a host's later rounds run.
-				im.Data[clusterDist+"/bin/"+name+".paired"] = DataFile{0o644, nil}
+				im.Data[clusterDist+"/bin/"+name+".paired"] = vm.DataFile{Mode: 0o644, Bytes: nil}
 			}
 		}
 		if o.EmulatedGPU {
@@ -279,7 +279,7 @@ func (r *runner) clusterImage(ctx context.Context, im *Image, parts *Parts, pkgs
 			if err != nil {
 				return err
 			}
-			im.Binaries[guestLibDir+"/libcuda.so.1"] = lib
+			im.Binaries[vm.GuestLibDir+"/libcuda.so.1"] = lib
 		}
 	}
 	return nil
@@ -295,7 +295,7 @@ var clusterTools = map[string]string{
 
 // addParts adds binaries of the unpacked packages (guest path -> path
 // inside Parts.Root) to the image.
-func addParts(im *Image, parts *Parts, bins map[string]string) error {
+func addParts(im *vm.Image, parts *vm.Parts, bins map[string]string) error {
 	for gp, rel := range bins {
 		hp := filepath.Join(parts.Root, rel)
 		if _, err := os.Stat(hp); err != nil {
@@ -384,6 +384,9 @@ func clusterWant(j Job) []string {
 type clusterBackend interface {
 	// name is the lab's name in its verdict: lab-cluster, lab-k8s.
 	name() string
+	// packages are the Debian packages the scheduler adds to the parts
+	// (partsPackages); its image takes its files from them.
+	packages() []string
 	// lateOverhead is what a LAB_LATE host's start adds to its delay
 	// under this scheduler (LivePlan.Expect).
 	lateOverhead() time.Duration
@@ -393,7 +396,7 @@ type clusterBackend interface {
 	setUp(ctx context.Context, plan []Job, agent string) (stop func(), err error)
 	// image adds the scheduler to the VM image, which is complete but for
 	// it (and writes what the nodes import beside it).
-	image(im *Image, parts *Parts) error
+	image(im *vm.Image, parts *vm.Parts) error
 	// vmConfig adds the scheduler's own NICs (extra: the plan's NICs past
 	// the switches) and shares to a VM.
 	vmConfig(cfg *vm.Config, extra []GuestNIC)
@@ -424,6 +427,17 @@ type collected struct {
 	times    map[string]time.Duration // the backend's own phases
 	json     map[string]any           // the backend's fields of lab.json
 	problems []string
+}
+
+// partsPackages is every package of the parts: the image's own
+// (vm.Packages) and each cluster backend's, so that one cached parts folder
+// (vm.FetchParts, keyed by every package's version) serves every mode.
+func partsPackages() []string {
+	pkgs := append([]string(nil), vm.Packages...)
+	for _, b := range []clusterBackend{&slurmBackend{}, &kubeBackend{}} {
+		pkgs = append(pkgs, b.packages()...)
+	}
+	return pkgs
 }
 
 // clusterBackend is the scheduler of the lab's mode.
@@ -478,11 +492,11 @@ func RunCluster(ctx context.Context, o Options) error {
 		return err
 	}
 	t0 := time.Now()
-	qemu, err := EnsureQEMU(ctx, &r.apt, r.logf)
+	qemu, err := vm.EnsureQEMU(ctx, &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
-	parts, err := FetchParts(ctx, o.CacheDir, &r.apt, r.logf)
+	parts, err := vm.FetchParts(ctx, o.CacheDir, partsPackages(), &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
@@ -509,7 +523,7 @@ func RunCluster(ctx context.Context, o Options) error {
 		return err
 	}
 	defer stopBackend()
-	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]Job{}}
+	im := &vm.Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]vm.Job{}}
 	for _, j := range plan {
 		im.Jobs[j.Role] = j
 	}
@@ -688,7 +702,7 @@ func degradeJSON(ds []Degrade) []map[string]any {
 // clusterBoot starts the switches and the VMs and follows them until every
 // VM powered off, the deadline passed, or the controller ended and the others
 // had their grace time.
-func (r *runner) clusterBoot(ctx context.Context, b clusterBackend, qemu string, parts *Parts, initrd string, plan []Job, shared string) (map[string]*clusterVM, []error) {
+func (r *runner) clusterBoot(ctx context.Context, b clusterBackend, qemu string, parts *vm.Parts, initrd string, plan []Job, shared string) (map[string]*clusterVM, []error) {
 	o := r.o
 	vms := map[string]*clusterVM{}
 	var errs []error

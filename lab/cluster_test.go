@@ -121,8 +121,12 @@ func TestSlurmConf(t *testing.T) {
 	assert.Contains(t, string(etc["/etc/group"].Bytes), "munge:x:105:")
 	assert.Contains(t, string(etc["/etc/nsswitch.conf"].Bytes), "hosts: files")
 	for _, p := range ClusterPackages {
-		assert.NotContains(t, Packages, p, "a package listed twice would be downloaded twice")
+		assert.NotContains(t, vm.Packages, p, "a package listed twice would be downloaded twice")
 	}
+	// One parts folder, keyed by every package's version, serves every
+	// mode: the image's packages and each backend's.
+	all := append(append(append([]string(nil), vm.Packages...), ClusterPackages...), KubePackages...)
+	assert.ElementsMatch(t, all, partsPackages())
 }
 
 func TestClusterPlan(t *testing.T) {

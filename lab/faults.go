@@ -16,6 +16,7 @@ import (
 
 	"github.com/jstemmer/go-junit-report/v2/gtr"
 
+	"github.com/gdrconf/gdrconf/lab/vm"
 	"github.com/gdrconf/gdrconf/report"
 )
 
@@ -511,7 +512,7 @@ func (r *runner) faultJobs(c FaultCase, pp testPkg) []Job {
 }
 
 // runFaults is make lab-faults after the parts and binaries are ready.
-func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs []testPkg, agent string) error {
+func (r *runner) runFaults(ctx context.Context, qemu string, parts *vm.Parts, pkgs []testPkg, agent string) error {
 	o := r.o
 	var pp *testPkg
 	for i := range pkgs {
@@ -526,7 +527,7 @@ func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs 
 	if err != nil {
 		return err
 	}
-	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{pp.Guest: pp.Bin}, Jobs: map[string]Job{}}
+	im := &vm.Image{Parts: parts, Agent: agent, Binaries: map[string]string{pp.Guest: pp.Bin}, Jobs: map[string]vm.Job{}}
 	plans := map[string][]Job{}
 	for _, c := range cases {
 		plans[c.Name] = r.faultJobs(c, *pp)
@@ -594,7 +595,7 @@ func (r *runner) runFaults(ctx context.Context, qemu string, parts *Parts, pkgs 
 // faultCase boots fresh VMs for one case, plants its faults and judges it.
 // run is the run's number when cases repeat (0: the only run); its
 // events and consoles go to <case>/run<n>/.
-func (r *runner) faultCase(ctx context.Context, qemu string, parts *Parts, initrd string, c FaultCase, plan []Job, run int) CaseResult {
+func (r *runner) faultCase(ctx context.Context, qemu string, parts *vm.Parts, initrd string, c FaultCase, plan []Job, run int) CaseResult {
 	start := time.Now()
 	r.logf("case %s: %s", runName(CaseResult{Name: c.Name, Run: run}), c.Expected)
 	if c.Load > 0 {

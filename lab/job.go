@@ -58,6 +58,13 @@ type Job struct {
 	Cluster *ClusterJob `json:"cluster,omitempty"`
 }
 
+// JobJSON is j as the image writes it (vm.Job): /lab/job-<role>.json, with
+// the modules' guest paths in load order.
+func (j Job) JobJSON(modules []string) ([]byte, error) {
+	j.Modules = modules
+	return json.MarshalIndent(j, "", " ")
+}
+
 // Record types written by the guest on its result port (ttyS1), one per
 // line: "GDRLAB <type> <step> <base64 payload>". Base64 keeps the stream
 // immune to tty translation; the prefix lets the reader skip anything else.

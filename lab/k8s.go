@@ -77,6 +77,9 @@ type kubeBackend struct {
 
 func (b *kubeBackend) name() string { return "lab-k8s" }
 
+// packages: runc, libseccomp and the CNI plugins (KubePackages).
+func (*kubeBackend) packages() []string { return KubePackages }
+
 func (b *kubeBackend) lateOverhead() time.Duration { return kubeLateOverhead }
 
 // setUp builds the tools, starts the control plane and makes every VM of
@@ -99,7 +102,7 @@ func (b *kubeBackend) setUp(ctx context.Context, plan []Job, agent string) (func
 
 // image adds the node's part to the VM image and writes the container
 // images from it (the suite's is the VM image's userland).
-func (b *kubeBackend) image(im *Image, parts *Parts) error {
+func (b *kubeBackend) image(im *vm.Image, parts *vm.Parts) error {
 	if err := b.r.kubeImage(im, parts); err != nil {
 		return err
 	}
@@ -292,7 +295,7 @@ func (r *runner) kubePlan(plan []Job, k *kubeRun) error {
 // kubeImage adds what every node shares to the VM image: runc, the CNI
 // loopback plugin, the overlay module containerd's snapshotter mounts
 // with, and the containerd and CNI configuration.
-func (r *runner) kubeImage(im *Image, parts *Parts) error {
+func (r *runner) kubeImage(im *vm.Image, parts *vm.Parts) error {
 	for gp, rel := range map[string]string{runcPath: "usr/sbin/runc", cniBin + "/loopback": "usr/lib/cni/loopback"} {
 		hp := filepath.Join(parts.Root, rel)
 		if _, err := os.Stat(hp); err != nil {
@@ -302,22 +305,42 @@ func (r *runner) kubeImage(im *Image, parts *Parts) error {
 	}
 	im.Modules = append(im.Modules, "overlay")
 	im.Applets = append(im.Applets, "umount")
-	im.Data[containerdConfig] = DataFile{0o644, kube.ContainerdConfig("/var/lib/containerd", "/run/containerd", runcPath, cniBin, cniConfDir)}
-	im.Data[cniConfDir+"/10-gdrlab.conflist"] = DataFile{0o644, []byte(kube.CNIConfig)}
-	im.Data["/etc/resolv.conf"] = DataFile{0o644, []byte("# the lab's VMs have no resolver of their own; pods get the cluster DNS from the kubelet\n")}
+	im.Data[containerdConfig] = vm.DataFile{Mode: 0o644, Bytes: kube.ContainerdConfig("/var/lib/containerd", "/run/containerd", runcPath, cniBin, cniConfDir)}
+	im.Data[cniConfDir+"/10-gdrlab.conflist"] = vm.DataFile{Mode: 0o644, Bytes: []byte(kube.CNIConfig)}
+	im.Data["/etc/resolv.conf"] = vm.DataFile{Mode: 0o644, Bytes: []byte("# the lab's VMs have no resolver of their own; pods get the cluster DNS from the kubelet\n")}
 	// The pods find their peers (gdrconf-<i>.gdrconf) through the cluster
 	// DNS: with "hosts: files" alone, Go's resolver never asks it (seen:
 	// "lookup gdrconf-0.gdrconf: no such host" with CoreDNS serving it).
-	im.Data["/etc/nsswitch.conf"] = DataFile{0o644, []byte("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n")}
+	im.Data["/etc/nsswitch.conf"] = vm.DataFile{Mode: 0o644, Bytes: []byte("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n")}
 	return nil
+}
+
+// LayerDist is where the container image holds make dist's layout.
+const LayerDist = "/opt/gdrconf"
+
+// layerPath is where guest path gp goes in the suite's container layer
+// (vm.Image.Layer), or false when it stays out: the suite (make dist's
+// layout, clusterDist in a VM) moves to LayerDist as deploy/k8s expects;
+// the VM's own parts stay out: its agent (/init), the lab's files, and the
+// daemons' keys and configs.
+func layerPath(gp string) (string, bool) {
+	if rest, ok := strings.CutPrefix(gp, clusterDist+"/"); ok {
+		return LayerDist + "/" + rest, true
+	}
+	for _, p := range []string{"/init", "/lab", "/lab/", "/etc/munge/", "/etc/slurm/", "/etc/kubernetes/", "/etc/containerd/", "/etc/cni/", "/etc/coredns/"} {
+		if gp == p || strings.HasPrefix(gp, p) {
+			return "", false
+		}
+	}
+	return gp, true
 }
 
 // kubeImages writes the container images every node imports: the suite
 // (the VM image's userland with make dist's layout at /opt/gdrconf) and
 // the pod sandbox (busybox sleeping: the lab's own pause image).
-func (r *runner) kubeImages(im *Image, parts *Parts, k *kubeRun) error {
+func (r *runner) kubeImages(im *vm.Image, parts *vm.Parts, k *kubeRun) error {
 	layer := filepath.Join(r.dir, "gdrconf-layer.tar")
-	if err := im.Layer(layer); err != nil {
+	if err := im.Layer(layer, layerPath); err != nil {
 		return fmt.Errorf("the suite's image layer: %w", err)
 	}
 	defer os.Remove(layer)

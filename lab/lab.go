@@ -79,7 +79,7 @@ type runner struct {
 	o      Options
 	start  time.Time
 	dir    string // .cache/lab/run
-	apt    aptState
+	apt    vm.Apt
 	kernel string   // the VMs' kernel, for the report's host identity
 	kill   bool     // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
 	live   LivePlan // the cluster labs' LAB_LATE and LAB_KILL (liveness.go)
@@ -149,11 +149,11 @@ func Run(ctx context.Context, o Options) error {
 			_ = os.Remove(f)
 		}
 	}
-	qemu, err := EnsureQEMU(ctx, &r.apt, r.logf)
+	qemu, err := vm.EnsureQEMU(ctx, &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
-	parts, err := FetchParts(ctx, o.CacheDir, &r.apt, r.logf)
+	parts, err := vm.FetchParts(ctx, o.CacheDir, partsPackages(), &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	im := &Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]Job{}}
+	im := &vm.Image{Parts: parts, Agent: agent, Binaries: map[string]string{}, Jobs: map[string]vm.Job{}}
 	used := map[string]bool{}
 	for _, j := range plan {
 		im.Jobs[j.Role] = j
@@ -197,8 +197,8 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		im.Binaries[guestLibDir+"/libcuda.so.1"] = lib
-		r.logf("emulated GPU installed as %s/libcuda.so.1 in the VMs (results are labelled gpu-emulated)", guestLibDir)
+		im.Binaries[vm.GuestLibDir+"/libcuda.so.1"] = lib
+		r.logf("emulated GPU installed as %s/libcuda.so.1 in the VMs (results are labelled gpu-emulated)", vm.GuestLibDir)
 	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
@@ -258,7 +258,7 @@ func (r *runner) lock(ctx context.Context) (func(), error) {
 func (r *runner) buildTests(ctx context.Context) ([]testPkg, error) {
 	o := r.o
 	args := append([]string{"list", "-tags", o.Tags, "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}"}, o.Pkgs...)
-	out, err := run(ctx, 5*time.Minute, o.RepoDir, o.Go, args...)
+	out, err := vm.Run(ctx, 5*time.Minute, o.RepoDir, o.Go, args...)
 	if err != nil && !strings.Contains(out, "matched no packages") {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (r *runner) buildTests(ctx context.Context) ([]testPkg, error) {
 		return nil, err
 	}
 	bargs := append([]string{"test", "-c", "-tags", o.Tags, "-o", bindir + "/"}, imports...)
-	if _, err := run(ctx, 10*time.Minute, o.RepoDir, o.Go, bargs...); err != nil {
+	if _, err := vm.Run(ctx, 10*time.Minute, o.RepoDir, o.Go, bargs...); err != nil {
 		return nil, err
 	}
 	for _, p := range pkgs {
@@ -433,7 +433,7 @@ type vmRun struct {
 }
 
 // boot starts both VMs, follows their progress and waits with a deadline.
-func (r *runner) boot(ctx context.Context, qemu string, parts *Parts, initrd string, plan []Job) (map[string]*vmRun, []error) {
+func (r *runner) boot(ctx context.Context, qemu string, parts *vm.Parts, initrd string, plan []Job) (map[string]*vmRun, []error) {
 	runs := map[string]*vmRun{}
 	var errs []error
 	port, err := vm.FreePort()

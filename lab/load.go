@@ -3,12 +3,14 @@ package lab
 import (
 	"os/exec"
 	"syscall"
+
+	"github.com/gdrconf/gdrconf/lab/vm"
 )
 
 // startLoad starts n busy loops on the host (each a shell spinning on ':'),
 // as other jobs on a shared CI machine would, and returns a func that ends
 // them. They run in their own process group, so nothing else is touched.
-func startLoad(n int, logf Logf) (stop func()) {
+func startLoad(n int, logf vm.Logf) (stop func()) {
 	var cmds []*exec.Cmd
 	for range n {
 		c := exec.Command("/bin/sh", "-c", "while :; do :; done")

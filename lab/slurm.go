@@ -43,7 +43,7 @@ var slurmTools = map[string]string{
 }
 
 // SlurmPluginDir is Slurm's PluginDir in Debian's build.
-const SlurmPluginDir = "usr/lib/x86_64-linux-gnu/slurm-wlm"
+const SlurmPluginDir = "usr/lib/" + vm.Multiarch + "/slurm-wlm"
 
 // Users of the cluster image (Debian's uids for slurm and munge).
 const (
@@ -54,7 +54,7 @@ const (
 // slurmPlugins lists the plugins of the unpacked packages, guest path -> host
 // path, leaving out those whose libraries the parts do not hold (their
 // packages are not among the parts, and slurm.conf never names them).
-func slurmPlugins(p *Parts) (map[string]string, []string, error) {
+func slurmPlugins(p *vm.Parts) (map[string]string, []string, error) {
 	dir := filepath.Join(p.Root, SlurmPluginDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -67,7 +67,7 @@ func slurmPlugins(p *Parts) (map[string]string, []string, error) {
 			continue
 		}
 		hp := filepath.Join(dir, e.Name())
-		if _, _, err := LibClosure([]string{hp}, p.LibDirs()); err != nil {
+		if _, _, err := vm.LibClosure([]string{hp}, p.LibDirs(SlurmPluginDir)); err != nil {
 			skipped = append(skipped, e.Name())
 			continue
 		}
@@ -162,19 +162,19 @@ func CgroupConf(gpus int) string {
 
 // clusterEtc are the small /etc files every cluster VM shares: users,
 // groups, name service and host addresses (the management network).
-func clusterEtc(hosts, addrs []string) map[string]DataFile {
+func clusterEtc(hosts, addrs []string) map[string]vm.DataFile {
 	var h strings.Builder
 	h.WriteString("127.0.0.1\tlocalhost\n")
 	for i, n := range hosts {
 		fmt.Fprintf(&h, "%s\t%s\n", addrs[i], n)
 	}
-	return map[string]DataFile{
-		"/etc/hosts": {0o644, []byte(h.String())},
-		"/etc/passwd": {0o644, []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/bash\nmunge:x:%d:%d:munge:/nonexistent:/bin/false\nslurm:x:%d:%d:slurm:/nonexistent:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+	return map[string]vm.DataFile{
+		"/etc/hosts": {Mode: 0o644, Bytes: []byte(h.String())},
+		"/etc/passwd": {Mode: 0o644, Bytes: []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/bash\nmunge:x:%d:%d:munge:/nonexistent:/bin/false\nslurm:x:%d:%d:slurm:/nonexistent:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
 			MungeUID, MungeUID, SlurmUID, SlurmUID))},
-		"/etc/group":         {0o644, []byte(fmt.Sprintf("root:x:0:\nmunge:x:%d:\nslurm:x:%d:\nnogroup:x:65534:\n", MungeUID, SlurmUID))},
-		"/etc/nsswitch.conf": {0o644, []byte("passwd: files\ngroup: files\nshadow: files\nhosts: files\n")},
-		"/etc/shells":        {0o644, []byte("/bin/sh\n/bin/bash\n")},
+		"/etc/group":         {Mode: 0o644, Bytes: []byte(fmt.Sprintf("root:x:0:\nmunge:x:%d:\nslurm:x:%d:\nnogroup:x:65534:\n", MungeUID, SlurmUID))},
+		"/etc/nsswitch.conf": {Mode: 0o644, Bytes: []byte("passwd: files\ngroup: files\nshadow: files\nhosts: files\n")},
+		"/etc/shells":        {Mode: 0o644, Bytes: []byte("/bin/sh\n/bin/bash\n")},
 	}
 }
 
@@ -189,6 +189,9 @@ type slurmBackend struct {
 
 func (b *slurmBackend) name() string { return "lab-cluster" }
 
+// packages: Slurm, munge and bash with their libraries (ClusterPackages).
+func (*slurmBackend) packages() []string { return ClusterPackages }
+
 // lateOverhead: a LAB_LATE task starts its delay after the others
 // (LateTaskProlog).
 func (b *slurmBackend) lateOverhead() time.Duration { return 0 }
@@ -199,9 +202,12 @@ func (b *slurmBackend) setUp(context.Context, []Job, string) (func(), error) { r
 
 // image adds Slurm and munge (tools, plugins, configuration, a fresh key)
 // and the batch script.
-func (b *slurmBackend) image(im *Image, parts *Parts) error {
+func (b *slurmBackend) image(im *vm.Image, parts *vm.Parts) error {
 	r := b.r
 	hosts := ClusterHosts(r.o.Cluster.Hosts)
+	// Slurm's binaries find libslurmfull.so, and slurmd its plugins, in
+	// PluginDir (RUNPATH), so they keep that folder in the image.
+	im.PrivateLibDirs = append(im.PrivateLibDirs, SlurmPluginDir)
 	if err := addParts(im, parts, slurmTools); err != nil {
 		return err
 	}
@@ -219,26 +225,26 @@ func (b *slurmBackend) image(im *Image, parts *Parts) error {
 		// LAB_LATE: a TaskProlog holds the late nodes' tasks; slurm.conf
 		// is the site's to write, the batch script stays as shipped.
 		conf = withTaskProlog(conf, lateProlog)
-		im.Data[lateProlog] = DataFile{0o755, []byte(LateTaskProlog(r.live.Late))}
+		im.Data[lateProlog] = vm.DataFile{Mode: 0o755, Bytes: []byte(LateTaskProlog(r.live.Late))}
 	}
-	im.Data["/etc/slurm/slurm.conf"] = DataFile{0o644, []byte(conf)}
-	im.Data["/etc/slurm/cgroup.conf"] = DataFile{0o644, []byte(CgroupConf(gpus))}
+	im.Data["/etc/slurm/slurm.conf"] = vm.DataFile{Mode: 0o644, Bytes: []byte(conf)}
+	im.Data["/etc/slurm/cgroup.conf"] = vm.DataFile{Mode: 0o644, Bytes: []byte(CgroupConf(gpus))}
 	if gpus > 0 {
-		im.Data["/etc/slurm/gres.conf"] = DataFile{0o644, []byte(GresConf(gpus))}
+		im.Data["/etc/slurm/gres.conf"] = vm.DataFile{Mode: 0o644, Bytes: []byte(GresConf(gpus))}
 	}
 	key := make([]byte, 1024)
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
 	// One key per run, in the image only (the run folder is removed by the next run).
-	im.Data["/etc/munge/munge.key"] = DataFile{0o400, key}
+	im.Data["/etc/munge/munge.key"] = vm.DataFile{Mode: 0o400, Bytes: key}
 	// make dist copies the batch script beside rounds.sh; the lab
 	// submits that copy (LAB_SBATCH=old: without its GPU request).
 	script, err := r.sbatchScript()
 	if err != nil {
 		return err
 	}
-	im.Data[clusterSbatch] = DataFile{0o755, script}
+	im.Data[clusterSbatch] = vm.DataFile{Mode: 0o755, Bytes: script}
 	return nil
 }
 

@@ -1,7 +1,10 @@
-// Package vm is the labs' VM machinery on the host: a qemu guest's
-// process (Start, Kill, its console and record stream) and the learning
-// switches the cluster labs' VMs join. What the VMs boot (the initramfs,
-// the parts) and run (the agent) is package lab's.
+// Package vm is the labs' VM machinery on the host: the Debian parts
+// (FetchParts: kernel, modules, tools and libraries, cached by their
+// versions), the initramfs built from them (Image: module load order, the
+// libraries' closure), a qemu guest's process (Start, Kill, its console and
+// record stream) and the learning switches the cluster labs' VMs join.
+// What the VMs run (the agent, its jobs) and what each scheduler adds is
+// package lab's; this package never imports it.
 package vm
 
 import (

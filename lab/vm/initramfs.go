@@ -1,14 +1,12 @@
-package lab
+package vm
 
 import (
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/gdrconf/gdrconf/lab/cpio"
 )
@@ -42,7 +40,20 @@ var Tools = map[string][]string{
 // busybox applets linked for interactive debugging of a lab image.
 var busyboxApplets = []string{"sh", "ls", "cat", "dmesg", "ps", "sleep", "mount", "echo", "grep", "cp", "mkdir", "poweroff", "sync", "base64", "ping", "lsmod", "insmod", "timeout", "env", "free", "df", "uname", "kill"}
 
-const guestLibDir = "/usr/lib/x86_64-linux-gnu"
+// Multiarch is the Debian multiarch triplet of the guests' libraries: the
+// one place the lab names its architecture's library folders (an arm64
+// lab's is aarch64-linux-gnu).
+const Multiarch = "x86_64-linux-gnu"
+
+// GuestLibDir is where the image puts shared libraries (and the emulated
+// GPU's libcuda.so.1).
+const GuestLibDir = "/usr/lib/" + Multiarch
+
+// Job is what the image writes as /lab/job-<name>.json for the guest's
+// agent: JobJSON is its file, told the modules' guest paths in load order.
+type Job interface {
+	JobJSON(modules []string) ([]byte, error)
+}
 
 // Image describes one initramfs.
 type Image struct {
@@ -57,6 +68,11 @@ type Image struct {
 	Symlinks map[string]string // guest path -> target
 	Modules  []string          // more module roots than ModuleRoots (9p, sch_netem)
 	Applets  []string          // more busybox applets
+	// PrivateLibDirs are package folders (inside Parts.Root) whose
+	// libraries keep their folder in the image, searched after the
+	// standard ones: Slurm loads its plugins, and libslurmfull.so, from its
+	// own directory (RUNPATH and PluginDir), not the default search path.
+	PrivateLibDirs []string
 }
 
 // DataFile is a file made by the lab itself (slurm.conf, the munge key).
@@ -81,7 +97,7 @@ func (im *Image) Build(dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := im.write(cpio.NewWriter(zw), files, guestMods, false); err != nil {
+	if err := im.write(cpio.NewWriter(zw), files, guestMods, nil); err != nil {
 		return err
 	}
 	if err := zw.Close(); err != nil {
@@ -125,28 +141,29 @@ func (im *Image) files() (map[string]string, []string, error) {
 		files[gp] = found
 		elfs = append(elfs, found)
 	}
-	provider := filepath.Join(p.Root, "usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so")
-	files[guestLibDir+"/libibverbs/librxe-rdmav34.so"] = provider
+	provider := filepath.Join(p.Root, GuestLibDir[1:], "libibverbs/librxe-rdmav34.so")
+	files[GuestLibDir+"/libibverbs/librxe-rdmav34.so"] = provider
 	files["/etc/libibverbs.d/rxe.driver"] = filepath.Join(p.Root, "etc/libibverbs.d/rxe.driver")
 	elfs = append(elfs, provider, im.Agent)
 	for gp, hp := range im.Binaries {
 		files[gp] = hp
 		elfs = append(elfs, hp)
 	}
-	libs, interps, err := LibClosure(elfs, p.LibDirs())
+	dirs := p.LibDirs(im.PrivateLibDirs...)
+	libs, interps, err := LibClosure(elfs, dirs)
 	if err != nil {
 		return nil, nil, err
 	}
 	for so, hp := range libs {
-		files[guestLibPath(p.Root, so, hp)] = hp
+		files[im.guestLibPath(so, hp)] = hp
 	}
 	for gp, hp := range im.Files {
 		files[gp] = hp
 	}
 	for _, ip := range interps {
-		hp := findLib(path.Base(ip), p.LibDirs())
+		hp := findLib(path.Base(ip), dirs)
 		if hp == "" {
-			return nil, nil, fmt.Errorf("ELF interpreter %s not found in %v", ip, p.LibDirs())
+			return nil, nil, fmt.Errorf("ELF interpreter %s not found in %v", ip, dirs)
 		}
 		files[ip] = hp
 	}
@@ -159,10 +176,12 @@ func (im *Image) files() (map[string]string, []string, error) {
 
 // Layer writes the image's userland as an uncompressed tar, the one layer
 // of the container image make lab-k8s runs: the same libraries, tools and
-// suite the VMs have, the suite (make dist's layout, /lab/dist in a VM) at
-// /opt/gdrconf as deploy/k8s expects. The VM's own parts stay out: its
-// agent (/init), modules, jobs, device nodes and daemons' keys and configs.
-func (im *Image) Layer(dst string) error {
+// suite the VMs have. place says where a guest path goes in the layer, or
+// false when it stays out (the caller's: the VM's own parts, its agent
+// /init, modules, jobs and daemons' keys and configs, stay out, and the
+// suite moves where deploy/k8s expects it). Device nodes and jobs never go
+// in.
+func (im *Image) Layer(dst string, place func(gp string) (string, bool)) error {
 	files, mods, err := im.files()
 	if err != nil {
 		return err
@@ -172,37 +191,21 @@ func (im *Image) Layer(dst string) error {
 		return err
 	}
 	defer f.Close()
-	if err := im.write(cpio.NewLayerWriter(f), files, mods, true); err != nil {
+	if err := im.write(cpio.NewLayerWriter(f), files, mods, place); err != nil {
 		return err
 	}
 	return f.Close()
 }
 
-// LayerDist is where the container image holds make dist's layout.
-const LayerDist = "/opt/gdrconf"
-
-// layerPath is where guest path gp goes in the container layer, or false
-// when it stays out.
-func layerPath(gp string) (string, bool) {
-	if rest, ok := strings.CutPrefix(gp, clusterDist+"/"); ok {
-		return LayerDist + "/" + rest, true
-	}
-	for _, p := range []string{"/init", "/lab", "/lab/", "/etc/munge/", "/etc/slurm/", "/etc/kubernetes/", "/etc/containerd/", "/etc/cni/", "/etc/coredns/"} {
-		if gp == p || strings.HasPrefix(gp, p) {
-			return "", false
-		}
-	}
-	return gp, true
-}
-
-// write adds the image's entries to cw: every one for the initramfs, those
-// layerPath keeps (and where it puts them) for the container layer.
-func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []string, layer bool) error {
+// write adds the image's entries to cw: every one for the initramfs
+// (layer nil), those layer keeps (and where it puts them) for the
+// container layer.
+func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []string, layer func(string) (string, bool)) error {
 	place := func(gp string) (string, bool) {
-		if !layer {
+		if layer == nil {
 			return gp, true
 		}
-		return layerPath(gp)
+		return layer(gp)
 	}
 	for _, d := range []string{"/proc", "/sys", "/dev", "/tmp", "/run", "/etc", "/usr/bin", "/usr/sbin", "/lab"} {
 		if d, ok := place(d); ok {
@@ -211,7 +214,7 @@ func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []str
 			}
 		}
 	}
-	if !layer {
+	if layer == nil {
 		if err := cw.CharDev("/dev/console", 0o600, 5, 1); err != nil {
 			return err
 		}
@@ -277,12 +280,11 @@ func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []str
 			return err
 		}
 	}
-	if layer {
+	if layer != nil {
 		return cw.Close()
 	}
 	for role, j := range im.Jobs {
-		j.Modules = guestMods
-		b, err := json.MarshalIndent(j, "", " ")
+		b, err := j.JobJSON(guestMods)
 		if err != nil {
 			return err
 		}
@@ -293,17 +295,13 @@ func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []str
 	return cw.Close()
 }
 
-// privateLibDirs are package folders whose libraries keep their folder in the
-// image: Slurm loads its plugins, and libslurmfull.so, from its own
-// directory (RUNPATH and PluginDir), not from the default search path.
-var privateLibDirs = []string{"usr/lib/x86_64-linux-gnu/slurm-wlm"}
-
-// guestLibPath is where a library found at host path hp goes in the image.
-func guestLibPath(root, so, hp string) string {
-	for _, d := range privateLibDirs {
-		if filepath.Dir(hp) == filepath.Join(root, d) {
+// guestLibPath is where a library found at host path hp goes in the image:
+// its own folder when that is one of PrivateLibDirs, else GuestLibDir.
+func (im *Image) guestLibPath(so, hp string) string {
+	for _, d := range im.PrivateLibDirs {
+		if filepath.Dir(hp) == filepath.Join(im.Parts.Root, d) {
 			return "/" + d + "/" + so
 		}
 	}
-	return guestLibDir + "/" + so
+	return GuestLibDir + "/" + so
 }

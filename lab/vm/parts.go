@@ -1,4 +1,4 @@
-package lab
+package vm
 
 import (
 	"bufio"
@@ -18,19 +18,15 @@ import (
 	"github.com/gdrconf/gdrconf/internal/clip"
 )
 
-// Packages the lab unpacks (never installs) from Debian, besides the kernel.
+// Packages the lab unpacks (never installs) from Debian, besides the
+// kernel: what every image holds (Tools, the rxe provider and their
+// libraries). The cluster backends add theirs to FetchParts' list.
 var Packages = []string{
 	"busybox-static",
 	"libibverbs1", "ibverbs-providers", "librdmacm1", "libnl-3-200", "libnl-route-3-200",
 	"iproute2", "libbpf1", "libelf1", "libmnl0", "libcap2", "libbsd0", "libmd0", "zlib1g",
 	"ibverbs-utils", "perftest", "libpci3", "libudev1", "libibumad3",
 	"libxtables12", // iproute2's tc links it (lab-faults plants loss and delay with tc netem)
-}
-
-// partsPackages is every package of the parts: the two-VM lab's and the
-// cluster lab's, so that one cached parts folder serves every mode.
-func partsPackages() []string {
-	return append(append(append([]string(nil), Packages...), ClusterPackages...), KubePackages...)
 }
 
 // KernelMeta is the Debian meta package whose dependency names the kernel.
@@ -48,8 +44,9 @@ type Parts struct {
 // Logf reports progress.
 type Logf func(format string, args ...any)
 
-// apt runs a command with a deadline and returns its combined output.
-func run(ctx context.Context, timeout time.Duration, dir string, name string, args ...string) (string, error) {
+// Run runs a command with a deadline and returns its combined output; a
+// failure names the command and the end of its output.
+func Run(ctx context.Context, timeout time.Duration, dir string, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -66,10 +63,10 @@ func run(ctx context.Context, timeout time.Duration, dir string, name string, ar
 	return string(out), nil
 }
 
-// aptUpdated makes sure apt-get update ran once in this process when needed.
-type aptState struct{ updated bool }
+// Apt makes sure apt-get update ran once in this process when needed.
+type Apt struct{ updated bool }
 
-func (a *aptState) update(ctx context.Context, logf Logf) error {
+func (a *Apt) update(ctx context.Context, logf Logf) error {
 	if a.updated {
 		return nil
 	}
@@ -77,7 +74,7 @@ func (a *aptState) update(ctx context.Context, logf Logf) error {
 		return fmt.Errorf("apt-get update needs root; run as root or fill .cache/lab by hand")
 	}
 	logf("apt-get update")
-	if _, err := run(ctx, 5*time.Minute, "", "apt-get", "update", "-qq"); err != nil {
+	if _, err := Run(ctx, 5*time.Minute, "", "apt-get", "update", "-qq"); err != nil {
 		return err
 	}
 	a.updated = true
@@ -85,7 +82,7 @@ func (a *aptState) update(ctx context.Context, logf Logf) error {
 }
 
 // EnsureQEMU installs qemu-system-x86 when qemu-system-x86_64 is missing.
-func EnsureQEMU(ctx context.Context, apt *aptState, logf Logf) (string, error) {
+func EnsureQEMU(ctx context.Context, apt *Apt, logf Logf) (string, error) {
 	if p, err := exec.LookPath("qemu-system-x86_64"); err == nil {
 		return p, nil
 	}
@@ -96,7 +93,7 @@ func EnsureQEMU(ctx context.Context, apt *aptState, logf Logf) (string, error) {
 		return "", err
 	}
 	logf("apt-get install qemu-system-x86")
-	if _, err := run(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"); err != nil {
+	if _, err := Run(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"); err != nil {
 		return "", err
 	}
 	return exec.LookPath("qemu-system-x86_64")
@@ -146,22 +143,23 @@ func PartsKey(versions map[string]string) string {
 	return hex.EncodeToString(h[:6])
 }
 
-// resolve finds the kernel package and every package's candidate version.
-func resolve(ctx context.Context, apt *aptState, logf Logf) (map[string]string, string, error) {
+// resolve finds the kernel package and the candidate version of it and of
+// every package of pkgs.
+func resolve(ctx context.Context, pkgs []string, apt *Apt, logf Logf) (map[string]string, string, error) {
 	for attempt := 0; ; attempt++ {
-		out, _ := run(ctx, time.Minute, "", "apt-cache", "depends", KernelMeta)
+		out, _ := Run(ctx, time.Minute, "", "apt-cache", "depends", KernelMeta)
 		kpkg := ParseKernelDepends(out)
 		var vers map[string]string
 		if kpkg != "" {
-			pout, _ := run(ctx, time.Minute, "", "apt-cache", "policy", kpkg)
-			p2, _ := run(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, partsPackages()...)...)
+			pout, _ := Run(ctx, time.Minute, "", "apt-cache", "policy", kpkg)
+			p2, _ := Run(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, pkgs...)...)
 			vers = ParsePolicy(pout + "\n" + p2)
 		}
 		var missing []string
 		if kpkg == "" {
 			missing = append(missing, KernelMeta)
 		}
-		for _, p := range append([]string{kpkg}, partsPackages()...) {
+		for _, p := range append([]string{kpkg}, pkgs...) {
 			if p != "" && vers[p] == "" {
 				missing = append(missing, p)
 			}
@@ -178,10 +176,13 @@ func resolve(ctx context.Context, apt *aptState, logf Logf) (map[string]string, 
 	}
 }
 
-// FetchParts downloads and unpacks the lab's Debian packages under
-// cacheDir/parts-<key>, or reuses that folder when a previous run completed it.
-func FetchParts(ctx context.Context, cacheDir string, apt *aptState, logf Logf) (*Parts, error) {
-	vers, kpkg, err := resolve(ctx, apt, logf)
+// FetchParts downloads and unpacks the kernel and the Debian packages pkgs
+// under cacheDir/parts-<key>, or reuses that folder when a previous run
+// completed it. The key is PartsKey of every package's version, so the
+// caller passes every mode's packages (Packages and each backend's) for
+// one cached folder to serve them all.
+func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, logf Logf) (*Parts, error) {
+	vers, kpkg, err := resolve(ctx, pkgs, apt, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func FetchParts(ctx context.Context, cacheDir string, apt *aptState, logf Logf) 
 		names = append(names, pkg+"="+v)
 	}
 	sort.Strings(names)
-	if _, err := run(ctx, 10*time.Minute, debs, "apt-get", append([]string{"download", "-q"}, names...)...); err != nil {
+	if _, err := Run(ctx, 10*time.Minute, debs, "apt-get", append([]string{"download", "-q"}, names...)...); err != nil {
 		return nil, err
 	}
 	files, err := filepath.Glob(filepath.Join(debs, "*.deb"))
@@ -219,7 +220,7 @@ func FetchParts(ctx context.Context, cacheDir string, apt *aptState, logf Logf) 
 		return nil, fmt.Errorf("apt-get download left %d .deb files in %s, want %d", len(files), debs, len(names))
 	}
 	for _, f := range files {
-		if _, err := run(ctx, 5*time.Minute, "", "dpkg", "-x", f, root); err != nil {
+		if _, err := Run(ctx, 5*time.Minute, "", "dpkg", "-x", f, root); err != nil {
 			return nil, err
 		}
 	}
@@ -251,15 +252,16 @@ func FetchParts(ctx context.Context, cacheDir string, apt *aptState, logf Logf) 
 }
 
 // LibDirs are the folders searched for shared libraries: the unpacked
-// packages first, then this host (glibc and anything the packages lack).
-func (p *Parts) LibDirs() []string {
+// packages first (then their private folders, Image.PrivateLibDirs), then
+// this host (glibc and anything the packages lack).
+func (p *Parts) LibDirs(private ...string) []string {
 	var d []string
 	for _, r := range []string{p.Root, "/"} {
-		for _, s := range []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64"} {
+		for _, s := range []string{"lib/" + Multiarch, "usr/lib/" + Multiarch, "lib64", "usr/lib64"} {
 			d = append(d, filepath.Join(r, s))
 		}
 		if r == p.Root {
-			for _, s := range privateLibDirs {
+			for _, s := range private {
 				d = append(d, filepath.Join(r, s))
 			}
 		}
