@@ -117,9 +117,9 @@ func TestImageFromParts(t *testing.T) {
 	for gp := range Tools {
 		assert.Contains(t, got, strings.TrimPrefix(gp, "/"))
 	}
-	assert.Contains(t, got, "usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so")
-	assert.Contains(t, got, "usr/lib/x86_64-linux-gnu/slurm-wlm/libgdrpriv.so")
-	assert.NotContains(t, got, "usr/lib/x86_64-linux-gnu/libgdrpriv.so")
+	assert.Contains(t, got, "usr/lib/"+Multiarch+"/libibverbs/librxe-rdmav34.so")
+	assert.Contains(t, got, "usr/lib/"+Multiarch+"/slurm-wlm/libgdrpriv.so")
+	assert.NotContains(t, got, "usr/lib/"+Multiarch+"/libgdrpriv.so")
 	assert.Equal(t, []byte("x"), got["etc/x.conf"])
 	var j testJob
 	require.NoError(t, json.Unmarshal(got["lab/job-server.json"], &j))
@@ -148,7 +148,7 @@ func TestImageFromParts(t *testing.T) {
 		names[strings.TrimPrefix(h.Name, "/")] = true
 	}
 	assert.True(t, names["opt/m"], "place moves a file")
-	assert.True(t, names["usr/lib/x86_64-linux-gnu/slurm-wlm/libgdrpriv.so"])
+	assert.True(t, names["usr/lib/"+Multiarch+"/slurm-wlm/libgdrpriv.so"])
 	for n := range names {
 		assert.False(t, strings.HasPrefix(n, "lab/") || n == "init" || n == "dev/console" || n == "dev/null", "%s in the layer", n)
 	}
