@@ -16,8 +16,6 @@ import (
 )
 
 const (
-	minCCMajor = 6 // Pascal: the first generation GPUDirect RDMA supports fully
-
 	// bar1MinFree: every registered GPU buffer is mapped through BAR1;
 	// with less free than this the pingpong and memreg buffers do not fit.
 	bar1MinFree = 64 << 20
@@ -43,9 +41,8 @@ func TestGPU01Driver(t *testing.T) {
 		t.Logf("libcuda.so.1 is the lab's emulated GPU (%s): these results are no hardware evidence", desc)
 	}
 	t.Logf("CUDA driver %s (%d); GPUs: %s", cuda.VersionString(d.Version()), d.Version(), strings.Join(list, ", "))
-	if d.Version() < 11000 {
-		testenv.Failf(t, "upgrade the NVIDIA driver to R450 or newer",
-			"CUDA driver %s is older than 11.0, the oldest this suite supports", cuda.VersionString(d.Version()))
+	if f := cuda.DriverTooOld(d.Version()); f != nil {
+		testenv.Fail(t, *f)
 	}
 	// A context and a tiny allocation prove the driver works, not only loads.
 	for _, dev := range devs {
@@ -59,8 +56,8 @@ func TestGPU01Driver(t *testing.T) {
 		if err := m.ReadBack(got); err != nil {
 			testenv.Failf(t, cuda.InitRemedy(err), "GPU %s: %v", dev.PCI, err)
 		}
-		if string(got) != string(want) {
-			testenv.Failf(t, "check dmesg for Xid errors and reset the GPU", "GPU %s: wrote %q to device memory, read back %q", dev.PCI, want, got)
+		if f := cuda.ReadBackMismatch(dev.PCI, want, got); f != nil {
+			testenv.Fail(t, *f)
 		}
 	}
 }
@@ -70,12 +67,11 @@ func TestGPU02ComputeCapability(t *testing.T) {
 	cuda.EachGPU(t, "GPU-02", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
 		maj, min, err := dev.ComputeCapability()
 		if err != nil {
-			testenv.Failf(t, "upgrade the NVIDIA driver", "%v", err)
+			testenv.Fail(t, *cuda.CCUnread(err))
 		}
 		testenv.Attr(t, "cc", fmt.Sprintf("%d.%d", maj, min))
-		if maj < minCCMajor {
-			testenv.Failf(t, "use a Pascal (6.x) or newer GPU for GPUDirect RDMA",
-				"GPU %s (%s) has compute capability %d.%d, below 6.0", dev.PCI, dev.Name, maj, min)
+		if f := cuda.JudgeCC(dev, maj, min); f != nil {
+			testenv.Fail(t, *f)
 		}
 	})
 }
@@ -83,8 +79,7 @@ func TestGPU02ComputeCapability(t *testing.T) {
 func TestGPU03GPUDirectRDMA(t *testing.T) {
 	testenv.Req(t, "GPU-03")
 	cuda.EachGPU(t, "GPU-03", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
-		cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMASupported, "gdr_supported", 1,
-			"GPUDirect RDMA needs a data-center or professional GPU (Tesla/Quadro/RTX A-series and newer) and a driver that enables it; GeForce boards report 0")
+		cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMASupported, "gdr_supported", 1)
 	})
 }
 
@@ -92,28 +87,25 @@ func TestGPU04DmabufCapable(t *testing.T) {
 	testenv.Req(t, "GPU-04")
 	cuda.EachGPU(t, "GPU-04", func(t *testing.T, d *cuda.Driver, dev cuda.Device) {
 		testenv.Attr(t, "cuda_driver", cuda.VersionString(d.Version()))
-		if d.Version() < cuda.DmabufVersion || !d.HasDmabufExport() {
-			testenv.Failf(t, "upgrade the NVIDIA driver to R515 or newer (CUDA 11.7+), or rely on nvidia_peermem (MREG-03)",
-				"CUDA driver %s has no dma-buf export (cuMemGetHandleForAddressRange needs 11.7)", cuda.VersionString(d.Version()))
+		if f := cuda.JudgeDmabufDriver(d); f != nil {
+			testenv.Fail(t, *f)
 		}
-		cuda.CheckAttr(t, dev, cuda.AttrDMABufSupported, "dmabuf_supported", 1,
-			"dma-buf export needs the open GPU kernel module (nvidia-open / kernel-open flavour, Turing or newer) and a Linux kernel >= 5.12; otherwise use nvidia_peermem (MREG-03)")
+		cuda.CheckAttr(t, dev, cuda.AttrDMABufSupported, "dmabuf_supported", 1)
 	})
 }
 
 func TestGPU05VMM(t *testing.T) {
 	testenv.Req(t, "GPU-05")
 	cuda.EachGPU(t, "GPU-05", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
-		cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAWithVMM, "gdr_vmm_supported", 1,
-			"upgrade the NVIDIA driver; until then libraries that allocate with cuMemCreate (NCCL's default) cannot register that memory: set NCCL_CUMEM_ENABLE=0")
+		cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAWithVMM, "gdr_vmm_supported", 1)
 	})
 }
 
 func TestGPU06WritesOrdering(t *testing.T) {
 	testenv.Req(t, "GPU-06")
 	cuda.EachGPU(t, "GPU-06", func(t *testing.T, _ *cuda.Driver, dev cuda.Device) {
-		order := cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAWritesOrder, "writes_ordering_value", -1, "")
-		flush := cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAFlushOptions, "flush_options", -1, "")
+		order := cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAWritesOrder, "writes_ordering_value", -1)
+		flush := cuda.CheckAttr(t, dev, cuda.AttrGPUDirectRDMAFlushOptions, "flush_options", -1)
 		testenv.Attr(t, "writes_ordering", cuda.WritesOrderingName(order))
 		var opts []string
 		if flush&cuda.FlushHost != 0 {
@@ -124,9 +116,8 @@ func TestGPU06WritesOrdering(t *testing.T) {
 		}
 		testenv.Attr(t, "flush_options_names", strings.Join(opts, ","))
 		t.Logf("GPU %s: writes ordering %s, flush options %v", dev.PCI, cuda.WritesOrderingName(order), opts)
-		if order == cuda.WritesOrderingNone && flush == 0 {
-			testenv.Failf(t, "upgrade the NVIDIA driver (11.3+ reports OWNER on Ampere and newer)",
-				"GPU %s: RDMA writes into GPU memory are not ordered for CUDA (writes ordering NONE) and no flush option exists, so a kernel may read data the NIC has not finished writing", dev.PCI)
+		if f := cuda.JudgeWritesOrdering(dev, order, flush); f != nil {
+			testenv.Fail(t, *f)
 		}
 	})
 }
@@ -148,8 +139,7 @@ func TestGPU07BAR1(t *testing.T) {
 			}
 		}
 		if nd == nil {
-			testenv.Failf(t, "CUDA and NVML disagree on the GPUs: reinstall one driver version (check CUDA_VISIBLE_DEVICES is not remapping)",
-				"NVML has no GPU at %s (NVML sees %s)", dev.PCI, strings.Join(seen, ", "))
+			testenv.Fail(t, *cuda.NVMLLacksGPU(dev.PCI, seen))
 		}
 		if nd.BAR1Total == 0 {
 			testenv.Absent(t, "", "NVML does not report BAR1 for GPU %s (vGPU or MIG); looked with nvmlDeviceGetBAR1MemoryInfo", dev.PCI)
@@ -162,9 +152,8 @@ func TestGPU07BAR1(t *testing.T) {
 			testenv.Attr(t, "bar1_warning", msg)
 			t.Log("warning: " + msg)
 		}
-		if nd.BAR1Free < bar1MinFree {
-			testenv.Failf(t, "stop processes that hold GPU registrations (nvidia-smi -q -d MEMORY shows BAR1 use), or enable large BAR in the BIOS",
-				"GPU %s: only %d MiB of BAR1 free, below the %d MiB the suite's registrations need", dev.PCI, nd.BAR1Free>>20, bar1MinFree>>20)
+		if f := cuda.JudgeBAR1Free(dev.PCI, nd.BAR1Free, bar1MinFree); f != nil {
+			testenv.Fail(t, *f)
 		}
 	})
 }
@@ -175,20 +164,19 @@ func TestGPU08DmabufExport(t *testing.T) {
 		sup, err := dev.Attr(cuda.AttrDMABufSupported)
 		if err != nil || sup != 1 || !d.HasDmabufExport() {
 			// GPU-04 fails for this; exporting would only repeat it.
-			testenv.Absent(t, "see GPU-04", "GPU %s cannot export dma-buf (DMA_BUF_SUPPORTED=%d, driver CUDA %s)", dev.PCI, sup, cuda.VersionString(d.Version()))
+			testenv.Fail(t, *cuda.NoDmabufExport(dev.PCI, sup, d.Version()))
 		}
 		c := cuda.Primary(t, dev)
 		m := cuda.Alloc(t, c, 2<<20)
 		fd, off, _, err := m.DmabufFD()
 		if err != nil {
 			testenv.Attr(t, "dmabuf_export", "fail")
-			testenv.Failf(t, "dma-buf export needs the open GPU kernel module and a kernel >= 5.12; check dmesg for NVRM messages",
-				"GPU %s: %v", dev.PCI, err)
+			testenv.Fail(t, *cuda.DmabufExportFailed(dev.PCI, err))
 		}
 		t.Cleanup(func() { _ = unix.Close(fd) })
 		info, err := cuda.InspectFD(fd)
 		if err != nil {
-			testenv.Failf(t, "check that /proc is mounted", "GPU %s: exported fd %d: %v", dev.PCI, fd, err)
+			testenv.Fail(t, *cuda.FDUnread(dev.PCI, fd, err))
 		}
 		testenv.Attr(t, "dmabuf_fd_link", info.Link)
 		testenv.Attr(t, "dmabuf_fs_magic", fmt.Sprintf("%#x", info.FSType))
@@ -196,13 +184,9 @@ func TestGPU08DmabufExport(t *testing.T) {
 			testenv.Attr(t, "dmabuf_exporter", info.Exporter)
 		}
 		t.Logf("GPU %s: 2 MiB exported as fd %d (offset %d): %+v", dev.PCI, fd, off, info)
-		if !info.IsDmabuf {
+		if f := cuda.JudgeDmabufFD(dev.PCI, fd, info, m.Span()); f != nil {
 			testenv.Attr(t, "dmabuf_export", "fail")
-			testenv.Failf(t, "report this driver to NVIDIA: cuMemGetHandleForAddressRange must return a dma-buf",
-				"GPU %s: fd %d from cuMemGetHandleForAddressRange is not a dma-buf (fstatfs type %#x, link %q)", dev.PCI, fd, info.FSType, info.Link)
-		}
-		if info.Size != 0 && info.Size < int64(m.Span()) {
-			testenv.Failf(t, "report this driver to NVIDIA", "GPU %s: dma-buf of %d bytes exported for a %d-byte range", dev.PCI, info.Size, m.Span())
+			testenv.Fail(t, *f)
 		}
 		testenv.Attr(t, "dmabuf_export", "ok")
 	})
@@ -244,9 +228,8 @@ func TestGPU11LinkUnderLoad(t *testing.T) {
 		testenv.Attr(t, "link_busy_copies", n)
 		t.Logf("GPU %s: idle %g GT/s x%d, busy %g GT/s x%d, expected %g GT/s x%d (%d copies of %s during sampling)",
 			dev.PCI, idle.CurGTs, idle.CurWidth, busy.CurGTs, busy.CurWidth, want.Speed, want.Width, n, cuda.Size(gpucopy.BusyChunk))
-		if err := gpucopy.Untrained(busy, want); err != nil {
-			testenv.Failf(t, "reseat the GPU or its riser, check the slot's BIOS link-speed setting (Auto/GenN), and look for AER errors in dmesg",
-				"GPU %s: %v", dev.PCI, gpucopy.OneLine(err))
+		if f := gpucopy.JudgeUnderLoad(dev.PCI, busy, want); f != nil {
+			testenv.Fail(t, *f)
 		}
 	})
 }

@@ -56,9 +56,6 @@ func TestGPU13ConcurrentDtoH(t *testing.T) { concurrentCheck(t, "GPU-13", cuda.D
 
 // ---- GPU-14/15: GPU<->GPU peer to peer ----
 
-// peerDataRemedy is the remedy for peer copied data that is not intact.
-const peerDataRemedy = "check dmesg for Xid errors and NVLink/PCIe error counters (nvidia-smi nvlink -e; AER in dmesg); reset the GPUs"
-
 func TestGPU14PeerAccess(t *testing.T) {
 	testenv.Req(t, "GPU-14")
 	gpucopy.EachPair(t, "GPU-14", func(t *testing.T, a, b cuda.Device, link gpucopy.P2PLink, h *nvml.Handle) {
@@ -80,7 +77,7 @@ func TestGPU14PeerAccess(t *testing.T) {
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
-			testenv.Failf(t, peerDataRemedy, "%s of peer copied data: %v", cuda.Size(peerDataSize), gpucopy.OneLine(err))
+			testenv.Failf(t, gpucopy.PeerDataRemedy, "%s of peer copied data: %v", cuda.Size(peerDataSize), gpucopy.OneLine(err))
 		}
 		testenv.Attr(t, "p2p_data", "intact both ways")
 		t.Logf("%s <-> %s: peer access both ways, %s copied intact each way; link %s %s", a.PCI, b.PCI, cuda.Size(peerDataSize), link.KindOrUnknown(), link.How+link.Why)
@@ -101,7 +98,7 @@ func TestGPU15PeerBandwidth(t *testing.T) {
 		r := gpucopy.MeasurePeers(t, []gpucopy.PeerBuffers{gpucopy.NewPeerBuffers(t, ca, cb, n, 0x1500+1), gpucopy.NewPeerBuffers(t, cb, ca, n, 0x1500+2)})
 		// The data of the last timed copies, read back through the host.
 		if err := gpucopy.VerifyAll(r.Bufs); err != nil {
-			testenv.Failf(t, peerDataRemedy, "after the timed copies: %v", gpucopy.OneLine(err))
+			testenv.Failf(t, gpucopy.PeerDataRemedy, "after the timed copies: %v", gpucopy.OneLine(err))
 		}
 		testenv.Attr(t, "p2p_data", "intact both ways")
 		t.Log(r.Summary(link))

@@ -45,15 +45,15 @@ func EachGPU(t *testing.T, id string, check func(t *testing.T, d *Driver, dev De
 }
 
 // CheckAttr reads attribute a of dev, records it as key and ends t on
-// JudgeAttr's finding; it returns the value.
-func CheckAttr(t testing.TB, dev Device, a Attribute, key string, want int, remedy string) int {
+// JudgeAttr's finding, with a's remedy (attrRemedies); it returns the value.
+func CheckAttr(t testing.TB, dev Device, a Attribute, key string, want int) int {
 	t.Helper()
 	v, err := dev.Attr(a)
 	if err != nil {
-		testenv.Failf(t, "the driver does not know this attribute: upgrade the NVIDIA driver", "%v", err)
+		testenv.Fail(t, *AttrUnread(err))
 	}
 	testenv.Attr(t, key, v)
-	if f := JudgeAttr(dev, a, v, want, remedy); f != nil {
+	if f := JudgeAttr(dev, a, v, want, attrRemedies[a]); f != nil {
 		testenv.Fail(t, *f)
 	}
 	return v

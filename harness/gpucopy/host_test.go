@@ -102,3 +102,13 @@ func TestPeerRun(t *testing.T) {
 	r.Bidir = multigpu.Window{Lanes: []multigpu.Lane{{GBps: 30}, {GBps: 15}}}
 	assert.Contains(t, r.Summary(P2PLink{Why: "no link"}), "both at once 45.00 GB/s (30.00 + 15.00); 16 MiB x 8 per timed batch; link unknown: no link")
 }
+
+// GPU-11's finding carries the causes on one line and the remedy.
+func TestJudgeUnderLoad(t *testing.T) {
+	want := topo.Expected{Speed: 16, Width: 16}
+	assert.Nil(t, JudgeUnderLoad("0000:3b:00.0", pci.Link{CurGTs: 16, CurWidth: 16}, want))
+	f := JudgeUnderLoad("0000:3b:00.0", pci.Link{CurGTs: 16, CurWidth: 4}, want)
+	require.NotNil(t, f)
+	assert.Equal(t, "GPU 0000:3b:00.0: link trained to x4 of x16 lanes", f.Cause)
+	assert.Equal(t, UntrainedRemedy, f.Remedy)
+}

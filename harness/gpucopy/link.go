@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // ExpectedLink reads the GPU's PCIe link and what it should train to: the
@@ -130,6 +131,24 @@ func Untrained(busy pci.Link, want topo.Expected) error {
 	}
 	return errors.Join(errs...)
 }
+
+// UntrainedRemedy is what a GPU link that does not train under load needs.
+const UntrainedRemedy = "reseat the GPU or its riser, check the slot's BIOS link-speed setting (Auto/GenN), and look for AER errors in dmesg"
+
+// JudgeUnderLoad is GPU-11's rule on the link of the GPU at gpu, read
+// while it copies (busy), against want: Untrained's causes on one line
+// with UntrainedRemedy; nil when it trained to want.
+func JudgeUnderLoad(gpu string, busy pci.Link, want topo.Expected) *verdict.Finding {
+	err := Untrained(busy, want)
+	if err == nil {
+		return nil
+	}
+	return verdict.Failf(UntrainedRemedy, "GPU %s: %s", gpu, OneLine(err))
+}
+
+// PeerDataRemedy is the remedy for peer copied data that is not intact
+// (GPU-14/15).
+const PeerDataRemedy = "check dmesg for Xid errors and NVLink/PCIe error counters (nvidia-smi nvlink -e; AER in dmesg); reset the GPUs"
 
 // OneLine joins a multi-line error's lines with "; ", for a failure message.
 func OneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
