@@ -116,6 +116,7 @@ func TestHiddenGPUsInTheSuite(t *testing.T) {
 	o = get(t, res, "TestGPU01Driver")
 	assert.Equal(t, "skip", o.action, "%s", o.output.String())
 	assert.Contains(t, o.attrs["gdr.skip"], "no GPU: cuInit(0): CUDA_ERROR_NO_DEVICE")
+	assert.Equal(t, "check nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES, and the container's GPU runtime", o.attrs["gdr.remedy"], "cuInit's remedy (cuda.InitRemedy), not the test's")
 	res = runBinary(t, "gpu.test", "^TestGPU01", "GDR_HOST_ROOT="+gpuHost(t, "", 0), "LD_LIBRARY_PATH="+t.TempDir())
 	o = get(t, res, "TestGPU01Driver")
 	assert.Equal(t, "skip", o.action, "%s", o.output.String())
