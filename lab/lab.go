@@ -258,7 +258,7 @@ func (r *runner) lock(ctx context.Context) (func(), error) {
 func (r *runner) buildTests(ctx context.Context) ([]testPkg, error) {
 	o := r.o
 	args := append([]string{"list", "-tags", o.Tags, "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}"}, o.Pkgs...)
-	out, err := vm.Run(ctx, 5*time.Minute, o.RepoDir, o.Go, args...)
+	out, err := vm.RunCommand(ctx, 5*time.Minute, o.RepoDir, o.Go, args...)
 	if err != nil && !strings.Contains(out, "matched no packages") {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (r *runner) buildTests(ctx context.Context) ([]testPkg, error) {
 		return nil, err
 	}
 	bargs := append([]string{"test", "-c", "-tags", o.Tags, "-o", bindir + "/"}, imports...)
-	if _, err := vm.Run(ctx, 10*time.Minute, o.RepoDir, o.Go, bargs...); err != nil {
+	if _, err := vm.RunCommand(ctx, 10*time.Minute, o.RepoDir, o.Go, bargs...); err != nil {
 		return nil, err
 	}
 	for _, p := range pkgs {

@@ -44,9 +44,9 @@ type Parts struct {
 // Logf reports progress.
 type Logf func(format string, args ...any)
 
-// Run runs a command with a deadline and returns its combined output; a
+// RunCommand runs a command with a deadline and returns its combined output; a
 // failure names the command and the end of its output.
-func Run(ctx context.Context, timeout time.Duration, dir string, name string, args ...string) (string, error) {
+func RunCommand(ctx context.Context, timeout time.Duration, dir string, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -74,7 +74,7 @@ func (a *Apt) update(ctx context.Context, logf Logf) error {
 		return fmt.Errorf("apt-get update needs root; run as root or fill .cache/lab by hand")
 	}
 	logf("apt-get update")
-	if _, err := Run(ctx, 5*time.Minute, "", "apt-get", "update", "-qq"); err != nil {
+	if _, err := RunCommand(ctx, 5*time.Minute, "", "apt-get", "update", "-qq"); err != nil {
 		return err
 	}
 	a.updated = true
@@ -93,7 +93,7 @@ func EnsureQEMU(ctx context.Context, apt *Apt, logf Logf) (string, error) {
 		return "", err
 	}
 	logf("apt-get install qemu-system-x86")
-	if _, err := Run(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"); err != nil {
+	if _, err := RunCommand(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"); err != nil {
 		return "", err
 	}
 	return exec.LookPath("qemu-system-x86_64")
@@ -147,12 +147,12 @@ func PartsKey(versions map[string]string) string {
 // every package of pkgs.
 func resolve(ctx context.Context, pkgs []string, apt *Apt, logf Logf) (map[string]string, string, error) {
 	for attempt := 0; ; attempt++ {
-		out, _ := Run(ctx, time.Minute, "", "apt-cache", "depends", KernelMeta)
+		out, _ := RunCommand(ctx, time.Minute, "", "apt-cache", "depends", KernelMeta)
 		kpkg := ParseKernelDepends(out)
 		var vers map[string]string
 		if kpkg != "" {
-			pout, _ := Run(ctx, time.Minute, "", "apt-cache", "policy", kpkg)
-			p2, _ := Run(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, pkgs...)...)
+			pout, _ := RunCommand(ctx, time.Minute, "", "apt-cache", "policy", kpkg)
+			p2, _ := RunCommand(ctx, time.Minute, "", "apt-cache", append([]string{"policy"}, pkgs...)...)
 			vers = ParsePolicy(pout + "\n" + p2)
 		}
 		var missing []string
@@ -212,7 +212,7 @@ func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, l
 		names = append(names, pkg+"="+v)
 	}
 	sort.Strings(names)
-	if _, err := Run(ctx, 10*time.Minute, debs, "apt-get", append([]string{"download", "-q"}, names...)...); err != nil {
+	if _, err := RunCommand(ctx, 10*time.Minute, debs, "apt-get", append([]string{"download", "-q"}, names...)...); err != nil {
 		return nil, err
 	}
 	files, err := filepath.Glob(filepath.Join(debs, "*.deb"))
@@ -220,7 +220,7 @@ func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, l
 		return nil, fmt.Errorf("apt-get download left %d .deb files in %s, want %d", len(files), debs, len(names))
 	}
 	for _, f := range files {
-		if _, err := Run(ctx, 5*time.Minute, "", "dpkg", "-x", f, root); err != nil {
+		if _, err := RunCommand(ctx, 5*time.Minute, "", "dpkg", "-x", f, root); err != nil {
 			return nil, err
 		}
 	}
