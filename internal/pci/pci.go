@@ -112,6 +112,27 @@ var vfIDs = map[[2]uint16]bool{
 	{vendorMicrosoft, 0x00ba}: true,
 }
 
+// IsBlueFieldNIC reports a BlueField-3 network function (15b3:a2dc,
+// pci.ids "MT43244 BlueField-3 integrated ConnectX-7 network controller";
+// rdma-core kernel-boot/rdma_topo pci_device_types calls it bf3_nic, apart
+// from the ConnectX NICs, cx_nic). Its role (DPU north-south, storage, or
+// a SuperNIC carrying east-west traffic) is not in its ID: internal/rails
+// decides what that means for the rails.
+func (d *Device) IsBlueFieldNIC() bool { return d.Vendor == vendorMellanox && d.Device == 0xa2dc }
+
+// nicSwitchIDs are the ports of switches built into NVIDIA NICs:
+// ConnectX-8's (15b3:1979 and 15b3:197c, rdma_topo's cx_switch; 15b3:197d,
+// pci.ids "CX8 PCIe Bridge") and BlueField-3's (15b3:197b, rdma_topo's
+// bf3_switch, pci.ids "BlueField-3 SoC PCIe Bridge").
+var nicSwitchIDs = map[uint16]bool{0x1979: true, 0x197b: true, 0x197c: true, 0x197d: true}
+
+// IsNICSwitchPort reports a port of a switch inside a ConnectX-8 or
+// BlueField-3: the NIC's firmware and the kernel set its ACS, not the host
+// BIOS (rdma_topo writes it with setpci or pci=config_acs=).
+func (d *Device) IsNICSwitchPort() bool {
+	return d.Vendor == vendorMellanox && nicSwitchIDs[d.Device]
+}
+
 // IsBridge reports whether the function is a PCI-to-PCI bridge (root port or switch port).
 func (d *Device) IsBridge() bool { return d.Class>>8 == ClassBridgePCI }
 

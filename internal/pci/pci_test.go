@@ -30,6 +30,7 @@ func TestParseSpeed(t *testing.T) {
 		bad  bool
 	}{
 		{"32.0 GT/s PCIe", 32, false},
+		{"64.0 GT/s PCIe", 64, false}, // gen6: drivers/pci/probe.c pci_speed_string
 		{"8.0 GT/s", 8, false},
 		{"2.5 GT/s PCIe\n", 2.5, false},
 		{"5 GT/s", 5, false},
@@ -453,5 +454,29 @@ func TestVFByDeviceID(t *testing.T) {
 	} {
 		d := &Device{Vendor: tc.vendor, Device: tc.device}
 		assert.Equal(t, tc.vf, d.IsVF(), "%04x:%04x", tc.vendor, tc.device)
+	}
+}
+
+// BlueField-3's network functions and the built-in switches of ConnectX-8
+// and BlueField-3 are told apart by ID (rdma-core kernel-boot/rdma_topo
+// pci_device_types: bf3_nic, cx_switch, bf3_switch).
+func TestNVIDIANetworkingIDs(t *testing.T) {
+	for _, tc := range []struct {
+		vendor, device uint16
+		bf, cxSwitch   bool
+	}{
+		{0x15b3, 0xa2dc, true, false},  // BlueField-3 integrated ConnectX-7
+		{0x15b3, 0x1021, false, false}, // ConnectX-7
+		{0x15b3, 0x1023, false, false}, // ConnectX-8
+		{0x15b3, 0x197c, false, true},  // ConnectX-8 switch port
+		{0x15b3, 0x1979, false, true},
+		{0x15b3, 0x197d, false, true},
+		{0x15b3, 0x197b, false, true}, // BlueField-3 switch port
+		{0x10de, 0xa2dc, false, false},
+		{0x1000, 0xc010, false, false}, // Broadcom PEX switch port
+	} {
+		d := &Device{Vendor: tc.vendor, Device: tc.device}
+		assert.Equal(t, tc.bf, d.IsBlueFieldNIC(), "%04x:%04x", tc.vendor, tc.device)
+		assert.Equal(t, tc.cxSwitch, d.IsNICSwitchPort(), "%04x:%04x", tc.vendor, tc.device)
 	}
 }
