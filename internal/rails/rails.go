@@ -57,6 +57,10 @@ type NIC struct {
 	PhysFn string
 	// vfLeftOut: markVFs took this VF out of the candidates.
 	vfLeftOut bool
+	// BlueField: the NIC is a BlueField-3 network function; bfLeftOut:
+	// markBlueField took it out of the candidates.
+	BlueField bool
+	bfLeftOut bool
 	// HCAExcluded: NCCL_IB_HCA keeps NCCL off this device at Port.
 	HCAExcluded bool
 }

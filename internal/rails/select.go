@@ -46,6 +46,7 @@ func (h *Host) Select(cfg config.Config) (*Selection, error) {
 		s.NICs = append(s.NICs, s.nicView(d))
 	}
 	s.markVFs()
+	s.markBlueField()
 	var errs []error
 	if err := s.hcaLeavesNone(); err != nil {
 		errs = append(errs, err)
@@ -219,6 +220,9 @@ func (s *Selection) Summary() string {
 	}
 	if vf := s.LeftOutVFs(); vf != "" {
 		out = append(out, vf)
+	}
+	if bf := s.LeftOutBlueField(); bf != "" {
+		out = append(out, bf)
 	}
 	if s.HCA.Set() {
 		out = append(out, fmt.Sprintf("%s: excluded %s", s.HCA, orNone(s.HCAExcludedNICs())))

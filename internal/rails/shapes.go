@@ -68,6 +68,61 @@ func (s *Selection) markVFs() {
 	}
 }
 
+// markBlueField sets BlueField on NICs whose PCI function is a BlueField-3
+// network function (pci.Device.IsBlueFieldNIC) and takes them out of the
+// candidates while a hardware NIC that is no BlueField is a candidate. On
+// DGX B200/B300 and GB200 trays the BlueField-3s carry storage, in-band
+// management and north-south traffic (NVIDIA's DGX B200 User Guide and
+// DGX BasePOD RA; the GB200 Multi-Node Tuning Guide), and rdma-core's
+// kernel-boot/rdma_topo builds its GPU<->NIC complexes from ConnectX NICs
+// only (pci_device_types: bf3_nic apart from cx_nic;
+// __get_nvcx_numa_complex). NCCL itself has no such rule (it would use a
+// BlueField-3 at the same distance; docs/grace-blackwell.md), so the rule
+// yields to the site's NCCL setting: with NCCL_IB_HCA an include list
+// (the site names NCCL's devices) it does not apply, and an exclude list
+// that leaves no ConnectX candidate leaves the BlueFields in. A host whose
+// only NICs are BlueField-3s (a converged card, BlueField-3 SuperNICs)
+// keeps them as rails. GDR_RDMA_DEVICE names one on purpose.
+func (s *Selection) markBlueField() {
+	var cx []*NIC
+	for _, n := range s.NICs {
+		if n.Software {
+			continue
+		}
+		if d := s.Index.Device(n.PCI); d != nil && d.IsBlueFieldNIC() {
+			n.BlueField = true
+		} else if n.Candidate {
+			cx = append(cx, n)
+		}
+	}
+	if len(cx) == 0 || (s.HCA.Set() && !s.HCA.Exclude) {
+		return
+	}
+	for _, n := range s.NICs {
+		if !n.BlueField || !n.Candidate {
+			continue
+		}
+		n.Candidate, n.bfLeftOut = false, true
+		n.Remedy = fmt.Sprintf("set GDR_RDMA_DEVICE=%s to test it, or name NCCL's devices in NCCL_IB_HCA where the site sets it", n.Name)
+		n.Why = fmt.Sprintf("it is a BlueField-3 network function (15b3:a2dc), which DGX and GB200 trays use for storage, management and north-south traffic: not a rail while ConnectX NICs are candidates (%s); %s", nicNamesOf(cx), n.Remedy)
+	}
+}
+
+// LeftOutBlueField is one line naming the BlueField-3 functions
+// markBlueField left out, "" when none was.
+func (s *Selection) LeftOutBlueField() string {
+	var bf []string
+	for _, n := range s.NICs {
+		if n.bfLeftOut {
+			bf = append(bf, n.Name+" ("+n.PCI+")")
+		}
+	}
+	if len(bf) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("left out: %d BlueField-3 network function(s), not rails while ConnectX NICs are candidates: %s", len(bf), strings.Join(bf, ", "))
+}
+
 // leaveOut takes VF n out of the candidates: of says whose VF it is, why
 // why that makes it no rail.
 func (s *Selection) leaveOut(n *NIC, of, why string) {
