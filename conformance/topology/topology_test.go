@@ -251,7 +251,7 @@ func TestTOPO03ACS(t *testing.T) {
 				if sel.Guest.VM {
 					guest = sel.Guest.String()
 				}
-				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd, Type: pci.PortTypeName(pt), NICName: nic.Name, Guest: guest})
+				v := topo.JudgeACS(topo.ACSPort{BDF: b, ACS: acs, NIC: nicEnd, GPU: gpuEnd, Type: pci.PortTypeName(pt), NICName: nic.Name, Guest: guest, NICSwitch: d.IsNICSwitchPort()})
 				if v.Bypass != "" {
 					bypass = append(bypass, v.Bypass)
 				}

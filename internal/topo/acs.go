@@ -64,6 +64,10 @@ type ACSPort struct {
 	// NIC's RDMA device name, and the guest this host is ("" on bare
 	// metal: a VM's switch ports are the hypervisor's to change).
 	Type, NICName, Guest string
+	// NICSwitch: the port belongs to a switch built into a NIC
+	// (pci.Device.IsNICSwitchPort: ConnectX-8, BlueField-3), which the
+	// host BIOS does not configure.
+	NICSwitch bool
 }
 
 // ACSJudged is what one port does to the path's traffic.
@@ -132,6 +136,14 @@ func JudgeACS(p ACSPort) ACSJudged {
 // emulated register.
 func (p ACSPort) redirects(bl uint16, noBypass, first string) *verdict.Finding {
 	remedy := fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and disable ACS for the switch in the BIOS or with a boot-time script for a lasting fix", p.BDF)
+	if p.NICSwitch {
+		// rdma-core's kernel-boot/rdma_topo sets these ports' ACS with
+		// setpci (cmd_setpci_acs) or Linux's pci=config_acs= argument
+		// (cmd_write_grub_acs), whose flags run from bit 6 (DT) down to
+		// bit 0 (SV), 'x' leaving a bit as it is (drivers/pci/pci.c
+		// __pci_config_acs): x0000xx clears EC, UF, CR and RR.
+		remedy = fmt.Sprintf("%s is a port of the PCIe switch built into the NIC (ConnectX-8 or BlueField-3), which the host BIOS does not configure: setpci -s %s ECAP_ACS+0x6.w=0000 (as root; lasts until reboot), and for a lasting fix the kernel argument pci=config_acs=x0000xx@%s (rdma-core's rdma_topo write-grub-acs writes the settings of the whole GPU/NIC topology)", p.BDF, p.BDF, p.BDF)
+	}
 	if p.Guest != "" {
 		remedy = fmt.Sprintf("this host is a %s: the switch port is the hypervisor's, so have its operator (the cloud, or the VM host's administrator) turn ACS redirect off on the port it emulates and on the physical path; setpci -s %s in the guest changes only the emulated register", p.Guest, p.BDF)
 	}

@@ -133,3 +133,24 @@ func TestJudgeACSFinding(t *testing.T) {
 	assert.True(t, strings.HasPrefix(f.Remedy, "enable ATS on NIC 0000:04:00.0"), f.Remedy)
 	assert.Contains(t, f.Remedy, "; or turn ACS redirect off instead: this host is a KVM guest")
 }
+
+// A port of the switch inside a ConnectX-8 (or BlueField-3): the BIOS has
+// no setting for it, so the remedy names setpci and pci=config_acs=, never
+// the BIOS; in a VM the hypervisor's operator still owns it.
+func TestACSNICSwitchRemedy(t *testing.T) {
+	p := ACSPort{BDF: "0000:16:01.0", ACS: port(t, true, pci.ACSSV|pci.ACSRR|pci.ACSCR|pci.ACSUF), NICSwitch: true,
+		NIC: endpoint(t, "0000:17:00.0", true, false, 0), GPU: Endpoint{BDF: "0000:1a:00.0"}, Type: "downstream port", NICName: "mlx5_0"}
+	v := JudgeACS(p)
+	require.NotNil(t, v.Finding)
+	assert.Contains(t, v.Finding.Remedy, "0000:16:01.0 is a port of the PCIe switch built into the NIC")
+	assert.Contains(t, v.Finding.Remedy, "setpci -s 0000:16:01.0 ECAP_ACS+0x6.w=0000")
+	assert.Contains(t, v.Finding.Remedy, "pci=config_acs=x0000xx@0000:16:01.0")
+	assert.NotContains(t, v.Finding.Remedy, "BIOS or")
+	assert.NotContains(t, strings.ReplaceAll(v.Finding.Remedy, "the host BIOS does not configure", ""), "BIOS")
+
+	p.NICSwitch = false
+	assert.Contains(t, JudgeACS(p).Finding.Remedy, "disable ACS for the switch in the BIOS")
+
+	p.NICSwitch, p.Guest = true, "VM (QEMU)"
+	assert.Contains(t, JudgeACS(p).Finding.Remedy, "the switch port is the hypervisor's")
+}
