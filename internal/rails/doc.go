@@ -31,6 +31,10 @@
 // metal a VF whose PF is not visible is also no candidate while an ACTIVE
 // PF of its vendor and link layer is; in a VM (internal/virt) VFs are rails
 // (markVFs).
+// A BlueField-3 network function (15b3:a2dc) is no candidate while a
+// hardware NIC that is no BlueField is, unless NCCL_IB_HCA is an include
+// list (markBlueField): DGX and GB200 trays use them for storage and
+// north-south traffic; a host with only BlueField NICs keeps them.
 // A bonded device (RoCE LAG, mlx5_bond_N) is one RDMA device over both PFs
 // of a card: one NIC, one rail (its device link is the first PF).
 //
