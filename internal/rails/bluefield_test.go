@@ -32,6 +32,7 @@ func TestBlueFieldIsNoRailBesideConnectX(t *testing.T) {
 		n := s.NIC(name)
 		require.NotNil(t, n, name)
 		assert.True(t, n.BlueField, name)
+		assert.Equal(t, UnfitBlueField, n.Unfit, name)
 		assert.False(t, n.Candidate, name)
 		assert.Contains(t, n.Why, "it is a BlueField-3 network function (15b3:a2dc)", name)
 		assert.Contains(t, n.Why, "not a rail while ConnectX NICs are candidates (mlx5_0, mlx5_1, mlx5_4, mlx5_5)", name)

@@ -79,6 +79,7 @@ const (
 	UnfitNodeType       // not a channel adapter (a switch, a router)
 	UnfitNoPCI          // its PCI function is not in sysfs
 	UnfitVF             // an SR-IOV VF left out for a PF
+	UnfitBlueField      // a BlueField-3 function left out beside ConnectX candidates
 )
 
 func (n *NIC) String() string {

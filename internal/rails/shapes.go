@@ -102,7 +102,7 @@ func (s *Selection) markBlueField() {
 		if !n.BlueField || !n.Candidate {
 			continue
 		}
-		n.Candidate, n.bfLeftOut = false, true
+		n.Candidate, n.bfLeftOut, n.Unfit = false, true, UnfitBlueField
 		n.Remedy = fmt.Sprintf("set GDR_RDMA_DEVICE=%s to test it, or name NCCL's devices in NCCL_IB_HCA where the site sets it", n.Name)
 		n.Why = fmt.Sprintf("it is a BlueField-3 network function (15b3:a2dc), which DGX and GB200 trays use for storage, management and north-south traffic: not a rail while ConnectX NICs are candidates (%s); %s", nicNamesOf(cx), n.Remedy)
 	}
