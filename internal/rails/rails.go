@@ -70,16 +70,16 @@ type NIC struct {
 type Unfit int
 
 const (
-	Fit           Unfit = iota
-	UnfitHCA            // NCCL_IB_HCA leaves it out at GDR_IB_PORT
-	UnfitNoPort         // it has no port GDR_IB_PORT
-	UnfitPortDown       // the port is not ACTIVE
-	UnfitNoUverbs       // no user-space verbs node (ib_uverbs) names it
-	UnfitNoNode         // its /dev/infiniband node is missing where this process runs
-	UnfitNodeType       // not a channel adapter (a switch, a router)
-	UnfitNoPCI          // its PCI function is not in sysfs
-	UnfitVF             // an SR-IOV VF left out for a PF
-	UnfitBlueField      // a BlueField-3 function left out beside ConnectX candidates
+	Fit            Unfit = iota
+	UnfitHCA             // NCCL_IB_HCA leaves it out at GDR_IB_PORT
+	UnfitNoPort          // it has no port GDR_IB_PORT
+	UnfitPortDown        // the port is not ACTIVE
+	UnfitNoUverbs        // no user-space verbs node (ib_uverbs) names it
+	UnfitNoNode          // its /dev/infiniband node is missing where this process runs
+	UnfitNodeType        // not a channel adapter (a switch, a router)
+	UnfitNoPCI           // its PCI function is not in sysfs
+	UnfitVF              // an SR-IOV VF left out for a PF
+	UnfitBlueField       // a BlueField-3 function left out beside ConnectX candidates
 )
 
 func (n *NIC) String() string {
