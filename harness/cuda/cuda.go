@@ -232,8 +232,8 @@ static CUresult gdr_cuMemHostAlloc(void **p, size_t n, unsigned int f) { return 
 static CUresult gdr_cuMemFreeHost(void *p) { return gdr_cu.MemFreeHost(p); }
 static CUresult gdr_cuPointerGetAttribute(void *v, int a, CUdeviceptr p) { return gdr_cu.PointerGetAttribute(v, a, p); }
 static CUresult gdr_cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) { return gdr_cu.PointerSetAttribute(v, a, p); }
-static CUresult gdr_cuMemGetHandleForAddressRange(int *fd, CUdeviceptr p, size_t n, int type) {
-	return gdr_cu.MemGetHandleForAddressRange(fd, p, n, type, 0);
+static CUresult gdr_cuMemGetHandleForAddressRange(int *fd, CUdeviceptr p, size_t n, int type, unsigned long long flags) {
+	return gdr_cu.MemGetHandleForAddressRange(fd, p, n, type, flags);
 }
 // The peer-to-peer and stream calls; gdr_missing_peer names the first one the
 // library lacks (NULL when it has them all).
@@ -948,23 +948,38 @@ func (c *Context) Memset(dst uintptr, v byte, n int) error {
 	})
 }
 
-// dmabufFD exports [addr, addr+size) as a dma-buf. Both must be host-page
-// aligned (the driver rejects anything else with CUDA_ERROR_INVALID_VALUE).
-func (c *Context) dmabufFD(addr uintptr, size int) (int, error) {
+// dmabufFD exports [addr, addr+size) as a dma-buf with the flags of
+// cuMemGetHandleForAddressRange (0, or nvdriver.DmabufFlagPCIe). Both must
+// be host-page aligned (the driver rejects anything else with
+// CUDA_ERROR_INVALID_VALUE).
+func (c *Context) dmabufFD(addr uintptr, size, flags int) (int, error) {
 	if C.gdr_has_dmabuf_export() == 0 {
 		return -1, &Error{Op: "cuMemGetHandleForAddressRange", Code: ErrNotSupported, Name: "symbol missing",
 			Desc: fmt.Sprintf("the CUDA driver predates %s; dma-buf export needs driver CUDA %s or later", VersionString(DmabufVersion), VersionString(DmabufVersion))}
 	}
-	page := pageSize()
-	if addr%uintptr(page) != 0 || size%page != 0 || size <= 0 {
-		return -1, fmt.Errorf("cuMemGetHandleForAddressRange(%#x, %d): address and size must be multiples of the %d-byte host page", addr, size, page)
+	if err := exportRange(addr, size, pageSize()); err != nil {
+		return -1, err
+	}
+	op := fmt.Sprintf("cuMemGetHandleForAddressRange(DMA_BUF_FD, %s)", Size(size))
+	if flags != 0 {
+		op = fmt.Sprintf("cuMemGetHandleForAddressRange(DMA_BUF_FD, %s, flags %#x)", Size(size), flags)
 	}
 	fd := C.int(-1)
 	err := c.Do(func() error {
-		return check(fmt.Sprintf("cuMemGetHandleForAddressRange(DMA_BUF_FD, %s)", Size(size)),
-			C.gdr_cuMemGetHandleForAddressRange(&fd, C.CUdeviceptr(addr), C.size_t(size), rangeHandleDmabufFD))
+		return check(op, C.gdr_cuMemGetHandleForAddressRange(&fd, C.CUdeviceptr(addr), C.size_t(size), rangeHandleDmabufFD, C.ulonglong(flags)))
 	})
 	return int(fd), err
+}
+
+// exportRange checks a dma-buf export range against the host page size
+// page: 4 KiB on x86, 64 KiB on arm64 kernels built with 64K pages (NCCL
+// rounds exports to the host page too: src/transport/net.cc
+// ncclOsGetPageSize).
+func exportRange(addr uintptr, size, page int) error {
+	if addr%uintptr(page) != 0 || size%page != 0 || size <= 0 {
+		return fmt.Errorf("cuMemGetHandleForAddressRange(%#x, %d): address and size must be multiples of the %d-byte host page", addr, size, page)
+	}
+	return nil
 }
 
 func pageSize() int { return os.Getpagesize() }

@@ -184,7 +184,7 @@ func TestDmabufExport(t *testing.T) {
 	assert.True(t, info.IsDmabuf, "%+v", info)
 	t.Logf("dma-buf fd %d: %+v", fd, info)
 
-	_, err = c.dmabufFD(m.Addr()+1, 4096)
+	_, err = c.dmabufFD(m.Addr()+1, 4096, 0)
 	assert.Error(t, err, "unaligned range refused before the driver sees it")
 }
 

@@ -84,17 +84,51 @@ func (m *devMem) ReadBackUnflushed(p []byte) error {
 	return m.ctx.Do(func() error { return m.ctx.dtoh(unsafe.Pointer(&p[0]), m.addr, len(p)) })
 }
 
-// DmabufFD exports the buffer's span with cuMemGetHandleForAddressRange. The
-// caller owns the fd and closes it after deregistering the MR.
+// DmabufFD exports the buffer's span with cuMemGetHandleForAddressRange,
+// flags 0. The caller owns the fd and closes it after deregistering the MR.
 func (m *devMem) DmabufFD() (int, uint64, bool, error) {
 	if err := m.live("DmabufFD", 0); err != nil {
 		return -1, 0, true, err
 	}
-	fd, err := m.ctx.dmabufFD(m.addr, m.span)
+	fd, err := m.ctx.dmabufFD(m.addr, m.span, 0)
 	if err != nil {
 		return -1, 0, true, err
 	}
 	return fd, 0, true, nil
+}
+
+// GPUPCI is the PCI address of the memory's GPU (membuf.DmabufMapper).
+func (m *devMem) GPUPCI() string { return m.ctx.Dev.PCI }
+
+// DmabufExport exports the buffer's span with flags (0, or
+// the PCIe mapping type where nvdriver.ChooseDmabufMapping asks for
+// it). A driver that refuses non-zero flags (the PCIe H200 answers 801
+// NOT_SUPPORTED to the PCIe mapping; a driver older than CUDA 12.8 does
+// not know it) gets the export retried with flags 0, as NCCL's
+// getDmaBufFd does (src/rma/rma_proxy.cc, src/gin/gin_host_proxy.cc;
+// gdakiRegMrDmaBuf in src/transport/net_ib/gdaki/gin_host_gdaki.cc), with
+// the refusal in Refused. NCCL's net transport does not retry
+// (src/transport/net.cc: CUCHECK), so a refusal is recorded, not hidden.
+func (m *devMem) DmabufExport(flags int) (membuf.DmabufExport, error) {
+	x := membuf.DmabufExport{FD: -1}
+	if err := m.live("DmabufExport", 0); err != nil {
+		return x, err
+	}
+	fd, err := m.ctx.dmabufFD(m.addr, m.span, flags)
+	if err == nil || flags == 0 {
+		x.FD, x.Flags = fd, flags
+		if err != nil {
+			x.FD = -1
+		}
+		return x, err
+	}
+	x.Refused = err
+	fd, err = m.ctx.dmabufFD(m.addr, m.span, 0)
+	if err != nil {
+		return x, fmt.Errorf("%w; retried with flags 0: %w", x.Refused, err)
+	}
+	x.FD = fd
+	return x, nil
 }
 
 // DmabufRange exports n bytes at offset off of the buffer's span, both
@@ -107,7 +141,7 @@ func (m *devMem) DmabufRange(off, n int) (int, error) {
 	if off < 0 || n <= 0 || off+n > m.span {
 		return -1, fmt.Errorf("dma-buf of %d bytes at offset %d: outside the %d-byte GPU buffer", n, off, m.span)
 	}
-	return m.ctx.dmabufFD(m.addr+uintptr(off), n)
+	return m.ctx.dmabufFD(m.addr+uintptr(off), n, 0)
 }
 
 // Mem is device memory from cuMemAlloc (or cuMemAllocManaged, for negative

@@ -63,12 +63,16 @@ func TryDmabuf(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 	}
 	m := cuda.AllocBy(t, g.Ctx, a, BufSize)
 	RequireDevice(t, g, m)
-	fd, off, _, err := m.DmabufFD()
+	// The PCIe mapping type where NCCL asks for it (a GPU on NVLink-C2C
+	// whose NIC is not P2C); a driver that refuses it gets flags 0.
+	x, note, _, err := rc.ExportDmabuf(t, m, n.Name)
+	testenv.Attr(t, "dmabuf_mapping", note)
 	if err != nil {
 		return failed(err, "check dmesg for NVRM errors (see GPU-08)", "the GPU claims dma-buf support but export of %s memory failed", a)
 	}
+	fd := x.FD
 	t.Cleanup(func() { _ = unix.Close(fd) }) // after the MR is gone (cleanups run last-in first-out)
-	mr, err := n.PD.RegDmabufMR(off, m.Span(), uint64(m.Addr()), fd, rc.Access)
+	mr, err := n.PD.RegDmabufMR(x.Offset, m.Span(), uint64(m.Addr()), fd, rc.Access)
 	if refusedAsUnsupported(probe.Inconclusive, err) {
 		return unsupported(err, dmabufRemedy, "the probe was inconclusive and registering an exported GPU buffer on %s failed with %v: the kernel or the NIC driver does not support dma-buf MRs", n.Name, err)
 	}

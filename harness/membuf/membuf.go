@@ -53,3 +53,26 @@ func GPUAlloc(b Buffer) string {
 	}
 	return ""
 }
+
+// DmabufExport is a dma-buf export of GPU memory for a NIC.
+type DmabufExport struct {
+	FD     int
+	Offset uint64 // of Addr inside the dma-buf
+	// Flags are the cuMemGetHandleForAddressRange flags the fd carries.
+	Flags int
+	// Refused is the driver's answer to the flags asked for when it
+	// refused them and the export fell back to flags 0; nil otherwise.
+	Refused error
+}
+
+// DmabufMapper is memory that can be exported with chosen
+// cuMemGetHandleForAddressRange flags (GPU memory: harness/cuda), so that
+// the PCIe mapping type is asked for where NCCL asks for it.
+type DmabufMapper interface {
+	// GPUPCI is the PCI address of the GPU the memory lives on.
+	GPUPCI() string
+	// DmabufExport exports the buffer with flags; a driver that refuses
+	// non-zero flags gets the export retried with flags 0 (Refused says
+	// why). The caller owns the fd.
+	DmabufExport(flags int) (DmabufExport, error)
+}

@@ -86,7 +86,10 @@ func (e *End) registerGPU(path string) (*verbs.MR, error) {
 	if !verbs.HasDmabuf() {
 		return nil, verbs.ErrNoDmabufSymbol
 	}
-	fd, off, ok, err := e.Buf.DmabufFD()
+	x, note, ok, err := ExportDmabuf(e.T, e.Buf, e.Dev)
+	if note != "" {
+		e.Attr("gdr.dmabuf_mapping", note)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("exporting the GPU buffer as dma-buf: %w", err)
 	}
@@ -94,8 +97,8 @@ func (e *End) registerGPU(path string) (*verbs.MR, error) {
 		return nil, errors.New("this memory cannot be exported as dma-buf")
 	}
 	// The fd outlives the MR: cleanups run last-in first-out.
-	e.T.Cleanup(func() { _ = unix.Close(fd) })
-	mr, err := e.PD.RegDmabufMR(off, e.Buf.Len(), uint64(e.Buf.Addr()), fd, Access)
+	e.T.Cleanup(func() { _ = unix.Close(x.FD) })
+	mr, err := e.PD.RegDmabufMR(x.Offset, e.Buf.Len(), uint64(e.Buf.Addr()), x.FD, Access)
 	if err != nil {
 		return nil, err
 	}

@@ -94,9 +94,10 @@ var DevMemCases = []DevMemCase{
 	},
 	{
 		Case:    "dma-buf PCIe mapping type (CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) on hosts with both C2C and PCIe attachment",
-		Adopted: false,
-		Reason:  "only Grace (C2C) hosts need it; on a PCIe H200 the driver refuses the flag (801, measured), so exports use flags 0",
-		Sources: "NCCL src/transport/net.cc getHandleForAddressRangeFlags; perftest src/cuda_memory.c cuda_allocate_device_memory_buffer",
+		Adopted: true,
+		Reason:  "every dma-buf export for a NIC asks for it exactly where NCCL does: the GPU on NVLink-C2C (the driver's numa_status file) and the rail's path not P2C (a NIC on a PCIe path of its own, such as a ConnectX-8 switch); flags 0 elsewhere, PCIe GPUs included, where the H200 refuses the flag (801, measured); a driver that refuses it gets the export retried with flags 0 as NCCL's getDmaBufFd does; gdr.dmabuf_mapping records the flags and why",
+		Sources: "NCCL src/graph/paths.cc ncclTopoCheckGdr (gdrMode PCI); src/transport/net.cc getHandleForAddressRangeFlags (no retry); src/rma/rma_proxy.cc and src/gin/gin_host_proxy.cc getDmaBufFd (retry with flags 0); perftest src/cuda_memory.c cuda_allocate_device_memory_buffer",
+		Tests:   []string{"internal/nvdriver/dmabuf_test.go:TestChooseDmabufMapping", "internal/nvdriver/dmabuf_test.go:TestDmabufMappingNote", "lab/emugpu/dmabuf_test.go:TestDmabufMappingFlag"},
 	},
 	{
 		Case:    "mlx5 Data Direct dma-buf registration (mlx5dv_reg_dmabuf_mr with MLX5DV_REG_DMABUF_ACCESS_DATA_DIRECT)",

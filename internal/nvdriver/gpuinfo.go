@@ -148,3 +148,23 @@ func C2CGPUs(root *hostfs.Root) ([]string, error) {
 	}
 	return out, nil
 }
+
+// IsC2C reports whether the GPU at PCI address bdf (any case) is coherently
+// attached over NVLink-C2C (C2CGPUs). An unreadable driver directory is an
+// error; the caller then treats the GPU as a PCIe one and says so.
+func IsC2C(root *hostfs.Root, bdf string) (bool, error) {
+	gpus, err := C2CGPUs(root)
+	if err != nil {
+		return false, err
+	}
+	n, err := pci.NormalizeAddr(bdf)
+	if err != nil {
+		return false, fmt.Errorf("GPU %q: %w", bdf, err)
+	}
+	for _, g := range gpus {
+		if g == n {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -62,4 +62,14 @@ func TestC2CGPUs(t *testing.T) {
 	got, err = C2CGPUs(hostfstest.Tree(t, map[string]string{"/proc/": ""}))
 	require.NoError(t, err)
 	assert.Empty(t, got)
+
+	// CUDA names the GPU in upper case with an 8-digit domain.
+	c2c, err := IsC2C(root, "00000009:01:00.0")
+	require.NoError(t, err)
+	assert.True(t, c2c)
+	c2c, err = IsC2C(root, "0000:18:00.0")
+	require.NoError(t, err)
+	assert.False(t, c2c)
+	_, err = IsC2C(root, "gpu0")
+	assert.ErrorContains(t, err, `"gpu0"`)
 }

@@ -34,7 +34,10 @@
  * "device files");
  * FAKE_CUDA_PEER=0 makes the devices unable to reach each other (see "peers");
  * FAKE_CUDA_VMM_RDMA=0 makes GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED read 0
- * (cuMemCreate memory not registrable, see "VMM").
+ * (cuMemCreate memory not registrable, see "VMM");
+ * FAKE_CUDA_DMABUF_PCIE=1 accepts the PCIe mapping flag of a dma-buf export
+ * (refused by default, as on a PCIe GPU) and FAKE_CUDA_DMABUF=memfd lets
+ * exports succeed with a memfd (see "dma-buf export").
  * Build flags: -DOMIT_MANAGED drops a required symbol (loader tests);
  * -DNO_DMABUF_SYMBOL drops cuMemGetHandleForAddressRange (a pre-11.7 driver);
  * -DNO_PEER_SYMBOL drops cuDeviceCanAccessPeer (a library without the peer calls);
@@ -1107,10 +1110,59 @@ CUresult cuPointerSetAttribute(const void *v, int a, CUdeviceptr p) {
 }
 
 #ifndef NO_DMABUF_SYMBOL
+/* ---- dma-buf export ----
+ *
+ * Not emulated by default: DMA_BUF_SUPPORTED reads 0 and every export
+ * answers NOT_SUPPORTED, naming why (the lab kernel has no udmabuf and rxe
+ * has no dma-buf MRs).
+ *
+ * The flags are judged first, as the driver does: the only one is
+ * CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE (1, CUDA 12.8), the PCIe
+ * (BAR1) mapping a GPU on NVLink-C2C is asked for when its NIC sits on a
+ * PCIe path of its own (NCCL's gdrMode PCI). A PCIe GPU refuses it: the
+ * H200 with driver 580.159.04 answers 801 NOT_SUPPORTED (measured), and so
+ * does the emulator unless FAKE_CUDA_DMABUF_PCIE=1, which accepts it as a
+ * C2C GPU's driver would. Any other bit is INVALID_VALUE.
+ *
+ * FAKE_CUDA_DMABUF=memfd makes an export answer with a duplicate of the
+ * memory's memfd: not a dma-buf (nothing here can make one), so that unit
+ * tests see which flags an export that succeeds carried. DMA_BUF_SUPPORTED
+ * still reads 0, so the suite's own dma-buf checks keep reporting the path
+ * absent in the lab. */
+static int env_is(const char *name, const char *want) {
+	const char *v = getenv(name);
+	return v && strcmp(v, want) == 0;
+}
+
 CUresult cuMemGetHandleForAddressRange(void *h, CUdeviceptr p, size_t n, int type, unsigned long long f) {
-	(void)h; (void)p; (void)n; (void)type; (void)f;
-	snprintf(last_msg, sizeof last_msg, "the emulated GPU cannot export dma-buf: the lab kernel has no udmabuf and rxe has no dma-buf MRs, so the dma-buf path is not proven by the lab");
-	return ERR_NOT_SUPPORTED;
+	if (!inited) return ERR_NOT_INITIALIZED;
+	if (!h || type != 1 || (f & ~1ULL) != 0) {
+		snprintf(last_msg, sizeof last_msg, "invalid argument");
+		return ERR_INVALID_VALUE;
+	}
+	if ((f & 1) && !env_is("FAKE_CUDA_DMABUF_PCIE", "1")) {
+		snprintf(last_msg, sizeof last_msg, "operation not supported (the PCIe mapping type of a dma-buf: refused as the PCIe H200 refuses it; FAKE_CUDA_DMABUF_PCIE=1 accepts it)");
+		say("cuMemGetHandleForAddressRange(0x%llx, %zu, flags 0x%llx): PCIe mapping type refused (801)", p, n, f);
+		return ERR_NOT_SUPPORTED;
+	}
+	if (!env_is("FAKE_CUDA_DMABUF", "memfd")) {
+		snprintf(last_msg, sizeof last_msg, "the emulated GPU cannot export dma-buf: the lab kernel has no udmabuf and rxe has no dma-buf MRs, so the dma-buf path is not proven by the lab");
+		return ERR_NOT_SUPPORTED;
+	}
+	long pg = sysconf(_SC_PAGESIZE);
+	pthread_mutex_lock(&mu);
+	struct alloc *x = find_locked((uintptr_t)p, n);
+	int fd = -1;
+	if (x && is_dev(x) && n > 0 && p % (unsigned long)pg == 0 && n % (size_t)pg == 0)
+		fd = dup(x->kind == K_VMM ? x->phys->fd : x->fd);
+	pthread_mutex_unlock(&mu);
+	if (fd < 0) {
+		snprintf(last_msg, sizeof last_msg, "invalid argument");
+		return ERR_INVALID_VALUE;
+	}
+	*(int *)h = fd;
+	say("cuMemGetHandleForAddressRange(0x%llx, %zu, flags 0x%llx): memfd %d (FAKE_CUDA_DMABUF=memfd: not a dma-buf)", p, n, f, fd);
+	return OK;
 }
 #endif
 
