@@ -44,6 +44,8 @@ func TestMREG02DeviceMemoryControl(t *testing.T) {
 	testenv.Req(t, "MREG-02")
 	// No NIC needed: this proves the classifier the registrations rely on.
 	g := gpumr.OpenGPU(t)
+	// On NVLink-C2C the controls prove device memory only (ControlMeaning).
+	testenv.Attr(t, "control_meaning", g.Meaning())
 	m := cuda.Alloc(t, g.Ctx, gpumr.BufSize)
 	gpumr.RequireDevice(t, g, m)
 
@@ -97,6 +99,11 @@ func TestMREG03Peermem(t *testing.T) {
 		o := gpumr.TryPeermem(t, g, n, a)
 		testenv.Attr(t, "peermem", o.State)
 		switch {
+		case o.State == gpumr.OK && o.Unproven != nil:
+			// Registered without a peer client on a coherent GPU:
+			// not credited to the peermem path (MREG-02's meaning).
+			testenv.Attr(t, "control_meaning", g.Meaning())
+			testenv.Fail(t, *o.Unproven)
 		case o.State == gpumr.OK:
 			t.Logf("GPU %s -> %s: ibv_reg_mr on %s of %s memory works (%s)", g.Dev.PCI, n.Name, cuda.Size(gpumr.BufSize), a, o.Detail)
 			gpumr.MoveData(t, g, n, config.MRPeermem, a)
@@ -150,12 +157,17 @@ func TestMREG05AnyPath(t *testing.T) {
 		testenv.Attr(t, "dmabuf", d.State)
 		t.Logf("GPU %s -> %s, %s memory: peermem=%s, dmabuf=%s", g.Dev.PCI, n.Name, a, p.State, d.State)
 		want := testenv.Config(t).MR
-		okPeer, okDma := p.State == gpumr.OK, d.State == gpumr.OK
+		okPeer, okDma := p.State == gpumr.OK && p.Unproven == nil, d.State == gpumr.OK
 		switch {
 		case want == config.MRPeermem && okPeer, want == config.MRDmabuf && okDma, want == config.MRAuto && (okPeer || okDma):
 			// The path GDR_MR asks for (auto: the first that works) moves data.
 			gpumr.MoveData(t, g, n, want, a)
 			return
+		case p.Unproven != nil && want != config.MRDmabuf:
+			// Only a registration MREG-02 cannot credit on this coherent
+			// GPU: not judged, never a pass or a failure on an unknown.
+			testenv.Attr(t, "control_meaning", g.Meaning())
+			testenv.Fail(t, *p.Unproven)
 		}
 		pe, de := "", ""
 		if p.Err != nil {

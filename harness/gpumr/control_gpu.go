@@ -17,8 +17,9 @@ type TypeControl struct {
 	Want cuda.MemoryType
 }
 
-// TypeControls reads each control's memory type (JudgeType) and returns
-// what it read, for gdr.controls, and the misclassifications.
+// TypeControls reads each control's memory type (JudgeType, on g's
+// NVLink-C2C state) and returns what it read, for gdr.controls, and the
+// misclassifications.
 func TypeControls(t *testing.T, g *GPU, cs []TypeControl) (seen []string, fs []verdict.Finding) {
 	t.Helper()
 	for _, c := range cs {
@@ -26,7 +27,7 @@ func TypeControls(t *testing.T, g *GPU, cs []TypeControl) (seen []string, fs []v
 		if err != nil {
 			testenv.Failf(t, "upgrade the NVIDIA driver", "%s: %v", c.What, err)
 		}
-		s, f := JudgeType(c.What, c.Addr, string(mt), string(c.Want))
+		s, f := JudgeType(c.What, c.Addr, string(mt), string(c.Want), g.C2C)
 		seen = append(seen, s)
 		if f != nil {
 			fs = append(fs, *f)

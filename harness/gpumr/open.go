@@ -9,6 +9,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/rc"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/harness/verbs"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
@@ -24,6 +25,12 @@ type GPU struct {
 	Drv *cuda.Driver
 	Dev cuda.Device
 	Ctx *cuda.Context
+	// C2C: the GPU is coherently attached over NVLink-C2C (the NVIDIA
+	// driver's numa_status file), or that could not be read (C2CErr): what
+	// MREG-02 proves, and how a registration is credited, depend on it
+	// (ControlMeaning, JudgePlainRegistration).
+	C2C    bool
+	C2CErr error
 }
 
 // OpenNIC opens the primary rail's NIC (testenv.Selection: GDR_RDMA_DEVICE,
@@ -72,7 +79,24 @@ func OpenGPU(t *testing.T) *GPU {
 	t.Helper()
 	d := cuda.OpenForMemory(t)
 	_, dev := cuda.Rail(t, d)
-	return &GPU{Drv: d, Dev: dev, Ctx: cuda.Primary(t, dev)}
+	g := &GPU{Drv: d, Dev: dev, Ctx: cuda.Primary(t, dev)}
+	// Unreadable is taken as C2C: the narrower meaning, never a pass on
+	// an assumption.
+	g.C2C, g.C2CErr = nvdriver.IsC2C(testenv.Root(t), dev.PCI)
+	if g.C2CErr != nil {
+		g.C2C = true
+	}
+	return g
+}
+
+// Meaning is gdr.control_meaning for g (ControlMeaning), naming why C2C
+// was assumed where the driver's directory could not be read.
+func (g *GPU) Meaning() string {
+	m := ControlMeaning(g.C2C)
+	if g.C2CErr != nil {
+		m += " (taken as NVLink-C2C: " + g.C2CErr.Error() + ")"
+	}
+	return m
 }
 
 // RequireDevice is the negative control every GPU registration runs first:

@@ -33,6 +33,10 @@ type Outcome struct {
 	// its remedy and whether the path is absent here (nvidia_peermem not
 	// loaded, dma-buf unsupported) or fell short.
 	Finding verdict.Finding
+	// Unproven, on State OK, is why the registration is not credited to
+	// its path (JudgePlainRegistration: a GPU on NVLink-C2C registered
+	// without a peer client); nil when it is.
+	Unproven *verdict.Finding
 }
 
 // Why is what a person reads about o: what registered, or why not (the

@@ -50,7 +50,7 @@ func TryPeermem(t *testing.T, g *GPU, n *NIC, a cuda.Allocator) Outcome {
 		return peermemFailure(err, loaded, legacy, a == cuda.CuMemCreate, desc)
 	}
 	CloseAtEnd(t, n.Name, mr)
-	return Outcome{State: OK, Detail: desc}
+	return Outcome{State: OK, Detail: desc, Unproven: JudgePlainRegistration(g.Dev.PCI, g.C2C, loaded, legacy, string(a), desc)}
 }
 
 // TryDmabuf probes dma-buf MR support, then registers an exported GPU buffer

@@ -311,6 +311,11 @@ func TestVMMOnEmulatedGPU(t *testing.T) {
 		assert.Contains(t, ctl.attrs["gdr.controls"], want)
 	}
 	assert.Equal(t, "true", ctl.attrs["gdr.gdr_capable"], "cuMemAlloc memory reads RDMA-capable")
+	// No numa_status file for it: a PCIe GPU's meaning. (The C2C meaning
+	// needs the driver's directory under GDR_HOST_ROOT, and the emulated
+	// GPU joins the selection on the live root only: harness/gpumr's unit
+	// tests hold that rule.)
+	assert.True(t, strings.HasPrefix(ctl.attrs["gdr.control_meaning"], "pcie: "), "%q", ctl.attrs["gdr.control_meaning"])
 
 	res = runBinary(t, "gpu.test", "^TestGPU05", "FAKE_CUDA_VMM_RDMA=0")
 	vmm = get(t, res, "TestGPU05VMM/0000:3b:00.0")
