@@ -158,6 +158,10 @@ var _ membuf.Buffer = (*Mem)(nil)
 
 func roundUp(n, to int) int { return (n + to - 1) / to * to }
 
+// alignUp is addr rounded up to a multiple of page (a power of two): the
+// host page, 4 KiB or 64 KiB, which a dma-buf export's start must be.
+func alignUp(addr uintptr, page int) uintptr { return (addr + uintptr(page) - 1) &^ uintptr(page-1) }
+
 // Alloc allocates size bytes of device memory, page aligned.
 func (c *Context) Alloc(size int) (*Mem, error) { return c.alloc(size, false) }
 
@@ -186,7 +190,7 @@ func (c *Context) alloc(size int, managed bool) (*Mem, error) {
 		if raw, err = c.memAlloc(span+page, managed); err != nil {
 			return nil, err
 		}
-		addr = (raw + uintptr(page) - 1) &^ uintptr(page-1)
+		addr = alignUp(raw, page)
 	}
 	return &Mem{devMem: devMem{ctx: c, addr: addr, size: size, span: span}, raw: raw, managed: managed}, nil
 }

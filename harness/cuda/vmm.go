@@ -188,9 +188,8 @@ func (c *Context) AllocVMM(size int, rdma bool) (*VMM, error) {
 		if m.gran, err = memGranularity(c.Dev, rdma, true); err != nil {
 			return err
 		}
-		if m.granMin <= 0 || m.gran <= 0 || m.gran%m.granMin != 0 || m.gran%pageSize() != 0 {
-			return fmt.Errorf("cuMemGetAllocationGranularity(gpu %d): minimum %d, recommended %d bytes: want positive multiples of the %d-byte host page, the recommended one of the minimum",
-				c.Dev.Ordinal, m.granMin, m.gran, pageSize())
+		if err := checkGranularity(m.granMin, m.gran, pageSize()); err != nil {
+			return fmt.Errorf("cuMemGetAllocationGranularity(gpu %d): %w", c.Dev.Ordinal, err)
 		}
 		span := roundUp(size, m.gran)
 		h, err := memCreate(c.Dev, span, rdma)
@@ -280,4 +279,16 @@ func VMMAbsence(d *Driver, dev Device) string {
 		return fmt.Sprintf("GPU %s: %s is %d: the driver does not let a NIC register cuMemCreate memory; GPU-05 judges the attribute", dev.PCI, AttrGPUDirectRDMAWithVMM, v)
 	}
 	return ""
+}
+
+// checkGranularity accepts a VMM granularity pair (minimum, recommended)
+// whose recommended one, which sizes and aligns the suite's allocations,
+// covers whole host pages of page bytes (4 KiB, or 64 KiB on arm64 kernels
+// with 64K pages) and is a multiple of the minimum (2 MiB and 2 MiB on the
+// H200).
+func checkGranularity(min, rec, page int) error {
+	if min <= 0 || rec <= 0 || rec%min != 0 || rec%page != 0 {
+		return fmt.Errorf("minimum %d, recommended %d bytes: want positive multiples of the %d-byte host page, the recommended one of the minimum", min, rec, page)
+	}
+	return nil
 }

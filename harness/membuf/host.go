@@ -40,7 +40,7 @@ func NewHostOn(size, node int) (b *HostBuffer, place string, err error) {
 		return nil, "", fmt.Errorf("membuf: host buffer size %d must be positive", size)
 	}
 	pg := os.Getpagesize()
-	n := (size + pg - 1) / pg * pg
+	n := pageRound(size, pg)
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, "", mmapFailed(n, err)
@@ -55,13 +55,17 @@ func NewHostOn(size, node int) (b *HostBuffer, place string, err error) {
 	return &HostBuffer{mem: mem[:size:n]}, place, nil
 }
 
+// pageRound is size rounded up to whole pages of page bytes (the running
+// kernel's: 4 KiB on x86, 64 KiB on arm64 kernels with 64K pages), what a
+// mapping and its registration cover.
+func pageRound(size, page int) int { return (size + page - 1) / page * page }
+
 // NewHost maps size bytes (rounded up to whole pages), zeroed.
 func NewHost(size int) (*HostBuffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("membuf: host buffer size %d must be positive", size)
 	}
-	pg := os.Getpagesize()
-	n := (size + pg - 1) / pg * pg
+	n := pageRound(size, os.Getpagesize())
 	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, mmapFailed(n, err)

@@ -55,3 +55,18 @@ func TestNewHostRefusedIsFinding(t *testing.T) {
 		}
 	}
 }
+
+// Host buffers cover whole pages of the running kernel: 64 KiB on arm64
+// kernels with 64K pages, where a 4 KiB request maps (and registers) 64 KiB.
+func TestPageRound(t *testing.T) {
+	assert.Equal(t, 65536, pageRound(1, 65536))
+	assert.Equal(t, 65536, pageRound(4096, 65536))
+	assert.Equal(t, 65536, pageRound(65536, 65536))
+	assert.Equal(t, 2*65536, pageRound(65537, 65536))
+	assert.Equal(t, 4096, pageRound(4096, 4096))
+	b, err := NewHost(1)
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, 1, b.Len())
+	assert.Zero(t, b.Addr()%uintptr(os.Getpagesize()))
+}

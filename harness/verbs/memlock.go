@@ -124,9 +124,15 @@ var (
 )
 
 // pageSpan is the bytes of whole pages [addr, addr+n) touches: what the
-// kernel pins.
-func pageSpan(addr uintptr, n int) uint64 {
-	ps := uint64(os.Getpagesize())
+// kernel pins, in the running kernel's pages.
+func pageSpan(addr uintptr, n int) uint64 { return pageSpanOf(addr, n, os.Getpagesize()) }
+
+// pageSpanOf is pageSpan for pages of page bytes: 4 KiB on x86, 64 KiB on
+// arm64 kernels built with 64K pages, where a 4 KiB buffer pins and is
+// charged 64 KiB (Linux drivers/infiniband/core/umem.c ib_umem_get counts
+// PAGE_SIZE pages against RLIMIT_MEMLOCK >> PAGE_SHIFT).
+func pageSpanOf(addr uintptr, n, page int) uint64 {
+	ps := uint64(page)
 	start := uint64(addr) &^ (ps - 1)
 	end := (uint64(addr) + uint64(n) + ps - 1) &^ (ps - 1)
 	return end - start

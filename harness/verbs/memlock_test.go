@@ -110,3 +110,24 @@ func TestPageSpan(t *testing.T) {
 	assert.Equal(t, 2*ps, pageSpan(uintptr(2*ps-1), 2))
 	assert.Equal(t, ps, pageSpan(0, int(ps)))
 }
+
+// On an arm64 kernel with 64 KiB pages (Ubuntu's linux-nvidia-64k, RHEL's
+// kernel-64k) every registration pins whole 64 KiB pages, and the
+// locked-memory arithmetic counts them so.
+func TestPageSpan64K(t *testing.T) {
+	const pg = 65536
+	assert.Equal(t, uint64(pg), pageSpanOf(0x10000, 4096, pg), "a 4 KiB buffer pins one 64 KiB page")
+	assert.Equal(t, uint64(2*pg), pageSpanOf(0x1f000, 8192, pg), "across a 64 KiB boundary: two pages")
+	assert.Equal(t, uint64(4096), pageSpanOf(0x1f000, 4096, 4096), "the same buffer on 4 KiB pages")
+	assert.Equal(t, uint64(2<<20), pageSpanOf(0x200000, 2<<20, pg))
+
+	// A 64 KiB soft and hard limit (a common default) holds one such
+	// registration, not two.
+	l := memlockLimit{Soft: pg, Hard: pg}
+	act, err := decideMemlock(l, 0, pageSpanOf(0x10000, 4096, pg))
+	assert.Equal(t, memlockOK, act)
+	assert.NoError(t, err)
+	act, err = decideMemlock(l, pageSpanOf(0x10000, 4096, pg), pageSpanOf(0x30000, 4096, pg))
+	assert.Equal(t, memlockShort, act)
+	assert.Error(t, err)
+}
