@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
+	"github.com/gdrconf/gdrconf/internal/nvdriver"
 )
 
 // Tests without a GPU: formatting and selection.
@@ -186,6 +188,38 @@ func TestDmabufExport(t *testing.T) {
 
 	_, err = c.dmabufFD(m.Addr()+1, 4096, 0)
 	assert.Error(t, err, "unaligned range refused before the driver sees it")
+}
+
+// The PCIe mapping type of a dma-buf export, as NCCL asks a GPU on
+// NVLink-C2C for it (nvdriver.ChooseDmabufMapping): a driver that refuses
+// it (the PCIe H200 with driver 580: 801, measured) still gives a dma-buf
+// with flags 0, and Refused says why; one that takes it gives a dma-buf
+// with the flag.
+func TestDmabufExportPCIeMapping(t *testing.T) {
+	d := Open(t)
+	c := firstGPU(t)
+	if ok, err := c.Dev.Attr(AttrDMABufSupported); err != nil || ok == 0 || !d.HasDmabufExport() {
+		t.Skipf("GPU %s: DMA_BUF_SUPPORTED=%d (%v), driver export symbol %v", c.Dev.PCI, ok, err, d.HasDmabufExport())
+	}
+	live, err := hostfs.New("/")
+	require.NoError(t, err)
+	c2c, c2cErr := nvdriver.IsC2C(live, c.Dev.PCI)
+	m := Alloc(t, c, 2<<20)
+	x, err := m.DmabufExport(nvdriver.DmabufFlagPCIe)
+	require.NoError(t, err, "a refused PCIe mapping falls back to flags 0")
+	defer unix.Close(x.FD)
+	info, err := InspectFD(x.FD)
+	require.NoError(t, err)
+	assert.True(t, info.IsDmabuf, "%+v", info)
+	if x.Refused != nil {
+		assert.Equal(t, 0, x.Flags)
+		assert.Contains(t, []int{ErrNotSupported, ErrInvalidValue}, Code(x.Refused), "%v", x.Refused)
+		t.Logf("GPU %s (C2C %v %v, driver CUDA %s): PCIe mapping refused: %v; exported with flags 0 as fd %d: %+v",
+			c.Dev.PCI, c2c, c2cErr, VersionString(d.Version()), x.Refused, x.FD, info)
+		return
+	}
+	assert.Equal(t, nvdriver.DmabufFlagPCIe, x.Flags)
+	t.Logf("GPU %s (C2C %v %v, driver CUDA %s): PCIe mapping accepted: fd %d: %+v", c.Dev.PCI, c2c, c2cErr, VersionString(d.Version()), x.FD, info)
 }
 
 func TestNestedDo(t *testing.T) {
