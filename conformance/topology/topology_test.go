@@ -14,7 +14,6 @@ import (
 	"github.com/gdrconf/gdrconf/internal/nvdriver"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rails"
-	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/topo"
 	"github.com/gdrconf/gdrconf/internal/verdict"
@@ -77,17 +76,14 @@ func TestTOPO01Inventory(t *testing.T) {
 					t.Logf("%s is a software RDMA device on netdev %s: no PCIe path to %s", n.Name, n.Parent, g.PCI)
 					return
 				}
-				nd := sel.Index.Device(n.PCI)
-				if nd == nil {
-					testenv.Failf(t, "check the driver of "+n.Name+" and "+pci.DevicesDir,
-						"%s/%s/device points to PCI function %s, which is not in %s", rdmadev.ClassDir, n.Name, n.PCI, pci.DevicesDir)
-				}
+				nd, err := sel.NICDevice(n)
+				testenv.Stop(t, err)
 				testenv.Attr(t, "nic_pci", n.PCI)
 				testenv.Attr(t, "nic_numa", nd.NUMANode)
 				testenv.Attr(t, "nic_chain", strings.Join(nd.Chain, " "))
 				p, err := sel.Index.Classify(g.PCI, n.PCI)
 				if err != nil {
-					testenv.Failf(t, "check "+pci.DevicesDir, "cannot classify %s <-> %s (%s): %v", g.PCI, n.Name, n.PCI, err)
+					testenv.Fail(t, topo.Unclassified(fmt.Sprintf("cannot classify %s <-> %s (%s)", g.PCI, n.Name, n.PCI), err))
 				}
 				testenv.Attr(t, "path", p.Class.String())
 				testenv.Attr(t, "switches", p.Switches)
@@ -132,10 +128,9 @@ func TestTOPO02NearestNIC(t *testing.T) {
 		t.Logf("NCCL topology file %s (%s): GPU<->NIC classes it describes are the ones NCCL uses", f.Path, f.From)
 	}
 	switch err := sel.NCCLErr; {
-	case errors.Is(err, nccltopo.ErrUnusable):
+	case nccltopo.Unusable(err) != nil:
 		// NCCL fails to initialise: every NCCL job on this host would.
-		testenv.Errorf(t, "fix the file or the setting that names it (NCCL_TOPO_FILE, NCCL_CONF_FILE, $HOME/.nccl.conf, /etc/nccl.conf); in a VM use the cloud's topology file for this VM size",
-			"%v", err)
+		testenv.Error(t, *nccltopo.Unusable(err))
 	case err != nil:
 		// NCCL goes on with the host's tree, which the rails below judge.
 		testenv.Attr(t, "nccl_topo_error", err.Error())
@@ -229,16 +224,13 @@ func TestTOPO03ACS(t *testing.T) {
 			}
 			for _, b := range turn {
 				pt := sel.Index.PortType(b)
-				d := sel.Index.Device(b)
+				d, needRoot, f := sel.Index.ACSBridge(b, r.GPU.PCI, nic.Name)
 				switch {
-				case d == nil:
-					testenv.Errorf(t, "check "+pci.DevicesDir, "bridge %s on the path %s <-> %s is not in %s", b, r.GPU.PCI, nic.Name, pci.DevicesDir)
+				case f != nil:
+					testenv.Error(t, *f)
 					continue
-				case errors.Is(d.ConfigErr, pci.ErrNeedRoot):
+				case needRoot:
 					unreadable = append(unreadable, b)
-					continue
-				case d.Config == nil || d.ConfigErr != nil:
-					testenv.Errorf(t, "check the bridge with lspci -vvv -s "+b, "bridge %s: config space unusable: %v", b, d.ConfigErr)
 					continue
 				}
 				checked = append(checked, b)
@@ -403,15 +395,10 @@ func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	out, src, err := nvdriver.TopoM(sel.Root, min(testenv.Config(t).Timeout, 60*time.Second))
 	testenv.Stop(t, err)
 	testenv.Attr(t, "source", src)
-	m, err := nvdriver.ParseTopo(out)
-	if err != nil {
-		testenv.Failf(t, "run nvidia-smi topo -m by hand and check the driver", "%s: %v", src, err)
-	}
+	m, err := nvdriver.ParseTopoAt(out, src)
+	testenv.Stop(t, err)
+	testenv.Stop(t, m.CompareGPUs(src, len(gpus), rails.GPUList(gpus)))
 	mg := m.GPUs()
-	if len(mg) != len(gpus) {
-		testenv.Failf(t, "check for GPUs the driver does not bind (dmesg NVRM) or GPUs hidden with CUDA_VISIBLE_DEVICES/NVIDIA_VISIBLE_DEVICES",
-			"%s lists %d GPUs, %s lists %d (%s)", src, len(mg), pci.DevicesDir, len(gpus), rails.GPUList(gpus))
-	}
 	// nvidia-smi numbers GPUs in PCI bus order, as the selection does.
 	pciOf := map[string]string{}
 	for i, l := range mg {
@@ -420,7 +407,7 @@ func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 	for label, name := range m.NICNames {
 		n := sel.NIC(name)
 		if n == nil || n.Software {
-			testenv.Errorf(t, "check the RDMA driver", "%s lists NIC %s (%s), which %s does not have as a PCI RDMA device", src, label, name, rdmadev.ClassDir)
+			testenv.Error(t, nvdriver.NICNotPCI(src, label, name))
 			continue
 		}
 		pciOf[label] = n.PCI
@@ -438,14 +425,13 @@ func TestTOPO07NvidiaSmiTopo(t *testing.T) {
 		compared++
 		c, err := sel.Index.Classify(a, b)
 		if err != nil {
-			testenv.Errorf(t, "check "+pci.DevicesDir, "classify %s (%s) <-> %s (%s): %v", p.A, a, p.B, b, err)
+			testenv.Error(t, topo.Unclassified(fmt.Sprintf("classify %s (%s) <-> %s (%s)", p.A, a, p.B, b), err))
 			continue
 		}
 		// nvidia-smi prints the PCIe tree's class (NODE on a Grace, where
 		// the suite judges the pair as NCCL's P2C).
-		if c.TreeClass() != lk.Class {
-			testenv.Errorf(t, "compare lspci -tv with nvidia-smi topo -m; a hypervisor may hide PCIe switches from the guest",
-				"%s (%s) <-> %s (%s): sysfs path says %s, nvidia-smi topo -m says %s", p.A, a, p.B, b, c.TreeClass(), p.Link)
+		if f := p.CompareClass(a, b, c.TreeClass()); f != nil {
+			testenv.Error(t, *f)
 		}
 	}
 	testenv.Attr(t, "pairs_compared", compared)

@@ -50,6 +50,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Where NCCL looks besides the environment.
@@ -67,6 +68,17 @@ var (
 	ErrUnusable = errors.New("NCCL topology file unusable")
 	ErrIgnored  = errors.New("NCCL topology file not loaded")
 )
+
+// Unusable is Load's error err as a finding when it is ErrUnusable (every
+// NCCL job on the host would fail to initialise), with what to do about
+// it; nil for any other error, which leaves NCCL on the host's tree.
+func Unusable(err error) *verdict.Finding {
+	if !errors.Is(err, ErrUnusable) {
+		return nil
+	}
+	return verdict.Failf("fix the file or the setting that names it (NCCL_TOPO_FILE, NCCL_CONF_FILE, $HOME/.nccl.conf, /etc/nccl.conf); in a VM use the cloud's topology file for this VM size",
+		"%v", err)
+}
 
 // Env is what of the environment decides where NCCL looks.
 type Env struct {

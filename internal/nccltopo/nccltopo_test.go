@@ -10,6 +10,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/hostfs/hostfstest"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // ndv5Like has the shape of Azure's ndv5-topo.xml (Azure/azhpc-images
@@ -154,11 +155,17 @@ func TestLoad(t *testing.T) {
 	require.True(t, errors.Is(err, ErrIgnored), "%v", err)
 	assert.ErrorContains(t, err, "/missing.xml")
 	assert.ErrorContains(t, err, "NCCL ignores it")
+	assert.Nil(t, Unusable(err), "NCCL goes on without an ignored file")
 
 	_, err = Load(r, Env{TopoFile: "/bad.xml"})
 	require.True(t, errors.Is(err, ErrUnusable), "%v", err)
 	assert.ErrorContains(t, err, `"nope"`)
 	assert.ErrorContains(t, err, "NCCL fails")
+	u := Unusable(err)
+	require.NotNil(t, u, "a file NCCL fails with is a finding")
+	assert.Equal(t, err.Error(), u.Cause)
+	assert.Equal(t, verdict.FellShort, u.Kind())
+	assert.Contains(t, u.Remedy, "fix the file or the setting that names it (NCCL_TOPO_FILE")
 
 	_, err = Load(r, Env{TopoFile: "topo.xml"})
 	assert.ErrorIs(t, err, ErrIgnored)

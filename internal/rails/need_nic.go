@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gdrconf/gdrconf/internal/kmod"
+	"github.com/gdrconf/gdrconf/internal/pci"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/internal/topo"
@@ -202,4 +203,15 @@ func RailOf(rs []*Rail, pci string) *Rail {
 		}
 	}
 	return nil
+}
+
+// NICDevice is hardware NIC n's PCI function in the tree, or a finding
+// when n's device link names a function the tree does not have (a driver
+// bound to a function sysfs no longer lists).
+func (s *Selection) NICDevice(n *NIC) (*pci.Device, error) {
+	if d := s.Index.Device(n.PCI); d != nil {
+		return d, nil
+	}
+	return nil, verdict.Failf("check the driver of "+n.Name+" and "+pci.DevicesDir,
+		"%s/%s/device points to PCI function %s, which is not in %s", rdmadev.ClassDir, n.Name, n.PCI, pci.DevicesDir)
 }

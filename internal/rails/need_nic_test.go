@@ -91,3 +91,23 @@ func TestRailOf(t *testing.T) {
 	assert.NotNil(t, RailOf(s.All, "0000:3a:00.0"), "every GPU has a rail in All")
 	assert.Empty(t, GPURails([]*Rail{{Index: -1}}), "a NIC-only primary has no GPU")
 }
+
+// A NIC whose device link names a function the tree lacks is a finding
+// that says which driver and which folder to check.
+func TestNICDevice(t *testing.T) {
+	s := sel(t, discover(t, "dgx"))
+	n := s.NIC("mlx5_0")
+	require.NotNil(t, n)
+	d, err := s.NICDevice(n)
+	require.NoError(t, err)
+	assert.Equal(t, n.PCI, d.BDF)
+
+	lost := *n
+	lost.PCI = "0000:ff:1f.7"
+	_, err = s.NICDevice(&lost)
+	f, ok := verdict.As(err)
+	require.True(t, ok)
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Equal(t, "/sys/class/infiniband/mlx5_0/device points to PCI function 0000:ff:1f.7, which is not in /sys/bus/pci/devices", f.Cause)
+	assert.Equal(t, "check the driver of mlx5_0 and /sys/bus/pci/devices", f.Remedy)
+}
