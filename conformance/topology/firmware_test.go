@@ -9,7 +9,6 @@ import (
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	"github.com/gdrconf/gdrconf/internal/mlxconfig"
 	"github.com/gdrconf/gdrconf/internal/rails"
-	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // TOPO-09: the rail NICs' firmware settings that decide GPUDirect
@@ -64,13 +63,10 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 			out, src, err := mlxconfig.Run(sel.Root, n.PCI, min(testenv.Config(t).Timeout, 60*time.Second))
 			testenv.Stop(t, err)
 			testenv.Attr(t, "source", src)
-			q, err := mlxconfig.Parse(out)
-			if err != nil {
-				testenv.NotJudgedf(t, "run the query by hand and compare with the layout docs/checks.md describes", "%s: %v", src, err)
-			}
+			q, err := mlxconfig.ParseAt(out, src)
+			testenv.Stop(t, err)
 			testenv.Attr(t, "nic_device_type", q.DeviceType)
 			checks := mlxconfig.Judge(q, sel.Guest.VM)
-			var unmet, sources []string
 			var pending []string
 			for _, c := range checks {
 				fwAttr(t, c.Param, c.Value)
@@ -83,8 +79,6 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 					verdict = "met"
 				case c.Judged:
 					verdict = "not met"
-					unmet = append(unmet, c.String())
-					sources = append(sources, c.Param+": "+c.Source)
 				}
 				t.Logf("%s: %s (%s): %s", n.Name, c, verdict, c.Why)
 			}
@@ -94,14 +88,8 @@ func TestTOPO09NICFirmwareSettings(t *testing.T) {
 			if len(checks) == 0 {
 				testenv.Absent(t, "", "%s: the query lists none of the settings TOPO-09 checks (ADVANCED_PCI_SETTINGS, MAX_ACC_OUT_READ, PCI_WR_ORDERING, ATS_ENABLED)", src)
 			}
-			if len(unmet) > 0 {
-				testenv.Fail(t, verdict.Finding{
-					Device: n.Name,
-					Cause:  fmt.Sprintf("%s (%s, %s): firmware settings differ from the documented values for GPUDirect: %s", n.Name, n.PCI, q.DeviceType, strings.Join(unmet, "; ")),
-					Remedy: fmt.Sprintf("set them with mstconfig -d %s set <NAME>=<value> (or mlxconfig), then reboot or mlxfwreset; the suite only reads them", n.PCI),
-					Source: strings.Join(sources, "; "),
-					Part:   "nic firmware settings",
-				})
+			if f := mlxconfig.Unmet(n.Name, n.PCI, q, checks); f != nil {
+				testenv.Fail(t, *f)
 			}
 		})
 	}

@@ -77,7 +77,7 @@ func TestTOPO10LinkHealth(t *testing.T) {
 					case errors.As(perr, &u):
 						looked = append(looked, fmt.Sprintf("%s: the driver cannot read the module (%s)", src, u.Msg))
 					case perr != nil:
-						testenv.NotJudgedf(t, "run ethtool -m by hand", "%s: %v", src, perr)
+						testenv.Fail(t, optics.Unparsed(src, perr))
 					default:
 						read++
 						if p := n.Dev.Port(n.Port); p != nil {

@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Module is one transceiver as ethtool -m describes it.
@@ -113,6 +115,13 @@ type ErrUnsupported struct {
 }
 
 func (e *ErrUnsupported) Error() string { return e.Msg }
+
+// Unparsed is the finding for output src names (ethtool -m or a tree's
+// recording) that ParseEthtool could not read, other than an
+// ErrUnsupported: the suite could not judge the module.
+func Unparsed(src string, err error) verdict.Finding {
+	return *verdict.NotJudgedf("run ethtool -m by hand", "%s: %v", src, err)
+}
 
 // ParseEthtool parses `ethtool -m` output.
 func ParseEthtool(out string) (*Module, error) {

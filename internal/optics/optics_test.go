@@ -80,6 +80,10 @@ func TestParseEthtoolDACAndUnsupported(t *testing.T) {
 	}
 	_, err := ParseEthtool("garbage")
 	assert.ErrorContains(t, err, "no module fields")
+	f := Unparsed("ethtool -m eth0", err)
+	assert.Equal(t, verdict.NotJudged, f.Kind())
+	assert.Equal(t, "ethtool -m eth0: "+err.Error(), f.Cause)
+	assert.Equal(t, "run ethtool -m by hand", f.Remedy)
 }
 
 func TestParseMlxlink(t *testing.T) {
