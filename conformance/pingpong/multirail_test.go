@@ -3,7 +3,6 @@
 package pingpong
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/gdrconf/gdrconf/harness/rc"
@@ -25,14 +24,7 @@ func TestPP10AllRails(t *testing.T) {
 	if missing != "" {
 		testenv.Attr(t, "rails_missing", missing)
 	}
-	if len(run) < 2 {
-		names := make([]string, len(run))
-		for i, r := range run {
-			names[i] = r.String()
-		}
-		testenv.Absent(t, "select two or more rails (GDR_RAILS) on a host that has them", "all-rails bandwidth needs two or more rails (GPU+NIC pairs), and this run has %d (%s); rails come from testenv.Selection (GDR_RAILS)",
-			len(run), strings.Join(names, ", "))
-	}
+	testenv.Stop(t, traffic.NeedRails(run))
 	size := traffic.MaxSize(cfg.BWSizes)
 	conns := connectRails(t, run, size)
 	res, wall := traffic.AllRails(conns, run, size)

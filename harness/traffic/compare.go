@@ -2,7 +2,11 @@
 
 package traffic
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
+)
 
 // Half is what one memory kind of the host-vs-GPU comparison (PP-09)
 // measured.
@@ -34,6 +38,16 @@ func HalfSkipped(h, g Half, probeWhy, absent string) string {
 		half = "host-memory"
 	}
 	return fmt.Sprintf("PP-09 needs both halves, and the %s half was skipped: %s", half, why)
+}
+
+// HalvesDone is nil when host half h and GPU half g both ran and passed;
+// otherwise the parent's finding, which only points at the failed
+// subtest: that one carries the cause and its remedy.
+func HalvesDone(h, g Half) error {
+	if h.Done && g.Done {
+		return nil
+	}
+	return verdict.Failf("", "host memory passed: %v, GPU memory passed: %v; see the failed subtests above", h.Done, g.Done)
 }
 
 // Compare is the side-by-side report of host half h and GPU half g at

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestHalfSkipped(t *testing.T) {
@@ -15,6 +18,18 @@ func TestHalfSkipped(t *testing.T) {
 	assert.Equal(t, "PP-09 needs both halves, and the host-memory half was skipped: no RDMA device", HalfSkipped(skipped, Half{}, "no RDMA device", "no GPU"))
 	assert.Equal(t, "PP-09 needs both halves, and the GPU-memory half was skipped: no GPU", HalfSkipped(ran, skipped, "", "no GPU"))
 	assert.Equal(t, "PP-09 needs both halves, and the GPU-memory half was skipped: the peer asked to skip: see the skipped subtest's log", HalfSkipped(ran, skipped, "", ""))
+}
+
+// The parent of two halves fails when either did, without a remedy of its
+// own: the failed subtest carries it.
+func TestHalvesDone(t *testing.T) {
+	ran, failed := Half{Done: true}, Half{}
+	assert.NoError(t, HalvesDone(ran, ran))
+	f, ok := verdict.As(HalvesDone(ran, failed))
+	require.True(t, ok)
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Equal(t, "host memory passed: true, GPU memory passed: false; see the failed subtests above", f.Cause)
+	assert.Empty(t, f.Remedy)
 }
 
 func TestCompare(t *testing.T) {

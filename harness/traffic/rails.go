@@ -14,6 +14,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/stats"
 	"github.com/gdrconf/gdrconf/internal/topo"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // ConcurrentFraction: a rail running beside all others must keep this
@@ -29,6 +30,21 @@ type RailResult struct {
 	Elapsed time.Duration
 	Soft    bool // a software device: its rate is the CPU's
 	Err     error
+}
+
+// NeedRails is nil when run holds two or more rails, the fewest an
+// all-rails measurement (PP-10) compares; otherwise an absent finding
+// naming the rails there are.
+func NeedRails(run []*rails.Rail) error {
+	if len(run) >= 2 {
+		return nil
+	}
+	names := make([]string, len(run))
+	for i, r := range run {
+		names[i] = r.String()
+	}
+	return verdict.Absentf("select two or more rails (GDR_RAILS) on a host that has them", "all-rails bandwidth needs two or more rails (GPU+NIC pairs), and this run has %d (%s); rails come from testenv.Selection (GDR_RAILS)",
+		len(run), strings.Join(names, ", "))
 }
 
 // AllRails measures size-byte WRITE bandwidth on every rail's connection

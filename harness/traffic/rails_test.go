@@ -12,6 +12,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/internal/rails"
 	"github.com/gdrconf/gdrconf/internal/stats"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 func TestRailSum(t *testing.T) {
@@ -78,4 +79,20 @@ func TestSpan(t *testing.T) {
 	assert.EqualError(t, err, "queue pair 1 of 2: CQ error")
 	assert.Equal(t, 4, rttIters(true))
 	assert.Equal(t, 32, rttIters(false))
+}
+
+// Fewer than two rails is absent, naming the ones there are and how to
+// select more.
+func TestNeedRails(t *testing.T) {
+	g := &rails.GPU{PCI: "0000:05:00.0"}
+	n := &rails.NIC{Name: "mlx5_0"}
+	one := []*rails.Rail{{Index: 0, GPU: g, NIC: n}}
+	err := NeedRails(one)
+	f, ok := verdict.As(err)
+	require.True(t, ok)
+	assert.Equal(t, verdict.Absent, f.Kind())
+	assert.Equal(t, "all-rails bandwidth needs two or more rails (GPU+NIC pairs), and this run has 1 ("+one[0].String()+"); rails come from testenv.Selection (GDR_RAILS)", f.Cause)
+	assert.Equal(t, "select two or more rails (GDR_RAILS) on a host that has them", f.Remedy)
+	assert.True(t, verdict.IsAbsent(NeedRails(nil)))
+	assert.NoError(t, NeedRails(append(one, &rails.Rail{Index: 1, GPU: g, NIC: n})))
 }
