@@ -145,6 +145,16 @@ type Config struct {
 	// SLURM_STEP_GPUS, ...: slurm.go), taken as Slurm sets them, for the
 	// message when CUDA sees no GPU.
 	Slurm Slurm
+	// Soak is GDR_SOAK: how long conformance/soak keeps every rail and the
+	// GPUs' copy engines busy; 0 (unset) runs no soak. SoakInterval is
+	// GDR_SOAK_INTERVAL, the sampling interval; SoakLinkEvery is
+	// GDR_SOAK_LINK_EVERY, how often mlxlink is asked for the BERs (it
+	// takes seconds per port, so not every sample). SoakFlap is
+	// GDR_SOAK_FLAP=1: the disruptive link-flap guard (SOAK-08) may run.
+	Soak          time.Duration
+	SoakInterval  time.Duration
+	SoakLinkEvery time.Duration
+	SoakFlap      bool
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -179,6 +189,8 @@ func Defaults() Config {
 		IBTCFrom:           FromDefault,
 		IBSLFrom:           FromDefault,
 		GIDIndexFrom:       FromDefault,
+		SoakInterval:       10 * time.Second,
+		SoakLinkEvery:      5 * time.Minute,
 	}
 }
 
@@ -194,6 +206,7 @@ var Vars = []string{
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV", "GDR_SUITE_LOCK",
+	"GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP",
 }
 
 // Load reads the process environment.
@@ -487,6 +500,8 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 		errs = append(errs, fmt.Errorf("GDR_GID_NETDEV=%s and GDR_GID_INDEX=%d both choose the GID: set one of them", clip.Quote(c.GIDNetdev), c.GIDIndex))
 	}
 
+	parseSoak(get, &c, bad, &errs)
+
 	if c.Role == Client && c.Peer == "" {
 		errs = append(errs, errors.New("GDR_ROLE=client needs GDR_PEER=host[:port] naming the server"))
 	}
@@ -494,6 +509,47 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 		errs = append(errs, fmt.Errorf("GDR_PEER=%s is set but GDR_ROLE is not: set GDR_ROLE=client (or server on the other host)", clip.Quote(c.Peer)))
 	}
 	return c, errors.Join(errs...)
+}
+
+// maxSoak bounds GDR_SOAK: a week is longer than any burn-in, and a
+// longer value is a typo (2000h for 200h).
+const maxSoak = 7 * 24 * time.Hour
+
+// parseSoak reads GDR_SOAK, GDR_SOAK_INTERVAL, GDR_SOAK_LINK_EVERY and
+// GDR_SOAK_FLAP. The interval must be at least a second (the counters and
+// NVML are read per sample; faster would measure the reads) and no longer
+// than the soak, or the soak would have no sample.
+func parseSoak(get func(string) (string, bool), c *Config, bad func(string, string, string), errs *[]error) {
+	dur := func(name, accepted string, lo, hi time.Duration, dst *time.Duration) bool {
+		v, ok := get(name)
+		if !ok || v == "" {
+			return false
+		}
+		d, err := parseDuration(v)
+		if err != nil || d < lo || d > hi {
+			bad(name, v, accepted)
+			return false
+		}
+		*dst = d
+		return true
+	}
+	dur("GDR_SOAK", "a duration like 10m, 2h or 8h (or plain seconds), 0 for no soak, at most 168h", 0, maxSoak, &c.Soak)
+	ivSet := dur("GDR_SOAK_INTERVAL", "a duration like 10s or 1m (or plain seconds), at least 1s", time.Second, maxSoak, &c.SoakInterval)
+	dur("GDR_SOAK_LINK_EVERY", "a duration like 5m (or plain seconds), at least 10s", 10*time.Second, maxSoak, &c.SoakLinkEvery)
+	if v, ok := get("GDR_SOAK_FLAP"); ok {
+		b, err := parseBool(v)
+		if err != nil {
+			bad("GDR_SOAK_FLAP", v, "1 or 0")
+		}
+		c.SoakFlap = b
+	}
+	if c.Soak > 0 && c.SoakInterval > c.Soak {
+		what := "the default 10s"
+		if ivSet {
+			what = "GDR_SOAK_INTERVAL=" + c.SoakInterval.String()
+		}
+		*errs = append(*errs, fmt.Errorf("%s is longer than GDR_SOAK=%s: the soak would end before its first sample; set GDR_SOAK_INTERVAL at most GDR_SOAK", what, c.Soak))
+	}
 }
 
 // Limits on free-form values.

@@ -352,6 +352,18 @@ func TestMalformedValues(t *testing.T) {
 		{Name: "GDR_GID_NETDEV", Kind: "garbage", Val: "eth0:1", Want: "no '/', ':'"},
 		{Name: "GDR_GID_NETDEV", Kind: "out of range", Val: "enp0s31f6.1000.1", Want: "1 to 15 characters"},
 		{Name: "GDR_GID_NETDEV", Kind: "huge", Val: hugeText, Want: "1 to 15 characters"},
+		{Name: "GDR_SOAK", Kind: "out of range", Val: "-1h", Want: "0 for no soak, at most 168h"},
+		{Name: "GDR_SOAK", Kind: "garbage", Val: "long", Want: "a duration like 10m"},
+		{Name: "GDR_SOAK", Kind: "huge", Val: huge, Want: "a duration like 10m"},
+		{Name: "GDR_SOAK_INTERVAL", Kind: "out of range", Val: "100ms", Want: "at least 1s"},
+		{Name: "GDR_SOAK_INTERVAL", Kind: "garbage", Val: "often", Want: "a duration like 10s"},
+		{Name: "GDR_SOAK_INTERVAL", Kind: "huge", Val: huge, Want: "a duration like 10s"},
+		{Name: "GDR_SOAK_LINK_EVERY", Kind: "out of range", Val: "1s", Want: "at least 10s"},
+		{Name: "GDR_SOAK_LINK_EVERY", Kind: "garbage", Val: "hourly", Want: "a duration like 5m"},
+		{Name: "GDR_SOAK_LINK_EVERY", Kind: "huge", Val: huge, Want: "a duration like 5m"},
+		{Name: "GDR_SOAK_FLAP", Kind: "garbage", Val: "maybe", Want: "1 or 0"},
+		{Name: "GDR_SOAK_FLAP", Kind: "out of range", Val: "2", Want: "1 or 0"},
+		{Name: "GDR_SOAK_FLAP", Kind: "huge", Val: huge, Want: "1 or 0"},
 	}
 	configtest.CheckMalformed(t, func(lookup func(string) (string, bool)) error { _, err := Parse(lookup); return err }, cases, Vars,
 		[]string{"GDR_TOKEN"}, nil) // the cluster variables have their cases in cluster/config_test.go
@@ -391,4 +403,39 @@ func TestPathLimitC2C(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.MaxPathSet)
 	assert.Equal(t, topo.PXB, c.PathLimit(topo.Path{Class: topo.P2C, C2C: "0009:01:00.0"}))
+}
+
+func TestSoak(t *testing.T) {
+	c, err := Parse(env())
+	require.NoError(t, err)
+	assert.Zero(t, c.Soak, "no soak unless asked")
+	assert.Equal(t, 10*time.Second, c.SoakInterval)
+	assert.Equal(t, 5*time.Minute, c.SoakLinkEvery)
+
+	c, err = Parse(env("GDR_SOAK", "2h", "GDR_SOAK_INTERVAL", "30", "GDR_SOAK_LINK_EVERY", "1m", "GDR_SOAK_FLAP", "1"))
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Hour, c.Soak)
+	assert.Equal(t, 30*time.Second, c.SoakInterval)
+	assert.Equal(t, time.Minute, c.SoakLinkEvery)
+	assert.True(t, c.SoakFlap)
+
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"GDR_SOAK", "2 hours"}, `GDR_SOAK="2 hours" is not valid`},
+		{[]string{"GDR_SOAK", "-1h"}, `GDR_SOAK="-1h" is not valid`},
+		{[]string{"GDR_SOAK", "200d"}, `GDR_SOAK="200d" is not valid`},
+		{[]string{"GDR_SOAK", "2000h"}, `at most 168h`},
+		{[]string{"GDR_SOAK", "1m", "GDR_SOAK_INTERVAL", "500ms"}, `GDR_SOAK_INTERVAL="500ms" is not valid: want a duration like 10s or 1m (or plain seconds), at least 1s`},
+		{[]string{"GDR_SOAK", "30s", "GDR_SOAK_INTERVAL", "1m"}, "GDR_SOAK_INTERVAL=1m0s is longer than GDR_SOAK=30s"},
+		{[]string{"GDR_SOAK", "5s"}, "the default 10s is longer than GDR_SOAK=5s"},
+		{[]string{"GDR_SOAK_LINK_EVERY", "1s"}, `GDR_SOAK_LINK_EVERY="1s" is not valid`},
+		{[]string{"GDR_SOAK_FLAP", "maybe"}, `GDR_SOAK_FLAP="maybe" is not valid: want 1 or 0`},
+	} {
+		_, err := Parse(env(tc.env...))
+		if assert.Error(t, err, "%v", tc.env) {
+			assert.Contains(t, err.Error(), tc.want, "%v", tc.env)
+		}
+	}
 }
