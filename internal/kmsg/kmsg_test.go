@@ -160,6 +160,8 @@ func TestScan(t *testing.T) {
 		{rec: rec(6, "NVRM: GPU at PCI:0000:2b:00: GPU-0b11d014-1685-04bd-26ed-5fc0bc1c44ae"), notFound: true},
 		{rec: rec(6, "pcieport 0000:00:03.0: AER: Corrected error received: 0000:01:00.0"), kind: "aer", sev: Warn, dev: "0000:01:00.0", meaning: "root port 0000:00:03.0"},
 		{rec: rec(6, "pcieport 0000:00:03.0: AER: Multiple Correctable error message received: 0000:01:00.0"), kind: "aer", sev: Warn, dev: "0000:01:00.0"},
+		// Newer kernels (drivers/pci/pcie/aer.c aer_print_port_info, later aer_print_source) print "... error message received from <bdf>".
+		{rec: rec(6, "pcieport 0000:00:03.0: AER: Correctable error message received from 0000:01:00.0"), kind: "aer", sev: Warn, dev: "0000:01:00.0", meaning: "root port 0000:00:03.0"},
 		{rec: rec(6, "pcieport 0000:00:01.0: AER: Uncorrected (Non-Fatal) error received: 0000:00:03:0"), kind: "aer", sev: Error, dev: "0000:00:03.0", meaning: "uncorrectable"},
 		{rec: rec(3, "mlx5_core 0000:3b:00.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Requester ID)"), kind: "aer", sev: Error, dev: "0000:3b:00.0", meaning: "Transaction Layer"},
 		{rec: rec(4, "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Receiver ID)"), kind: "aer", sev: Warn, dev: "0000:00:03.0"},

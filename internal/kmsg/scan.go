@@ -73,7 +73,7 @@ var (
 	reXid      = regexp.MustCompile(`NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d+)`)
 	reFellOff  = regexp.MustCompile(`NVRM: GPU (?:at )?(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)?.*(?:fallen off the bus|has failed to respond|RmInitAdapter failed)`)
 	rePCIDev   = regexp.MustCompile(`^(\S+) ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): `) // "<driver> <bdf>: " prefix
-	reAERRecv  = regexp.MustCompile(`AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Fatal\)) error (?:message )?received: ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}[.:][0-7])`)
+	reAERRecv  = regexp.MustCompile(`AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Fatal\)) error (?:message )?received(?::| from) ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}[.:][0-7])`)
 	reAERBus   = regexp.MustCompile(`PCIe Bus Error: severity=(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Fatal\)), type=([^,]+)`)
 	reDMAR     = regexp.MustCompile(`DMAR: \[DMA (?:Read|Write)[^\]]*\] Request device \[([0-9a-f:.]+)\]`)
 	reAMDVi    = regexp.MustCompile(`(?:AMD-Vi|iommu).*IO_PAGE_FAULT.*device[= ]([0-9a-f:.]+)`)
