@@ -151,7 +151,11 @@ type Config struct {
 	// GDR_SOAK_LINK_EVERY, how often mlxlink is asked for the BERs (it
 	// takes seconds per port, so not every sample). SoakFlap is
 	// GDR_SOAK_FLAP=1: the disruptive link-flap guard (SOAK-08) may run.
-	Soak          time.Duration
+	Soak time.Duration
+	// Reports is GDR_REPORTS, the report folder (make and dist/run.sh set
+	// it; "" under a bare go test): the soak writes its series there as it
+	// goes. cluster/config.go reads the same variable for the shared folder.
+	Reports       string
 	SoakInterval  time.Duration
 	SoakLinkEvery time.Duration
 	SoakFlap      bool
@@ -206,7 +210,7 @@ var Vars = []string{
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV", "GDR_SUITE_LOCK",
-	"GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP",
+	"GDR_REPORTS", "GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP",
 }
 
 // Load reads the process environment.
@@ -251,6 +255,13 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 			bad("GDR_HOST_ROOT", v, "a directory path: "+err.Error())
 		} else {
 			c.HostRoot = v
+		}
+	}
+	if v, ok := get("GDR_REPORTS"); ok && v != "" {
+		if err := CheckPath(v); err != nil {
+			bad("GDR_REPORTS", v, "a folder path: "+err.Error())
+		} else {
+			c.Reports = v
 		}
 	}
 	if v, ok := get("GDR_SUITE_LOCK"); ok && v != "" {

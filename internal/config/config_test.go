@@ -352,6 +352,8 @@ func TestMalformedValues(t *testing.T) {
 		{Name: "GDR_GID_NETDEV", Kind: "garbage", Val: "eth0:1", Want: "no '/', ':'"},
 		{Name: "GDR_GID_NETDEV", Kind: "out of range", Val: "enp0s31f6.1000.1", Want: "1 to 15 characters"},
 		{Name: "GDR_GID_NETDEV", Kind: "huge", Val: hugeText, Want: "1 to 15 characters"},
+		{Name: "GDR_REPORTS", Kind: "garbage", Val: "/tmp/r\x00x", Want: "no NUL bytes"},
+		{Name: "GDR_REPORTS", Kind: "huge", Val: "/" + hugeText, Want: "at most 4096 bytes"},
 		{Name: "GDR_SOAK", Kind: "out of range", Val: "-1h", Want: "0 for no soak, at most 168h"},
 		{Name: "GDR_SOAK", Kind: "garbage", Val: "long", Want: "a duration like 10m"},
 		{Name: "GDR_SOAK", Kind: "huge", Val: huge, Want: "a duration like 10m"},
