@@ -187,7 +187,11 @@ func buildHost(run Run, shared *mapTable, keep int) *HostResult {
 	all := reqs.All()
 	for _, rq := range all {
 		seen[rq.ID] = true
-		h.Reqs = append(h.Reqs, reqResult(rq, byReq[rq.ID], areaPkg[rq.Area]))
+		r := reqResult(rq, byReq[rq.ID], areaPkg[rq.Area])
+		if rq.OptIn != "" && notAsked(r, areaPkg[rq.Area]) {
+			continue // a run that did not ask for it (GDR_SOAK): no part of its verdict
+		}
+		h.Reqs = append(h.Reqs, r)
 	}
 	var unknown []string
 	for id := range byReq {
@@ -206,6 +210,26 @@ func buildHost(run Run, shared *mapTable, keep int) *HostResult {
 	h.Causes = groupCauses(h.Reqs)
 	h.Verdict = hostVerdict(h)
 	return h
+}
+
+// notAsked reports whether an opt-in requirement's result says the run did
+// not ask for it: its package was not in the run (or had no test of it in
+// the build, or a -run filter left it out), or every test of it skipped as
+// not asked (gdr.not_asked). A package that failed to build or stopped
+// before reaching it, or a test that ran, still counts.
+func notAsked(r *ReqResult, pkg *pkgRun) bool {
+	switch r.Status {
+	case NotRun:
+		return pkg == nil || pkg.StoppedAt == ""
+	case Skip:
+		for _, c := range r.cases {
+			if c.Own["gdr.not_asked"] == "" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {

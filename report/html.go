@@ -160,8 +160,16 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			d.More = append(d.More, v)
 		}
 	}
+	shown := map[string]bool{} // opt-in requirements: a column only where some host was asked
+	for _, h := range r.Hosts {
+		for _, rq := range h.Reqs {
+			shown[rq.ID] = true
+		}
+	}
 	for _, rq := range reqs.All() {
-		d.IDs = append(d.IDs, rq.ID)
+		if rq.OptIn == "" || shown[rq.ID] {
+			d.IDs = append(d.IDs, rq.ID)
+		}
 	}
 	detail := 0 // bytes of trees and output so far (fleetDetailBytes)
 	for _, h := range r.hostsFailuresFirst() {

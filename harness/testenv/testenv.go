@@ -100,6 +100,24 @@ func Attr(t testing.TB, key string, value any) {
 	t.Attr(key, strings.ReplaceAll(s, "\n", " "))
 }
 
+// NotAsked ends a test of an opt-in requirement (reqs.Req.OptIn) that
+// this run did not ask for: the skip names the variable that asks and
+// carries gdr.not_asked, GDR_STRICT=1 does not turn it into a failure (a
+// soak is asked for, not hardware that is absent), and the report leaves
+// the requirement out of the verdict. A requirement that is not opt-in
+// cannot end this way: that is a suite bug, and fails.
+func NotAsked(t testing.TB, id, format string, args ...any) {
+	t.Helper()
+	rq, ok := reqs.Lookup(id)
+	if !ok || rq.OptIn == "" {
+		NotJudgedf(t, "", "suite bug: %s is not an opt-in requirement in internal/reqs, so it cannot be left out as not asked", id)
+	}
+	msg := "not asked: " + fmt.Sprintf(format, args...)
+	Attr(t, "gdr.not_asked", rq.OptIn)
+	Attr(t, "gdr.skip", msg)
+	t.Skip(msg)
+}
+
 // HostOnly ends a test of requirement id that is not judgeable from a
 // container (reqs.ContainerRule.HostOnly: the host's developer
 // environment). The skip says "not judgeable from a container: <why>;

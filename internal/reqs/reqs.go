@@ -43,6 +43,14 @@ type Req struct {
 	// EmulatedMust: it must pass on the lab's emulated GPU (lab/emugpu), on
 	// every host that runs its area, with its data in emulated GPU memory.
 	EmulatedMust bool
+
+	// OptIn is the variable that asks for the requirement (GDR_SOAK); ""
+	// for every requirement a plain run judges. An opt-in requirement
+	// counts only in a run that asked for it: where its package did not
+	// run, or each of its tests skipped as not asked (testenv.NotAsked,
+	// gdr.not_asked), the report leaves it out, so a run that did not ask
+	// is not INCOMPLETE for want of it.
+	OptIn string
 }
 
 // PairedArea is the one conformance package whose tests meet a peer (the
@@ -75,7 +83,7 @@ func register(rs ...Req) {
 
 // Areas are the conformance packages in report order, with their ID prefix.
 var Areas = []struct{ Name, Prefix string }{
-	{"install", "INST"}, {"topology", "TOPO"}, {"gpu", "GPU"}, {"memreg", "MREG"}, {"pingpong", "PP"},
+	{"install", "INST"}, {"topology", "TOPO"}, {"gpu", "GPU"}, {"memreg", "MREG"}, {"pingpong", "PP"}, {"soak", "SOAK"},
 }
 
 // Families are ID prefixes that cross areas: a requirement of a family

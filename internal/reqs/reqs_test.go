@@ -318,3 +318,20 @@ func TestEveryRequirementAdded(t *testing.T) {
 	_, ok := Added("XX-99")
 	assert.False(t, ok)
 }
+
+// The soak's requirements, and only they, count only where asked: a run
+// without GDR_SOAK must not turn INCOMPLETE for want of them.
+func TestOptIn(t *testing.T) {
+	var ids []string
+	for _, r := range All() {
+		if r.OptIn != "" {
+			ids = append(ids, r.ID)
+			assert.Equal(t, "soak", r.Area, r.ID)
+		}
+	}
+	assert.Equal(t, []string{"SOAK-01", "SOAK-02", "SOAK-03", "SOAK-04", "SOAK-05", "SOAK-06", "SOAK-07", "SOAK-08"}, ids)
+	r, _ := Lookup("SOAK-05")
+	assert.Equal(t, ReportOnly, r.Level, "the site's cooling decides")
+	r, _ = Lookup("SOAK-08")
+	assert.Equal(t, "GDR_SOAK_FLAP", r.OptIn, "disruptive: asked for on its own")
+}
