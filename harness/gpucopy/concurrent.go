@@ -5,6 +5,7 @@ package gpucopy
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,4 +238,34 @@ func (r *Concurrent) Sharers(t *testing.T, dev cuda.Device) string {
 		}
 		return peer
 	})
+}
+
+// Busy keeps g's copy engines busy until stop (the soak's GPU load): n-byte
+// copies between its GPU buffer and its pinned buffer, a batch HtoD then a
+// batch DtoH in turn, on the GPU's local CPUs; every copy that completes
+// adds n to moved, so a sampler reads the rate as moved's rise over its
+// interval. A batch is short (8 copies: well under a second on any GPU),
+// so stop is seen within one.
+func (g *HostCopier) Busy(n int, stop <-chan struct{}, moved *atomic.Int64) error {
+	placed, err := numa.OnCPUs(g.local, func() error {
+		for dir := cuda.HtoD; ; {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+			spans, err := g.c.CopyLoop(dir, g.m, g.h, n, cuda.Loop{Reps: 8, Stop: stop})
+			moved.Add(int64(len(spans)) * int64(n))
+			if err != nil {
+				return fmt.Errorf("GPU %s: %w", g.Dev.PCI, err)
+			}
+			if dir == cuda.HtoD {
+				dir = cuda.DtoH
+			} else {
+				dir = cuda.HtoD
+			}
+		}
+	})
+	g.CPUs = placed
+	return err
 }
