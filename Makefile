@@ -1,5 +1,6 @@
 # GPUDirect RDMA conformance suite. `make` alone prints the targets (make help).
 #   make conformance   run the suite on this host: reports/{junit.xml,summary.txt,md,json,report.html}
+#   make soak          the suite with a soak (GDR_SOAK=10m unless set): reports/ and reports/soak.json
 #   make report IN='dir ...' OUT=dir   merge hosts' report folders into one report
 #   make test          lint, unit tests, fixture runs, the browser test and the qemu labs
 SHELL   := /bin/bash
@@ -18,7 +19,7 @@ GOTESTSUM := $(GO) tool gotestsum
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all help conformance report test unit browser race lint update deps deps-unit deps-test lab lab-bench bench fuzz clean dist
+.PHONY: all help conformance soak report test unit browser race lint update deps deps-unit deps-test lab lab-bench bench fuzz clean dist
 .DEFAULT_GOAL := help
 
 all: test
@@ -34,6 +35,9 @@ them as root where they are missing; present, any user builds.
   target       what                                         needs                          min
   conformance  the suite on this host -> reports/ (RUN=,    root (devices, and to install  1-5
                TAGS=, GDR_STRICT=1); prints the verdict     rdma-core headers if missing)
+  soak         conformance with a soak: every rail's traffic   root, as conformance           10+
+               and the GPUs' copies for GDR_SOAK (10m),
+               sampled into reports/soak.json
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
   test         lint unit browser race lab lab-cluster       root, qemu, network the first  ~20
                (CI: then lab-cluster-host, lab-k8s)         time (packages, lab kernel)
@@ -109,9 +113,25 @@ $(REPORT_BIN): FORCE
 # "Packages one at a time").
 conformance: deps $(REPORT_BIN)
 	@mkdir -p $(REPORTS)
-	@rm -f $(REPORTS)/test.json $(REPORTS)/host.json
+	@rm -f $(REPORTS)/test.json $(REPORTS)/host.json $(REPORTS)/soak.json
 	@rc=0; $(GOTESTSUM) --format testname --jsonfile $(REPORTS)/test.json -- \
 	  -tags '$(TAGS)' -count=1 -p 1 $(if $(RUN),-run '$(RUN)') ./conformance/... || rc=$$?; \
+	  $(REPORT_BIN) -collect -go-exit $$rc $(REPORTS)
+
+# The suite with a soak (docs/soak.md): conformance/soak keeps every rail's
+# RDMA WRITE traffic and the GPUs' copy engines busy for GDR_SOAK (10m unless
+# set: make soak GDR_SOAK=2h), a sample every GDR_SOAK_INTERVAL into
+# reports/soak.json (rewritten as it goes: Ctrl-C or a job's SIGTERM leaves
+# what was measured, and the report says the soak was cut). The whole suite
+# runs, so the one report qualifies the host and judges the soak.
+# -timeout 0: go test's default 10 minutes would end a longer soak; every
+# wait of the suite has its own deadline (GDR_TIMEOUT, the soak's end).
+GDR_SOAK ?= 10m
+soak: deps $(REPORT_BIN)
+	@mkdir -p $(REPORTS)
+	@rm -f $(REPORTS)/test.json $(REPORTS)/host.json $(REPORTS)/soak.json
+	@rc=0; GDR_SOAK='$(GDR_SOAK)' GDR_REPORTS='$(abspath $(REPORTS))' $(GOTESTSUM) --format testname --jsonfile $(REPORTS)/test.json -- \
+	  -tags '$(TAGS)' -count=1 -p 1 -timeout 0 $(if $(RUN),-run '$(RUN)') ./conformance/... || rc=$$?; \
 	  $(REPORT_BIN) -collect -go-exit $$rc $(REPORTS)
 
 # Merges report folders (a host's reports/, a dist run's, reports/lab, or a

@@ -7,6 +7,9 @@
 # summary.txt and exit-code (gdrreport -compact). Extra arguments go to every
 # test binary (e.g. -test.run X). GDR_REPORTS names another report folder;
 # GDR_REPORT_HOST names the host in the report (default: its hostname).
+# GDR_SOAK=<duration> (2h) adds the soak: conformance/soak keeps every rail
+# and GPU busy that long and writes reports/soak.json as it goes (a test
+# binary has no default timeout, so a long soak runs to its end).
 # GDR_SIGN_KEY (a PEM private key) makes gdrreport write the signed
 # evidence bundle reports/evidence.tar.gz, recording the SHA-256 of every
 # test binary that ran (README, "Verifying an evidence bundle").
@@ -42,7 +45,10 @@ if [[ -z "${GDR_PLAN:-}" && "$tasks" =~ ^[0-9]+$ ]] && ((10#$tasks > 1)); then
 fi
 reports="${GDR_REPORTS:-$PWD/reports}"
 mkdir -p "$reports"
-rm -f "$reports/test.json" "$reports/test.json.partial" "$reports/host.json"
+# The soak (conformance/soak, when GDR_SOAK is set) writes its series here
+# as it runs.
+export GDR_REPORTS="$reports"
+rm -f "$reports/test.json" "$reports/test.json.partial" "$reports/host.json" "$reports/soak.json"
 rc=0
 # The events go to test.json.partial and become test.json when the run
 # ends: a reader on another host (a cluster's merge) never takes half a run
