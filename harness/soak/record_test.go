@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdrconf/gdrconf/internal/counters"
+	"github.com/gdrconf/gdrconf/internal/hostfs"
 	"github.com/gdrconf/gdrconf/internal/kmsg"
 	"github.com/gdrconf/gdrconf/internal/optics"
 	model "github.com/gdrconf/gdrconf/internal/soak"
@@ -245,4 +246,30 @@ func TestLoadTakeAndStop(t *testing.T) {
 	probs = stuck.Stop(10 * time.Millisecond)
 	require.Len(t, probs, 1)
 	assert.Contains(t, probs[0], "did not stop within 10ms")
+}
+
+// The reader on the lab's recorded rxe tree (fixtures/counters): the
+// port's state and its 15 hw_counters per sample, no mlxlink (a software
+// NIC has no PCI function), the rail load's bytes; no /dev/kmsg under the
+// root is said, not fatal.
+func TestReaderOnRecordedRXE(t *testing.T) {
+	root, err := hostfs.New("../../fixtures/counters/rxe-6.1-server")
+	require.NoError(t, err)
+	s := &model.Series{Start: t0, Planned: time.Minute, Interval: 10 * time.Second, Rails: []model.Rail{{Index: 0, Device: "rxe0", Port: 1}}}
+	rl := newLoad([]string{"rail0 rxe0"})
+	rl.moved[0].Store(4 << 20)
+	rd := newReader(root, s, rl, nil)
+	defer rd.close()
+	assert.Contains(t, rd.kmsgWhy, "kernel log not watched")
+	x := rd.read(t0.Add(10*time.Second), true)
+	require.Len(t, x.Rails, 1)
+	assert.Equal(t, "ACTIVE", x.Rails[0].State)
+	assert.Len(t, x.Rails[0].Counters, 15)
+	assert.Equal(t, uint64(191), x.Rails[0].Counters[counters.Key{Device: "rxe0", Port: 1, Source: counters.HW, Name: "completer_retry_err"}])
+	assert.Nil(t, x.Rails[0].Link, "no PCI function: no mlxlink")
+	require.NotNil(t, x.Rails[0].Bytes)
+	assert.Equal(t, int64(4<<20), *x.Rails[0].Bytes)
+	assert.Empty(t, x.GPUs, "no GPU load")
+	st := NewRecorder(s).Add(x)
+	assert.Len(t, st.Sample.Rails[0].Counters, 15)
 }

@@ -295,7 +295,14 @@ func (rd *reader) link(bdf string) *optics.Link {
 }
 
 func (rd *reader) problems() []string {
-	out := append([]string(nil), rd.lost...)
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range rd.lost { // the same problem at every read is said once
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
 	var links []string
 	for _, w := range rd.linkWhy {
 		links = append(links, w)
