@@ -236,6 +236,12 @@ func TestLoadTakeAndStop(t *testing.T) {
 	assert.Equal(t, int64(0), *l.take(0), "nothing moved since: 0, measured")
 	require.Eventually(t, func() bool { return l.dead[1].Load() != nil }, time.Second, time.Millisecond)
 	assert.Nil(t, l.take(1), "its loop ended: not measured")
+	done := newLoad([]string{"rail2 mlx5_2"})
+	done.start(0, func(<-chan struct{}, *atomic.Int64) error { return nil }) // the peer ended the rounds
+	require.Eventually(t, func() bool { return done.ended[0].Load() }, time.Second, time.Millisecond)
+	assert.Nil(t, done.take(0), "a loop that ended cleanly is not measured either")
+	assert.Empty(t, done.Stop(time.Second))
+
 	probs := l.Stop(time.Second)
 	assert.Equal(t, []string{"rail1 mlx5_1: the load stopped: work completion: transport retry counter exceeded"}, probs)
 

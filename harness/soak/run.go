@@ -154,7 +154,8 @@ func orNone(s string) string {
 // per item adding the bytes it moves, stopped together.
 type load struct {
 	moved []atomic.Int64
-	dead  []atomic.Pointer[string] // why item i's loop ended early
+	ended []atomic.Bool            // item i's loop returned (the peer stopped first, an error)
+	dead  []atomic.Pointer[string] // why item i's loop ended on an error
 	names []string
 	stop  chan struct{}
 	wg    sync.WaitGroup
@@ -163,12 +164,13 @@ type load struct {
 }
 
 func newLoad(names []string) *load {
-	return &load{moved: make([]atomic.Int64, len(names)), dead: make([]atomic.Pointer[string], len(names)), names: names, stop: make(chan struct{})}
+	return &load{moved: make([]atomic.Int64, len(names)), ended: make([]atomic.Bool, len(names)), dead: make([]atomic.Pointer[string], len(names)), names: names, stop: make(chan struct{})}
 }
 
 // start runs fn for item i until stop; an error ends that item's loop.
 func (l *load) start(i int, fn func(stop <-chan struct{}, moved *atomic.Int64) error) {
 	l.wg.Go(func() {
+		defer l.ended[i].Store(true)
 		if err := fn(l.stop, &l.moved[i]); err != nil {
 			why := fmt.Sprintf("%s: the load stopped: %v", l.names[i], err)
 			l.dead[i].Store(&why)
@@ -177,10 +179,12 @@ func (l *load) start(i int, fn func(stop <-chan struct{}, moved *atomic.Int64) e
 }
 
 // take is what item i moved since the last take; nil once its loop has
-// ended and nothing more came (not measured, not zero).
+// ended and nothing more came (not measured, not zero: a peer that ended
+// its soak a moment earlier stops this host's rail too, and that is no
+// dip).
 func (l *load) take(i int) *int64 {
 	v := l.moved[i].Swap(0)
-	if v == 0 && l.dead[i].Load() != nil {
+	if v == 0 && l.ended[i].Load() {
 		return nil
 	}
 	return &v
