@@ -6,7 +6,6 @@ import (
 	soakrun "github.com/gdrconf/gdrconf/harness/soak"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	model "github.com/gdrconf/gdrconf/internal/soak"
-	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // SOAK-01: no rail below its floor for longer than a window.
@@ -37,7 +36,7 @@ func TestSOAK08FlapGuard(t *testing.T) {
 	if !testenv.Config(t).SoakFlap {
 		testenv.NotAsked(t, "SOAK-08", "the link-flap guard retrains a port (disruptive): set GDR_SOAK_FLAP=1 to run it")
 	}
-	testenv.Absent(t, "leave GDR_SOAK_FLAP unset until a suite version with the guard", "the link-flap guard (a retrain through mlxlink, then BER and bandwidth again) is not built in this suite version")
+	testenv.Stop(t, soakrun.FlapGuard())
 }
 
 // What a requirement needs the soak to have had.
@@ -60,8 +59,8 @@ func judge(t *testing.T, id string, need needs) {
 	if res == nil {
 		testenv.NotJudgedf(t, "", "%s", why)
 	}
-	if res.Absent != "" {
-		testenv.Absent(t, "run the soak on a host with a rail (rdma build) or a GPU (gpu build)", "%s", res.Absent)
+	if res.Absent != nil {
+		testenv.Stop(t, res.Absent)
 	}
 	s := res.Series
 	if res.File != "" {
@@ -85,11 +84,34 @@ func judge(t *testing.T, id string, need needs) {
 	case need == gpus && len(s.GPUs) == 0:
 		testenv.Absent(t, "", "no GPU copied during the soak: %s", res.GPUsWhy)
 	}
-	var mine []verdict.Finding
-	for _, f := range model.Judge(s, model.DefaultThresholds()) {
-		if f.Req == id {
-			mine = append(mine, f)
+	var mine []model.Result
+	for _, r := range model.JudgeAll(s, model.DefaultThresholds()) {
+		if r.Req == id {
+			mine = append(mine, r)
 		}
 	}
-	testenv.Record(t, mine...)
+	// One part: its values on the test itself; several (rails, GPUs): a
+	// subtest per part, named for the device, so each part's values and
+	// findings stay together.
+	if len(mine) == 1 {
+		record(t, mine[0])
+		return
+	}
+	for _, r := range mine {
+		t.Run(orHost(r.Device), func(t *testing.T) { record(t, r) })
+	}
+}
+
+func record(t *testing.T, r model.Result) {
+	for _, a := range r.Attrs {
+		testenv.Attr(t, a.Key, a.Value)
+	}
+	testenv.Record(t, r.Findings...)
+}
+
+func orHost(dev string) string {
+	if dev == "" {
+		return "host"
+	}
+	return dev
 }

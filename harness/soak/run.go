@@ -19,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/internal/optics"
 	"github.com/gdrconf/gdrconf/internal/rdmadev"
 	model "github.com/gdrconf/gdrconf/internal/soak"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // Result is the process's one soak run.
@@ -29,9 +30,9 @@ type Result struct {
 	// RailsWhy says why no rail carried traffic ("" when rails ran), and
 	// GPUsWhy why no GPU copied: what is absent and where the suite looked.
 	RailsWhy, GPUsWhy string
-	// Absent says why nothing was soaked (no rail and no GPU); the rest of
-	// the result is then empty.
-	Absent string
+	// Absent says why nothing was soaked (no rail and no GPU), with what to
+	// do; nil when something was. The rest of the result is then empty.
+	Absent *verdict.Finding
 	// Problems are what went wrong on the way without stopping the soak: a
 	// rail or GPU whose load stopped on an error, a series that could not
 	// be written, kernel log records lost.
@@ -61,6 +62,14 @@ func Run(t *testing.T) (*Result, string) {
 	return result, ""
 }
 
+// FlapGuard is SOAK-08's state in this suite version: the guard (a retrain
+// through mlxlink, then BER and bandwidth again: soak.JudgeRecovery judges
+// it) is not built, so a run that asks for it is told so.
+func FlapGuard() *verdict.Finding {
+	return verdict.Absentf("leave GDR_SOAK_FLAP unset until a suite version with the guard",
+		"the link-flap guard (a retrain through mlxlink, then BER and bandwidth again) is not built in this suite version")
+}
+
 // linkTimeout bounds one mlxlink run (it reads registers for seconds).
 const linkTimeout = 30 * time.Second
 
@@ -82,7 +91,8 @@ func run(t *testing.T) *Result {
 	gl, why := startGPUs(t, s)
 	res.GPUsWhy = why
 	if rl == nil && gl == nil {
-		res.Absent = fmt.Sprintf("nothing to soak: no rail (%s) and no GPU (%s)", res.RailsWhy, res.GPUsWhy)
+		res.Absent = verdict.Absentf("run the soak on a host with a rail (rdma build) or a GPU (gpu build)",
+			"nothing to soak: no rail (%s) and no GPU (%s)", res.RailsWhy, res.GPUsWhy)
 		return res
 	}
 	dir, err := reportDir(cfg)
