@@ -93,7 +93,7 @@ func runAt(start, t time.Time) string {
 // reads 4.5:1 on white (TestPageContrast).
 var markOf = map[soak.EventKind][2]string{
 	soak.LinkDown: {"D", "#cf222e"}, soak.LinkUp: {"U", "#1a7f37"}, soak.Xid: {"X", "#8250df"},
-	soak.AER: {"A", "#9a6700"}, soak.Cut: {"C", "#57606a"},
+	soak.AER: {"A", "#9a6700"}, soak.Cut: {"C", "#57606a"}, soak.Stopped: {"S", "#cf222e"},
 }
 
 // timeChart is a chart over a run's time: lines (with a min-max band

@@ -24,6 +24,9 @@ type RailReading struct {
 	Counters map[counters.Key]uint64
 	// Link is mlxlink's view of the port when it ran for this sample.
 	Link *optics.Link
+	// Stopped is why the rail's traffic ended on an error ("" while it
+	// runs, or when it ended because the soak did).
+	Stopped string
 }
 
 // GPUReading is what was read of one GPU for one sample.
@@ -49,6 +52,7 @@ type Recorder struct {
 	last  time.Time                 // the previous sample (the start at first)
 	seen  []map[counters.Key]uint64 // per rail: the values last recorded
 	state []string                  // per rail: the last state read
+	ended []bool                    // per rail: its traffic_stopped event is recorded
 	first bool
 }
 
@@ -57,7 +61,7 @@ func NewRecorder(s *model.Series) *Recorder {
 	if s.Version == 0 {
 		s.Version = model.Version
 	}
-	r := &Recorder{S: s, last: s.Start, first: true, seen: make([]map[counters.Key]uint64, len(s.Rails)), state: make([]string, len(s.Rails))}
+	r := &Recorder{S: s, last: s.Start, first: true, seen: make([]map[counters.Key]uint64, len(s.Rails)), state: make([]string, len(s.Rails)), ended: make([]bool, len(s.Rails))}
 	for i := range r.seen {
 		r.seen[i] = map[counters.Key]uint64{}
 	}
@@ -76,7 +80,8 @@ type Step struct {
 // Add turns x into a Sample and Events and appends them to the Series.
 // Rates are over the time since the previous sample; counters are kept
 // only where they changed (all in the first sample); a port that leaves
-// ACTIVE is a link_down event and one that comes back a link_up; Xid and
+// ACTIVE is a link_down event and one that comes back a link_up; a rail
+// whose traffic stopped on an error gets one traffic_stopped event; Xid and
 // AER lines of the kernel log are events on the rail whose GPU, NIC or
 // path they name.
 func (r *Recorder) Add(x Reading) Step {
@@ -95,6 +100,11 @@ func (r *Recorder) Add(x Reading) Step {
 		rs.Link = link(rd.Link)
 		if ev, ok := r.stateEvent(i, x.At, rd.State); ok {
 			st.Events = append(st.Events, ev)
+		}
+		if rd.Stopped != "" && !r.ended[i] {
+			r.ended[i] = true
+			idx := i
+			st.Events = append(st.Events, model.Event{At: x.At, Kind: model.Stopped, Device: r.S.Rails[i].Device, Rail: &idx, Text: rd.Stopped})
 		}
 	}
 	if len(x.GPUs) > 0 {

@@ -279,3 +279,35 @@ func TestReaderOnRecordedRXE(t *testing.T) {
 	st := NewRecorder(s).Add(x)
 	assert.Len(t, st.Sample.Rails[0].Counters, 15)
 }
+
+// A rail whose loop ended on an error: the load says why, take gives
+// nothing (not measured), and the recorder turns the why into one
+// traffic_stopped event on that rail, however many samples repeat it.
+func TestRecorderTrafficStopped(t *testing.T) {
+	l := newLoad([]string{"rail0 mlx5_0", "rail1 mlx5_1"})
+	l.start(0, func(stop <-chan struct{}, moved *atomic.Int64) error { <-stop; return nil })
+	l.start(1, func(_ <-chan struct{}, moved *atomic.Int64) error {
+		moved.Add(1000)
+		return errors.New("transport retry counter exceeded")
+	})
+	require.Eventually(t, func() bool { return l.ended[1].Load() }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, int64(1000), *l.take(1), "what it moved before it ended counts")
+	assert.Nil(t, l.take(1), "nothing after it ended: not measured")
+	why := l.dead[1].Load()
+	require.NotNil(t, why)
+	assert.Equal(t, "rail1 mlx5_1: the load stopped: transport retry counter exceeded", *why)
+
+	s := series()
+	rec := NewRecorder(s)
+	for k := 1; k <= 3; k++ {
+		rec.Add(Reading{At: t0.Add(time.Duration(k) * 10 * time.Second), Rails: []RailReading{{Bytes: i64(1), State: "ACTIVE"}, {State: "ACTIVE", Stopped: *why}}})
+	}
+	require.Len(t, s.Events, 1)
+	e := s.Events[0]
+	assert.Equal(t, model.Stopped, e.Kind)
+	assert.Equal(t, 1, *e.Rail)
+	assert.Equal(t, t0.Add(10*time.Second), e.At)
+	assert.Equal(t, "mlx5_1", e.Device)
+	assert.Contains(t, e.Text, "transport retry counter exceeded")
+	assert.Equal(t, []string{*why}, l.Stop(time.Second), "Stop says it again for the log")
+}

@@ -268,6 +268,9 @@ func (rd *reader) read(at time.Time, withLink bool) Reading {
 		rr := &x.Rails[i]
 		if rd.rails != nil {
 			rr.Bytes = rd.rails.take(i)
+			if w := rd.rails.dead[i].Load(); w != nil {
+				rr.Stopped = *w
+			}
 		}
 		if st, err := rdmadev.PortState(rd.root, r.Device, r.Port); err == nil {
 			rr.State = st

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
@@ -65,7 +66,8 @@ func (s *Series) measured(ri int) int {
 // JudgeDips is SOAK-01: no rail below its floor (Rail.Floor) for longer
 // than th.MaxDip. Every dip is counted and timed (gdr.dip_count,
 // gdr.dip_longest_sec, gdr.dip_total_sec); a rail without a floor is
-// absent, one whose rate was never measured not judged.
+// absent, one whose rate was never measured not judged. A rail whose
+// traffic stopped on an error fails, floor or not (stopped).
 func JudgeDips(s *Series, th Thresholds) []Result {
 	if r := nothing(s, ReqDip); r != nil {
 		return r
@@ -73,6 +75,7 @@ func JudgeDips(s *Series, th Thresholds) []Result {
 	var out []Result
 	for ri, rail := range s.Rails {
 		r := Result{Req: ReqDip, Device: rail.Device}
+		s.stopped(&r, ri)
 		switch {
 		case rail.Floor == nil:
 			r.add(*verdict.Absentf("", "%s has no bandwidth floor (Rail.Floor: a software device's rate is fictional, or no floor is known for the NIC): its dips cannot be judged", railName(rail)))
@@ -114,6 +117,60 @@ func JudgeDips(s *Series, th Thresholds) []Result {
 		out = append(out, r)
 	}
 	return finish(s, out)
+}
+
+// stopped adds to r (SOAK-01) rail ri's traffic that ended on an error
+// before the soak did: from then on the rail carried nothing, the longest
+// dip there is, whether or not the rail has a floor (its later samples are
+// not measured, so the dips alone would miss it). A stop within the last
+// two intervals of a run that was cut is the cut's doing (the peer got the
+// same signal), so it is only said.
+func (s *Series) stopped(r *Result, ri int) {
+	evs := s.railEvents(ri, Stopped)
+	if len(evs) == 0 {
+		return
+	}
+	e := evs[0]
+	rail := s.Rails[ri]
+	left := s.End.Sub(e.At)
+	r.num("traffic_stopped_sec", e.At.Sub(s.Start).Seconds())
+	if s.Cut != "" && left <= 2*s.Interval {
+		r.add(verdict.Finding{Level: verdict.Info, Cause: fmt.Sprintf("%s: its traffic stopped %s as the run was cut (%s): %s", railName(rail), s.since(e.At), s.Cut, e.Text)})
+		return
+	}
+	f := verdict.Finding{
+		Cause: fmt.Sprintf("%s: its traffic stopped on an error %s, and the rail carried nothing for the %s the soak ran after it: %s",
+			railName(rail), s.since(e.At), left.Round(time.Second), e.Text),
+		Remedy:   "the error says what ended it: a peer that stopped (its own log), the NIC (ibv_devinfo, the kernel log) or the GPU (SOAK-07); run the soak again to see whether it recurs",
+		Measured: "gdr.traffic_stopped_sec",
+	}
+	// A link that went down before the stop is the likely cause: an RC
+	// connection ends once its retries run out while the link is down.
+	var down *Event
+	for _, d := range s.railEvents(ri, LinkDown) {
+		if !d.At.After(e.At) {
+			down = &d
+		}
+	}
+	if down != nil {
+		f.Cause += fmt.Sprintf("; its link went down before it, %s (%s)", s.since(down.At), down.Text)
+		f.Remedy = "the link went down first (SOAK-03) and the connection's retries ran out while it was down: " + remedyLink
+		f.Part = counters.PartLink
+	}
+	if i := s.sampleAt(e.At); i >= 0 {
+		f.Evidence = s.railEvidence(ri, i, i)
+	}
+	r.add(f)
+}
+
+// sampleAt is the index of the sample taken at t, -1 if none.
+func (s *Series) sampleAt(t time.Time) int {
+	for i, x := range s.Samples {
+		if x.At.Equal(t) {
+			return i
+		}
+	}
+	return -1
 }
 
 // JudgeStable is SOAK-06: each rail's mean rate in the last quarter of the

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdrconf/gdrconf/internal/counters"
 	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
@@ -78,4 +79,47 @@ func TestJudgeSag(t *testing.T) {
 	fs := failing(JudgeStable(s, DefaultThresholds()))
 	require.Len(t, fs, 1)
 	assert.Equal(t, verdict.NotJudged, fs[0].Kind())
+}
+
+func TestJudgeTrafficStopped(t *testing.T) {
+	// Rail 1's traffic ends on an error at minute 4, after its link went
+	// down at 3:50; its later samples are not measured, so no dip shows,
+	// yet the rail carried nothing for the rest of the soak.
+	s := build(2, 10*time.Minute)
+	for i, x := range s.Samples {
+		if x.At.Sub(s.Start) >= 4*time.Minute {
+			s.Samples[i].Rails[1].Gbps = nil
+		}
+	}
+	one := 1
+	down := s.Samples[sampleAt(s, 3*time.Minute+50*time.Second)].At
+	at := s.Samples[sampleAt(s, 4*time.Minute)].At
+	s.Events = append(s.Events,
+		Event{At: down, Kind: LinkDown, Device: "mlx5_1", Rail: &one, Text: "mlx5_1 port 1: DOWN (was ACTIVE)"},
+		Event{At: at, Kind: Stopped, Device: "mlx5_1", Rail: &one, Text: "rail1 mlx5_1: the load stopped: transport retry counter exceeded"})
+	rs := JudgeDips(s, DefaultThresholds())
+	assert.Empty(t, rs[0].Findings)
+	fs := failing(rs[1:])
+	require.Len(t, fs, 1)
+	f := fs[0]
+	assert.Equal(t, verdict.FellShort, f.Kind())
+	assert.Contains(t, f.Cause, "rail 1 mlx5_1 port 1 (GPU 0000:2b:00.0): its traffic stopped on an error 00:04:00 into the run (01:04:00 UTC), and the rail carried nothing for the 6m0s the soak ran after it: rail1 mlx5_1: the load stopped: transport retry counter exceeded; its link went down before it, 00:03:50 into the run")
+	assert.Equal(t, counters.PartLink, f.Part)
+	assert.Contains(t, f.Remedy, "retries ran out")
+	assert.Equal(t, "240.000", attrs(rs[1])["gdr.traffic_stopped_sec"])
+	assert.Contains(t, f.Evidence, "00:04:00 - ACTIVE")
+
+	// No floor (a software device): the stop still fails the rail.
+	s.Rails[1].Floor = nil
+	fs = failing(JudgeDips(s, DefaultThresholds())[1:])
+	require.Len(t, fs, 2)
+	assert.Equal(t, verdict.FellShort, fs[0].Kind())
+	assert.Equal(t, verdict.Absent, fs[1].Kind())
+
+	// Stopped as the run was cut: said, not failed.
+	s.Cut = "SIGTERM"
+	s.End = at.Add(s.Interval)
+	fs = failing(JudgeDips(s, DefaultThresholds())[1:])
+	require.Len(t, fs, 1)
+	assert.Equal(t, verdict.Absent, fs[0].Kind())
 }

@@ -156,7 +156,8 @@ type GPUSample struct {
 }
 
 // Event is something that happened at a moment: a kernel log line (an Xid,
-// an AER report), a port that went down or came back, the run being cut.
+// an AER report), a port that went down or came back, a rail's traffic
+// that stopped on an error, the run being cut.
 type Event struct {
 	At   time.Time `json:"at"`
 	Kind EventKind `json:"kind"`
@@ -176,6 +177,10 @@ const (
 	Xid      EventKind = "xid"
 	AER      EventKind = "aer"
 	Cut      EventKind = "cut"
+	// Stopped is a rail's traffic that ended on an error before the soak
+	// did (an RC connection whose retries ran out while the link was
+	// down, a peer that died): the rail carried nothing from then on.
+	Stopped EventKind = "traffic_stopped"
 )
 
 // The sources Series.Unread names.
