@@ -219,6 +219,42 @@ func TestRequeueDoesNotMixWithTheFirstAttempt(t *testing.T) {
 	}
 }
 
+// A cluster run that asks for a soak soaks in round 0, where both ends of
+// every pair start it together; the host idle in round 0 of an odd count
+// has its first round later, with a partner that runs pingpong alone by
+// then, so rounds.sh runs it without the soak and says why
+// (GDR_SOAK_SKIP), which its soak tests report as absent.
+func TestRoundsSoakInRoundZeroOnly(t *testing.T) {
+	script, err := filepath.Abs("../../deploy/rounds.sh")
+	require.NoError(t, err)
+	root := filepath.Join(t.TempDir(), "reports")
+	suite := fakeSuite + `printf '%s|%s\n' "${GDR_SOAK:-unset}" "${GDR_SOAK_SKIP:-}" > "$GDR_REPORTS/soak"` + "\n"
+	outs, errs := startTasksWith(t, script, root, suite, []string{"SLURM_JOB_NODELIST=n[1-3]", "SLURM_NTASKS=3", "GDR_SOAK=1h"}, nil, []int{0, 1, 2})
+	for j := range outs {
+		require.NoError(t, errs[j], outs[j])
+	}
+	skipped := 0
+	for _, h := range []string{"n1", "n2", "n3"} {
+		first := -1
+		for k := range 3 {
+			if _, err := os.Stat(filepath.Join(root, h, fmt.Sprintf("round-%d", k), "soak")); err == nil {
+				first = k
+				break
+			}
+		}
+		require.GreaterOrEqual(t, first, 0, "%s ran no round", h)
+		b, err := os.ReadFile(filepath.Join(root, h, fmt.Sprintf("round-%d", first), "soak"))
+		require.NoError(t, err)
+		if first == 0 {
+			assert.Equal(t, "1h|\n", string(b), "%s soaks in round 0 as asked", h)
+			continue
+		}
+		skipped++
+		assert.Equal(t, fmt.Sprintf("0|this host's first round was round %d, not round 0 (idle then): a cluster run soaks in round 0 only, where both ends of every pair start the soak together\n", first), string(b), h)
+	}
+	assert.Equal(t, 1, skipped, "a ring of three leaves one host idle in round 0")
+}
+
 // With GDR_MERGE=first the task first in the host list merges after the
 // last round and exits with the verdict's code, so the job's own status
 // (the Kubernetes Job's condition) is the fleet's verdict; the other tasks

@@ -70,6 +70,13 @@ func FlapGuard() *verdict.Finding {
 		"the link-flap guard (a retrain through mlxlink, then BER and bandwidth again) is not built in this suite version")
 }
 
+// Skipped is the soak's state in a cluster round that cannot give it
+// (GDR_SOAK_SKIP, set by rounds.sh): asked for, not run, and why.
+func Skipped(why string) *verdict.Finding {
+	return verdict.Absentf("soak this host on its own (GDR_SOAK=<duration> dist/run.sh, with GDR_ROLE and GDR_PEER for a partner), or run the cluster with an even number of hosts that all start in round 0",
+		"the soak was asked for (GDR_SOAK) but not run here: %s", why)
+}
+
 // linkTimeout bounds one mlxlink run (it reads registers for seconds).
 const linkTimeout = 30 * time.Second
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/pci"
@@ -159,6 +160,11 @@ type Config struct {
 	SoakInterval  time.Duration
 	SoakLinkEvery time.Duration
 	SoakFlap      bool
+	// SoakSkip is GDR_SOAK_SKIP, set by rounds.sh where a cluster run
+	// asked for a soak that this round cannot give (a host whose first
+	// round is not round 0 meets a partner that soaked already): why, in
+	// a sentence the soak's tests report as absent instead of not asked.
+	SoakSkip string
 }
 
 // Defaults returns the configuration with every variable unset.
@@ -210,7 +216,7 @@ var Vars = []string{
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV", "GDR_SUITE_LOCK",
-	"GDR_REPORTS", "GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP",
+	"GDR_REPORTS", "GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP", "GDR_SOAK_SKIP",
 }
 
 // Load reads the process environment.
@@ -526,8 +532,8 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 // longer value is a typo (2000h for 200h).
 const maxSoak = 7 * 24 * time.Hour
 
-// parseSoak reads GDR_SOAK, GDR_SOAK_INTERVAL, GDR_SOAK_LINK_EVERY and
-// GDR_SOAK_FLAP. The interval must be at least a second (the counters and
+// parseSoak reads GDR_SOAK, GDR_SOAK_INTERVAL, GDR_SOAK_LINK_EVERY,
+// GDR_SOAK_FLAP and GDR_SOAK_SKIP. The interval must be at least a second (the counters and
 // NVML are read per sample; faster would measure the reads) and no longer
 // than the soak, or the soak would have no sample.
 func parseSoak(get func(string) (string, bool), c *Config, bad func(string, string, string), errs *[]error) {
@@ -553,6 +559,13 @@ func parseSoak(get func(string) (string, bool), c *Config, bad func(string, stri
 			bad("GDR_SOAK_FLAP", v, "1 or 0")
 		}
 		c.SoakFlap = b
+	}
+	if v, ok := get("GDR_SOAK_SKIP"); ok && v != "" {
+		if len(v) > 500 || strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			bad("GDR_SOAK_SKIP", v, "one line of printable text, at most 500 bytes")
+		} else {
+			c.SoakSkip = v
+		}
 	}
 	if c.Soak > 0 && c.SoakInterval > c.Soak {
 		what := "the default 10s"

@@ -366,6 +366,8 @@ func TestMalformedValues(t *testing.T) {
 		{Name: "GDR_SOAK_FLAP", Kind: "garbage", Val: "maybe", Want: "1 or 0"},
 		{Name: "GDR_SOAK_FLAP", Kind: "out of range", Val: "2", Want: "1 or 0"},
 		{Name: "GDR_SOAK_FLAP", Kind: "huge", Val: huge, Want: "1 or 0"},
+		{Name: "GDR_SOAK_SKIP", Kind: "garbage", Val: "two\nlines", Want: "one line of printable text"},
+		{Name: "GDR_SOAK_SKIP", Kind: "huge", Val: hugeText, Want: "at most 500 bytes"},
 	}
 	configtest.CheckMalformed(t, func(lookup func(string) (string, bool)) error { _, err := Parse(lookup); return err }, cases, Vars,
 		[]string{"GDR_TOKEN"}, nil) // the cluster variables have their cases in cluster/config_test.go
@@ -420,6 +422,11 @@ func TestSoak(t *testing.T) {
 	assert.Equal(t, 30*time.Second, c.SoakInterval)
 	assert.Equal(t, time.Minute, c.SoakLinkEvery)
 	assert.True(t, c.SoakFlap)
+	assert.Empty(t, c.SoakSkip)
+
+	c, err = Parse(env("GDR_SOAK_SKIP", "idle in round 0"))
+	require.NoError(t, err)
+	assert.Equal(t, "idle in round 0", c.SoakSkip)
 
 	for _, tc := range []struct {
 		env  []string
