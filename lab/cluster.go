@@ -257,22 +257,8 @@ func (r *runner) clusterImage(ctx context.Context, im *vm.Image, parts *vm.Parts
 	if o.Cluster.Suite == SuitePingpong {
 		// The suite: run.sh runs every test binary in dist/bin and writes
 		// the round's reports.
-		if err := r.goBuild(ctx, bin+"/", true, "gotest.tools/gotestsum", "cmd/test2json"); err != nil {
+		if err := r.addDist(ctx, im, bin, clusterDist, pkgs); err != nil {
 			return err
-		}
-		for _, n := range []string{"gotestsum", "test2json", "gdrreport"} {
-			im.Binaries[clusterDist+"/bin/"+n] = filepath.Join(bin, n)
-		}
-		for _, p := range pkgs {
-			base := filepath.Base(p.Bin)
-			im.Binaries[clusterDist+"/bin/"+base] = p.Bin
-			name := strings.TrimSuffix(base, ".test")
-			im.Data[clusterDist+"/bin/"+name+".pkg"] = vm.DataFile{Mode: 0o644, Bytes: []byte(p.Import + "\n")}
-			if p.Short == PingpongPkg {
-				// As build/dist/build.sh marks it: the package that meets a
-				// peer, the only one a host's later rounds run.
-				im.Data[clusterDist+"/bin/"+name+".paired"] = vm.DataFile{Mode: 0o644, Bytes: nil}
-			}
 		}
 		if o.EmulatedGPU {
 			lib, err := emugpu.Build(r.dir)
@@ -280,6 +266,37 @@ func (r *runner) clusterImage(ctx context.Context, im *vm.Image, parts *vm.Parts
 				return err
 			}
 			im.Binaries[vm.GuestLibDir+"/libcuda.so.1"] = lib
+		}
+	}
+	return nil
+}
+
+// addDist puts make dist's layout (build/dist/build.sh) under dist in the
+// image: run.sh and run-json.sh, gotestsum, test2json and gdrreport in bin/
+// (built into hostBin), and the test binaries with their .pkg markers
+// (pingpong's .paired too), so that a VM runs dist/run.sh as a host does.
+func (r *runner) addDist(ctx context.Context, im *vm.Image, hostBin, dist string, pkgs []testPkg) error {
+	if err := r.goBuild(ctx, hostBin+"/", true, "gotest.tools/gotestsum", "cmd/test2json"); err != nil {
+		return err
+	}
+	if err := r.goBuild(ctx, hostBin+"/", false, "./cmd/gdrreport"); err != nil {
+		return err
+	}
+	for _, f := range []string{"run.sh", "run-json.sh"} {
+		im.Files[dist+"/"+f] = filepath.Join(r.o.RepoDir, "build", "dist", f)
+	}
+	for _, n := range []string{"gotestsum", "test2json", "gdrreport"} {
+		im.Binaries[dist+"/bin/"+n] = filepath.Join(hostBin, n)
+	}
+	for _, p := range pkgs {
+		base := filepath.Base(p.Bin)
+		im.Binaries[dist+"/bin/"+base] = p.Bin
+		name := strings.TrimSuffix(base, ".test")
+		im.Data[dist+"/bin/"+name+".pkg"] = vm.DataFile{Mode: 0o644, Bytes: []byte(p.Import + "\n")}
+		if p.Short == PingpongPkg {
+			// As build/dist/build.sh marks it: the package that meets a
+			// peer, the only one a host's later rounds run.
+			im.Data[dist+"/bin/"+name+".paired"] = vm.DataFile{Mode: 0o644, Bytes: nil}
 		}
 	}
 	return nil

@@ -185,36 +185,9 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 	if err := command(w, deadline, "/usr/sbin/ip", "link", "set", "lo", "up"); err != nil {
 		return err
 	}
-	devs := map[int]string{}
-	for i, n := range c.NICs {
-		var dev string
-		if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
-			return err
-		}
-		devs[i] = dev
-		for _, cmd := range [][]string{
-			{"/usr/sbin/ip", "addr", "add", n.Addr, "dev", dev},
-			{"/usr/sbin/ip", "link", "set", dev, "up"},
-		} {
-			if err := command(w, deadline, cmd...); err != nil {
-				return err
-			}
-		}
-		if n.RXE != "" {
-			if err := command(w, deadline, "/usr/bin/rdma", "link", "add", n.RXE, "type", "rxe", "netdev", dev); err != nil {
-				return err
-			}
-		}
-	}
-	for _, n := range c.NICs {
-		if n.RXE == "" {
-			continue
-		}
-		b, err := waitRXE(g.sys, deadline, n.RXE)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s (rail %d) ACTIVE, gid 1 %s", n.RXE, n.Rail, b)
+	devs, err := g.setupNICs(w, deadline, c.NICs)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(c.Shared, 0o755); err != nil {
 		return err
@@ -250,6 +223,45 @@ func (g *guest) clusterSetup(w io.Writer, deadline time.Time) error {
 		}
 	}
 	return nil
+}
+
+// setupNICs addresses each NIC, found by its MAC (not by probe order), brings
+// it up, adds its rxe device and waits for every rxe port ACTIVE with its
+// RoCE v2 GID: the cluster labs' nodes and make lab-soak's hosts. It
+// returns each NIC's netdev by index.
+func (g *guest) setupNICs(w io.Writer, deadline time.Time, nics []GuestNIC) (map[int]string, error) {
+	devs := map[int]string{}
+	for i, n := range nics {
+		var dev string
+		if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "a NIC with MAC "+n.MAC, func() bool { dev = netdevByMAC(n.MAC); return dev != "" }); err != nil {
+			return nil, err
+		}
+		devs[i] = dev
+		for _, cmd := range [][]string{
+			{"/usr/sbin/ip", "addr", "add", n.Addr, "dev", dev},
+			{"/usr/sbin/ip", "link", "set", dev, "up"},
+		} {
+			if err := command(w, deadline, cmd...); err != nil {
+				return nil, err
+			}
+		}
+		if n.RXE != "" {
+			if err := command(w, deadline, "/usr/bin/rdma", "link", "add", n.RXE, "type", "rxe", "netdev", dev); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, n := range nics {
+		if n.RXE == "" {
+			continue
+		}
+		b, err := waitRXE(g.sys, deadline, n.RXE)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "%s (rail %d) ACTIVE, gid 1 %s", n.RXE, n.Rail, b)
+	}
+	return devs, nil
 }
 
 // cgroup1Controllers are the cgroup v1 hierarchies Slurm's cgroup/v1 plugin

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,6 +152,28 @@ func (g *guest) setup(w io.Writer) error {
 	if err := makeGPUNodes(w, "/dev", g.job.GPUs); err != nil {
 		return err
 	}
+	if len(g.job.NICs) > 0 {
+		if err := command(w, deadline, "/usr/sbin/ip", "link", "set", "lo", "up"); err != nil {
+			return err
+		}
+		if _, err := g.setupNICs(w, deadline, g.job.NICs); err != nil {
+			return err
+		}
+	} else if err := g.setupEth0(w, deadline); err != nil {
+		return err
+	}
+	if g.job.Role == "server" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(g.job.Addr, fmt.Sprint(BarrierPort)))
+		if err != nil {
+			return fmt.Errorf("barrier listener: %w", err)
+		}
+		g.ln = ln
+	}
+	return nil
+}
+
+// setupEth0 configures the two-VM lab's one NIC and adds rxe0.
+func (g *guest) setupEth0(w io.Writer, deadline time.Time) error {
 	if err := wait.For(context.Background(), deadline, 50*time.Millisecond, "eth0 to appear in /sys/class/net", func() bool {
 		_, err := os.Stat("/sys/class/net/eth0")
 		return err == nil
@@ -180,13 +203,6 @@ func (g *guest) setup(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "%s ACTIVE, gid 1 %s", RXEDevice, b)
-	if g.job.Role == "server" {
-		ln, err := net.Listen("tcp", net.JoinHostPort(g.job.Addr, fmt.Sprint(BarrierPort)))
-		if err != nil {
-			return fmt.Errorf("barrier listener: %w", err)
-		}
-		g.ln = ln
-	}
 	return nil
 }
 
@@ -306,8 +322,13 @@ func (g *guest) runStep(st Step) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	stop := g.startFaults(st)
-	err := cmd.Run()
+	var pgid atomic.Int64 // the step's process group, once it started (FaultSignal)
+	stop := g.startFaults(st, &pgid)
+	err := cmd.Start()
+	if err == nil {
+		pgid.Store(int64(cmd.Process.Pid))
+		err = cmd.Wait()
+	}
 	stop()
 	if ctx.Err() == context.DeadlineExceeded {
 		end.RC, end.Err = -1, fmt.Sprintf("killed after the step's limit of %v", st.Timeout)

@@ -8,12 +8,17 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gdrconf/gdrconf/harness/oob"
+	"github.com/gdrconf/gdrconf/lab/wait"
 )
 
 // Fault is something the guest agent does to its own VM while a step runs
@@ -27,6 +32,14 @@ type Fault struct {
 	Kind   string        `json:"kind,omitempty"`   // FaultStray or FaultHostile
 	Target string        `json:"target,omitempty"` // host:port for Kind
 	Every  time.Duration `json:"every,omitempty"`  // pause between connections for Kind
+	// NIC is a MAC: "{nic}" in Argv becomes that NIC's netdev, found when
+	// the fault runs (make lab-soak's rails are found by MAC, not by
+	// probe order).
+	NIC string `json:"nic,omitempty"`
+	// After is a file: At then counts from when it first exists, not from
+	// the step's start (make lab-soak: the soak's first sample writes
+	// soak.json, so faults land in the soak, not in what runs before it).
+	After string `json:"after,omitempty"`
 }
 
 // Built-in fault kinds.
@@ -37,11 +50,19 @@ const (
 	// FaultHostile sends Target garbage, an oversized frame header, a
 	// replayed hello and the server's own hello reflected back.
 	FaultHostile = "hostile"
+	// FaultHog runs Argv from At until the step ends, with no limit of
+	// its own: a CPU or memory hog beside the suite (make lab-soak's sag).
+	FaultHog = "hog"
+	// FaultSignal sends SIGTERM to the step's processes: its whole process
+	// group when Target is "" (as srun signals every process of a step,
+	// and a pod's deletion its container), else only those of the group
+	// whose command name is Target (gotestsum: does it pass it on?).
+	FaultSignal = "sigterm"
 )
 
 // startFaults runs the step's faults: those at 0 now, the others on their
 // own goroutines. stop ends the loops and waits for them.
-func (g *guest) startFaults(st Step) (stop func()) {
+func (g *guest) startFaults(st Step, pgid *atomic.Int64) (stop func()) {
 	if len(st.Faults) == 0 {
 		return func() {}
 	}
@@ -49,31 +70,79 @@ func (g *guest) startFaults(st Step) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, f := range st.Faults {
-		if f.At <= 0 && f.Kind == "" {
-			g.fault(ctx, f, start)
+		if f.At <= 0 && f.Kind == "" && f.After == "" {
+			g.fault(ctx, f, start, pgid)
 			continue
 		}
 		wg.Go(func() {
+			if f.After != "" {
+				// Within the step's own limit: the step ends by then.
+				if err := wait.For(ctx, start.Add(st.Timeout), 200*time.Millisecond, f.After, func() bool {
+					_, err := os.Stat(f.After)
+					return err == nil
+				}); err != nil {
+					g.logf("fault not run (%s): %v", strings.Join(f.Argv, " "), err)
+					return
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(f.At):
 			}
-			g.fault(ctx, f, start)
+			g.fault(ctx, f, start, pgid)
 		})
 	}
 	return func() { cancel(); wg.Wait() }
 }
 
 // fault runs one fault and logs what it did with its time in the step.
-func (g *guest) fault(ctx context.Context, f Fault, start time.Time) {
-	at := func() string { return fmt.Sprintf("+%.1fs", time.Since(start).Seconds()) }
+func (g *guest) fault(ctx context.Context, f Fault, start time.Time, pgid *atomic.Int64) {
+	at := func() string {
+		return fmt.Sprintf("+%.1fs (%s UTC)", time.Since(start).Seconds(), time.Now().UTC().Format("15:04:05"))
+	}
+	argv := f.Argv
+	if f.NIC != "" {
+		dev := netdevByMAC(f.NIC)
+		if dev == "" {
+			g.logf("fault %s: no NIC with MAC %s for %s", at(), f.NIC, strings.Join(argv, " "))
+			return
+		}
+		argv = make([]string, len(f.Argv))
+		for i, a := range f.Argv {
+			argv[i] = strings.ReplaceAll(a, "{nic}", dev)
+		}
+	}
 	switch f.Kind {
+	case FaultSignal:
+		pg := int(pgid.Load())
+		if pg <= 0 {
+			g.logf("fault %s: SIGTERM: the step has no process", at())
+			return
+		}
+		if f.Target == "" {
+			err := syscall.Kill(-pg, syscall.SIGTERM)
+			g.logf("fault %s: SIGTERM to process group %d (%s): %v", at(), pg, strings.Join(groupProcs(pg, ""), " "), errOr(err))
+			return
+		}
+		for _, p := range groupProcs(pg, f.Target) {
+			pid, _, _ := strings.Cut(p, ":")
+			n, _ := strconv.Atoi(pid)
+			err := syscall.Kill(n, syscall.SIGTERM)
+			g.logf("fault %s: SIGTERM to %s: %v", at(), p, errOr(err))
+		}
+	case FaultHog:
+		g.logf("fault %s: hog begins: %s", at(), strings.Join(argv, " "))
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		err := cmd.Run()
+		g.logf("fault %s: hog ended: %s: %v", at(), strings.Join(argv, " "), errOr(err))
 	case "":
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(cctx, f.Argv[0], f.Argv[1:]...).CombinedOutput()
-		g.logf("fault %s: %s: %v %s", at(), strings.Join(f.Argv, " "), errOr(err), strings.TrimSpace(string(out)))
+		out, err := exec.CommandContext(cctx, argv[0], argv[1:]...).CombinedOutput()
+		g.logf("fault %s: %s: %v %s", at(), strings.Join(argv, " "), errOr(err), strings.TrimSpace(string(out)))
 	case FaultStray, FaultHostile:
 		n, kinds := 0, map[string]int{}
 		g.logf("fault %s: %s connections to %s every %v begin", at(), f.Kind, f.Target, f.Every)
@@ -100,6 +169,40 @@ func (g *guest) fault(ctx context.Context, f Fault, start time.Time) {
 	default:
 		g.logf("fault %s: unknown kind %q", at(), f.Kind)
 	}
+}
+
+// groupProcs are the processes of process group pg, as "pid:comm", those
+// named comm only when comm is not "" (read from /proc/<pid>/stat).
+func groupProcs(pg int, comm string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold blanks and parens.
+		st := string(b)
+		l, r := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if l < 0 || r < l {
+			continue
+		}
+		f := strings.Fields(st[r+1:])
+		if len(f) < 3 {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g != pg {
+			continue
+		}
+		if name := st[l+1 : r]; comm == "" || name == comm {
+			out = append(out, fmt.Sprintf("%d:%s", pid, name))
+		}
+	}
+	return out
 }
 
 func errOr(err error) string {

@@ -47,8 +47,12 @@ type Job struct {
 	// GPUs is how many emulated GPUs the VM has: the agent makes their
 	// device files (/dev/nvidiactl, /dev/nvidia<i>) in its setup, which
 	// the emulated libcuda.so.1 opens as the driver does (gpudev.go).
-	GPUs  int    `json:"gpus,omitempty"`
-	Steps []Step `json:"steps"`
+	GPUs int `json:"gpus,omitempty"`
+	// NICs, when set, replace eth0: one NIC per entry, found by its MAC,
+	// each with its address and rxe device (make lab-soak's rails and its
+	// management network; Addr is then the management address).
+	NICs  []GuestNIC `json:"nics,omitempty"`
+	Steps []Step     `json:"steps"`
 	// Key names the job in an image that holds several (lab-faults: one
 	// pair per case), chosen by lab.job= on the kernel command line; "" is
 	// Role's job.
