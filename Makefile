@@ -40,7 +40,8 @@ them as root where they are missing; present, any user builds.
                sampled into reports/soak.json
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
   test         lint unit browser race lab lab-cluster       root, qemu, network the first  ~20
-               (CI: then lab-cluster-host, lab-k8s)         time (packages, lab kernel)
+               (CI: then lab-cluster-host, lab-k8s,         time (packages, lab kernel)
+               lab-soak's short form)
   unit         unit tests and fixture runs; no browser      rdma-core headers, xmllint     1-2
                                                             (deps-unit as root); not root
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
@@ -64,6 +65,9 @@ them as root where they are missing; present, any user builds.
   lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
   lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
   lab-faults   the fault matrix, fresh VMs per case         root, qemu, network (first)    10+
+  lab-soak     6-minute soaks: a rail flapping, one with    root, qemu, network (first)    ~20
+               loss bursts, one clean; a CPU hog; a SIGTERM
+               (CI: LAB_SOAK=90s, no SIGTERM, after make test)
   bench        pinned host<->GPU copy bandwidth             a GPU host                     ~1
   fuzz         every fuzz target for FUZZTIME (30s) each    -                              ~15
   dist         dist/: the suite for hosts without Go        rdma-core headers              ~2
@@ -236,6 +240,17 @@ lab-kill: deps-unit $(LAB_BIN)
 #   make lab-faults LAB_REPEAT=3   (each case three times: a flaky one shows as 2 of 3)
 lab-faults: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode faults
+# The soak with planted faults: two VMs with three rails each run the
+# shipped dist/run.sh with GDR_SOAK (LAB_SOAK, 6m) while the client's rail
+# 1 flaps (down 5 s every minute) and rail 2 loses 30% for 10 s every 90 s,
+# rail 0 clean; then fresh VMs with a CPU hog in the client from a third
+# into the soak; then fresh VMs whose run.sh process groups get SIGTERM
+# 40 s in (as srun on scancel). The report must name each fault on its
+# rail, with its times and cause, nothing on the clean rail, and the cut:
+# reports/lab-soak/lab-soak.json. .ci/run runs the short form:
+#   make lab-soak LAB_SOAK=90s LAB_SOAK_CASES=flap-loss,hog
+lab-soak: deps-unit $(LAB_BIN)
+	GO=$(GO) $(LAB_BIN) -mode soak
 # Four VMs with two rails and two emulated GPUs each under real Slurm (munge,
 # slurmctld, slurmd from Debian; the GPUs as GRES, ConstrainDevices=yes):
 # sbatch --wait -N4 runs the shipped deploy/slurm/gdrconf.sbatch, a rail and a
@@ -269,7 +284,7 @@ lab-cluster-live: deps $(LAB_BIN)
 lab-k8s: deps-unit $(LAB_BIN)
 	tools="$$(GO=$(GO) $(LAB_BIN) k8s-tools)" && GDR_LAB_K8S_TOOLS="$$tools" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/
 	GO=$(GO) $(LAB_BIN) -mode k8s
-.PHONY: lab-kill lab-faults lab-cluster lab-cluster-host lab-cluster-live lab-k8s FORCE
+.PHONY: lab-kill lab-faults lab-soak lab-cluster lab-cluster-host lab-cluster-live lab-k8s FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

@@ -73,6 +73,7 @@ type Options struct {
 	// 0 or 1: once, today's output).
 	Repeat  int
 	Cluster ClusterOptions // ModeCluster only
+	Soak    SoakOptions    // ModeSoak only
 }
 
 type runner struct {
@@ -143,7 +144,7 @@ func Run(ctx context.Context, o Options) error {
 	// writes, since LAB_REPORTS may name a folder shared with other reports.
 	for _, pat := range []string{"junit.xml", "test.json", "bench.json", "*_*.json", "*.console.log", "summary.*", "report.html",
 		"server*/*.json", "client*/*.json", "loopback*/*.json", "faults.json", "*/*_pingpong.json", "*/*.console.log",
-		"*/run*/*_pingpong.json", "*/run*/*.console.log"} {
+		"*/run*/*_pingpong.json", "*/run*/*.console.log", "lab-soak.json"} {
 		old, _ := filepath.Glob(filepath.Join(o.ReportDir, pat))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -173,6 +174,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.Mode == ModeFaults {
 		return r.runFaults(ctx, qemu, parts, pkgs, agent)
+	}
+	if o.Mode == ModeSoak {
+		return r.runSoak(ctx, qemu, parts, pkgs, agent)
 	}
 	r.kill = o.Mode == ModeKill
 	plan, err := r.plan(pkgs)
@@ -442,6 +446,17 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *vm.Parts, initrd 
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.o.Deadline, fmt.Errorf("lab deadline %v", r.o.Deadline))
 	defer cancel()
+	// Jobs with NICs (make lab-soak) join one switch per NIC index, as the
+	// cluster lab's VMs do; the others one socket network.
+	var nets []*vm.Switch
+	for n := range plan[0].NICs {
+		s, err := vm.NewSwitch(fmt.Sprintf("net%d", n))
+		if err != nil {
+			return runs, []error{err}
+		}
+		defer s.Close()
+		nets = append(nets, s)
+	}
 	for _, j := range plan {
 		netopt := fmt.Sprintf("listen=127.0.0.1:%d", port)
 		mac := "52:54:00:12:34:01"
@@ -454,14 +469,14 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *vm.Parts, initrd 
 			cmdline = "lab.job=" + j.Key
 		}
 		m, err := vm.Start(vm.Config{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role,
-			Net: netopt, MAC: mac, Accel: r.o.Accel, Cmdline: cmdline})
+			Net: netopt, MAC: mac, Accel: r.o.Accel, Cmdline: cmdline, NICs: switchNICs(nets, j.NICs)})
 		if err != nil {
 			errs = append(errs, err)
 			break
 		}
 		runs[j.Role] = &vmRun{job: j, vm: m, stepEnd: map[string]time.Time{}}
 		r.logf("VM %s started (qemu pid %d, console %s)", j.Role, m.Pid(), m.Console)
-		if j.Role == "server" {
+		if j.Role == "server" && len(nets) == 0 {
 			if err := vm.WaitListening(port, time.Now().Add(30*time.Second), func() bool { return !m.Exited() }); err != nil {
 				errs = append(errs, fmt.Errorf("server VM: %w (see %s)", err, filepath.Join(r.dir, "server.qemu.log")))
 				break
@@ -532,6 +547,17 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *vm.Parts, initrd 
 		vr.res = readResults(vr.vm.Result)
 	}
 	return runs, errs
+}
+
+// switchNICs joins NIC i of a job to switch i.
+func switchNICs(nets []*vm.Switch, nics []GuestNIC) []vm.NIC {
+	var out []vm.NIC
+	for i, n := range nics {
+		if i < len(nets) {
+			out = append(out, vm.NIC{Netdev: nets[i].Netdev(), MAC: n.MAC})
+		}
+	}
+	return out
 }
 
 // vmTail names the last words of a VM's qemu log and console, so a "did not

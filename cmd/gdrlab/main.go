@@ -110,7 +110,7 @@ func hostMain() error {
 		}
 		return normal
 	}
-	fs.StringVar(&o.Mode, "mode", mode, "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest), faults (the fault matrix), cluster (four VMs under Slurm) or k8s (the same VMs as Kubernetes nodes)")
+	fs.StringVar(&o.Mode, "mode", mode, "lab (whole suite), kill (kill the client mid-run), bench (ours vs perftest), faults (the fault matrix), cluster (four VMs under Slurm), k8s (the same VMs as Kubernetes nodes) or soak (a soak with planted faults)")
 	// lab-k8s runs the whole suite in the pods (round 0; pingpong after):
 	// the container profile is what it proves, and install and topology
 	// are where a pod differs from a host.
@@ -172,6 +172,9 @@ func hostMain() error {
 	fs.IntVar(&o.Load, "load", atoiOr(env("LAB_LOAD", "0")), "busy loops on the host beside the VMs for the whole run (LAB_LOAD)")
 	repeat := fs.String("repeat", env("LAB_REPEAT", "1"), "faults mode: runs of each case, each reported (LAB_REPEAT; a flaky case shows as 2 of 3)")
 	faults := fs.String("faults", env("LAB_FAULTS", ""), "faults mode: the cases to run, comma separated (LAB_FAULTS; default all)")
+	fs.DurationVar(&o.Soak.Duration, "soak", dur("LAB_SOAK", "6m"), "soak mode: GDR_SOAK of each case (LAB_SOAK; CI runs 2m)")
+	fs.DurationVar(&o.Soak.Interval, "soak-interval", dur("LAB_SOAK_INTERVAL", "5s"), "soak mode: GDR_SOAK_INTERVAL (LAB_SOAK_INTERVAL)")
+	soakCases := fs.String("soak-cases", env("LAB_SOAK_CASES", ""), "soak mode: the cases to run, comma separated: flap-loss, hog (LAB_SOAK_CASES; default both)")
 	emu := fs.Bool("emulated-gpu", env("LAB_EMULATED_GPU", "1") != "0", "install the emulated GPU (lab/emugpu) in the VMs and run the suite on it, plus pingpong once more on host memory (LAB_EMULATED_GPU=0 turns it off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
@@ -191,9 +194,9 @@ func hostMain() error {
 		o.Deadline = 30 * time.Minute
 	}
 	switch o.Mode {
-	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults, lab.ModeCluster, lab.ModeK8s:
+	case lab.ModeLab, lab.ModeKill, lab.ModeBench, lab.ModeFaults, lab.ModeCluster, lab.ModeK8s, lab.ModeSoak:
 	default:
-		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench, faults, cluster or k8s", o.Mode)
+		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench, faults, cluster, k8s or soak", o.Mode)
 	}
 	if o.ReportDir == "" {
 		o.ReportDir = "reports/lab"
@@ -204,6 +207,8 @@ func hostMain() error {
 			o.ReportDir = "reports/lab-cluster"
 		case lab.ModeK8s:
 			o.ReportDir = "reports/lab-k8s"
+		case lab.ModeSoak:
+			o.ReportDir = "reports/lab-soak"
 		}
 	}
 	// The matrix waits out GDR_TIMEOUT in many of its cases: a shorter one
@@ -235,6 +240,20 @@ func hostMain() error {
 	o.Pkgs = strings.Fields(pkgs)
 	if o.Mode == lab.ModeFaults && os.Getenv("LAB_PKGS") == "" && !flagSet(fs, "pkgs") {
 		o.Pkgs = []string{"./" + lab.PingpongPkg} // the matrix runs pingpong only
+	}
+	if o.Mode == lab.ModeSoak {
+		// The soak lab ships conformance/soak alone in its dist: the soak
+		// is what it proves, and every other package would add minutes of
+		// TCG before it.
+		o.Pkgs = []string{"./conformance/soak"}
+		if *soakCases != "" {
+			o.Soak.Cases = strings.Split(*soakCases, ",")
+		}
+		// The cases run one after another, each the soak plus its boot,
+		// the suite's set-up and its wind-down.
+		if os.Getenv("LAB_DEADLINE") == "" && !flagSet(fs, "deadline") {
+			o.Deadline = o.Soak.Duration + 10*time.Minute
+		}
 	}
 	o.Env = strings.Fields(extra)
 	for _, e := range o.Env {
