@@ -294,7 +294,7 @@ func (s *Series) railLine(ri, i int) string {
 	x := s.Samples[i].Rails[ri]
 	bw := "-"
 	if x.Gbps != nil {
-		bw = fmt.Sprintf("%.1f Gbit/s", *x.Gbps)
+		bw = gbit(*x.Gbps)
 	}
 	st := x.State
 	if st == "" {
@@ -334,7 +334,16 @@ func (s *Series) unread(source string) string {
 // it has no PCI function (internal/rdmadev: Device.Software).
 func software(r Rail) bool { return r.PCI == "" }
 
-func gbit(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " Gbit/s" }
+// gbit is a rate as the findings say it: one decimal, or three
+// significant digits below 1 Gbit/s, where one decimal read 0.0 (a
+// software device under make lab-soak moved 0.013 Gbit/s, and SOAK-06
+// said "0.0 Gbit/s, 0.56 of its first quarter's 0.0 Gbit/s").
+func gbit(v float64) string {
+	if v > 0 && v < 1 {
+		return strconv.FormatFloat(v, 'g', 3, 64) + " Gbit/s"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " Gbit/s"
+}
 
 func berText(v float64) string { return strconv.FormatFloat(v, 'e', 1, 64) }
 

@@ -74,9 +74,23 @@ func TestJudgeSag(t *testing.T) {
 	// The sag also holds the rail under its floor.
 	assert.Len(t, failing(JudgeDips(s, DefaultThresholds())), 1)
 
+	// A software device's rates (make lab-soak: 0.013 Gbit/s under TCG)
+	// keep their digits: one decimal read 0.0.
+	s = build(2, 20*time.Minute)
+	for i, x := range s.Samples {
+		*s.Samples[i].Rails[1].Gbps /= 10000
+		if x.At.Sub(s.Start) > 7*time.Minute {
+			*s.Samples[i].Rails[1].Gbps *= 0.5
+		}
+	}
+	fs := failing(JudgeStable(s, DefaultThresholds()))
+	require.Len(t, fs, 1)
+	assert.Contains(t, fs[0].Cause, "its last quarter averaged 0.0186 Gbit/s, 0.50 of its first quarter's 0.0371 Gbit/s")
+	assert.Contains(t, fs[0].Evidence, "00:00:10 0.0372 Gbit/s ACTIVE")
+
 	// Too few samples: not judged.
 	s = build(1, 30*time.Second)
-	fs := failing(JudgeStable(s, DefaultThresholds()))
+	fs = failing(JudgeStable(s, DefaultThresholds()))
 	require.Len(t, fs, 1)
 	assert.Equal(t, verdict.NotJudged, fs[0].Kind())
 }
