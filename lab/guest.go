@@ -328,6 +328,9 @@ func (g *guest) runStep(st Step) {
 	if err == nil {
 		pgid.Store(int64(cmd.Process.Pid))
 		err = cmd.Wait()
+		if st.KillWait > 0 {
+			waitGroup(w, cmd.Process.Pid, st.KillWait)
+		}
 	}
 	stop()
 	if ctx.Err() == context.DeadlineExceeded {
@@ -341,6 +344,28 @@ func (g *guest) runStep(st Step) {
 	case err != nil:
 		end.RC, end.Err = -1, err.Error()
 	}
+}
+
+// waitGroup waits, at most within, for the processes left in process group
+// pg after its leader ended, says which were there and how long they took,
+// and kills those still there at the deadline.
+func waitGroup(w io.Writer, pg int, within time.Duration) {
+	start := time.Now()
+	left := groupProcs(pg, "")
+	if len(left) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "gdrlab: the step's command ended; its process group %d still holds %s: waiting at most %v\n", pg, strings.Join(left, " "), within)
+	_ = wait.For(context.Background(), start.Add(within), 100*time.Millisecond, "process group to end", func() bool {
+		left = groupProcs(pg, "")
+		return len(left) == 0
+	})
+	if len(left) == 0 {
+		fmt.Fprintf(w, "gdrlab: process group %d ended %.1fs after its leader\n", pg, time.Since(start).Seconds())
+		return
+	}
+	fmt.Fprintf(w, "gdrlab: process group %d still held %s after %v: killed\n", pg, strings.Join(left, " "), within)
+	_ = syscall.Kill(-pg, syscall.SIGKILL)
 }
 
 // loadModule loads the kernel module at path (one already loaded is fine).

@@ -171,8 +171,11 @@ func (g *guest) fault(ctx context.Context, f Fault, start time.Time, pgid *atomi
 	}
 }
 
-// groupProcs are the processes of process group pg, as "pid:comm", those
-// named comm only when comm is not "" (read from /proc/<pid>/stat).
+// groupProcs are the live processes of process group pg, as "pid:comm",
+// those named comm only when comm is not "" (read from /proc/<pid>/stat).
+// Zombies are left out: they ended, and the agent, PID 1, does not reap
+// the orphans a killed step leaves (a first cut run took four zombies for
+// a step still running).
 func groupProcs(pg int, comm string) []string {
 	ents, _ := os.ReadDir("/proc")
 	var out []string
@@ -195,7 +198,7 @@ func groupProcs(pg int, comm string) []string {
 		if len(f) < 3 {
 			continue
 		}
-		if g, _ := strconv.Atoi(f[2]); g != pg {
+		if g, _ := strconv.Atoi(f[2]); g != pg || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
 		if name := st[l+1 : r]; comm == "" || name == comm {

@@ -35,6 +35,12 @@ type Step struct {
 	Delay   time.Duration `json:"delay"`   // sleep after the barrier (a client waiting for a server to listen)
 	// Faults are what the agent does to its VM meanwhile (lab-faults).
 	Faults []Fault `json:"faults,omitempty"`
+	// KillWait, when set, is how long the agent waits after the command
+	// ended for the rest of its process group to end before it kills
+	// them, as slurmstepd waits KillWait between a step's SIGTERM and its
+	// SIGKILL: a signalled child (the soak winding down) finishes instead
+	// of dying with the VM.
+	KillWait time.Duration `json:"kill_wait,omitempty"`
 }
 
 // Job is what one VM runs, in order, after its network and rxe0 are up.
