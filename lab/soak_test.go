@@ -66,8 +66,8 @@ func TestSOAK02LossSchedule(t *testing.T) {
 // case of its own.
 func TestSOAK06HogSchedule(t *testing.T) {
 	cs := SoakCases(6 * time.Minute)
-	if len(cs) != 3 || cs[1].Name != "hog" || cs[2].Name != "cut" {
-		t.Fatalf("cases %v: want flap-loss, hog, cut", cs)
+	if len(cs) != 4 || cs[1].Name != "hog" || cs[2].Name != "cut" || cs[3].Name != "cut-gotestsum" {
+		t.Fatalf("cases %v: want flap-loss, hog, cut, cut-gotestsum", cs)
 	}
 	h := cs[1].Planted
 	if len(h) != 1 || h[0].Kind != SoakHog || h[0].At != 2*time.Minute {
@@ -271,5 +271,35 @@ func TestSoakJudgeCut(t *testing.T) {
 	h["client"].Series = &soak.Series{}
 	if bad := oks(JudgeSoak(c, h)); len(bad) != 1 || !strings.Contains(bad[0], `expected soak.json to say the soak was cut by SIGTERM; it says cut ""`) {
 		t.Errorf("a soak not cut: %v", bad)
+	}
+}
+
+// The probe: SIGTERM to gotestsum alone, whatever it did is reported.
+func TestSoakJudgeCutProbe(t *testing.T) {
+	c := SoakCases(2 * time.Minute)[3]
+	if f := c.Faults(soakNICs(1)); len(f) != 1 || f[0].Target != "gotestsum" {
+		t.Errorf("probe faults %+v", f)
+	}
+	h := map[string]*SoakHost{"server": {Role: "server", Series: &soak.Series{}}, "client": {Role: "client"}}
+	rows := JudgeSoak(c, h)
+	if bad := oks(rows); len(bad) > 0 {
+		t.Errorf("the probe failed the lab: %v", bad)
+	}
+	if len(rows) != 2 || rows[1].Notes[0] != "no soak.json" {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+func TestSelectSoakCases(t *testing.T) {
+	all := SoakCases(2 * time.Minute)
+	cs, err := selectSoakCases(all, nil)
+	if err != nil || len(cs) != 2 || cs[0].Name != "flap-loss" || cs[1].Name != "hog" {
+		t.Errorf("default cases %v, %v: want flap-loss, hog", cs, err)
+	}
+	if cs, err := selectSoakCases(all, []string{"cut", " cut-gotestsum"}); err != nil || len(cs) != 2 {
+		t.Errorf("cut cases: %v, %v", cs, err)
+	}
+	if _, err := selectSoakCases(all, []string{"flap"}); err == nil || !strings.Contains(err.Error(), `no case "flap"; the cases are flap-loss, hog, cut, cut-gotestsum`) {
+		t.Errorf("unknown case: %v", err)
 	}
 }
