@@ -121,8 +121,9 @@ func (g *guest) fault(ctx context.Context, f Fault, start time.Time, pgid *atomi
 			return
 		}
 		if f.Target == "" {
+			procs := strings.Join(groupProcs(pg, ""), " ") // before the signal: who got it
 			err := syscall.Kill(-pg, syscall.SIGTERM)
-			g.logf("fault %s: SIGTERM to process group %d (%s): %v", at(), pg, strings.Join(groupProcs(pg, ""), " "), errOr(err))
+			g.logf("fault %s: SIGTERM to process group %d (%s): %v", at(), pg, procs, errOr(err))
 			return
 		}
 		for _, p := range groupProcs(pg, f.Target) {
