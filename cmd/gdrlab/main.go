@@ -1,7 +1,8 @@
-// Command gdrlab runs the Soft-RoCE two-host lab (make lab, make lab-bench,
-// make lab-kill). Inside the lab's VMs the same binary is /init.
+// Command gdrlab runs the Soft-RoCE labs (make lab, lab-bench, lab-kill,
+// lab-faults, lab-soak, lab-cluster, lab-k8s). Inside the lab's VMs the
+// same binary is /init.
 //
-//	gdrlab [-mode lab|kill|bench] [-pkgs ./conformance/pingpong] [-run TestPP03Write]
+//	gdrlab [-mode lab|kill|bench|faults|soak|cluster|k8s] [-pkgs ./conformance/pingpong] [-run TestPP03Write]
 package main
 
 import (
@@ -172,7 +173,7 @@ func hostMain() error {
 	fs.IntVar(&o.Load, "load", atoiOr(env("LAB_LOAD", "0")), "busy loops on the host beside the VMs for the whole run (LAB_LOAD)")
 	repeat := fs.String("repeat", env("LAB_REPEAT", "1"), "faults mode: runs of each case, each reported (LAB_REPEAT; a flaky case shows as 2 of 3)")
 	faults := fs.String("faults", env("LAB_FAULTS", ""), "faults mode: the cases to run, comma separated (LAB_FAULTS; default all)")
-	fs.DurationVar(&o.Soak.Duration, "soak", dur("LAB_SOAK", "6m"), "soak mode: GDR_SOAK of each case (LAB_SOAK; CI runs 2m)")
+	fs.DurationVar(&o.Soak.Duration, "soak", dur("LAB_SOAK", "6m"), "soak mode: GDR_SOAK of each case (LAB_SOAK; CI runs 90s)")
 	fs.DurationVar(&o.Soak.Interval, "soak-interval", dur("LAB_SOAK_INTERVAL", "5s"), "soak mode: GDR_SOAK_INTERVAL (LAB_SOAK_INTERVAL)")
 	soakCases := fs.String("soak-cases", env("LAB_SOAK_CASES", ""), "soak mode: the cases to run, comma separated: flap-loss, hog, cut, cut-gotestsum (LAB_SOAK_CASES; default flap-loss,hog)")
 	emu := fs.Bool("emulated-gpu", env("LAB_EMULATED_GPU", "1") != "0", "install the emulated GPU (lab/emugpu) in the VMs and run the suite on it, plus pingpong once more on host memory (LAB_EMULATED_GPU=0 turns it off)")
