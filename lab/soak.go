@@ -635,6 +635,13 @@ func JudgeSoak(c SoakCase, hosts map[string]*SoakHost) []SoakRow {
 					if p := timesInWindows(t, plantedAt(h.Log, "link set "+"eth", " down"), FlapDown+interval(h.Series)+3*time.Second); p != "" {
 						row.Problems = append(row.Problems, "SOAK-03's flap times are not the planted ones: "+p)
 					}
+					// A WRITE posted while the netdev is down fails at once
+					// (rxe), so the rail's traffic ends at the first flap:
+					// SOAK-01 must say so and name the link, not pass on
+					// the samples before it.
+					t1 := failed["SOAK-01"]
+					expect(strings.Contains(t1, "its traffic stopped on an error") && strings.Contains(t1, "its link went down before it"),
+						"SOAK-01 to fail naming the traffic that stopped at a flap and the link that went down before it")
 				} else {
 					row.Fault = "peer of " + SoakFlap
 				}

@@ -133,6 +133,7 @@ func tests(fails map[string]string) []SoakTest {
 const (
 	flapFinding = "fail: rail 1 rxe1 port 1: the link went down 2 times in 2m0s (hw_counters/link_downed +2), at 00:00:20 into the run (22:10:20 UTC), 00:01:20 into the run (22:11:20 UTC)"
 	lossFinding = "fail: hw_counters/rcvd_seq_err rose by 412 in 2m0s, 12360.0 an hour, above 0 an hour"
+	stopFinding = "fail: rail 1 rxe1 port 1: its traffic stopped on an error 00:00:25 into the run (22:10:25 UTC), and the rail carried nothing for the 1m35s the soak ran after it: rail1 rxe1: the load stopped: local QP operation error; its link went down before it, 00:00:20 into the run (22:10:20 UTC) (rxe1 port 1: DOWN (was ACTIVE))"
 	sagFinding  = "fail: rail 0 rxe0 port 1 sagged over the run: its last quarter averaged 0.0 Gbit/s, 0.41 of its first quarter's 0.1 Gbit/s, below 0.80"
 )
 
@@ -155,7 +156,7 @@ func TestSOAK03JudgeFlapLoss(t *testing.T) {
 	good := func() map[string]*SoakHost {
 		return map[string]*SoakHost{
 			"server": {Role: "server", Series: measured, Tests: tests(map[string]string{"SOAK-02/rxe2": lossFinding})},
-			"client": {Role: "client", Series: measured, Tests: tests(map[string]string{"SOAK-03/rxe1": flapFinding, "SOAK-02/rxe1": lossFinding}), Log: []string{
+			"client": {Role: "client", Series: measured, Tests: tests(map[string]string{"SOAK-03/rxe1": flapFinding, "SOAK-02/rxe1": lossFinding, "SOAK-01/rxe1": stopFinding}), Log: []string{
 				"role client, 2 steps",
 				"fault +31.2s (22:10:17 UTC): /usr/sbin/ip link set eth1 down: ok ",
 				"fault +36.1s (22:10:22 UTC): /usr/sbin/ip link set eth1 up: ok ",
@@ -174,6 +175,9 @@ func TestSOAK03JudgeFlapLoss(t *testing.T) {
 	}{
 		{"flap not named", func(h map[string]*SoakHost) { h["client"].Tests = tests(nil) },
 			"client rxe1: expected SOAK-03 to fail naming the link going down and when; the report said: no SOAK failure"},
+		{"stop not named", func(h map[string]*SoakHost) {
+			h["client"].Tests = tests(map[string]string{"SOAK-03/rxe1": flapFinding, "SOAK-02/rxe1": lossFinding})
+		}, "client rxe1: expected SOAK-01 to fail naming the traffic that stopped at a flap"},
 		{"loss not named", func(h map[string]*SoakHost) { h["server"].Tests = tests(nil) },
 			"client rxe2: expected SOAK-02 to fail on either host naming the RoCE counter"},
 		{"clean rail fails", func(h map[string]*SoakHost) {
