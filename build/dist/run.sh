@@ -54,8 +54,31 @@ rc=0
 # ends: a reader on another host (a cluster's merge) never takes half a run
 # for a whole one, and a node that dies leaves the partial file, judged as a
 # run that did not end.
+# SIGTERM (Slurm signals every process of the step at once; its SIGKILL
+# follows KillWait later) or Ctrl-C ends gotestsum and test2json at once:
+# this script goes on, waits a little for a soak to save its cut series,
+# keeps the events as a run that did not end, and still writes the report.
+stopped=
+trap 'stopped=SIGTERM' TERM
+trap 'stopped=SIGINT' INT
 "$here/bin/gotestsum" --format testname --jsonfile "$reports/test.json.partial" --raw-command -- "$here/run-json.sh" "$@" || rc=$?
-if ! mv -f "$reports/test.json.partial" "$reports/test.json"; then
+trap - TERM INT
+if [[ -n "$stopped" ]]; then
+	echo "run.sh: $stopped: the run was stopped; the report judges what it measured" >&2
+	# At most 10 s for the test binaries to end (a soak saves its cut
+	# series at once; SIGKILL comes after Slurm's KillWait, 30 s unless set).
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		alive=
+		for c in /proc/[0-9]*/cmdline; do
+			arg0=
+			read -r -d '' arg0 2>/dev/null <"$c"
+			[[ "$arg0" == "$here"/bin/*.test ]] && alive=1 && break
+		done
+		[[ -n "$alive" ]] || break
+		sleep 1
+	done
+	[ "$rc" -ne 0 ] || rc=1
+elif ! mv -f "$reports/test.json.partial" "$reports/test.json"; then
 	echo "run.sh: no $reports/test.json.partial to keep: gotestsum wrote no events" >&2
 	[ "$rc" -ne 0 ] || rc=1
 fi

@@ -34,6 +34,11 @@ func WatchSignals() *Cutter {
 	c := NewCutter()
 	c.sig = make(chan os.Signal, 2)
 	signal.Notify(c.sig, os.Interrupt, syscall.SIGTERM)
+	// Slurm signals every process of the step: test2json, which reads this
+	// binary's output, dies at once, and Go's default for a write to a
+	// broken pipe on stdout is to die too, before the cut series is saved.
+	// Ignored, the write fails and the soak winds down and saves.
+	signal.Ignore(syscall.SIGPIPE)
 	go func() {
 		select {
 		case s := <-c.sig:
@@ -75,10 +80,12 @@ func (c *Cutter) Reason() string {
 	return c.reason
 }
 
-// Stop ends the signal watch (the signals' default action again).
+// Stop ends the signal watch (the signals' default action again, SIGPIPE's
+// too: what the binary writes after the saved series may end it).
 func (c *Cutter) Stop() {
 	if c.sig != nil {
 		signal.Stop(c.sig)
+		signal.Reset(syscall.SIGPIPE)
 		select {
 		case <-c.quit:
 		default:
