@@ -244,12 +244,13 @@ lab-faults: deps-unit $(LAB_BIN)
 # shipped dist/run.sh with GDR_SOAK (LAB_SOAK, 6m) while the client's rail
 # 1 flaps (down 5 s every minute) and rail 2 loses 30% for 10 s every 90 s,
 # rail 0 clean; then fresh VMs with a CPU hog in the client from a third
-# into the soak. The report must name each fault on its rail, with its
-# times and cause, and nothing on the clean rail:
-# reports/lab-soak/lab-soak.json. .ci/run runs the short form:
+# into the soak; then fresh VMs whose run.sh process groups get a SIGTERM
+# 40 s in (as srun signals a step on scancel). The report must name each
+# fault on its rail, with its times and cause, and nothing on the clean
+# rail, and the cut run must still leave its report and a series that says
+# it was cut: reports/lab-soak/lab-soak.json. .ci/run runs the short form:
 #   make lab-soak LAB_SOAK=90s
-# LAB_SOAK_CASES=cut,cut-gotestsum: SIGTERM 40 s in, to run.sh's process
-# group (as srun on scancel) or to gotestsum alone (docs/soak.md).
+# LAB_SOAK_CASES=cut-gotestsum: the SIGTERM to gotestsum alone (docs/soak.md).
 lab-soak: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode soak
 # Four VMs with two rails and two emulated GPUs each under real Slurm (munge,

@@ -258,7 +258,7 @@ func TestSoakUntar(t *testing.T) {
 }
 
 // The cut case: SIGTERM to the whole group on both hosts; soak.json must
-// say SIGTERM, the rest is reported.
+// say SIGTERM and run.sh must still write the report; the rest is reported.
 func TestSoakJudgeCut(t *testing.T) {
 	c := SoakCases(2 * time.Minute)[2]
 	if f := c.Faults(soakNICs(1)); len(f) != 1 || f[0].Kind != FaultSignal || f[0].Target != "" || f[0].At != CutAt {
@@ -268,10 +268,16 @@ func TestSoakJudgeCut(t *testing.T) {
 		t.Errorf("cut: both hosts get the SIGTERM: %+v", j)
 	}
 	cut := &soak.Series{Cut: "SIGTERM (the job was stopped: ...)"}
-	h := map[string]*SoakHost{"server": {Role: "server", Series: cut, RC: 143}, "client": {Role: "client", Series: cut, RC: 143}}
+	files := []string{"soak.json", "summary.txt", "test.json.partial"}
+	h := map[string]*SoakHost{"server": {Role: "server", Series: cut, RC: 1, Files: files}, "client": {Role: "client", Series: cut, RC: 1, Files: files}}
 	if bad := oks(JudgeSoak(c, h)); len(bad) > 0 {
 		t.Errorf("a cut soak failed the lab: %v", bad)
 	}
+	h["server"].Files = []string{"soak.json", "test.json.partial"}
+	if bad := oks(JudgeSoak(c, h)); len(bad) != 1 || !strings.Contains(bad[0], "expected dist/run.sh to write the report (summary.txt) after the SIGTERM; the folder has: soak.json test.json.partial") {
+		t.Errorf("no report after the SIGTERM: %v", bad)
+	}
+	h["server"].Files = files
 	h["client"].Series = &soak.Series{}
 	if bad := oks(JudgeSoak(c, h)); len(bad) != 1 || !strings.Contains(bad[0], `expected soak.json to say the soak was cut by SIGTERM; it says cut ""`) {
 		t.Errorf("a soak not cut: %v", bad)
@@ -297,8 +303,8 @@ func TestSoakJudgeCutProbe(t *testing.T) {
 func TestSelectSoakCases(t *testing.T) {
 	all := SoakCases(2 * time.Minute)
 	cs, err := selectSoakCases(all, nil)
-	if err != nil || len(cs) != 2 || cs[0].Name != "flap-loss" || cs[1].Name != "hog" {
-		t.Errorf("default cases %v, %v: want flap-loss, hog", cs, err)
+	if err != nil || len(cs) != 3 || cs[0].Name != "flap-loss" || cs[1].Name != "hog" || cs[2].Name != "cut" {
+		t.Errorf("default cases %v, %v: want flap-loss, hog, cut", cs, err)
 	}
 	if cs, err := selectSoakCases(all, []string{"cut", " cut-gotestsum"}); err != nil || len(cs) != 2 {
 		t.Errorf("cut cases: %v, %v", cs, err)

@@ -175,7 +175,7 @@ func hostMain() error {
 	faults := fs.String("faults", env("LAB_FAULTS", ""), "faults mode: the cases to run, comma separated (LAB_FAULTS; default all)")
 	fs.DurationVar(&o.Soak.Duration, "soak", dur("LAB_SOAK", "6m"), "soak mode: GDR_SOAK of each case (LAB_SOAK; CI runs 90s)")
 	fs.DurationVar(&o.Soak.Interval, "soak-interval", dur("LAB_SOAK_INTERVAL", "5s"), "soak mode: GDR_SOAK_INTERVAL (LAB_SOAK_INTERVAL)")
-	soakCases := fs.String("soak-cases", env("LAB_SOAK_CASES", ""), "soak mode: the cases to run, comma separated: flap-loss, hog, cut, cut-gotestsum (LAB_SOAK_CASES; default flap-loss,hog)")
+	soakCases := fs.String("soak-cases", env("LAB_SOAK_CASES", ""), "soak mode: the cases to run, comma separated: flap-loss, hog, cut, cut-gotestsum (LAB_SOAK_CASES; default flap-loss,hog,cut)")
 	emu := fs.Bool("emulated-gpu", env("LAB_EMULATED_GPU", "1") != "0", "install the emulated GPU (lab/emugpu) in the VMs and run the suite on it, plus pingpong once more on host memory (LAB_EMULATED_GPU=0 turns it off)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
