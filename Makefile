@@ -154,7 +154,7 @@ report: $(REPORT_BIN)
 # Slurm commands).
 # No root and no browser: deps-unit only checks where everything is present
 # (xmllint too), and the report's browser test is make browser's.
-BROWSER_TEST := ^(TestHTMLInBrowser|TestFleetHTMLInBrowser)$$
+BROWSER_TEST := ^(TestHTMLInBrowser|TestFleetHTMLInBrowser|TestSoakHTMLInBrowser)$$
 unit: deps-unit
 	@mkdir -p $(REPORTS)
 	$(GOTESTSUM) --format testname --junitfile $(REPORTS)/unit-junit.xml -- \
