@@ -1,11 +1,13 @@
 package soak
 
 import (
+	"strings"
 	"testing"
 
 	soakrun "github.com/gdrconf/gdrconf/harness/soak"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	model "github.com/gdrconf/gdrconf/internal/soak"
+	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // SOAK-01: no rail below its floor for longer than a window.
@@ -36,7 +38,26 @@ func TestSOAK08FlapGuard(t *testing.T) {
 	if !testenv.Config(t).SoakFlap {
 		testenv.NotAsked(t, "SOAK-08", "the link-flap guard retrains a port (disruptive): set GDR_SOAK_FLAP=1 to run it")
 	}
-	testenv.Stop(t, soakrun.FlapGuard())
+	th := model.DefaultThresholds()
+	if fr := testenv.Config(t).SoakRecoveryFraction; fr > 0 {
+		th.MinRecoveryRatio, th.RecoverySource = fr, "GDR_SOAK_RECOVERY_FRACTION"
+	}
+	f := soakrun.RunFlap(t, th.MaxRecovery)
+	if f.Absent != nil {
+		testenv.Stop(t, f.Absent)
+	}
+	if len(f.Retrains) == 0 {
+		testenv.NotJudgedf(t, "", "no rail's retrain could be judged: %s", strings.Join(f.NotJudged, "; "))
+	}
+	for _, why := range f.NotJudged {
+		testenv.Record(t, *verdict.NotJudgedf("", "%s", why))
+	}
+	for _, rt := range f.Retrains {
+		t.Run(rt.Rail.Device, func(t *testing.T) {
+			t.Logf("flap guard: %s", soakrun.Describe(rt))
+			record(t, model.JudgeRecovery(rt, th))
+		})
+	}
 }
 
 // What a requirement needs the soak to have had.

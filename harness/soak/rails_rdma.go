@@ -15,6 +15,7 @@ import (
 	"github.com/gdrconf/gdrconf/harness/traffic"
 	"github.com/gdrconf/gdrconf/harness/verbs"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/internal/rails"
 	model "github.com/gdrconf/gdrconf/internal/soak"
 )
 
@@ -48,23 +49,7 @@ func startRails(t *testing.T, cfg config.Config, s *model.Series) (*load, string
 		names[i] = r.Name() + " " + r.NIC.Name
 		conns[i] = rc.Connect(t, rc.Options{Rail: r, BufSize: 2 * size, Alloc: railAlloc, Info: info,
 			Session: "soak/" + r.Name(), PortOffset: 1 + max(r.Index, 0)})
-		e := conns[i][0]
-		rail := model.Rail{Index: max(r.Index, 0), Device: r.NIC.Name, Port: r.NIC.Port, PCI: r.NIC.PCI}
-		if rail.Port < 1 {
-			rail.Port = sel.Port
-		}
-		if r.GPU != nil {
-			rail.GPU = r.GPU.PCI
-		}
-		devs, _ := sel.PathDevices(r)
-		for _, d := range devs {
-			if d.Role != "GPU" && d.Role != "NIC" {
-				rail.Between = append(rail.Between, d.Dev.BDF)
-			}
-		}
-		if !e.Loopback() {
-			rail.Peer = e.Sess.Peer()
-		}
+		rail := seriesRail(sel, r, conns[i][0])
 		base, errs := traffic.Bandwidth(conns[i], traffic.BWSpec{Op: verbs.OpWrite, Name: "WRITE", Size: size, Largest: true})
 		if err := firstErr(errs); err != nil {
 			rc.Stop(t, err)
@@ -94,6 +79,28 @@ func startRails(t *testing.T, cfg config.Config, s *model.Series) (*load, string
 		})
 	}
 	return l, ""
+}
+
+// seriesRail is rail r as the series names it: device, port, GPU, the PCI
+// functions between them, the peer.
+func seriesRail(sel *rails.Selection, r *rails.Rail, e *rc.End) model.Rail {
+	rail := model.Rail{Index: max(r.Index, 0), Device: r.NIC.Name, Port: r.NIC.Port, PCI: r.NIC.PCI}
+	if rail.Port < 1 {
+		rail.Port = sel.Port
+	}
+	if r.GPU != nil {
+		rail.GPU = r.GPU.PCI
+	}
+	devs, _ := sel.PathDevices(r)
+	for _, d := range devs {
+		if d.Role != "GPU" && d.Role != "NIC" {
+			rail.Between = append(rail.Between, d.Dev.BDF)
+		}
+	}
+	if !e.Loopback() {
+		rail.Peer = e.Sess.Peer()
+	}
+	return rail
 }
 
 // agree asks both ends whether to run another round: each says whether

@@ -62,14 +62,6 @@ func Run(t *testing.T) (*Result, string) {
 	return result, ""
 }
 
-// FlapGuard is SOAK-08's state in this suite version: the guard (a retrain
-// through mlxlink, then BER and bandwidth again: soak.JudgeRecovery judges
-// it) is not built, so a run that asks for it is told so.
-func FlapGuard() *verdict.Finding {
-	return verdict.Absentf("leave GDR_SOAK_FLAP unset until a suite version with the guard",
-		"the link-flap guard (a retrain through mlxlink, then BER and bandwidth again) is not built in this suite version")
-}
-
 // Skipped is the soak's state in a cluster round that cannot give it
 // (GDR_SOAK_SKIP, set by rounds.sh): asked for, not run, and why.
 func Skipped(why string) *verdict.Finding {

@@ -64,6 +64,9 @@ type Thresholds struct {
 	// before (SOAK-08, SrcRecovery).
 	MaxRecovery      time.Duration
 	MinRecoveryRatio float64
+	// RecoverySource is where MinRecoveryRatio comes from when not
+	// SrcRecovery (GDR_SOAK_RECOVERY_FRACTION).
+	RecoverySource string
 }
 
 // Sources of the thresholds, in words (verdict.Finding.Source).

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -92,7 +93,7 @@ func JudgeRecovery(rt Retrain, th Thresholds) Result {
 					Remedy:    "the port came back slower: check its speed and width after the retrain (ibstatus, mlxlink), retrain it once more, and reseat or replace the cable or optic if it stays slow",
 					Measured:  "gdr.recovery_ratio",
 					Threshold: "gdr.min_recovery_ratio",
-					Source:    SrcRecovery,
+					Source:    cmp.Or(th.RecoverySource, SrcRecovery),
 					Part:      counters.PartLink,
 				})
 			}
