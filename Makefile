@@ -65,9 +65,9 @@ them as root where they are missing; present, any user builds.
   lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
   lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
   lab-faults   the fault matrix, fresh VMs per case         root, qemu, network (first)    10+
-  lab-soak     6-minute soaks: a rail flapping, one with    root, qemu, network (first)    ~14
-               loss bursts, one clean; then a CPU hog
-               (CI: LAB_SOAK=90s after make test, ~4)
+  lab-soak     6-minute soaks: a rail flapping, one with    root, qemu, network (first)    ~20
+               loss bursts, one clean; a CPU hog; the
+               flap guard (CI: 90s, flap-loss,cut, ~3)
   bench        pinned host<->GPU copy bandwidth             a GPU host                     ~1
   fuzz         every fuzz target for FUZZTIME (30s) each    -                              ~15
   dist         dist/: the suite for hosts without Go        rdma-core headers              ~2
@@ -248,8 +248,10 @@ lab-faults: deps-unit $(LAB_BIN)
 # 40 s in (as srun signals a step on scancel). The report must name each
 # fault on its rail, with its times and cause, and nothing on the clean
 # rail, and the cut run must still leave its report and a series that says
-# it was cut: reports/lab-soak/lab-soak.json. .ci/run runs the short form:
-#   make lab-soak LAB_SOAK=90s
+# it was cut: reports/lab-soak/lab-soak.json; last, fresh VMs whose soak
+# ends in the link-flap guard (GDR_SOAK_FLAP=1: each rail retrained once,
+# SOAK-08 must pass). .ci/run runs the short form:
+#   make lab-soak LAB_SOAK=90s LAB_SOAK_CASES=flap-loss,cut
 # LAB_SOAK_CASES=cut-gotestsum: the SIGTERM to gotestsum alone (docs/soak.md).
 lab-soak: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode soak

@@ -66,8 +66,8 @@ func TestSOAK02LossSchedule(t *testing.T) {
 // case of its own.
 func TestSOAK06HogSchedule(t *testing.T) {
 	cs := SoakCases(6 * time.Minute)
-	if len(cs) != 4 || cs[1].Name != "hog" || cs[2].Name != "cut" || cs[3].Name != "cut-gotestsum" {
-		t.Fatalf("cases %v: want flap-loss, hog, cut, cut-gotestsum", cs)
+	if len(cs) != 5 || cs[1].Name != "hog" || cs[2].Name != "cut" || cs[3].Name != "cut-gotestsum" || cs[4].Name != "guard" {
+		t.Fatalf("cases %v: want flap-loss, hog, cut, cut-gotestsum, guard", cs)
 	}
 	h := cs[1].Planted
 	if len(h) != 1 || h[0].Kind != SoakHog || h[0].At != 2*time.Minute {
@@ -303,13 +303,13 @@ func TestSoakJudgeCutProbe(t *testing.T) {
 func TestSelectSoakCases(t *testing.T) {
 	all := SoakCases(2 * time.Minute)
 	cs, err := selectSoakCases(all, nil)
-	if err != nil || len(cs) != 3 || cs[0].Name != "flap-loss" || cs[1].Name != "hog" || cs[2].Name != "cut" {
-		t.Errorf("default cases %v, %v: want flap-loss, hog, cut", cs, err)
+	if err != nil || len(cs) != 4 || cs[0].Name != "flap-loss" || cs[1].Name != "hog" || cs[2].Name != "cut" || cs[3].Name != "guard" {
+		t.Errorf("default cases %v, %v: want flap-loss, hog, cut, guard", cs, err)
 	}
 	if cs, err := selectSoakCases(all, []string{"cut", " cut-gotestsum"}); err != nil || len(cs) != 2 {
 		t.Errorf("cut cases: %v, %v", cs, err)
 	}
-	if _, err := selectSoakCases(all, []string{"flap"}); err == nil || !strings.Contains(err.Error(), `no case "flap"; the cases are flap-loss, hog, cut, cut-gotestsum`) {
+	if _, err := selectSoakCases(all, []string{"flap"}); err == nil || !strings.Contains(err.Error(), `no case "flap"; the cases are flap-loss, hog, cut, cut-gotestsum, guard`) {
 		t.Errorf("unknown case: %v", err)
 	}
 }
