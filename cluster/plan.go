@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/cluster/jobenv"
@@ -45,6 +46,40 @@ type Step struct {
 	// list that ran to the end: the task that merges (GDR_MERGE=first),
 	// whichever hosts did not start or stopped.
 	MergeHost string
+	// SoakSkip is why this round runs without the soak GDR_SOAK asked for
+	// (SoakSkip's), "" where it soaks or none was asked for.
+	SoakSkip string
+}
+
+// SoakSkip decides whether a host's round k runs the soak GDR_SOAK asked
+// for (soak, as config.ParseSoak read it, the suite's own parser): it runs
+// in a host's first round, with that round's partner, and in round 0 both
+// ends of every pair start it together. A host whose first round is a
+// later one (idle in round 0) meets a partner that ran its suite already
+// and now runs pingpong alone, so its soak would wait for nobody: it is not
+// run, and the reason returned is what its tests say (GDR_SOAK_SKIP).
+// ranBefore: the host ran the suite in a round before k (RanBefore).
+func SoakSkip(soak time.Duration, k int, ranBefore bool) string {
+	if soak == 0 || k == 0 || ranBefore {
+		return ""
+	}
+	return fmt.Sprintf("this host's first round was round %d, not round 0 (idle then): a cluster run soaks in round 0 only, where both ends of every pair start the soak together", k)
+}
+
+// RanBefore says whether host ran the suite (a plan with a partner) in a
+// round of run before k, from its own plan.json files: every round's plan
+// is written before the round, so they are the host's record.
+func RanBefore(root, run, host string, k int) (bool, error) {
+	for j := range k {
+		p, err := readPlan(fsys{}, RoundDir(root, host, j))
+		if err != nil {
+			return false, err
+		}
+		if p != nil && p.Run == run && p.Role != Idle {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // PlanRound computes task's round k. Rounds past the schedule's own are
@@ -94,7 +129,8 @@ func PlanFrom(task jobenv.Task, c Config, secret []byte, k int, r pairing.Round,
 // idle or done; GDR_ROUND; GDR_RUN, the run's identity (jobenv.Task.Run);
 // GDR_HOST_INDEX, this task's position in the job's host list; GDR_HOST_NAME and GDR_PEER_NAME, the host names
 // as in the job's host list; GDR_ROUND_REPORTS, where the round's reports
-// go; once done, GDR_MERGE_HOST, the host whose task merges). Variables that
+// go; once done, GDR_MERGE_HOST, the host whose task merges), and
+// GDR_PLAN_SOAK_SKIP, SoakSkip's, not exported. Variables that
 // do not apply are unset, so a previous round's values never leak into
 // this one.
 func (s Step) Shell() string {
@@ -106,6 +142,10 @@ func (s Step) Shell() string {
 	set("GDR_HOST_NAME", p.Host)
 	set("GDR_HOST_INDEX", strconv.Itoa(p.Index))
 	set("GDR_RUN", p.Run)
+	// Not exported: rounds.sh's alone, which turns it into the suite's
+	// GDR_SOAK=0 and GDR_SOAK_SKIP; always assigned, so no round inherits
+	// the last one's.
+	fmt.Fprintf(&b, "GDR_PLAN_SOAK_SKIP=%s\n", quote(s.SoakSkip))
 	switch {
 	case s.Done:
 		set("GDR_PLAN", "done")

@@ -59,16 +59,11 @@ while :; do
 	case "$GDR_PLAN" in
 	done) break ;;
 	run)
-		# The soak (GDR_SOAK) runs in a host's first round, with that round's
-		# partner: in round 0 both ends of every pair start it together. A
-		# host whose first round is a later one (idle in round 0) meets a
-		# partner that ran its suite already and now runs pingpong alone, so
-		# its soak would wait for nobody: it is not run, and its tests say why.
+		# The soak (GDR_SOAK) runs in a host's first round only where that is
+		# round 0 (both ends of every pair start it together): plan decides
+		# it with the suite's own parser of GDR_SOAK (GDR_PLAN_SOAK_SKIP).
 		soak=()
-		case "${GDR_SOAK:-0}" in
-		0 | 0s | 0m | 0h) ;;
-		*) [ "$ran" = 0 ] && [ "$k" != 0 ] && soak=(GDR_SOAK=0 "GDR_SOAK_SKIP=this host's first round was round $k, not round 0 (idle then): a cluster run soaks in round 0 only, where both ends of every pair start the soak together") ;;
-		esac
+		[ -n "$GDR_PLAN_SOAK_SKIP" ] && soak=(GDR_SOAK=0 "GDR_SOAK_SKIP=$GDR_PLAN_SOAK_SKIP")
 		# dist/run.sh keeps the round small on the shared folder: test.json.gz,
 		# host.json, summary.txt and exit-code in GDR_REPORTS (gdrreport -compact).
 		env ${soak[@]+"${soak[@]}"} GDR_PAIRED_ONLY=$ran GDR_REPORTS="$GDR_ROUND_REPORTS" "$suite" "$@" || echo "rounds.sh: round $k: the suite reported failures (see $GDR_ROUND_REPORTS)" >&2

@@ -5,7 +5,8 @@
 //	gdrcluster start                     the start barrier: wait for every task (GDR_START_TIMEOUT)
 //	gdrcluster heartbeat                 mark this task alive until it ends (run in the background)
 //	eval "$(gdrcluster plan -round K)"   this task's round K: GDR_PLAN (run, idle, done),
-//	                                     GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN, ...
+//	                                     GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN, ...,
+//	                                     GDR_PLAN_SOAK_SKIP (GDR_SOAK read as the suite reads it)
 //	gdrcluster done -round K             mark this task's round K finished
 //	gdrcluster wait -round K             wait until every task finished round K (GDR_ROUND_TIMEOUT)
 //	gdrcluster isolate [-json] [-run ID] pairs, suspects and bad links from the shared reports
@@ -18,7 +19,8 @@
 //
 // Configuration: GDR_PAIRING, GDR_CLUSTER_SECRET(_FILE), GDR_CLUSTER_PORTS,
 // GDR_PEER_SUFFIX, GDR_REPAIR_ROUNDS, GDR_REPORTS, GDR_PAIR_MIN_FRACTION,
-// GDR_START_TIMEOUT, GDR_ROUND_TIMEOUT (docs/configuration.md).
+// GDR_START_TIMEOUT, GDR_ROUND_TIMEOUT, and for plan GDR_SOAK
+// (docs/configuration.md).
 package main
 
 import (
@@ -38,6 +40,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/cluster/jobenv"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
+	"github.com/gdrconf/gdrconf/internal/config"
 )
 
 func main() {
@@ -224,6 +227,14 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 	if err := check(); err != nil {
 		return err
 	}
+	// GDR_SOAK read by the suite's own parser: rounds.sh's decision and
+	// the suite's can then never differ on a value (00, 0.0h). A bad one
+	// fails every round's plan, before any round ran.
+	v, _ := lookup("GDR_SOAK")
+	soak, err := config.ParseSoak(v)
+	if err != nil {
+		return err
+	}
 	t, err := task(lookup, cfg)
 	if err != nil {
 		return err
@@ -250,6 +261,13 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 		s = cluster.PlanFrom(t, cfg, secret, k, r, done, live)
 	} else {
 		s = cluster.PlanRound(t, cfg, secret, k, nil, live)
+	}
+	if !s.Done && s.Plan.Role != cluster.Idle {
+		ran, err := cluster.RanBefore(cfg.Reports, t.Run(), t.Self(), k)
+		if err != nil {
+			return err
+		}
+		s.SoakSkip = cluster.SoakSkip(soak, k, ran)
 	}
 	if !s.Done {
 		if err := cluster.WritePlan(cfg.Reports, s.Plan); err != nil {

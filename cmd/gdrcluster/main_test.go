@@ -20,7 +20,8 @@ func lookup(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// evalShell reads the export/unset lines plan prints.
+// evalShell reads the export/unset lines plan prints, and its one
+// assignment.
 func evalShell(t *testing.T, s string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -32,6 +33,10 @@ func evalShell(t *testing.T, s string) map[string]string {
 			require.True(t, strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'"), line)
 			out[k] = strings.ReplaceAll(v[1:len(v)-1], `'\''`, "'")
 		case strings.HasPrefix(line, "unset "):
+		case strings.HasPrefix(line, "GDR_PLAN_SOAK_SKIP="): // rounds.sh's own, not exported
+			k, v, _ := strings.Cut(line, "=")
+			require.True(t, strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'"), line)
+			out[k] = strings.ReplaceAll(v[1:len(v)-1], `'\''`, "'")
 		default:
 			t.Fatalf("plan printed %q, not shell", line)
 		}
@@ -217,4 +222,54 @@ func TestCommandErrors(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 0, run([]string{"hosts", "-addrs"}, lookup(k8s), &out, &errb))
 	assert.Equal(t, "gdr-0.gdr\ngdr-1.gdr\n", out.String())
+}
+
+// plan decides whether a round soaks with the suite's own parser of
+// GDR_SOAK (config.ParseSoak): every spelling of zero is no soak, and a
+// host idle in round 0 of a ring of three runs its first round without a
+// soak that was asked for, and says why; a bad value fails plan.
+func TestPlanSoakSkip(t *testing.T) {
+	skip := "this host's first round was round 1, not round 0 (idle then): a cluster run soaks in round 0 only, where both ends of every pair start the soak together"
+	for _, c := range []struct {
+		soak string // "unset": not set
+		asks bool
+	}{{"00", false}, {"0.0h", false}, {"0", false}, {"unset", false}, {"", false}, {"0m0s", false}, {"90s", true}, {"2h", true}, {"bogus", false}} {
+		t.Run(c.soak, func(t *testing.T) {
+			root := t.TempDir()
+			task := func(i int) map[string]string {
+				e := map[string]string{"SLURM_JOB_ID": "778", "SLURM_JOB_NODELIST": "n[1-3]", "SLURM_NTASKS": "3", "SLURM_PROCID": fmt.Sprint(i),
+					"GDR_REPORTS": root, "GDR_CLUSTER_SECRET": "0123456789abcdef0123456789abcdef"}
+				if c.soak != "unset" {
+					e["GDR_SOAK"] = c.soak
+				}
+				return e
+			}
+			if c.soak == "bogus" {
+				var out, errb bytes.Buffer
+				assert.Equal(t, 1, run([]string{"plan", "-round", "0"}, lookup(task(0)), &out, &errb))
+				assert.Contains(t, errb.String(), `GDR_SOAK="bogus" is not valid`)
+				assert.Empty(t, out.String())
+				return
+			}
+			idle := -1
+			for k := range 2 {
+				for i := range 3 {
+					var out, errb bytes.Buffer
+					require.Equal(t, 0, run([]string{"plan", "-round", fmt.Sprint(k)}, lookup(task(i)), &out, &errb), errb.String())
+					env := evalShell(t, out.String())
+					got, ok := env["GDR_PLAN_SOAK_SKIP"]
+					require.True(t, ok, "always assigned: %s", out.String())
+					if k == 0 && env["GDR_PLAN"] == "idle" {
+						idle = i
+					}
+					want := ""
+					if c.asks && k == 1 && i == idle {
+						want = skip
+					}
+					assert.Equal(t, want, got, "round %d task %d (idle in round 0: task %d)", k, i, idle)
+				}
+			}
+			require.GreaterOrEqual(t, idle, 0, "a ring of three leaves one host idle in round 0")
+		})
+	}
 }

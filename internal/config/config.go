@@ -536,6 +536,23 @@ func ParseConf(lookup func(string) (string, bool), conf NCCLConf) (Config, error
 // longer value is a typo (2000h for 200h).
 const maxSoak = 7 * 24 * time.Hour
 
+const soakAccepted = "a duration like 10m, 2h or 8h (or plain seconds), 0 for no soak, at most 168h"
+
+// ParseSoak reads a GDR_SOAK value as the suite does ("" and every spelling
+// of zero, 0.0h or 00 too, are no soak). gdrcluster plan decides with it
+// whether a cluster round soaks, so the two never disagree on a value.
+func ParseSoak(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := parseDuration(v)
+	if err != nil || d < 0 || d > maxSoak {
+		return 0, fmt.Errorf("GDR_SOAK=%s is not valid: want %s", clip.Quote(v), soakAccepted)
+	}
+	return d, nil
+}
+
 // parseSoak reads GDR_SOAK, GDR_SOAK_INTERVAL, GDR_SOAK_LINK_EVERY,
 // GDR_SOAK_FLAP and GDR_SOAK_SKIP. The interval must be at least a second (the counters and
 // NVML are read per sample; faster would measure the reads) and no longer
@@ -554,7 +571,13 @@ func parseSoak(get func(string) (string, bool), c *Config, bad func(string, stri
 		*dst = d
 		return true
 	}
-	dur("GDR_SOAK", "a duration like 10m, 2h or 8h (or plain seconds), 0 for no soak, at most 168h", 0, maxSoak, &c.Soak)
+	if v, ok := get("GDR_SOAK"); ok && v != "" {
+		if d, err := ParseSoak(v); err != nil {
+			bad("GDR_SOAK", v, soakAccepted)
+		} else {
+			c.Soak = d
+		}
+	}
 	ivSet := dur("GDR_SOAK_INTERVAL", "a duration like 10s or 1m (or plain seconds), at least 1s", time.Second, maxSoak, &c.SoakInterval)
 	dur("GDR_SOAK_LINK_EVERY", "a duration like 5m (or plain seconds), at least 10s", 10*time.Second, maxSoak, &c.SoakLinkEvery)
 	if v, ok := get("GDR_SOAK_FLAP"); ok {

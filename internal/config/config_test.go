@@ -451,3 +451,24 @@ func TestSoak(t *testing.T) {
 		}
 	}
 }
+
+// ParseSoak, which gdrcluster plan decides a round's soak with, reads
+// GDR_SOAK exactly as Parse does: the same value, or the same refusal
+// (values long enough for the default interval: Parse checks the two
+// together).
+func TestParseSoakIsParses(t *testing.T) {
+	for _, v := range []string{"", " 0 ", "00", "0.0h", "0m0s", "0", "90s", "2h", "5400", "168h", "169h", "-1", "bogus", "NaN"} {
+		d, err := ParseSoak(v)
+		c, perr := Parse(env("GDR_SOAK", v))
+		if perr != nil {
+			assert.ErrorContains(t, err, "GDR_SOAK=", v)
+			assert.ErrorContains(t, perr, err.Error(), v)
+			continue
+		}
+		assert.NoError(t, err, v)
+		assert.Equal(t, c.Soak, d, v)
+	}
+	d, err := ParseSoak("0.0h")
+	assert.NoError(t, err)
+	assert.Zero(t, d, "every spelling of zero is no soak")
+}
