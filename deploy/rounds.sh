@@ -7,7 +7,9 @@
 # Arguments go to the suite (e.g. -test.run X). Test failures land in the
 # reports. The exit status is non-zero when the harness itself broke, 4 when
 # this host came too late (a barrier closed without it: the run goes on
-# without it), and, in the task that merges (GDR_MERGE), the merged verdict's.
+# without it), 143 or 130 when SIGTERM or SIGINT stopped it (the running
+# round's suite still wrote its report), and, in the task that merges
+# (GDR_MERGE), the merged verdict's.
 #   GDR_REPORTS        the shared folder (required)
 #   GDR_SUITE          the suite command (default: run.sh beside this script (make dist
 #                      copies it there), else dist/run.sh beside it or in its parent)
@@ -42,20 +44,82 @@ case "${GDR_MERGE:-}" in
 *) echo "rounds.sh: GDR_MERGE=$GDR_MERGE is not valid: want first, or unset" >&2; exit 1 ;;
 esac
 root="${GDR_REPORTS:?rounds.sh: GDR_REPORTS must name the shared reports folder}"
+# SIGTERM (Kubernetes deleting the pod, Slurm's scancel or time limit) and
+# SIGINT (Ctrl-C) stop the task: the running command hears the signal (the
+# suite, which still writes its round's report: run.sh traps both), no
+# further round starts, and the task exits 143 or 130 once that command
+# ended. The trap is needed: as the Job's container command this script is
+# PID 1 of the pod's PID namespace, and the kernel drops a signal whose
+# handler is the default for such a process (kernel/signal.c,
+# sig_task_ignored and SIGNAL_UNKILLABLE, by reading), so the kubelet's
+# SIGTERM would be lost and the pod SIGKILLed when its grace period ends
+# (Kubernetes docs, "Termination of Pods", by reading), with no report.
+# The kubelet signals PID 1 only: the signal goes on to the command's
+# process group, every process of the suite, as scancel signals every
+# process of a Slurm step (there a second TERM is harmless: run.sh and the
+# soak take any number; gotestsum ends at the first).
+stopped=
+child=
+on_signal() {
+	stopped=$1
+	[ -z "$child" ] || kill -s "$1" -- "-$child" 2>/dev/null
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
+# run_cmd COMMAND... runs it in the background, in a process group of its
+# own (set -m), and waits for it: bash runs a trap only once a foreground
+# command ended, and a wait returns at once. It returns the command's
+# status; once the task was stopped it runs nothing.
+run_cmd() {
+	[ -z "$stopped" ] || return 1
+	set -m
+	"$@" &
+	child=$!
+	set +m
+	[ -z "$stopped" ] || kill -s "$stopped" -- "-$child" 2>/dev/null # the signal came before child was set
+	local rc
+	while :; do
+		wait "$child"
+		rc=$?
+		# A wait the trap cut short returns >128 while the command runs
+		# on (or is not yet reaped): wait again, for its own status.
+		[ "$rc" -gt 128 ] && kill -0 "$child" 2>/dev/null && continue
+		break
+	done
+	child=
+	return "$rc"
+}
+# stop_if_stopped ends the task after a signal, with the shell's status
+# for it.
+stop_if_stopped() {
+	[ -n "$stopped" ] || return 0
+	echo "rounds.sh: SIG$stopped: the task stopped$1; no further round" >&2
+	[ "$stopped" = INT ] && exit 130
+	exit 143
+}
+tmp="$(mktemp -d)" || exit 1
+trap 'rm -rf "$tmp"' EXIT
 # The start barrier: image pulls and node boots skew a large fleet's start
 # by minutes, and a round-0 partner that is not there yet would fail its
 # pair. 4: this host came after the barrier closed; it stops here.
-GDR_REPORTS="$root" "$gdrcluster" start || exit $?
+run_cmd "$gdrcluster" start
+rc=$?
+stop_if_stopped " at the start barrier"
+[ "$rc" = 0 ] || exit "$rc"
 # The heartbeat lets a round's barrier stop waiting for a host that died
 # (gdrcluster wait); it ends with this script.
-GDR_REPORTS="$root" "$gdrcluster" heartbeat &
+"$gdrcluster" heartbeat &
 beat=$!
-trap 'kill "$beat" 2>/dev/null' EXIT
+trap 'kill "$beat" 2>/dev/null; rm -rf "$tmp"' EXIT
 k=0
 ran=0
 while :; do
-	plan="$(GDR_REPORTS="$root" "$gdrcluster" plan -round "$k")" || exit 1
-	eval "$plan"
+	# In the background too: a re-pairing round's plan waits for the lead's.
+	run_cmd "$gdrcluster" plan -round "$k" >"$tmp/plan"
+	rc=$?
+	stop_if_stopped " planning round $k"
+	[ "$rc" = 0 ] || exit 1
+	eval "$(<"$tmp/plan")"
 	case "$GDR_PLAN" in
 	done) break ;;
 	run)
@@ -66,15 +130,22 @@ while :; do
 		[ -n "$GDR_PLAN_SOAK_SKIP" ] && soak=(GDR_SOAK=0 "GDR_SOAK_SKIP=$GDR_PLAN_SOAK_SKIP")
 		# dist/run.sh keeps the round small on the shared folder: test.json.gz,
 		# host.json, summary.txt and exit-code in GDR_REPORTS (gdrreport -compact).
-		env ${soak[@]+"${soak[@]}"} GDR_PAIRED_ONLY=$ran GDR_REPORTS="$GDR_ROUND_REPORTS" "$suite" "$@" || echo "rounds.sh: round $k: the suite reported failures (see $GDR_ROUND_REPORTS)" >&2
+		run_cmd env ${soak[@]+"${soak[@]}"} GDR_PAIRED_ONLY=$ran GDR_REPORTS="$GDR_ROUND_REPORTS" "$suite" "$@" || [ -n "$stopped" ] || echo "rounds.sh: round $k: the suite reported failures (see $GDR_ROUND_REPORTS)" >&2
+		# Stopped: the round is not done (the others' barriers go on
+		# without this host once its heartbeat stands still).
+		stop_if_stopped " in round $k, its report in $GDR_ROUND_REPORTS"
 		ran=1
 		;;
 	esac
-	GDR_REPORTS="$root" "$gdrcluster" done -round "$k" || exit 1
+	run_cmd "$gdrcluster" done -round "$k"
+	rc=$?
+	stop_if_stopped " after round $k"
+	[ "$rc" = 0 ] || exit 1
 	# Hosts that had not finished when the barrier closed stopped in this
 	# round (gdrcluster says which); the next plans go around them.
-	GDR_REPORTS="$root" "$gdrcluster" wait -round "$k"
+	run_cmd "$gdrcluster" wait -round "$k"
 	rc=$?
+	stop_if_stopped " at round $k's barrier"
 	case $rc in
 	0) ;;
 	4) exit 4 ;; # this host came too late: the others went on without it
@@ -87,7 +158,8 @@ while :; do
 done
 [ "${GDR_MERGE:-}" = first ] && [ "$GDR_HOST_NAME" = "${GDR_MERGE_HOST:-}" ] || exit 0
 # The merge: every task passed (or waited out) the last round's barrier, so
-# every host's results are in. gdrreport sits in the suite's bin/.
+# every host's results are in. gdrreport sits in the suite's bin/. A signal
+# now lets the merge (seconds) finish and exit with its verdict.
 report="${GDR_REPORT_BIN:-$(dirname "$suite")/bin/gdrreport}"
 [ -x "$report" ] || report="$(command -v gdrreport)" || { echo "rounds.sh: no gdrreport beside $suite or on PATH (set GDR_REPORT_BIN)" >&2; exit 2; }
 GDR_REPORTS="$root" "$gdrcluster" isolate -reports "$root" | tee "$root/isolate.txt"

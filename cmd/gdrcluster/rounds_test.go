@@ -290,3 +290,127 @@ func TestRoundsMergeTask(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, string(out), "GDR_MERGE=last is not valid: want first, or unset")
 }
+
+// stopSuite stands in for dist/run.sh on n1: it runs until a signal, which
+// it traps as run.sh does, and writes its report a moment later; n2's
+// suite passes at once, so n2 waits at round 0's barrier for n1.
+const stopSuite = `#!/usr/bin/env bash
+[ "$GDR_HOST_NAME" = n1 ] || exit 0
+stop() { kill "$nap"; sleep 1; echo "$1" > "$GDR_REPORTS/report"; exit 1; }
+trap 'stop TERM' TERM
+trap 'stop INT' INT
+echo "$GDR_ROUND" > "$GDR_REPORTS/started"
+# In the background, where bash ignores SIGINT for it: stop ends it.
+sleep 60 &
+nap=$!
+wait $nap
+echo none > "$GDR_REPORTS/report"
+`
+
+// A task signalled alone, as the kubelet signals only a pod's PID 1 (which
+// rounds.sh is there): rounds.sh passes the signal to its suite, waits for
+// the suite's report, starts no further round and exits 143 (SIGTERM) or
+// 130 (SIGINT). A task waiting at a round's barrier stops at once too.
+func TestRoundsStopOnSignal(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	script, err := filepath.Abs("../../deploy/rounds.sh")
+	require.NoError(t, err)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGTERM, "TERM", 143}, {syscall.SIGINT, "INT", 130}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			suite := filepath.Join(dir, "suite.sh")
+			require.NoError(t, os.WriteFile(suite, []byte(stopSuite), 0o755))
+			root := filepath.Join(dir, "reports")
+			type task struct {
+				cmd  *exec.Cmd
+				out  bytes.Buffer
+				done chan error
+			}
+			tasks := make([]*task, 2)
+			for i := range tasks {
+				tk := &task{done: make(chan error, 1)}
+				tk.cmd = exec.Command("bash", script)
+				tk.cmd.Env = append(os.Environ(), "GDRCLUSTER_TEST_AS_MAIN=1", "GDRCLUSTER="+self, "GDR_SUITE="+suite, "GDR_REPORTS="+root,
+					"SLURM_JOB_ID=31338", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_NTASKS=2", fmt.Sprintf("SLURM_PROCID=%d", i),
+					"GDR_CLUSTER_SECRET=0123456789abcdef0123456789abcdef", "GDR_ROUND_TIMEOUT=1m")
+				tk.cmd.Stdout, tk.cmd.Stderr = &tk.out, &tk.out
+				// Its own group, which the test never signals but to clean
+				// up: the signal goes to rounds.sh alone.
+				tk.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				tk.cmd.WaitDelay = 5 * time.Second
+				require.NoError(t, tk.cmd.Start())
+				go func() { tk.done <- tk.cmd.Wait() }()
+				t.Cleanup(func() {
+					_ = syscall.Kill(-tk.cmd.Process.Pid, syscall.SIGKILL)
+					select {
+					case <-tk.done:
+					case <-time.After(10 * time.Second):
+						t.Errorf("task %d did not end after SIGKILL", i)
+					}
+				})
+				tasks[i] = tk
+			}
+			// eventually waits, with a deadline, until path exists.
+			eventually := func(path string) {
+				t.Helper()
+				deadline := time.Now().Add(time.Minute)
+				for time.Now().Before(deadline) {
+					if _, err := os.Stat(path); err == nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				t.Fatalf("%s did not appear within a minute; n1: %s\nn2: %s", path, tasks[0].out.String(), tasks[1].out.String())
+			}
+			// stopped sends sig to task i's rounds.sh and returns its exit
+			// status and how long it took.
+			stopped := func(i int) (int, time.Duration) {
+				t.Helper()
+				start := time.Now()
+				require.NoError(t, tasks[i].cmd.Process.Signal(c.sig))
+				select {
+				case err := <-tasks[i].done:
+					tasks[i].done <- err // for the cleanup
+					var ee *exec.ExitError
+					require.ErrorAs(t, err, &ee, tasks[i].out.String())
+					return ee.ExitCode(), time.Since(start)
+				case <-time.After(30 * time.Second):
+					t.Fatalf("task %d did not end within 30 s of SIG%s: %s", i, c.name, tasks[i].out.String())
+				}
+				return 0, 0
+			}
+			n1 := filepath.Join(root, "n1", "round-0")
+			eventually(filepath.Join(n1, "started"))
+			if c.sig == syscall.SIGTERM {
+				// n2 passed round 0 and waits at its barrier for n1.
+				eventually(filepath.Join(root, "n2", "round-0", "done"))
+				time.Sleep(500 * time.Millisecond) // into gdrcluster wait
+				code, took := stopped(1)
+				assert.Equal(t, c.code, code, tasks[1].out.String())
+				assert.Less(t, took, 10*time.Second, "the barrier's wait ends at once")
+				assert.Contains(t, tasks[1].out.String(), "rounds.sh: SIGTERM: the task stopped at round 0's barrier; no further round")
+			}
+			code, took := stopped(0)
+			out := tasks[0].out.String()
+			assert.Equal(t, c.code, code, out)
+			b, err := os.ReadFile(filepath.Join(n1, "report"))
+			require.NoError(t, err, "the suite wrote its report before rounds.sh ended: %s", out)
+			assert.Equal(t, c.name+"\n", string(b), "the suite heard the signal")
+			assert.GreaterOrEqual(t, took, time.Second, "rounds.sh waited for the suite's report")
+			assert.Contains(t, out, "rounds.sh: SIG"+c.name+": the task stopped in round 0, its report in "+n1+"; no further round")
+			assert.NotContains(t, out, "the suite reported failures")
+			_, err = os.Stat(filepath.Join(n1, "done"))
+			assert.ErrorIs(t, err, os.ErrNotExist, "round 0 did not finish")
+			_, err = os.Stat(filepath.Join(root, "n1", "round-1"))
+			assert.ErrorIs(t, err, os.ErrNotExist, "no further round was planned")
+		})
+	}
+}
