@@ -231,15 +231,19 @@ func TestCommandErrors(t *testing.T) {
 func TestPlanSoakSkip(t *testing.T) {
 	skip := "this host's first round was round 1, not round 0 (idle then): a cluster run soaks in round 0 only, where both ends of every pair start the soak together"
 	for _, c := range []struct {
-		soak string // "unset": not set
+		soak string // "unset": not set; "empty": set to ""
 		asks bool
-	}{{"00", false}, {"0.0h", false}, {"0", false}, {"unset", false}, {"", false}, {"0m0s", false}, {"90s", true}, {"2h", true}, {"bogus", false}} {
+	}{{"00", false}, {"0.0h", false}, {"0", false}, {"unset", false}, {"empty", false}, {"0m0s", false}, {"90s", true}, {"2h", true}, {"bogus", false}} {
 		t.Run(c.soak, func(t *testing.T) {
 			root := t.TempDir()
 			task := func(i int) map[string]string {
 				e := map[string]string{"SLURM_JOB_ID": "778", "SLURM_JOB_NODELIST": "n[1-3]", "SLURM_NTASKS": "3", "SLURM_PROCID": fmt.Sprint(i),
 					"GDR_REPORTS": root, "GDR_CLUSTER_SECRET": "0123456789abcdef0123456789abcdef"}
-				if c.soak != "unset" {
+				switch c.soak {
+				case "unset":
+				case "empty":
+					e["GDR_SOAK"] = ""
+				default:
 					e["GDR_SOAK"] = c.soak
 				}
 				return e
