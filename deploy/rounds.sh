@@ -48,13 +48,15 @@ root="${GDR_REPORTS:?rounds.sh: GDR_REPORTS must name the shared reports folder}
 # SIGINT (Ctrl-C) stop the task: the running command hears the signal (the
 # suite, which still writes its round's report: run.sh traps both), no
 # further round starts, and the task exits 143 or 130 once that command
-# ended. The trap is needed: as the Job's container command this script is
-# PID 1 of the pod's PID namespace, and the kernel drops a signal whose
-# handler is the default for such a process (kernel/signal.c,
-# sig_task_ignored and SIGNAL_UNKILLABLE, by reading), so the kubelet's
-# SIGTERM would be lost and the pod SIGKILLed when its grace period ends
-# (Kubernetes docs, "Termination of Pods", by reading), with no report.
-# The kubelet signals PID 1 only: the signal goes on to the command's
+# ended. As the Job's container command this script is PID 1 of the pod's
+# PID namespace: the kernel drops a signal whose handler is the default for
+# such a process (kernel/signal.c, sig_task_ignored and SIGNAL_UNKILLABLE,
+# by reading), and when it exits the kernel kills every other process of
+# the namespace. Untrapped, the kubelet's SIGTERM was lost (or, once bash
+# catches TERM for the EXIT trap alone, ended this script at once: seen
+# under unshare -pf, bash 5.2), and the suite died without its report.
+# The kubelet signals the container's main process only (Kubernetes docs,
+# "Termination of Pods", by reading): the signal goes on to the command's
 # process group, every process of the suite, as scancel signals every
 # process of a Slurm step (there a second TERM is harmless: run.sh and the
 # soak take any number; gotestsum ends at the first).

@@ -296,7 +296,7 @@ func TestRoundsMergeTask(t *testing.T) {
 // suite passes at once, so n2 waits at round 0's barrier for n1.
 const stopSuite = `#!/usr/bin/env bash
 [ "$GDR_HOST_NAME" = n1 ] || exit 0
-stop() { kill "$nap"; sleep 1; echo "$1" > "$GDR_REPORTS/report"; exit 1; }
+stop() { kill "$nap" 2>/dev/null; sleep 1; echo "$1" > "$GDR_REPORTS/report"; exit 1; }
 trap 'stop TERM' TERM
 trap 'stop INT' INT
 echo "$GDR_ROUND" > "$GDR_REPORTS/started"
