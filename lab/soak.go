@@ -144,7 +144,7 @@ func SoakCases(d time.Duration) []SoakCase {
 		// Gbit/s on a rail whose link came back clean), so the lab asks for
 		// half of it, as a user on a shared, noisy fabric would.
 		{Name: "guard", Env: []string{"GDR_SOAK_FLAP=1", "GDR_SOAK_RECOVERY_FRACTION=0.5"},
-			Expected: fmt.Sprintf("GDR_SOAK_FLAP=1, nothing planted: after the soak the client retrains each rail's port (ip link set dev eth<i> down, up 2 s later: the way harness/soak picks for a RoCE port without mlxlink); SOAK-08 passes on every rail of both hosts, the client's port seen DOWN and ACTIVE again, the rate after measured on the same connection")},
+			Expected: "GDR_SOAK_FLAP=1, nothing planted: after the soak the client retrains each rail's port (ip link set dev eth<i> down, up 2 s later: the way harness/soak picks for a RoCE port without mlxlink); SOAK-08 passes on every rail of both hosts, the client's port seen DOWN and ACTIVE again, the rate after measured on the same connection"},
 	}
 }
 

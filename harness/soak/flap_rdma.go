@@ -94,7 +94,6 @@ type endFlap struct {
 	before     *float64
 	after      *float64
 	linkBefore *model.Link
-	linkAfter  *model.Link
 	at         time.Time
 	err        error
 }
