@@ -28,9 +28,13 @@ func TopoM(root *hostfs.Root, timeout time.Duration) (out, src string, err error
 	if smi == "" {
 		return "", "", verdict.Absentf("install the NVIDIA driver utilities (nvidia-smi ships with them) and put nvidia-smi in PATH", "nvidia-smi not found in %s", strings.Join(looked, ", "))
 	}
-	out, err = hostfs.Run(timeout, "", nil, smi, "topo", "-m")
+	// Standard output as printed: the matrix's header line starts with a
+	// tab (its first column has no label), which a trimmed output loses,
+	// and ParseTopo finds the header by it (seen on an H100, driver 580:
+	// every live run failed TOPO-07 with "no header line").
+	b, err := hostfs.Stdout(timeout, smi, "topo", "-m")
 	if err != nil {
-		return "", "", verdict.Failf("check that the NVIDIA driver is loaded and nvidia-smi works", "%v: %s", err, out)
+		return "", "", verdict.Failf("check that the NVIDIA driver is loaded and nvidia-smi works", "%v: %s", err, strings.TrimSpace(string(b)))
 	}
-	return out, smi + " topo -m", nil
+	return string(b), smi + " topo -m", nil
 }

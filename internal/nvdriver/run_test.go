@@ -51,9 +51,17 @@ func TestTopoMLive(t *testing.T) {
 	assert.Equal(t, smi+" topo -m: exit status 9: NVIDIA-SMI has failed", f.Cause)
 	assert.Equal(t, "check that the NVIDIA driver is loaded and nvidia-smi works", f.Remedy)
 
-	require.NoError(t, os.WriteFile(smi, []byte("#!/bin/sh\necho \"GPU0 $1 $2\"\n"), 0o755))
+	// What nvidia-smi topo -m printed into a pipe on an H100 (driver
+	// 580.159.04, 2026-12-06): the header starts with a tab and is
+	// underlined with ANSI escapes even though stdout is no terminal.
+	rec, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "nvsmi", "h100-1-pipe.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(smi, []byte("#!/bin/sh\n[ \"$1 $2\" = 'topo -m' ] || exit 3\nexec /bin/cat '"+rec+"'\n"), 0o755))
 	out, src, err := TopoM(live, 5*time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, "GPU0 topo -m", out, "trimmed, as hostfs.Run returns it")
 	assert.Equal(t, smi+" topo -m", src)
+	m, err := ParseTopoAt(out, src)
+	require.NoError(t, err, "the live output parses as it was printed")
+	assert.Equal(t, []string{"GPU0"}, m.Labels)
+	assert.Equal(t, "0-15", m.CPUAffinity["GPU0"])
 }
