@@ -99,7 +99,11 @@ stop_if_stopped() {
 	[ "$stopped" = INT ] && exit 130
 	exit 143
 }
-tmp="$(mktemp -d)" || exit 1
+# A folder of this task's own for the plans (they come back through a file:
+# the command runs in the background). mkdir, not mktemp: the lab's and the
+# image's busybox have no mktemp; mkdir fails where the name is taken.
+tmp="${TMPDIR:-/tmp}/gdrconf-rounds.$$"
+mkdir -m 700 "$tmp" || { echo "rounds.sh: cannot make $tmp for the round plans" >&2; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
 # The start barrier: image pulls and node boots skew a large fleet's start
 # by minutes, and a round-0 partner that is not there yet would fail its
