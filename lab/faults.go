@@ -564,15 +564,9 @@ func (r *runner) runFaults(ctx context.Context, qemu string, parts *vm.Parts, pk
 		}
 	}
 	tallies := Tally(results, n)
-	b, err := json.MarshalIndent(results, "", "  ")
-	if err != nil {
+	if err := writeRows(o.ReportDir, "faults.json", results, o.Out, func(w io.Writer) { FaultTable(w, results) }); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.ReportDir, "faults.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintln(o.Out)
-	FaultTable(o.Out, results)
 	bad := 0
 	for _, c := range tallies {
 		if !c.AllOK() {

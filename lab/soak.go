@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -326,15 +325,9 @@ func (r *runner) runSoak(ctx context.Context, qemu string, parts *vm.Parts, pkgs
 			break
 		}
 	}
-	b, err := json.MarshalIndent(rows, "", "  ")
-	if err != nil {
+	if err := writeRows(o.ReportDir, "lab-soak.json", rows, o.Out, func(w io.Writer) { SoakTable(w, rows) }); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.ReportDir, "lab-soak.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintln(o.Out)
-	SoakTable(o.Out, rows)
 	bad := 0
 	for _, rw := range rows {
 		if !rw.OK {

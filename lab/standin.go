@@ -214,6 +214,18 @@ func (c StandinConfig) runRail(r int) (string, error) {
 // standinScript is GDR_SUITE in the stand-in mode: /init is gdrlab.
 const standinScript = "#!/bin/sh\nexec /init standin \"$@\"\n"
 
+// writeRows is how a lab that judges rows ends (the fault matrix, the
+// soak): the rows as indented JSON in dir/name for tools, then, after a
+// blank line, the same rows as a table for people.
+func writeRows(dir, name string, rows any, out io.Writer, table func(io.Writer)) error {
+	if err := writeJSONFile(filepath.Join(dir, name), rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	table(out)
+	return nil
+}
+
 // writeJSONFile writes v as indented JSON.
 func writeJSONFile(p string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
