@@ -7,7 +7,6 @@ import (
 	soakrun "github.com/gdrconf/gdrconf/harness/soak"
 	"github.com/gdrconf/gdrconf/harness/testenv"
 	model "github.com/gdrconf/gdrconf/internal/soak"
-	"github.com/gdrconf/gdrconf/internal/verdict"
 )
 
 // SOAK-01: no rail below its floor for longer than a window.
@@ -49,9 +48,7 @@ func TestSOAK08FlapGuard(t *testing.T) {
 	if len(f.Retrains) == 0 {
 		testenv.NotJudgedf(t, "", "no rail's retrain could be judged: %s", strings.Join(f.NotJudged, "; "))
 	}
-	for _, why := range f.NotJudged {
-		testenv.Record(t, *verdict.NotJudgedf("", "%s", why))
-	}
+	testenv.Record(t, f.Unjudged()...)
 	for _, rt := range f.Retrains {
 		t.Run(rt.Rail.Device, func(t *testing.T) {
 			t.Logf("flap guard: %s", soakrun.Describe(rt))

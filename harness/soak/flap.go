@@ -187,3 +187,13 @@ func Describe(rt model.Retrain) string {
 	}
 	return s
 }
+
+// Unjudged are the rails whose guard could not be judged, as findings to
+// record beside the judged ones.
+func (f *Flap) Unjudged() []verdict.Finding {
+	var out []verdict.Finding
+	for _, why := range f.NotJudged {
+		out = append(out, *verdict.NotJudgedf("", "%s", why))
+	}
+	return out
+}
