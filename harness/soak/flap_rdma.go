@@ -34,16 +34,9 @@ import (
 func RunFlap(t *testing.T, within time.Duration) *Flap {
 	cfg := testenv.Config(t)
 	root := testenv.Root(t)
-	rs := rc.Rails(t)
-	if len(rs) == 1 && rs[0].NIC == nil {
-		return &Flap{Absent: verdict.Absentf("run the guard on a host with an RDMA NIC on a rail", "no RDMA NIC on a rail: %s", rs[0].Reason)}
-	}
-	run, missing := rc.PlanRails(t, rs)
-	if missing != "" {
-		testenv.Attr(t, "rails_missing", missing)
-	}
+	run, why := planRails(t)
 	if len(run) == 0 {
-		return &Flap{Absent: verdict.Absentf("", "no rail both hosts have: %s", missing)}
+		return &Flap{Absent: verdict.Absentf("run the guard on a host with an RDMA NIC on a rail", "%s", why)}
 	}
 	size := traffic.MaxSize(cfg.BWSizes)
 	info := rc.Settings(cfg)
@@ -88,14 +81,13 @@ type guard struct {
 
 // What one end learned in the guard's steps.
 type endFlap struct {
-	watch      WatchResult
-	method     string // as the client ran it
-	none       string // why the client could not retrain
-	before     *float64
-	after      *float64
-	linkBefore *model.Link
-	at         time.Time
-	err        error
+	watch  WatchResult
+	method string // as the client ran it
+	none   string // why the client could not retrain
+	before *float64
+	after  *float64
+	at     time.Time
+	err    error
 }
 
 func (g *guard) spec() traffic.BWSpec {
@@ -112,8 +104,9 @@ func (g *guard) run() (rt *model.Retrain, why string, none bool) {
 	}
 	state := make([]*endFlap, len(g.ends))
 	for i := range g.ends {
-		state[i] = &endFlap{linkBefore: g.link()}
+		state[i] = &endFlap{}
 	}
+	linkBefore := g.link() // once: both ends of a loopback are one NIC
 	var mu sync.Mutex
 	idx := map[*rc.End]int{}
 	for i, e := range g.ends {
@@ -191,7 +184,7 @@ func (g *guard) run() (rt *model.Retrain, why string, none bool) {
 		me.before = &v
 	}
 	rt = &model.Retrain{Rail: g.rail, Method: me.method, At: me.at, Up: me.watch.Up, Took: me.watch.Took, Waited: me.watch.Waited}
-	rt.Before = model.Measure{Gbps: me.before, Link: me.linkBefore}
+	rt.Before = model.Measure{Gbps: me.before, Link: linkBefore}
 	if !me.watch.Left {
 		// The retrain was shorter than a poll, or the port never left
 		// ACTIVE (a peer's retrain a virtual link does not carry).

@@ -27,16 +27,9 @@ import (
 // engine, traffic.MeasureRail) until the soak ends. Both ends agree on
 // every round, so the two hosts stop together.
 func startRails(t *testing.T, cfg config.Config, s *model.Series) (*load, string) {
-	rs := rc.Rails(t)
-	if len(rs) == 1 && rs[0].NIC == nil {
-		return nil, "no RDMA NIC on a rail: " + rs[0].Reason
-	}
-	run, missing := rc.PlanRails(t, rs)
-	if missing != "" {
-		testenv.Attr(t, "rails_missing", missing)
-	}
+	run, why := planRails(t)
 	if len(run) == 0 {
-		return nil, "no rail both hosts have: " + missing
+		return nil, why
 	}
 	size := traffic.MaxSize(cfg.BWSizes)
 	info := rc.Settings(cfg)
@@ -79,6 +72,23 @@ func startRails(t *testing.T, cfg config.Config, s *model.Series) (*load, string
 		})
 	}
 	return l, ""
+}
+
+// planRails are the rails the soak and the flap guard run (rc.PlanRails:
+// with the peer, the rails both hosts have), or none and why.
+func planRails(t *testing.T) ([]*rails.Rail, string) {
+	rs := rc.Rails(t)
+	if len(rs) == 1 && rs[0].NIC == nil {
+		return nil, "no RDMA NIC on a rail: " + rs[0].Reason
+	}
+	run, missing := rc.PlanRails(t, rs)
+	if missing != "" {
+		testenv.Attr(t, "rails_missing", missing)
+	}
+	if len(run) == 0 {
+		return nil, "no rail both hosts have: " + missing
+	}
+	return run, ""
 }
 
 // seriesRail is rail r as the series names it: device, port, GPU, the PCI
