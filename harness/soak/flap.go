@@ -26,6 +26,10 @@ type Retrainer struct {
 	Method string
 	Steps  [][]string
 	Pause  time.Duration
+	// Restore brings the port up again when a step fails after the first
+	// ran: a guard that took a production port down must not leave it down
+	// because the second half failed.
+	Restore []string
 }
 
 // flapDown is how long a netdev stays down: long enough that the PHY drops
@@ -51,8 +55,11 @@ func ChooseRetrainer(nic *rails.NIC, look func(string) string) (*Retrainer, stri
 	if nic.PCI != "" {
 		for _, tool := range optics.LinkTools {
 			if p := look(tool); p != "" {
+				// A toggle that failed half-way may leave the port down;
+				// UP is the same register's other setting.
 				return &Retrainer{Method: fmt.Sprintf("%s -d %s -a TG", tool, nic.PCI),
-					Steps: [][]string{{p, "-d", nic.PCI, "-a", "TG"}}}, ""
+					Steps:   [][]string{{p, "-d", nic.PCI, "-a", "TG"}},
+					Restore: []string{p, "-d", nic.PCI, "-a", "UP"}}, ""
 			}
 		}
 	}
@@ -69,8 +76,9 @@ func ChooseRetrainer(nic *rails.NIC, look func(string) string) (*Retrainer, stri
 			return nil, fmt.Sprintf("%s: neither %s nor ip (iproute2) found in PATH", nic.Name, strings.Join(optics.LinkTools, " nor "))
 		}
 		return &Retrainer{Method: fmt.Sprintf("ip link set dev %s down; ip link set dev %s up", netdev, netdev),
-			Steps: [][]string{{ip, "link", "set", "dev", netdev, "down"}, {ip, "link", "set", "dev", netdev, "up"}},
-			Pause: flapDown}, ""
+			Steps:   [][]string{{ip, "link", "set", "dev", netdev, "down"}, {ip, "link", "set", "dev", netdev, "up"}},
+			Pause:   flapDown,
+			Restore: []string{ip, "link", "set", "dev", netdev, "up"}}, ""
 	}
 	return nil, fmt.Sprintf("%s: no way to retrain its port: %s not found in PATH, and it has no Ethernet netdev to set down (link layer %s)",
 		nic.Name, strings.Join(optics.LinkTools, " nor "), orNone(nic.LinkLayer))
@@ -80,17 +88,47 @@ func ChooseRetrainer(nic *rails.NIC, look func(string) string) (*Retrainer, stri
 // seconds).
 const stepTimeout = 30 * time.Second
 
-// Run runs the steps; the first that fails ends it, with its output.
+// restoreTries is how often Restore is tried (a second apart) before the
+// port is said to be left down.
+const restoreTries = 3
+
+// Run runs the steps; the first that fails ends it, with its output. Where
+// a step failed after one that may have taken the port down (or a single
+// toggle failed half-way), Restore runs, and the error says whether the
+// port was brought back or must be brought up by hand.
 func (rt *Retrainer) Run() error {
 	for i, st := range rt.Steps {
 		if i > 0 && rt.Pause > 0 {
 			time.Sleep(rt.Pause)
 		}
-		if out, err := hostfs.Run(stepTimeout, "", nil, st[0], st[1:]...); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(st, " "), err, strings.TrimSpace(out))
+		out, err := hostfs.Run(stepTimeout, "", nil, st[0], st[1:]...)
+		if err == nil {
+			continue
 		}
+		err = fmt.Errorf("%s: %v: %s", strings.Join(st, " "), err, strings.TrimSpace(out))
+		if len(rt.Restore) == 0 || (i == 0 && len(rt.Steps) > 1) {
+			return err // nothing ran that could have taken the port down
+		}
+		return fmt.Errorf("%w; %s", err, rt.restore())
 	}
 	return nil
+}
+
+// restore runs Restore up to restoreTries times and says how it went.
+func (rt *Retrainer) restore() string {
+	cmd := strings.Join(rt.Restore, " ")
+	var last string
+	for try := 1; try <= restoreTries; try++ {
+		if try > 1 {
+			time.Sleep(time.Second)
+		}
+		out, err := hostfs.Run(stepTimeout, "", nil, rt.Restore[0], rt.Restore[1:]...)
+		if err == nil {
+			return fmt.Sprintf("the port was brought up again (%s, try %d)", cmd, try)
+		}
+		last = fmt.Sprintf("%v: %s", err, strings.TrimSpace(out))
+	}
+	return fmt.Sprintf("bringing the port up again failed %d times (%s: %s): the port may be left down; bring it up by hand", restoreTries, cmd, last)
 }
 
 // PortWatch follows a port's state from before a retrain until it is

@@ -2,6 +2,9 @@ package soak
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +32,7 @@ func TestChooseRetrainer(t *testing.T) {
 	require.NotNil(t, rt, why)
 	assert.Equal(t, "mlxlink -d 0000:1b:00.0 -a TG", rt.Method)
 	assert.Equal(t, [][]string{{"/usr/bin/mlxlink", "-d", "0000:1b:00.0", "-a", "TG"}}, rt.Steps)
+	assert.Equal(t, []string{"/usr/bin/mlxlink", "-d", "0000:1b:00.0", "-a", "UP"}, rt.Restore, "a toggle that failed half-way is undone with UP")
 
 	rt, why = ChooseRetrainer(cx, tools("mstlink", "ip"))
 	require.NotNil(t, rt, why)
@@ -39,6 +43,7 @@ func TestChooseRetrainer(t *testing.T) {
 	assert.Equal(t, "ip link set dev ens1f0np0 down; ip link set dev ens1f0np0 up", rt.Method)
 	assert.Equal(t, flapDown, rt.Pause, "down long enough for both ends to drop the link")
 	assert.Len(t, rt.Steps, 2)
+	assert.Equal(t, []string{"/usr/bin/ip", "link", "set", "dev", "ens1f0np0", "up"}, rt.Restore)
 
 	rxe := &rails.NIC{Name: "rxe1", Software: true, Parent: "eth1", LinkLayer: "Ethernet"}
 	rt, why = ChooseRetrainer(rxe, tools("ip", "mlxlink"))
@@ -126,4 +131,47 @@ func TestPortWatchGrace(t *testing.T) {
 	assert.False(t, r.Left)
 	assert.True(t, r.Up)
 	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "a port never seen down is watched for Grace")
+}
+
+// A retrain whose second half failed brings the port back up (Restore),
+// and says so; one whose first step failed touched nothing.
+func TestRetrainerRestores(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "restored")
+	up := []string{"sh", "-c", "echo up >> " + mark}
+	restored := func() int {
+		b, err := os.ReadFile(mark)
+		if err != nil {
+			return 0
+		}
+		return strings.Count(string(b), "up")
+	}
+
+	rt := &Retrainer{Steps: [][]string{{"true"}, {"sh", "-c", "echo no carrier >&2; exit 2"}}, Restore: up}
+	err := rt.Run()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no carrier", "the failed step's output")
+	assert.Contains(t, err.Error(), "the port was brought up again (sh -c echo up >> "+mark+", try 1)")
+	assert.Equal(t, 1, restored())
+
+	rt = &Retrainer{Steps: [][]string{{"false"}, {"true"}}, Restore: up}
+	err = rt.Run()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "brought up", "the down step failed: nothing to undo")
+	assert.Equal(t, 1, restored(), "Restore did not run")
+
+	rt = &Retrainer{Steps: [][]string{{"false"}}, Restore: up}
+	err = rt.Run()
+	require.Error(t, err, "a toggle that failed may have left the port down")
+	assert.Contains(t, err.Error(), "brought up again")
+	assert.Equal(t, 2, restored())
+
+	rt = &Retrainer{Steps: [][]string{{"true"}, {"false"}}, Restore: []string{"sh", "-c", "echo busy >&2; exit 1"}}
+	err = rt.Run()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bringing the port up again failed 3 times")
+	assert.Contains(t, err.Error(), "busy")
+	assert.Contains(t, err.Error(), "bring it up by hand")
+
+	require.NoError(t, (&Retrainer{Steps: [][]string{{"true"}, {"true"}}, Restore: up}).Run())
+	assert.Equal(t, 2, restored(), "a retrain that worked restores nothing")
 }
