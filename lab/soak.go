@@ -359,6 +359,10 @@ type SoakHost struct {
 	Log []string
 }
 
+// stoppedExit is the report's exit status for a run a signal stopped with
+// nothing failed (INCOMPLETE, report.ExitCode).
+const stoppedExit = 3
+
 // SoakTest is one test or subtest: TestSOAK03NoFlap/rxe1, its go test
 // action (pass, fail, skip, "" never ended) and its own output.
 type SoakTest struct {
@@ -850,7 +854,7 @@ func judgeCut(c SoakCase, hosts map[string]*SoakHost) []SoakRow {
 		h := hosts[role]
 		probe := c.Planted[0].Target != "" // who passes the signal on: reported, not required
 		row := SoakRow{Case: c.Name, Host: role, Rail: "run", Fault: SoakCut, Planted: 1, Failed: []string{},
-			Expected: "soak.json says the soak was cut by SIGTERM, and run.sh wrote the report"}
+			Expected: "soak.json says the soak was cut by SIGTERM, run.sh wrote the report and exited 3 (INCOMPLETE, stopped by SIGTERM)"}
 		if probe {
 			row.Fault, row.Expected = SoakCut+" to "+c.Planted[0].Target, "report only: what a SIGTERM to "+c.Planted[0].Target+" alone did"
 		}
@@ -877,6 +881,10 @@ func judgeCut(c SoakCase, hosts map[string]*SoakHost) []SoakRow {
 			// run.sh traps the signal and still writes the report of
 			// what was measured.
 			row.Problems = append(row.Problems, "expected dist/run.sh to write the report (summary.txt) after the SIGTERM; the folder has: "+strings.Join(h.Files, " "))
+		}
+		if !probe && h.RC != stoppedExit {
+			// Nothing fails in a clean soak: the stop alone decides.
+			row.Problems = append(row.Problems, fmt.Sprintf("expected dist/run.sh to exit %d (INCOMPLETE, stopped by SIGTERM: the report knew the run was stopped); it exited %d", stoppedExit, h.RC))
 		}
 		if h.StepErr != "" {
 			row.Notes = append(row.Notes, h.StepErr)

@@ -269,10 +269,15 @@ func TestSoakJudgeCut(t *testing.T) {
 	}
 	cut := &soak.Series{Cut: "SIGTERM (the job was stopped: ...)"}
 	files := []string{"soak.json", "summary.txt", "test.json.partial"}
-	h := map[string]*SoakHost{"server": {Role: "server", Series: cut, RC: 1, Files: files}, "client": {Role: "client", Series: cut, RC: 1, Files: files}}
+	h := map[string]*SoakHost{"server": {Role: "server", Series: cut, RC: 3, Files: files}, "client": {Role: "client", Series: cut, RC: 3, Files: files}}
 	if bad := oks(JudgeSoak(c, h)); len(bad) > 0 {
 		t.Errorf("a cut soak failed the lab: %v", bad)
 	}
+	h["client"].RC = 1
+	if bad := oks(JudgeSoak(c, h)); len(bad) != 1 || !strings.Contains(bad[0], "expected dist/run.sh to exit 3 (INCOMPLETE, stopped by SIGTERM: the report knew the run was stopped); it exited 1") {
+		t.Errorf("a stopped run read as failed: %v", bad)
+	}
+	h["client"].RC = 3
 	h["server"].Files = []string{"soak.json", "test.json.partial"}
 	if bad := oks(JudgeSoak(c, h)); len(bad) != 1 || !strings.Contains(bad[0], "expected dist/run.sh to write the report (summary.txt) after the SIGTERM; the folder has: soak.json test.json.partial") {
 		t.Errorf("no report after the SIGTERM: %v", bad)

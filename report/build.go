@@ -151,7 +151,7 @@ func buildHost(run Run, shared *mapTable, keep int) *HostResult {
 		h.Soak = soakOf(series, keep)
 	}
 	runErrs = append(runErrs, notes...)
-	h.pkgs = buildPackages(run.Host.Host, evs, shared)
+	h.pkgs = buildPackages(run.Host.Host, evs, shared, run.Host.Stopped)
 	areaPkg := map[string]*pkgRun{}
 	for _, p := range h.pkgs {
 		h.cases = append(h.cases, p.Cases...)
@@ -179,7 +179,7 @@ func buildHost(run Run, shared *mapTable, keep int) *HostResult {
 		}
 		byReq[c.Req] = append(byReq[c.Req], c)
 	}
-	if ex := run.Host.GoTestExit; ex != nil && *ex != 0 && failedCases == 0 && len(h.Errors) == 0 && len(h.runErrs) == 0 {
+	if ex := run.Host.GoTestExit; ex != nil && *ex != 0 && failedCases == 0 && len(h.Errors) == 0 && len(h.runErrs) == 0 && run.Host.Stopped == "" {
 		h.runErrs = append(h.runErrs, fmt.Sprintf("go test exited %d with no failed test (a crash, a bad flag, or a timeout outside any test)", *ex))
 	}
 	h.Errors = append(h.Errors, h.runErrs...)
@@ -235,14 +235,18 @@ func notAsked(r *ReqResult, pkg *pkgRun) bool {
 func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 	r := &ReqResult{ID: rq.ID, Area: rq.Area, Title: rq.Title, Level: string(rq.Level), cases: cases, Cases: len(cases)}
 	var firstFail, firstSkip string
-	var failed, skipped *Case // the first failed and skipped cases
-	hostOnly := 0             // skipped cases that said the requirement is host only
+	var failed, skipped, cut *Case // the first failed, skipped and cut short (stopped) cases
+	hostOnly := 0                  // skipped cases that said the requirement is host only
 	rule, _ := reqs.Container(rq.ID)
 	for _, c := range cases {
 		r.Tests = append(r.Tests, c.Name)
 		switch c.Status() {
 		case Pass:
 			r.Passed++
+		case NotRun:
+			if cut == nil {
+				cut = c // the run was stopped while it ran: not judged
+			}
 		case Skip:
 			r.Skip++
 			if skipped == nil {
@@ -267,6 +271,13 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 		r.Status = Fail
 		r.Reason = firstFail
 		r.Outcome = failed.Outcome
+	case cut != nil:
+		// Some of it may have passed before the stop: not all of it was judged.
+		r.Status = NotRun
+		r.Reason = cut.Message
+		if r.Passed > 0 {
+			r.Reason = fmt.Sprintf("%d of %d passed, then %s", r.Passed, len(cases), cut.Message)
+		}
 	case r.Passed > 0:
 		r.Status = Pass
 		if r.Skip > 0 {
@@ -289,6 +300,8 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 			r.Status = Fail
 			r.Reason = "conformance/" + rq.Area + " " + pkg.Failure
 			r.Outcome = OutcomeNotJudged // no test of it ran: a build or run failure of the suite
+		case pkg.StoppedAt != "" && pkg.stoppedBy != "":
+			r.Reason = "not reached: the run was stopped by " + pkg.stoppedBy + " while conformance/" + rq.Area + " ran " + pkg.StoppedAt
 		case pkg.StoppedAt != "":
 			r.Reason = "not reached: conformance/" + rq.Area + " stopped at " + pkg.StoppedAt + ", which did not finish"
 		case pkg.NoTests:
@@ -307,6 +320,9 @@ func reqResult(rq reqs.Req, cases []*Case, pkg *pkgRun) *ReqResult {
 		by = failed
 	} else if skipped != nil {
 		r.Remedy = skipped.Finding.Remedy
+	}
+	if r.Status == NotRun && cut != nil {
+		r.Remedy = stoppedRemedy
 	}
 	if r.Remedy == "" && r.Status != Pass && (by == nil || by.legacy()) {
 		r.Remedy = reqs.CauseRemedy(causeKey(r.Reason))

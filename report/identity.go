@@ -55,6 +55,12 @@ type Identity struct {
 	// GoTestExit is the exit status of go test (or the test binaries) when
 	// known: non-zero with no failed test is reported as a failure.
 	GoTestExit *int `json:"go_test_exit,omitempty"`
+	// Stopped is the signal that stopped the run before it ended
+	// ("SIGTERM", "SIGINT": dist/run.sh saw it, gdrreport -collect
+	// -stopped): a test it cut short was not judged, and the run's verdict
+	// says it was stopped, not that something failed. "" for a run that
+	// ended.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // version is set at link time (-X) by builds whose build info lacks the VCS

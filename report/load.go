@@ -159,9 +159,10 @@ func loadHost(dir string, in *interner, lazy bool) (Run, error) {
 		run.Errs = append(run.Errs, err.Error())
 		return run, nil
 	}
-	if f.Partial {
+	if f.Partial && run.Host.Stopped == "" {
 		// dist/run.sh writes PartialEvents and renames it when the run
-		// ends: a run that never ended left only that.
+		// ends: a run that never ended left only that. One that a signal
+		// stopped (Identity.Stopped) says so in its verdict instead.
 		run.Errs = append(run.Errs, fmt.Sprintf("%s has only %s: the run did not end (the node stopped, or the run is still going); its events so far are judged", dir, PartialEvents))
 	}
 	if lazy {

@@ -84,6 +84,7 @@ type Case struct {
 	order    int
 	open     bool   // its last output line has no newline yet: the next output continues it
 	how      string // a test that never ended: how its package ended (stopped)
+	stopped  string // a test that never ended in a run a signal stopped: the signal
 }
 
 // Outcomes of a failed case (gdr.outcome, written by harness/testenv; the
@@ -178,8 +179,35 @@ func statusOf(r gtr.Result) Status {
 	return Fail // gtr.Fail, and gtr.Unknown: a test that never finished failed
 }
 
-// Status is the case's outcome.
-func (c *Case) Status() Status { return statusOf(c.Result) }
+// Status is the case's outcome. A test that a signal cut short (the run
+// was stopped: Identity.Stopped) was not judged: NotRun, never Fail, so no
+// part is blamed for a job someone stopped.
+func (c *Case) Status() Status {
+	if c.Result == gtr.Unknown && c.stopped != "" {
+		return NotRun
+	}
+	return statusOf(c.Result)
+}
+
+// stoppedHow is how a test that never finished ended in a run that a
+// signal stopped.
+func stoppedHow(sig string) string {
+	return "the run was stopped by " + sig + " while it ran (" + signalSource(sig) + "), so it was not judged"
+}
+
+// stoppedRemedy is what to do about a requirement a signal cut short.
+const stoppedRemedy = "run the suite again and let it end (a batch job: a time limit that covers GDR_SOAK and the suite; a pod: nothing deleting it mid-run)"
+
+// signalSource says who sends sig to a run.
+func signalSource(sig string) string {
+	switch sig {
+	case "SIGTERM":
+		return "Slurm's scancel or time limit, Kubernetes deleting the pod, or a kill"
+	case "SIGINT":
+		return "Ctrl-C"
+	}
+	return "a signal to the run"
+}
 
 // pkgRun is one package of one host: what gtr models, plus the cases.
 type pkgRun struct {
@@ -196,6 +224,9 @@ type pkgRun struct {
 	// (it never finished); tests after it were never reached. "" when every
 	// test that started ended.
 	StoppedAt string
+	// stoppedBy is the signal that stopped the run (Identity.Stopped) where
+	// StoppedAt's test was cut short by it; "" otherwise.
+	stoppedBy string
 }
 
 // areaOf is the last element of a package path, less any host label the lab
@@ -204,7 +235,9 @@ func areaOf(pkg string) string { return path.Base(pkg) }
 
 // buildPackages folds one host's events into packages and cases, their
 // attribute maps shared through shared (nil: not shared).
-func buildPackages(host string, evs []Event, shared *mapTable) []*pkgRun {
+// stopped is the signal that stopped the run (Identity.Stopped), "" for a
+// run that ended.
+func buildPackages(host string, evs []Event, shared *mapTable, stopped string) []*pkgRun {
 	var pkgs []*pkgRun
 	byPkg := map[string]*pkgRun{}
 	cases := map[string]map[string]*Case{}
@@ -272,7 +305,7 @@ func buildPackages(host string, evs []Event, shared *mapTable) []*pkgRun {
 		}
 	}
 	for _, p := range pkgs {
-		link(p, shared)
+		link(p, shared, stopped)
 		if bo := buildOut[p.Name]; len(bo) > 0 {
 			p.BuildError = gtr.Error{Name: p.Name, Cause: "build failed", Output: bo}
 		}
@@ -280,7 +313,7 @@ func buildPackages(host string, evs []Event, shared *mapTable) []*pkgRun {
 		p.Failed = p.Failure != ""
 		for _, c := range p.Cases {
 			if c.Result == gtr.Unknown && c.Parent == nil {
-				p.StoppedAt = c.Name
+				p.StoppedAt, p.stoppedBy = c.Name, stopped
 				break
 			}
 		}
@@ -307,8 +340,11 @@ func (p *pkgRun) failure() string {
 // link finds each case's parent (the longest name prefix at a "/" that is a
 // test of the package: t.Run names may contain "/" themselves), inherits
 // attributes down, and decides which cases are counted.
-func link(p *pkgRun, shared *mapTable) {
+func link(p *pkgRun, shared *mapTable, stopped string) {
 	how := howStopped(p)
+	if stopped != "" {
+		how = stoppedHow(stopped)
+	}
 	by := map[string]*Case{}
 	for _, c := range p.Cases {
 		by[c.Name] = c
@@ -351,7 +387,7 @@ func link(p *pkgRun, shared *mapTable) {
 		normalizeLegacy(c.Attrs)
 		c.Counted = counted(c)
 		if c.Result == gtr.Unknown {
-			c.how = how
+			c.how, c.stopped = how, stopped
 		}
 		c.Message = message(c)
 		switch {

@@ -23,12 +23,18 @@ func hostVerdict(h *HostResult) Verdict {
 		if errs > 0 {
 			why = append(why, plural(errs, "failure", "failures")+" outside any test")
 		}
+		if sig := h.Identity.Stopped; sig != "" {
+			why = append(why, "then stopped by "+sig)
+		}
 		v.Line = fmt.Sprintf("%s (%s)", NotQualified, strings.Join(why, ", "))
 		v.Advice = fmt.Sprintf("%d of %d must requirements failed", v.Failed, must)
 		if errs > 0 {
 			v.Advice += fmt.Sprintf(", and %s outside any test", plural(errs, "failure", "failures"))
 		}
 		v.Advice += ": fix the causes below, then run again"
+		if sig := h.Identity.Stopped; sig != "" {
+			v.Advice += fmt.Sprintf(" (the run was stopped by %s before it ended: what it had not reached was not judged)", sig)
+		}
 	case len(h.cases) == 0:
 		v.Verdict, v.NoTests = Incomplete, true
 		v.Line = Incomplete + " (no test ran)"
@@ -36,6 +42,9 @@ func hostVerdict(h *HostResult) Verdict {
 	case v.NotRun > 0:
 		v.Verdict = Incomplete
 		var why []string
+		if sig := h.Identity.Stopped; sig != "" {
+			why = append(why, "stopped by "+sig)
+		}
 		if c.Skipped > 0 {
 			why = append(why, plural(c.Skipped, "must requirement", "must requirements")+" skipped")
 		}
@@ -48,6 +57,10 @@ func hostVerdict(h *HostResult) Verdict {
 		}
 		v.Line = fmt.Sprintf("%s (%s)", Incomplete, strings.Join(why, ", "))
 		v.Advice = fmt.Sprintf("nothing failed, but %d of %d must requirements did not pass: %d skipped (absent hardware or software), %d not run (no test of them ran): this run does not qualify the host", v.NotRun, must, c.Skipped, c.NotRun)
+		if sig := h.Identity.Stopped; sig != "" {
+			v.Advice = fmt.Sprintf("the run was stopped by %s (%s) before it ended: nothing failed in what it measured, but %d of %d must requirements were not judged (%d skipped, %d not run or cut short): this run does not qualify the host; %s", sig, signalSource(sig), v.NotRun, must, c.Skipped, c.NotRun, stoppedRemedy)
+			break
+		}
 		if h.Identity.Strict {
 			v.Advice += "; GDR_STRICT=1 was set, so these did not run for reasons other than absent hardware (build tags, -run filter)"
 		} else {
@@ -136,7 +149,9 @@ func (r *Report) ExitCode() int {
 			return 3 // a run where nothing ran proves nothing, strict or not
 		}
 		for _, h := range r.Hosts {
-			if h.Identity.Strict && !h.Earlier {
+			// Strict, or stopped by a signal: a run someone stopped
+			// never reads as a success.
+			if (h.Identity.Strict || h.Identity.Stopped != "") && !h.Earlier {
 				return 3
 			}
 		}

@@ -87,4 +87,4 @@ export GDR_EVIDENCE_BINARIES="${GDR_EVIDENCE_BINARIES:-$(printf '%s:' "$here"/bi
 # folder beside every other host's rounds: -compact keeps its events as
 # test.json.gz (about 40x smaller, every attribute and result kept) and
 # writes summary.txt and exit-code only; the merge renders every format.
-exec "$here/bin/gdrreport" -collect ${GDR_PLAN:+-compact} -go-exit "$rc" ${GDR_REPORT_HOST:+-host "$GDR_REPORT_HOST"} "$reports"
+exec "$here/bin/gdrreport" -collect ${GDR_PLAN:+-compact} -go-exit "$rc" ${stopped:+-stopped "$stopped"} ${GDR_REPORT_HOST:+-host "$GDR_REPORT_HOST"} "$reports"

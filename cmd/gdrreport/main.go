@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/gdrconf/gdrconf/cluster"
@@ -30,6 +31,9 @@ import (
 	"github.com/gdrconf/gdrconf/report"
 	"github.com/gdrconf/gdrconf/report/evidence"
 )
+
+// stoppedSig is what -stopped takes: a signal's name as bash's trap names it.
+var stoppedSig = regexp.MustCompile(`^SIG[A-Z0-9]{1,10}$`)
 
 func main() {
 	code := run(os.Args[1:])
@@ -57,6 +61,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("gdrreport", flag.ContinueOnError)
 	out := fs.String("out", "", "folder to write the reports into (default: the one input folder)")
 	collect := fs.Bool("collect", false, "the input is this host's fresh run: write its host.json (hostname, kernel, driver, GPUs, NICs, suite version, GDR_STRICT) first")
+	stopped := fs.String("stopped", "", "with -collect: the signal that stopped the run before it ended (SIGTERM, SIGINT; dist/run.sh passes it): its cut tests are not judged, its verdict says it was stopped")
 	goExit := fs.Int("go-exit", -1, "with -collect: go test's exit status, recorded in host.json (non-zero with no failed test fails the host)")
 	quiet := fs.Bool("q", false, "do not print summary.txt")
 	latest := fs.Bool("latest", false, "a host found twice (one machine run twice, e.g. a rerun of the failed nodes) is judged by its latest run, the earlier shown apart; without it such a merge is refused")
@@ -64,7 +69,7 @@ func run(args []string) int {
 	compact := fs.Bool("compact", false, "the one input folder is a cluster round on the shared folder (dist/run.sh passes it in a round): its test.json becomes test.json.gz (each test's attributes and results kept, at most 256 KiB of plain output in all), and of the reports only summary.txt and exit-code are written; the merge renders every format")
 	hostName := fs.String("host", "", "with -collect: the name to report this host under, instead of its hostname (VMs and containers often share one, and a merge refuses two hosts of one name); GDR_REPORT_HOST does the same")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N]] [-compact] [-out DIR] [-run ID] [-latest] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
+		fmt.Fprintf(fs.Output(), "usage: gdrreport [-collect [-go-exit N] [-stopped SIG]] [-compact] [-out DIR] [-run ID] [-latest] DIR...\n       gdrreport verify -key PUB.pem BUNDLE\n       gdrreport keygen -out NAME   (writes NAME.pem and NAME.pub.pem)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +101,13 @@ func run(args []string) int {
 		id := report.Collect()
 		if *goExit >= 0 {
 			id.GoTestExit = goExit
+		}
+		if *stopped != "" {
+			if !stoppedSig.MatchString(*stopped) {
+				fmt.Fprintf(os.Stderr, "gdrreport: -stopped %q: want a signal's name (SIGTERM, SIGINT)\n", *stopped)
+				return 2
+			}
+			id.Stopped = *stopped
 		}
 		if *hostName != "" {
 			id.Rename(*hostName)

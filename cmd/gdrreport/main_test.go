@@ -84,6 +84,14 @@ func TestCollect(t *testing.T) {
 	require.NotNil(t, id.GoTestExit)
 	assert.Equal(t, 2, *id.GoTestExit)
 	assert.NotEmpty(t, id.Suite)
+
+	// -stopped: dist/run.sh saw SIGTERM; the host.json says so. A value
+	// that is no signal's name is refused, naming it.
+	assert.Equal(t, 3, run([]string{"-q", "-collect", "-go-exit", "1", "-stopped", "SIGTERM", dir}), "stopped: INCOMPLETE, never exit 0")
+	id, err = report.ReadIdentity(filepath.Join(dir, "host.json"))
+	require.NoError(t, err)
+	assert.Equal(t, "SIGTERM", id.Stopped)
+	assert.Equal(t, 2, run([]string{"-q", "-collect", "-stopped", "TERM; rm -rf /", dir}))
 }
 
 // Two hosts of one name do not merge: exit 2 (no report), and the code is
