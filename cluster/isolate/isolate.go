@@ -119,6 +119,11 @@ type Options struct {
 	// rounds pair hosts in pairing.Order's order, across groups. nil: the
 	// job's order. Analysis does not depend on them.
 	Groups pairing.Groups
+	// Domains are the hosts' NVLink domains as they published them at the
+	// start barrier: the schedule's rounds pair hosts across domains first
+	// (pairing.Arrange). nil: none known. Analysis does not judge by them;
+	// it names each host's in its summary.
+	Domains pairing.Domains
 }
 
 // State is a (host, rail)'s standing.
@@ -209,6 +214,9 @@ type Host struct {
 	// Liveness: "did not start" or "stopped in round <k>" (Liveness.Of):
 	// its run did not finish, which says nothing about its hardware.
 	Liveness string `json:"liveness,omitempty"`
+	// NVLinkDomain is the NVLink domain the host published at the start
+	// barrier, which the planner paired across; absent where it had none.
+	NVLinkDomain string `json:"nvlink_domain,omitempty"`
 }
 
 // Summary holds the merged cluster summary.json fields this package owns;
@@ -239,6 +247,7 @@ type Analysis struct {
 	LinkSuspects []Link // links that failed once, not re-tested yet
 	Flaky        []Link // links that failed once and passed on the re-test
 	Live         Liveness
+	Domains      pairing.Domains // the hosts' NVLink domains (Options.Domains)
 
 	state    map[hostRail]State
 	failed   map[hostRail]bool // had a failed pair on that rail
@@ -276,7 +285,7 @@ func (a *Analysis) Met(x, y string) bool { return a.met[key2(x, y)] }
 func (a *Analysis) Summary(verdicts map[string]string) Summary {
 	s := Summary{Pairs: a.Pairs, Suspects: a.Suspects, Links: a.Links, LinkSuspects: a.LinkSuspects, Flaky: a.Flaky}
 	for _, h := range a.Hosts {
-		e := Host{Host: h, Verdict: verdicts[h], Fabric: a.HostState(h), Liveness: a.Live.Of(h)}
+		e := Host{Host: h, Verdict: verdicts[h], Fabric: a.HostState(h), Liveness: a.Live.Of(h), NVLinkDomain: a.Domains[h]}
 		for _, r := range a.Rails {
 			if a.State(h, r) == Bad {
 				e.BadRails = append(e.BadRails, r)
@@ -364,7 +373,7 @@ type pairKey struct {
 func Analyze(hosts []string, results []Result, opt Options) *Analysis {
 	a := &Analysis{
 		state: map[hostRail]State{}, failed: map[hostRail]bool{}, lost: map[hostRail]bool{}, anyFail: map[string]bool{},
-		met: map[[2]string]bool{}, index: map[string]int{}, idleRail: map[hostRail]bool{}, Live: opt.Live,
+		met: map[[2]string]bool{}, index: map[string]int{}, idleRail: map[hostRail]bool{}, Live: opt.Live, Domains: opt.Domains,
 	}
 	for _, h := range hosts {
 		if _, ok := a.index[h]; !ok {

@@ -95,8 +95,9 @@ func (a *Analysis) Repair(index int) (r pairing.Round, ok bool) {
 // re-pair.
 //
 // opt.Live takes out the hosts that did not start: the schedule's rounds
-// pair the others (indexes stay those of hosts). opt.Groups orders them
-// across the fabric's groups (pairing.Order). Its stops in round k and
+// pair the others (indexes stay those of hosts). opt.Domains and
+// opt.Groups order them across NVLink domains, then the fabric's groups
+// (pairing.Arrange). Its stops in round k and
 // later are ignored: the planner of round k knows only the rounds before
 // it. A pair of the schedule with a host that stopped before round k stays
 // in the round: its partner's plan idles it (and records why).
@@ -109,10 +110,11 @@ func Round(kind pairing.Kind, hosts []string, k, maxRepair int, results []Result
 	}
 	if k < len(base) {
 		r := base[k]
-		if len(started) < len(hosts) || len(opt.Groups) > 0 {
+		if len(started) < len(hosts) || len(opt.Groups) > 0 || len(opt.Domains) > 0 {
 			// The schedule numbers the hosts that started, in the order
-			// the fabric's groups give (the job's without them).
-			ord := pairing.Order(started, opt.Groups)
+			// the NVLink domains and the fabric's groups give (the job's
+			// without them).
+			ord := pairing.Arrange(started, pairing.Layout{Groups: opt.Groups, Domains: opt.Domains})
 			pairs := make([]pairing.Pair, len(r.Pairs))
 			for i, p := range r.Pairs {
 				pairs[i] = pairing.Pair{Server: at[ord[p.Server]], Client: at[ord[p.Client]]}

@@ -24,6 +24,11 @@
 // switches) wherever the groups' sizes allow: a pair within a leaf never
 // reaches the spine, whose links and ports are then left untested.
 //
+// NVLink domains (GB200/GB300 NVL72, as each host published its own at the
+// start barrier): Arrange orders the hosts so that ring neighbours are in
+// different domains first, different leaf groups second; hosts without a
+// domain pair as Order pairs them.
+//
 // Roles: on a ring the host before its neighbour serves, so each host serves
 // once and dials once; in other rounds the lower index serves in even rounds
 // and the higher in odd ones (Meet).
@@ -200,17 +205,24 @@ func Order(hosts []string, g Groups) []int {
 		}
 		return grp[i] < grp[j]
 	})
-	same := func(a, b int) int {
+	return settle(ord, func(a, b int) int {
 		if grp[a] == grp[b] {
 			return 1
 		}
 		return 0
-	}
+	})
+}
+
+// settle moves hosts of the ring ord, one at a time, while a move lowers
+// the sum of cost over ring neighbours (cost(a, b): what having a next to b
+// costs, symmetric, from 0). Every move lowers the sum, so it ends.
+func settle(ord []int, cost func(a, b int) int) []int {
+	n := len(ord)
 	for moved := true; moved; {
 		moved = false
 		for p := 0; p < n && !moved; p++ {
 			e, prev, next := ord[p], ord[(p+n-1)%n], ord[(p+1)%n]
-			gain := same(prev, e) + same(e, next) - same(prev, next) // taking e out
+			gain := cost(prev, e) + cost(e, next) - cost(prev, next) // taking e out
 			if gain <= 0 {
 				continue
 			}
@@ -219,7 +231,7 @@ func Order(hosts []string, g Groups) []int {
 				if a == e || b == e {
 					continue
 				}
-				if same(a, e)+same(e, b)-same(a, b) < gain { // putting it between a and b
+				if cost(a, e)+cost(e, b)-cost(a, b) < gain { // putting it between a and b
 					rest := append(append(make([]int, 0, n), ord[:p]...), ord[p+1:]...)
 					at := slices.Index(rest, a) + 1
 					ord = slices.Insert(rest, at, e)
@@ -230,6 +242,177 @@ func Order(hosts []string, g Groups) []int {
 		}
 	}
 	return ord
+}
+
+// Domains gives hosts their multi-node NVLink domain (GB200/GB300 NVL72:
+// the cluster UUID and clique ID of NVML's GPU fabric info,
+// nvmlDeviceGetGpuFabricInfo; the struct it fills:
+// https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__t.html),
+// as each host published it at the start barrier. A host it does not name,
+// or names with "", is in none: two such hosts share no NVLink.
+type Domains map[string]string
+
+// MaxDomain is the longest NVLink domain a host may publish: NVML's
+// "<cluster UUID>/<clique>" is 47 bytes at most.
+const MaxDomain = 128
+
+// CheckDomain says why d is not an NVLink domain a host may publish (nil
+// when it is): at most MaxDomain bytes of letters, digits and . _ : / -,
+// so that it is one line of a marker file, one JSON string and one word of
+// a report, whatever wrote it.
+func CheckDomain(d string) error {
+	if len(d) > MaxDomain {
+		return fmt.Errorf("NVLink domain %s is too long: want at most %d bytes (\"<cluster UUID>/<clique>\")", clip.Quote(d), MaxDomain)
+	}
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '/' || c == '-') {
+			return fmt.Errorf("NVLink domain %s holds byte %#02x at %d: want letters, digits and . _ : / - only (\"<cluster UUID>/<clique>\")", clip.Quote(d), c, i)
+		}
+	}
+	return nil
+}
+
+// Layout is what the planner knows of where the hosts sit: the fabric's
+// leaf groups (GDR_TOPOLOGY_FILE) and the hosts' NVLink domains.
+type Layout struct {
+	Groups  Groups
+	Domains Domains
+}
+
+// Arrange is Order with NVLink domains: the order of hosts the schedule
+// numbers them in, such that ring neighbours (every pair of the ring's
+// rounds) are in different NVLink domains wherever the domains' sizes
+// allow, and, among such orders, in different leaf groups as Order
+// places them.
+//
+// The domain comes first: two trays of one NVL72 rack reach each other
+// over NVLink in every real job, so an RDMA pair inside a domain tests a
+// path production rarely uses, while a pair within a leaf still tests
+// both hosts' NICs, cables and leaf ports (only the spine is left out).
+// The leaf groups then break ties: a move of one host, or an exchange of
+// two, that keeps as many neighbours of one domain and has fewer of one
+// leaf is taken; one that adds a neighbour of one domain never is.
+//
+// Where the domains cannot steer anything (no host names one, or every
+// host is in the same one) the order is Order's: a cluster without NVLink
+// domains pairs as it did before they were read.
+func Arrange(hosts []string, l Layout) []int {
+	n := len(hosts)
+	dom := make([]int, n) // the domain's number; a host in none is alone
+	ids := map[string]int{}
+	size := map[string]int{}
+	for i, h := range hosts {
+		d := l.Domains[h]
+		if d == "" {
+			dom[i] = -1 - i
+			continue
+		}
+		if _, ok := ids[d]; !ok {
+			ids[d] = len(ids)
+		}
+		dom[i] = ids[d]
+		size[d]++
+	}
+	steers := false
+	for _, s := range size {
+		if s >= 2 && s < n {
+			steers = true
+		}
+	}
+	if !steers || n < 3 {
+		return Order(hosts, l.Groups)
+	}
+	// The domains spread as Order spreads groups, each host in none a
+	// group of its own (it shares NVLink with nobody).
+	dg := make(Groups, n)
+	for i, h := range hosts {
+		if dom[i] >= 0 {
+			dg[h] = dom[i]
+		} else {
+			dg[h] = len(ids) + i
+		}
+	}
+	ord := Order(hosts, dg)
+	if len(l.Groups) == 0 {
+		return ord
+	}
+	none := 0
+	for _, x := range l.Groups {
+		none = max(none, x+1)
+	}
+	leaf := make([]int, n)
+	for i, h := range hosts {
+		x, ok := l.Groups[h]
+		if !ok {
+			x = none // as in Order: the hosts no group names are one group
+		}
+		leaf[i] = x
+	}
+	// One neighbour of one domain costs more than any move can save in
+	// leaf neighbours (at most 4), so leaves only break ties.
+	cost := func(a, b int) int {
+		c := 0
+		if dom[a] == dom[b] {
+			c += 5
+		}
+		if leaf[a] == leaf[b] {
+			c++
+		}
+		return c
+	}
+	return swap(settle(ord, cost), cost)
+}
+
+// swap exchanges two hosts of the ring ord while that lowers the sum of
+// cost over ring neighbours: where the domains alternate round the ring,
+// moving one host always puts it next to its own domain, and only an
+// exchange of two trays of one rack changes their leaves' neighbours.
+// Each pass takes, for each place, the best exchange with a later one;
+// every exchange lowers the sum, so it ends.
+func swap(ord []int, cost func(a, b int) int) []int {
+	n := len(ord)
+	at := func(p int) int { return ord[(p+n)%n] }
+	around := func(p, q int) int { // the cost of the edges at p and q, each once
+		c := cost(at(p-1), at(p)) + cost(at(p), at(p+1)) + cost(at(q-1), at(q)) + cost(at(q), at(q+1))
+		if (p+1)%n == q || (q+1)%n == p {
+			c -= cost(ord[p], ord[q]) // their shared edge, counted twice
+		}
+		return c
+	}
+	for better := true; better; {
+		better = false
+		for p := 0; p < n; p++ {
+			best, bq := 0, -1
+			for q := p + 1; q < n; q++ {
+				before := around(p, q)
+				ord[p], ord[q] = ord[q], ord[p]
+				if d := before - around(p, q); d > best {
+					best, bq = d, q
+				}
+				ord[p], ord[q] = ord[q], ord[p]
+			}
+			if bq >= 0 {
+				ord[p], ord[bq] = ord[bq], ord[p]
+				better = true
+			}
+		}
+	}
+	return ord
+}
+
+// SameDomain counts the pairs of rounds whose two hosts are in one NVLink
+// domain (hosts indexes the pairs), and all pairs.
+func SameDomain(rounds []Round, hosts []string, d Domains) (same, all int) {
+	for _, r := range rounds {
+		for _, p := range r.Pairs {
+			all++
+			if a := d[hosts[p.Server]]; a != "" && a == d[hosts[p.Client]] {
+				same++
+			}
+		}
+	}
+	return same, all
 }
 
 // Crossing counts the pairs of rounds whose two hosts are in different

@@ -313,3 +313,145 @@ func TestOrderAt1024In32Leaves(t *testing.T) {
 	assert.Equal(t, all, cross)
 	assert.Equal(t, 1024, all)
 }
+
+// placed is the schedule's rounds over hosts numbered in ord's order (as
+// isolate.Round maps them): indexes into hosts.
+func placed(kind Kind, ord []int) []Round {
+	rounds := Base(kind, len(ord))
+	for k, r := range rounds {
+		pairs := make([]Pair, len(r.Pairs))
+		for i, p := range r.Pairs {
+			pairs[i] = Pair{Server: ord[p.Server], Client: ord[p.Client]}
+		}
+		rounds[k].Pairs = pairs
+	}
+	return rounds
+}
+
+const (
+	rackA = "6b0c2d1e-0000-4000-8000-00000000000a/32766"
+	rackB = "6b0c2d1e-0000-4000-8000-00000000000b/32766"
+)
+
+// Eight trays of two NVL72 racks, listed rack by rack (Slurm's node list
+// does that): no ring pair, round 0's or round 1's, stays inside a rack.
+func TestArrangeTwoDomainsOfFour(t *testing.T) {
+	hosts := []string{"a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"}
+	d := Domains{}
+	for _, h := range hosts[:4] {
+		d[h] = rackA
+	}
+	for _, h := range hosts[4:] {
+		d[h] = rackB
+	}
+	// Without the domains the job's order pairs a1-a2 in round 0.
+	same, _ := SameDomain(placed(Ring, Order(hosts, nil)), hosts, d)
+	require.NotZero(t, same, "the test's premise: the job's order pairs inside a rack")
+
+	ord := Arrange(hosts, Layout{Domains: d})
+	checkPermutation(t, ord, len(hosts))
+	rounds := placed(Ring, ord)
+	same, all := SameDomain(rounds[:1], hosts, d)
+	assert.Zero(t, same, "round 0 pairs inside a rack: %v", rounds[0].Pairs)
+	assert.Equal(t, 4, all)
+	same, all = SameDomain(rounds, hosts, d)
+	assert.Zero(t, same, "a ring round pairs inside a rack: %v", rounds)
+	assert.Equal(t, 8, all)
+	assert.Equal(t, ord, Arrange(hosts, Layout{Domains: d}), "every task computes the same")
+}
+
+// One rack holding every host steers nothing: the order is the one
+// without domains, with and without leaf groups.
+func TestArrangeOneDomainIsNone(t *testing.T) {
+	hosts := []string{"a", "b", "c", "d"}
+	d := Domains{"a": rackA, "b": rackA, "c": rackA, "d": rackA}
+	assert.Equal(t, Order(hosts, nil), Arrange(hosts, Layout{Domains: d}))
+	g := Groups{"a": 0, "b": 0, "c": 1, "d": 1}
+	assert.Equal(t, Order(hosts, g), Arrange(hosts, Layout{Domains: d, Groups: g}))
+	assert.Equal(t, []int{0, 2, 1, 3}, Arrange(hosts, Layout{Domains: d, Groups: g}))
+	// No domain at all, or only "": Order's, exactly.
+	assert.Equal(t, Order(hosts, g), Arrange(hosts, Layout{Groups: g}))
+	assert.Equal(t, Order(hosts, g), Arrange(hosts, Layout{Groups: g, Domains: Domains{"a": "", "c": ""}}))
+	// A domain of one host steers nothing either.
+	assert.Equal(t, Order(hosts, g), Arrange(hosts, Layout{Groups: g, Domains: Domains{"a": rackA, "c": rackB}}))
+}
+
+// Hosts without a domain (PCIe or HGX hosts) share NVLink with nobody:
+// they sit between a rack's trays, and two of them may meet.
+func TestArrangeMixedAbsentAndPresent(t *testing.T) {
+	hosts := []string{"a1", "a2", "a3", "x1", "x2", "x3"}
+	d := Domains{"a1": rackA, "a2": rackA, "a3": rackA, "x2": ""}
+	ord := Arrange(hosts, Layout{Domains: d})
+	checkPermutation(t, ord, len(hosts))
+	same, all := SameDomain(placed(Ring, ord), hosts, d)
+	assert.Zero(t, same, "%v", ord)
+	assert.Equal(t, 6, all)
+	same, _ = SameDomain(placed(All, ord), hosts, d)
+	assert.Equal(t, 3, same, "all pairs: the rack's three pairs, each once")
+}
+
+// The domain comes before the leaf: with leaves that follow the racks
+// (each rack on its own leaf) and leaves across them, no pair stays in a
+// rack; and among orders that keep the racks apart, leaves break ties.
+func TestArrangeDomainsBeforeLeaves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 500; trial++ {
+		n := 3 + rng.IntN(40)
+		racks := 1 + rng.IntN(5)
+		leaves := rng.IntN(5)
+		var names []string
+		d, g := Domains{}, Groups{}
+		count := map[string]int{}
+		for i := 0; i < n; i++ {
+			h := fmt.Sprintf("h%d", i)
+			names = append(names, h)
+			if x := rng.IntN(racks + 1); x < racks {
+				d[h] = fmt.Sprintf("rack%d/0", x)
+				count[d[h]]++
+			}
+			if leaves > 0 {
+				g[h] = rng.IntN(leaves)
+			}
+		}
+		biggest := 0
+		for _, c := range count {
+			biggest = max(biggest, c)
+		}
+		ord := Arrange(names, Layout{Domains: d, Groups: g})
+		checkPermutation(t, ord, n)
+		assert.Equal(t, ord, Arrange(names, Layout{Domains: d, Groups: g}), "deterministic")
+		dom := func(i int) int {
+			if v := d[names[i]]; v != "" {
+				var r int
+				fmt.Sscanf(v, "rack%d/0", &r)
+				return r
+			}
+			return -1 - i
+		}
+		withLeaves := sameNeighbours(ord, dom)
+		if 2*biggest <= n {
+			assert.Zero(t, withLeaves, "n=%d racks %v: %v", n, count, ord)
+		}
+		// The leaves never cost a neighbour of one rack.
+		assert.LessOrEqual(t, withLeaves, sameNeighbours(Arrange(names, Layout{Domains: d}), dom), "n=%d %v", n, count)
+	}
+	// Two racks of four, each rack over two leaves: racks alternate, and
+	// leaves then differ where they can (the ring alternates racks, so a
+	// rack's hosts sit every other place: two neighbours of one leaf at
+	// least, six in the domains' own order).
+	hosts := []string{"a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"}
+	d := Domains{}
+	g := Groups{}
+	for i, h := range hosts {
+		d[h] = map[bool]string{true: rackA, false: rackB}[i < 4]
+		g[h] = i % 2 * 1
+		if i%4 >= 2 {
+			g[h] = 1 - i%2
+		}
+	}
+	ord := Arrange(hosts, Layout{Domains: d, Groups: g})
+	assert.Zero(t, sameNeighbours(ord, func(i int) int { return map[string]int{rackA: 0, rackB: 1}[d[hosts[i]]] }))
+	leaf := func(i int) int { return g[hosts[i]] }
+	assert.Equal(t, 6, sameNeighbours(Arrange(hosts, Layout{Domains: d}), leaf))
+	assert.Equal(t, 2, sameNeighbours(ord, leaf), "leaves break the tie: %v", ord)
+}
