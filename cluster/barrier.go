@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gdrconf/gdrconf/cluster/isolate"
+	"github.com/gdrconf/gdrconf/cluster/pairing"
+	"github.com/gdrconf/gdrconf/internal/clip"
 	"github.com/gdrconf/gdrconf/internal/sharedfile"
 )
 
@@ -23,8 +25,8 @@ import (
 // per run, so that one listing shows every host that arrived and nothing
 // of another run:
 //
-//	<root>/.gdrcluster/run-<run>/start/<host>      the host reached the start
-//	<root>/.gdrcluster/run-<run>/start.json        the start barrier, closed (Closed)
+//	<root>/.gdrcluster/run-<run>/start/<host>      the host reached the start (and its NVLink domain)
+//	<root>/.gdrcluster/run-<run>/start.json        the start barrier, closed (Closed; the domains)
 //	<root>/.gdrcluster/run-<run>/round-<k>/<host>  the host finished round k (Done)
 //	<root>/.gdrcluster/run-<run>/round-<k>.json    round k's barrier, closed
 //	<root>/.gdrcluster/run-<run>/alive/<host>@<n>  the host's heartbeat n (Heartbeat)
@@ -75,6 +77,14 @@ type Closed struct {
 	Why          string   `json:"why"` // what closed it
 	By           string   `json:"by"`  // the host whose task closed it
 	At           string   `json:"at"`  // when, RFC 3339 (By's clock)
+	// Domains (the start barrier's): the NVLink domain each host that
+	// arrived published in its marker (BarrierOptions.Domain), hosts
+	// without one left out. The task that closes the barrier reads the
+	// markers, once; every planner then reads the same domains here.
+	Domains map[string]string `json:"nvlink_domains,omitempty"`
+	// DomainNotes name the markers whose domain could not be read or is
+	// not one (pairing.CheckDomain): those hosts are planned as without.
+	DomainNotes []string `json:"nvlink_domain_notes,omitempty"`
 }
 
 // LateError is a host that reached a barrier after it closed without it:
@@ -105,6 +115,9 @@ type BarrierOptions struct {
 	// only ever shorten a wait: the timeout bounds it whatever they do.
 	Quiet time.Duration
 	Ops   *FileOps // counts the file operations; nil: not counted
+	// Domain is this host's NVLink domain, which Start publishes in its
+	// marker ("" where it has none: no line is written).
+	Domain string
 }
 
 // DefaultPoll is the time between two looks at a barrier.
@@ -164,9 +177,57 @@ func newBarrier(o BarrierOptions, name string, now time.Time) *barrier {
 	return b
 }
 
-// arrive writes this task's marker: the run and the time.
+// domainLine starts the marker's line that names the host's NVLink
+// domain.
+const domainLine = "nvlink-domain "
+
+// arrive writes this task's marker: the run and the time, and the host's
+// NVLink domain where it has one.
 func (b *barrier) arrive(now time.Time) error {
-	return b.fs.write(filepath.Join(b.dir, b.o.Self), []byte(b.o.Run+"\n"+now.UTC().Format(time.RFC3339)+"\n"))
+	m := b.o.Run + "\n" + now.UTC().Format(time.RFC3339) + "\n"
+	if b.o.Domain != "" {
+		m += domainLine + b.o.Domain + "\n"
+	}
+	return b.fs.write(filepath.Join(b.dir, b.o.Self), []byte(m))
+}
+
+// maxMarker bounds a marker read: the run, the time and a domain line.
+const maxMarker = 4 << 10
+
+// domains reads the NVLink domain of each host that arrived from its
+// marker (the closing task's, once per host). A marker that does not read
+// or whose domain is not one (pairing.CheckDomain) gives a note and no
+// domain: that host is planned as one without.
+func (b *barrier) domains(arrived []string) (map[string]string, []string) {
+	var doms map[string]string
+	var notes []string
+	for _, h := range arrived {
+		raw, err := b.fs.readFile(filepath.Join(b.dir, h), maxMarker)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s: its start marker does not read (%v): planned without an NVLink domain", h, err))
+			continue
+		}
+		d, found := "", false
+		lines := strings.Split(string(raw), "\n")
+		for _, line := range lines[min(2, len(lines)):] { // after the run and the time
+			if v, ok := strings.CutPrefix(line, domainLine); ok {
+				d, found = v, true
+				break
+			}
+		}
+		if !found || d == "" {
+			continue
+		}
+		if err := pairing.CheckDomain(d); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: %v: planned without an NVLink domain", h, err))
+			continue
+		}
+		if doms == nil {
+			doms = map[string]string{}
+		}
+		doms[h] = d
+	}
+	return doms, notes
 }
 
 // readClosed returns the closed file, nil while there is none. A file
@@ -239,6 +300,13 @@ func (b *barrier) poll(now time.Time) (*Closed, error) {
 		for _, h := range missing {
 			c.MissingIndex = append(c.MissingIndex, b.index[h])
 		}
+		var arrived []string
+		for _, h := range b.o.Hosts {
+			if there[h] {
+				arrived = append(arrived, h)
+			}
+		}
+		c.Domains, c.DomainNotes = b.domains(arrived)
 	}
 	raw, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
@@ -326,6 +394,11 @@ func (b *barrier) wait(ctx context.Context) (Closed, error) {
 // over the others (isolate.Liveness). A host that arrives after it closed
 // gets a LateError naming it.
 func Start(ctx context.Context, o BarrierOptions) (Closed, error) {
+	if o.Domain != "" {
+		if err := pairing.CheckDomain(o.Domain); err != nil {
+			return Closed{}, fmt.Errorf("%s cannot publish its NVLink domain: %w", o.Self, err)
+		}
+	}
 	b := newBarrier(o, StartBarrier, time.Now())
 	if err := b.arrive(time.Now()); err != nil {
 		return Closed{}, fmt.Errorf("marking the start under GDR_REPORTS=%q: %w", o.Root, err)
@@ -493,6 +566,50 @@ func parseBeat(name string) (string, int64, bool) {
 func readClosedFile(f fsys, root, run, name string) (*Closed, error) {
 	b := &barrier{o: BarrierOptions{Run: run}, fs: f, name: name, closed: filepath.Join(RunDir(root, run), name+".json")}
 	return b.readClosed(time.Time{}) // a zero deadline: a file that does not decode is an error
+}
+
+// HostDomain is the NVLink domain a host publishes from its GPUs' (one
+// value per GPU in a domain; nvml.Fabric.Domain): the one they share, ""
+// when none has one. GPUs in different domains, or a value that is not a
+// domain (pairing.CheckDomain), give "" and an error saying why: the host
+// is then planned as one without a domain, never with a guessed one.
+func HostDomain(gpus []string) (string, error) {
+	var seen []string
+	for _, d := range gpus {
+		if d == "" || slices.Contains(seen, d) {
+			continue
+		}
+		if err := pairing.CheckDomain(d); err != nil {
+			return "", err
+		}
+		seen = append(seen, d)
+	}
+	switch len(seen) {
+	case 0:
+		return "", nil
+	case 1:
+		return seen[0], nil
+	}
+	return "", fmt.Errorf("this host's GPUs are in %d NVLink domains (%s): it publishes none", len(seen), first10(seen))
+}
+
+// StartDomains are the NVLink domains the hosts of run published at the
+// start barrier (Closed.Domains); nil before it closed, or when none did.
+// A domain the file holds that is not one (a foreign or damaged file) is
+// an error naming the host and the value.
+func StartDomains(root, run string) (pairing.Domains, error) {
+	c, err := readClosedFile(fsys{}, root, run, StartBarrier)
+	if err != nil || c == nil || len(c.Domains) == 0 {
+		return nil, err
+	}
+	d := make(pairing.Domains, len(c.Domains))
+	for h, v := range c.Domains {
+		if err := pairing.CheckDomain(v); err != nil {
+			return nil, fmt.Errorf("%s: host %s: %w", filepath.Join(RunDir(root, run), StartBarrier+".json"), clip.Quote(h), err)
+		}
+		d[h] = v
+	}
+	return d, nil
 }
 
 // LivenessBefore is what the closed barriers of run under root say before

@@ -40,6 +40,11 @@ type Config struct {
 	// rounds pair hosts across groups (pairing.Order).
 	Topology string
 	Groups   pairing.Groups
+	// Domains are not a variable: the NVLink domains the hosts published
+	// at the start barrier (StartDomains), which gdrcluster plan reads
+	// before it plans. The schedule's rounds pair hosts across domains
+	// first, groups second (pairing.Arrange).
+	Domains pairing.Domains
 }
 
 // ConfigVars lists every variable ParseConfig reads.

@@ -58,6 +58,11 @@ type Plan struct {
 	// idles, and its pair is not judged (isolate.Stopped).
 	PeerStopped   string `json:"peer_stopped,omitempty"`
 	PeerStoppedIn int    `json:"peer_stopped_in,omitempty"`
+	// NVLinkDomain and PeerNVLinkDomain are the NVLink domains the host and
+	// its peer published at the start barrier (Config.Domains), which the
+	// planner paired across; absent where a host had none.
+	NVLinkDomain     string `json:"nvlink_domain,omitempty"`
+	PeerNVLinkDomain string `json:"peer_nvlink_domain,omitempty"`
 }
 
 // Idle is Plan.Role for a host without a peer this round.

@@ -89,7 +89,7 @@ func RanBefore(root, run, host string, k int) (bool, error) {
 // whose partner stopped idles. Every task computes the same from the same
 // files.
 func PlanRound(task jobenv.Task, c Config, secret []byte, k int, results []isolate.Result, live isolate.Liveness) Step {
-	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live.Before(k), Groups: c.Groups})
+	r, done := isolate.Round(c.Pairing, task.Names, k, c.RepairRounds, results, isolate.Options{MinFraction: c.MinFraction, Live: live.Before(k), Groups: c.Groups, Domains: c.Domains})
 	return PlanFrom(task, c, secret, k, r, done, live)
 }
 
@@ -98,7 +98,7 @@ func PlanFrom(task jobenv.Task, c Config, secret []byte, k int, r pairing.Round,
 	live = live.Before(k)
 	job := pairing.Job{Key: task.Key(), Secret: secret, Ports: c.Ports}
 	p := Plan{Round: k, Host: task.Self(), Index: task.Index, Hosts: len(task.Names), Repair: r.Repair,
-		Role: Idle, Pairing: string(c.Pairing), Job: task.Key(), Run: task.Run()}
+		Role: Idle, Pairing: string(c.Pairing), Job: task.Key(), Run: task.Run(), NVLinkDomain: c.Domains[task.Self()]}
 	s := Step{Plan: p, Done: done, Dir: RoundDir(c.Reports, task.Self(), k)}
 	if done {
 		for _, h := range task.Names {
@@ -113,6 +113,7 @@ func PlanFrom(task jobenv.Task, c Config, secret []byte, k int, r pairing.Round,
 		s.Plan.PeerStopped, s.Plan.PeerStoppedIn = task.Names[peer], live.Stopped[task.Names[peer]]
 	} else if ok {
 		s.Plan.Peer, s.Plan.PeerAddr, s.Plan.Port = task.Names[peer], task.Addrs[peer], job.Port(k)
+		s.Plan.PeerNVLinkDomain = c.Domains[s.Plan.Peer]
 		// Bound to this pair: a host reached by mistake (or one that
 		// claims another's place) fails the proof.
 		s.Token = job.Token(k, task.Self(), s.Plan.Peer)

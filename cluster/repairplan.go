@@ -84,7 +84,7 @@ func RepairPlan(ctx context.Context, o RepairOptions, k int) (r pairing.Round, d
 		return pairing.Round{}, false, err
 	}
 	r, done = isolate.Round(o.Config.Pairing, o.Task.Names, k, o.Config.RepairRounds, results,
-		isolate.Options{MinFraction: o.Config.MinFraction, Live: o.Live.Before(k)})
+		isolate.Options{MinFraction: o.Config.MinFraction, Live: o.Live.Before(k), Domains: o.Config.Domains})
 	rf := repairFile{Run: run, Round: k, Done: done, Pairs: r.Pairs, By: self}
 	if rf.Pairs == nil {
 		rf.Pairs = []pairing.Pair{}

@@ -105,10 +105,23 @@ stop_if_stopped() {
 tmp="${TMPDIR:-/tmp}/gdrconf-rounds.$$"
 mkdir -m 700 "$tmp" || { echo "rounds.sh: cannot make $tmp for the round plans" >&2; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
+# This host's NVLink domain (GB200/GB300 NVL72), which gdrcluster start
+# publishes so that the planner pairs across domains (docs/clusters.md):
+# NVML's fabric info as the suite's GPU-16 reads it, run alone here (the
+# suite holds the one NVML reader; gdrcluster is static and loads none).
+# No GPU test binary, no GPU, no driver or no domain: none is published and
+# the host pairs as before; its status is not the run's.
+bin="$(dirname "$suite")/bin"
+identity=()
+if [ -x "$bin/gpu.test" ] && [ -x "$bin/test2json" ]; then
+	run_cmd "$bin/test2json" -t -p gpu "$bin/gpu.test" -test.v=test2json -test.count=1 -test.run '^TestGPU16Identity$' >"$tmp/identity.json" 2>/dev/null
+	stop_if_stopped " reading its NVLink domain"
+	identity=(-identity "$tmp/identity.json")
+fi
 # The start barrier: image pulls and node boots skew a large fleet's start
 # by minutes, and a round-0 partner that is not there yet would fail its
 # pair. 4: this host came after the barrier closed; it stops here.
-run_cmd "$gdrcluster" start
+run_cmd "$gdrcluster" start ${identity[@]+"${identity[@]}"}
 rc=$?
 stop_if_stopped " at the start barrier"
 [ "$rc" = 0 ] || exit "$rc"

@@ -169,6 +169,11 @@ func loadCluster(dir string, opt isolate.Options, run string) ([]Run, *isolate.A
 	if opt.Live, err = cluster.Liveness(dir, run); err != nil {
 		return nil, nil, "", err
 	}
+	// The NVLink domains the hosts published at the start, which the
+	// planner paired across: each host's is named beside its fabric state.
+	if opt.Domains, err = cluster.StartDomains(dir, run); err != nil {
+		return nil, nil, "", err
+	}
 	a := isolate.Analyze(hosts, results, opt)
 	order := map[string]int{}
 	for i, h := range a.Hosts {
@@ -817,6 +822,41 @@ func (r *Report) fabric(host string) *isolate.Host {
 	return nil
 }
 
+// domainsLine says which NVLink domain each host published at the start
+// (the planner paired across them): "NVLink domains (pairs planned across
+// them): <domain>: h1, h2; <domain>: h3, h4; 2 hosts in none", "" when no
+// host published one.
+func domainsLine(hosts []isolate.Host) string {
+	var order []string
+	by := map[string][]string{}
+	none := 0
+	for _, h := range hosts {
+		if h.NVLinkDomain == "" {
+			none++
+			continue
+		}
+		if _, ok := by[h.NVLinkDomain]; !ok {
+			order = append(order, h.NVLinkDomain)
+		}
+		by[h.NVLinkDomain] = append(by[h.NVLinkDomain], h.Host)
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(order)+1)
+	for _, d := range order {
+		hs := by[d]
+		if len(hs) > 10 {
+			hs = append(hs[:10:10], fmt.Sprintf("and %d more", len(by[d])-10))
+		}
+		parts = append(parts, d+": "+strings.Join(hs, ", "))
+	}
+	if none > 0 {
+		parts = append(parts, fmt.Sprintf("%d hosts in none", none))
+	}
+	return "NVLink domains (pairs planned across them): " + strings.Join(parts, "; ")
+}
+
 // clusterText is summary.txt's cluster part.
 func (r *Report) clusterText(b *strings.Builder) {
 	c := r.Cluster
@@ -828,6 +868,9 @@ func (r *Report) clusterText(b *strings.Builder) {
 		rounds[roundLabel(p)] = true
 	}
 	fmt.Fprintf(b, "\nCluster: %d pair results on %d rails in %d rounds; %d suspects, %d bad links\n", len(c.Pairs), len(r.rails), len(rounds), len(c.Suspects), len(c.Links))
+	if line := domainsLine(c.Hosts); line != "" {
+		fmt.Fprintf(b, "  %s\n", line)
+	}
 	if f := r.Findings; f != nil {
 		fmt.Fprintf(b, "  %s (%s)\n", f.Line, f.Verdict)
 		for _, s := range f.Suspects {

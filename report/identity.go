@@ -275,7 +275,7 @@ func (id *Identity) fillInventory(c *Case) {
 		if g := a["gdr.gpu"]; pci.IsBDF(g) && c.Parent != nil {
 			inv().MergeGPU(inventory.GPU{BDF: g, Model: a["gdr.gpu_name"], UUID: a["gdr.gpu_uuid"], Serial: a["gdr.gpu_serial"],
 				PartNumber: a["gdr.gpu_part_number"], VBIOS: a["gdr.vbios"], InfoROM: a["gdr.inforom_image"],
-				InfoROMOEM: a["gdr.inforom_oem"], ModuleID: a["gdr.gpu_module_id"], NVLinkDomain: a["gdr.nvlink_domain"]})
+				InfoROMOEM: a["gdr.inforom_oem"], ModuleID: a["gdr.gpu_module_id"], NVLinkDomain: a[AttrNVLinkDomain]})
 		}
 	case "INST-09":
 		if v := a["gdr.ofed_version"]; v != "" {
@@ -285,6 +285,23 @@ func (id *Identity) fillInventory(c *Case) {
 			inv().Software.RDMACorePackage = v
 		}
 	}
+}
+
+// AttrNVLinkDomain is the attribute GPU-16 records a GPU's multi-node
+// NVLink domain in (NVML's fabric info, nvml.Fabric.Domain).
+const AttrNVLinkDomain = "gdr.nvlink_domain"
+
+// NVLinkDomains are the NVLink domains GPU-16 recorded in events (one per
+// GPU in one, in event order): what gdrcluster start publishes, read from
+// a run of GPU-16 alone before the start barrier.
+func NVLinkDomains(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Action == "attr" && e.Key == AttrNVLinkDomain {
+			out = append(out, e.Value)
+		}
+	}
+	return out
 }
 
 // ReadIdentity reads a host.json.

@@ -33,7 +33,10 @@ type hostJSON struct {
 	Fabric   isolate.State `json:"fabric,omitempty"`
 	BadRails []int         `json:"bad_rails,omitempty"`
 	Liveness string        `json:"liveness,omitempty"`
-	Counts   countsJSON    `json:"counts"`
+	// NVLinkDomain: the NVLink domain the host published at the start
+	// barrier, which the planner paired across; absent where it had none.
+	NVLinkDomain string     `json:"nvlink_domain,omitempty"`
+	Counts       countsJSON `json:"counts"`
 	// Soak is the host's soak run, its series downsampled; absent when it
 	// ran none.
 	Soak *Soak `json:"soak,omitempty"`
@@ -69,7 +72,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		c := h.Counts()
 		hj.Counts = countsJSON{Must: c.Must, ReportOnly: c.ReportOnly, Cases: c.Cases}
 		if f := r.fabric(h.Identity.Host); f != nil {
-			hj.Fabric, hj.BadRails, hj.Liveness = f.Fabric, f.BadRails, f.Liveness
+			hj.Fabric, hj.BadRails, hj.Liveness, hj.NVLinkDomain = f.Fabric, f.BadRails, f.Liveness, f.NVLinkDomain
 		}
 		hosts = append(hosts, hj)
 	}

@@ -2,7 +2,8 @@
 // inside each task that Slurm (srun -N<n> --ntasks-per-node=1) or a
 // Kubernetes Indexed Job started; it starts nothing and reaches no host.
 //
-//	gdrcluster start                     the start barrier: wait for every task (GDR_START_TIMEOUT)
+//	gdrcluster start [-identity FILE]    the start barrier: wait for every task (GDR_START_TIMEOUT);
+//	                                     publish this host's NVLink domain (GPU-16's events in FILE)
 //	gdrcluster heartbeat                 mark this task alive until it ends (run in the background)
 //	eval "$(gdrcluster plan -round K)"   this task's round K: GDR_PLAN (run, idle, done),
 //	                                     GDR_ROLE, GDR_PEER, GDR_LISTEN, GDR_TOKEN, ...,
@@ -41,13 +42,14 @@ import (
 	"github.com/gdrconf/gdrconf/cluster/jobenv"
 	"github.com/gdrconf/gdrconf/cluster/pairing"
 	"github.com/gdrconf/gdrconf/internal/config"
+	"github.com/gdrconf/gdrconf/report"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gdrcluster start | heartbeat | plan|done|wait -round K | isolate [-json] [-reports DIR] [-run ID] | hosts [-addrs] | gres-gpus GRES`
+const usage = `usage: gdrcluster start [-identity FILE] | heartbeat | plan|done|wait -round K | isolate [-json] [-reports DIR] [-run ID] | hosts [-addrs] | gres-gpus GRES`
 
 // exitLate is the status of start and wait for a host the barrier closed
 // without.
@@ -78,6 +80,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 	runID := fs.String("run", "", "isolate: the run to judge where the folder holds several (plan.json's run; inside a job, the job's own)")
 	addrs := fs.Bool("addrs", false, "hosts: print the address a peer dials")
 	timeout := fs.Duration("timeout", 0, "start, wait: close the barrier after this long (default GDR_START_TIMEOUT, GDR_ROUND_TIMEOUT)")
+	identity := fs.String("identity", "", "start: go test -json events of GPU-16 (rounds.sh runs it alone first) whose NVLink domain this host publishes; absent or empty: none")
 	quiet := fs.Duration("quiet", -1, "wait: close early when the missing hosts' heartbeats stood still this long (default from GDR_ROUND_TIMEOUT; 0: never)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -99,7 +102,7 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		}
 		err = withTask(lookup, cfg, func() error { return nil }, func(t jobenv.Task) error {
 			c, err := cluster.Start(context.Background(), cluster.BarrierOptions{Root: cfg.Reports, Run: t.Run(), Self: t.Self(),
-				Hosts: t.Names, Timeout: cfg.StartTimeout})
+				Hosts: t.Names, Timeout: cfg.StartTimeout, Domain: hostDomain(*identity, stderr)})
 			return closed(c, err, cfg.Reports, stderr)
 		})
 	case "heartbeat":
@@ -154,6 +157,38 @@ func run(args []string, lookup func(string) (string, bool), stdout, stderr io.Wr
 		return fail(stderr, err)
 	}
 	return 0
+}
+
+// hostDomain is the NVLink domain this host publishes at the start: the
+// one GPU-16 recorded in the events file path holds (NVML's fabric info,
+// read by the suite's one NVML reader: this binary is static and loads no
+// NVML). No file, no GPU, no driver or no domain: "", and the host is
+// planned as one without. A file that does not read or GPUs that disagree
+// are said on w, and the host publishes none: the domain steers the
+// pairing, it never stops the run.
+func hostDomain(path string, w io.Writer) string {
+	if path == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		fmt.Fprintf(w, "gdrcluster: -identity: %v; this host publishes no NVLink domain\n", err)
+		return ""
+	}
+	defer f.Close()
+	evs, err := report.ReadEvents(f)
+	if err != nil {
+		fmt.Fprintf(w, "gdrcluster: -identity %s: %v; this host publishes no NVLink domain\n", path, err)
+		return ""
+	}
+	d, err := cluster.HostDomain(report.NVLinkDomains(evs))
+	if err != nil {
+		fmt.Fprintf(w, "gdrcluster: -identity %s: %v; this host publishes no NVLink domain\n", path, err)
+	}
+	return d
 }
 
 // closed says on w which hosts a barrier closed without, and what they
@@ -249,6 +284,11 @@ func plan(lookup func(string) (string, bool), cfg cluster.Config, k int, check f
 	if err != nil {
 		return err
 	}
+	// The NVLink domains the hosts published at the start: the same file
+	// for every task, so every task pairs across the same domains.
+	if cfg.Domains, err = cluster.StartDomains(cfg.Reports, t.Run()); err != nil {
+		return err
+	}
 	started := len(t.Names) - len(live.NotStarted)
 	var s cluster.Step
 	if k >= len(pairing.Base(cfg.Pairing, started)) {
@@ -296,7 +336,11 @@ func isolateCmd(lookup func(string) (string, bool), cfg cluster.Config, root, ru
 	if err != nil {
 		return err
 	}
-	a := isolate.Analyze(hosts, results, isolate.Options{MinFraction: cfg.MinFraction, Live: live})
+	doms, err := cluster.StartDomains(root, run)
+	if err != nil {
+		return err
+	}
+	a := isolate.Analyze(hosts, results, isolate.Options{MinFraction: cfg.MinFraction, Live: live, Domains: doms})
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
