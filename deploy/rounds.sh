@@ -114,7 +114,7 @@ trap 'rm -rf "$tmp"' EXIT
 bin="$(dirname "$suite")/bin"
 identity=()
 if [ -x "$bin/gpu.test" ] && [ -x "$bin/test2json" ]; then
-	run_cmd "$bin/test2json" -t -p gpu "$bin/gpu.test" -test.v=test2json -test.count=1 -test.run '^TestGPU16Identity$' >"$tmp/identity.json" 2>/dev/null
+	run_cmd "$bin/test2json" -t -p gpu "$bin/gpu.test" -test.v=test2json -test.count=1 -test.timeout 2m -test.run '^TestGPU16Identity$' >"$tmp/identity.json" 2>/dev/null
 	stop_if_stopped " reading its NVLink domain"
 	identity=(-identity "$tmp/identity.json")
 fi
