@@ -59,6 +59,9 @@ them as root where they are missing; present, any user builds.
   lab-cluster-live
                lab-cluster-host with a node 90 s late and  root, qemu, network (first)    ~20
                one killed in round 1 (not in CI)
+  lab-cluster-soak
+               lab-cluster with GDR_SOAK=2m: every host     root, qemu, network (first)    ~7
+               soaks in its first round (not in CI)
   lab-k8s      the four VMs as Kubernetes nodes of a real   root, qemu, network (first)    ~10
                control plane; deploy/k8s's Job, a rail      (+6 the first time: builds
                degraded (.ci/run runs it last)              Kubernetes)
@@ -279,6 +282,15 @@ lab-cluster-host: deps-unit $(LAB_BIN)
 # Not in CI: the late task and the dead node's quiet heartbeat add minutes.
 lab-cluster-live: deps $(LAB_BIN)
 	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_LATE=vm3:90s LAB_KILL=vm4:round1 LAB_REPORTS=reports/lab-cluster-live $(LAB_BIN) -mode cluster
+# The cluster lab with a soak (not in CI): the shipped sbatch script with
+# GDR_SOAK=2m in the job's environment, as a user exports it; nothing
+# degraded. Every host must soak in its first round, all rails of its pair
+# at once, and the merged report must show each host's soak, judged
+# (docs/soak.md#fleets). GDR_SOAK_STABLE_FRACTION=0.5: vm1 also runs
+# slurmctld, and its rate under TCG wandered to 0.80 of its start with no
+# fault.
+lab-cluster-soak: deps-unit $(LAB_BIN)
+	GO=$(GO) LAB_DEGRADE=none LAB_PKGS='./conformance/pingpong ./conformance/soak ./conformance/gpu' LAB_ENV='GDR_SOAK=2m GDR_SOAK_STABLE_FRACTION=0.5' LAB_REPORTS=reports/lab-cluster-soak $(LAB_BIN) -mode cluster
 # The cluster lab's VMs as Kubernetes nodes: a control plane built from the
 # published Kubernetes modules (cached in .cache/lab/k8s-<key>) on this
 # machine, containerd, kubelet and a device plugin in every VM, CoreDNS;
@@ -288,7 +300,7 @@ lab-cluster-live: deps $(LAB_BIN)
 lab-k8s: deps-unit $(LAB_BIN)
 	tools="$$(GO=$(GO) $(LAB_BIN) k8s-tools)" && GDR_LAB_K8S_TOOLS="$$tools" $(GO) test -count=1 -run TestControlPlaneRuns -v ./lab/kube/
 	GO=$(GO) $(LAB_BIN) -mode k8s
-.PHONY: lab-kill lab-faults lab-soak lab-cluster lab-cluster-host lab-cluster-live lab-k8s FORCE
+.PHONY: lab-kill lab-faults lab-soak lab-cluster lab-cluster-host lab-cluster-live lab-cluster-soak lab-k8s FORCE
 
 # Every fuzz target in the repo, FUZZTIME each (go test takes one -fuzz
 # target per run). Short minimization: the default stalls on small machines.

@@ -19,6 +19,7 @@ import (
 	"github.com/gdrconf/gdrconf/cluster"
 	"github.com/gdrconf/gdrconf/cluster/isolate"
 	"github.com/gdrconf/gdrconf/internal/clip"
+	"github.com/gdrconf/gdrconf/internal/config"
 	"github.com/gdrconf/gdrconf/internal/reqs"
 	"github.com/gdrconf/gdrconf/lab/emugpu"
 	"github.com/gdrconf/gdrconf/lab/vm"
@@ -605,6 +606,9 @@ func RunCluster(ctx context.Context, o Options) error {
 			problems = append(problems, LiveVerdict(sum, lc)...)
 		}
 		problems = append(problems, ActionsVerdict(r.o.ReportDir, sum, gone, col.pods)...)
+		if soakAsked(r.clusterEnv()) {
+			problems = append(problems, SoakVerdict(sum)...)
+		}
 		problems = append(problems, b.checks(sum, gone, rounds)...)
 		if o.EmulatedGPU && c.Suite == SuitePingpong {
 			problems = append(problems, ClusterGPUVerdict(rep, gone)...)
@@ -926,12 +930,49 @@ type ClusterHost struct {
 		Node   string `json:"node"`   // the machine's own name where the report names a pod
 		Strict bool   `json:"strict"` // the host ran with GDR_STRICT=1
 	} `json:"identity"`
-	Earlier      bool `json:"earlier_run"` // superseded by a later run of the host: not in the verdict
-	Requirements []struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-	} `json:"requirements"`
+	Earlier      bool         `json:"earlier_run"` // superseded by a later run of the host: not in the verdict
+	Requirements []ClusterReq `json:"requirements"`
+	// Soak is the host's soak as the merge found it (its soak.json, from
+	// the round it soaked in); nil where none.
+	Soak *struct {
+		Rails []json.RawMessage `json:"rails"`
+	} `json:"soak"`
+}
+
+// SoakVerdict checks a cluster run that asked for a soak (GDR_SOAK in the
+// job's environment): every host soaked (the merge found its soak.json)
+// and judged it (SOAK-02, which every soak judges on a rail or a GPU, is
+// neither not run nor not asked).
+func SoakVerdict(s *ClusterSummary) []string {
+	var problems []string
+	for _, h := range s.Hosts {
+		if h.Earlier {
+			continue
+		}
+		if h.Soak == nil {
+			problems = append(problems, fmt.Sprintf("host %s: GDR_SOAK was set, but the merged report has no soak of it (no soak.json in its rounds)", h.Host))
+			continue
+		}
+		if len(h.Soak.Rails) == 0 {
+			problems = append(problems, fmt.Sprintf("host %s: its soak carried no rail's traffic", h.Host))
+		}
+		i := slices.IndexFunc(h.Requirements, func(r ClusterReq) bool { return r.ID == "SOAK-02" })
+		switch {
+		case i < 0:
+			problems = append(problems, fmt.Sprintf("host %s: the merged report has no SOAK-02", h.Host))
+		case h.Requirements[i].Status != "pass" && h.Requirements[i].Status != "fail":
+			r := h.Requirements[i]
+			problems = append(problems, fmt.Sprintf("host %s: SOAK-02 %s (%s), want it judged", h.Host, r.Status, r.Reason))
+		}
+	}
+	return problems
+}
+
+// ClusterReq is one requirement of a host in the merged summary.json.
+type ClusterReq struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
 }
 
 // strictAbsent is the prefix of a requirement that failed only because
@@ -1301,6 +1342,18 @@ func (r *runner) printCluster(s *ClusterSummary, rep *report.Report, degrade []D
 		fmt.Fprintf(w, "isolation: %s; junit.xml %s failed: [%s]\n", s.Cluster.Line, report.IsolationSuite, strings.Join(s.IsolationFailed, ", "))
 	}
 	fmt.Fprintf(w, "merge exit status: %d (gdrreport's for this report: %s)\n", s.Exit, rep.Verdict.Line)
+}
+
+// soakAsked says whether the job's environment asks for a soak (GDR_SOAK
+// set, not zero: config.ParseSoak reads it as the suite does).
+func soakAsked(env []string) bool {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "GDR_SOAK="); ok {
+			d, err := config.ParseSoak(v)
+			return err == nil && d > 0
+		}
+	}
+	return false
 }
 
 func hasEnv(env []string, name string) bool {

@@ -593,3 +593,23 @@ func TestPowerOffHung(t *testing.T) {
 	assert.Contains(t, out.String(), "VM vm1 finished its steps but had not powered off 1m0s later")
 	assert.Contains(t, out.String(), "last words")
 }
+
+// A cluster run that asked for a soak must show every host's soak, judged.
+func TestSoakVerdict(t *testing.T) {
+	assert.True(t, soakAsked([]string{"GDR_SOAK=2m"}))
+	assert.False(t, soakAsked([]string{"GDR_SOAK=2m", "GDR_SOAK=0"}), "the last setting wins")
+	assert.False(t, soakAsked([]string{"GDR_SOAKX=2m"}))
+	var s ClusterSummary
+	require.NoError(t, json.Unmarshal([]byte(`{"hosts":[
+	  {"host":"vm1","soak":{"rails":[{"rail":0}]},"requirements":[{"id":"SOAK-02","status":"pass"}]},
+	  {"host":"vm2","requirements":[{"id":"SOAK-02","status":"skip","reason":"not asked"}]},
+	  {"host":"vm3","soak":{"rails":[{"rail":0}]},"requirements":[{"id":"SOAK-02","status":"not run","reason":"not reached"}]},
+	  {"host":"vm4","soak":{},"requirements":[{"id":"SOAK-01","status":"fail"}]},
+	  {"host":"vm5","earlier_run":true}]}`), &s))
+	assert.Equal(t, []string{
+		"host vm2: GDR_SOAK was set, but the merged report has no soak of it (no soak.json in its rounds)",
+		"host vm3: SOAK-02 not run (not reached), want it judged",
+		"host vm4: its soak carried no rail's traffic",
+		"host vm4: the merged report has no SOAK-02",
+	}, SoakVerdict(&s))
+}

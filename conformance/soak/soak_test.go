@@ -106,7 +106,11 @@ func judge(t *testing.T, id string, need needs) {
 		testenv.Absent(t, "", "no GPU copied during the soak: %s", res.GPUsWhy)
 	}
 	var mine []model.Result
-	for _, r := range model.JudgeAll(s, model.DefaultThresholds()) {
+	th := model.DefaultThresholds()
+	if fr := testenv.Config(t).SoakStableFraction; fr > 0 {
+		th.MinStableRatio, th.StableSource = fr, "GDR_SOAK_STABLE_FRACTION"
+	}
+	for _, r := range model.JudgeAll(s, th) {
 		if r.Req == id {
 			mine = append(mine, r)
 		}

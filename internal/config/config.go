@@ -164,6 +164,10 @@ type Config struct {
 	// rate before a retrain that a rail keeps after it (SOAK-08); 0 when
 	// unset (internal/soak's default then).
 	SoakRecoveryFraction float64
+	// SoakStableFraction is GDR_SOAK_STABLE_FRACTION: the share of its
+	// first quarter's rate a rail keeps in the soak's last quarter
+	// (SOAK-06); 0 when unset (internal/soak's default then).
+	SoakStableFraction float64
 	// SoakSkip is GDR_SOAK_SKIP, set by rounds.sh where a cluster run
 	// asked for a soak that this round cannot give (a host whose first
 	// round is not round 0 meets a partner that soaked already): why, in
@@ -220,7 +224,7 @@ var Vars = []string{
 	"GDR_BW_ITERS", "GDR_TX_DEPTH", "GDR_QPS", "GDR_IB_TIMEOUT",
 	"GDR_MIN_CONCURRENT_FRACTION", "GDR_MIN_P2P_NVLINK_FRACTION", "GDR_MIN_P2P_PCIE_FRACTION", "GDR_LEAK_CHECK",
 	"GDR_IB_TC", "GDR_IB_SL", "GDR_GID_NETDEV", "GDR_SUITE_LOCK",
-	"GDR_REPORTS", "GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP", "GDR_SOAK_RECOVERY_FRACTION", "GDR_SOAK_SKIP",
+	"GDR_REPORTS", "GDR_SOAK", "GDR_SOAK_INTERVAL", "GDR_SOAK_LINK_EVERY", "GDR_SOAK_FLAP", "GDR_SOAK_RECOVERY_FRACTION", "GDR_SOAK_STABLE_FRACTION", "GDR_SOAK_SKIP",
 }
 
 // Load reads the process environment.
@@ -588,6 +592,7 @@ func parseSoak(get func(string) (string, bool), c *Config, bad func(string, stri
 		c.SoakFlap = b
 	}
 	c.SoakRecoveryFraction = ParseFloat(get, "GDR_SOAK_RECOVERY_FRACTION", 0, 1, "a fraction of the rate before the retrain: 0.8, not 80%", c.SoakRecoveryFraction, bad)
+	c.SoakStableFraction = ParseFloat(get, "GDR_SOAK_STABLE_FRACTION", 0, 1, "a fraction of the first quarter's rate: 0.8, not 80%", c.SoakStableFraction, bad)
 	if v, ok := get("GDR_SOAK_SKIP"); ok && v != "" {
 		if len(v) > 500 || strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 			bad("GDR_SOAK_SKIP", v, "one line of printable text, at most 500 bytes")

@@ -59,6 +59,9 @@ type Thresholds struct {
 	// span of the worst window reported beside it.
 	MinStableRatio float64
 	StableWindow   time.Duration
+	// StableSource is where MinStableRatio comes from when not SrcStable
+	// (GDR_SOAK_STABLE_FRACTION).
+	StableSource string
 	// MaxRecovery is how long a deliberately retrained port may take to be
 	// ACTIVE again, MinRecoveryRatio the rate it keeps after it against
 	// before (SOAK-08, SrcRecovery).

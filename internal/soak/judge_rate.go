@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -247,7 +248,7 @@ func JudgeStable(s *Series, th Thresholds) []Result {
 				Remedy:    "the rate decayed as the run went on: compare with the GPU's clocks and temperature (SOAK-05), the optic's temperature and BER (SOAK-04) and the host's CPU and memory load over the same time; a NIC or GPU that slows once warm needs its cooling checked",
 				Measured:  "gdr.stable_ratio",
 				Threshold: "gdr.min_stable_ratio",
-				Source:    SrcStable,
+				Source:    cmp.Or(th.StableSource, SrcStable),
 				Evidence:  ev,
 			})
 		}

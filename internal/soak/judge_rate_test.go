@@ -71,8 +71,20 @@ func TestJudgeSag(t *testing.T) {
 	assert.Contains(t, f.Cause, "into the run (")
 	assert.Equal(t, "0.700", attrs(rs[1])["gdr.stable_ratio"])
 	assert.Contains(t, f.Evidence, "last quarter:")
+	assert.Equal(t, SrcStable, f.Source)
 	// The sag also holds the rail under its floor.
 	assert.Len(t, failing(JudgeDips(s, DefaultThresholds())), 1)
+
+	// GDR_SOAK_STABLE_FRACTION lowered to 0.6: 0.70 is kept, and a sag
+	// below it names the setting as the threshold's source.
+	th := DefaultThresholds()
+	th.MinStableRatio, th.StableSource = 0.6, "GDR_SOAK_STABLE_FRACTION"
+	assert.Empty(t, failing(JudgeStable(s, th)))
+	th.MinStableRatio = 0.75
+	fs := failing(JudgeStable(s, th))
+	require.Len(t, fs, 1)
+	assert.Equal(t, "GDR_SOAK_STABLE_FRACTION", fs[0].Source)
+	assert.Contains(t, fs[0].Cause, "below 0.75")
 
 	// A software device's rates (make lab-soak: 0.013 Gbit/s under TCG)
 	// keep their digits: one decimal read 0.0.
@@ -83,7 +95,7 @@ func TestJudgeSag(t *testing.T) {
 			*s.Samples[i].Rails[1].Gbps *= 0.5
 		}
 	}
-	fs := failing(JudgeStable(s, DefaultThresholds()))
+	fs = failing(JudgeStable(s, DefaultThresholds()))
 	require.Len(t, fs, 1)
 	assert.Contains(t, fs[0].Cause, "its last quarter averaged 0.0186 Gbit/s, 0.50 of its first quarter's 0.0371 Gbit/s")
 	assert.Contains(t, fs[0].Evidence, "00:00:10 0.0372 Gbit/s ACTIVE")
