@@ -130,8 +130,8 @@ func (im *Image) files() (map[string]string, []string, error) {
 	for gp, cands := range Tools {
 		found := ""
 		for _, c := range cands {
-			if st, err := os.Stat(filepath.Join(p.Root, c)); err == nil && st.Mode().IsRegular() {
-				found = filepath.Join(p.Root, c)
+			if hp, ok := inRoot(p.Root, c); ok {
+				found = hp
 				break
 			}
 		}
@@ -172,6 +172,35 @@ func (im *Image) files() (map[string]string, []string, error) {
 	}
 
 	return files, guestMods, nil
+}
+
+// inRoot resolves rel inside the unpacked packages at root to a regular
+// file, following symbolic links as the guest would: an absolute target
+// is inside root too (Debian's /sbin/ip -> /bin/ip), never this host's
+// file of that name, which is another build, or another architecture's.
+func inRoot(root, rel string) (string, bool) {
+	p := filepath.Join(root, rel)
+	for range 16 {
+		st, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			return "", false
+		case st.Mode().IsRegular():
+			return p, true
+		case st.Mode()&os.ModeSymlink == 0:
+			return "", false
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", false
+		}
+		if filepath.IsAbs(t) {
+			p = filepath.Join(root, t)
+		} else {
+			p = filepath.Join(filepath.Dir(p), t)
+		}
+	}
+	return "", false
 }
 
 // Layer writes the image's userland as an uncompressed tar, the one layer

@@ -153,3 +153,28 @@ func TestImageFromParts(t *testing.T) {
 		assert.False(t, strings.HasPrefix(n, "lab/") || n == "init" || n == "dev/console" || n == "dev/null", "%s in the layer", n)
 	}
 }
+
+// A tool that Debian ships as an absolute link (/sbin/ip -> /bin/ip) is
+// the parts' file, never this host's file of that name (another build, or
+// another architecture's on a foreign lab).
+func TestImageToolLinkStaysInParts(t *testing.T) {
+	p, _ := fakeParts(t)
+	ip := filepath.Join(p.Root, "sbin/ip")
+	require.NoError(t, os.Remove(ip))
+	require.NoError(t, os.Symlink("/bin/ip", ip))
+	require.NoError(t, os.MkdirAll(filepath.Join(p.Root, "bin"), 0o755))
+	tr, err := os.ReadFile("/bin/true")
+	require.NoError(t, err)
+	mine := append(tr, "the parts' ip"...) // an ELF still: the image reads its libraries
+	require.NoError(t, os.WriteFile(filepath.Join(p.Root, "bin/ip"), mine, 0o755))
+	im := &Image{Parts: p, Agent: "/bin/true", Jobs: map[string]Job{}}
+	dst := filepath.Join(t.TempDir(), "initrd.gz")
+	require.NoError(t, im.Build(dst))
+	assert.Equal(t, mine, gunzipNames(t, dst)["usr/sbin/ip"])
+
+	_, ok := inRoot(p.Root, "no/such/tool")
+	assert.False(t, ok)
+	require.NoError(t, os.Symlink("loop", filepath.Join(p.Root, "loop")))
+	_, ok = inRoot(p.Root, "loop")
+	assert.False(t, ok, "a link loop ends")
+}
