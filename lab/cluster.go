@@ -266,7 +266,7 @@ func (r *runner) clusterImage(ctx context.Context, im *vm.Image, parts *vm.Parts
 			if err != nil {
 				return err
 			}
-			im.Binaries[vm.GuestLibDir+"/libcuda.so.1"] = lib
+			im.Binaries[vm.AMD64.LibDir()+"/libcuda.so.1"] = lib
 		}
 	}
 	return nil
@@ -510,11 +510,11 @@ func RunCluster(ctx context.Context, o Options) error {
 		return err
 	}
 	t0 := time.Now()
-	qemu, err := vm.EnsureQEMU(ctx, &r.apt, r.logf)
+	qemu, err := vm.EnsureQEMU(ctx, vm.AMD64, &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
-	parts, err := vm.FetchParts(ctx, o.CacheDir, partsPackages(), &r.apt, r.logf)
+	parts, err := vm.FetchParts(ctx, o.CacheDir, vm.AMD64, partsPackages(), &r.apt, r.logf)
 	if err != nil {
 		return err
 	}

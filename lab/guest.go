@@ -25,7 +25,7 @@ import (
 
 // GuestMain is the lab VM's /init: it mounts the pseudo file systems, loads
 // the modules, brings up eth0 and rxe0, runs the job's steps and powers the
-// VM off. Results go to ttyS1 as records; the console (ttyS0) only gets a
+// VM off. Results go to ttyS1 (lab.results=) as records; the console only gets a
 // human-readable log. It never returns.
 func GuestMain() {
 	g := &guest{console: os.Stdout}
@@ -77,9 +77,18 @@ func (g *guest) main() error {
 		return err
 	}
 	g.sys = sys
-	out, err := os.OpenFile("/dev/ttyS1", os.O_WRONLY|unix.O_NOCTTY, 0)
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	// The record stream's port: lab.results= (vm.Arch.ResultPort), ttyS1
+	// on a PC.
+	port := "ttyS1"
+	for _, f := range strings.Fields(string(cmdline)) {
+		if v, ok := strings.CutPrefix(f, "lab.results="); ok && v != "" && !strings.Contains(v, "/") {
+			port = v
+		}
+	}
+	out, err := os.OpenFile("/dev/"+port, os.O_WRONLY|unix.O_NOCTTY, 0)
 	if err != nil {
-		return fmt.Errorf("result port /dev/ttyS1: %w", err)
+		return fmt.Errorf("result port /dev/%s: %w", port, err)
 	}
 	// Raw output: no \n -> \r\n and no other post-processing.
 	if t, err := unix.IoctlGetTermios(int(out.Fd()), unix.TCGETS); err == nil {
@@ -88,7 +97,6 @@ func (g *guest) main() error {
 	}
 	g.rec = NewRecordWriter(out)
 
-	cmdline, _ := os.ReadFile("/proc/cmdline")
 	role, key := "", ""
 	for _, f := range strings.Fields(string(cmdline)) {
 		if v, ok := strings.CutPrefix(f, "lab.role="); ok {

@@ -36,11 +36,11 @@ import (
 // deploy/k8s runs it, never the VM's agent, jobs or daemons' secrets.
 func TestLayerPath(t *testing.T) {
 	for gp, want := range map[string]string{
-		clusterDist + "/rounds.sh":          LayerDist + "/rounds.sh",
-		clusterDist + "/bin/gotestsum":      LayerDist + "/bin/gotestsum",
-		vm.GuestLibDir + "/libibverbs.so.1": vm.GuestLibDir + "/libibverbs.so.1",
-		"/usr/bin/bash":                     "/usr/bin/bash",
-		"/etc/libibverbs.d/rxe.driver":      "/etc/libibverbs.d/rxe.driver",
+		clusterDist + "/rounds.sh":             LayerDist + "/rounds.sh",
+		clusterDist + "/bin/gotestsum":         LayerDist + "/bin/gotestsum",
+		vm.AMD64.LibDir() + "/libibverbs.so.1": vm.AMD64.LibDir() + "/libibverbs.so.1",
+		"/usr/bin/bash":                        "/usr/bin/bash",
+		"/etc/libibverbs.d/rxe.driver":         "/etc/libibverbs.d/rxe.driver",
 	} {
 		got, ok := layerPath(gp)
 		assert.True(t, ok, gp)

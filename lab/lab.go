@@ -58,6 +58,15 @@ type Options struct {
 	KillAfter   time.Duration // kill mode: delay after the victim step starts on the client
 	Env         []string      // extra variables for every test binary (GDR_BW_SIZES=...)
 	Loopback    bool
+	// Arch is the guests' architecture (amd64, arm64; "" this host's). A
+	// foreign one (make lab-arm64) boots one VM of it with the test
+	// binaries of Dist, the prebuilt suite of that architecture, and runs
+	// them in loopback: ModeLab only (arch.go).
+	Arch string
+	Dist string // a make dist folder whose bin/ holds the test binaries; "" builds them with go test -c
+	// Kernel is the Debian kernel meta package the VMs boot instead of the
+	// architecture's default (vm.Arch.KernelMeta): linux-image-6.12-arm64-16k.
+	Kernel string
 	// EmulatedGPU installs the emulated libcuda.so.1 (lab/emugpu) in
 	// the VMs: the suite's GPU paths run on it, and pingpong runs once
 	// more on host memory (hosts "server-hostmem", "client-hostmem").
@@ -81,6 +90,7 @@ type runner struct {
 	start  time.Time
 	dir    string // .cache/lab/run
 	apt    vm.Apt
+	arch   vm.Arch  // the guests' architecture (Options.Arch)
 	kernel string   // the VMs' kernel, for the report's host identity
 	kill   bool     // kill the client VM KillAfter into its pingpong run (ModeKill, lab-faults' kill case)
 	live   LivePlan // the cluster labs' LAB_LATE and LAB_KILL (liveness.go)
@@ -150,21 +160,40 @@ func Run(ctx context.Context, o Options) error {
 			_ = os.Remove(f)
 		}
 	}
-	qemu, err := vm.EnsureQEMU(ctx, &r.apt, r.logf)
+	if r.arch, err = vm.ArchFor(o.Arch); err != nil {
+		return err
+	}
+	if o.Kernel != "" {
+		r.arch.KernelMeta = o.Kernel
+	}
+	if !r.arch.Native() && o.Mode != ModeLab {
+		return fmt.Errorf("lab mode %s: only the lab itself (mode lab) runs on %s guests", o.Mode, r.arch.GOARCH)
+	}
+	qemu, err := vm.EnsureQEMU(ctx, r.arch, &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
-	parts, err := vm.FetchParts(ctx, o.CacheDir, partsPackages(), &r.apt, r.logf)
+	parts, err := vm.FetchParts(ctx, o.CacheDir, r.arch, r.partsPackages(), &r.apt, r.logf)
 	if err != nil {
 		return err
 	}
-	r.logf("parts ready: kernel %s", parts.KernelVer)
+	r.arch = r.arch.ForKernel(parts)
+	if parts.PageKiB > 0 {
+		r.logf("parts ready: kernel %s (%s, %d KiB pages; qemu %s)", parts.KernelVer, r.arch.GOARCH, parts.PageKiB, strings.Join(r.arch.Machine, " "))
+	} else {
+		r.logf("parts ready: kernel %s (%s)", parts.KernelVer, r.arch.GOARCH)
+	}
 	r.kernel = parts.KernelVer
-	pkgs, err := r.buildTests(ctx)
+	var pkgs []testPkg
+	if o.Dist != "" {
+		pkgs, err = r.distTests()
+	} else {
+		pkgs, err = r.buildTests(ctx)
+	}
 	if err != nil {
 		return err
 	}
-	agent, err := os.Executable()
+	agent, err := r.agent(ctx)
 	if err != nil {
 		return err
 	}
@@ -197,12 +226,12 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	if o.EmulatedGPU && o.Mode == ModeLab {
-		lib, err := emugpu.Build(r.dir)
+		lib, err := emugpu.BuildWith(r.arch.Compiler(), r.dir)
 		if err != nil {
 			return err
 		}
-		im.Binaries[vm.GuestLibDir+"/libcuda.so.1"] = lib
-		r.logf("emulated GPU installed as %s/libcuda.so.1 in the VMs (results are labelled gpu-emulated)", vm.GuestLibDir)
+		im.Binaries[r.arch.LibDir()+"/libcuda.so.1"] = lib
+		r.logf("emulated GPU installed as %s/libcuda.so.1 in the VMs (results are labelled gpu-emulated)", r.arch.LibDir())
 	}
 	initrd := filepath.Join(r.dir, "initrd.gz")
 	if err := im.Build(initrd); err != nil {
@@ -384,6 +413,10 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 			server.GPUs = emulatedGPUCount(r.testEnv(""))
 			client.GPUs = server.GPUs
 		}
+		if r.oneVM() {
+			r.loopbackSteps(&server, pkgs)
+			return []Job{server}, nil
+		}
 		pair(&server, &client, toolStep("ibv_rc_pingpong", time.Minute), rcPingpong(100), append(rcPingpong(100), ServerIP), nil, nil)
 		for _, p := range pkgs {
 			st := Step{ID: "2h:" + p.Short, Pkg: p.Short, Kind: "gotest", Timeout: o.StepTimeout}
@@ -398,14 +431,7 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 			client.Steps[len(client.Steps)-1].Host = "client" + HostMemSuffix
 		}
 		if o.Loopback {
-			lo := toolStep("lo:ibv_rc_pingpong", time.Minute)
-			lo.ID, lo.Host, lo.Argv = "lo:ibv_rc_pingpong", "loopback", loopbackTool(rcPingpong(100))
-			lo.Pkg = "perftest"
-			server.Steps = append(server.Steps, lo)
-			for _, p := range pkgs {
-				server.Steps = append(server.Steps, Step{ID: "lo:" + p.Short, Host: "loopback", Pkg: p.Short, Kind: "gotest",
-					Timeout: o.StepTimeout, Argv: r.gotestArgv(p, o.Run), Env: r.testEnv("")})
-			}
+			r.loopbackSteps(&server, pkgs)
 		}
 	case ModeKill:
 		if pp == nil {
@@ -422,6 +448,18 @@ func (r *runner) plan(pkgs []testPkg) ([]Job, error) {
 		return nil, fmt.Errorf("unknown lab mode %q (lab, kill, bench, faults)", o.Mode)
 	}
 	return []Job{server, client}, nil
+}
+
+// loopbackSteps adds the loopback run (host "loopback", the "lo:" rows)
+// to the server's job: ibv_rc_pingpong, then every package.
+func (r *runner) loopbackSteps(server *Job, pkgs []testPkg) {
+	lo := Step{ID: "lo:ibv_rc_pingpong", Host: "loopback", Pkg: "perftest", Kind: "tool", Timeout: time.Minute,
+		Argv: loopbackTool(rcPingpong(100))}
+	server.Steps = append(server.Steps, lo)
+	for _, p := range pkgs {
+		server.Steps = append(server.Steps, Step{ID: "lo:" + p.Short, Host: "loopback", Pkg: p.Short, Kind: "gotest",
+			Timeout: r.o.StepTimeout, Argv: r.gotestArgv(p, r.o.Run), Env: r.testEnv("")})
+	}
 }
 
 // vmRun is one VM's outcome.
@@ -468,7 +506,7 @@ func (r *runner) boot(ctx context.Context, qemu string, parts *vm.Parts, initrd 
 		if j.Key != "" {
 			cmdline = "lab.job=" + j.Key
 		}
-		m, err := vm.Start(vm.Config{QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role,
+		m, err := vm.Start(vm.Config{Arch: r.arch, QEMU: qemu, Kernel: parts.Kernel, Initrd: initrd, Dir: r.dir, Name: j.Role, Role: j.Role,
 			Net: netopt, MAC: mac, Accel: r.o.Accel, Cmdline: cmdline, NICs: switchNICs(nets, j.NICs)})
 		if err != nil {
 			errs = append(errs, err)
@@ -755,8 +793,12 @@ func (r *runner) report(suites []*Suite, pkgs []testPkg, runs map[string]*vmRun)
 			hasPP = true
 		}
 	}
+	hosts := []string{"server", "client"}
+	if r.oneVM() {
+		hosts = []string{"loopback"}
+	}
 	if hasPP {
-		for _, host := range []string{"server", "client"} {
+		for _, host := range hosts {
 			n := 0
 			for _, s := range suites {
 				if s.Host == host && s.Pkg == PingpongPkg {

@@ -43,7 +43,7 @@ var slurmTools = map[string]string{
 }
 
 // SlurmPluginDir is Slurm's PluginDir in Debian's build.
-const SlurmPluginDir = "usr/lib/" + vm.Multiarch + "/slurm-wlm"
+var SlurmPluginDir = "usr/lib/" + vm.AMD64.Multiarch + "/slurm-wlm"
 
 // Users of the cluster image (Debian's uids for slurm and munge).
 const (

@@ -293,7 +293,7 @@ func (r *runner) runSoak(ctx context.Context, qemu string, parts *vm.Parts, pkgs
 	if err != nil {
 		return err
 	}
-	im.Binaries[vm.GuestLibDir+"/libcuda.so.1"] = lib
+	im.Binaries[vm.AMD64.LibDir()+"/libcuda.so.1"] = lib
 	plans := map[string][]Job{}
 	for _, c := range cases {
 		plans[c.Name] = r.soakJobs(c)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gdrconf/gdrconf/lab"
 	"github.com/gdrconf/gdrconf/lab/kube"
+	"github.com/gdrconf/gdrconf/lab/vm"
 )
 
 func main() {
@@ -104,6 +105,18 @@ func hostMain() error {
 		}
 	}
 	cluster := mode == lab.ModeCluster || mode == lab.ModeK8s
+	arch := env("LAB_ARCH", "")
+	for i, a := range os.Args[1:] { // a foreign architecture's default packages differ
+		if v, ok := strings.CutPrefix(a, "-arch="); ok {
+			arch = v
+		} else if a == "-arch" && i+2 < len(os.Args) {
+			arch = os.Args[i+2]
+		}
+	}
+	garch, err := vm.ArchFor(arch)
+	if err != nil {
+		return fmt.Errorf("-arch (LAB_ARCH): %w", err)
+	}
 	k8s := mode == lab.ModeK8s
 	pick := func(normal, forCluster string) string {
 		if cluster {
@@ -119,7 +132,14 @@ func hostMain() error {
 	if k8s {
 		clusterPkgs = "./conformance/..."
 	}
-	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", pick("./conformance/... ./harness/verbs", clusterPkgs)), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
+	defPkgs := pick("./conformance/... ./harness/verbs", clusterPkgs)
+	if !garch.Native() {
+		defPkgs = strings.Join(lab.ArchPkgs, " ")
+	}
+	fs.StringVar(&pkgs, "pkgs", env("LAB_PKGS", defPkgs), "package patterns, space separated (LAB_PKGS; harness/verbs: its own tests need an RDMA device)")
+	fs.StringVar(&o.Arch, "arch", arch, "the VMs' architecture: amd64 or arm64 (LAB_ARCH; default this host's); another than this host's boots one VM, loopback only, with the test binaries of -dist")
+	fs.StringVar(&o.Kernel, "kernel", env("LAB_KERNEL", ""), "Debian kernel meta package the VMs boot (LAB_KERNEL; default linux-image-<arch>; e.g. linux-image-6.12-arm64-16k, 16 KiB pages)")
+	fs.StringVar(&o.Dist, "dist", env("LAB_DIST", ""), "a make dist folder whose test binaries the VMs run instead of go test -c's (LAB_DIST; make lab-arm64: dist-arm64)")
 	fs.StringVar(&o.Run, "run", env("LAB_RUN", ""), "-test.run filter for the test binaries (LAB_RUN)")
 	fs.StringVar(&o.Tags, "tags", env("LAB_TAGS", "gpu,rdma"), "build tags of the test binaries (LAB_TAGS)")
 	fs.StringVar(&o.Go, "go", env("GO", "go"), "go command")
@@ -199,8 +219,14 @@ func hostMain() error {
 	default:
 		return fmt.Errorf("-mode %q (LAB_MODE): want lab, kill, bench, faults, cluster, k8s or soak", o.Mode)
 	}
+	if !garch.Native() && o.Dist == "" {
+		return fmt.Errorf("-arch %s: the VMs run a dist of that architecture: make dist ARCH=%s, then -dist dist-%s (LAB_DIST), or make lab-%s", garch.GOARCH, garch.GOARCH, garch.GOARCH, garch.GOARCH)
+	}
 	if o.ReportDir == "" {
 		o.ReportDir = "reports/lab"
+		if !garch.Native() {
+			o.ReportDir = "reports/lab-" + garch.GOARCH
+		}
 		switch o.Mode {
 		case lab.ModeFaults:
 			o.ReportDir = "reports/lab-faults"
@@ -223,7 +249,6 @@ func hostMain() error {
 	if o.Load < 0 || o.Load > 64 {
 		return fmt.Errorf("LAB_LOAD=%d: want 0 to 64 busy loops", o.Load)
 	}
-	var err error
 	if o.Repeat, err = parseRepeat(*repeat); err != nil {
 		return err
 	}

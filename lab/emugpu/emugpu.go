@@ -41,10 +41,19 @@ var source []byte
 // Source is the C source of the emulated libcuda.so.1.
 func Source() []byte { return source }
 
-// Build compiles the emulated driver with cc into dir/libcuda.so.1 and
-// returns its path. Extra flags (e.g. -DOMIT_MANAGED) go to the compiler.
+// Build compiles the emulated driver with cc ($CC) into dir/libcuda.so.1
+// and returns its path. Extra flags (e.g. -DOMIT_MANAGED) go to the
+// compiler.
 func Build(dir string, flags ...string) (string, error) {
-	cc := os.Getenv("CC")
+	return BuildWith("", dir, flags...)
+}
+
+// BuildWith is Build with the C compiler cc ("" is $CC, else cc): a cross
+// compiler builds it for another architecture's lab (make lab-arm64).
+func BuildWith(cc, dir string, flags ...string) (string, error) {
+	if cc == "" {
+		cc = os.Getenv("CC")
+	}
 	if cc == "" {
 		cc = "cc"
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/gdrconf/gdrconf/lab/cpio"
 )
@@ -39,15 +40,6 @@ var Tools = map[string][]string{
 
 // busybox applets linked for interactive debugging of a lab image.
 var busyboxApplets = []string{"sh", "ls", "cat", "dmesg", "ps", "sleep", "mount", "echo", "grep", "cp", "mkdir", "poweroff", "sync", "base64", "ping", "lsmod", "insmod", "timeout", "env", "free", "df", "uname", "kill"}
-
-// Multiarch is the Debian multiarch triplet of the guests' libraries: the
-// one place the lab names its architecture's library folders (an arm64
-// lab's is aarch64-linux-gnu).
-const Multiarch = "x86_64-linux-gnu"
-
-// GuestLibDir is where the image puts shared libraries (and the emulated
-// GPU's libcuda.so.1).
-const GuestLibDir = "/usr/lib/" + Multiarch
 
 // Job is what the image writes as /lab/job-<name>.json for the guest's
 // agent: JobJSON is its file, told the modules' guest paths in load order.
@@ -141,8 +133,9 @@ func (im *Image) files() (map[string]string, []string, error) {
 		files[gp] = found
 		elfs = append(elfs, found)
 	}
-	provider := filepath.Join(p.Root, GuestLibDir[1:], "libibverbs/librxe-rdmav34.so")
-	files[GuestLibDir+"/libibverbs/librxe-rdmav34.so"] = provider
+	libDir := p.Arch.LibDir()
+	provider := filepath.Join(p.Root, libDir[1:], "libibverbs/librxe-rdmav34.so")
+	files[libDir+"/libibverbs/librxe-rdmav34.so"] = provider
 	files["/etc/libibverbs.d/rxe.driver"] = filepath.Join(p.Root, "etc/libibverbs.d/rxe.driver")
 	elfs = append(elfs, provider, im.Agent)
 	for gp, hp := range im.Binaries {
@@ -164,6 +157,13 @@ func (im *Image) files() (map[string]string, []string, error) {
 		hp := findLib(path.Base(ip), dirs)
 		if hp == "" {
 			return nil, nil, fmt.Errorf("ELF interpreter %s not found in %v", ip, dirs)
+		}
+		// /lib is the image's link to usr/lib (write): arm64's
+		// /lib/ld-linux-aarch64.so.1 goes in under its target, or the
+		// kernel, unpacking entries in order, would create it through
+		// the link before usr/lib exists.
+		if rest, ok := strings.CutPrefix(ip, "/lib/"); ok {
+			ip = "/usr/lib/" + rest
 		}
 		files[ip] = hp
 	}
@@ -325,12 +325,13 @@ func (im *Image) write(cw *cpio.Writer, files map[string]string, guestMods []str
 }
 
 // guestLibPath is where a library found at host path hp goes in the image:
-// its own folder when that is one of PrivateLibDirs, else GuestLibDir.
+// its own folder when that is one of PrivateLibDirs, else the
+// architecture's library folder (Arch.LibDir).
 func (im *Image) guestLibPath(so, hp string) string {
 	for _, d := range im.PrivateLibDirs {
 		if filepath.Dir(hp) == filepath.Join(im.Parts.Root, d) {
 			return "/" + d + "/" + so
 		}
 	}
-	return GuestLibDir + "/" + so
+	return im.Parts.Arch.LibDir() + "/" + so
 }

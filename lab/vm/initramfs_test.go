@@ -47,7 +47,7 @@ func fakeParts(t *testing.T) (p *Parts, bin string) {
 	for _, c := range Tools {
 		put(c[0], tr, 0o755)
 	}
-	put("usr/lib/"+Multiarch+"/libibverbs/librxe-rdmav34.so", tr, 0o644)
+	put("usr/lib/"+AMD64.Multiarch+"/libibverbs/librxe-rdmav34.so", tr, 0o644)
 	put("etc/libibverbs.d/rxe.driver", []byte("driver rxe\n"), 0o644)
 	mods := filepath.Join(root, "lib/modules/6.1.0-57-amd64")
 	for _, m := range append(append([]string(nil), ModuleRoots...), "9p") {
@@ -55,7 +55,7 @@ func fakeParts(t *testing.T) (p *Parts, bin string) {
 	}
 
 	src := t.TempDir()
-	private := filepath.Join(root, "usr/lib", Multiarch, "slurm-wlm")
+	private := filepath.Join(root, "usr/lib", AMD64.Multiarch, "slurm-wlm")
 	require.NoError(t, os.MkdirAll(private, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "p.c"), []byte("int privfn(void) { return 0; }\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "m.c"), []byte("int privfn(void);\nint main(void) { return privfn(); }\n"), 0o644))
@@ -110,16 +110,16 @@ func TestImageFromParts(t *testing.T) {
 	_, _, err := im.files()
 	assert.ErrorContains(t, err, "libgdrpriv.so", "a private folder's library is not found unless the image names the folder")
 
-	im.PrivateLibDirs = []string{"usr/lib/" + Multiarch + "/slurm-wlm"}
+	im.PrivateLibDirs = []string{"usr/lib/" + AMD64.Multiarch + "/slurm-wlm"}
 	dst := filepath.Join(t.TempDir(), "initrd.gz")
 	require.NoError(t, im.Build(dst))
 	got := gunzipNames(t, dst)
 	for gp := range Tools {
 		assert.Contains(t, got, strings.TrimPrefix(gp, "/"))
 	}
-	assert.Contains(t, got, "usr/lib/"+Multiarch+"/libibverbs/librxe-rdmav34.so")
-	assert.Contains(t, got, "usr/lib/"+Multiarch+"/slurm-wlm/libgdrpriv.so")
-	assert.NotContains(t, got, "usr/lib/"+Multiarch+"/libgdrpriv.so")
+	assert.Contains(t, got, "usr/lib/"+AMD64.Multiarch+"/libibverbs/librxe-rdmav34.so")
+	assert.Contains(t, got, "usr/lib/"+AMD64.Multiarch+"/slurm-wlm/libgdrpriv.so")
+	assert.NotContains(t, got, "usr/lib/"+AMD64.Multiarch+"/libgdrpriv.so")
 	assert.Equal(t, []byte("x"), got["etc/x.conf"])
 	var j testJob
 	require.NoError(t, json.Unmarshal(got["lab/job-server.json"], &j))
@@ -148,7 +148,7 @@ func TestImageFromParts(t *testing.T) {
 		names[strings.TrimPrefix(h.Name, "/")] = true
 	}
 	assert.True(t, names["opt/m"], "place moves a file")
-	assert.True(t, names["usr/lib/"+Multiarch+"/slurm-wlm/libgdrpriv.so"])
+	assert.True(t, names["usr/lib/"+AMD64.Multiarch+"/slurm-wlm/libgdrpriv.so"])
 	for n := range names {
 		assert.False(t, strings.HasPrefix(n, "lab/") || n == "init" || n == "dev/console" || n == "dev/null", "%s in the layer", n)
 	}

@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,14 +31,13 @@ var Packages = []string{
 	"libxtables12", // iproute2's tc links it (lab-faults plants loss and delay with tc netem)
 }
 
-// KernelMeta is the Debian meta package whose dependency names the kernel.
-const KernelMeta = "linux-image-amd64"
-
 // Parts is an unpacked set of Debian packages under Root.
 type Parts struct {
+	Arch      Arch   // the guest architecture of every package
 	Root      string // dpkg -x of every package
 	Kernel    string // what qemu boots: vmlinux (PVH) when it could be unpacked, else vmlinuz
 	KernelVer string // e.g. 6.1.0-57-amd64
+	PageKiB   int    // the kernel's page size where its image says (arm64's Image header), else 0
 	Key       string // hash of package=version list, names the cache folder
 	Versions  map[string]string
 }
@@ -81,22 +82,24 @@ func (a *Apt) update(ctx context.Context, logf Logf) error {
 	return nil
 }
 
-// EnsureQEMU installs qemu-system-x86 when qemu-system-x86_64 is missing.
-func EnsureQEMU(ctx context.Context, apt *Apt, logf Logf) (string, error) {
-	if p, err := exec.LookPath("qemu-system-x86_64"); err == nil {
+// EnsureQEMU installs the architecture's qemu (qemu-system-x86,
+// qemu-system-arm) when its system emulator is missing.
+func EnsureQEMU(ctx context.Context, arch Arch, apt *Apt, logf Logf) (string, error) {
+	arch = arch.or()
+	if p, err := exec.LookPath(arch.QEMU); err == nil {
 		return p, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("qemu-system-x86_64 not found in PATH: apt-get install qemu-system-x86 (as root)")
+		return "", fmt.Errorf("%s not found in PATH: apt-get install %s (as root)", arch.QEMU, arch.QEMUPackage)
 	}
 	if err := apt.update(ctx, logf); err != nil {
 		return "", err
 	}
-	logf("apt-get install qemu-system-x86")
-	if _, err := RunCommand(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"); err != nil {
+	logf("apt-get install %s", arch.QEMUPackage)
+	if _, err := RunCommand(ctx, 10*time.Minute, "", "apt-get", "install", "-y", "-qq", "--no-install-recommends", arch.QEMUPackage); err != nil {
 		return "", err
 	}
-	return exec.LookPath("qemu-system-x86_64")
+	return exec.LookPath(arch.QEMU)
 }
 
 // ParseDepends returns the first "Depends: linux-image-..." of apt-cache depends output.
@@ -144,10 +147,11 @@ func PartsKey(versions map[string]string) string {
 }
 
 // resolve finds the kernel package and the candidate version of it and of
-// every package of pkgs.
-func resolve(ctx context.Context, pkgs []string, apt *Apt, logf Logf) (map[string]string, string, error) {
+// every package of pkgs (names as Arch.Pkg gives them).
+func resolve(ctx context.Context, arch Arch, pkgs []string, apt *Apt, logf Logf) (map[string]string, string, error) {
+	meta := arch.Pkg(arch.KernelMeta)
 	for attempt := 0; ; attempt++ {
-		out, _ := RunCommand(ctx, time.Minute, "", "apt-cache", "depends", KernelMeta)
+		out, _ := RunCommand(ctx, time.Minute, "", "apt-cache", "depends", meta)
 		kpkg := ParseKernelDepends(out)
 		var vers map[string]string
 		if kpkg != "" {
@@ -157,7 +161,7 @@ func resolve(ctx context.Context, pkgs []string, apt *Apt, logf Logf) (map[strin
 		}
 		var missing []string
 		if kpkg == "" {
-			missing = append(missing, KernelMeta)
+			missing = append(missing, meta)
 		}
 		for _, p := range append([]string{kpkg}, pkgs...) {
 			if p != "" && vers[p] == "" {
@@ -168,6 +172,9 @@ func resolve(ctx context.Context, pkgs []string, apt *Apt, logf Logf) (map[strin
 			return vers, kpkg, nil
 		}
 		if attempt > 0 {
+			if !arch.Native() {
+				return nil, "", fmt.Errorf("apt-cache knows no candidate for %s: is %s a dpkg architecture here? (as root: build/deps.sh --lab %s)", strings.Join(missing, ", "), arch.GOARCH, arch.GOARCH)
+			}
 			return nil, "", fmt.Errorf("apt-cache knows no candidate for %s: check the Debian sources in /etc/apt", strings.Join(missing, ", "))
 		}
 		if err := apt.update(ctx, logf); err != nil {
@@ -177,19 +184,27 @@ func resolve(ctx context.Context, pkgs []string, apt *Apt, logf Logf) (map[strin
 }
 
 // FetchParts downloads and unpacks the kernel and the Debian packages pkgs
-// under cacheDir/parts-<key>, or reuses that folder when a previous run
-// completed it. The key is PartsKey of every package's version, so the
-// caller passes every mode's packages (Packages and each backend's) for
-// one cached folder to serve them all.
-func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, logf Logf) (*Parts, error) {
-	vers, kpkg, err := resolve(ctx, pkgs, apt, logf)
+// (and the architecture's own, Arch.Packages) of the guest architecture
+// arch under cacheDir/parts-<key>, or reuses that folder when a previous
+// run completed it. The key is PartsKey of every package's version (a
+// foreign architecture's names carry it: libc6:arm64), so the caller passes
+// every mode's packages (Packages and each backend's) for one cached folder
+// to serve them all. Older folders of the same architecture are removed.
+func FetchParts(ctx context.Context, cacheDir string, arch Arch, pkgs []string, apt *Apt, logf Logf) (*Parts, error) {
+	arch = arch.or()
+	var names []string
+	for _, p := range append(append([]string(nil), pkgs...), arch.Packages...) {
+		names = append(names, arch.Pkg(p))
+	}
+	vers, kpkg, err := resolve(ctx, arch, names, apt, logf)
 	if err != nil {
 		return nil, err
 	}
 	key := PartsKey(vers)
 	dir := filepath.Join(cacheDir, "parts-"+key)
 	root := filepath.Join(dir, "root")
-	p := &Parts{Root: root, Key: key, Versions: vers, KernelVer: strings.TrimPrefix(kpkg, "linux-image-")}
+	kver := strings.TrimSuffix(strings.TrimPrefix(kpkg, "linux-image-"), ":"+arch.GOARCH)
+	p := &Parts{Arch: arch, Root: root, Key: key, Versions: vers, KernelVer: kver}
 	p.Kernel = filepath.Join(root, "boot", "vmlinuz-"+p.KernelVer)
 	vmlinux := filepath.Join(dir, "vmlinux")
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
@@ -197,6 +212,7 @@ func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, l
 		if _, err := os.Stat(vmlinux); err == nil {
 			p.Kernel = vmlinux
 		}
+		p.PageKiB = ImagePageKiB(p.Kernel)
 		return p, nil
 	}
 	logf("parts: downloading %d packages (%s) into %s", len(vers), kpkg, dir)
@@ -207,7 +223,7 @@ func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, l
 	if err := os.MkdirAll(debs, 0o755); err != nil {
 		return nil, err
 	}
-	var names []string
+	names = nil
 	for pkg, v := range vers {
 		names = append(names, pkg+"="+v)
 	}
@@ -227,10 +243,17 @@ func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, l
 	if _, err := os.Stat(p.Kernel); err != nil {
 		return nil, fmt.Errorf("kernel image missing after unpacking %s: %w", kpkg, err)
 	}
-	if err := ExtractVmlinux(ctx, p.Kernel, vmlinux); err != nil {
-		logf("parts: booting the compressed kernel (%v)", err)
-	} else {
-		p.Kernel = vmlinux
+	if err := unpackModules(ctx, filepath.Join(root, "lib", "modules", p.KernelVer), logf); err != nil {
+		return nil, err
+	}
+	p.PageKiB = ImagePageKiB(p.Kernel)
+	// arm64's vmlinuz is already the uncompressed Image qemu boots.
+	if arch.GOARCH == AMD64.GOARCH {
+		if err := ExtractVmlinux(ctx, p.Kernel, vmlinux); err != nil {
+			logf("parts: booting the compressed kernel (%v)", err)
+		} else {
+			p.Kernel = vmlinux
+		}
 	}
 	// The .debs are unpacked; keep the cache to what later runs use.
 	_ = os.RemoveAll(debs)
@@ -241,23 +264,91 @@ func FetchParts(ctx context.Context, cacheDir string, pkgs []string, apt *Apt, l
 	if err := os.WriteFile(filepath.Join(dir, "complete"), []byte(manifest.String()), 0o644); err != nil {
 		return nil, err
 	}
-	// Older parts folders are stale once versions move on.
+	// Older parts folders of this architecture and kernel line are stale
+	// once versions move on; the other lines' stay (one without a kind
+	// file is amd64's, from before).
+	kind := arch.GOARCH + " " + arch.KernelMeta
+	if err := os.WriteFile(filepath.Join(dir, "kind"), []byte(kind+"\n"), 0o644); err != nil {
+		return nil, err
+	}
 	old, _ := filepath.Glob(filepath.Join(cacheDir, "parts-*"))
 	for _, o := range old {
-		if o != dir {
+		b, _ := os.ReadFile(filepath.Join(o, "kind"))
+		ok := strings.TrimSpace(string(b))
+		if ok == "" {
+			ok = AMD64.GOARCH + " " + AMD64.KernelMeta
+		}
+		if o != dir && ok == kind {
 			_ = os.RemoveAll(o)
 		}
 	}
 	return p, nil
 }
 
+// unpackModules decompresses the kernel's xz-compressed modules (Debian's
+// 6.12 kernels ship .ko.xz; 6.1's plain .ko) in place with the host's xz,
+// once per parts folder: the image reads each module's .modinfo and the
+// agent loads it with finit_module, both of a plain ELF file.
+func unpackModules(ctx context.Context, dir string, logf Logf) error {
+	var xzs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".ko.xz") {
+			xzs = append(xzs, p)
+		}
+		return nil
+	})
+	if len(xzs) == 0 {
+		return nil
+	}
+	logf("parts: decompressing %d kernel modules (.ko.xz)", len(xzs))
+	for len(xzs) > 0 {
+		n := min(len(xzs), 500)
+		if _, err := RunCommand(ctx, 5*time.Minute, "", "xz", append([]string{"-d", "-f"}, xzs[:n]...)...); err != nil {
+			return err
+		}
+		xzs = xzs[n:]
+	}
+	return nil
+}
+
+// ImagePageKiB reads the page size from an arm64 kernel Image's header
+// (flags at offset 24, bits 1-2: 1 = 4 KiB, 2 = 16 KiB, 3 = 64 KiB; the
+// "ARM\x64" magic at 56); 0 for anything else.
+func ImagePageKiB(kernel string) int {
+	f, err := os.Open(kernel)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	h := make([]byte, 64)
+	if _, err := io.ReadFull(f, h); err != nil || string(h[56:60]) != "ARM\x64" {
+		return 0
+	}
+	switch (binary.LittleEndian.Uint64(h[24:]) >> 1) & 3 {
+	case 1:
+		return 4
+	case 2:
+		return 16
+	case 3:
+		return 64
+	}
+	return 0
+}
+
 // LibDirs are the folders searched for shared libraries: the unpacked
 // packages first (then their private folders, Image.PrivateLibDirs), then
-// this host (glibc and anything the packages lack).
+// this host (glibc and anything the packages lack) when the guest has this
+// host's architecture; a foreign guest's C library is in the parts
+// (Arch.Packages).
 func (p *Parts) LibDirs(private ...string) []string {
 	var d []string
-	for _, r := range []string{p.Root, "/"} {
-		for _, s := range []string{"lib/" + Multiarch, "usr/lib/" + Multiarch, "lib64", "usr/lib64"} {
+	roots := []string{p.Root}
+	if p.Arch.Native() {
+		roots = append(roots, "/")
+	}
+	ma := p.Arch.or().Multiarch
+	for _, r := range roots {
+		for _, s := range []string{"lib/" + ma, "usr/lib/" + ma, "lib64", "usr/lib64"} {
 			d = append(d, filepath.Join(r, s))
 		}
 		if r == p.Root {

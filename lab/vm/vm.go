@@ -25,8 +25,8 @@ import (
 // VM is one running qemu guest.
 type VM struct {
 	Name    string
-	Console string // ttyS0 log (kernel and agent messages)
-	Result  string // ttyS1 record stream
+	Console string // the console's log (kernel and agent messages)
+	Result  string // the record stream (Arch.ResultPort)
 	cmd     *exec.Cmd
 	done    chan struct{}
 	waitErr error
@@ -35,6 +35,7 @@ type VM struct {
 
 // Config is what Start needs.
 type Config struct {
+	Arch    Arch // the guest's architecture; the zero Arch is AMD64
 	QEMU    string
 	Kernel  string
 	Initrd  string
@@ -75,13 +76,18 @@ func QEMUArgs(c Config, console, result string) []string {
 	if mem == 0 {
 		mem = 768
 	}
-	args := []string{
+	arch := c.Arch.or()
+	args := append(append([]string(nil), arch.Machine...),
 		"-accel", accel, "-smp", "1", "-m", strconv.Itoa(mem),
 		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-no-reboot",
 		"-kernel", c.Kernel, "-initrd", c.Initrd,
-		"-append", strings.TrimSpace("console=ttyS0 loglevel=4 panic=-1 lab.role=" + c.Role + " " + c.Cmdline),
-		"-serial", "file:" + console,
-		"-serial", "file:" + result,
+		"-append", strings.TrimSpace("console="+arch.Console+" loglevel=4 panic=-1 lab.results="+arch.ResultPort+" lab.role="+c.Role+" "+c.Cmdline),
+		"-serial", "file:"+console,
+	)
+	if arch.ResultDevice == "" {
+		args = append(args, "-serial", "file:"+result)
+	} else {
+		args = append(args, "-chardev", "file,id=res,path="+result, "-device", arch.ResultDevice+",chardev=res")
 	}
 	if len(c.NICs) == 0 {
 		args = append(args, "-netdev", "socket,id=n0,"+c.Net, "-device", "virtio-net-pci,netdev=n0,mac="+c.MAC)
