@@ -19,7 +19,7 @@ GOTESTSUM := $(GO) tool gotestsum
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all help conformance soak report test unit browser race lint update deps deps-unit deps-test lab lab-bench bench fuzz clean dist
+.PHONY: all help conformance soak report test unit browser race lint update deps deps-unit deps-test lab lab-bench lab-arm64 bench fuzz clean dist
 .DEFAULT_GOAL := help
 
 all: test
@@ -65,6 +65,10 @@ them as root where they are missing; present, any user builds.
   lab-k8s      the four VMs as Kubernetes nodes of a real   root, qemu, network (first)    ~10
                control plane; deploy/k8s's Job, a rail      (+6 the first time: builds
                degraded (.ci/run runs it last)              Kubernetes)
+  lab-arm64    one arm64 VM (qemu-system-aarch64, TCG,      root, qemu, network (first)    ~2
+               Debian's arm64 kernel) runs dist-arm64's
+               install topology memreg pingpong in loopback
+               on the emulated GPU -> reports/lab-arm64
   lab-bench    ours against perftest in the lab VMs         root, qemu, network (first)    ~10
   lab-kill     the client VM killed mid-run                 root, qemu, network (first)    ~2
   lab-faults   the fault matrix, fresh VMs per case         root, qemu, network (first)    10+
@@ -235,6 +239,13 @@ lab: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode lab
 lab-bench: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode bench
+# The lab on arm64 (Grace) guests (docs/lab.md): deps installs
+# qemu-system-arm, the cross compiler and arm64 as a dpkg architecture;
+# make dist ARCH=arm64 builds the suite the VM runs; one VM, loopback.
+lab-arm64: $(LAB_BIN)
+	@build/deps.sh --unit --lab arm64 '$(TAGS)'
+	@$(MAKE) --no-print-directory dist ARCH=arm64
+	GO=$(GO) LAB_ARCH=arm64 LAB_DIST=dist-arm64 $(LAB_BIN) -mode lab
 lab-kill: deps-unit $(LAB_BIN)
 	GO=$(GO) $(LAB_BIN) -mode kill
 # The fault matrix (loss, delay, link down, kill, token, mismatch, stray,

@@ -50,3 +50,25 @@ arch_apt_cross() {
 	t=$(arch_triplet "$1") || return 1
 	echo "gcc-${t//_/-} libc6-dev-$1-cross"
 }
+
+# arch_qemu prints qemu's system emulator for a GOARCH's lab guests
+# (lab/vm/arch.go's Arch.QEMU).
+arch_qemu() {
+	case "$(arch_goarch "$1")" in
+	amd64) echo qemu-system-x86_64 ;;
+	arm64) echo qemu-system-aarch64 ;;
+	*)
+		echo "the lab runs amd64 or arm64 guests, not $1" >&2
+		return 1
+		;;
+	esac
+}
+
+# arch_apt_qemu prints Debian's package of that emulator (Arch.QEMUPackage).
+arch_apt_qemu() {
+	case "$(arch_goarch "$1")" in
+	amd64) echo qemu-system-x86 ;;
+	arm64) echo qemu-system-arm ;;
+	*) return 1 ;;
+	esac
+}

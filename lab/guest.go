@@ -116,7 +116,9 @@ func (g *guest) main() error {
 	if err := json.Unmarshal(b, &g.job); err != nil {
 		return fmt.Errorf("job for lab.role=%q: %w", role, err)
 	}
-	g.logf("role %s, %d steps", role, len(g.job.Steps))
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	g.logf("role %s, %d steps; %s %s", role, len(g.job.Steps), unix.ByteSliceToString(u.Machine[:]), unix.ByteSliceToString(u.Release[:]))
 	if g.job.Cluster != nil {
 		return g.clusterMain()
 	}
