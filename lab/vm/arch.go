@@ -12,8 +12,7 @@ import (
 // the agent and its jobs) is the same code for every architecture.
 type Arch struct {
 	GOARCH    string // Go's and Debian's name: amd64, arm64
-	Uname     string // uname -m in the guest: x86_64, aarch64
-	Multiarch string // Debian's multiarch triplet: the guest's library folders
+	Multiarch string // Debian's multiarch triplet: the guest's library folders and cross compiler
 	// QEMU is the system emulator, QEMUPackage Debian's package of it.
 	QEMU, QEMUPackage string
 	// Machine is qemu's machine and CPU options; empty: qemu's default PC.
@@ -30,18 +29,14 @@ type Arch struct {
 	// the parts besides Packages: on a foreign architecture the C library
 	// (this host's serves only its own).
 	Packages []string
-	// CC is the C compiler for the guest's code on a host of another
-	// architecture (Debian's cross compiler, build/arch.sh's arch_cc).
-	CC string
 }
 
 // AMD64 is the x86_64 guest: a PC, its first two UARTs.
 var AMD64 = Arch{
-	GOARCH: "amd64", Uname: "x86_64", Multiarch: "x86_64-linux-gnu",
+	GOARCH: "amd64", Multiarch: "x86_64-linux-gnu",
 	QEMU: "qemu-system-x86_64", QEMUPackage: "qemu-system-x86",
 	KernelMeta: "linux-image-amd64",
 	Console:    "ttyS0", ResultPort: "ttyS1",
-	CC: "x86_64-linux-gnu-gcc",
 }
 
 // ARM64 is the aarch64 guest: qemu's virt board booted straight into the
@@ -51,13 +46,12 @@ var AMD64 = Arch{
 // ttyS0. cortex-a57 (ARMv8.0): "max" adds pointer authentication, whose
 // emulation under TCG makes every function return slow.
 var ARM64 = Arch{
-	GOARCH: "arm64", Uname: "aarch64", Multiarch: "aarch64-linux-gnu",
+	GOARCH: "arm64", Multiarch: "aarch64-linux-gnu",
 	QEMU: "qemu-system-aarch64", QEMUPackage: "qemu-system-arm",
 	Machine:    []string{"-M", "virt", "-cpu", "cortex-a57"},
 	KernelMeta: "linux-image-arm64",
 	Console:    "ttyAMA0", ResultPort: "ttyS0", ResultDevice: "pci-serial",
 	Packages: []string{"libc6", "libgcc-s1"},
-	CC:       "aarch64-linux-gnu-gcc",
 }
 
 // largePageCPU is the arm64 guest's CPU for a kernel of 16 or 64 KiB
@@ -108,12 +102,13 @@ func (a Arch) Native() bool { return a.or().GOARCH == runtime.GOARCH }
 func (a Arch) LibDir() string { return "/usr/lib/" + a.or().Multiarch }
 
 // Compiler is the C compiler for the guest's code: this host's cc for its
-// own architecture, else the cross compiler.
+// own architecture, else Debian's cross compiler, <triplet>-gcc
+// (build/arch.sh's arch_cc).
 func (a Arch) Compiler() string {
 	if a.Native() {
 		return ""
 	}
-	return a.or().CC
+	return a.or().Multiarch + "-gcc"
 }
 
 // Pkg is Debian's name of package p for this architecture: p itself for

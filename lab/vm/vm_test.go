@@ -60,7 +60,11 @@ func TestArchFor(t *testing.T) {
 		foreign = AMD64
 	}
 	assert.Equal(t, "libc6:"+foreign.GOARCH, foreign.Pkg("libc6"))
-	assert.Equal(t, foreign.CC, foreign.Compiler())
+	want := map[string]string{"arm64": "aarch64-linux-gnu-gcc", "amd64": "x86_64-linux-gnu-gcc"}[foreign.GOARCH]
+	assert.Equal(t, want, foreign.Compiler(), "Debian's cross compiler")
+	native, err := ArchFor("")
+	require.NoError(t, err)
+	assert.Empty(t, native.Compiler(), "this host's own architecture: cc")
 }
 
 // The page size of Debian's arm64 kernels, read from their Image header,
