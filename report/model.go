@@ -192,22 +192,11 @@ func (c *Case) Status() Status {
 // stoppedHow is how a test that never finished ended in a run that a
 // signal stopped.
 func stoppedHow(sig string) string {
-	return "the run was stopped by " + sig + " while it ran (" + signalSource(sig) + "), so it was not judged"
+	return "the run was stopped by " + sig + " while it ran (" + soak.StopSource(sig) + "), so it was not judged"
 }
 
 // stoppedRemedy is what to do about a requirement a signal cut short.
 const stoppedRemedy = "run the suite again and let it end (a batch job: a time limit that covers GDR_SOAK and the suite; a pod: nothing deleting it mid-run)"
-
-// signalSource says who sends sig to a run.
-func signalSource(sig string) string {
-	switch sig {
-	case "SIGTERM":
-		return "Slurm's scancel or time limit, Kubernetes deleting the pod, or a kill"
-	case "SIGINT":
-		return "Ctrl-C"
-	}
-	return "a signal to the run"
-}
 
 // pkgRun is one package of one host: what gtr models, plus the cases.
 type pkgRun struct {

@@ -39,7 +39,7 @@ func TestStoppedRunIsNotAFailure(t *testing.T) {
 	assert.Empty(t, h.Errors, "a stopped run's partial file is no failure outside any test")
 	assert.Equal(t, Incomplete, h.Verdict.Verdict)
 	assert.Contains(t, h.Verdict.Line, "stopped by SIGTERM")
-	assert.Contains(t, h.Verdict.Advice, "the run was stopped by SIGTERM (Slurm's scancel or time limit, Kubernetes deleting the pod, or a kill) before it ended")
+	assert.Contains(t, h.Verdict.Advice, "the run was stopped by SIGTERM (Slurm's scancel or time limit, Kubernetes deleting the pod) before it ended")
 	s1 := h.Reqs[indexOf(h, "SOAK-01")]
 	assert.Equal(t, NotRun, s1.Status, "cut short: not judged, though one rail passed before the stop")
 	assert.Contains(t, s1.Reason, "1 of 2 passed, then did not finish: the run was stopped by SIGTERM while it ran")

@@ -5,6 +5,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gdrconf/gdrconf/internal/soak"
 )
 
 func hostVerdict(h *HostResult) Verdict {
@@ -58,7 +60,7 @@ func hostVerdict(h *HostResult) Verdict {
 		v.Line = fmt.Sprintf("%s (%s)", Incomplete, strings.Join(why, ", "))
 		v.Advice = fmt.Sprintf("nothing failed, but %d of %d must requirements did not pass: %d skipped (absent hardware or software), %d not run (no test of them ran): this run does not qualify the host", v.NotRun, must, c.Skipped, c.NotRun)
 		if sig := h.Identity.Stopped; sig != "" {
-			v.Advice = fmt.Sprintf("the run was stopped by %s (%s) before it ended: nothing failed in what it measured, but %d of %d must requirements were not judged (%d skipped, %d not run or cut short): this run does not qualify the host; %s", sig, signalSource(sig), v.NotRun, must, c.Skipped, c.NotRun, stoppedRemedy)
+			v.Advice = fmt.Sprintf("the run was stopped by %s (%s) before it ended: nothing failed in what it measured, but %d of %d must requirements were not judged (%d skipped, %d not run or cut short): this run does not qualify the host; %s", sig, soak.StopSource(sig), v.NotRun, must, c.Skipped, c.NotRun, stoppedRemedy)
 			break
 		}
 		if h.Identity.Strict {

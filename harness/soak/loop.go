@@ -55,7 +55,7 @@ func SignalReason(s os.Signal) string {
 	case os.Interrupt:
 		return "SIGINT (interrupted)"
 	case syscall.SIGTERM:
-		return "SIGTERM (the job was stopped: Slurm's scancel or time limit, Kubernetes deleting the pod)"
+		return "SIGTERM (the job was stopped: " + model.StopSource("SIGTERM") + ")"
 	}
 	return s.String()
 }

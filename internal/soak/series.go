@@ -278,3 +278,16 @@ func decode(name string, r io.Reader) (*Series, error) {
 	}
 	return &s, nil
 }
+
+// StopSource says who sends a run the signal sig (its name: "SIGTERM",
+// "SIGINT"): the words a cut soak (Series.Cut) and a stopped run's report
+// both use.
+func StopSource(sig string) string {
+	switch sig {
+	case "SIGTERM":
+		return "Slurm's scancel or time limit, Kubernetes deleting the pod"
+	case "SIGINT":
+		return "Ctrl-C"
+	}
+	return "a signal to the run"
+}
