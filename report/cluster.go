@@ -929,6 +929,9 @@ func (r *Report) clusterMarkdown(b *strings.Builder) {
 	if c == nil {
 		return
 	}
+	if line := domainsLine(c.Hosts); line != "" {
+		fmt.Fprintf(b, "\n%s\n", mdEscape(line))
+	}
 	fmt.Fprintf(b, "\n## Pairs\n\n| round | server | client | rail | status | Gbit/s |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, p := range c.Pairs {
 		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", strings.TrimPrefix(roundLabel(p), "round "), mdEscape(p.A), mdEscape(p.B), p.Rail, p.Status, fmtNum(p.BWGbitS))

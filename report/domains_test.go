@@ -62,5 +62,15 @@ func TestClusterReportNamesNVLinkDomains(t *testing.T) {
 	}
 	txt.Reset()
 	require.NoError(t, rep.WriteText(&txt))
-	assert.Contains(t, txt.String(), "  NVLink domains (pairs planned across them): "+rack+": vm1, vm3; 2 hosts in none\n")
+	line := "NVLink domains (pairs planned across them): " + rack + ": vm1, vm3; 2 hosts in none"
+	assert.Contains(t, txt.String(), "  "+line+"\n")
+	// report.html and summary.md read the same line (one view model).
+	var page, md bytes.Buffer
+	require.NoError(t, rep.WriteHTML(&page))
+	assert.Contains(t, page.String(), `<p id="nvlink-domains">`+line+`</p>`)
+	require.NoError(t, rep.WriteMarkdown(&md))
+	assert.Contains(t, md.String(), "\n"+line+"\n")
+	page.Reset()
+	require.NoError(t, mergeCluster(t, clusterFolder(t, nil)).WriteHTML(&page))
+	assert.NotContains(t, page.String(), "nvlink-domains", "no domain published: no line")
 }

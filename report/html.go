@@ -105,6 +105,7 @@ type htmlData struct {
 	RailCols []string
 	RailHeat []heatRow
 	Cluster  *isolate.Summary
+	Domains  string        // which NVLink domain each host published (domainsLine), "" without any
 	Findings []findingView // isolation's verdict: each part found bad or not isolated, with its evidence
 	Cleared  []string      // hosts isolation cleared, one line each
 	// Unfinished: hosts whose run did not finish; Flaky: links that failed
@@ -216,6 +217,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	d.RailCols, d.RailHeat = r.railHeat()
 	d.Cluster = r.Cluster
+	if r.Cluster != nil {
+		d.Domains = domainsLine(r.Cluster.Hosts)
+	}
 	if f := r.Findings; f != nil {
 		for _, s := range f.Suspects {
 			v := findingView{Part: s.Name(), Verdict: string(s.Verdict), Reason: s.Reason}
