@@ -39,9 +39,9 @@ them as root where they are missing; present, any user builds.
                and the GPUs' copies for GDR_SOAK (10m),
                sampled into reports/soak.json
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
-  test         lint unit browser race lab lab-cluster       root, qemu, network the first  ~20
-               (CI: then lab-cluster-host, lab-k8s,         time (packages, lab kernel)
-               lab-soak's short form)
+  test         lint unit browser race lab (CI: then         root, qemu, network the first  ~11
+               lab-cluster, lab-k8s, lab-soak's short       time (packages, lab kernel)
+               form, lab-arm64: .ci/run)
   unit         unit tests and fixture runs; no browser      rdma-core headers, xmllint     1-2
                                                             (deps-unit as root); not root
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
@@ -51,20 +51,20 @@ them as root where they are missing; present, any user builds.
   update       rewrite what is generated from code          rdma-core headers              <1
                (UPDATE=1: docs tables, golden outputs)
   lab          Soft-RoCE two-VM lab + loopback              root, qemu, network (first)    ~8
-  lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~9
-               path degraded
+  lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~11
+               path degraded (.ci/run runs it after make test)
   lab-cluster-host
-               the same, every rail of one VM degraded      root, qemu, network (first)    ~15
-               (.ci/run runs it after make test)
+               the same, every rail of one VM degraded      root, qemu, network (first)    ~17
+               (not in CI: lab-k8s plants this fault)
   lab-cluster-live
                lab-cluster-host with a node 90 s late and  root, qemu, network (first)    ~20
                one killed in round 1 (not in CI)
   lab-cluster-soak
                lab-cluster with GDR_SOAK=2m: every host     root, qemu, network (first)    ~7
                soaks in its first round (not in CI)
-  lab-k8s      the four VMs as Kubernetes nodes of a real   root, qemu, network (first)    ~10
-               control plane; deploy/k8s's Job, a rail      (+6 the first time: builds
-               degraded (.ci/run runs it last)              Kubernetes)
+  lab-k8s      the four VMs as Kubernetes nodes of a real   root, qemu, network (first)    ~18
+               control plane; deploy/k8s's Job, every rail  (+6 the first time: builds
+               of one VM degraded (.ci/run)                 Kubernetes)
   lab-arm64    one arm64 VM (qemu-system-aarch64, TCG,      root, qemu, network (first)    ~2
                Debian's arm64 kernel) runs dist-arm64's
                install topology memreg pingpong in loopback
@@ -202,10 +202,11 @@ race: deps
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -tags rdma -count=1 $(RACE_RDMA_PKGS)
 
-# README's test command (.ci/run runs it, then lab-cluster-host and lab-k8s): about 10
-# minutes for lint, unit, the browser test, race and the two-VM lab on 2
-# cores, plus 7 for the four-VM Slurm lab (670 s in all on a fresh clone).
-test: lint unit browser race lab lab-cluster
+# README's test command: about 11 minutes for lint, unit, the browser test,
+# race and the two-VM lab on 2 cores. The four-VM labs take 11-18 minutes
+# each, so .ci/run runs them after it (lab-cluster, lab-k8s), then the
+# soak's and arm64's short labs: 20 minutes for make test, 60 for CI.
+test: lint unit browser race lab
 
 clean:
 	rm -rf $(REPORTS)
@@ -281,8 +282,8 @@ lab-cluster: deps-unit $(LAB_BIN)
 # The cluster lab with a whole host degraded (every rail of vm2): the merged
 # reports/lab-cluster-host report must name host vm2 and nothing else. Its
 # own VMs: a third bad part beside lab-cluster's rail and path would leave
-# four hosts too few healthy pairs to judge by (docs/lab.md). .ci/run runs
-# it after make test.
+# four hosts too few healthy pairs to judge by (docs/lab.md). Not in CI:
+# make lab-k8s plants the same fault under Kubernetes.
 lab-cluster-host: deps-unit $(LAB_BIN)
 	GO=$(GO) LAB_DEGRADE='vm2:*:delay=250ms' LAB_REPORTS=reports/lab-cluster-host $(LAB_BIN) -mode cluster
 # The cluster lab with a late and a dead node besides the whole-host fault:

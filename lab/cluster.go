@@ -133,6 +133,16 @@ func (r *runner) clusterGPUs() int {
 // with a margin of about 1.7 either way.
 const labPairMinFraction = "0.25"
 
+// labBWIters is the cluster labs' GDR_BW_ITERS: 50 WRs of 64 KiB (3.3 MB,
+// under a second on a healthy rail under TCG) per bandwidth point. A
+// planted 250 ms delay holds a pair at about 0.004 Gbit/s, so each point
+// of a degraded pair took 26 s at the former 200 and its rounds 4-8
+// minutes (PP-08 90 s on one bad rail, 159 s on two). At 50 make
+// lab-cluster took 655 s instead of 976 s, its healthy pairs measured
+// 0.066-0.124 Gbit/s (0.025-0.111 at 200) and the planted ones 0.004
+// against floors of 0.0165-0.0225; far from the 5000 a hardware run takes.
+const labBWIters = "50"
+
 // clusterEnv is the suite's environment in every task: the user's GDR_*
 // settings for TCG (sbatch passes its environment to the job, and srun to
 // the tasks) and the emulated GPU's count.
@@ -174,10 +184,7 @@ func (r *runner) clusterEnv() []string {
 		env = append(env, "GDR_START_TIMEOUT="+LabStartTimeout.String())
 	}
 	if !hasEnv(o.Env, "GDR_BW_ITERS") {
-		// 200 WRs of 64 KiB (13 MB, about 2 s under TCG) per bandwidth
-		// point: enough for a pair's number to be stable against the
-		// others', far from the 5000 a hardware run takes.
-		env = append(env, fmt.Sprintf("GDR_BW_ITERS=%d", 10*o.Iters))
+		env = append(env, "GDR_BW_ITERS="+labBWIters)
 	}
 	if c.Suite == SuiteStandin {
 		// Ten times the suite's iterations: one ib_write_bw run is one

@@ -164,7 +164,7 @@ func TestClusterPlan(t *testing.T) {
 	assert.Equal(t, "/shared/lab/job.json", sb.Result)
 	env := strings.Join(sb.Step.Env, " ")
 	for _, want := range []string{"GDR_DIST=/lab/dist", "GDR_PAIRING=ring", "GDR_TIMEOUT=45s", "GDR_ITERS=20", "FAKE_CUDA_DEVICES=2",
-		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=200", "GDR_PAIR_MIN_FRACTION=0.25", "GDR_STRICT=0"} {
+		"GDR_BW_SIZES=65536", "GDR_IB_TIMEOUT=18", "GDR_BW_ITERS=50", "GDR_PAIR_MIN_FRACTION=0.25", "GDR_STRICT=0"} {
 		assert.Contains(t, env, want)
 	}
 	assert.NotContains(t, env, "GDR_REPORTS", "the script's own folder: reports/cluster-<job id> in the submit folder")

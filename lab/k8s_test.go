@@ -351,6 +351,28 @@ func TestMakeLabK8s(t *testing.T) {
 	assert.Contains(t, string(ci), "make lab-k8s")
 }
 
+// CI plants each kind of fault once: the rail and the path under Slurm
+// (make lab-cluster, DefaultDegrade), the host under Kubernetes (make
+// lab-k8s), so that make lab-cluster-host, 17 more minutes of four VMs,
+// stays out of it.
+func TestCIPlantsEveryFaultKind(t *testing.T) {
+	ci, err := os.ReadFile("../.ci/run")
+	require.NoError(t, err)
+	for _, mk := range []string{"\nmake lab-cluster\n", "\nmake lab-k8s\n"} {
+		assert.Contains(t, string(ci), mk)
+	}
+	assert.NotContains(t, string(ci), "\nmake lab-cluster-host", "the host fault is lab-k8s's")
+	kinds := map[string]string{}
+	for lab, spec := range map[string]string{"lab-cluster": DefaultDegrade, "lab-k8s": K8sDegrade} {
+		ds, err := ParseDegrade(spec, 4, 2)
+		require.NoError(t, err, spec)
+		for _, d := range ds {
+			kinds[d.Kind()] = lab
+		}
+	}
+	assert.Equal(t, map[string]string{report.PartRail: "lab-cluster", report.PartLink: "lab-cluster", report.PartHost: "lab-k8s"}, kinds)
+}
+
 // The node's daemons go to a group of their own with a low CPU weight, and
 // the log reads what each group used (cpu.stat's usage_usec).
 func TestSystemGroup(t *testing.T) {
