@@ -17,18 +17,23 @@ import (
 // The lab on another architecture than this host's (make lab-arm64): the
 // same parts, image, agent and report, with vm.Arch naming what differs.
 // Its guests run under full emulation (TCG of another instruction set),
-// so it boots one VM and runs the suite there in loopback, as make lab's
-// loopback run does; its test binaries are the prebuilt suite of that
+// so by default it boots one VM and runs the suite there in loopback, as
+// make lab's loopback run does (LAB_VMS=2: the two-VM lab as on amd64); its test binaries are the prebuilt suite of that
 // architecture (make dist ARCH=arm64), what a Grace host would run.
 
 // ArchPkgs are the packages the lab runs on a foreign architecture unless
 // LAB_PKGS says otherwise: the host checks and the RDMA data path.
 var ArchPkgs = []string{"./conformance/install", "./conformance/topology", "./conformance/memreg", "./conformance/pingpong"}
 
-// oneVM reports whether the run boots one VM (loopback only): on a
-// foreign architecture (the zero Arch of a runner that was never told one
-// is this host's).
-func (r *runner) oneVM() bool { return r.arch.GOARCH != "" && !r.arch.Native() }
+// oneVM reports whether the run boots one VM (loopback only): LAB_VMS=1,
+// or by default on a foreign architecture (the zero Arch of a runner that
+// was never told one is this host's).
+func (r *runner) oneVM() bool {
+	if r.o.VMs != 0 {
+		return r.o.VMs == 1
+	}
+	return r.arch.GOARCH != "" && !r.arch.Native()
+}
 
 // partsPackages is what the run's parts hold: every mode's on this host's
 // architecture (one cached folder for all), the image's own elsewhere

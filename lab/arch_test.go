@@ -47,4 +47,19 @@ func TestPlanOneVM(t *testing.T) {
 	jobs, err = r.plan(pkgs)
 	require.NoError(t, err)
 	assert.Len(t, jobs, 2, "this host's architecture: server and client")
+
+	// LAB_VMS overrides the architecture's default either way.
+	r.o.VMs = 1
+	jobs, err = r.plan(pkgs)
+	require.NoError(t, err)
+	assert.Len(t, jobs, 1, "LAB_VMS=1 on this host's architecture: loopback only")
+	r.o.VMs, r.arch, r.o.Loopback = 2, foreign, true
+	jobs, err = r.plan(pkgs)
+	require.NoError(t, err)
+	require.Len(t, jobs, 2, "LAB_VMS=2 on a foreign architecture: server and client")
+	var hosts []string
+	for _, st := range jobs[0].Steps {
+		hosts = append(hosts, st.Host)
+	}
+	assert.Contains(t, hosts, "loopback", "the loopback run too")
 }

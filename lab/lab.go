@@ -63,6 +63,11 @@ type Options struct {
 	// binaries of Dist, the prebuilt suite of that architecture, and runs
 	// them in loopback: ModeLab only (arch.go).
 	Arch string
+	// VMs is how many VMs mode lab boots: 2 (server and client, plus the
+	// loopback run in the server), 1 (the loopback run alone), or 0 for
+	// the architecture's default: 2 on this host's, 1 on a foreign one,
+	// whose TCG is slower (LAB_VMS=2 runs the pair there too).
+	VMs  int
 	Dist string // a make dist folder whose bin/ holds the test binaries; "" builds them with go test -c
 	// Kernel is the Debian kernel meta package the VMs boot instead of the
 	// architecture's default (vm.Arch.KernelMeta): linux-image-6.12-arm64-16k.
@@ -168,6 +173,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if !r.arch.Native() && o.Mode != ModeLab {
 		return fmt.Errorf("lab mode %s: only the lab itself (mode lab) runs on %s guests", o.Mode, r.arch.GOARCH)
+	}
+	if o.VMs != 0 && (o.VMs < 1 || o.VMs > 2 || o.Mode != ModeLab) {
+		return fmt.Errorf("LAB_VMS=%d: mode lab boots 1 or 2 VMs; mode %s boots its own", o.VMs, o.Mode)
 	}
 	qemu, err := vm.EnsureQEMU(ctx, r.arch, &r.apt, r.logf)
 	if err != nil {

@@ -189,6 +189,11 @@ func hostMain() error {
 	fs.IntVar(&o.Cluster.MemMiB, "vm-mem", mem, "cluster: MiB of memory per VM (LAB_VM_MEM)")
 	fs.DurationVar(&o.Cluster.SrunTimeout, "srun-timeout", dur("LAB_SRUN_TIMEOUT", "25m"), "cluster: srun's time limit (LAB_SRUN_TIMEOUT)")
 	fs.DurationVar(&o.KillAfter, "kill-after", dur("LAB_KILL_AFTER", "8s"), "kill mode: how long after the client starts pingpong it is killed (LAB_KILL_AFTER)")
+	vms, err := strconv.Atoi(env("LAB_VMS", "0"))
+	if err != nil {
+		return fmt.Errorf("LAB_VMS=%q: want 1 or 2 (0: the architecture's default)", os.Getenv("LAB_VMS"))
+	}
+	fs.IntVar(&o.VMs, "vms", vms, "mode lab: VMs to boot, 2 (server, client and loopback) or 1 (loopback only); default 2 on this host's architecture, 1 on another (LAB_VMS)")
 	loop := fs.Bool("loopback", env("LAB_LOOPBACK", "1") != "0", "also run the suite in loopback inside the server VM (LAB_LOOPBACK=0 turns it off)")
 	fs.IntVar(&o.Load, "load", atoiOr(env("LAB_LOAD", "0")), "busy loops on the host beside the VMs for the whole run (LAB_LOAD)")
 	repeat := fs.String("repeat", env("LAB_REPEAT", "1"), "faults mode: runs of each case, each reported (LAB_REPEAT; a flaky case shows as 2 of 3)")
