@@ -18,8 +18,9 @@ import (
 // same parts, image, agent and report, with vm.Arch naming what differs.
 // Its guests run under full emulation (TCG of another instruction set),
 // so by default it boots one VM and runs the suite there in loopback, as
-// make lab's loopback run does (LAB_VMS=2: the two-VM lab as on amd64); its test binaries are the prebuilt suite of that
-// architecture (make dist ARCH=arm64), what a Grace host would run.
+// make lab's loopback run does (LAB_VMS=2: the two VMs of make lab); its
+// test binaries are the prebuilt suite of that architecture (make dist
+// ARCH=arm64), what a Grace host would run.
 
 // ArchPkgs are the packages the lab runs on a foreign architecture unless
 // LAB_PKGS says otherwise: the host checks and the RDMA data path.
@@ -33,6 +34,18 @@ func (r *runner) oneVM() bool {
 		return r.o.VMs == 1
 	}
 	return r.arch.GOARCH != "" && !r.arch.Native()
+}
+
+// checkVMs refuses a LAB_VMS that mode lab cannot boot, and any for the
+// other modes, which boot their own VMs.
+func (o Options) checkVMs() error {
+	switch {
+	case o.VMs < 0 || o.VMs > 2:
+		return fmt.Errorf("LAB_VMS=%d: mode lab boots 1 or 2 VMs (0: 2 on this host's architecture, 1 on another)", o.VMs)
+	case o.VMs != 0 && o.Mode != ModeLab:
+		return fmt.Errorf("LAB_VMS=%d: only mode lab takes it; mode %s boots its own VMs", o.VMs, o.Mode)
+	}
+	return nil
 }
 
 // partsPackages is what the run's parts hold: every mode's on this host's

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -62,4 +63,22 @@ func TestPlanOneVM(t *testing.T) {
 		hosts = append(hosts, st.Host)
 	}
 	assert.Contains(t, hosts, "loopback", "the loopback run too")
+}
+
+// LAB_VMS out of range, or given to a mode that boots its own VMs, is
+// refused naming the value before anything starts.
+func TestLabVMsRefused(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Mode: ModeLab, VMs: 3}, "LAB_VMS=3: mode lab boots 1 or 2 VMs"},
+		{Options{Mode: ModeLab, VMs: -1}, "LAB_VMS=-1: mode lab boots 1 or 2 VMs"},
+		{Options{Mode: ModeCluster, VMs: 2}, "LAB_VMS=2: only mode lab takes it; mode cluster boots its own VMs"},
+		{Options{Mode: ModeSoak, VMs: 1}, "LAB_VMS=1: only mode lab takes it; mode soak boots its own VMs"},
+	} {
+		assert.ErrorContains(t, Run(context.Background(), c.o), c.want)
+	}
+	assert.NoError(t, Options{Mode: ModeLab, VMs: 2}.checkVMs())
+	assert.NoError(t, Options{Mode: ModeCluster}.checkVMs())
 }

@@ -137,6 +137,9 @@ type testPkg struct {
 
 // Run executes a lab run and returns an error when the lab failed.
 func Run(ctx context.Context, o Options) error {
+	if err := o.checkVMs(); err != nil {
+		return err
+	}
 	if o.Mode == ModeCluster || o.Mode == ModeK8s {
 		return RunCluster(ctx, o)
 	}
@@ -173,9 +176,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if !r.arch.Native() && o.Mode != ModeLab {
 		return fmt.Errorf("lab mode %s: only the lab itself (mode lab) runs on %s guests", o.Mode, r.arch.GOARCH)
-	}
-	if o.VMs != 0 && (o.VMs < 1 || o.VMs > 2 || o.Mode != ModeLab) {
-		return fmt.Errorf("LAB_VMS=%d: mode lab boots 1 or 2 VMs; mode %s boots its own", o.VMs, o.Mode)
 	}
 	qemu, err := vm.EnsureQEMU(ctx, r.arch, &r.apt, r.logf)
 	if err != nil {
