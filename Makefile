@@ -54,7 +54,7 @@ them as root where they are missing; present, any user builds.
   lab-cluster  four VMs under real Slurm: a rail and a      root, qemu, network (first)    ~11
                path degraded (.ci/run runs it after make test)
   lab-cluster-host
-               the same, every rail of one VM degraded      root, qemu, network (first)    ~17
+               the same, every rail of one VM degraded      root, qemu, network (first)    ~12
                (not in CI: lab-k8s plants this fault)
   lab-cluster-live
                lab-cluster-host with a node 90 s late and  root, qemu, network (first)    ~20
