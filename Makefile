@@ -40,8 +40,8 @@ them as root where they are missing; present, any user builds.
                sampled into reports/soak.json
   report       merge report folders: IN='dir ...' OUT=dir   -                              <1
   test         lint unit browser race lab (CI: then         root, qemu, network the first  ~11
-               lab-cluster, lab-k8s, lab-soak's short       time (packages, lab kernel)
-               form, lab-arm64: .ci/run)
+               lab-arm64, lab-cluster, lab-k8s, lab-soak's  time (packages, lab kernel)
+               short form: .ci/run)
   unit         unit tests and fixture runs; no browser      rdma-core headers, xmllint     1-2
                                                             (deps-unit as root); not root
   browser      the HTML report in headless Chromium         Chromium (deps-test as root)   <1
@@ -204,8 +204,8 @@ race: deps
 
 # README's test command: about 11 minutes for lint, unit, the browser test,
 # race and the two-VM lab on 2 cores. The four-VM labs take 11-18 minutes
-# each, so .ci/run runs them after it (lab-cluster, lab-k8s), then the
-# soak's and arm64's short labs: 20 minutes for make test, 60 for CI.
+# each, so .ci/run runs them after it: arm64's short lab, lab-cluster,
+# lab-k8s, then the soak's short form: 20 minutes for make test, 60 for CI.
 test: lint unit browser race lab
 
 clean:

@@ -353,7 +353,7 @@ func TestMakeLabK8s(t *testing.T) {
 
 // CI plants each kind of fault once: the rail and the path under Slurm
 // (make lab-cluster, DefaultDegrade), the host under Kubernetes (make
-// lab-k8s), so that make lab-cluster-host, 17 more minutes of four VMs,
+// lab-k8s), so that make lab-cluster-host, about 12 more minutes of four VMs,
 // stays out of it.
 func TestCIPlantsEveryFaultKind(t *testing.T) {
 	ci, err := os.ReadFile("../.ci/run")
